@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hvtrace CLI plumbing.  Each verb lives in host/cli/cmd_VERB.c and
+ * registers itself with HVT_CLI_COMMAND(); main.c finds every registered
+ * verb through the linker section, so adding a verb touches no shared file.
+ */
+#ifndef HVT_CLI_H
+#define HVT_CLI_H
+
+#include <stdio.h>
+
+struct hvt_cli_cmd {
+	const char *name;
+	const char *summary;	/* one line for 'hvtrace --help' */
+	const char *usage;	/* full text for 'hvtrace VERB --help' */
+	int (*run)(int argc, char **argv);	/* argv[0] is the verb */
+};
+
+#define HVT_CLI_COMMAND(ident, name_, summary_, usage_, fn)                   \
+	static const struct hvt_cli_cmd hvt_cli_cmd_##ident                   \
+		__attribute__((used, section("hvt_cli_cmds"),                 \
+			       aligned(sizeof(void *)))) = {                  \
+			.name = name_,                                        \
+			.summary = summary_,                                  \
+			.usage = usage_,                                      \
+			.run = fn,                                            \
+		}
+
+/* Conventional exit codes (sysexits-like). */
+#define HVT_EXIT_OK		0
+#define HVT_EXIT_FAIL		1	/* the operation failed */
+#define HVT_EXIT_USAGE		2	/* bad command line */
+
+/* Print "hvtrace VERB: message" to stderr; returns HVT_EXIT_FAIL. */
+int hvt_cli_error(const char *verb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Print usage error plus a hint to run --help; returns HVT_EXIT_USAGE. */
+int hvt_cli_usage(const char *verb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* 1 if argv has -h or --help (before "--"). */
+int hvt_cli_wants_help(int argc, char **argv);
+
+/* Print the usage text of a verb to stdout. */
+void hvt_cli_print_usage(const char *verb);
+
+/* Parse an unsigned number with an optional K/M/G suffix (1024-based).
+ * Returns 0 or -EINVAL / -ERANGE. */
+int hvt_cli_parse_u64(const char *s, unsigned long long *out);
+
+/* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
+int hvt_cli_parse_seconds(const char *s, double *out);
+
+#endif

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hvtrace writer core: the freestanding, lockless, per-CPU ring buffer that
+ * writes ftrace sub-buffers into a trace area.  See shared/ring_buffer.c for
+ * the design and the memory-ordering protocol.
+ *
+ * Two ways to commit an event:
+ *
+ *  - direct:  hvt_rb_write() / hvt_rb_reserve() + hvt_rb_commit().  The
+ *             caller guarantees a single writer per CPU buffer at a time
+ *             (a hypervisor with interrupts masked, a pinned thread).
+ *
+ *  - planned: hvt_rb_plan_write() builds a *plan* -- a short list of copies
+ *             plus one final commit store -- and the caller executes it in
+ *             a context that can abort and retry it as a whole (a Linux
+ *             restartable sequence, see guest/lib/rseq_x86_64.S).  This is
+ *             what lets any number of preemptible threads and processes
+ *             share one CPU buffer without locks.
+ *
+ * Both paths produce the same bytes; the direct executor is simply
+ * hvt_rb_plan_exec().
+ */
+#ifndef HVTRACE_RING_BUFFER_H
+#define HVTRACE_RING_BUFFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "abi.h"
+#include "errno.h"
+
+/* Largest plan: desc (2), finish (3), page header, ts (2), event header,
+ * common fields, HVT_RB_MAX_IOV payload pieces, record padding. */
+#define HVT_RB_MAX_IOV		8u
+#define HVT_RB_MAX_OPS		(11u + HVT_RB_MAX_IOV)
+
+struct hvt_iovec {
+	const void *base;
+	uint32_t len;
+};
+
+/*
+ * Writer-private handle for one CPU buffer.  Built once by
+ * hvt_rb_cpu_init() or hvt_rb_cpu_attach(); geometry is never re-read from
+ * shared memory afterwards.
+ */
+struct hvt_rb_cpu {
+	struct hvt_cpu_meta *meta;
+	uint8_t *pages;			/* sub-buffer 0 */
+	const struct hvt_control *ctrl;	/* host-owned, read-only here */
+	uint32_t cpu;
+	uint32_t nr_subbufs;
+	uint32_t subbuf_size;
+	uint32_t data_size;		/* subbuf_size - page header */
+	uint32_t mode;			/* HVT_MODE_* */
+	uint32_t max_record;		/* largest record (common + payload) */
+};
+
+/* One copy of a plan. */
+struct hvt_rb_op {
+	void *dst;
+	const void *src;
+	uint32_t len;
+	uint32_t pad;
+};
+
+/* What a plan does when it commits. */
+enum hvt_rb_plan_kind {
+	HVT_PLAN_APPEND = 1,	/* event on the current sub-buffer */
+	HVT_PLAN_SWITCH,	/* finish current, start next, write event */
+	HVT_PLAN_SEAL,		/* ring full: pad and close the current page */
+	HVT_PLAN_DROP,		/* ring full and sealed: count one lost event */
+};
+
+/*
+ * A plan is valid only while meta->write == expect_write and
+ * meta->lost == expect_lost, and only on the CPU it was built for.  An
+ * executor checks both words, performs ops[0..nr_pre), a release fence,
+ * ops[nr_pre..nr_ops), then stores commit_val to *commit_ptr with release
+ * semantics.  Nothing in a plan is visible to the host until that store.
+ */
+struct hvt_rb_plan {
+	uint64_t *write_ptr;		/* &meta->write */
+	uint64_t *lost_ptr;		/* &meta->lost */
+	uint64_t expect_write;
+	uint64_t expect_lost;
+	uint64_t *commit_ptr;
+	uint64_t commit_val;
+	uint32_t kind;			/* enum hvt_rb_plan_kind */
+	uint32_t cpu;
+	uint32_t nr_pre;
+	uint32_t nr_ops;
+	struct hvt_rb_op ops[HVT_RB_MAX_OPS];
+	/* Storage the ops point into. */
+	struct {
+		uint64_t ts_pair[2];	/* { HVT_TS_KEY_INVALID, ts } */
+		uint64_t ts_key;	/* new commit word */
+		uint64_t page_hdr[2];	/* new page: time_stamp, commit 0 */
+		uint64_t old_commit;	/* finished page's commit field */
+		uint64_t missed;	/* count stored after finished data */
+		uint32_t evt[4];	/* TIME_EXTEND + event header (+len) */
+		uint32_t pad_evt[2];	/* tail padding event */
+		uint32_t desc_seq;
+		uint32_t zero;		/* record padding source */
+		struct hvt_subbuf_desc desc_rest;
+		struct hvt_common_fields common;
+	} s;
+};
+
+/**
+ * hvt_rb_cpu_init - format a fresh CPU buffer (writer side)
+ * @cb:          handle to fill
+ * @meta:        the CPU section's meta region (hvt_meta_size() bytes)
+ * @pages:       nr_subbufs * subbuf_size bytes of sub-buffers
+ * @ctrl:        the area's control page
+ * @cpu:         CPU number
+ * @nr_subbufs:  sub-buffers in the ring (>= 2)
+ * @subbuf_size: bytes per sub-buffer (power of two, 4 KiB..64 KiB)
+ * @mode:        HVT_MODE_CONSUME or HVT_MODE_OVERWRITE
+ *
+ * Return: 0, or -HVT_EINVAL for an unsupported geometry.
+ */
+int hvt_rb_cpu_init(struct hvt_rb_cpu *cb, struct hvt_cpu_meta *meta,
+		    uint8_t *pages, const struct hvt_control *ctrl, uint32_t cpu,
+		    uint32_t nr_subbufs, uint32_t subbuf_size, uint32_t mode);
+
+/**
+ * hvt_rb_cpu_attach - open an already formatted CPU buffer
+ *
+ * Same arguments as hvt_rb_cpu_init() but leaves shared memory untouched;
+ * used by additional writer processes that share a guest's area.
+ */
+int hvt_rb_cpu_attach(struct hvt_rb_cpu *cb, struct hvt_cpu_meta *meta,
+		      uint8_t *pages, const struct hvt_control *ctrl,
+		      uint32_t cpu, uint32_t nr_subbufs, uint32_t subbuf_size,
+		      uint32_t mode);
+
+/**
+ * hvt_rb_plan_write - plan one event
+ * @cb:    CPU buffer
+ * @plan:  plan to fill (caller storage, may live on the stack)
+ * @ts:    event timestamp, read *after* the caller last executed a plan
+ * @common: common fields to put first in the record (common_type etc.)
+ * @iov:   payload pieces, concatenated after the common fields
+ * @niov:  number of pieces (<= HVT_RB_MAX_IOV)
+ *
+ * Reads the buffer's shared state and prepares the copies that write the
+ * event.  If the ring is full in consume mode the plan instead seals the
+ * current page or counts the event as lost (plan->kind tells which).
+ *
+ * Return: 0 with a plan to execute, -HVT_E2BIG if the record can never fit
+ * in a sub-buffer, -HVT_EINVAL for bad arguments.
+ */
+int hvt_rb_plan_write(struct hvt_rb_cpu *cb, struct hvt_rb_plan *plan,
+		      uint64_t ts, const struct hvt_common_fields *common,
+		      const struct hvt_iovec *iov, uint32_t niov);
+
+/**
+ * hvt_rb_plan_exec - execute a plan as the only writer of its CPU buffer
+ *
+ * The direct executor.  It does not re-check expect_write/expect_lost:
+ * the caller's single-writer guarantee makes them hold.
+ */
+void hvt_rb_plan_exec(const struct hvt_rb_plan *plan);
+
+/**
+ * hvt_rb_write - write one event (single writer per CPU buffer)
+ * @cb:     CPU buffer
+ * @ts:     timestamp
+ * @common: common fields
+ * @iov:    payload pieces
+ * @niov:   number of pieces
+ *
+ * Return: 0 when written, -HVT_ENOSPC when the ring was full in consume
+ * mode (the event is counted in meta->lost), -HVT_E2BIG when the record
+ * cannot fit in a sub-buffer, -HVT_EINVAL for bad arguments.
+ */
+int hvt_rb_write(struct hvt_rb_cpu *cb, uint64_t ts,
+		 const struct hvt_common_fields *common,
+		 const struct hvt_iovec *iov, uint32_t niov);
+
+/*
+ * Reserve/commit (single writer per CPU buffer).  hvt_rb_reserve() returns
+ * where the caller writes @len payload bytes (after the common fields, which
+ * it fills itself from @common); nothing is visible to readers until
+ * hvt_rb_commit().  A reservation must be committed before the next
+ * reserve or write on the same CPU buffer.
+ */
+struct hvt_rb_reservation {
+	struct hvt_rb_plan plan;
+	uint8_t *payload;
+	uint32_t len;
+};
+
+/**
+ * hvt_rb_reserve - reserve space for one event
+ *
+ * Return: pointer to @len writable bytes, or NULL when the event was not
+ * reserved; then *@err is -HVT_ENOSPC (counted as lost), -HVT_E2BIG or
+ * -HVT_EINVAL.
+ */
+void *hvt_rb_reserve(struct hvt_rb_cpu *cb, struct hvt_rb_reservation *r,
+		     uint64_t ts, const struct hvt_common_fields *common,
+		     uint32_t len, int *err);
+
+/** hvt_rb_commit - publish a reservation made by hvt_rb_reserve() */
+void hvt_rb_commit(struct hvt_rb_cpu *cb, struct hvt_rb_reservation *r);
+
+/**
+ * hvt_rb_entries - events committed on this CPU buffer so far
+ */
+uint64_t hvt_rb_entries(const struct hvt_rb_cpu *cb);
+
+/**
+ * hvt_rb_poll_reset - serve a host reset request for this CPU, if any
+ *
+ * A reset closes the current sub-buffer so the next event starts a fresh
+ * one, and acknowledges the request in meta->reset_ack.  The host skips
+ * everything before the acknowledged page.  Single-writer contexts only.
+ *
+ * Return: 1 if a reset was served, 0 otherwise.
+ */
+int hvt_rb_poll_reset(struct hvt_rb_cpu *cb);
+
+/* --- enable check ----------------------------------------------------- */
+
+/**
+ * hvt_event_enabled - the writer's fast-path check: one load and a mask
+ * @ctrl: the area's control page (host-owned, read-only)
+ * @bit:  the event's enable bit (< HVT_ABI_MAX_EVENTS)
+ */
+static inline int hvt_event_enabled(const struct hvt_control *ctrl,
+				    uint32_t bit)
+{
+	/*
+	 * Relaxed: the bit is a hint; the host's later disable is not
+	 * ordered against events already being written.
+	 */
+	return (__atomic_load_n(&ctrl->enable[(bit >> 6) &
+					      (HVT_ABI_MAX_EVENTS / 64 - 1)],
+				__ATOMIC_RELAXED) >>
+		(bit & 63)) &
+	       1;
+}
+
+/* --- area (writer side) ---------------------------------------------- */
+
+struct hvt_area_params {
+	uint64_t area_size;	/* bytes available */
+	uint32_t nr_cpus;
+	uint32_t nr_subbufs;	/* 0: as many as fit in area_size */
+	uint32_t subbuf_size;
+	uint32_t mode;
+	uint32_t writer_kind;
+	uint32_t clock_id;
+	uint64_t clock_freq_hz;
+	uint32_t clock_mult;
+	uint32_t clock_shift;
+	uint32_t writer_pid;
+	const char *name;
+};
+
+/**
+ * hvt_area_format - lay out and format a whole trace area (writer side)
+ * @area:  start of the area memory, zero-filled or stale
+ * @p:     geometry; nr_subbufs 0 means "fill area_size"
+ *
+ * Writes the header, clears the control page, formats every CPU buffer,
+ * and publishes the header magic last (release).
+ *
+ * Return: 0, or -HVT_EINVAL / -HVT_ENOSPC when the geometry does not fit.
+ */
+int hvt_area_format(void *area, const struct hvt_area_params *p);
+
+/**
+ * hvt_area_cpu - open CPU @cpu of a formatted area for writing
+ *
+ * Validates the header before trusting it (a writer process may attach to
+ * an area another process formatted).  Return: 0 or -HVT_EINVAL.
+ */
+int hvt_area_cpu(void *area, uint64_t area_size, uint32_t cpu,
+		 struct hvt_rb_cpu *cb);
+
+/**
+ * hvt_area_sync_poll - answer a pending host time-sync request
+ * @area:  the area
+ * @clock: the writer's clock now
+ *
+ * Return: 1 if a request was answered.
+ */
+int hvt_area_sync_poll(void *area, uint64_t clock);
+
+/**
+ * hvt_area_validate - check a header snapshot against its own geometry
+ * @h:         header copy
+ * @area_size: bytes actually available (file or BAR size)
+ * @why:       set to a static description of the first problem
+ *
+ * Shared by writers and the host so both apply the same rules.
+ * Return: 0 or -HVT_EINVAL.
+ */
+int hvt_area_validate(const struct hvt_area_header *h, uint64_t area_size,
+		      const char **why);
+
+#endif /* HVTRACE_RING_BUFFER_H */

@@ -1,0 +1,948 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtrace writer core - a lockless per-CPU ring of ftrace sub-buffers.
+ *
+ * Freestanding: no libc, no allocation, no system calls; only compiler
+ * atomics.  The same object is linked into the EL2 hypervisor image, the
+ * guest writer library, the loopback writer and the host's tests.
+ *
+ * Design
+ * ======
+ *
+ * One CPU buffer is a ring of nr_subbufs sub-buffers ("pages") that are
+ * byte-for-byte Linux ftrace sub-buffers, plus a small meta region:
+ *
+ *       meta (writer-owned)                      sub-buffers
+ *   +----------------------------+     +------------------------------+
+ *   | write = seq|entries|offset |---->| slot seq & (nr-1): tail page |
+ *   | ts_key, ts  (last ts cache)|     |  u64 time_stamp              |
+ *   | lost        (drops)        |     |  u64 commit   (final only)   |
+ *   | desc[slot] {seq, entries_  |     |  events ...  | uncommitted   |
+ *   |   before, lost_before,     |     +------------------------------+
+ *   |   missed}                  |     | slot: older finished pages   |
+ *   +----------------------------+     +------------------------------+
+ *
+ * The commit word
+ * ---------------
+ * Everything a write publishes becomes visible through ONE store: the
+ * release store of meta->write (or of meta->lost for a dropped event).
+ * Before that store, a write only touches memory no reader trusts yet:
+ *
+ *   - bytes after 'offset' in the tail page (the new event, tail padding,
+ *     a missed-events count);
+ *   - the header 'commit' field of the tail page (a reader bounds the tail
+ *     page by the commit word, and trusts the header field only once the
+ *     word has moved on to a later page);
+ *   - the next slot, when starting a new page, after first bumping
+ *     desc[slot].seq (see "Reading without the writer" below);
+ *   - the ts_key/ts cache, which is self-validating.
+ *
+ * So a write that stops at any instruction before its commit store leaves
+ * no trace a reader would believe.  That single property is what makes the
+ * same code safe in three different writer contexts:
+ *
+ *   hypervisor (EL2)   one writer per CPU, interrupts masked: plans are
+ *                      executed directly (hvt_rb_plan_exec()).
+ *   loopback process   one pinned thread per CPU: executed directly.
+ *   guest user space   any number of threads and processes per CPU, with
+ *                      preemption, migration and SIGKILL: each plan is
+ *                      executed inside a Linux restartable sequence that
+ *                      re-checks the CPU and both expected words and
+ *                      aborts if the thread was preempted, migrated or
+ *                      signalled; the commit store is its last
+ *                      instruction.  A killed or aborted writer therefore
+ *                      never leaves a half-committed event, and there is no
+ *                      lock to leave held.
+ *
+ * Plans
+ * -----
+ * hvt_rb_plan_write() reads the shared state, decides what the write does
+ * and records it as a short list of copies plus the final store:
+ *
+ *   APPEND   [ts cache] [TIME_EXTEND] [event header] [common] [payload]
+ *            write := seq | entries+1 | offset+size
+ *   SWITCH   desc[next].seq  -- release fence --
+ *            [finish tail page: padding, header commit, missed count]
+ *            [next page time_stamp, commit 0] [ts cache] [event...]
+ *            write := seq+1 | 1 | size
+ *   SEAL     (consume mode, ring full) pad the tail page to its end so no
+ *            later, smaller event can jump ahead of the gap:
+ *            write := seq | entries | end
+ *   DROP     (consume mode, full and sealed) lost := lost + 1
+ *
+ * A plan remembers the write and lost words it was built against; an
+ * executor that can race (rseq) compares both before copying.  Losses can
+ * therefore only fall *between* pages, and the first page after a loss
+ * carries RB_MISSED_EVENTS | RB_MISSED_STORED with the count stored after
+ * its data, exactly where Linux puts it (8 bytes are kept free on such a
+ * page so the count always fits).
+ *
+ * Timestamps
+ * ----------
+ * Event headers carry a 27-bit delta to the previous event on the page, so
+ * a writer must know the last timestamp.  It lives in meta->ts, valid only
+ * while meta->ts_key equals the commit word.  A plan stores
+ * { ts_key = INVALID, ts = new } and then ts_key = new word, before its
+ * commit store.  A later planner loads ts_key, ts, then ts_key again
+ * (acquire fence between) and accepts ts only if both keys equal the word
+ * it loaded.  An aborted write leaves ts_key != write, and the planner then
+ * recovers the last timestamp by walking the tail page (slow, rare).
+ * Deltas that do not fit 27 bits get a TIME_EXTEND; a timestamp older than
+ * the last one (clock skew after a migration) is clamped to delta 0, so
+ * every page stays monotonic.
+ *
+ * Reading without the writer
+ * --------------------------
+ * The host maps all of this read-only and never asks the writer for help:
+ *
+ *   - load meta->write with acquire (pairs with the commit store);
+ *   - pages older than the tail are final: their header commit is valid;
+ *     the tail page is valid up to the word's offset;
+ *   - to copy a page it loads desc[slot].seq, copies, issues an acquire
+ *     fence, and loads desc[slot].seq again.  A writer reusing a slot
+ *     stores desc[slot].seq and issues a release fence *before* its first
+ *     byte into that slot (the SWITCH pre-op), so an unchanged seq proves
+ *     the copy is not torn by an overwrite;
+ *   - exact loss counts come from desc: entries_before + lost_before of a
+ *     page is the number of events the writer handled before it, so any
+ *     gap between what the host read and that number was lost (dropped in
+ *     consume mode, overwritten in overwrite mode).
+ *
+ * In consume mode the host publishes its progress in the control page
+ * (consumer[cpu], release); the writer loads it with acquire before reusing
+ * a slot and never reuses one whose page the host has not finished.
+ *
+ * Memory ordering summary (every pair):
+ *   W1 commit store (release)       <-> host/planner load of write (acquire)
+ *   W2 desc.seq; fence(release)     <-> host copy; fence(acquire); desc.seq
+ *   W3 ts_key=INV; ts; ts_key=word  <-> planner ts_key; ts; fence; ts_key
+ *      (ordered by program order inside an rseq on TSO, or by the direct
+ *      executor being the only writer)
+ *   W4 load consumer (acquire)      <-> host store consumer (release)
+ *   W5 header magic store (release) <-> host load of magic (acquire)
+ *   W6 sync_clock; sync_seq(release) <-> host sync_seq (acquire); clock
+ */
+#include <hvtrace/ring_buffer.h>
+#include <hvtrace/page.h>
+
+#define HVT_ALIGN4(x)		(((x) + 3u) & ~3u)
+#define HVT_SMALL_DATA_MAX	(HVT_TYPE_DATA_MAX * 4u)	/* 112 */
+
+/* rb_: internal helpers ------------------------------------------------ */
+
+/*
+ * Copy for plan ops.  Hosted builds use the C library; the freestanding
+ * build (hypervisor, link-checked by scripts/check-freestanding.sh) uses
+ * aligned word loops so that no memcpy() symbol is needed and no unaligned
+ * access is made (EL2 may run with strict alignment).
+ */
+static void rb_copy(void *dst, const void *src, uint32_t len)
+{
+#if __STDC_HOSTED__
+	__builtin_memcpy(dst, src, len);
+#else
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+	uintptr_t mis = (uintptr_t)d | (uintptr_t)s;
+
+	if ((mis & 7) == 0) {
+		for (; len >= 8; d += 8, s += 8, len -= 8)
+			*(uint64_t *)d = *(const uint64_t *)s;
+	}
+	if ((mis & 3) == 0) {
+		for (; len >= 4; d += 4, s += 4, len -= 4)
+			*(uint32_t *)d = *(const uint32_t *)s;
+	}
+	for (; len; len--)
+		*d++ = *s++;
+#endif
+}
+
+static void rb_zero(void *dst, uint64_t len)
+{
+	uint8_t *d = dst;
+
+	for (; len && ((uintptr_t)d & 7); len--)
+		*d++ = 0;
+	for (; len >= 8; d += 8, len -= 8)
+		*(uint64_t *)d = 0;
+	for (; len; len--)
+		*d++ = 0;
+}
+
+static inline int rb_is_pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static inline uint8_t *rb_page(const struct hvt_rb_cpu *cb, uint32_t seq)
+{
+	return cb->pages + (uint64_t)(seq & (cb->nr_subbufs - 1)) *
+				   cb->subbuf_size;
+}
+
+static inline struct hvt_subbuf_desc *rb_desc(const struct hvt_rb_cpu *cb,
+					      uint32_t seq)
+{
+	return &cb->meta->desc[seq & (cb->nr_subbufs - 1)];
+}
+
+static inline void rb_op(struct hvt_rb_plan *p, void *dst, const void *src,
+			 uint32_t len)
+{
+	struct hvt_rb_op *op = &p->ops[p->nr_ops++];
+
+	op->dst = dst;
+	op->src = src;
+	op->len = len;
+	op->pad = 0;
+}
+
+/* Usable data bytes of a page: 8 are kept free for a stored missed count. */
+static inline uint32_t rb_page_end(const struct hvt_rb_cpu *cb,
+				   const struct hvt_subbuf_desc *d)
+{
+	return cb->data_size - (__atomic_load_n(&d->missed, __ATOMIC_RELAXED) ?
+					8u : 0u);
+}
+
+/*
+ * Recover the timestamp of the last committed event on the tail page by
+ * walking it.  Only needed after an aborted write left the ts cache
+ * invalid.  The walk is bounded by the committed offset.
+ */
+static uint64_t rb_tail_ts_slow(const struct hvt_rb_cpu *cb, uint32_t seq,
+				uint32_t offset)
+{
+	const uint8_t *page = rb_page(cb, seq);
+	struct hvt_page_iter it;
+	int ret;
+
+	hvt_page_iter_init(&it, page + HVT_PAGE_HDR_SIZE, offset,
+			   __atomic_load_n((const uint64_t *)page,
+					   __ATOMIC_RELAXED));
+	do {
+		ret = hvt_page_next(&it);
+	} while (ret > 0);
+	return it.ts;
+}
+
+/*
+ * Load the last committed timestamp for commit word @w.
+ * Pairs with W3 (see the top of this file).
+ */
+static uint64_t rb_last_ts(const struct hvt_rb_cpu *cb, uint64_t w)
+{
+	struct hvt_cpu_meta *m = cb->meta;
+	uint64_t k1, k2, ts;
+
+	k1 = __atomic_load_n(&m->ts_key, __ATOMIC_ACQUIRE);
+	ts = __atomic_load_n(&m->ts, __ATOMIC_RELAXED);
+	/* Order the ts load before the second key load (pairs with W3). */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	k2 = __atomic_load_n(&m->ts_key, __ATOMIC_RELAXED);
+	if (k1 == w && k2 == w)
+		return ts;
+	return rb_tail_ts_slow(cb, HVT_WORD_SEQ(w), HVT_WORD_OFFSET(w));
+}
+
+/*
+ * Add the copies that finish the tail page @seq whose committed data ends at
+ * @off: tail padding, the header commit with missed-event flags, and the
+ * stored missed count.  Returns the final data size.
+ */
+static uint32_t rb_plan_finish(struct hvt_rb_cpu *cb, struct hvt_rb_plan *p,
+			       uint32_t seq, uint32_t off)
+{
+	struct hvt_subbuf_desc *d = rb_desc(cb, seq);
+	uint8_t *page = rb_page(cb, seq);
+	uint64_t missed = __atomic_load_n(&d->missed, __ATOMIC_RELAXED);
+	uint32_t end = rb_page_end(cb, d);
+	uint32_t size = off;
+
+	if (off < end && end - off >= HVT_EVT_MIN_SIZE) {
+		/* Padding to the end, as the kernel's rb_reset_tail() does:
+		 * type PADDING, non-zero delta, array[0] = bytes after the
+		 * 4-byte header. */
+		p->s.pad_evt[0] = HVT_TYPE_PADDING | (1u << HVT_TYPE_LEN_BITS);
+		p->s.pad_evt[1] = end - off - HVT_EVT_HDR_SIZE;
+		rb_op(p, page + HVT_PAGE_HDR_SIZE + off, p->s.pad_evt, 8);
+		size = end;
+	}
+	p->s.old_commit = size;
+	if (missed) {
+		p->s.old_commit |= HVT_MISSED_EVENTS | HVT_MISSED_STORED;
+		p->s.missed = missed;
+		/* end <= data_size - 8, so the count fits after the data. */
+		rb_op(p, page + HVT_PAGE_HDR_SIZE + size, &p->s.missed, 8);
+	}
+	rb_op(p, page + HVT_PAGE_COMMIT_OFF, &p->s.old_commit, 8);
+	return size;
+}
+
+/* Add the copies of the event itself at @dst. */
+static void rb_plan_event(struct hvt_rb_plan *p, uint8_t *dst, uint64_t delta,
+			  const struct hvt_common_fields *common,
+			  const struct hvt_iovec *iov, uint32_t niov,
+			  uint32_t rec_len)
+{
+	uint32_t aligned = HVT_ALIGN4(rec_len);
+	uint32_t nw = 0, hdr_len, i;
+
+	if (delta > HVT_TS_MASK) {
+		/* TIME_EXTEND: delta = array[0] << 27 | time_delta. */
+		if (delta >> (HVT_TS_BITS + 32))
+			delta = (1ULL << (HVT_TS_BITS + 32)) - 1;
+		p->s.evt[nw++] = HVT_TYPE_TIME_EXTEND |
+				 ((uint32_t)(delta & HVT_TS_MASK)
+				  << HVT_TYPE_LEN_BITS);
+		p->s.evt[nw++] = (uint32_t)(delta >> HVT_TS_BITS);
+		delta = 0;
+	}
+	if (aligned <= HVT_SMALL_DATA_MAX) {
+		p->s.evt[nw++] = (aligned / 4) |
+				 ((uint32_t)delta << HVT_TYPE_LEN_BITS);
+	} else {
+		p->s.evt[nw++] = (uint32_t)delta << HVT_TYPE_LEN_BITS;
+		p->s.evt[nw++] = aligned + 4;	/* array[0] = length + 4 */
+	}
+	hdr_len = nw * 4;
+	rb_op(p, dst, p->s.evt, hdr_len);
+	dst += hdr_len;
+
+	p->s.common = *common;
+	rb_op(p, dst, &p->s.common, sizeof(p->s.common));
+	dst += sizeof(p->s.common);
+	for (i = 0; i < niov; i++) {
+		if (!iov[i].len)
+			continue;
+		rb_op(p, dst, iov[i].base, iov[i].len);
+		dst += iov[i].len;
+	}
+	if (aligned != rec_len) {
+		p->s.zero = 0;
+		rb_op(p, dst, &p->s.zero, aligned - rec_len);
+	}
+}
+
+/* Bytes an event occupies on a page (without TIME_EXTEND). */
+static inline uint32_t rb_event_size(uint32_t rec_len)
+{
+	uint32_t aligned = HVT_ALIGN4(rec_len);
+
+	return aligned + (aligned <= HVT_SMALL_DATA_MAX ? 4u : 8u);
+}
+
+static void rb_plan_ts(struct hvt_rb_cpu *cb, struct hvt_rb_plan *p,
+		       uint64_t ts, uint64_t new_word)
+{
+	p->s.ts_pair[0] = HVT_TS_KEY_INVALID;
+	p->s.ts_pair[1] = ts;
+	p->s.ts_key = new_word;
+	/* W3: key invalid + ts, then key = new word (ts_key, ts adjacent). */
+	rb_op(p, &cb->meta->ts_key, p->s.ts_pair, 16);
+	rb_op(p, &cb->meta->ts_key, &p->s.ts_key, 8);
+}
+
+/* hvt_rb_: exported API ------------------------------------------------ */
+
+static int rb_cpu_setup(struct hvt_rb_cpu *cb, struct hvt_cpu_meta *meta,
+			uint8_t *pages, const struct hvt_control *ctrl,
+			uint32_t cpu, uint32_t nr_subbufs, uint32_t subbuf_size,
+			uint32_t mode)
+{
+	if (!cb || !meta || !pages || !ctrl)
+		return -HVT_EINVAL;
+	if (!rb_is_pow2(nr_subbufs) || nr_subbufs < HVT_ABI_MIN_SUBBUFS ||
+	    nr_subbufs > HVT_ABI_MAX_SUBBUFS)
+		return -HVT_EINVAL;
+	if (!rb_is_pow2(subbuf_size) || subbuf_size < HVT_ABI_MIN_SUBBUF_SIZE ||
+	    subbuf_size > HVT_ABI_MAX_SUBBUF_SIZE)
+		return -HVT_EINVAL;
+	if (mode != HVT_MODE_CONSUME && mode != HVT_MODE_OVERWRITE)
+		return -HVT_EINVAL;
+	if (cpu >= HVT_ABI_MAX_CPUS)
+		return -HVT_EINVAL;
+
+	cb->meta = meta;
+	cb->pages = pages;
+	cb->ctrl = ctrl;
+	cb->cpu = cpu;
+	cb->nr_subbufs = nr_subbufs;
+	cb->subbuf_size = subbuf_size;
+	/* The word's offset field is 16 bits: 65536 - 16 fits. */
+	cb->data_size = subbuf_size - HVT_PAGE_HDR_SIZE;
+	cb->mode = mode;
+	/* An event must fit an empty page that keeps 8 bytes for a missed
+	 * count: header + array word + record <= data_size - 8. */
+	cb->max_record = cb->data_size - 16;
+	return 0;
+}
+
+int hvt_rb_cpu_attach(struct hvt_rb_cpu *cb, struct hvt_cpu_meta *meta,
+		      uint8_t *pages, const struct hvt_control *ctrl,
+		      uint32_t cpu, uint32_t nr_subbufs, uint32_t subbuf_size,
+		      uint32_t mode)
+{
+	return rb_cpu_setup(cb, meta, pages, ctrl, cpu, nr_subbufs,
+			    subbuf_size, mode);
+}
+
+int hvt_rb_cpu_init(struct hvt_rb_cpu *cb, struct hvt_cpu_meta *meta,
+		    uint8_t *pages, const struct hvt_control *ctrl, uint32_t cpu,
+		    uint32_t nr_subbufs, uint32_t subbuf_size, uint32_t mode)
+{
+	uint32_t seq0 = 0, i;
+	int ret;
+
+	ret = rb_cpu_setup(cb, meta, pages, ctrl, cpu, nr_subbufs, subbuf_size,
+			   mode);
+	if (ret)
+		return ret;
+
+	/*
+	 * Start at the host's consumer position, whatever it is: then a
+	 * stale control page from an earlier run cannot make a fresh ring
+	 * look full.  A host that attaches later adopts the writer's seq.
+	 */
+	if (mode == HVT_MODE_CONSUME)
+		seq0 = __atomic_load_n(&ctrl->consumer[cpu], __ATOMIC_ACQUIRE);
+
+	rb_zero(meta, hvt_meta_size(nr_subbufs));
+	for (i = 0; i < nr_subbufs; i++)
+		meta->desc[i].seq = seq0 - nr_subbufs;	/* never expected */
+	rb_desc(cb, seq0)->seq = seq0;
+	rb_zero(rb_page(cb, seq0), HVT_PAGE_HDR_SIZE);
+	meta->cpu = cpu;
+	meta->ts_key = HVT_TS_KEY_INVALID;
+	meta->reset_ack = __atomic_load_n(&ctrl->reset_req[cpu],
+					  __ATOMIC_RELAXED);
+	meta->reset_seq = seq0;
+	/* Published by the area magic (W5) or by this release store. */
+	__atomic_store_n(&meta->write, HVT_WORD(seq0, 0, 0), __ATOMIC_RELEASE);
+	return 0;
+}
+
+int hvt_rb_plan_write(struct hvt_rb_cpu *cb, struct hvt_rb_plan *p,
+		      uint64_t ts, const struct hvt_common_fields *common,
+		      const struct hvt_iovec *iov, uint32_t niov)
+{
+	struct hvt_cpu_meta *m = cb->meta;
+	struct hvt_subbuf_desc *d;
+	uint32_t rec_len = sizeof(*common), size, seq, entries, off, end, i;
+	uint64_t w, lost, last, delta;
+	uint8_t *page;
+
+	if (niov > HVT_RB_MAX_IOV || (niov && !iov))
+		return -HVT_EINVAL;
+	for (i = 0; i < niov; i++) {
+		if (iov[i].len > cb->max_record)
+			return -HVT_E2BIG;
+		rec_len += iov[i].len;
+	}
+	if (HVT_ALIGN4(rec_len) > cb->max_record)
+		return -HVT_E2BIG;
+	size = rb_event_size(rec_len);
+
+	/* W1: see every byte the previous commit published. */
+	w = __atomic_load_n(&m->write, __ATOMIC_ACQUIRE);
+	lost = __atomic_load_n(&m->lost, __ATOMIC_RELAXED);
+
+	p->write_ptr = &m->write;
+	p->lost_ptr = &m->lost;
+	p->expect_write = w;
+	p->expect_lost = lost;
+	p->cpu = cb->cpu;
+	p->nr_pre = 0;
+	p->nr_ops = 0;
+
+	seq = HVT_WORD_SEQ(w);
+	entries = HVT_WORD_ENTRIES(w);
+	off = HVT_WORD_OFFSET(w);
+	d = rb_desc(cb, seq);
+	page = rb_page(cb, seq);
+	end = rb_page_end(cb, d);
+	if (off > end)		/* only a corrupted word can say this */
+		off = end;
+
+	if (off == 0) {
+		/* Empty tail page (a fresh ring): the event starts it. */
+		p->kind = HVT_PLAN_APPEND;
+		p->s.page_hdr[0] = ts;
+		p->s.page_hdr[1] = 0;
+		rb_op(p, page, p->s.page_hdr, 16);
+		p->commit_ptr = &m->write;
+		p->commit_val = HVT_WORD(seq, 1, size);
+		rb_plan_ts(cb, p, ts, p->commit_val);
+		rb_plan_event(p, page + HVT_PAGE_HDR_SIZE, 0, common, iov, niov,
+			      rec_len);
+		return 0;
+	}
+
+	last = rb_last_ts(cb, w);
+	if (ts < last)
+		ts = last;	/* clamp: pages stay monotonic */
+	delta = ts - last;
+
+	if ((uint64_t)off + size + (delta > HVT_TS_MASK ? 8u : 0u) <= end) {
+		uint32_t ext = delta > HVT_TS_MASK ? 8u : 0u;
+
+		p->kind = HVT_PLAN_APPEND;
+		p->commit_ptr = &m->write;
+		p->commit_val = HVT_WORD(seq, entries + 1, off + ext + size);
+		rb_plan_ts(cb, p, ts, p->commit_val);
+		rb_plan_event(p, page + HVT_PAGE_HDR_SIZE + off, delta, common,
+			      iov, niov, rec_len);
+		return 0;
+	}
+
+	/* The event does not fit: start the next page if the ring allows. */
+	{
+		uint32_t next = seq + 1;
+		struct hvt_subbuf_desc *nd = rb_desc(cb, next);
+		uint8_t *npage = rb_page(cb, next);
+
+		if (cb->mode == HVT_MODE_CONSUME) {
+			/* W4: the host finished every page below consumer. */
+			uint32_t cons = __atomic_load_n(
+				&cb->ctrl->consumer[cb->cpu], __ATOMIC_ACQUIRE);
+
+			if ((uint32_t)(next - cons) >= cb->nr_subbufs) {
+				if (end - off >= HVT_EVT_MIN_SIZE) {
+					/* Close the page first, so losses
+					 * fall between pages. */
+					p->kind = HVT_PLAN_SEAL;
+					rb_plan_finish(cb, p, seq, off);
+					p->commit_ptr = &m->write;
+					p->commit_val =
+						HVT_WORD(seq, entries, end);
+					rb_plan_ts(cb, p, last, p->commit_val);
+					return 0;
+				}
+				p->kind = HVT_PLAN_DROP;
+				p->commit_ptr = &m->lost;
+				p->commit_val = lost + 1;
+				return 0;
+			}
+		}
+
+		p->kind = HVT_PLAN_SWITCH;
+		/* W2: claim the slot before touching any of its bytes. */
+		p->s.desc_seq = next;
+		rb_op(p, &nd->seq, &p->s.desc_seq, 4);
+		p->nr_pre = 1;
+
+		p->s.desc_rest.seq = next;
+		p->s.desc_rest.flags = 0;
+		p->s.desc_rest.entries_before =
+			__atomic_load_n(&d->entries_before, __ATOMIC_RELAXED) +
+			entries;
+		p->s.desc_rest.lost_before = lost;
+		p->s.desc_rest.missed =
+			lost - __atomic_load_n(&d->lost_before,
+					       __ATOMIC_RELAXED);
+		rb_op(p, &nd->flags, &p->s.desc_rest.flags,
+		      sizeof(*nd) - offsetof(struct hvt_subbuf_desc, flags));
+
+		rb_plan_finish(cb, p, seq, off);
+
+		/* New page header: time_stamp, and commit 0 until it is
+		 * finished (the word bounds the tail page meanwhile). */
+		p->s.page_hdr[0] = ts;
+		p->s.page_hdr[1] = 0;
+		rb_op(p, npage, p->s.page_hdr, 16);
+
+		p->commit_ptr = &m->write;
+		p->commit_val = HVT_WORD(next, 1, size);
+		rb_plan_ts(cb, p, ts, p->commit_val);
+		rb_plan_event(p, npage + HVT_PAGE_HDR_SIZE, 0, common, iov,
+			      niov, rec_len);
+		return 0;
+	}
+}
+
+void hvt_rb_plan_exec(const struct hvt_rb_plan *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nr_pre; i++)
+		rb_copy(p->ops[i].dst, p->ops[i].src, p->ops[i].len);
+	if (p->nr_pre)
+		/* W2: slot claim before its bytes change; pairs with the
+		 * host's acquire fence after copying a page. */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+	for (; i < p->nr_ops; i++)
+		if (p->ops[i].src)
+			rb_copy(p->ops[i].dst, p->ops[i].src, p->ops[i].len);
+	/* W1: publish; pairs with the host's acquire load of the word. */
+	__atomic_store_n(p->commit_ptr, p->commit_val, __ATOMIC_RELEASE);
+}
+
+int hvt_rb_write(struct hvt_rb_cpu *cb, uint64_t ts,
+		 const struct hvt_common_fields *common,
+		 const struct hvt_iovec *iov, uint32_t niov)
+{
+	struct hvt_rb_plan plan;
+	int tries, ret;
+
+	/* SEAL is followed by DROP; nothing else loops. */
+	for (tries = 0; tries < 3; tries++) {
+		ret = hvt_rb_plan_write(cb, &plan, ts, common, iov, niov);
+		if (ret)
+			return ret;
+		hvt_rb_plan_exec(&plan);
+		if (plan.kind == HVT_PLAN_DROP)
+			return -HVT_ENOSPC;
+		if (plan.kind != HVT_PLAN_SEAL)
+			return 0;
+	}
+	return -HVT_ENOSPC;	/* not reached with a sane meta */
+}
+
+void *hvt_rb_reserve(struct hvt_rb_cpu *cb, struct hvt_rb_reservation *r,
+		     uint64_t ts, const struct hvt_common_fields *common,
+		     uint32_t len, int *err)
+{
+	struct hvt_iovec iov = { NULL, len };
+	struct hvt_rb_plan *p = &r->plan;
+	int tries, ret = -HVT_ENOSPC;
+	uint32_t i;
+
+	for (tries = 0; tries < 3; tries++) {
+		ret = hvt_rb_plan_write(cb, p, ts, common, &iov, len ? 1 : 0);
+		if (ret)
+			break;
+		if (p->kind == HVT_PLAN_SEAL) {
+			hvt_rb_plan_exec(p);
+			continue;
+		}
+		if (p->kind == HVT_PLAN_DROP) {
+			hvt_rb_plan_exec(p);
+			ret = -HVT_ENOSPC;
+			break;
+		}
+		/* Claim the slot now: the caller writes into it next. */
+		for (i = 0; i < p->nr_pre; i++)
+			rb_copy(p->ops[i].dst, p->ops[i].src, p->ops[i].len);
+		if (p->nr_pre)
+			__atomic_thread_fence(__ATOMIC_RELEASE); /* W2 */
+		p->nr_pre = 0;
+		r->payload = NULL;
+		for (i = 0; i < p->nr_ops; i++) {
+			if (!p->ops[i].src) {
+				r->payload = p->ops[i].dst;
+				/* Nothing to copy at commit for this op. */
+			}
+		}
+		if (!r->payload) {
+			/* len == 0: point past the common fields. */
+			static uint8_t empty[1];
+
+			r->payload = empty;
+		}
+		r->len = len;
+		return r->payload;
+	}
+	if (err)
+		*err = ret;
+	return NULL;
+}
+
+void hvt_rb_commit(struct hvt_rb_cpu *cb, struct hvt_rb_reservation *r)
+{
+	(void)cb;
+	/* Pre-ops already ran in hvt_rb_reserve(); ops with no source are the
+	 * caller's payload, already in place. */
+	hvt_rb_plan_exec(&r->plan);
+}
+
+uint64_t hvt_rb_entries(const struct hvt_rb_cpu *cb)
+{
+	uint64_t w = __atomic_load_n(&cb->meta->write, __ATOMIC_ACQUIRE);
+
+	return __atomic_load_n(&rb_desc(cb, HVT_WORD_SEQ(w))->entries_before,
+			       __ATOMIC_RELAXED) +
+	       HVT_WORD_ENTRIES(w);
+}
+
+int hvt_rb_poll_reset(struct hvt_rb_cpu *cb)
+{
+	struct hvt_cpu_meta *m = cb->meta;
+	uint32_t req = __atomic_load_n(&cb->ctrl->reset_req[cb->cpu],
+				       __ATOMIC_ACQUIRE);
+	struct hvt_rb_plan p;
+	uint64_t w;
+	uint32_t seq, off, end;
+
+	if (req == m->reset_ack)
+		return 0;
+
+	w = __atomic_load_n(&m->write, __ATOMIC_RELAXED);
+	seq = HVT_WORD_SEQ(w);
+	off = HVT_WORD_OFFSET(w);
+	end = rb_page_end(cb, rb_desc(cb, seq));
+	if (off > end)
+		off = end;
+	if (off) {
+		/* Close the tail page: the next event starts a new one. */
+		p.write_ptr = &m->write;
+		p.lost_ptr = &m->lost;
+		p.nr_pre = 0;
+		p.nr_ops = 0;
+		p.kind = HVT_PLAN_SEAL;
+		rb_plan_finish(cb, &p, seq, off);
+		p.commit_ptr = &m->write;
+		/* end == offset means "full": the next write switches. */
+		p.commit_val = HVT_WORD(seq, HVT_WORD_ENTRIES(w), end);
+		rb_plan_ts(cb, &p, rb_last_ts(cb, w), p.commit_val);
+		hvt_rb_plan_exec(&p);
+		m->reset_seq = seq + 1;
+	} else {
+		m->reset_seq = seq;
+	}
+	/* Publish reset_seq with the ack; pairs with the host's acquire. */
+	__atomic_store_n(&m->reset_ack, req, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* hvt_page_: walker --------------------------------------------------- */
+
+int hvt_page_next(struct hvt_page_iter *it)
+{
+	uint32_t hdr, type, left, len;
+	const uint8_t *e;
+
+	if (it->pos >= it->size || it->size - it->pos < HVT_EVT_HDR_SIZE)
+		return HVT_ITEM_END;
+	e = it->data + it->pos;
+	left = it->size - it->pos;
+	hdr = hvt_rd32(e);
+	type = hdr & ((1u << HVT_TYPE_LEN_BITS) - 1);
+	it->evt_pos = it->pos;
+
+	switch (type) {
+	case HVT_TYPE_PADDING:
+		if (left < 8) {
+			/* A 4-byte null event ends the page. */
+			it->pos = it->size;
+			return HVT_ITEM_END;
+		}
+		len = hvt_rd32(e + 4);
+		if (len > left - 4)
+			return -HVT_EBADMSG;
+		it->ts += hdr >> HVT_TYPE_LEN_BITS;
+		it->pos += 4 + (len < 4 ? 4 : len);
+		return HVT_ITEM_PADDING;
+	case HVT_TYPE_TIME_EXTEND:
+	case HVT_TYPE_TIME_STAMP:
+		if (left < 8)
+			return -HVT_EBADMSG;
+		{
+			uint64_t v = ((uint64_t)hvt_rd32(e + 4) << HVT_TS_BITS) +
+				     (hdr >> HVT_TYPE_LEN_BITS);
+
+			if (type == HVT_TYPE_TIME_EXTEND)
+				it->ts += v;
+			else
+				/* Absolute: top 5 bits from the running ts. */
+				it->ts = v | (it->ts & (0xf8ULL << 56));
+		}
+		it->pos += 8;
+		return HVT_ITEM_TIME;
+	case 0:
+		if (left < 8)
+			return -HVT_EBADMSG;
+		len = hvt_rd32(e + 4);
+		if (len < 4 + 4 || len - 4 > left - 8)
+			return -HVT_EBADMSG;
+		len = HVT_ALIGN4(len - 4);
+		if (len > left - 8)
+			return -HVT_EBADMSG;
+		it->payload = e + 8;
+		it->len = len;
+		it->ts += hdr >> HVT_TYPE_LEN_BITS;
+		it->pos += 8 + len;
+		return HVT_ITEM_DATA;
+	default:
+		len = type * 4;
+		if (len > left - 4)
+			return -HVT_EBADMSG;
+		it->payload = e + 4;
+		it->len = len;
+		it->ts += hdr >> HVT_TYPE_LEN_BITS;
+		it->pos += 4 + len;
+		return HVT_ITEM_DATA;
+	}
+}
+
+/* hvt_area_: whole-area helpers --------------------------------------- */
+
+int hvt_area_validate(const struct hvt_area_header *h, uint64_t area_size,
+		      const char **why)
+{
+	const char *w = NULL;
+
+	if (h->magic != HVT_AREA_MAGIC)
+		w = "bad magic (not an hvtrace area, or not formatted yet)";
+	else if (h->abi_version != HVT_ABI_VERSION)
+		w = "unsupported ABI version";
+	else if (h->endian != HVT_AREA_LITTLE_ENDIAN)
+		w = "unsupported byte order (only little-endian writers)";
+	else if (h->long_size != 8)
+		w = "unsupported long size (only 64-bit writers)";
+	else if (h->header_size != sizeof(struct hvt_area_header))
+		w = "header size mismatch";
+	else if (h->page_size != HVT_AREA_ALIGN)
+		w = "section alignment is not 4096";
+	else if (!rb_is_pow2(h->subbuf_size) ||
+		 h->subbuf_size < HVT_ABI_MIN_SUBBUF_SIZE ||
+		 h->subbuf_size > HVT_ABI_MAX_SUBBUF_SIZE)
+		w = "sub-buffer size is not a power of two in 4K..64K";
+	else if (h->nr_cpus == 0 || h->nr_cpus > HVT_ABI_MAX_CPUS)
+		w = "CPU count out of range 1..64";
+	else if (!rb_is_pow2(h->nr_subbufs) ||
+		 h->nr_subbufs < HVT_ABI_MIN_SUBBUFS ||
+		 h->nr_subbufs > HVT_ABI_MAX_SUBBUFS)
+		w = "sub-buffer count is not a power of two in 2..65536";
+	else if (h->mode != HVT_MODE_CONSUME && h->mode != HVT_MODE_OVERWRITE)
+		w = "unknown ring mode";
+	else if (h->control_offset != HVT_CONTROL_OFFSET)
+		w = "control page offset is not 0x1000";
+	else if (h->cpu_offset != HVT_CPU_OFFSET)
+		w = "first CPU section is not at 0x2000";
+	else if (h->meta_size != hvt_meta_size(h->nr_subbufs))
+		w = "per-CPU meta size does not match the sub-buffer count";
+	else if (h->cpu_stride != hvt_cpu_stride(h->nr_subbufs, h->subbuf_size))
+		w = "CPU section stride does not match the geometry";
+	else if (hvt_area_size(h->nr_cpus, h->nr_subbufs, h->subbuf_size) >
+		 h->area_size)
+		w = "geometry is larger than the declared area size";
+	else if (h->area_size > area_size)
+		w = "declared area size is larger than the mapping";
+	else if (h->clock_id < HVT_CLOCK_COUNTER ||
+		 h->clock_id > HVT_CLOCK_HOST_NS)
+		w = "unknown clock";
+	else if (h->clock_shift >= 64)
+		w = "clock shift out of range";
+	else if (h->clock_id == HVT_CLOCK_COUNTER && !h->clock_freq_hz)
+		w = "counter clock without a frequency";
+	if (why)
+		*why = w;
+	return w ? -HVT_EINVAL : 0;
+}
+
+int hvt_area_format(void *area, const struct hvt_area_params *ps)
+{
+	struct hvt_area_header *h = area;
+	struct hvt_control *ctrl;
+	uint32_t nr = ps->nr_subbufs, cpu, i;
+	uint64_t gen;
+	int ret;
+
+	if (!area || !ps->nr_cpus || ps->nr_cpus > HVT_ABI_MAX_CPUS ||
+	    !rb_is_pow2(ps->subbuf_size) ||
+	    ps->subbuf_size < HVT_ABI_MIN_SUBBUF_SIZE ||
+	    ps->subbuf_size > HVT_ABI_MAX_SUBBUF_SIZE)
+		return -HVT_EINVAL;
+	if (!nr) {
+		/* Largest power of two that fits. */
+		nr = HVT_ABI_MAX_SUBBUFS;
+		while (nr >= HVT_ABI_MIN_SUBBUFS &&
+		       hvt_area_size(ps->nr_cpus, nr, ps->subbuf_size) >
+			       ps->area_size)
+			nr >>= 1;
+	}
+	if (!rb_is_pow2(nr) || nr < HVT_ABI_MIN_SUBBUFS ||
+	    nr > HVT_ABI_MAX_SUBBUFS)
+		return -HVT_EINVAL;
+	if (hvt_area_size(ps->nr_cpus, nr, ps->subbuf_size) > ps->area_size)
+		return -HVT_ENOSPC;
+
+	gen = h->magic == HVT_AREA_MAGIC ? h->generation + 1 : 1;
+	/* Unpublish first: a host must not see a half-formatted area. */
+	__atomic_store_n(&h->magic, 0, __ATOMIC_RELEASE);
+	rb_zero((uint8_t *)h + sizeof(h->magic),
+		sizeof(*h) - sizeof(h->magic));
+	h->abi_version = HVT_ABI_VERSION;
+	h->endian = HVT_AREA_LITTLE_ENDIAN;
+	h->long_size = 8;
+	h->header_size = sizeof(*h);
+	h->area_size = ps->area_size;
+	h->page_size = HVT_AREA_ALIGN;
+	h->subbuf_size = ps->subbuf_size;
+	h->nr_cpus = ps->nr_cpus;
+	h->nr_subbufs = nr;
+	h->mode = ps->mode;
+	h->writer_kind = ps->writer_kind;
+	h->control_offset = HVT_CONTROL_OFFSET;
+	h->cpu_offset = HVT_CPU_OFFSET;
+	h->cpu_stride = hvt_cpu_stride(nr, ps->subbuf_size);
+	h->meta_size = hvt_meta_size(nr);
+	h->state = HVT_STATE_RUNNING;
+	h->clock_id = ps->clock_id;
+	h->clock_shift = ps->clock_shift;
+	h->clock_freq_hz = ps->clock_freq_hz;
+	h->clock_mult = ps->clock_mult;
+	h->writer_pid = ps->writer_pid;
+	for (i = 0; ps->name && ps->name[i] && i < sizeof(h->name) - 1; i++)
+		h->name[i] = ps->name[i];
+	h->generation = gen;
+
+	ctrl = (struct hvt_control *)((uint8_t *)area + HVT_CONTROL_OFFSET);
+	for (cpu = 0; cpu < ps->nr_cpus; cpu++) {
+		uint8_t *sec = (uint8_t *)area + HVT_CPU_OFFSET +
+			       (uint64_t)cpu * h->cpu_stride;
+		struct hvt_rb_cpu cb;
+
+		ret = hvt_rb_cpu_init(&cb, (struct hvt_cpu_meta *)sec,
+				      sec + h->meta_size, ctrl, cpu, nr,
+				      ps->subbuf_size, ps->mode);
+		if (ret)
+			return ret;
+	}
+	/* W5: publish the header and every CPU buffer behind it. */
+	__atomic_store_n(&h->magic, HVT_AREA_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int hvt_area_cpu(void *area, uint64_t area_size, uint32_t cpu,
+		 struct hvt_rb_cpu *cb)
+{
+	const struct hvt_area_header *h = area;
+	struct hvt_area_header snap;
+	uint8_t *sec;
+
+	if (!area || area_size < HVT_CPU_OFFSET)
+		return -HVT_EINVAL;
+	/* W5: acquire the magic, then take one snapshot and trust only it. */
+	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != HVT_AREA_MAGIC)
+		return -HVT_EINVAL;
+	rb_copy(&snap, h, sizeof(snap));
+	if (hvt_area_validate(&snap, area_size, NULL))
+		return -HVT_EINVAL;
+	if (cpu >= snap.nr_cpus)
+		return -HVT_EINVAL;
+	sec = (uint8_t *)area + snap.cpu_offset + (uint64_t)cpu * snap.cpu_stride;
+	return hvt_rb_cpu_attach(cb, (struct hvt_cpu_meta *)sec,
+				 sec + snap.meta_size,
+				 (const struct hvt_control *)((uint8_t *)area +
+							      snap.control_offset),
+				 cpu, snap.nr_subbufs, snap.subbuf_size,
+				 snap.mode);
+}
+
+int hvt_area_sync_poll(void *area, uint64_t clock)
+{
+	struct hvt_area_header *h = area;
+	const struct hvt_control *ctrl =
+		(const struct hvt_control *)((uint8_t *)area +
+					     HVT_CONTROL_OFFSET);
+	uint64_t req = __atomic_load_n(&ctrl->sync_req, __ATOMIC_ACQUIRE);
+
+	if (req == __atomic_load_n(&h->sync_seq, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&h->sync_clock, clock, __ATOMIC_RELAXED);
+	/* W6: the clock value is visible before the answer's seq. */
+	__atomic_store_n(&h->sync_seq, req, __ATOMIC_RELEASE);
+	return 1;
+}
