@@ -1,1 +1,265 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * libhvtrace - read hvtrace trace areas as ftrace data.
+ *
+ * A trace area is shared memory that one writer (a hypervisor, a guest VM
+ * or a local process) fills with per-CPU rings of Linux ftrace
+ * sub-buffers.  libhvtrace maps the writer's pages read-only, validates
+ * every offset, length and count it reads from them, and hands out ftrace
+ * sub-buffers, decoded events and trace_pipe-style text.  The only page it
+ * writes is the area's control page (enable bits, consumer progress,
+ * time sync), and only when opened with HVTRACE_OPEN_CONTROL.
+ *
+ * All functions return 0 (or a count) on success and a negative errno on
+ * failure; hvtrace_last_error() then describes the failure in words.
+ * Handles are opaque.  A handle may be used by one thread at a time.
+ */
+#ifndef HVTRACE_H
+#define HVTRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hvtrace/abi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(HVT_BUILD_LIB)
+#define HVTRACE_API __attribute__((visibility("default")))
+#else
+#define HVTRACE_API
+#endif
+
+/**
+ * hvtrace_last_error - text describing the calling thread's last failure
+ *
+ * Says what was wrong and, where it can, what to do.  Valid until the next
+ * libhvtrace call on the same thread.
+ */
+HVTRACE_API const char *hvtrace_last_error(void);
+
+/* --- trace areas ------------------------------------------------------ */
+
+struct hvtrace_area;
+
+enum hvtrace_open_flags {
+	/* Map the control page read-write: this host owns the area (enable
+	 * bits, consumer progress, time sync).  One owner per area. */
+	HVTRACE_OPEN_CONTROL = 1u << 0,
+};
+
+struct hvtrace_area_info {
+	char name[32];
+	uint32_t writer_kind;		/* HVT_WRITER_* */
+	uint32_t mode;			/* HVT_MODE_* */
+	uint32_t state;			/* HVT_STATE_* (as last read) */
+	uint32_t nr_cpus;
+	uint32_t nr_subbufs;		/* per CPU */
+	uint32_t subbuf_size;
+	uint64_t area_size;
+	uint64_t file_offset;		/* where the area starts in its file */
+	uint64_t generation;		/* bumped each time the writer formats */
+	uint32_t clock_id;		/* HVT_CLOCK_* */
+	uint32_t clock_mult;
+	uint32_t clock_shift;
+	uint32_t writer_pid;
+	uint64_t clock_freq_hz;
+};
+
+/**
+ * hvtrace_area_open - attach to a trace area in a file
+ * @path:   a file holding the area (/dev/shm/..., a QEMU memory-backend
+ *          file, a post-mortem copy)
+ * @offset: byte offset of the area in the file (multiple of 4096)
+ * @size:   bytes of the area, or 0 for "to the end of the file"
+ * @flags:  enum hvtrace_open_flags
+ * @out:    the new handle
+ *
+ * Maps the writer-owned part PROT_READ and validates the header; the
+ * geometry is snapshotted once and never re-read.
+ *
+ * Return: 0; -ENOENT, -EACCES, -EINVAL (not a valid area: see
+ * hvtrace_last_error()), -EAGAIN (the writer has not formatted it yet).
+ */
+HVTRACE_API int hvtrace_area_open(const char *path, uint64_t offset,
+				  uint64_t size, unsigned int flags,
+				  struct hvtrace_area **out);
+
+/**
+ * hvtrace_area_open_spec - hvtrace_area_open() from "PATH[@OFFSET[+SIZE]]"
+ *
+ * OFFSET and SIZE accept 0x hex and K/M/G suffixes, as the CLI does.
+ */
+HVTRACE_API int hvtrace_area_open_spec(const char *spec, unsigned int flags,
+				       struct hvtrace_area **out);
+
+/** hvtrace_area_close - unmap and free; NULL is a no-op */
+HVTRACE_API void hvtrace_area_close(struct hvtrace_area *a);
+
+/** hvtrace_area_get_info - the validated geometry and identity */
+HVTRACE_API int hvtrace_area_get_info(const struct hvtrace_area *a,
+				      struct hvtrace_area_info *info);
+
+/**
+ * hvtrace_area_writer_state - the writer's current state and generation
+ * @state: HVT_STATE_* as the writer last wrote it (informational)
+ * @generation: the header's generation now
+ *
+ * Return: 1 if the generation differs from the one attached to (the
+ * writer re-formatted the area: close and reopen), 0 if not.
+ */
+HVTRACE_API int hvtrace_area_writer_state(const struct hvtrace_area *a,
+					  uint32_t *state,
+					  uint64_t *generation);
+
+/* --- control page (needs HVTRACE_OPEN_CONTROL) ----------------------- */
+
+/**
+ * hvtrace_area_set_tracing - tracing_on for the whole area
+ *
+ * Folded into the effective enable bitmap that writers test, so a writer
+ * still needs only one load and a mask.
+ */
+HVTRACE_API int hvtrace_area_set_tracing(struct hvtrace_area *a, bool on);
+HVTRACE_API bool hvtrace_area_get_tracing(const struct hvtrace_area *a);
+
+/** hvtrace_area_set_event - enable or disable event enable-bit @bit */
+HVTRACE_API int hvtrace_area_set_event(struct hvtrace_area *a,
+				       unsigned int bit, bool on);
+/** hvtrace_area_event_enabled - the host's own record of @bit */
+HVTRACE_API bool hvtrace_area_event_enabled(const struct hvtrace_area *a,
+					    unsigned int bit);
+
+/**
+ * hvtrace_area_reset_cpu - ask the writer to close its current sub-buffer
+ * and discard everything before it (per-CPU reset)
+ *
+ * Returns once the request is posted; the reader skips the discarded data
+ * when the writer acknowledges it.
+ */
+HVTRACE_API int hvtrace_area_reset_cpu(struct hvtrace_area *a, int cpu);
+
+/**
+ * hvtrace_area_set_clock - publish counter-to-host-time parameters
+ *
+ * host_ns = epoch_ns + ((cnt - epoch_cnt) * mult >> shift), for writers
+ * that convert timestamps themselves.
+ */
+HVTRACE_API int hvtrace_area_set_clock(struct hvtrace_area *a, uint32_t mult,
+				       uint32_t shift, uint64_t epoch_cnt,
+				       uint64_t epoch_ns);
+
+/* --- time --------------------------------------------------------------- */
+
+/**
+ * hvtrace_area_sync - take one time-sync sample through the control page
+ * @timeout_ms: how long to wait for the writer's answer
+ *
+ * Stamps CLOCK_MONOTONIC before posting the request and after seeing the
+ * answer; keeps the sample in the area's clock model.
+ *
+ * Return: 0, -ETIMEDOUT if the writer did not answer (it answers only
+ * while it runs), -EPERM without HVTRACE_OPEN_CONTROL.
+ */
+HVTRACE_API int hvtrace_area_sync(struct hvtrace_area *a, int timeout_ms);
+
+/**
+ * hvtrace_area_add_sync_sample - feed the clock model a sample taken
+ * elsewhere (for example over a guest's control channel)
+ * @host_send: host CLOCK_MONOTONIC ns before the request left
+ * @writer:    the writer's clock when it answered
+ * @host_recv: host CLOCK_MONOTONIC ns when the answer arrived
+ */
+HVTRACE_API void hvtrace_area_add_sync_sample(struct hvtrace_area *a,
+					      uint64_t host_send,
+					      uint64_t writer,
+					      uint64_t host_recv);
+
+/**
+ * hvtrace_area_to_host_ns - convert a writer timestamp to host
+ * CLOCK_MONOTONIC nanoseconds with the current clock model
+ * @err_ns: if not NULL, the model's error bound (half the round trip of
+ *          the best sample plus the drift term), in ns
+ */
+HVTRACE_API uint64_t hvtrace_area_to_host_ns(const struct hvtrace_area *a,
+					     uint64_t ts, uint64_t *err_ns);
+
+/* --- consuming reads, one CPU at a time -------------------------------- */
+
+struct hvtrace_page_info {
+	uint64_t lost_events;	/* events lost right before this page */
+	uint64_t first_ts;	/* page header time_stamp (writer clock) */
+	uint32_t entries;	/* data events in the page */
+	uint32_t size;		/* committed data bytes */
+	uint32_t seq;		/* writer's sub-buffer sequence number */
+	uint32_t flags;		/* HVTRACE_PAGE_* */
+};
+
+#define HVTRACE_PAGE_TAIL	(1u << 0)	/* the writer's current page:
+						 * more may follow on it */
+
+/**
+ * hvtrace_cpu_read_page - consume the next events of one CPU as a page
+ * @a:     area
+ * @cpu:   CPU buffer
+ * @page:  output, @size bytes (at least the area's subbuf_size)
+ * @size:  bytes available at @page
+ * @info:  filled when a page is returned (may be NULL)
+ *
+ * Produces a self-contained ftrace sub-buffer holding only events not
+ * returned before (so it is often shorter than a full sub-buffer), with
+ * RB_MISSED_EVENTS/RB_MISSED_STORED and the count set when events were
+ * lost since the previous page.  Reads never wait for the writer and
+ * never let it tear a returned event.  Malformed writer data is counted in
+ * the CPU's error counter and skipped; the events it hid are counted as
+ * lost.
+ *
+ * Return: 1 when @page was filled, 0 when nothing new was committed,
+ * negative errno on failure.
+ */
+HVTRACE_API int hvtrace_cpu_read_page(struct hvtrace_area *a, int cpu,
+				      void *page, size_t size,
+				      struct hvtrace_page_info *info);
+
+struct hvtrace_cpu_stats {
+	uint64_t entries;	/* events the writer committed (ever) */
+	uint64_t overrun;	/* overwritten before they were read */
+	uint64_t dropped;	/* dropped by the writer: ring full */
+	uint64_t read;		/* events returned by this reader */
+	uint64_t lost;		/* lost events reported so far */
+	uint64_t pending;	/* committed, not read yet */
+	uint64_t bytes;		/* data bytes returned */
+	uint64_t errors;	/* malformed pages or words skipped */
+	uint64_t oldest_ts;	/* first event still readable, writer clock */
+	uint64_t now_ts;	/* last event committed, writer clock */
+};
+
+/** hvtrace_cpu_get_stats - counters of one CPU buffer, like per_cpu stats */
+HVTRACE_API int hvtrace_cpu_get_stats(struct hvtrace_area *a, int cpu,
+				      struct hvtrace_cpu_stats *st);
+
+/**
+ * hvtrace_cpu_take_trailing_lost - claim drops not followed by any page
+ *
+ * Events the writer dropped after its last page are only reported when a
+ * later page starts.  At the end of a post-mortem read, this returns them
+ * (and accounts them as lost) so that read + lost == written.
+ */
+HVTRACE_API uint64_t hvtrace_cpu_take_trailing_lost(struct hvtrace_area *a,
+						    int cpu);
+
+/**
+ * hvtrace_cpu_seek - restart reading a CPU at its oldest or newest data
+ * @oldest: true for the oldest readable sub-buffer, false to skip to "now"
+ *          (events skipped this way are not counted as lost)
+ */
+HVTRACE_API int hvtrace_cpu_seek(struct hvtrace_area *a, int cpu, bool oldest);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HVTRACE_H */
