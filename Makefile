@@ -162,6 +162,13 @@ TEST_NAMES += $(1)
 TEST_CMD_$(subst /,_,$(1)) := $(2)
 endef
 
+# Register a benchmark: $(eval $(call add-bench,NAME,COMMAND)).  COMMAND
+# prints "BENCH <name> <value> <unit>" lines (and whatever context it likes).
+define add-bench
+BENCH_NAMES += $(1)
+BENCH_CMD_$(subst /,_,$(1)) := $(2)
+endef
+
 define newline
 
 
@@ -177,6 +184,7 @@ endef
 PROGS :=		# built by 'all'
 TEST_PROGS :=		# built by 'tests'
 TEST_NAMES :=		# tests run by 'check', in order; see add-test
+BENCH_NAMES :=		# benchmarks run by 'bench'; see add-bench
 BENCH_PROGS :=
 INSTALL_BIN :=
 INSTALL_LIB :=
@@ -223,9 +231,18 @@ check-run: $(objtree)/tests.list
 	$(Q)HVT_OBJTREE=$(objtree) HVT_SRCTREE=$(srctree) \
 		$(srctree)/tests/run.sh $(objtree)/tests.list
 
+$(objtree)/bench.list: FORCE
+	@mkdir -p $(@D)
+	$(file >$@,$(foreach n,$(BENCH_NAMES),$(n)|$(BENCH_CMD_$(subst /,_,$(n)))$(newline)))
+
 bench: deps
-	$(Q)$(MAKE) --no-print-directory OPT=-O2 $(BENCH_PROGS)
-	$(Q)HVT_OBJTREE=$(objtree) HVT_SRCTREE=$(srctree) $(srctree)/scripts/bench.sh
+	$(Q)$(MAKE) --no-print-directory all $(BENCH_PROGS)
+	$(Q)$(MAKE) --no-print-directory bench-run
+
+.PHONY: bench-run
+bench-run: $(objtree)/bench.list
+	$(Q)HVT_OBJTREE=$(objtree) HVT_SRCTREE=$(srctree) \
+		$(srctree)/scripts/bench.sh $(objtree)/bench.list
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
