@@ -224,17 +224,31 @@ HVTRACE_API int hvtrace_cpu_read_page(struct hvtrace_area *a, int cpu,
 				      void *page, size_t size,
 				      struct hvtrace_page_info *info);
 
+/*
+ * Per-CPU counters.  Exact accounting holds at every moment:
+ *
+ *   written == read + lost + discarded + unread + trailing
+ *
+ * where unread is committed data still in the ring (entries), lost counts
+ * events this reader reported as lost (overrun + dropped + skipped) and
+ * trailing counts drops that no later page has reported yet.
+ */
 struct hvtrace_cpu_stats {
-	uint64_t entries;	/* events the writer committed (ever) */
+	uint64_t written;	/* events the writer handled since attach:
+				 * committed + dropped */
+	uint64_t entries;	/* committed, still unread in the ring */
 	uint64_t overrun;	/* overwritten before they were read */
-	uint64_t dropped;	/* dropped by the writer: ring full */
+	uint64_t dropped;	/* dropped by the writer (ring full), reported */
+	uint64_t skipped;	/* hidden by malformed pages this reader skipped */
+	uint64_t lost;		/* overrun + dropped + skipped */
+	uint64_t trailing;	/* dropped, not yet followed by a page */
+	uint64_t discarded;	/* skipped on purpose (reset, seek to newest) */
 	uint64_t read;		/* events returned by this reader */
-	uint64_t lost;		/* lost events reported so far */
-	uint64_t pending;	/* committed, not read yet */
 	uint64_t bytes;		/* data bytes returned */
-	uint64_t errors;	/* malformed pages or words skipped */
+	uint64_t errors;	/* malformed words, descriptors or pages seen */
+	uint64_t writer_lost;	/* the writer's own drop counter (meta->lost) */
 	uint64_t oldest_ts;	/* first event still readable, writer clock */
-	uint64_t now_ts;	/* last event committed, writer clock */
+	uint64_t now_ts;	/* newest committed event, writer clock */
 };
 
 /** hvtrace_cpu_get_stats - counters of one CPU buffer, like per_cpu stats */

@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libhvtrace: attaching to a trace area, and the host-owned control page.
+ *
+ * Trust boundary
+ * --------------
+ * Everything in the area except the control page is written by the writer
+ * and mapped here PROT_READ.  The header is copied once, validated with the
+ * same rules the writers use (hvt_area_validate()), and only that snapshot
+ * is used afterwards: a writer that rewrites its header cannot move the
+ * host's view of the geometry.  The control page is mapped read-write only
+ * for the owning host (HVTRACE_OPEN_CONTROL); the owner keeps its own copy
+ * of everything it writes there and never reads its decisions back, since
+ * a guest can scribble on that page too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hvtrace/ring_buffer.h>
+
+#include "internal.h"
+
+const struct hvt_cpu_meta *hvt_area_cpu_meta(const struct hvtrace_area *a,
+					     uint32_t cpu)
+{
+	return (const struct hvt_cpu_meta *)(a->ro + a->hdr.cpu_offset +
+					     (uint64_t)cpu * a->hdr.cpu_stride);
+}
+
+const uint8_t *hvt_area_cpu_pages(const struct hvtrace_area *a, uint32_t cpu)
+{
+	return a->ro + a->hdr.cpu_offset + (uint64_t)cpu * a->hdr.cpu_stride +
+	       a->hdr.meta_size;
+}
+
+void hvt_area_publish_consumer(struct hvtrace_area *a, uint32_t cpu,
+			       uint32_t seq)
+{
+	if (!a->ctrl || a->hdr.mode != HVT_MODE_CONSUME)
+		return;
+	/* W4 pair: our reads of every page below @seq are done before the
+	 * writer, which loads consumer with acquire, may reuse their slots. */
+	__atomic_store_n(&a->ctrl->consumer[cpu], seq, __ATOMIC_RELEASE);
+}
+
+/* Rewrite the effective enable bitmap: requested bits, folded with
+ * tracing_on so writers test a single bit. */
+static void area_write_enable(struct hvtrace_area *a)
+{
+	size_t i;
+
+	for (i = 0; i < HVT_ABI_MAX_EVENTS / 64; i++)
+		/* Relaxed: enable bits are hints; see hvt_event_enabled(). */
+		__atomic_store_n(&a->ctrl->enable[i],
+				 a->tracing_on ? a->enable[i] : 0,
+				 __ATOMIC_RELAXED);
+	__atomic_store_n(&a->ctrl->tracing_on, a->tracing_on ? 1u : 0u,
+			 __ATOMIC_RELAXED);
+}
+
+static int area_map(struct hvtrace_area *a)
+{
+	void *p;
+
+	p = mmap(NULL, a->size, PROT_READ, MAP_SHARED, a->fd, (off_t)a->offset);
+	if (p == MAP_FAILED)
+		return hvt_err(-errno, "cannot map %s read-only: %s", a->path,
+			       strerror(errno));
+	a->ro = p;
+	return 0;
+}
+
+static int area_take_control(struct hvtrace_area *a)
+{
+	uint32_t cpu;
+	void *p;
+
+	p = mmap(NULL, HVT_CONTROL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 a->fd, (off_t)(a->offset + HVT_CONTROL_OFFSET));
+	if (p == MAP_FAILED)
+		return hvt_err(-errno,
+			       "cannot map the control page of %s read-write: "
+			       "%s (the owner needs write access to the file)",
+			       a->path, strerror(errno));
+	a->ctrl = p;
+	/* Start from a known state; the writer treats all of it as hints. */
+	a->tracing_on = true;
+	memset(a->enable, 0, sizeof(a->enable));
+	area_write_enable(a);
+	for (cpu = 0; cpu < HVT_ABI_MAX_CPUS; cpu++) {
+		uint32_t v = 0;
+
+		if (cpu < a->hdr.nr_cpus) {
+			const struct hvt_cpu_meta *m = hvt_area_cpu_meta(a, cpu);
+
+			/* Adopt the writer's current reset generation, so no
+			 * stale request is served. */
+			v = __atomic_load_n(&m->reset_ack, __ATOMIC_RELAXED);
+		}
+		__atomic_store_n(&a->ctrl->reset_req[cpu], v, __ATOMIC_RELAXED);
+	}
+	a->sync_req = __atomic_load_n(&a->hdr.sync_seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->ctrl->sync_req, a->sync_req, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->ctrl->abi_version, HVT_ABI_VERSION,
+			 __ATOMIC_RELAXED);
+	/* Release: everything above is visible before the magic. */
+	__atomic_store_n(&a->ctrl->magic, HVT_CONTROL_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+HVTRACE_API int hvtrace_area_open(const char *path, uint64_t offset,
+				  uint64_t size, unsigned int flags,
+				  struct hvtrace_area **out)
+{
+	struct hvtrace_area *a;
+	const char *why = NULL;
+	struct stat st;
+	uint32_t cpu;
+	int ret;
+
+	if (!path || !out)
+		return hvt_err(-EINVAL, "hvtrace_area_open: no path given");
+	if (offset % HVT_AREA_ALIGN)
+		return hvt_err(-EINVAL,
+			       "area offset 0x%llx is not a multiple of 4096",
+			       (unsigned long long)offset);
+	if (flags & ~HVTRACE_OPEN_CONTROL)
+		return hvt_err(-EINVAL, "unknown open flags 0x%x", flags);
+
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return hvt_err(-ENOMEM, "out of memory");
+	a->flags = flags;
+	a->offset = offset;
+	snprintf(a->path, sizeof(a->path), "%s", path);
+	a->fd = open(path, ((flags & HVTRACE_OPEN_CONTROL) ? O_RDWR : O_RDONLY) |
+				   O_CLOEXEC);
+	if (a->fd < 0) {
+		ret = hvt_err(-errno, "cannot open %s: %s", path,
+			      strerror(errno));
+		free(a);
+		return ret;
+	}
+	if (fstat(a->fd, &st) < 0) {
+		ret = hvt_err(-errno, "cannot stat %s: %s", path,
+			      strerror(errno));
+		goto fail;
+	}
+	if ((uint64_t)st.st_size <= offset) {
+		ret = hvt_err(-EINVAL,
+			      "%s is %lld bytes: nothing at offset 0x%llx",
+			      path, (long long)st.st_size,
+			      (unsigned long long)offset);
+		goto fail;
+	}
+	a->size = size ? size : (uint64_t)st.st_size - offset;
+	if (offset + a->size > (uint64_t)st.st_size) {
+		ret = hvt_err(-EINVAL,
+			      "%s is %lld bytes: an area of %llu bytes at "
+			      "0x%llx does not fit",
+			      path, (long long)st.st_size,
+			      (unsigned long long)a->size,
+			      (unsigned long long)offset);
+		goto fail;
+	}
+	if (a->size < HVT_CPU_OFFSET) {
+		ret = hvt_err(-EINVAL, "%s: %llu bytes is too small for a "
+				       "trace area",
+			      path, (unsigned long long)a->size);
+		goto fail;
+	}
+	ret = area_map(a);
+	if (ret)
+		goto fail;
+
+	/* W5 pair: the writer publishes the magic last, with release. */
+	if (__atomic_load_n((const uint64_t *)a->ro, __ATOMIC_ACQUIRE) !=
+	    HVT_AREA_MAGIC) {
+		ret = hvt_err(-EAGAIN,
+			      "%s has no hvtrace area at 0x%llx yet (the writer "
+			      "has not formatted it); retry once it runs",
+			      path, (unsigned long long)offset);
+		goto fail;
+	}
+	memcpy(&a->hdr, a->ro, sizeof(a->hdr));
+	a->hdr.name[sizeof(a->hdr.name) - 1] = '\0';
+	if (hvt_area_validate(&a->hdr, a->size, &why)) {
+		ret = hvt_err(-EINVAL, "%s: invalid trace area header: %s",
+			      path, why);
+		goto fail;
+	}
+	hvt_clock_init(&a->clock, a->hdr.clock_id, a->hdr.clock_freq_hz,
+		       a->hdr.clock_mult, a->hdr.clock_shift);
+
+	if (flags & HVTRACE_OPEN_CONTROL) {
+		ret = area_take_control(a);
+		if (ret)
+			goto fail;
+	}
+
+	a->cpus = calloc(a->hdr.nr_cpus, sizeof(*a->cpus));
+	if (!a->cpus) {
+		ret = hvt_err(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (cpu = 0; cpu < a->hdr.nr_cpus; cpu++) {
+		ret = hvt_rd_init(a, &a->cpus[cpu], cpu);
+		if (ret)
+			goto fail;
+	}
+	*out = a;
+	return 0;
+fail:
+	hvtrace_area_close(a);
+	return ret;
+}
+
+HVTRACE_API int hvtrace_area_open_spec(const char *spec, unsigned int flags,
+				       struct hvtrace_area **out)
+{
+	unsigned long long off = 0, size = 0;
+	char path[256], *at, *plus, *end;
+
+	if (!spec || !*spec)
+		return hvt_err(-EINVAL, "empty area name");
+	if (snprintf(path, sizeof(path), "%s", spec) >= (int)sizeof(path))
+		return hvt_err(-ENAMETOOLONG, "area path too long: %s", spec);
+	at = strrchr(path, '@');
+	if (at) {
+		*at++ = '\0';
+		plus = strchr(at, '+');
+		if (plus)
+			*plus++ = '\0';
+		errno = 0;
+		off = strtoull(at, &end, 0);
+		if (errno || end == at || (*end && strchr("kKmMgG", *end) &&
+					   end[1]) ||
+		    (*end && !strchr("kKmMgG", *end)))
+			return hvt_err(-EINVAL,
+				       "bad offset '%s' in '%s' (use "
+				       "PATH@OFFSET[+SIZE], e.g. ram.img@128M+8M)",
+				       at, spec);
+		if (*end)
+			off <<= (*end | 0x20) == 'k' ? 10 :
+				(*end | 0x20) == 'm' ? 20 : 30;
+		if (plus) {
+			size = strtoull(plus, &end, 0);
+			if (end == plus || (*end && (!strchr("kKmMgG", *end) ||
+						     end[1])))
+				return hvt_err(-EINVAL,
+					       "bad size '%s' in '%s'", plus,
+					       spec);
+			if (*end)
+				size <<= (*end | 0x20) == 'k' ? 10 :
+					 (*end | 0x20) == 'm' ? 20 : 30;
+		}
+	}
+	return hvtrace_area_open(path, off, size, flags, out);
+}
+
+HVTRACE_API void hvtrace_area_close(struct hvtrace_area *a)
+{
+	uint32_t cpu;
+
+	if (!a)
+		return;
+	if (a->cpus) {
+		for (cpu = 0; cpu < a->hdr.nr_cpus; cpu++)
+			hvt_rd_fini(&a->cpus[cpu]);
+		free(a->cpus);
+	}
+	if (a->ctrl)
+		munmap(a->ctrl, HVT_CONTROL_SIZE);
+	if (a->ro)
+		munmap((void *)a->ro, a->size);
+	if (a->fd >= 0)
+		close(a->fd);
+	free(a);
+}
+
+HVTRACE_API int hvtrace_area_get_info(const struct hvtrace_area *a,
+				      struct hvtrace_area_info *info)
+{
+	if (!a || !info)
+		return hvt_err(-EINVAL, "hvtrace_area_get_info: NULL argument");
+	memset(info, 0, sizeof(*info));
+	memcpy(info->name, a->hdr.name, sizeof(info->name));
+	info->name[sizeof(info->name) - 1] = '\0';
+	info->writer_kind = a->hdr.writer_kind;
+	info->mode = a->hdr.mode;
+	info->state = __atomic_load_n(&((const struct hvt_area_header *)a->ro)
+					       ->state,
+				      __ATOMIC_RELAXED);
+	info->nr_cpus = a->hdr.nr_cpus;
+	info->nr_subbufs = a->hdr.nr_subbufs;
+	info->subbuf_size = a->hdr.subbuf_size;
+	info->area_size = a->hdr.area_size;
+	info->file_offset = a->offset;
+	info->generation = a->hdr.generation;
+	info->clock_id = a->hdr.clock_id;
+	info->clock_mult = a->hdr.clock_mult;
+	info->clock_shift = a->hdr.clock_shift;
+	info->clock_freq_hz = a->hdr.clock_freq_hz;
+	info->writer_pid = a->hdr.writer_pid;
+	return 0;
+}
+
+HVTRACE_API int hvtrace_area_writer_state(const struct hvtrace_area *a,
+					  uint32_t *state, uint64_t *generation)
+{
+	const struct hvt_area_header *h = (const void *)a->ro;
+	uint64_t gen = __atomic_load_n(&h->generation, __ATOMIC_RELAXED);
+	uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+
+	if (state)
+		*state = __atomic_load_n(&h->state, __ATOMIC_RELAXED);
+	if (generation)
+		*generation = gen;
+	return magic != HVT_AREA_MAGIC || gen != a->hdr.generation;
+}
+
+/* --- control page ------------------------------------------------------ */
+
+static int area_need_control(const struct hvtrace_area *a, const char *what)
+{
+	if (!a)
+		return hvt_err(-EINVAL, "%s: no area", what);
+	if (!a->ctrl)
+		return hvt_err(-EPERM,
+			       "%s: the area was opened read-only; open it with "
+			       "HVTRACE_OPEN_CONTROL (one owner per area)",
+			       what);
+	return 0;
+}
+
+HVTRACE_API int hvtrace_area_set_tracing(struct hvtrace_area *a, bool on)
+{
+	int ret = area_need_control(a, "set tracing");
+
+	if (ret)
+		return ret;
+	a->tracing_on = on;
+	area_write_enable(a);
+	return 0;
+}
+
+HVTRACE_API bool hvtrace_area_get_tracing(const struct hvtrace_area *a)
+{
+	return a && a->ctrl && a->tracing_on;
+}
+
+HVTRACE_API int hvtrace_area_set_event(struct hvtrace_area *a,
+				       unsigned int bit, bool on)
+{
+	int ret = area_need_control(a, "set event");
+
+	if (ret)
+		return ret;
+	if (bit >= HVT_ABI_MAX_EVENTS)
+		return hvt_err(-ERANGE, "event bit %u out of range (< %u)", bit,
+			       HVT_ABI_MAX_EVENTS);
+	if (on)
+		a->enable[bit / 64] |= 1ULL << (bit % 64);
+	else
+		a->enable[bit / 64] &= ~(1ULL << (bit % 64));
+	/* Relaxed: see hvt_event_enabled(); writers poll the word. */
+	__atomic_store_n(&a->ctrl->enable[bit / 64],
+			 a->tracing_on ? a->enable[bit / 64] : 0,
+			 __ATOMIC_RELAXED);
+	return 0;
+}
+
+HVTRACE_API bool hvtrace_area_event_enabled(const struct hvtrace_area *a,
+					    unsigned int bit)
+{
+	if (!a || bit >= HVT_ABI_MAX_EVENTS)
+		return false;
+	return (a->enable[bit / 64] >> (bit % 64)) & 1;
+}
+
+HVTRACE_API int hvtrace_area_reset_cpu(struct hvtrace_area *a, int cpu)
+{
+	int ret = area_need_control(a, "reset");
+
+	if (ret)
+		return ret;
+	if (cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
+		return hvt_err(-EINVAL, "no CPU %d in area %s", cpu,
+			       a->hdr.name);
+	a->cpus[cpu].reset_req++;
+	/* Release: pairs with the writer's acquire in hvt_rb_poll_reset(). */
+	__atomic_store_n(&a->ctrl->reset_req[cpu], a->cpus[cpu].reset_req,
+			 __ATOMIC_RELEASE);
+	return 0;
+}
+
+HVTRACE_API int hvtrace_area_set_clock(struct hvtrace_area *a, uint32_t mult,
+				       uint32_t shift, uint64_t epoch_cnt,
+				       uint64_t epoch_ns)
+{
+	struct hvt_ctrl_clock *c;
+	uint32_t seq;
+	int ret = area_need_control(a, "set clock");
+
+	if (ret)
+		return ret;
+	if (shift >= 64)
+		return hvt_err(-EINVAL, "clock shift %u must be < 64", shift);
+	c = &a->ctrl->clock;
+	seq = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
+	seq = (seq | 1) + 0;	/* odd: update in progress */
+	__atomic_store_n(&c->seq, seq, __ATOMIC_RELAXED);
+	/* Order the odd seq before the fields; pairs with the writer's
+	 * acquire fence between its field loads and its second seq load. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&c->shift, shift, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->mult, mult, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->epoch_cnt, epoch_cnt, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->epoch_ns, epoch_ns, __ATOMIC_RELAXED);
+	/* Even again, with release: pairs with the writer's acquire load of
+	 * seq before it reads the fields. */
+	__atomic_store_n(&c->seq, seq + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* --- time sync through the control page ------------------------------- */
+
+HVTRACE_API int hvtrace_area_sync(struct hvtrace_area *a, int timeout_ms)
+{
+	const struct hvt_area_header *h;
+	struct hvt_clock_sample s;
+	uint64_t deadline, req;
+	unsigned int spins = 0;
+	int ret = area_need_control(a, "time sync");
+
+	if (ret)
+		return ret;
+	h = (const void *)a->ro;
+	req = ++a->sync_req;
+	s.host_send = hvt_host_now_ns();
+	/* Relaxed is enough: the writer polls; nothing else rides on it. */
+	__atomic_store_n(&a->ctrl->sync_req, req, __ATOMIC_RELAXED);
+	deadline = s.host_send + (uint64_t)timeout_ms * 1000000ULL;
+	for (;;) {
+		/* W6 pair: the writer stores sync_clock, then sync_seq with
+		 * release. */
+		uint64_t got = __atomic_load_n(&h->sync_seq, __ATOMIC_ACQUIRE);
+
+		if (got == req) {
+			s.host_recv = hvt_host_now_ns();
+			s.writer = __atomic_load_n(&h->sync_clock,
+						   __ATOMIC_RELAXED);
+			/* A second load: if seq moved on, the clock value may
+			 * belong to a newer answer; drop the sample. */
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(&h->sync_seq, __ATOMIC_RELAXED) !=
+			    req)
+				return hvt_err(-EAGAIN, "sync answer changed "
+							"while read");
+			hvt_clock_add(&a->clock, &s);
+			return 0;
+		}
+		if (hvt_host_now_ns() > deadline)
+			return hvt_err(-ETIMEDOUT,
+				       "the writer of %s did not answer a time "
+				       "sync request within %d ms (it answers "
+				       "only while it runs)",
+				       a->hdr.name, timeout_ms);
+		hvt_wait_a_little(&spins);
+	}
+}
+
+HVTRACE_API void hvtrace_area_add_sync_sample(struct hvtrace_area *a,
+					      uint64_t host_send,
+					      uint64_t writer,
+					      uint64_t host_recv)
+{
+	struct hvt_clock_sample s = { host_send, writer, host_recv };
+
+	if (a && host_recv >= host_send)
+		hvt_clock_add(&a->clock, &s);
+}
+
+HVTRACE_API uint64_t hvtrace_area_to_host_ns(const struct hvtrace_area *a,
+					     uint64_t ts, uint64_t *err_ns)
+{
+	return hvt_clock_to_host(&a->clock, ts, err_ns);
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhvtrace internals shared by the files of host/lib and the other host
+ * components compiled into the library.
+ */
+#ifndef HVT_HOST_INTERNAL_H
+#define HVT_HOST_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <hvtrace.h>
+#include <hvtrace/abi.h>
+
+#define HVT_INTERNAL __attribute__((visibility("hidden")))
+
+/* Set the calling thread's hvtrace_last_error() text; returns @err. */
+HVT_INTERNAL int hvt_err(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* --- clock model (clock.c) --------------------------------------------- */
+
+#define HVT_CLOCK_SAMPLES 64
+
+struct hvt_clock_sample {
+	uint64_t host_send;
+	uint64_t writer;
+	uint64_t host_recv;
+};
+
+/*
+ * Maps writer timestamps to host CLOCK_MONOTONIC ns:
+ *   host = base_host + (writer - base_writer) * rate
+ * rate starts at the nominal 1e9 / freq and is refined by a fit over the
+ * fastest samples once they span enough time.
+ */
+struct hvt_clock_model {
+	uint32_t clock_id;
+	uint64_t freq_hz;
+	double rate;			/* ns per writer tick */
+	double nominal_rate;
+	uint64_t base_writer;
+	uint64_t base_host;
+	uint64_t err_ns;		/* error bound of the current model */
+	bool synced;
+	unsigned int nr;		/* samples kept (ring) */
+	unsigned int next;
+	struct hvt_clock_sample s[HVT_CLOCK_SAMPLES];
+};
+
+HVT_INTERNAL void hvt_clock_init(struct hvt_clock_model *m, uint32_t clock_id,
+				 uint64_t freq_hz, uint32_t mult,
+				 uint32_t shift);
+HVT_INTERNAL void hvt_clock_add(struct hvt_clock_model *m,
+				const struct hvt_clock_sample *s);
+HVT_INTERNAL uint64_t hvt_clock_to_host(const struct hvt_clock_model *m,
+					uint64_t ts, uint64_t *err_ns);
+HVT_INTERNAL uint64_t hvt_host_now_ns(void);
+
+/*
+ * Back off while polling shared memory: spin briefly (a writer on another
+ * CPU usually answers within microseconds), then sleep so a poll never
+ * starves a guest's vCPU threads on a small host.
+ */
+HVT_INTERNAL void hvt_wait_a_little(unsigned int *spins);
+
+/* --- per-CPU reader (reader.c) ----------------------------------------- */
+
+struct hvt_rd_cpu {
+	const struct hvt_cpu_meta *meta;	/* read-only mapping */
+	const uint8_t *pages;
+	uint32_t cpu;
+	uint32_t nr_subbufs;
+	uint32_t subbuf_size;
+	uint32_t data_size;
+	uint32_t mode;
+
+	uint32_t seq;		/* sub-buffer being read */
+	uint32_t pos;		/* data bytes of it already returned */
+	uint64_t pos_ts;	/* running timestamp at pos */
+	bool started;		/* tally set from seq's descriptor */
+	bool resync;		/* next page start sets the tally, no loss */
+	bool discard_resync;	/* ... and counts the jump as discarded */
+	uint32_t bad_seq;	/* tail page found malformed */
+	bool bad_valid;
+	uint64_t last_bad_word;
+
+	/* accounting: events before the current page */
+	uint64_t base_e, base_l;	/* at attach */
+	uint64_t tally_e, tally_l;	/* accounted entries / drops */
+	uint64_t read, overrun, dropped, skipped, discarded;
+	uint64_t bytes, errors;
+	uint64_t pending_lost;	/* to report with the next page */
+	uint64_t last_ts;
+
+	uint32_t reset_req;	/* last reset generation posted */
+	uint32_t reset_done;	/* last reset generation served */
+
+	uint8_t *copy;		/* private page copy */
+};
+
+struct hvtrace_area;
+
+HVT_INTERNAL int hvt_rd_init(struct hvtrace_area *a, struct hvt_rd_cpu *c,
+			     uint32_t cpu);
+HVT_INTERNAL void hvt_rd_fini(struct hvt_rd_cpu *c);
+
+/* --- areas (area.c) ----------------------------------------------------- */
+
+struct hvtrace_area {
+	int fd;
+	unsigned int flags;
+	char path[256];
+	uint64_t offset;		/* area start in the file */
+	uint64_t size;			/* bytes mapped */
+	const uint8_t *ro;		/* whole area, PROT_READ */
+	struct hvt_control *ctrl;	/* control page, RW (owner) or NULL */
+	struct hvt_area_header hdr;	/* validated snapshot */
+
+	/* The owner's own record of what it asked for: never read back
+	 * from the shared page, which a guest can scribble on. */
+	bool tracing_on;
+	uint64_t enable[HVT_ABI_MAX_EVENTS / 64];
+	uint64_t sync_req;
+
+	struct hvt_clock_model clock;
+	struct hvt_rd_cpu *cpus;
+};
+
+HVT_INTERNAL const struct hvt_cpu_meta *
+hvt_area_cpu_meta(const struct hvtrace_area *a, uint32_t cpu);
+HVT_INTERNAL const uint8_t *hvt_area_cpu_pages(const struct hvtrace_area *a,
+					       uint32_t cpu);
+/* Post consumer progress for @cpu (owner only; release). */
+HVT_INTERNAL void hvt_area_publish_consumer(struct hvtrace_area *a,
+					    uint32_t cpu, uint32_t seq);
+
+#endif /* HVT_HOST_INTERNAL_H */

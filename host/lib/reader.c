@@ -1,0 +1,580 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libhvtrace: the consuming per-CPU reader.
+ *
+ * Reads a writer's ring without its cooperation: while it runs, after it
+ * stopped, and after it died.  The protocol (see shared/ring_buffer.c):
+ *
+ *   1. load meta->write with acquire            (pairs with W1, the commit)
+ *   2. pick the page to read; older than the tail means final, whose
+ *      header commit is valid; the tail page is valid up to the word's
+ *      offset
+ *   3. s1 = desc[slot].seq (acquire); copy the page; acquire fence;
+ *      s2 = desc[slot].seq                        (pairs with W2)
+ *      s1 == s2 == expected seq proves no overwrite touched the copy
+ *   4. parse only the private copy, validating every event
+ *   5. in consume mode, publish progress in the control page (W4)
+ *
+ *        tally (events accounted: read + lost + discarded)
+ *          |
+ *   ...----+----------------- page seq ------------------+---- tail ...
+ *          ^ events_before(seq) = entries_before + lost_before
+ *
+ * Exact loss counting: when a page starts, entries_before + lost_before
+ * from its descriptor says how many events the writer handled before it.
+ * Whatever this reader did not read or account for in between was lost:
+ * entries that were overwritten (or hidden in a page skipped as malformed)
+ * and events the writer dropped.  The page we return next carries that
+ * count in RB_MISSED_EVENTS/RB_MISSED_STORED, as Linux's reader pages do.
+ *
+ * Every loop here is bounded by the ring length; a hostile writer can make
+ * a CPU unreadable (and raise its error count), never make us hang or read
+ * outside the mapping.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hvtrace/page.h>
+#include <hvtrace/ring_buffer.h>
+
+#include "internal.h"
+
+static inline const struct hvt_subbuf_desc *rd_desc(const struct hvt_rd_cpu *c,
+						    uint32_t seq)
+{
+	return &c->meta->desc[seq & (c->nr_subbufs - 1)];
+}
+
+static inline const uint8_t *rd_page(const struct hvt_rd_cpu *c, uint32_t seq)
+{
+	return c->pages + (uint64_t)(seq & (c->nr_subbufs - 1)) * c->subbuf_size;
+}
+
+/* Load the commit word; 0 with *w set, or -EBADMSG when it is impossible. */
+static int rd_load_word(struct hvt_rd_cpu *c, uint64_t *w)
+{
+	/* W1 pair: everything the writer published up to this word. */
+	uint64_t v = __atomic_load_n(&c->meta->write, __ATOMIC_ACQUIRE);
+
+	if (HVT_WORD_OFFSET(v) > c->data_size) {
+		if (v != c->last_bad_word) {
+			c->errors++;
+			c->last_bad_word = v;
+		}
+		return -EBADMSG;
+	}
+	*w = v;
+	return 0;
+}
+
+/*
+ * Read the descriptor of @seq consistently: its seq field before and after
+ * the other fields (W2 pair).  Returns false if the slot holds another page.
+ */
+static bool rd_read_desc(const struct hvt_rd_cpu *c, uint32_t seq,
+			 uint64_t *eb, uint64_t *lb)
+{
+	const struct hvt_subbuf_desc *d = rd_desc(c, seq);
+
+	if (__atomic_load_n(&d->seq, __ATOMIC_ACQUIRE) != seq)
+		return false;
+	*eb = __atomic_load_n(&d->entries_before, __ATOMIC_RELAXED);
+	*lb = __atomic_load_n(&d->lost_before, __ATOMIC_RELAXED);
+	/* Order the field loads before re-checking seq (W2 pair). */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(&d->seq, __ATOMIC_RELAXED) == seq;
+}
+
+/* Oldest page of the ring whose descriptor still names it. */
+static uint32_t rd_oldest(const struct hvt_rd_cpu *c, uint32_t tail)
+{
+	uint32_t s = tail - (c->nr_subbufs - 1), i;
+	uint64_t eb, lb;
+
+	for (i = 0; i < c->nr_subbufs; i++, s++)
+		if (rd_read_desc(c, s, &eb, &lb))
+			return s;
+	return tail;
+}
+
+int hvt_rd_init(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint32_t cpu)
+{
+	uint64_t w = 0, eb = 0, lb = 0;
+	uint32_t start, cons;
+
+	memset(c, 0, sizeof(*c));
+	c->meta = hvt_area_cpu_meta(a, cpu);
+	c->pages = hvt_area_cpu_pages(a, cpu);
+	c->cpu = cpu;
+	c->nr_subbufs = a->hdr.nr_subbufs;
+	c->subbuf_size = a->hdr.subbuf_size;
+	c->data_size = a->hdr.subbuf_size - HVT_PAGE_HDR_SIZE;
+	c->mode = a->hdr.mode;
+	c->copy = malloc(c->subbuf_size + 16);
+	if (!c->copy)
+		return hvt_err(-ENOMEM, "out of memory");
+	c->reset_req = c->reset_done =
+		__atomic_load_n(&c->meta->reset_ack, __ATOMIC_RELAXED);
+
+	if (rd_load_word(c, &w)) {
+		/* Unreadable now; start at seq 0 and let reads resync. */
+		c->resync = true;
+		return 0;
+	}
+	start = rd_oldest(c, HVT_WORD_SEQ(w));
+	if (a->ctrl) {
+		/*
+		 * Owner: continue from the consumer position a previous owner
+		 * published, if it is plausible.  The value comes from shared
+		 * memory, so it is only a hint.
+		 */
+		cons = __atomic_load_n(&a->ctrl->consumer[cpu],
+				       __ATOMIC_RELAXED);
+		if ((uint32_t)(HVT_WORD_SEQ(w) - cons) <
+			    (uint32_t)(HVT_WORD_SEQ(w) - start) &&
+		    rd_read_desc(c, cons, &eb, &lb))
+			start = cons;
+	}
+	c->seq = start;
+	if (rd_read_desc(c, start, &eb, &lb)) {
+		c->base_e = c->tally_e = eb;
+		c->base_l = c->tally_l = lb;
+	} else {
+		c->resync = true;
+	}
+	hvt_area_publish_consumer(a, cpu, start);
+	return 0;
+}
+
+void hvt_rd_fini(struct hvt_rd_cpu *c)
+{
+	free(c->copy);
+	c->copy = NULL;
+}
+
+/* Move on to the next page. */
+static void rd_next_page(struct hvtrace_area *a, struct hvt_rd_cpu *c)
+{
+	c->seq++;
+	c->pos = 0;
+	c->started = false;
+	hvt_area_publish_consumer(a, c->cpu, c->seq);
+}
+
+/* Account a page start: everything the writer handled before it that we
+ * have not accounted for was lost. */
+static void rd_start_page(struct hvt_rd_cpu *c, uint64_t eb, uint64_t lb,
+			  uint64_t page_ts)
+{
+	if (c->resync) {
+		if (c->discard_resync) {
+			if (eb > c->tally_e)
+				c->discarded += eb - c->tally_e;
+			if (lb > c->tally_l)
+				c->discarded += lb - c->tally_l;
+		}
+		c->resync = false;
+		c->discard_resync = false;
+		c->tally_e = eb;
+		c->tally_l = lb;
+	} else {
+		if (eb >= c->tally_e && lb >= c->tally_l) {
+			uint64_t ge = eb - c->tally_e, gl = lb - c->tally_l;
+
+			/* Entries we never saw: overwritten (overwrite
+			 * mode), or hidden in pages skipped as malformed
+			 * (consume mode never overwrites unread pages). */
+			if (c->mode == HVT_MODE_OVERWRITE)
+				c->overrun += ge;
+			else
+				c->skipped += ge;
+			c->dropped += gl;
+			c->pending_lost += ge + gl;
+		} else {
+			/* Counters went backwards: a corrupt descriptor or a
+			 * restarted writer.  Start counting afresh. */
+			c->errors++;
+		}
+		c->tally_e = eb;
+		c->tally_l = lb;
+	}
+	c->started = true;
+	c->pos = 0;
+	c->pos_ts = page_ts;
+}
+
+/* Build the output sub-buffer from c->copy[16 + pos, 16 + size). */
+static void rd_emit(struct hvt_rd_cpu *c, uint8_t *out, uint32_t size,
+		    uint32_t n, struct hvtrace_page_info *info, bool tail)
+{
+	uint32_t len = size - c->pos;
+	uint64_t commit = len, ts = c->pos_ts;
+
+	memcpy(out, &ts, 8);
+	memcpy(out + HVT_PAGE_HDR_SIZE, c->copy + HVT_PAGE_HDR_SIZE + c->pos,
+	       len);
+	if (c->pending_lost) {
+		commit |= HVT_MISSED_EVENTS;
+		if (len + 8 <= c->data_size) {
+			memcpy(out + HVT_PAGE_HDR_SIZE + len, &c->pending_lost,
+			       8);
+			commit |= HVT_MISSED_STORED;
+		}
+	}
+	memcpy(out + HVT_PAGE_COMMIT_OFF, &commit, 8);
+	if (info) {
+		info->lost_events = c->pending_lost;
+		info->first_ts = ts;
+		info->entries = n;
+		info->size = len;
+		info->seq = c->seq;
+		info->flags = tail ? HVTRACE_PAGE_TAIL : 0;
+	}
+	c->pending_lost = 0;
+}
+
+/*
+ * Serve a reset the writer acknowledged: skip to the first page after it
+ * and count what was skipped as discarded, not lost.
+ */
+static void rd_check_reset(struct hvtrace_area *a, struct hvt_rd_cpu *c)
+{
+	uint32_t ack, to;
+
+	if (c->reset_done == c->reset_req)
+		return;
+	/* Pairs with the release store of reset_ack in hvt_rb_poll_reset(). */
+	ack = __atomic_load_n(&c->meta->reset_ack, __ATOMIC_ACQUIRE);
+	if (ack != c->reset_req)
+		return;
+	to = __atomic_load_n(&c->meta->reset_seq, __ATOMIC_RELAXED);
+	c->reset_done = ack;
+	if ((int32_t)(to - c->seq) <= 0)
+		return;
+	c->seq = to;
+	c->pos = 0;
+	c->started = false;
+	c->resync = true;
+	c->discard_resync = true;
+	c->pending_lost = 0;
+	hvt_area_publish_consumer(a, c->cpu, c->seq);
+}
+
+static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
+		   struct hvtrace_page_info *info)
+{
+	uint32_t iter;
+
+	rd_check_reset(a, c);
+	/* Each iteration consumes or skips a page, so the ring length
+	 * bounds the work of one call. */
+	for (iter = 0; iter < c->nr_subbufs + 4; iter++) {
+		const uint8_t *page;
+		struct hvt_page_iter it;
+		uint64_t w, eb = 0, lb = 0, commit, page_ts;
+		uint32_t tail, size, n = 0;
+		int32_t d;
+		bool is_tail, finish;
+		int ret;
+
+		if (rd_load_word(c, &w))
+			return 0;
+		tail = HVT_WORD_SEQ(w);
+		d = (int32_t)(tail - c->seq);
+		if (d < 0 || (uint32_t)d >= c->nr_subbufs) {
+			/*
+			 * Our page is gone.  In overwrite mode the writer
+			 * lapped us; in consume mode it must not, so the
+			 * word is corrupt or the writer restarted.  Either
+			 * way, continue at the oldest page still there.
+			 */
+			if (d < 0 || c->mode != HVT_MODE_OVERWRITE)
+				c->errors++;
+			if (d < 0)
+				c->resync = true;
+			c->seq = rd_oldest(c, tail);
+			c->pos = 0;
+			c->started = false;
+			hvt_area_publish_consumer(a, c->cpu, c->seq);
+			continue;
+		}
+		is_tail = d == 0;
+		if (c->bad_valid && c->bad_seq == c->seq) {
+			if (is_tail)
+				return 0;	/* wait for the writer to move */
+			c->bad_valid = false;
+			rd_next_page(a, c);
+			continue;
+		}
+
+		page = rd_page(c, c->seq);
+		/* W2 pair, first half: the slot must hold our page. */
+		if (__atomic_load_n(&rd_desc(c, c->seq)->seq,
+				    __ATOMIC_ACQUIRE) != c->seq) {
+			if (is_tail) {
+				/* The writer always names its tail page. */
+				c->bad_valid = true;
+				c->bad_seq = c->seq;
+				c->errors++;
+				return 0;
+			}
+			rd_next_page(a, c);	/* lapped: gap counted later */
+			continue;
+		}
+		eb = __atomic_load_n(&rd_desc(c, c->seq)->entries_before,
+				     __ATOMIC_RELAXED);
+		lb = __atomic_load_n(&rd_desc(c, c->seq)->lost_before,
+				     __ATOMIC_RELAXED);
+		memcpy(c->copy, page, HVT_PAGE_HDR_SIZE);
+		memcpy(&commit, c->copy + HVT_PAGE_COMMIT_OFF, 8);
+		if (is_tail) {
+			size = HVT_WORD_OFFSET(w);
+		} else {
+			size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
+			if (size > c->data_size ||
+			    (commit & ~(HVT_COMMIT_SIZE_MASK | HVT_COMMIT_FLAGS)))
+				size = UINT32_MAX;	/* checked below */
+		}
+		if (size != UINT32_MAX)
+			memcpy(c->copy + HVT_PAGE_HDR_SIZE,
+			       page + HVT_PAGE_HDR_SIZE, size);
+		/* W2 pair, second half: order the copy before re-checking. */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&rd_desc(c, c->seq)->seq,
+				    __ATOMIC_RELAXED) != c->seq) {
+			rd_next_page(a, c);	/* overwritten while copying */
+			continue;
+		}
+		if (size == UINT32_MAX || size < c->pos) {
+			/* A final page with an impossible size. */
+			c->errors++;
+			if (!c->started)
+				rd_start_page(c, eb, lb, 0);
+			rd_next_page(a, c);
+			continue;
+		}
+		memcpy(&page_ts, c->copy, 8);
+		if (!c->started)
+			rd_start_page(c, eb, lb, page_ts);
+
+		/* Validate and count the new events on the private copy. */
+		hvt_page_iter_init(&it, c->copy + HVT_PAGE_HDR_SIZE, size,
+				   c->pos_ts);
+		it.pos = c->pos;
+		while ((ret = hvt_page_next(&it)) > 0)
+			if (ret == HVT_ITEM_DATA)
+				n++;
+		if (ret < 0) {
+			/* Malformed: skip the rest of this page.  Events it
+			 * hid show up as a gap at the next page start. */
+			c->errors++;
+			if (is_tail) {
+				c->bad_valid = true;
+				c->bad_seq = c->seq;
+				return 0;
+			}
+			rd_next_page(a, c);
+			continue;
+		}
+		if (n == 0) {
+			/* Nothing but padding (or nothing) is new. */
+			c->pos = size;
+			c->pos_ts = it.ts;
+			if (is_tail)
+				return 0;
+			rd_next_page(a, c);
+			continue;
+		}
+		finish = !is_tail;
+		if (c->pending_lost && size - c->pos + 8 > c->data_size) {
+			/*
+			 * No room after the data for the lost count.  Return a
+			 * shorter page that ends at an event boundary with 8
+			 * bytes to spare, so readers always get the count
+			 * (RB_MISSED_STORED); the rest follows next call.
+			 */
+			uint32_t cut = c->pos, limit = c->pos + c->data_size - 8;
+
+			hvt_page_iter_init(&it, c->copy + HVT_PAGE_HDR_SIZE,
+					   size, c->pos_ts);
+			it.pos = c->pos;
+			n = 0;
+			for (;;) {
+				uint32_t before = it.pos;
+				uint64_t ts_before = it.ts;
+
+				ret = hvt_page_next(&it);
+				if (ret <= 0 || it.pos > limit) {
+					it.pos = before;
+					it.ts = ts_before;
+					break;
+				}
+				if (ret == HVT_ITEM_DATA)
+					n++;
+				cut = it.pos;
+			}
+			size = cut;
+			finish = false;	/* the rest of the page follows */
+			if (n == 0)
+				return 0;	/* cannot happen: events fit */
+		}
+		rd_emit(c, out, size, n, info, is_tail);
+		c->read += n;
+		c->tally_e += n;
+		c->bytes += size - c->pos;
+		c->pos = size;
+		c->pos_ts = it.ts;
+		c->last_ts = it.ts;
+		if (finish)
+			rd_next_page(a, c);
+		return 1;
+	}
+	return 0;
+}
+
+HVTRACE_API int hvtrace_cpu_read_page(struct hvtrace_area *a, int cpu,
+				      void *page, size_t size,
+				      struct hvtrace_page_info *info)
+{
+	if (!a || !page)
+		return hvt_err(-EINVAL, "hvtrace_cpu_read_page: NULL argument");
+	if (cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
+		return hvt_err(-EINVAL, "no CPU %d in area '%s' (it has %u)",
+			       cpu, a->hdr.name, a->hdr.nr_cpus);
+	if (size < a->hdr.subbuf_size)
+		return hvt_err(-ENOSPC,
+			       "page buffer of %zu bytes is smaller than the "
+			       "sub-buffer size %u",
+			       size, a->hdr.subbuf_size);
+	return rd_read(a, &a->cpus[cpu], page, info);
+}
+
+HVTRACE_API int hvtrace_cpu_get_stats(struct hvtrace_area *a, int cpu,
+				      struct hvtrace_cpu_stats *st)
+{
+	struct hvt_rd_cpu *c;
+	uint64_t w, eb, lb, committed, wlost, oeb, olb;
+	uint32_t tail, oldest;
+	int tries;
+
+	if (!a || !st)
+		return hvt_err(-EINVAL, "hvtrace_cpu_get_stats: NULL argument");
+	if (cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
+		return hvt_err(-EINVAL, "no CPU %d in area '%s'", cpu,
+			       a->hdr.name);
+	c = &a->cpus[cpu];
+	memset(st, 0, sizeof(*st));
+	st->read = c->read;
+	st->bytes = c->bytes;
+	st->discarded = c->discarded;
+	st->overrun = c->overrun;
+	st->dropped = c->dropped;
+	st->skipped = c->skipped;
+	st->now_ts = c->last_ts;
+
+	/* A consistent (word, tail descriptor) pair: retry if the writer
+	 * switched pages in between.  Bounded: a hostile writer just leaves
+	 * the totals at zero. */
+	for (tries = 0; tries < 16; tries++) {
+		if (rd_load_word(c, &w))
+			break;
+		tail = HVT_WORD_SEQ(w);
+		if (!rd_read_desc(c, tail, &eb, &lb))
+			continue;
+		committed = eb + HVT_WORD_ENTRIES(w);
+		wlost = __atomic_load_n(&c->meta->lost, __ATOMIC_RELAXED);
+		st->writer_lost = wlost;
+		if (wlost < lb || committed < c->tally_e ||
+		    wlost < c->tally_l) {
+			/* Counters behind what we already accounted: a
+			 * corrupt meta or a restarted writer. */
+			c->errors++;
+			break;
+		}
+		st->written = committed - c->base_e + wlost - c->base_l;
+		st->trailing = wlost - c->tally_l;
+		st->entries = committed - c->tally_e;
+		/*
+		 * Overwrite mode: pages older than the oldest one still in the
+		 * ring are gone even if we have not reached them yet.  Count
+		 * them as overrun now (the gap is reported when we get there).
+		 */
+		oldest = rd_oldest(c, tail);
+		if ((int32_t)(oldest - c->seq) > 0 &&
+		    rd_read_desc(c, oldest, &oeb, &olb) && oeb > c->tally_e &&
+		    oeb <= committed) {
+			st->overrun += oeb - c->tally_e;
+			st->entries -= oeb - c->tally_e;
+		}
+		memcpy(&st->now_ts, rd_page(c, tail), 8);
+		memcpy(&st->oldest_ts, rd_page(c, oldest), 8);
+		break;
+	}
+	st->lost = st->overrun + st->dropped + st->skipped;
+	st->errors = c->errors;
+	return 0;
+}
+
+HVTRACE_API uint64_t hvtrace_cpu_take_trailing_lost(struct hvtrace_area *a,
+						    int cpu)
+{
+	struct hvt_rd_cpu *c;
+	uint64_t wlost;
+
+	if (!a || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
+		return 0;
+	c = &a->cpus[cpu];
+	wlost = __atomic_load_n(&c->meta->lost, __ATOMIC_RELAXED);
+	if (wlost <= c->tally_l)
+		return 0;
+	wlost -= c->tally_l;
+	c->tally_l += wlost;
+	c->dropped += wlost;
+	return wlost;
+}
+
+HVTRACE_API int hvtrace_cpu_seek(struct hvtrace_area *a, int cpu, bool oldest)
+{
+	struct hvt_rd_cpu *c;
+	uint64_t w;
+
+	if (!a || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
+		return hvt_err(-EINVAL, "no CPU %d", cpu);
+	c = &a->cpus[cpu];
+	if (rd_load_word(c, &w))
+		return hvt_err(-EBADMSG, "CPU %d: corrupt commit word", cpu);
+	c->seq = oldest ? rd_oldest(c, HVT_WORD_SEQ(w)) : HVT_WORD_SEQ(w);
+	c->pos = 0;
+	c->started = false;
+	c->resync = true;
+	c->discard_resync = true;
+	c->pending_lost = 0;
+	if (!oldest) {
+		/* Skip what is already on the tail page too. */
+		uint64_t eb, lb, ts;
+		uint32_t off = HVT_WORD_OFFSET(w), n = 0;
+		struct hvt_page_iter it;
+		int ret;
+
+		if (rd_read_desc(c, c->seq, &eb, &lb)) {
+			memcpy(c->copy, rd_page(c, c->seq),
+			       HVT_PAGE_HDR_SIZE + off);
+			memcpy(&ts, c->copy, 8);
+			rd_start_page(c, eb, lb, ts);
+			hvt_page_iter_init(&it, c->copy + HVT_PAGE_HDR_SIZE,
+					   off, ts);
+			while ((ret = hvt_page_next(&it)) > 0)
+				if (ret == HVT_ITEM_DATA)
+					n++;
+			if (ret == 0) {
+				c->pos = off;
+				c->pos_ts = it.ts;
+				c->tally_e += n;
+				c->discarded += n;
+			}
+		}
+	}
+	hvt_area_publish_consumer(a, cpu, c->seq);
+	return 0;
+}

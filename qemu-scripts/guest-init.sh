@@ -1,0 +1,195 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# /init of the hvtrace guest initramfs (busybox sh, PID 1).
+#
+# Mounts the pseudo file systems, loads the modules listed in
+# /etc/hvtrace/modules, points /dev/hvtrace-area at the ivshmem BAR that
+# holds the trace area, makes /dev/virtio-ports/NAME links, starts
+# /bin/hvtrace-agent if the image has one, prints the readiness marker,
+# runs the command from the kernel command line and powers off.
+#
+# Kernel command line parameters (values may be double-quoted; the *64
+# forms carry base64 for values that need quotes or odd characters):
+#   hvtrace.name=NAME          host name of the guest
+#   hvtrace.run=CMD            run "sh -c CMD", then power off;
+#                              without it the guest idles until stopped
+#   hvtrace.run64=B64          the same, base64-encoded
+#   hvtrace.agent=ARGS         arguments of /bin/hvtrace-agent
+#   hvtrace.agent64=B64        the same, base64-encoded
+#   hvtrace.ports=N1,N2        virtio-serial port names to wait for
+#   hvtrace.port_wait=SECONDS  how long to wait for them (default 10)
+#
+# Console lines the host side relies on (see docs/qemu-rig.md):
+#   "hvtrace: guest ready"                  userspace is up
+#   "hvtrace: run exited with status N"     the command ended
+#   "hvtrace: powering off"                 poweroff follows
+
+PATH=/bin:/sbin:/usr/bin:/usr/sbin
+HOME=/root
+export PATH HOME
+
+mount -t devtmpfs -o mode=0755 devtmpfs /dev 2>/dev/null
+exec </dev/console >/dev/console 2>&1
+
+say() {
+	echo "hvtrace: $*"
+}
+
+mount -t proc -o nosuid,nodev,noexec proc /proc
+mount -t sysfs -o nosuid,nodev,noexec sysfs /sys
+mkdir -p /run /tmp /dev/shm /dev/pts /root
+mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm
+mount -t devpts -o mode=0620,ptmxmode=0666 devpts /dev/pts 2>/dev/null
+if [ -d /sys/kernel/tracing ]; then
+	mount -t tracefs -o mode=0755 tracefs /sys/kernel/tracing ||
+		say "warning: could not mount tracefs"
+fi
+[ -d /sys/kernel/debug ] && mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+
+# The value of KEY on the kernel command line (last one wins), with the
+# kernel's double-quote rule: quotes group spaces and are dropped.
+cmdline_get() {
+	awk -v key="$1" '
+	{
+		s = $0; n = length(s); i = 1
+		while (i <= n) {
+			while (i <= n && substr(s, i, 1) == " ")
+				i++
+			if (i > n)
+				break
+			tok = ""; q = 0
+			while (i <= n) {
+				c = substr(s, i, 1)
+				if (c == "\"") { q = !q; i++; continue }
+				if (c == " " && !q)
+					break
+				tok = tok c; i++
+			}
+			eq = index(tok, "=")
+			if (eq > 1 && substr(tok, 1, eq - 1) == key) {
+				val = substr(tok, eq + 1); found = 1
+			}
+		}
+	}
+	END { if (found) print val; exit !found }' /proc/cmdline
+}
+
+# A parameter that may also come base64-encoded as KEY64.
+param() {
+	local b64
+	if b64=$(cmdline_get "${1}64"); then
+		echo "$b64" | base64 -d 2>/dev/null ||
+			say "warning: ${1}64 is not valid base64"
+		return 0
+	fi
+	cmdline_get "$1"
+}
+
+name=$(cmdline_get hvtrace.name) && hostname "$name"
+hostname >/dev/null 2>&1 || hostname hvtrace-guest
+
+# Modules the image carries, in load order (dependencies first).
+if [ -f /etc/hvtrace/modules ]; then
+	while read -r mod; do
+		[ -n "$mod" ] || continue
+		insmod "$mod" || say "warning: could not load module $mod"
+	done </etc/hvtrace/modules
+fi
+
+# The trace area: BAR2 of the ivshmem device (PCI 1af4:1110).  The first
+# one is /dev/hvtrace-area, further ones /dev/hvtrace-area1, ...
+n=0
+for dev in /sys/bus/pci/devices/*; do
+	[ -r "$dev/vendor" ] || continue
+	[ "$(cat "$dev/vendor")" = 0x1af4 ] || continue
+	[ "$(cat "$dev/device")" = 0x1110 ] || continue
+	if [ "$(cat "$dev/enable" 2>/dev/null)" = 0 ]; then
+		echo 1 >"$dev/enable" || say "warning: could not enable ${dev##*/}"
+	fi
+	link=/dev/hvtrace-area
+	[ $n -gt 0 ] && link=/dev/hvtrace-area$n
+	ln -sf "/sys/bus/pci/devices/${dev##*/}/resource2" "$link"
+	n=$((n + 1))
+done
+[ $n -gt 0 ] || say "warning: no ivshmem device (1af4:1110): no /dev/hvtrace-area"
+
+# virtio-serial ports are announced by the host after the driver binds,
+# so they may show up a little after init starts: wait (bounded) for the
+# names the launcher asked for.
+link_ports() {
+	local p pname
+	mkdir -p /dev/virtio-ports
+	for p in /sys/class/virtio-ports/*; do
+		[ -r "$p/name" ] || continue
+		pname=$(cat "$p/name")
+		[ -n "$pname" ] || continue
+		[ -c "/dev/${p##*/}" ] || continue
+		ln -sfn "../${p##*/}" "/dev/virtio-ports/$pname"
+	done
+}
+want=$(cmdline_get hvtrace.ports | tr ',' ' ')
+wait_s=$(cmdline_get hvtrace.port_wait) || wait_s=10
+case $wait_s in '' | *[!0-9]*) wait_s=10 ;; esac
+tries=$((wait_s * 20))
+while :; do
+	link_ports
+	missing=
+	for w in $want; do
+		[ -e "/dev/virtio-ports/$w" ] || missing="$missing $w"
+	done
+	[ -z "$missing" ] && break
+	if [ $tries -le 0 ]; then
+		say "warning: virtio-serial port(s)$missing did not appear within ${wait_s}s"
+		break
+	fi
+	tries=$((tries - 1))
+	sleep 0.05
+done
+
+agent_pid=
+if [ -x /bin/hvtrace-agent ]; then
+	agent_args=$(param hvtrace.agent)
+	say "starting hvtrace-agent $agent_args"
+	eval "/bin/hvtrace-agent $agent_args </dev/null &"
+	agent_pid=$!
+fi
+
+read -r up _ </proc/uptime
+say "guest ready (uptime ${up}s)"
+
+if run=$(param hvtrace.run) && [ -n "$run" ]; then
+	say "run: $run"
+	(cd /root && exec sh -c "$run" </dev/null)
+	rc=$?
+	say "run exited with status $rc"
+else
+	say "no hvtrace.run= on the kernel command line; idling until stopped"
+	while :; do
+		sleep 3600
+	done
+fi
+
+# True while PID runs (a zombie has ended: PID 1 has not reaped it yet).
+alive() {
+	local st
+	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "${st%% *}" != Z ]
+}
+
+if [ -n "$agent_pid" ] && alive "$agent_pid"; then
+	kill -TERM "$agent_pid" 2>/dev/null
+	i=0
+	while alive "$agent_pid" && [ $i -lt 40 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+fi
+sync
+say "powering off"
+poweroff -f
+# Not reached unless ACPI power-off failed; QEMU runs with -no-reboot,
+# so a reboot ends it too.
+reboot -f
