@@ -29,6 +29,11 @@ PATH=/bin:/sbin:/usr/bin:/usr/sbin
 HOME=/root
 export PATH HOME
 
+# Applet links first (busybox finds itself through /proc/self/exe);
+# --install keeps files the image already has under applet names.
+/bin/busybox mkdir -p /proc /sys /dev
+/bin/busybox mount -t proc -o nosuid,nodev,noexec proc /proc
+/bin/busybox --install -s 2>/dev/null
 mount -t devtmpfs -o mode=0755 devtmpfs /dev 2>/dev/null
 exec </dev/console >/dev/console 2>&1
 
@@ -36,7 +41,6 @@ say() {
 	echo "hvtrace: $*"
 }
 
-mount -t proc -o nosuid,nodev,noexec proc /proc
 mount -t sysfs -o nosuid,nodev,noexec sysfs /sys
 mkdir -p /run /tmp /dev/shm /dev/pts /root
 mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run

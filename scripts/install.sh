@@ -1,0 +1,52 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# make install: the host library (static and shared), its headers, a
+# pkg-config file, the hvtrace CLI, hvtraced, and the man pages.
+# Honours DESTDIR and PREFIX.
+set -euo pipefail
+: "${HVT_OBJTREE:?}" "${HVT_SRCTREE:?}"
+prefix=${PREFIX:-/usr/local}
+dest=${DESTDIR:-}
+bindir=$dest$prefix/bin
+libdir=$dest$prefix/lib
+incdir=$dest$prefix/include
+pcdir=$libdir/pkgconfig
+mandir=$dest$prefix/share/man
+version=$(sed -n 's/^HVT_VERSION := //p' "$HVT_SRCTREE/Makefile")
+
+install -d "$bindir" "$libdir" "$incdir/hvtrace" "$pcdir"
+for f in $INSTALL_BIN; do
+	install -m 0755 "$f" "$bindir/"
+	echo "  INSTALL $bindir/$(basename "$f")"
+done
+for f in $INSTALL_LIB; do
+	case $f in
+	*.so.*)
+		install -m 0755 "$f" "$libdir/"
+		ln -sf "$(basename "$f")" "$libdir/libhvtrace.so"
+		;;
+	*) install -m 0644 "$f" "$libdir/" ;;
+	esac
+	echo "  INSTALL $libdir/$(basename "$f")"
+done
+for f in $INSTALL_HDR; do
+	install -m 0644 "$f" "$incdir/"
+	echo "  INSTALL $incdir/$(basename "$f")"
+done
+# The public header includes the ABI header.
+install -m 0644 "$HVT_SRCTREE/shared/include/hvtrace/abi.h" "$incdir/hvtrace/abi.h"
+echo "  INSTALL $incdir/hvtrace/abi.h"
+
+sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" \
+	"$HVT_SRCTREE/host/hvtrace.pc.in" >"$pcdir/hvtrace.pc"
+echo "  INSTALL $pcdir/hvtrace.pc"
+
+for sec in 1 3 7; do
+	for m in "$HVT_SRCTREE"/docs/man/*.$sec; do
+		[ -e "$m" ] || continue
+		install -d "$mandir/man$sec"
+		install -m 0644 "$m" "$mandir/man$sec/"
+		echo "  INSTALL $mandir/man$sec/$(basename "$m")"
+	done
+done
