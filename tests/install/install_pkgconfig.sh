@@ -33,8 +33,11 @@ export PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_PATH=$dest/usr/lib/pkgconfig
 # Shared library build and run.
 gcc -o "$dest/use" "$dest/use.c" $(pkg-config --cflags --libs hvtrace)
 LD_LIBRARY_PATH=$dest/usr/lib "$dest/use"
-# Static build and run.
-gcc -o "$dest/use-static" "$dest/use.c" $(pkg-config --cflags --libs --static hvtrace) -Wl,-Bstatic -lhvtrace -Wl,-Bdynamic 2>/dev/null ||
+# Static build against the installed archive, private deps from pkg-config.
+gcc -o "$dest/use-static" "$dest/use.c" $(pkg-config --cflags hvtrace) \
+	"$dest/usr/lib/libhvtrace.a" \
+	$(pkg-config --libs --static hvtrace | sed 's/-lhvtrace//')
+"$dest/use-static" "$dest/use.c" $(pkg-config --cflags --libs --static hvtrace) -Wl,-Bstatic -lhvtrace -Wl,-Bdynamic 2>/dev/null ||
 	gcc -o "$dest/use-static" "$dest/use.c" "$dest/usr/lib/libhvtrace.a" $(pkg-config --cflags --libs-only-other --static hvtrace) \
 		$(pkg-config --libs --static libtraceevent libtracefs fuse3) -lm -lpthread
 "$dest/use-static"
