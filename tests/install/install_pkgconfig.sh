@@ -37,9 +37,6 @@ LD_LIBRARY_PATH=$dest/usr/lib "$dest/use"
 gcc -o "$dest/use-static" "$dest/use.c" $(pkg-config --cflags hvtrace) \
 	"$dest/usr/lib/libhvtrace.a" \
 	$(pkg-config --libs --static hvtrace | sed 's/-lhvtrace//')
-"$dest/use-static" "$dest/use.c" $(pkg-config --cflags --libs --static hvtrace) -Wl,-Bstatic -lhvtrace -Wl,-Bdynamic 2>/dev/null ||
-	gcc -o "$dest/use-static" "$dest/use.c" "$dest/usr/lib/libhvtrace.a" $(pkg-config --cflags --libs-only-other --static hvtrace) \
-		$(pkg-config --libs --static libtraceevent libtracefs fuse3) -lm -lpthread
 "$dest/use-static"
 "$dest/usr/bin/hvtrace" --help | grep -q "usage: hvtrace" || { echo "installed hvtrace --help failed" >&2; exit 1; }
 echo "ok: install tree complete, pkg-config build (shared and static) runs"

@@ -22,6 +22,7 @@
  *   copy PATH FILE       copy /sys/kernel/tracing/PATH to OUTDIR/FILE
  *   format NAME FILE     copy events/user_events/NAME/format
  *   raw FILE             copy the first page of per_cpu/cpu0/trace_pipe_raw
+ *   sysctl NAME VALUE    write VALUE to /proc/sys/kernel/NAME
  *
  * In arguments, \t \n \\ are escapes and {rep:N:C} stands for N copies of
  * the character C, so long and odd definitions fit on one line.
@@ -330,6 +331,10 @@ static int run(char *line)
 	if (!strcmp(cmd, "enable")) {
 		snprintf(path, sizeof(path),
 			 TRACEFS "/events/user_events/%s/enable", arg);
+		return do_write_str(path, a2, 0);
+	}
+	if (!strcmp(cmd, "sysctl")) {
+		snprintf(path, sizeof(path), "/proc/sys/kernel/%s", arg);
 		return do_write_str(path, a2, 0);
 	}
 	if (!strcmp(cmd, "copy")) {
