@@ -931,18 +931,36 @@ int hvt_area_cpu(void *area, uint64_t area_size, uint32_t cpu,
 				 snap.mode);
 }
 
-int hvt_area_sync_poll(void *area, uint64_t clock)
+int hvt_area_sync_pending(const void *area, uint64_t *req)
+{
+	const struct hvt_area_header *h = area;
+	const struct hvt_control *ctrl =
+		(const struct hvt_control *)((const uint8_t *)area +
+					     HVT_CONTROL_OFFSET);
+	/* Acquire: a clock read after this cannot predate the request. */
+	uint64_t r = __atomic_load_n(&ctrl->sync_req, __ATOMIC_ACQUIRE);
+
+	if (r == __atomic_load_n(&h->sync_seq, __ATOMIC_RELAXED))
+		return 0;
+	*req = r;
+	return 1;
+}
+
+void hvt_area_sync_answer(void *area, uint64_t req, uint64_t clock)
 {
 	struct hvt_area_header *h = area;
-	const struct hvt_control *ctrl =
-		(const struct hvt_control *)((uint8_t *)area +
-					     HVT_CONTROL_OFFSET);
-	uint64_t req = __atomic_load_n(&ctrl->sync_req, __ATOMIC_ACQUIRE);
 
-	if (req == __atomic_load_n(&h->sync_seq, __ATOMIC_RELAXED))
-		return 0;
 	__atomic_store_n(&h->sync_clock, clock, __ATOMIC_RELAXED);
 	/* W6: the clock value is visible before the answer's seq. */
 	__atomic_store_n(&h->sync_seq, req, __ATOMIC_RELEASE);
+}
+
+int hvt_area_sync_poll(void *area, uint64_t clock)
+{
+	uint64_t req;
+
+	if (!hvt_area_sync_pending(area, &req))
+		return 0;
+	hvt_area_sync_answer(area, req, clock);
 	return 1;
 }

@@ -152,6 +152,15 @@ HVTRACE_API int hvtrace_area_set_clock(struct hvtrace_area *a, uint32_t mult,
 				       uint32_t shift, uint64_t epoch_cnt,
 				       uint64_t epoch_ns);
 
+/**
+ * hvtrace_area_send_command - post a command to the writer (HVT_CMD_*)
+ *
+ * The writer acts on it once, when it next polls its control page (a
+ * writer that does not know the command ignores it).
+ */
+HVTRACE_API int hvtrace_area_send_command(struct hvtrace_area *a,
+					  uint32_t cmd);
+
 /* --- time --------------------------------------------------------------- */
 
 /**
@@ -272,8 +281,873 @@ HVTRACE_API uint64_t hvtrace_cpu_take_trailing_lost(struct hvtrace_area *a,
  */
 HVTRACE_API int hvtrace_cpu_seek(struct hvtrace_area *a, int cpu, bool oldest);
 
+/* ===================================================================== */
+/* Reading as ftrace: the ring-buffer mmap view, records, decoding, text  */
+/* (host/lib/ring.c, subbuf.c, merge.c, decode.c, text.c, loopback.c)     */
+/* ===================================================================== */
+
+/* --- the Linux ring-buffer mmap ABI, for areas and the host kernel ------ */
+
+/*
+ * One CPU buffer presented as the Linux ring-buffer mmap ABI
+ * (include/uapi/linux/trace_mmap.h): a meta page laid out as struct
+ * trace_buffer_meta (struct hvt_trace_buffer_meta), the sub-buffers in id
+ * order, and a get-reader operation.  The same handle serves a CPU of a
+ * trace area and a CPU of the host kernel's own ring buffer, so everything
+ * built on it (records, decoding, text, streaming) is one code path.
+ *
+ * Area view: ids 0..nr-1 are the writer's ring slots, mapped read-only from
+ * the area file (live, unvalidated writer memory: for inspection only);
+ * ids nr and nr+1 are two private reader pages that get-reader fills with
+ * validated, self-contained sub-buffers from hvtrace_cpu_read_page().  They
+ * are used alternately, so that, as with the kernel, a new reader page
+ * always comes with a new reader.id; new events that continue the writer's
+ * current sub-buffer are appended to the current reader page instead
+ * (same id, reader.read grows), again as the kernel does.
+ *
+ * Kernel view: the real per_cpu/cpuN/trace_pipe_raw mapping and
+ * TRACE_MMAP_IOCTL_GET_READER.
+ *
+ * Meta fields after get-reader, for both:
+ *   reader.id          sub-buffer id of the reader page
+ *   reader.read        bytes of the reader page's data handed to the
+ *                      consumer (counted as read); a consumer reads from
+ *                      its own position (0 on a new id) up to this offset
+ *   reader.lost_events events lost right before the reader page (the area
+ *                      view sets it; the kernel stores the count in the
+ *                      page instead and reports 0 here).  Both views mark
+ *                      the page itself with RB_MISSED_EVENTS/_STORED.
+ *   entries            events committed (the area view: since attach)
+ *   overrun            events lost to overwriting (area: also events hidden
+ *                      in pages skipped as malformed)
+ *   read               events handed to the consumer
+ *   entries - overrun - read == events still unread in the ring.
+ */
+struct hvtrace_ring;
+
+/**
+ * hvtrace_ring_open_area - present CPU @cpu of an area as the mmap ABI
+ * @a:   the area (must outlive the ring; the ring consumes through it)
+ * @cpu: CPU buffer
+ * @out: the new handle
+ *
+ * Return: 0, -EINVAL (no such CPU), -ENOMEM, or the mmap error.
+ */
+HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
+				       struct hvtrace_ring **out);
+
+/**
+ * hvtrace_ring_open_kernel - map a CPU buffer of the host kernel's tracing
+ * @instance: NULL for the top-level buffer, an instance name ("foo" for
+ *            instances/foo), or the absolute path of a tracefs instance
+ *            directory
+ * @cpu:      CPU
+ * @out:      the new handle
+ *
+ * Mounts tracefs at /sys/kernel/tracing first if it is not mounted.
+ *
+ * Return: 0; -ENOENT (no tracefs, instance or CPU), -EACCES, -ENODEV or
+ * -EOPNOTSUPP (the kernel cannot mmap ring buffers: Linux 6.10 or later
+ * is needed), -EBUSY (a snapshot or another user blocks mapping).
+ */
+HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
+					 struct hvtrace_ring **out);
+
+/**
+ * hvtrace_tracefs_dir - the directory of a host tracing instance
+ * @instance: as for hvtrace_ring_open_kernel() (NULL: the top level)
+ * @buf:      output
+ * @size:     bytes at @buf
+ *
+ * Mounts tracefs at /sys/kernel/tracing first if it is not mounted.
+ * Return: 0, or -ENOENT with hvtrace_last_error() saying what to do.
+ */
+HVTRACE_API int hvtrace_tracefs_dir(const char *instance, char *buf,
+				    size_t size);
+
+/** hvtrace_ring_close - unmap and free; NULL is a no-op */
+HVTRACE_API void hvtrace_ring_close(struct hvtrace_ring *r);
+
+/** hvtrace_ring_meta - the meta page (read-only; changes on get-reader) */
+HVTRACE_API const struct hvt_trace_buffer_meta *
+hvtrace_ring_meta(const struct hvtrace_ring *r);
+
+/**
+ * hvtrace_ring_subbuf - sub-buffer @id of the view
+ *
+ * Return: its address (meta_page_size + id * subbuf_size into the view),
+ * or NULL when @id >= nr_subbufs.
+ */
+HVTRACE_API const void *hvtrace_ring_subbuf(const struct hvtrace_ring *r,
+					    uint32_t id);
+
+/**
+ * hvtrace_ring_get_reader - TRACE_MMAP_IOCTL_GET_READER
+ *
+ * Hands the consumer the next events: either more on the current reader
+ * page (same reader.id, larger reader.read) or a new reader page (new
+ * reader.id).  Updates the meta page.
+ *
+ * Return: 0, or a negative errno.
+ */
+HVTRACE_API int hvtrace_ring_get_reader(struct hvtrace_ring *r);
+
+/** hvtrace_ring_cpu - the CPU number this ring reads */
+HVTRACE_API int hvtrace_ring_cpu(const struct hvtrace_ring *r);
+
+/** hvtrace_ring_is_kernel - true for a host kernel buffer */
+HVTRACE_API bool hvtrace_ring_is_kernel(const struct hvtrace_ring *r);
+
+/**
+ * hvtrace_ring_clock_is_ns - whether record timestamps count nanoseconds
+ *
+ * Always true for areas (host_ns); for the kernel, false when the trace
+ * clock is a counter ("counter", "x86-tsc", "uptime"), which trace_pipe
+ * prints as a raw number.
+ */
+HVTRACE_API bool hvtrace_ring_clock_is_ns(const struct hvtrace_ring *r);
+
+/* --- records -------------------------------------------------------------- */
+
+/* lost_before when the writer lost events but had no room for the count */
+#define HVTRACE_LOST_UNKNOWN	UINT64_MAX
+
+struct hvtrace_record {
+	uint64_t ts;		/* ring timestamp, the writer's clock */
+	uint64_t host_ns;	/* best estimate on the host CLOCK_MONOTONIC */
+	const void *data;	/* the record: common fields first */
+	uint32_t size;		/* bytes at data (4-byte multiple) */
+	int cpu;
+	/* events lost right before this record, or HVTRACE_LOST_UNKNOWN */
+	uint64_t lost_before;
+	/* host CLOCK_MONOTONIC when get-reader handed the record over */
+	uint64_t fetched_ns;
+};
+
+/**
+ * hvtrace_ring_peek - the next record of a ring, without consuming it
+ * @r:   ring
+ * @rec: filled when a record is returned; rec->data stays valid until the
+ *       next hvtrace_ring_consume() or get-reader on @r
+ *
+ * Walks the reader page up to reader.read, and calls get-reader when it
+ * is used up.  Every event header is bounded by the handed-over size; a
+ * malformed page is skipped and counted (hvtrace_ring_errors()).
+ *
+ * Return: 1 with a record, 0 when nothing is pending, negative errno.
+ */
+HVTRACE_API int hvtrace_ring_peek(struct hvtrace_ring *r,
+				  struct hvtrace_record *rec);
+
+/** hvtrace_ring_consume - step past the record hvtrace_ring_peek() gave */
+HVTRACE_API void hvtrace_ring_consume(struct hvtrace_ring *r);
+
+/** hvtrace_ring_errors - malformed pages this ring's walker skipped */
+HVTRACE_API uint64_t hvtrace_ring_errors(const struct hvtrace_ring *r);
+
+/**
+ * hvtrace_ring_take_trailing_lost - for an area ring, claim events the
+ * writer dropped after its last page (see hvtrace_cpu_take_trailing_lost())
+ *
+ * Return: the count (0 for kernel rings).
+ */
+HVTRACE_API uint64_t hvtrace_ring_take_trailing_lost(struct hvtrace_ring *r);
+
+/**
+ * hvtrace_ring_now_ns - the host CLOCK_MONOTONIC time matching the ring's
+ * host_ns values now, or 0 when the ring's clock cannot be related to the
+ * host's (an area whose writer never answered a time sync; a kernel trace
+ * clock that is not in nanoseconds)
+ */
+HVTRACE_API uint64_t hvtrace_ring_now_ns(struct hvtrace_ring *r);
+
+/* --- walking one sub-buffer ------------------------------------------------ */
+
+/*
+ * A bounded walker over one ftrace sub-buffer (64-bit little-endian
+ * layout).  Fields are private; it lives on the caller's stack.
+ */
+struct hvtrace_subbuf_iter {
+	const uint8_t *data;	/* first byte after the page header */
+	uint32_t size;		/* bytes to walk */
+	uint32_t pos;		/* offset of the next event header */
+	uint64_t ts;		/* running timestamp */
+	uint64_t lost;		/* lost before the page (from the header) */
+	int cpu;
+};
+
+/**
+ * hvtrace_subbuf_iter_init - start walking a sub-buffer
+ * @it:          iterator
+ * @subbuf:      the sub-buffer, page header first
+ * @subbuf_size: bytes readable at @subbuf
+ * @cpu:         copied into every record
+ *
+ * Return: 0, or -EBADMSG when the header's commit size does not fit.
+ */
+HVTRACE_API int hvtrace_subbuf_iter_init(struct hvtrace_subbuf_iter *it,
+					 const void *subbuf,
+					 size_t subbuf_size, int cpu);
+
+/**
+ * hvtrace_subbuf_next - the next data record of the sub-buffer
+ *
+ * Time extends, absolute time stamps and padding are folded into the
+ * running timestamp as libtraceevent's kbuffer does.  rec->host_ns is set
+ * equal to rec->ts; rec->lost_before carries the page's lost count on the
+ * first record only.
+ *
+ * Return: 1 with a record, 0 at the end, -EBADMSG for a malformed event
+ * (the iterator then stays at the end).
+ */
+HVTRACE_API int hvtrace_subbuf_next(struct hvtrace_subbuf_iter *it,
+				    struct hvtrace_record *rec);
+
+/* --- merging CPUs by time ------------------------------------------------- */
+
+struct hvtrace_merge;
+
+/**
+ * hvtrace_merge_new - merge rings into one time-ordered record stream
+ * @rings:     rings (borrowed; they must outlive the merge)
+ * @nr:        number of rings
+ * @window_ns: reorder window: a record is returned once every ring has a
+ *             record pending (so none can be older), or once it is
+ *             @window_ns old on the host clock (hvtrace_ring_now_ns()), or,
+ *             for rings whose clock cannot be related to the host's, once
+ *             @window_ns have passed since its ring handed it over
+ * @out:       the new handle
+ */
+HVTRACE_API int hvtrace_merge_new(struct hvtrace_ring *const *rings,
+				  unsigned int nr, uint64_t window_ns,
+				  struct hvtrace_merge **out);
+
+/**
+ * hvtrace_merge_next - the next record in time order
+ * @m:     merge
+ * @rec:   filled with the record (valid until the next call)
+ * @flush: return the oldest pending record without waiting for the window
+ *         (post-mortem reads, end of stream)
+ *
+ * Return: 1 with a record, 0 when nothing is ready now, negative errno.
+ */
+HVTRACE_API int hvtrace_merge_next(struct hvtrace_merge *m,
+				   struct hvtrace_record *rec, bool flush);
+
+/** hvtrace_merge_free - free; NULL is a no-op */
+HVTRACE_API void hvtrace_merge_free(struct hvtrace_merge *m);
+
+/* --- decoding (libtraceevent) -------------------------------------------- */
+
+/*
+ * Built-in events of the loopback writer (system "hvtrace").  Ids sit at
+ * HVTRACE_BUILTIN_ID_BASE, clear of the ids a Linux kernel assigns to its
+ * own events and of the hypervisor's (HVT_HYP_ID_BASE); see
+ * docs/reading.md.
+ */
+#define HVTRACE_BUILTIN_SYSTEM		"hvtrace"
+#define HVTRACE_BUILTIN_ID_BASE		0xe000u
+/* selftest: u64 id, printed "id=%llu" */
+#define HVTRACE_EVENT_SELFTEST_ID	(HVTRACE_BUILTIN_ID_BASE + 0)
+#define HVTRACE_EVENT_SELFTEST_BIT	0u
+
+struct hvtrace_decoder;
+struct tep_handle;
+
+/**
+ * hvtrace_decoder_new - an empty decoder for a 64-bit little-endian writer
+ * @subbuf_size: sub-buffer size, for the header_page description
+ * @out:         the new handle
+ *
+ * Loads the header_page/header_event descriptions that tracefs would show
+ * for such a writer, and nothing else.
+ */
+HVTRACE_API int hvtrace_decoder_new(uint32_t subbuf_size,
+				    struct hvtrace_decoder **out);
+
+/**
+ * hvtrace_decoder_new_area - a decoder for an area: its headers, the
+ * built-in hvtrace events and, by writer kind, the hypervisor events
+ */
+HVTRACE_API int hvtrace_decoder_new_area(const struct hvtrace_area *a,
+					 struct hvtrace_decoder **out);
+
+/**
+ * hvtrace_decoder_new_kernel - a decoder for the host kernel's events
+ * @tracefs: tracefs mount point, or NULL for the default
+ *
+ * Loads every event format, the headers, saved_cmdlines (pid to comm)
+ * and /proc/kallsyms when readable.
+ */
+HVTRACE_API int hvtrace_decoder_new_kernel(const char *tracefs,
+					   struct hvtrace_decoder **out);
+
+/** hvtrace_decoder_free - free; NULL is a no-op */
+HVTRACE_API void hvtrace_decoder_free(struct hvtrace_decoder *d);
+
+/**
+ * hvtrace_decoder_add_format - add one event from its format file text
+ * @d:      decoder
+ * @system: the event's system ("hypervisor", "user_events", ...)
+ * @format: the text of events/<system>/<name>/format
+ * @len:    bytes of @format
+ *
+ * The entry point for every other source of formats (hypervisor events,
+ * user events registered by guests).
+ *
+ * Return: 0, -EEXIST (an event with that id is already known), -EINVAL
+ * (libtraceevent could not parse it; hvtrace_last_error() says why).
+ */
+HVTRACE_API int hvtrace_decoder_add_format(struct hvtrace_decoder *d,
+					   const char *system,
+					   const char *format, size_t len);
+
+/**
+ * hvtrace_decoder_add_builtin - add the built-in formats for a writer kind
+ * @writer_kind: HVT_WRITER_*; the hvtrace system is always added, the
+ *               hypervisor events for HVT_WRITER_HYP
+ */
+HVTRACE_API int hvtrace_decoder_add_builtin(struct hvtrace_decoder *d,
+					    uint32_t writer_kind);
+
+/** hvtrace_decoder_tep - the libtraceevent handle (owned by the decoder) */
+HVTRACE_API struct tep_handle *
+hvtrace_decoder_tep(const struct hvtrace_decoder *d);
+
+/**
+ * hvtrace_decoder_set_comm - name a pid (a guest's cmdline, a writer's
+ * thread); comm is cut to 15 characters like the kernel's
+ */
+HVTRACE_API int hvtrace_decoder_set_comm(struct hvtrace_decoder *d, int pid,
+					 const char *comm);
+
+/**
+ * hvtrace_decoder_load_cmdlines - (re)read the kernel's saved_cmdlines
+ * @tracefs: tracefs mount point, or NULL for the default
+ *
+ * For kernel decoders: comms of tasks that appeared after the decoder was
+ * made.  Return: 0 or a negative errno.
+ */
+HVTRACE_API int hvtrace_decoder_load_cmdlines(struct hvtrace_decoder *d,
+					      const char *tracefs);
+
+/** hvtrace_decoder_comm - the comm of @pid, or NULL when unknown */
+HVTRACE_API const char *hvtrace_decoder_comm(const struct hvtrace_decoder *d,
+					     int pid);
+
+/** hvtrace_decoder_event_name - "system:name" parts of an event id */
+HVTRACE_API int hvtrace_decoder_event_name(const struct hvtrace_decoder *d,
+					   unsigned int id,
+					   const char **system,
+					   const char **name);
+
+/* --- text like trace_pipe ------------------------------------------------- */
+
+enum hvtrace_text_flags {
+	/* Print the timestamp as a raw count (" %12llu"), as the kernel does
+	 * for trace clocks that are not in nanoseconds. */
+	HVTRACE_TEXT_RAW_TS = 1u << 0,
+};
+
+/**
+ * hvtrace_decoder_format - one record as a trace_pipe line
+ * @d:     decoder
+ * @rec:   record
+ * @ts_ns: the timestamp to print (rec->host_ns for areas, rec->ts for the
+ *         kernel, as its trace_pipe does)
+ * @flags: enum hvtrace_text_flags
+ * @buf:   output
+ * @size:  bytes at @buf
+ *
+ * Writes "<comm>-<pid> [<cpu>] <flags> <sec>.<usec>: <event>: <fields>\n"
+ * exactly as the kernel's trace_pipe formats it (comm right-aligned to 16,
+ * pid left-aligned to 7, cpu %03d, the five latency flag characters,
+ * microseconds rounded like the kernel's ns2usecs()).  Events of the
+ * kernel's own "ftrace" system print without the "<event>: " prefix, as
+ * the kernel does.  Unknown ids print "UNKNOWN id=<id>".
+ *
+ * Return: the length of the line (like snprintf: may exceed @size - 1,
+ * then the output is cut), or a negative errno.
+ */
+HVTRACE_API int hvtrace_decoder_format(struct hvtrace_decoder *d,
+				       const struct hvtrace_record *rec,
+				       uint64_t ts_ns, unsigned int flags,
+				       char *buf, size_t size);
+
+/**
+ * hvtrace_format_lost - the kernel's lost-events line for @cpu:
+ * "CPU:<cpu> [LOST <n> EVENTS]\n", or "CPU:<cpu> [LOST EVENTS]\n" for
+ * HVTRACE_LOST_UNKNOWN
+ *
+ * Return: length, as hvtrace_decoder_format().
+ */
+HVTRACE_API int hvtrace_format_lost(int cpu, uint64_t lost, char *buf,
+				    size_t size);
+
+/**
+ * hvtrace_header_page_text - events/header_page as tracefs prints it for a
+ * 64-bit writer with @subbuf_size sub-buffers
+ */
+HVTRACE_API int hvtrace_header_page_text(uint32_t subbuf_size, char *buf,
+					 size_t size);
+
+/** hvtrace_header_event_text - events/header_event as tracefs prints it */
+HVTRACE_API int hvtrace_header_event_text(char *buf, size_t size);
+
+/**
+ * hvtrace_builtin_format - the format file text of a built-in hvtrace
+ * event by index (0 = selftest)
+ * @index:  event index (its enable bit)
+ * @name:   set to the event's name
+ * @id:     set to its id
+ *
+ * Return: the text, or NULL when @index is past the last built-in event.
+ */
+HVTRACE_API const char *hvtrace_builtin_format(unsigned int index,
+					       const char **name,
+					       unsigned int *id);
+
+/* --- loopback writer ------------------------------------------------------ */
+
+/*
+ * A local writer process that formats an area file and writes selftest
+ * events into it with one pinned thread per CPU, through the writer core's
+ * direct API: the whole pipeline without a VM.
+ */
+struct hvtrace_loopback;
+
+struct hvtrace_loopback_params {
+	const char *path;	/* area file to create (/dev/shm/NAME) */
+	uint32_t nr_cpus;	/* CPU buffers = writer threads */
+	uint32_t nr_subbufs;	/* per CPU, power of two */
+	uint32_t subbuf_size;	/* power of two, 4K..64K */
+	uint32_t mode;		/* HVT_MODE_* */
+	uint32_t clock_id;	/* HVT_CLOCK_COUNTER or HVT_CLOCK_MONO_NS */
+	uint64_t events;	/* per CPU; 0: until stopped */
+	uint64_t rate;		/* events/s per CPU; 0: as fast as possible */
+	double duration;	/* seconds; 0: no limit */
+	/* Start with the selftest event enabled in the control page (the
+	 * writer plays the host's part until a host takes control); false:
+	 * wait, writing nothing, until a host enables it. */
+	bool pre_enable;
+};
+
+/* One writer thread's account. */
+struct hvtrace_loopback_cpu_stats {
+	uint64_t written;	/* committed into the ring */
+	uint64_t dropped;	/* ring full (consume mode): counted lost */
+	uint64_t next_id;	/* written + dropped: the next id */
+	uint64_t disabled_waits; /* polls that found the event disabled */
+	uint64_t syncs;		/* time-sync requests answered */
+	uint64_t resets;	/* reset requests served */
+	int host_cpu;		/* CPU the thread is pinned to, -1 if none */
+};
+
+/**
+ * hvtrace_loopback_create - create, lock and format the area file
+ *
+ * Refuses (-EBUSY) when another live writer holds the file (writers keep
+ * an exclusive flock() on it while they live).  The file is created 0644
+ * and sized exactly for the geometry.
+ *
+ * Return: 0 or a negative errno (hvtrace_last_error() says why).
+ */
+HVTRACE_API int hvtrace_loopback_create(const struct hvtrace_loopback_params *p,
+					struct hvtrace_loopback **out);
+
+/**
+ * hvtrace_loopback_run - write until done (events/duration) or stopped
+ *
+ * Starts one thread per CPU, pinned to host CPU (cpu % online CPUs), and
+ * waits for them.  Marks the area STOPPED when they are done.
+ */
+HVTRACE_API int hvtrace_loopback_run(struct hvtrace_loopback *lb);
+
+/** hvtrace_loopback_stop - ask the writer threads to stop (signal safe) */
+HVTRACE_API void hvtrace_loopback_stop(struct hvtrace_loopback *lb);
+
+/** hvtrace_loopback_get_stats - one writer thread's account */
+HVTRACE_API int hvtrace_loopback_get_stats(const struct hvtrace_loopback *lb,
+					   unsigned int cpu,
+					   struct hvtrace_loopback_cpu_stats *st);
+
+/** hvtrace_loopback_get_info - the area geometry and clock it wrote */
+HVTRACE_API int hvtrace_loopback_get_info(const struct hvtrace_loopback *lb,
+					  struct hvtrace_area_info *info);
+
+/** hvtrace_loopback_destroy - unmap, unlock and free (keeps the file) */
+HVTRACE_API void hvtrace_loopback_destroy(struct hvtrace_loopback *lb);
+
+/* --- area totals, for hvtrace stat -------------------------------------- */
+
+/*
+ * Counters of a CPU buffer as the writer left them, independent of what
+ * this process has read: like per_cpu/cpuN/stats.
+ */
+struct hvtrace_cpu_totals {
+	uint64_t committed;	/* events committed since the area was formatted */
+	uint64_t dropped;	/* events dropped, ring full (consume mode) */
+	uint64_t entries;	/* committed events still unread in the ring */
+	uint64_t overrun;	/* committed events overwritten before a
+				 * consumer read them (overwrite mode) */
+	uint64_t consumed;	/* committed events the owner's consumer
+				 * has moved past */
+	uint64_t bytes;		/* data bytes of the unread events' pages */
+	uint64_t oldest_ts;	/* first unread page's time stamp (writer clock) */
+	uint64_t now_ts;	/* newest committed event (writer clock) */
+	uint64_t ctrl_errors;	/* hostile control values the writer saw */
+	uint32_t tail_seq;	/* writer's current sub-buffer sequence */
+	uint32_t oldest_seq;	/* oldest sub-buffer still in the ring */
+	uint32_t consumer_seq;	/* owner's consumer position (consume mode) */
+};
+
+/**
+ * hvtrace_cpu_get_totals - the writer-side counters of one CPU buffer
+ *
+ * Reads only shared memory (never the writer's help) with the same
+ * validation as the reader.
+ */
+HVTRACE_API int hvtrace_cpu_get_totals(struct hvtrace_area *a, int cpu,
+				       struct hvtrace_cpu_totals *t);
+
 #ifdef __cplusplus
 }
 #endif
 
 #endif /* HVTRACE_H */
+
+/* ===================================================================== */
+/* trace.dat files: recording, writing and reading trace-cmd files       */
+/* (host/tracedat/)                                                      */
+/* ===================================================================== */
+#ifndef HVTRACE_TRACEDAT_H
+#define HVTRACE_TRACEDAT_H
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * hvtrace writes trace-cmd's trace.dat format, version 7, uncompressed:
+ * what trace-cmd report (3.x) and KernelShark (2.x) open.  The host
+ * kernel's events, if recorded, go in the top-level buffer; every trace
+ * area goes in a buffer of its own named after it.  All buffers share one
+ * time base, the host's CLOCK_MONOTONIC ("mono"): the kernel records with
+ * the mono trace clock and remote timestamps are converted when written.
+ * See docs/tracedat.md for the layout.
+ */
+
+/* --- recording ------------------------------------------------------------- */
+
+struct hvtrace_tracedat_record;
+
+enum hvtrace_tracedat_record_flags {
+	/* Attach areas read-only: no control page (no enabling, no time
+	 * sync, no consumer progress); for post-mortem copies and areas
+	 * another host process owns. */
+	HVTRACE_TDAT_REC_NO_CONTROL = 1u << 0,
+};
+
+struct hvtrace_tracedat_record_opts {
+	const char *path;		/* output trace.dat */
+	bool kernel;			/* record the host kernel too */
+	const char *kernel_instance;	/* NULL/"": top-level tracefs
+					 * instance; else instances/NAME,
+					 * created if missing and removed
+					 * afterwards */
+	/* Event patterns to enable ("sys", "sys:event", "sys/event",
+	 * "event", "all"; globs), NULL-terminated; NULL: the kernel keeps
+	 * the events it has enabled, remote writers get all theirs. */
+	const char *const *events;
+	unsigned int flags;		/* enum hvtrace_tracedat_record_flags */
+};
+
+/**
+ * hvtrace_tracedat_record_create - prepare a recording
+ * @o:   options (copied)
+ * @out: the new handle
+ *
+ * Creates the output file and, with @o->kernel, opens the kernel's
+ * tracefs instance (nothing is changed there until _start()).
+ *
+ * Return: 0 or a negative errno (hvtrace_last_error() says why).
+ */
+HVTRACE_API int hvtrace_tracedat_record_create(
+	const struct hvtrace_tracedat_record_opts *o,
+	struct hvtrace_tracedat_record **out);
+
+/**
+ * hvtrace_tracedat_record_add_area - record a trace area in its own buffer
+ * @r:    recording (before _start())
+ * @spec: "PATH[@OFFSET[+SIZE]]"
+ * @name: buffer name, or NULL for the area's own name
+ *
+ * Return: the source index (>= 0) or a negative errno.
+ */
+HVTRACE_API int hvtrace_tracedat_record_add_area(
+	struct hvtrace_tracedat_record *r, const char *spec, const char *name);
+
+/**
+ * hvtrace_tracedat_record_start - enable events, sync clocks, start reading
+ *
+ * Kernel: selects the mono trace clock, clears the buffer, enables the
+ * selected events and turns tracing on.  Areas: enables the selected
+ * events in the control page and takes time-sync samples.
+ */
+HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r);
+
+/**
+ * hvtrace_tracedat_record_poll - read what is pending, once
+ * @r:           recording
+ * @max_wait_ms: sleep at most this long when nothing was pending
+ *
+ * Return: 1 while recording goes on; 0 once every area's writer has
+ * stopped (or died) and its data was drained (never with only the kernel
+ * recorded); a negative errno on a fatal error.
+ */
+HVTRACE_API int hvtrace_tracedat_record_poll(struct hvtrace_tracedat_record *r,
+					     unsigned int max_wait_ms);
+
+/* Per-buffer counters. */
+struct hvtrace_tracedat_source_stats {
+	char name[64];			/* buffer name; "" for the kernel */
+	bool kernel;
+	bool finished;			/* writer stopped/died and drained */
+	uint32_t nr_cpus;
+	uint64_t events;		/* events written to the file */
+	uint64_t lost;			/* events lost, as recorded in the file */
+	uint64_t lost_unknown;		/* pages that lost an unknown number */
+	uint64_t trailing_lost;		/* drops after the last page (in the
+					 * CPU statistics only) */
+	uint64_t bytes;			/* page bytes written (file data) */
+	uint64_t errors;		/* malformed data skipped */
+	uint64_t unknown;		/* events of an id with no format */
+	uint64_t clamped;		/* timestamps held back to keep order */
+	uint64_t sync_err_ns;		/* clock model error bound (areas) */
+};
+
+/** hvtrace_tracedat_record_nr_sources - kernel (if any) + areas */
+HVTRACE_API unsigned int
+hvtrace_tracedat_record_nr_sources(const struct hvtrace_tracedat_record *r);
+
+/** hvtrace_tracedat_record_source_stats - counters of source @i */
+HVTRACE_API int hvtrace_tracedat_record_source_stats(
+	const struct hvtrace_tracedat_record *r, unsigned int i,
+	struct hvtrace_tracedat_source_stats *st);
+
+/**
+ * hvtrace_tracedat_record_stop - stop and drain: counters are final after
+ *
+ * Stops the kernel's tracing and the areas' writers (tracing off in their
+ * control pages), reads everything left and closes the last pages.
+ */
+HVTRACE_API int hvtrace_tracedat_record_stop(struct hvtrace_tracedat_record *r);
+
+/**
+ * hvtrace_tracedat_record_finish - drain, restore, write the file, free
+ *
+ * Stops the kernel's tracing, reads what is left, puts the kernel's
+ * settings back, and writes the complete trace.dat.  Safe to call after
+ * an interruption at any point after _create().
+ *
+ * Return: 0 or a negative errno; @r is freed either way.
+ */
+HVTRACE_API int hvtrace_tracedat_record_finish(struct hvtrace_tracedat_record *r);
+
+/** hvtrace_tracedat_record_abort - restore and free; no file is left */
+HVTRACE_API void hvtrace_tracedat_record_abort(struct hvtrace_tracedat_record *r);
+
+/* --- writing (the low-level writer the recorder uses) ---------------------- */
+
+struct hvtrace_tracedat_writer;
+
+/**
+ * hvtrace_tracedat_writer_create - start a trace.dat v7 file
+ * @path:      output (created now, written by _finish())
+ * @page_size: the traced host's page size: the top-level buffer's
+ *             sub-buffer size
+ * @out:       the new handle
+ */
+HVTRACE_API int hvtrace_tracedat_writer_create(
+	const char *path, uint32_t page_size,
+	struct hvtrace_tracedat_writer **out);
+
+/** hvtrace_tracedat_writer_set_headers - events/header_page, header_event */
+HVTRACE_API int hvtrace_tracedat_writer_set_headers(
+	struct hvtrace_tracedat_writer *w, const char *header_page,
+	size_t hp_len, const char *header_event, size_t he_len);
+
+/**
+ * hvtrace_tracedat_writer_add_format - an event format file text
+ * @system: its system; "ftrace" goes to the ftrace events section
+ */
+HVTRACE_API int hvtrace_tracedat_writer_add_format(
+	struct hvtrace_tracedat_writer *w, const char *system,
+	const char *text, size_t len);
+
+/** hvtrace_tracedat_writer_set_kallsyms - /proc/kallsyms text */
+HVTRACE_API int hvtrace_tracedat_writer_set_kallsyms(
+	struct hvtrace_tracedat_writer *w, const char *text, size_t len);
+
+/** hvtrace_tracedat_writer_set_printk - printk_formats text */
+HVTRACE_API int hvtrace_tracedat_writer_set_printk(
+	struct hvtrace_tracedat_writer *w, const char *text, size_t len);
+
+/** hvtrace_tracedat_writer_add_cmdline - pid to comm (last one wins) */
+HVTRACE_API int hvtrace_tracedat_writer_add_cmdline(
+	struct hvtrace_tracedat_writer *w, int pid, const char *comm);
+
+/**
+ * hvtrace_tracedat_writer_add_option - a trace-cmd option for the first
+ * options section (TRACECLOCK 4, UNAME 5, CPUSTAT 2, CPUCOUNT 8, ...);
+ * the writer writes the section, buffer and DONE options itself
+ */
+HVTRACE_API int hvtrace_tracedat_writer_add_option(
+	struct hvtrace_tracedat_writer *w, uint16_t id, const void *data,
+	uint32_t len);
+
+/**
+ * hvtrace_tracedat_writer_add_buffer - declare a buffer
+ * @name:      "" for the top-level buffer (exists from the start with no
+ *             CPUs; this sets its CPUs and clock), else a unique name
+ * @clock:     its trace clock ("mono")
+ * @nr_cpus:   CPUs
+ * @page_size: its sub-buffer size (the file's page size for the top one)
+ *
+ * Return: the buffer index (0 for the top-level one) or a negative errno.
+ */
+HVTRACE_API int hvtrace_tracedat_writer_add_buffer(
+	struct hvtrace_tracedat_writer *w, const char *name, const char *clock,
+	uint32_t nr_cpus, uint32_t page_size);
+
+/**
+ * hvtrace_tracedat_writer_add_page - append one sub-buffer to a CPU
+ * @size: bytes at @page (header included); the page is zero-padded to the
+ *        buffer's page size in the file
+ */
+HVTRACE_API int hvtrace_tracedat_writer_add_page(
+	struct hvtrace_tracedat_writer *w, int buffer, uint32_t cpu,
+	const void *page, size_t size);
+
+/** hvtrace_tracedat_writer_data_bytes - page bytes appended so far */
+HVTRACE_API uint64_t hvtrace_tracedat_writer_data_bytes(
+	const struct hvtrace_tracedat_writer *w);
+
+/**
+ * hvtrace_tracedat_writer_finish - write the file and free the writer
+ *
+ * Return: 0, or a negative errno (the incomplete file is removed).
+ */
+HVTRACE_API int hvtrace_tracedat_writer_finish(
+	struct hvtrace_tracedat_writer *w);
+
+/** hvtrace_tracedat_writer_abort - free; the output file is removed */
+HVTRACE_API void hvtrace_tracedat_writer_abort(
+	struct hvtrace_tracedat_writer *w);
+
+/* --- reading ----------------------------------------------------------------- */
+
+/*
+ * A reader of trace.dat files (versions 6 and 7, uncompressed), hvtrace's
+ * own or trace-cmd's.  The file is untrusted: every offset and size is
+ * checked, every page is walked with bounds before libtraceevent sees it,
+ * and a malformed page is skipped and counted, never followed.
+ */
+struct hvtrace_tracedat_file;
+struct tep_handle;
+
+struct hvtrace_tracedat_event {
+	unsigned int buffer;		/* 0: the top-level buffer */
+	unsigned int cpu;
+	uint64_t ts;			/* in the buffer's clock (ns) */
+	/* events lost right before this one: > 0 the count, -1 an unknown
+	 * number, 0 none */
+	int64_t missed;
+	const void *data;		/* the record, common fields first */
+	uint32_t size;			/* bytes at data */
+};
+
+/** hvtrace_tracedat_open - open and index a trace.dat file */
+HVTRACE_API int hvtrace_tracedat_open(const char *path,
+				      struct hvtrace_tracedat_file **out);
+
+/** hvtrace_tracedat_close - free; NULL is a no-op */
+HVTRACE_API void hvtrace_tracedat_close(struct hvtrace_tracedat_file *f);
+
+/** hvtrace_tracedat_tep - the file's libtraceevent handle (owned by @f) */
+HVTRACE_API struct tep_handle *
+hvtrace_tracedat_tep(const struct hvtrace_tracedat_file *f);
+
+/** hvtrace_tracedat_version - the file version (6 or 7) */
+HVTRACE_API int hvtrace_tracedat_version(const struct hvtrace_tracedat_file *f);
+
+/** hvtrace_tracedat_nr_buffers - buffers, the top-level one included */
+HVTRACE_API unsigned int
+hvtrace_tracedat_nr_buffers(const struct hvtrace_tracedat_file *f);
+
+/** hvtrace_tracedat_buffer_name - "" for the top-level buffer */
+HVTRACE_API const char *
+hvtrace_tracedat_buffer_name(const struct hvtrace_tracedat_file *f,
+			     unsigned int i);
+
+/** hvtrace_tracedat_buffer_cpus - CPUs of buffer @i */
+HVTRACE_API unsigned int
+hvtrace_tracedat_buffer_cpus(const struct hvtrace_tracedat_file *f,
+			     unsigned int i);
+
+/** hvtrace_tracedat_buffer_clock - trace clock of buffer @i */
+HVTRACE_API const char *
+hvtrace_tracedat_buffer_clock(const struct hvtrace_tracedat_file *f,
+			      unsigned int i);
+
+/** hvtrace_tracedat_cpustats - the CPU statistics text saved in the file */
+HVTRACE_API const char *
+hvtrace_tracedat_cpustats(const struct hvtrace_tracedat_file *f);
+
+/**
+ * hvtrace_tracedat_next - the next event of all buffers in time order
+ * @ev: filled; ev->data stays valid until the next call
+ *
+ * Ties go to the lower buffer, then the lower CPU, as trace-cmd orders.
+ *
+ * Return: 1 with an event, 0 at the end, a negative errno.
+ */
+HVTRACE_API int hvtrace_tracedat_next(struct hvtrace_tracedat_file *f,
+				      struct hvtrace_tracedat_event *ev);
+
+/** hvtrace_tracedat_errors - malformed pages skipped so far */
+HVTRACE_API uint64_t
+hvtrace_tracedat_errors(const struct hvtrace_tracedat_file *f);
+
+/**
+ * hvtrace_tracedat_print_event - print @ev as trace-cmd report does
+ *
+ * "[BUFFER: ]<comm>-<pid> [<cpu>] <sec>.<usec>: <event>: <fields>\n",
+ * preceded by "CPU:<cpu> [<n> EVENTS DROPPED]" when events were lost.
+ */
+HVTRACE_API int hvtrace_tracedat_print_event(struct hvtrace_tracedat_file *f,
+					     const struct hvtrace_tracedat_event *ev,
+					     FILE *out);
+
+enum hvtrace_tracedat_report_flags {
+	HVTRACE_TDAT_REPORT_STAT = 1u << 0,	/* statistics, no events */
+};
+
+/**
+ * hvtrace_tracedat_report - print a whole file like trace-cmd report
+ * @path:  the file
+ * @out:   where to print
+ * @flags: enum hvtrace_tracedat_report_flags
+ *
+ * Return: 0, or a negative errno (the file could not be read).
+ */
+HVTRACE_API int hvtrace_tracedat_report(const char *path, FILE *out,
+					unsigned int flags);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HVTRACE_TRACEDAT_H */

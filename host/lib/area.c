@@ -90,7 +90,21 @@ static int area_take_control(struct hvtrace_area *a)
 			       "%s (the owner needs write access to the file)",
 			       a->path, strerror(errno));
 	a->ctrl = p;
-	/* Start from a known state; the writer treats all of it as hints. */
+	/*
+	 * Start from a known state: unpublish, clear everything a previous
+	 * owner left (clock block, requests, reserved fields), keep only
+	 * the consumer positions, which the readers below take as hints and
+	 * then overwrite with their own.  Writers treat all of it as hints.
+	 */
+	__atomic_store_n(&a->ctrl->magic, 0, __ATOMIC_RELAXED);
+	{
+		uint32_t keep[HVT_ABI_MAX_CPUS];
+
+		memcpy(keep, (const void *)a->ctrl->consumer, sizeof(keep));
+		memset((uint8_t *)a->ctrl + sizeof(a->ctrl->magic), 0,
+		       HVT_CONTROL_SIZE - sizeof(a->ctrl->magic));
+		memcpy((void *)a->ctrl->consumer, keep, sizeof(keep));
+	}
 	a->tracing_on = true;
 	memset(a->enable, 0, sizeof(a->enable));
 	area_write_enable(a);
@@ -427,6 +441,21 @@ HVTRACE_API int hvtrace_area_set_clock(struct hvtrace_area *a, uint32_t mult,
 	/* Even again, with release: pairs with the writer's acquire load of
 	 * seq before it reads the fields. */
 	__atomic_store_n(&c->seq, seq + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+HVTRACE_API int hvtrace_area_send_command(struct hvtrace_area *a, uint32_t cmd)
+{
+	uint32_t seq;
+	int ret = area_need_control(a, "send command");
+
+	if (ret)
+		return ret;
+	__atomic_store_n(&a->ctrl->cmd, cmd, __ATOMIC_RELAXED);
+	seq = ++a->cmd_seq;
+	/* Release: cmd is visible before the new sequence number; pairs
+	 * with the writer's acquire load of cmd_seq. */
+	__atomic_store_n(&a->ctrl->cmd_seq, seq, __ATOMIC_RELEASE);
 	return 0;
 }
 

@@ -4,19 +4,24 @@
  *
  * A sample is (host_send, writer, host_recv): the host stamps its clock,
  * asks the writer for its clock, and stamps again when the answer arrives.
- * The writer's reading happened somewhere in [host_send, host_recv], so the
- * midpoint is the best estimate and half the round trip bounds the error.
+ * The writer read its clock somewhere inside that bracket.
  *
- * The model keeps the last HVT_CLOCK_SAMPLES samples.  Its offset comes
- * from the fastest sample (smallest round trip), whose error bound is the
- * tightest.  Its rate starts at the nominal period the writer declares
- * (1e9 / clock_freq_hz) and, once samples span at least 100 ms, is refitted
- * by least squares over the fastest quarter of the samples, which corrects
- * drift between the writer's counter and the host clock.  The reported
- * error bound is half the best round trip plus the largest residual of the
- * fit (|model - midpoint| over the samples used).
+ * Rate: the nominal period the writer declares (1e9 / clock_freq_hz),
+ * refitted by least squares over the bracket midpoints of the fastest
+ * quarter of the samples once they span at least 100 ms (a slow round trip
+ * says little about where inside it the clock was read); this corrects
+ * drift between the writer's counter and the host clock.
+ *
+ * Offset: with the rate fixed, each sample confines the offset to an
+ * interval [host_send - d, host_recv - d] (d = the sample's writer time,
+ * scaled).  The truth lies in every interval, hence in their intersection;
+ * the model takes its middle and reports half its width as the error bound.
+ * If the intervals do not intersect (the rate is off, or a sample is
+ * bogus), it falls back to the tightest sample and widens the bound by the
+ * disagreement.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -71,90 +76,100 @@ static double clock_mid(const struct hvt_clock_sample *s)
 	return (double)s->host_send + (double)(s->host_recv - s->host_send) / 2;
 }
 
+static int clock_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Least-squares rate over the fastest quarter, or the nominal rate. */
+static double clock_fit_rate(const struct hvt_clock_model *m)
+{
+	uint64_t rtts[HVT_CLOCK_SAMPLES], cut, wmin = UINT64_MAX, wmax = 0;
+	double sx = 0, sy = 0, sxx = 0, sxy = 0, den, r, y0 = 0;
+	unsigned int i, used = 0;
+	bool have_y0 = false;
+
+	for (i = 0; i < m->nr; i++)
+		rtts[i] = m->s[i].host_recv - m->s[i].host_send;
+	qsort(rtts, m->nr, sizeof(rtts[0]), clock_cmp_u64);
+	cut = rtts[m->nr / 4];
+	for (i = 0; i < m->nr; i++) {
+		if (m->s[i].host_recv - m->s[i].host_send > cut)
+			continue;
+		used++;
+		if (m->s[i].writer < wmin)
+			wmin = m->s[i].writer;
+		if (m->s[i].writer > wmax)
+			wmax = m->s[i].writer;
+	}
+	if (used < 8 || (double)(wmax - wmin) * m->nominal_rate < 100e6)
+		return m->nominal_rate;
+	for (i = 0; i < m->nr; i++) {
+		double x, y;
+
+		if (m->s[i].host_recv - m->s[i].host_send > cut)
+			continue;
+		if (!have_y0) {
+			y0 = clock_mid(&m->s[i]);
+			have_y0 = true;
+		}
+		/* Offsets from the first point keep the doubles exact. */
+		x = (double)(m->s[i].writer - wmin);
+		y = clock_mid(&m->s[i]) - y0;
+		sx += x;
+		sy += y;
+		sxx += x * x;
+		sxy += x * y;
+	}
+	den = used * sxx - sx * sx;
+	r = den > 0 ? (used * sxy - sx * sy) / den : m->nominal_rate;
+	/* Accept only a plausible rate (within 1% of the nominal one). */
+	return fabs(r / m->nominal_rate - 1) < 0.01 ? r : m->nominal_rate;
+}
+
 void hvt_clock_add(struct hvt_clock_model *m, const struct hvt_clock_sample *s)
 {
-	const struct hvt_clock_sample *best = NULL, *used[HVT_CLOCK_SAMPLES];
-	uint64_t rtts[HVT_CLOCK_SAMPLES], cut;
-	unsigned int i, n = 0, nused = 0;
-	double resid = 0;
+	double lo_max = -INFINITY, hi_min = INFINITY, best_rtt = INFINITY;
+	double best_mid = 0;
+	uint64_t ref;
+	unsigned int i;
 
-	if (m->clock_id == HVT_CLOCK_HOST_NS)
+	if (m->clock_id == HVT_CLOCK_HOST_NS || s->host_recv < s->host_send)
 		return;
 	m->s[m->next] = *s;
 	m->next = (m->next + 1) % HVT_CLOCK_SAMPLES;
 	if (m->nr < HVT_CLOCK_SAMPLES)
 		m->nr++;
 
+	m->rate = clock_fit_rate(m);
+	/* Express every bracket as an interval for the host time at the
+	 * newest sample's writer time. */
+	ref = s->writer;
 	for (i = 0; i < m->nr; i++) {
-		rtts[n++] = m->s[i].host_recv - m->s[i].host_send;
-		if (!best || m->s[i].host_recv - m->s[i].host_send <
-				     best->host_recv - best->host_send)
-			best = &m->s[i];
-	}
-	/* The fastest quarter (at least 2): their midpoints are the most
-	 * trustworthy points for the rate fit. */
-	for (i = 1; i < n; i++) {
-		uint64_t v = rtts[i];
-		unsigned int j = i;
+		double d = (double)(int64_t)(m->s[i].writer - ref) * m->rate;
+		double lo = (double)m->s[i].host_send - d;
+		double hi = (double)m->s[i].host_recv - d;
+		double rtt = (double)(m->s[i].host_recv - m->s[i].host_send);
 
-		while (j && rtts[j - 1] > v) {
-			rtts[j] = rtts[j - 1];
-			j--;
-		}
-		rtts[j] = v;
-	}
-	cut = rtts[(n / 4) > 1 ? n / 4 : (n > 1 ? 1 : 0)];
-	for (i = 0; i < m->nr; i++)
-		if (m->s[i].host_recv - m->s[i].host_send <= cut)
-			used[nused++] = &m->s[i];
-
-	m->rate = m->nominal_rate;
-	if (nused >= 2) {
-		double sx = 0, sy = 0, sxx = 0, sxy = 0, x0, span;
-		uint64_t wmin = used[0]->writer, wmax = used[0]->writer;
-
-		for (i = 0; i < nused; i++) {
-			if (used[i]->writer < wmin)
-				wmin = used[i]->writer;
-			if (used[i]->writer > wmax)
-				wmax = used[i]->writer;
-		}
-		span = (double)(wmax - wmin) * m->nominal_rate;
-		if (span >= 100e6) {
-			(void)x0;
-			for (i = 0; i < nused; i++) {
-				double x = (double)(used[i]->writer - wmin);
-				double y = clock_mid(used[i]) - clock_mid(best);
-
-				sx += x;
-				sy += y;
-				sxx += x * x;
-				sxy += x * y;
-			}
-			{
-				double den = nused * sxx - sx * sx;
-				double r = den > 0 ? (nused * sxy - sx * sy) / den
-						   : m->nominal_rate;
-
-				/* Accept only a plausible rate (±1%). */
-				if (fabs(r / m->nominal_rate - 1) < 0.01)
-					m->rate = r;
-			}
+		if (lo > lo_max)
+			lo_max = lo;
+		if (hi < hi_min)
+			hi_min = hi;
+		if (rtt < best_rtt) {
+			best_rtt = rtt;
+			best_mid = (lo + hi) / 2;
 		}
 	}
-	m->base_writer = best->writer;
-	m->base_host = (uint64_t)clock_mid(best);
-	for (i = 0; i < nused; i++) {
-		double pred = (double)m->base_host +
-			      (double)(int64_t)(used[i]->writer -
-						m->base_writer) * m->rate;
-		double d = fabs(pred - clock_mid(used[i]));
-
-		if (d > resid)
-			resid = d;
+	m->base_writer = ref;
+	if (lo_max <= hi_min) {
+		m->base_host = (uint64_t)((lo_max + hi_min) / 2);
+		m->err_ns = (uint64_t)ceil((hi_min - lo_max) / 2);
+	} else {
+		m->base_host = (uint64_t)best_mid;
+		m->err_ns = (uint64_t)ceil(best_rtt / 2 + (lo_max - hi_min));
 	}
-	m->err_ns = (best->host_recv - best->host_send + 1) / 2 +
-		    (uint64_t)ceil(resid);
 	m->synced = true;
 }
 

@@ -21,7 +21,7 @@ HVT_INTERNAL int hvt_err(int err, const char *fmt, ...)
 
 /* --- clock model (clock.c) --------------------------------------------- */
 
-#define HVT_CLOCK_SAMPLES 64
+#define HVT_CLOCK_SAMPLES 256
 
 struct hvt_clock_sample {
 	uint64_t host_send;
@@ -32,8 +32,8 @@ struct hvt_clock_sample {
 /*
  * Maps writer timestamps to host CLOCK_MONOTONIC ns:
  *   host = base_host + (writer - base_writer) * rate
- * rate starts at the nominal 1e9 / freq and is refined by a fit over the
- * fastest samples once they span enough time.
+ * (see clock.c: rate fitted over the fastest samples, offset from the
+ * intersection of every sample's bracket).
  */
 struct hvt_clock_model {
 	uint32_t clock_id;
@@ -123,6 +123,7 @@ struct hvtrace_area {
 	bool tracing_on;
 	uint64_t enable[HVT_ABI_MAX_EVENTS / 64];
 	uint64_t sync_req;
+	uint32_t cmd_seq;
 
 	struct hvt_clock_model clock;
 	struct hvt_rd_cpu *cpus;

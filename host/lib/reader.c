@@ -282,6 +282,12 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 			return 0;
 		tail = HVT_WORD_SEQ(w);
 		d = (int32_t)(tail - c->seq);
+		if (d == -1)
+			/* We wait at the page after the tail: a reset closed
+			 * the tail page and the writer has not started the
+			 * next one yet (it may be waiting for our consumer
+			 * update).  Nothing to read. */
+			return 0;
 		if (d < 0 || (uint32_t)d >= c->nr_subbufs) {
 			/*
 			 * Our page is gone.  In overwrite mode the writer
@@ -330,6 +336,11 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 		memcpy(&commit, c->copy + HVT_PAGE_COMMIT_OFF, 8);
 		if (is_tail) {
 			size = HVT_WORD_OFFSET(w);
+			/* An empty tail page (a fresh ring) has no header
+			 * time stamp yet: the first event writes it.  Do not
+			 * start the page before that. */
+			if (size == 0 && !c->started)
+				return 0;
 		} else {
 			size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
 			if (size > c->data_size ||

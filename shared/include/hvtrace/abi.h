@@ -81,6 +81,10 @@
 #define HVT_STATE_RUNNING	1u
 #define HVT_STATE_STOPPED	2u	/* writer finished cleanly */
 
+/* Host-to-writer commands (struct hvt_control.cmd). */
+#define HVT_CMD_NONE		0u
+#define HVT_CMD_STOP		1u	/* finish: stop writing, power off */
+
 /* Units of the timestamps in the pages. */
 #define HVT_CLOCK_COUNTER	1u	/* raw cycle counter at clock_freq_hz */
 #define HVT_CLOCK_MONO_NS	2u	/* writer's CLOCK_MONOTONIC, ns */
@@ -212,7 +216,13 @@ struct hvt_control {
 	uint32_t reset_req[HVT_ABI_MAX_CPUS];	/* 0x110 */
 	/* Time-sync request: the host bumps it; the writer answers. */
 	uint64_t sync_req;		/* 0x210 */
-	uint64_t reserved0;		/* 0x218 */
+	/*
+	 * A command for the writer (HVT_CMD_*): the host stores cmd, then
+	 * bumps cmd_seq with release; a writer that sees a new cmd_seq
+	 * (acquire) acts on cmd once.  Unknown commands are ignored.
+	 */
+	uint32_t cmd_seq;		/* 0x218 */
+	uint32_t cmd;			/* 0x21c */
 	struct hvt_ctrl_clock clock;	/* 0x220 */
 	uint8_t reserved1[0x800 - 0x240];
 	/*
@@ -227,6 +237,7 @@ HVT_STATIC_ASSERT(sizeof(struct hvt_control) == HVT_CONTROL_SIZE,
 HVT_STATIC_ASSERT(offsetof(struct hvt_control, consumer) == 0x10, "consumer");
 HVT_STATIC_ASSERT(offsetof(struct hvt_control, reset_req) == 0x110, "reset");
 HVT_STATIC_ASSERT(offsetof(struct hvt_control, sync_req) == 0x210, "sync");
+HVT_STATIC_ASSERT(offsetof(struct hvt_control, cmd_seq) == 0x218, "cmd");
 HVT_STATIC_ASSERT(offsetof(struct hvt_control, clock) == 0x220, "clock");
 HVT_STATIC_ASSERT(offsetof(struct hvt_control, enable) == 0x800, "enable");
 

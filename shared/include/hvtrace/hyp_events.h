@@ -19,6 +19,7 @@
  *   HVT_HYP_EVENT_<name>        its index: the enable bit in the control
  *                               page's bitmap
  *   HVT_HYP_ID_<name>           its ftrace id (common_type)
+ *   union hvt_hyp_rec_any       any record (member <name>), for decoders
  *   hvt_hyp_trace_<name>(...)   the writer-side emit function (only when
  *                               HVT_HYP_WRITER is defined, see below)
  *
@@ -72,7 +73,7 @@
  */
 #define HVT_HYP_ID_BASE		0xf000u
 
-/* --- preprocessor helpers ---------------------------------------------- */
+/* --- preprocessor machinery -------------------------------------------- */
 
 #define HVT_PP_CAT_(a, b)	a##b
 #define HVT_PP_CAT(a, b)	HVT_PP_CAT_(a, b)
@@ -109,16 +110,24 @@
 
 /* M(arg, type, field) for each tuple: passes one fixed argument along. */
 #define HVT_PP_EACH_ARG(m, x, ...)					\
-	HVT_PP_CAT(HVT_PP_EACH_ARG_, HVT_PP_NARG(__VA_ARGS__))(m, x, __VA_ARGS__)
+	HVT_PP_CAT(HVT_PP_EACH_ARG_,					\
+		   HVT_PP_NARG(__VA_ARGS__))(m, x, __VA_ARGS__)
 #define HVT_PP_EA_(m, x, a) HVT_PP_CALL(m, (x, HVT_PP_UNPACK a))
 #define HVT_PP_EACH_ARG_1(m, x, a) HVT_PP_EA_(m, x, a)
-#define HVT_PP_EACH_ARG_2(m, x, a, ...) HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_1(m, x, __VA_ARGS__)
-#define HVT_PP_EACH_ARG_3(m, x, a, ...) HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_2(m, x, __VA_ARGS__)
-#define HVT_PP_EACH_ARG_4(m, x, a, ...) HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_3(m, x, __VA_ARGS__)
-#define HVT_PP_EACH_ARG_5(m, x, a, ...) HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_4(m, x, __VA_ARGS__)
-#define HVT_PP_EACH_ARG_6(m, x, a, ...) HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_5(m, x, __VA_ARGS__)
-#define HVT_PP_EACH_ARG_7(m, x, a, ...) HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_6(m, x, __VA_ARGS__)
-#define HVT_PP_EACH_ARG_8(m, x, a, ...) HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_7(m, x, __VA_ARGS__)
+#define HVT_PP_EACH_ARG_2(m, x, a, ...)					\
+	HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_1(m, x, __VA_ARGS__)
+#define HVT_PP_EACH_ARG_3(m, x, a, ...)					\
+	HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_2(m, x, __VA_ARGS__)
+#define HVT_PP_EACH_ARG_4(m, x, a, ...)					\
+	HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_3(m, x, __VA_ARGS__)
+#define HVT_PP_EACH_ARG_5(m, x, a, ...)					\
+	HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_4(m, x, __VA_ARGS__)
+#define HVT_PP_EACH_ARG_6(m, x, a, ...)					\
+	HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_5(m, x, __VA_ARGS__)
+#define HVT_PP_EACH_ARG_7(m, x, a, ...)					\
+	HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_6(m, x, __VA_ARGS__)
+#define HVT_PP_EACH_ARG_8(m, x, a, ...)					\
+	HVT_PP_EA_(m, x, a) HVT_PP_EACH_ARG_7(m, x, __VA_ARGS__)
 
 /* Field types: the name shown in the format file and its C type. */
 #define HVT_HYP_T_u8	uint8_t
@@ -129,20 +138,28 @@
 #define HVT_HYP_T_s16	int16_t
 #define HVT_HYP_T_s32	int32_t
 #define HVT_HYP_T_s64	int64_t
+#define HVT_HYP_S_u8	0
+#define HVT_HYP_S_u16	0
+#define HVT_HYP_S_u32	0
+#define HVT_HYP_S_u64	0
+#define HVT_HYP_S_s8	1
+#define HVT_HYP_S_s16	1
+#define HVT_HYP_S_s32	1
+#define HVT_HYP_S_s64	1
 #define HVT_HYP_CTYPE(t)	HVT_PP_CAT(HVT_HYP_T_, t)
-#define HVT_HYP_IS_SIGNED(t)	((HVT_HYP_CTYPE(t))-1 < 0)
+#define HVT_HYP_IS_SIGNED(t)	HVT_PP_CAT(HVT_HYP_S_, t)
 
 /* --- generated: indices, ids, records ---------------------------------- */
 
-#define HVT_HYP_INDEX_(name, print, ...)	HVT_HYP_EVENT_##name,
+#define HVT_HYP_INDEX_(ev, print, ...)	HVT_HYP_EVENT_##ev,
 enum hvt_hyp_event_index {
 	HVT_HYP_EVENTS(HVT_HYP_INDEX_)
 	HVT_HYP_NR_EVENTS
 };
 #undef HVT_HYP_INDEX_
 
-#define HVT_HYP_ID_(name, print, ...)					\
-	HVT_HYP_ID_##name = HVT_HYP_ID_BASE + HVT_HYP_EVENT_##name,
+#define HVT_HYP_ID_(ev, print, ...)					\
+	HVT_HYP_ID_##ev = HVT_HYP_ID_BASE + HVT_HYP_EVENT_##ev,
 enum hvt_hyp_event_id {
 	HVT_HYP_EVENTS(HVT_HYP_ID_)
 };
@@ -153,18 +170,26 @@ HVT_STATIC_ASSERT(HVT_HYP_NR_EVENTS <= 64,
 HVT_STATIC_ASSERT(HVT_HYP_ID_BASE + HVT_HYP_NR_EVENTS <= 0xffff,
 		  "event ids must fit common_type");
 
-/* Every set bit is a known event: anything else in the word is hostile. */
+/* The enable bits of the known events; writers mask off the others. */
 #define HVT_HYP_ENABLE_MASK						\
 	(HVT_HYP_NR_EVENTS == 64 ? ~0ULL : (1ULL << HVT_HYP_NR_EVENTS) - 1)
 
 #define HVT_HYP_MEMBER_(t, n)	HVT_HYP_CTYPE(t) n;
-#define HVT_HYP_REC_(name, print, ...)					\
-	struct hvt_hyp_rec_##name {					\
+#define HVT_HYP_REC_(ev, print, ...)					\
+	struct hvt_hyp_rec_##ev {					\
 		struct hvt_common_fields common;			\
 		HVT_PP_EACH(HVT_HYP_MEMBER_, __VA_ARGS__)		\
 	};
 HVT_HYP_EVENTS(HVT_HYP_REC_)
 #undef HVT_HYP_REC_
+
+/* Any record, for decoders: one member per event, named after it. */
+#define HVT_HYP_ANY_(ev, print, ...)	struct hvt_hyp_rec_##ev ev;
+union hvt_hyp_rec_any {
+	struct hvt_common_fields common;
+	HVT_HYP_EVENTS(HVT_HYP_ANY_)
+};
+#undef HVT_HYP_ANY_
 
 /* --- writer side -------------------------------------------------------- */
 
@@ -173,7 +198,8 @@ HVT_HYP_EVENTS(HVT_HYP_REC_)
 
 /*
  * The includer (the EL2 image, or a native build of the same path for
- * tests and benchmarks) defines these two platform hooks before use:
+ * tests and benchmarks) defines these two platform hooks, after including
+ * this header and before calling an emit function:
  *
  *   hvt_hyp_writer_cpu()    the calling CPU's buffer; its ctrl is the
  *                           page whose enable bits are tested
@@ -194,19 +220,19 @@ static inline uint64_t hvt_hyp_writer_clock(void);
  *
  * Return: 0 (written or disabled), or hvt_rb_write()'s error.
  */
-#define HVT_HYP_EMIT_(name, print, ...)					\
-	static inline int hvt_hyp_trace_##name(				\
+#define HVT_HYP_EMIT_(ev, print, ...)					\
+	static inline int hvt_hyp_trace_##ev(				\
 		HVT_PP_LIST(HVT_HYP_PARAM_, __VA_ARGS__))		\
 	{								\
 		struct hvt_rb_cpu *hvt_cb_ = hvt_hyp_writer_cpu();	\
-		struct hvt_hyp_rec_##name hvt_r_;			\
+		struct hvt_hyp_rec_##ev hvt_r_;				\
 		struct hvt_iovec hvt_iov_;				\
 									\
 		if (!hvt_event_enabled(hvt_cb_->ctrl,			\
-				       HVT_HYP_EVENT_##name))		\
+				       HVT_HYP_EVENT_##ev))		\
 			return 0;					\
 		__builtin_memset(&hvt_r_, 0, sizeof(hvt_r_));		\
-		hvt_r_.common.common_type = HVT_HYP_ID_##name;		\
+		hvt_r_.common.common_type = HVT_HYP_ID_##ev;		\
 		HVT_PP_EACH(HVT_HYP_ASSIGN_, __VA_ARGS__)		\
 		hvt_iov_.base = (const uint8_t *)&hvt_r_ +		\
 				sizeof(hvt_r_.common);			\
@@ -221,7 +247,13 @@ HVT_HYP_EVENTS(HVT_HYP_EMIT_)
 
 /* --- host side: the event table (libhvtrace, host/hypevents/) ---------- */
 
-#if __STDC_HOSTED__ && !defined(HVT_HYP_WRITER_ONLY)
+#if __STDC_HOSTED__
+
+#if defined(HVT_BUILD_LIB)
+#define HVT_HYPEVENTS_API __attribute__((visibility("default")))
+#else
+#define HVT_HYPEVENTS_API
+#endif
 
 struct hvt_hypevent_field {
 	const char *type;	/* as in the format file: "u64" */
@@ -240,24 +272,27 @@ struct hvt_hypevent {
 	uint32_t nr_fields;
 	const struct hvt_hypevent_field *fields;
 	const char *print_fmt;	/* the text after "print fmt: " */
-	const char *format;	/* the whole events/<sys>/<name>/format file */
+	const char *format;	/* events/<sys>/<name>/format, whole */
 	const char *id_text;	/* the events/<sys>/<name>/id file: "61440\n" */
 };
 
 /** hvt_hypevents_count - number of hypervisor events */
-unsigned int hvt_hypevents_count(void);
+HVT_HYPEVENTS_API unsigned int hvt_hypevents_count(void);
 
 /**
  * hvt_hypevents_get - event by index (= enable bit)
  * Return: the event, or NULL when @index is out of range.
  */
-const struct hvt_hypevent *hvt_hypevents_get(unsigned int index);
+HVT_HYPEVENTS_API const struct hvt_hypevent *
+hvt_hypevents_get(unsigned int index);
 
 /** hvt_hypevents_by_id - event by ftrace id, or NULL */
-const struct hvt_hypevent *hvt_hypevents_by_id(unsigned int id);
+HVT_HYPEVENTS_API const struct hvt_hypevent *
+hvt_hypevents_by_id(unsigned int id);
 
 /** hvt_hypevents_by_name - event by name, or NULL */
-const struct hvt_hypevent *hvt_hypevents_by_name(const char *name);
+HVT_HYPEVENTS_API const struct hvt_hypevent *
+hvt_hypevents_by_name(const char *name);
 
 #endif /* host side */
 

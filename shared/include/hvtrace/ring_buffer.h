@@ -265,8 +265,10 @@ struct hvt_area_params {
  * @area:  start of the area memory, zero-filled or stale
  * @p:     geometry; nr_subbufs 0 means "fill area_size"
  *
- * Writes the header, clears the control page, formats every CPU buffer,
- * and publishes the header magic last (release).
+ * Writes the header and formats every CPU buffer, then publishes the
+ * header magic last (release).  The control page is left alone: the host
+ * owns it (a fresh ring starts at the host's consumer position, so a stale
+ * control page cannot make it look full).
  *
  * Return: 0, or -HVT_EINVAL / -HVT_ENOSPC when the geometry does not fit.
  */
@@ -282,9 +284,26 @@ int hvt_area_cpu(void *area, uint64_t area_size, uint32_t cpu,
 		 struct hvt_rb_cpu *cb);
 
 /**
- * hvt_area_sync_poll - answer a pending host time-sync request
- * @area:  the area
- * @clock: the writer's clock now
+ * hvt_area_sync_pending - is a host time-sync request waiting?
+ * @area: the area
+ * @req:  set to the request to answer
+ *
+ * A writer answers with hvt_area_sync_answer(), reading its clock *between*
+ * the two calls, so the answer cannot predate the request.
+ *
+ * Return: 1 if a request awaits an answer, 0 otherwise.
+ */
+int hvt_area_sync_pending(const void *area, uint64_t *req);
+
+/**
+ * hvt_area_sync_answer - answer request @req with the writer clock @clock
+ */
+void hvt_area_sync_answer(void *area, uint64_t req, uint64_t clock);
+
+/**
+ * hvt_area_sync_poll - answer a pending request with a clock value read
+ * before the call (convenience for writers that poll very often; prefer
+ * hvt_area_sync_pending() + hvt_area_sync_answer())
  *
  * Return: 1 if a request was answered.
  */

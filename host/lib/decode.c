@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libhvtrace: event decoding with libtraceevent.
+ *
+ * A decoder wraps one tep_handle: the header_page description of the
+ * writer, the event formats it may write, and a pid -> comm table.
+ *
+ *   area    hvtrace_decoder_new_area(): header_page for the area's
+ *           sub-buffer size, the built-in "hvtrace" events, and the
+ *           hypervisor's events for a hypervisor area; user events and
+ *           anything else arrive through hvtrace_decoder_add_format()
+ *   kernel  hvtrace_decoder_new_kernel(): every format in tracefs
+ *           (libtracefs), saved_cmdlines and /proc/kallsyms
+ *
+ * Formats may come from a guest (user events it registered), so each one
+ * is first parsed into a scratch handle and rejected if any field lies
+ * outside 64 KiB; records are copied into a zero-padded buffer before they
+ * are printed (decode.h).  Together that keeps libtraceevent inside memory
+ * we own whatever the writer put in a record.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tracefs.h>
+
+#include <hvtrace/hyp_events.h>
+
+#include "decode.h"
+#include "tracefs_dir.h"
+
+#define DEC_MAX_FORMAT		65536u
+#define DEC_MAX_FIELD_END	65536u
+
+static int dec_alloc(struct hvtrace_decoder **out)
+{
+	struct hvtrace_decoder *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return hvt_err(-ENOMEM, "out of memory");
+	d->scratch = calloc(1, DEC_SCRATCH_SIZE);
+	d->comm_cap = 64;
+	d->comms = calloc(d->comm_cap, sizeof(*d->comms));
+	if (!d->scratch || !d->comms) {
+		free(d->scratch);
+		free(d->comms);
+		free(d);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	trace_seq_init(&d->seq);
+	*out = d;
+	return 0;
+}
+
+HVTRACE_API void hvtrace_decoder_free(struct hvtrace_decoder *d)
+{
+	if (!d)
+		return;
+	if (d->tep)
+		tep_free(d->tep);
+	trace_seq_destroy(&d->seq);
+	free(d->scratch);
+	free(d->comms);
+	free(d);
+}
+
+static struct tep_handle *dec_tep_new(void)
+{
+	struct tep_handle *tep = tep_alloc();
+
+	if (!tep)
+		return NULL;
+	tep_set_long_size(tep, 8);
+	tep_set_file_bigendian(tep, TEP_LITTLE_ENDIAN);
+	tep_set_local_bigendian(tep, TEP_LITTLE_ENDIAN);
+	tep_set_page_size(tep, (int)sysconf(_SC_PAGESIZE));
+	return tep;
+}
+
+HVTRACE_API int hvtrace_decoder_new(uint32_t subbuf_size,
+				    struct hvtrace_decoder **out)
+{
+	struct hvtrace_decoder *d;
+	char text[512];
+	int ret, len;
+
+	if (!out)
+		return hvt_err(-EINVAL, "hvtrace_decoder_new: NULL argument");
+	if (subbuf_size < HVT_ABI_MIN_SUBBUF_SIZE ||
+	    subbuf_size > HVT_ABI_MAX_SUBBUF_SIZE ||
+	    (subbuf_size & (subbuf_size - 1)))
+		return hvt_err(-EINVAL, "sub-buffer size %u is not a power of "
+					"two in 4K..64K",
+			       subbuf_size);
+	ret = dec_alloc(&d);
+	if (ret)
+		return ret;
+	d->tep = dec_tep_new();
+	if (!d->tep) {
+		hvtrace_decoder_free(d);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	len = hvtrace_header_page_text(subbuf_size, text, sizeof(text));
+	if (len < 0 || (size_t)len >= sizeof(text) ||
+	    tep_parse_header_page(d->tep, text, (unsigned long)len, 8)) {
+		hvtrace_decoder_free(d);
+		return hvt_err(-EINVAL, "libtraceevent rejected the generated "
+					"header_page");
+	}
+	*out = d;
+	return 0;
+}
+
+HVTRACE_API int hvtrace_decoder_new_area(const struct hvtrace_area *a,
+					 struct hvtrace_decoder **out)
+{
+	struct hvtrace_decoder *d;
+	int ret;
+
+	if (!a || !out)
+		return hvt_err(-EINVAL, "hvtrace_decoder_new_area: NULL "
+					"argument");
+	ret = hvtrace_decoder_new(a->hdr.subbuf_size, &d);
+	if (ret)
+		return ret;
+	ret = hvtrace_decoder_add_builtin(d, a->hdr.writer_kind);
+	if (ret) {
+		hvtrace_decoder_free(d);
+		return ret;
+	}
+	*out = d;
+	return 0;
+}
+
+/* Read a whole (small, pseudo) file; NUL-terminated, caller frees. */
+static char *dec_slurp(const char *path, size_t max, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap), *nb;
+	ssize_t r;
+	int fd;
+
+	if (!buf)
+		return NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(buf);
+		return NULL;
+	}
+	for (;;) {
+		if (cap - n < 4096) {
+			if (cap >= max)
+				break;
+			nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+static int dec_load_cmdlines(struct hvtrace_decoder *d, const char *root)
+{
+	char path[512], *buf, *line, *save = NULL;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/saved_cmdlines", root);
+	buf = dec_slurp(path, 16u << 20, &len);
+	if (!buf)
+		return hvt_err(-errno ? -errno : -EIO, "cannot read %s", path);
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char comm[64];
+		int pid;
+
+		if (sscanf(line, "%d %63s", &pid, comm) == 2 && pid > 0)
+			hvtrace_decoder_set_comm(d, pid, comm);
+	}
+	free(buf);
+	return 0;
+}
+
+HVTRACE_API int hvtrace_decoder_load_cmdlines(struct hvtrace_decoder *d,
+					      const char *tracefs)
+{
+	char root[256];
+	int ret;
+
+	if (!d)
+		return hvt_err(-EINVAL, "hvtrace_decoder_load_cmdlines: no "
+					"decoder");
+	if (tracefs)
+		snprintf(root, sizeof(root), "%s", tracefs);
+	else if ((ret = hvt_tracefs_dir(root, sizeof(root))))
+		return ret;
+	return dec_load_cmdlines(d, root);
+}
+
+HVTRACE_API int hvtrace_decoder_new_kernel(const char *tracefs,
+					   struct hvtrace_decoder **out)
+{
+	struct hvtrace_decoder *d;
+	char root[256];
+	size_t len;
+	char *syms;
+	int ret;
+
+	if (!out)
+		return hvt_err(-EINVAL, "hvtrace_decoder_new_kernel: NULL "
+					"argument");
+	if (tracefs)
+		snprintf(root, sizeof(root), "%s", tracefs);
+	else if ((ret = hvt_tracefs_dir(root, sizeof(root))))
+		return ret;
+	ret = dec_alloc(&d);
+	if (ret)
+		return ret;
+	d->tep = tracefs_local_events(root);
+	if (!d->tep) {
+		hvtrace_decoder_free(d);
+		return hvt_err(-EIO, "cannot load the kernel's event formats "
+				     "from %s (libtracefs failed; is it "
+				     "readable?)",
+			       root);
+	}
+	dec_load_cmdlines(d, root);	/* best effort */
+	/* %ps needs symbols; without them addresses print in hex. */
+	syms = dec_slurp("/proc/kallsyms", 256u << 20, &len);
+	if (syms) {
+		tep_parse_kallsyms(d->tep, syms);
+		free(syms);
+	}
+	*out = d;
+	return 0;
+}
+
+/* The "ID: N" line of a format file; -1 if absent or out of range. */
+static long dec_format_id(const char *format, size_t len)
+{
+	const char *p = format, *end = format + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		char line[32];
+
+		if (n > 4 && n < sizeof(line) && !strncmp(p, "ID:", 3)) {
+			char *e;
+			long id;
+
+			memcpy(line, p + 3, n - 3);
+			line[n - 3] = '\0';
+			id = strtol(line, &e, 10);
+			while (*e == ' ' || *e == '\t' || *e == '\r')
+				e++;
+			if (*e || id < 0 || id > 0xffff)
+				return -1;
+			return id;
+		}
+		p += n + 1;
+	}
+	return -1;
+}
+
+/* Every field of @ev must end inside DEC_MAX_FIELD_END bytes. */
+static int dec_check_fields(struct tep_event *ev, const char **bad)
+{
+	struct tep_format_field **lists[2];
+	int i, j, ret = 0;
+
+	lists[0] = tep_event_common_fields(ev);
+	lists[1] = tep_event_fields(ev);
+	for (i = 0; i < 2; i++) {
+		for (j = 0; lists[i] && lists[i][j]; j++) {
+			struct tep_format_field *f = lists[i][j];
+
+			if (f->offset < 0 || f->size < 0 ||
+			    (unsigned long)f->offset + (unsigned long)f->size >
+				    DEC_MAX_FIELD_END) {
+				*bad = f->name;
+				ret = -EINVAL;
+			}
+		}
+	}
+	free(lists[0]);
+	free(lists[1]);
+	return ret;
+}
+
+HVTRACE_API int hvtrace_decoder_add_format(struct hvtrace_decoder *d,
+					   const char *system,
+					   const char *format, size_t len)
+{
+	struct tep_handle *tmp;
+	struct tep_event *ev;
+	const char *bad = NULL;
+	char msg[256], badname[64] = "?";
+	enum tep_errno err;
+	long id;
+	int ret;
+
+	if (!d || !system || !format)
+		return hvt_err(-EINVAL, "hvtrace_decoder_add_format: NULL "
+					"argument");
+	if (!len || len > DEC_MAX_FORMAT)
+		return hvt_err(-EINVAL, "format of %zu bytes for system %s "
+					"(at most %u)",
+			       len, system, DEC_MAX_FORMAT);
+	id = dec_format_id(format, len);
+	if (id < 0)
+		return hvt_err(-EINVAL, "format for system %s has no valid "
+					"\"ID: N\" line (N < 65536)",
+			       system);
+	ev = tep_find_event(d->tep, (int)id);
+	if (ev) {
+		/* The same event again is fine; another one is not. */
+		tmp = dec_tep_new();
+		if (!tmp)
+			return hvt_err(-ENOMEM, "out of memory");
+		err = tep_parse_event(tmp, format, len, system);
+		ret = 0;
+		if (err || !tep_find_event(tmp, (int)id) ||
+		    strcmp(tep_find_event(tmp, (int)id)->name, ev->name) ||
+		    strcmp(ev->system, system))
+			ret = hvt_err(-EEXIST, "event id %ld is already %s:%s",
+				      id, ev->system, ev->name);
+		tep_free(tmp);
+		return ret;
+	}
+
+	/* Parse into a scratch handle first: a hostile format must not
+	 * reach the real one. */
+	tmp = dec_tep_new();
+	if (!tmp)
+		return hvt_err(-ENOMEM, "out of memory");
+	err = tep_parse_event(tmp, format, len, system);
+	if (err) {
+		tep_strerror(tmp, err, msg, sizeof(msg));
+		tep_free(tmp);
+		return hvt_err(-EINVAL, "cannot parse format of event id %ld "
+					"(system %s): %s",
+			       id, system, msg);
+	}
+	ev = tep_find_event(tmp, (int)id);
+	ret = ev ? dec_check_fields(ev, &bad) : -EINVAL;
+	if (bad)	/* owned by tmp */
+		snprintf(badname, sizeof(badname), "%s", bad);
+	tep_free(tmp);
+	if (ret)
+		return hvt_err(-EINVAL, "format of event id %ld (system %s): "
+					"field %s lies outside 64 KiB",
+			       id, system, badname);
+	err = tep_parse_event(d->tep, format, len, system);
+	if (err) {
+		tep_strerror(d->tep, err, msg, sizeof(msg));
+		return hvt_err(-EINVAL, "cannot add format of event id %ld: %s",
+			       id, msg);
+	}
+	return 0;
+}
+
+HVTRACE_API int hvtrace_decoder_add_builtin(struct hvtrace_decoder *d,
+					    uint32_t writer_kind)
+{
+	const char *fmt;
+	unsigned int i;
+	int ret;
+
+	if (!d)
+		return hvt_err(-EINVAL, "hvtrace_decoder_add_builtin: no "
+					"decoder");
+	for (i = 0; (fmt = hvtrace_builtin_format(i, NULL, NULL)); i++) {
+		ret = hvtrace_decoder_add_format(d, HVTRACE_BUILTIN_SYSTEM, fmt,
+						 strlen(fmt));
+		if (ret)
+			return ret;
+	}
+	if (writer_kind == HVT_WRITER_HYP) {
+		for (i = 0; i < hvt_hypevents_count(); i++) {
+			const struct hvt_hypevent *ev = hvt_hypevents_get(i);
+
+			if (!ev)
+				continue;
+			ret = hvtrace_decoder_add_format(d, ev->system,
+							 ev->format,
+							 strlen(ev->format));
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+HVTRACE_API struct tep_handle *
+hvtrace_decoder_tep(const struct hvtrace_decoder *d)
+{
+	return d ? d->tep : NULL;
+}
+
+HVTRACE_API int hvtrace_decoder_event_name(const struct hvtrace_decoder *d,
+					   unsigned int id,
+					   const char **system,
+					   const char **name)
+{
+	struct tep_event *ev;
+
+	if (!d)
+		return hvt_err(-EINVAL,
+			       "hvtrace_decoder_event_name: no decoder");
+	ev = tep_find_event(d->tep, (int)id);
+	if (!ev)
+		return -ENOENT;
+	if (system)
+		*system = ev->system;
+	if (name)
+		*name = ev->name;
+	return 0;
+}
+
+/* --- pid -> comm --------------------------------------------------------- */
+
+static uint32_t dec_hash(int pid, uint32_t cap)
+{
+	return ((uint32_t)pid * 2654435761u) & (cap - 1);
+}
+
+static struct dec_comm *dec_slot(const struct hvtrace_decoder *d, int pid)
+{
+	uint32_t i = dec_hash(pid, d->comm_cap), n;
+
+	for (n = 0; n < d->comm_cap; n++, i = (i + 1) & (d->comm_cap - 1))
+		if (d->comms[i].pid == pid || !d->comms[i].pid)
+			return &d->comms[i];
+	return NULL;	/* not reached: the table is never full */
+}
+
+HVTRACE_API int hvtrace_decoder_set_comm(struct hvtrace_decoder *d, int pid,
+					 const char *comm)
+{
+	struct dec_comm *s;
+
+	if (!d || !comm || pid <= 0)
+		return hvt_err(-EINVAL, "hvtrace_decoder_set_comm: bad "
+					"argument (pid %d)",
+			       pid);
+	if ((d->comm_nr + 1) * 2 > d->comm_cap) {
+		struct dec_comm *old = d->comms, *ns;
+		uint32_t oc = d->comm_cap, i;
+
+		ns = calloc((size_t)oc * 2, sizeof(*ns));
+		if (!ns)
+			return hvt_err(-ENOMEM, "out of memory");
+		d->comms = ns;
+		d->comm_cap = oc * 2;
+		for (i = 0; i < oc; i++)
+			if (old[i].pid)
+				*dec_slot(d, old[i].pid) = old[i];
+		free(old);
+	}
+	s = dec_slot(d, pid);
+	if (!s->pid)
+		d->comm_nr++;
+	s->pid = pid;
+	/* TASK_COMM_LEN is 16: at most 15 characters. */
+	snprintf(s->comm, sizeof(s->comm), "%s", comm);
+	return 0;
+}
+
+HVTRACE_API const char *hvtrace_decoder_comm(const struct hvtrace_decoder *d,
+					     int pid)
+{
+	const struct dec_comm *s;
+
+	if (!d || pid <= 0)
+		return NULL;
+	s = dec_slot(d, pid);
+	return s && s->pid == pid ? s->comm : NULL;
+}
