@@ -14,7 +14,9 @@
  *                        (0..7, opened on first use) with a fresh enable
  *                        bit; the result is the write index
  *   del NAME             DIAG_IOCSDEL NAME on a fresh handle
- *   close SLOT           close handle SLOT (drops its references)
+ *   close SLOT           DIAG_IOCSUNREG every enable bit registered through
+ *                        SLOT, then close it: drops every reference the
+ *                        slot's registrations hold (a client that went away)
  *   settle               wait for the kernel's deferred event frees
  *   enable NAME 0|1      write to events/user_events/NAME/enable
  *   write SLOT NAME HEX  write(2) the write index of NAME in SLOT, then the
@@ -23,6 +25,8 @@
  *   format NAME FILE     copy events/user_events/NAME/format
  *   raw FILE             copy the first page of per_cpu/cpu0/trace_pipe_raw
  *   sysctl NAME VALUE    write VALUE to /proc/sys/kernel/NAME
+ *   limit N              set kernel.user_events_max to the number of events
+ *                        that exist now plus N; the result is that value
  *
  * In arguments, \t \n \\ are escapes and {rep:N:C} stands for N copies of
  * the character C, so long and odd definitions fit on one line.
@@ -57,12 +61,23 @@ struct ue_reg {
 #define UE_IOCSREG _IOWR(UE_IOC_MAGIC, 0, struct ue_reg *)
 #define UE_IOCSDEL _IOW(UE_IOC_MAGIC, 1, char *)
 
+struct ue_unreg {
+	uint32_t size;
+	uint8_t disable_bit;
+	uint8_t reserved;
+	uint16_t reserved2;
+	uint64_t disable_addr;
+} __attribute__((packed));
+
+#define UE_IOCSUNREG _IOW(UE_IOC_MAGIC, 2, struct ue_unreg *)
+
 #define NR_SLOTS 8
 #define MAX_REGS 256
 
 struct slot_reg {
 	char name[600];
 	int write_index;
+	unsigned int enable;	/* index into enable_words, as bits */
 };
 
 static int slot_fd[NR_SLOTS] = { -1, -1, -1, -1, -1, -1, -1, -1 };
@@ -206,6 +221,7 @@ static int do_reg(int slot, const char *def)
 		memcpy(slot_regs[slot][n].name, def, len);
 		slot_regs[slot][n].name[len] = '\0';
 		slot_regs[slot][n].write_index = reg.write_index;
+		slot_regs[slot][n].enable = e;
 		slot_nregs[slot] = n + 1;
 	}
 	return (int)reg.write_index;
@@ -279,6 +295,29 @@ static int do_write_event(int slot, const char *name, const char *hex)
 	return 0;
 }
 
+static int do_limit(int extra)
+{
+	char buf[16384], val[32], *p;
+	ssize_t n;
+	int fd, active;
+
+	fd = open(TRACEFS "/user_events_status", O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	p = strstr(buf, "\nActive: ");
+	if (!p)
+		return -EINVAL;
+	active = atoi(p + 9);
+	snprintf(val, sizeof(val), "%d", active + extra);
+	fd = do_write_str("/proc/sys/kernel/user_events_max", val, 0);
+	return fd < 0 ? fd : active + extra;
+}
+
 static void settle(void)
 {
 	struct timespec ts = { 0, 200 * 1000 * 1000 };
@@ -323,6 +362,17 @@ static int run(char *line)
 		slot = atoi(arg);
 		if (slot < 0 || slot >= NR_SLOTS || slot_fd[slot] < 0)
 			return -EBADF;
+		for (int i = 0; i < slot_nregs[slot]; i++) {
+			struct ue_unreg u;
+			unsigned int e = slot_regs[slot][i].enable;
+
+			memset(&u, 0, sizeof(u));
+			u.size = sizeof(u);
+			u.disable_bit = e % 32;
+			u.disable_addr = (uintptr_t)&enable_words[e / 32];
+			if (ioctl(slot_fd[slot], UE_IOCSUNREG, &u) < 0)
+				return -errno;
+		}
 		close(slot_fd[slot]);
 		slot_fd[slot] = -1;
 		slot_nregs[slot] = 0;
@@ -333,6 +383,8 @@ static int run(char *line)
 			 TRACEFS "/events/user_events/%s/enable", arg);
 		return do_write_str(path, a2, 0);
 	}
+	if (!strcmp(cmd, "limit"))
+		return do_limit(atoi(arg));
 	if (!strcmp(cmd, "sysctl")) {
 		snprintf(path, sizeof(path), "/proc/sys/kernel/%s", arg);
 		return do_write_str(path, a2, 0);
