@@ -1,1 +1,57 @@
 # SPDX-License-Identifier: MIT
+#
+# qemu-scripts/: the QEMU x86_64 guest rig.
+#
+#   fetch-kernel.sh   Debian 6.12 kernel into a cache (never installed)
+#   mkinitramfs.sh    busybox initramfs with /init (guest-init.sh) + files
+#   hvtrace-guest     the launcher: start/stop/list/status/wait/cleanup
+#   probe/            hvt-probe (static, runs in the guest) and
+#                     hvt-probe-host (checks the area, drives the protocol)
+#   tests/            end-to-end tests of the rig's plumbing
+#
+# make qemu-probe      builds the two probe programs
+# make guest-image     builds $(objtree)/qemu-scripts/guest.cpio.gz with
+#                      busybox, hvtrace-agent, the workloads and hvt-probe
+
+QEMU_PROBE := $(objtree)/qemu-scripts/hvt-probe
+QEMU_PROBE_HOST := $(objtree)/qemu-scripts/hvt-probe-host
+QEMU_PROBE_HDR := $(srctree)/qemu-scripts/probe/hvt-probe.h
+
+# Own flags, not the sanitizer ones: the guest probe links statically.
+QEMU_PROBE_CFLAGS := -std=gnu11 -O2 -g -D_GNU_SOURCE $(WARNINGS) \
+	-I$(srctree)/qemu-scripts/probe
+
+$(QEMU_PROBE): $(srctree)/qemu-scripts/probe/hvt-probe.c $(QEMU_PROBE_HDR)
+	@mkdir -p $(@D)
+	$(quiet) CC-LD $(patsubst $(objtree)/%,%,$@)
+	$(Q)$(CC) $(QEMU_PROBE_CFLAGS) -static -o $@ $<
+
+$(QEMU_PROBE_HOST): $(srctree)/qemu-scripts/probe/hvt-probe-host.c $(QEMU_PROBE_HDR)
+	@mkdir -p $(@D)
+	$(quiet) CC-LD $(patsubst $(objtree)/%,%,$@)
+	$(Q)$(CC) $(QEMU_PROBE_CFLAGS) -o $@ $<
+
+.PHONY: qemu-probe guest-image
+qemu-probe: $(QEMU_PROBE) $(QEMU_PROBE_HOST)
+
+# Everything the guest side builds goes into the default image.
+GUEST_IMAGE := $(objtree)/qemu-scripts/guest.cpio.gz
+GUEST_IMAGE_FILES := $(QEMU_PROBE) $(AGENT_BIN) $(WORKLOAD_BINS)
+$(GUEST_IMAGE): $(GUEST_IMAGE_FILES) $(srctree)/qemu-scripts/mkinitramfs.sh \
+		$(srctree)/qemu-scripts/guest-init.sh
+	$(quiet) CPIO $(patsubst $(objtree)/%,%,$@)
+	$(Q)$(srctree)/qemu-scripts/mkinitramfs.sh -o $@ -- $(GUEST_IMAGE_FILES)
+guest-image: $(GUEST_IMAGE)
+
+ifeq ($(CONFIG_HVT_TEST_QEMU),y)
+TEST_PROGS += $(QEMU_PROBE) $(QEMU_PROBE_HOST)
+
+# Each test boots real guests under TCG; see qemu-scripts/tests/lib.sh.
+QEMU_TEST_ENV := HVT_OBJTREE=$(objtree)
+QEMU_TESTS := boot-probe two-guests teardown-stop teardown-sigint \
+	teardown-kill9 keep-area launcher-refusals
+$(foreach t,$(QEMU_TESTS),$(eval $(call add-test,qemu/$(t),$(QEMU_TEST_ENV) $(srctree)/qemu-scripts/tests/$(t).sh)))
+
+BENCH_PROGS += $(QEMU_PROBE) $(QEMU_PROBE_HOST)
+$(eval $(call add-bench,qemu/boot,$(QEMU_TEST_ENV) $(srctree)/qemu-scripts/tests/bench-boot.sh))
+endif

@@ -150,7 +150,7 @@ for pkg in $list; do
 		rm -rf "$tmp"
 		continue
 	fi
-	rm -rf "$kdir/$pkg"
+	rm -rf "${kdir:?}/$pkg"
 	mv "$tmp/root" "$kdir/$pkg"
 	rm -rf "$tmp"
 	root=$kdir/$pkg

@@ -92,8 +92,8 @@ param() {
 	cmdline_get "$1"
 }
 
-name=$(cmdline_get hvtrace.name) && hostname "$name"
-hostname >/dev/null 2>&1 || hostname hvtrace-guest
+name=$(cmdline_get hvtrace.name) || name=hvtrace-guest
+hostname "$name"
 
 # Modules the image carries, in load order (dependencies first).
 if [ -f /etc/hvtrace/modules ]; then
@@ -156,7 +156,7 @@ done
 agent_pid=
 if [ -x /bin/hvtrace-agent ]; then
 	agent_args=$(param hvtrace.agent)
-	say "starting hvtrace-agent $agent_args"
+	say "starting hvtrace-agent${agent_args:+ $agent_args}"
 	eval "/bin/hvtrace-agent $agent_args </dev/null &"
 	agent_pid=$!
 fi

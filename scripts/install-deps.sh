@@ -15,9 +15,9 @@ PKGS=(
 	# tools the tests check our files with
 	trace-cmd kernelshark xvfb x11-apps imagemagick
 	# QEMU rigs
-	qemu-system-x86 qemu-system-arm busybox-static cpio
+	qemu-system-x86 qemu-system-arm busybox-static cpio procps xz-utils libc6-dev
 	# a peer to benchmark against
-	liblttng-ust-dev
+	liblttng-ust-dev lttng-tools
 )
 
 missing=()

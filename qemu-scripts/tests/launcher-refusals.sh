@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The launcher refuses bad requests with a message that says what is wrong,
+# and leaves nothing behind: an area size that is not a power of two
+# (QEMU's ivshmem would abort), bad names, fewer than 2 vCPUs, unknown
+# options.  Needs no guest: validation comes before QEMU is started.
+. "$(dirname "$0")/lib.sh"
+T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/hvt-qemu-test.XXXXXX")
+trap t_cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+t_name n refuse
+checks=0
+
+# refuse "WHAT THE MESSAGE MUST SAY" ARGS...
+refuse() {
+	local want=$1 out rc
+	shift
+	out=$("$G" "$@" 2>&1)
+	rc=$?
+	[ $rc -ne 0 ] || fail "'hvtrace-guest $*' was accepted"
+	grep -qi -- "$want" <<<"$out" || fail "'hvtrace-guest $*' said '$out', expected it to mention '$want'"
+	[ ! -e "$T_RUNDIR/$n" ] || fail "'hvtrace-guest $*' left $T_RUNDIR/$n"
+	[ ! -e "$T_SHM/hvtrace-$n" ] || fail "'hvtrace-guest $*' left an area file"
+	echo "ok: $* -> $out"
+	checks=$((checks + 1))
+}
+
+refuse "power of two" start --name "$n" --area-size 3M
+refuse "power of two" start --name "$n" --area-size 100000
+refuse "power of two" start --name "$n" --area-size 24M
+refuse "not a size" start --name "$n" --area-size lots
+refuse "smaller than one page" start --name "$n" --area-size 1K
+refuse "invalid guest name" start --name "a/b"
+refuse "invalid guest name" start --name "-x"
+refuse "invalid guest name" start --name "$(printf 'n%.0s' {1..33})"
+refuse "at least 2 vCPUs" start --name "$n" --cpus 1
+refuse "--cpus" start --name "$n" --cpus two
+refuse "--mem" start --name "$n" --mem 16
+refuse "unknown argument" start --name "$n" --bogus
+refuse "auto, tcg or kvm" start --name "$n" --accel xen
+refuse "needs a value" start --name
+refuse "--log" start --name "$n" --log /nonexistent-dir/console.log
+refuse "--kernel" start --name "$n" --kernel /nonexistent-kernel
+refuse "cannot be combined" start --name "$n" --initrd "$0" --add /bin/true
+refuse "is not a readable file" start --name "$n" --initrd /dev/null
+refuse "no such file" start --name "$n" --add /nonexistent-file
+refuse "no guest" status "$n"
+refuse "unknown command" frobnicate
+refuse "--ready or --poweroff" wait "$n"
+refuse "needs the guest names" cleanup --areas
+
+# A folder in the runtime base that is not a guest's is never touched.
+trap 't_cleanup; [ ! -f "$T_RUNDIR/$n/other-file" ] || rm -r "${T_RUNDIR:?}/$n"' EXIT
+mkdir -p "$T_RUNDIR/$n"
+touch "$T_RUNDIR/$n/other-file"
+out=$("$G" start --name "$n" --run true 2>&1) && fail "start took over a foreign folder"
+grep -q "not a guest's runtime folder" <<<"$out" || fail "start said '$out' for a foreign folder"
+out=$("$G" stop "$n" 2>&1) && fail "stop accepted a foreign folder"
+grep -q "not a guest's runtime folder" <<<"$out" || fail "stop said '$out' for a foreign folder"
+"$G" cleanup >/dev/null 2>&1
+"$G" cleanup "$n" >/dev/null 2>&1
+[ -f "$T_RUNDIR/$n/other-file" ] || fail "stop or cleanup removed a foreign folder"
+rm -r "${T_RUNDIR:?}/$n"
+checks=$((checks + 1))
+
+# Accepted spellings of power-of-two sizes do not trip the check.
+for s in 64K 1M 16M 16MiB 1G 65536; do
+	out=$("$G" start --name "$n" --area-size "$s" --cpus 1 2>&1) && fail "--cpus 1 was accepted"
+	grep -q "vCPUs" <<<"$out" || fail "--area-size $s was refused: $out"
+done
+echo "$checks refusals checked"
+echo "PASS"

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+#
+# Common code of the QEMU rig tests (sourced).  Every test boots real guests
+# under QEMU (TCG unless KVM proves usable) with an initramfs holding
+# hvt-probe, and checks the host side through the launcher's files.
+#
+# Environment: HVT_OBJTREE (build tree with qemu-scripts/hvt-probe*).
+
+set -u
+
+T_SRCTREE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+T_OBJTREE=${HVT_OBJTREE:-$T_SRCTREE/build}
+G=$T_SRCTREE/qemu-scripts/hvtrace-guest
+PROBE=$T_OBJTREE/qemu-scripts/hvt-probe
+PROBE_HOST=$T_OBJTREE/qemu-scripts/hvt-probe-host
+T_RUNDIR=${HVT_RUNDIR:-/run/hvtrace}
+T_SHM=${HVT_SHM_DIR:-/dev/shm}
+T_TMP=
+T_GUESTS=()
+T_PIDS=()	# background processes to end on exit
+
+fail() {
+	echo "FAIL: $*" >&2
+	t_dump_logs
+	exit 1
+}
+
+info() {
+	echo "-- $*"
+}
+
+# The consoles of this test's guests, for the failure report.
+t_dump_logs() {
+	local f
+	[ -n "$T_TMP" ] || return 0
+	for f in "$T_TMP"/*.log; do
+		echo "---- $f" >&2
+		tail -n 30 "$f" >&2
+	done
+}
+
+t_cleanup() {
+	local n p
+	for p in "${T_PIDS[@]}"; do
+		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	for n in "${T_GUESTS[@]}"; do
+		"$G" stop "$n" >/dev/null 2>&1
+		"$G" cleanup --areas "$n" >/dev/null 2>&1
+	done
+	[ -n "$T_TMP" ] && rm -rf "$T_TMP"
+}
+
+# Skip only when QEMU itself is missing; anything else is a failure.
+t_require() {
+	if ! command -v "${HVT_QEMU:-qemu-system-x86_64}" >/dev/null; then
+		echo "SKIP: ${HVT_QEMU:-qemu-system-x86_64} is not installed (apt-get install qemu-system-x86, or make deps)"
+		exit 77
+	fi
+	[ -x "$PROBE" ] && [ -x "$PROBE_HOST" ] ||
+		fail "$PROBE or $PROBE_HOST is missing; build them with 'make O=$T_OBJTREE tests'"
+	T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/hvt-qemu-test.XXXXXX")
+	trap t_cleanup EXIT
+	# A runner's timeout must not leave guests behind either.
+	trap 'exit 1' INT TERM HUP
+}
+
+# t_name VAR SUFFIX: set VAR to a guest name unique to this test run and
+# register it for cleanup.
+t_name() {
+	T_GUESTS+=("t$$-$2")
+	printf -v "$1" '%s' "t$$-$2"
+}
+
+# The test initramfs: busybox and hvt-probe only.
+t_initrd() {
+	if [ ! -f "$T_TMP/initrd.gz" ]; then
+		"$T_SRCTREE/qemu-scripts/mkinitramfs.sh" -o "$T_TMP/initrd.gz" "$PROBE" ||
+			fail "mkinitramfs.sh failed"
+	fi
+	echo "$T_TMP/initrd.gz"
+}
+
+# status_get NAME KEY: one key of "hvtrace-guest status NAME".
+status_get() {
+	"$G" status "$1" 2>/dev/null | sed -n "s/^$2=//p"
+}
+
+# Nothing of guest NAME may remain: no QEMU with its runtime folder on the
+# command line, no runtime folder, sockets or area file.  With "keep" the
+# area file must remain instead.
+assert_gone() {
+	local n=$1 keep=${2:-} rd pids
+	rd=$T_RUNDIR/$n
+	pids=$(pgrep -f -- "$rd/" || true)
+	[ -z "$pids" ] || fail "QEMU/launcher processes of '$n' remain: $(ps -o pid=,args= -p ${pids//$'\n'/,} 2>/dev/null)"
+	[ ! -e "$rd" ] || fail "runtime folder $rd remains: $(ls -la "$rd" 2>&1)"
+	[ ! -e "$rd/control.sock" ] || fail "control socket of '$n' remains"
+	if [ "$keep" = keep ]; then
+		[ -f "$T_SHM/hvtrace-$n" ] || fail "--keep-area: area file $T_SHM/hvtrace-$n is gone"
+	else
+		[ ! -e "$T_SHM/hvtrace-$n" ] || fail "area file $T_SHM/hvtrace-$n remains"
+	fi
+	"$G" list --no-header | grep -q "^$n " && fail "'$n' is still listed"
+	return 0
+}
+
+# Wait (bounded) until pid $1 is gone.
+wait_pid_gone() {
+	local pid=$1 tries=$(($2 * 20))
+	while kill -0 "$pid" 2>/dev/null; do
+		[ $tries -gt 0 ] || return 1
+		tries=$((tries - 1))
+		sleep 0.05
+	done
+}
