@@ -218,6 +218,9 @@ static uint64_t rb_tail_ts_slow(const struct hvt_rb_cpu *cb, uint32_t seq,
 	struct hvt_page_iter it;
 	int ret;
 
+	/* A corrupt word must not walk us past the page. */
+	if (offset > cb->data_size)
+		offset = cb->data_size;
 	hvt_page_iter_init(&it, page + HVT_PAGE_HDR_SIZE, offset,
 			   __atomic_load_n((const uint64_t *)page,
 					   __ATOMIC_RELAXED));

@@ -109,7 +109,8 @@ HVTRACE_API int hvtrace_area_get_info(const struct hvtrace_area *a,
  * @generation: the header's generation now
  *
  * Return: 1 if the generation differs from the one attached to (the
- * writer re-formatted the area: close and reopen), 0 if not.
+ * writer re-formatted the area: close and reopen), 0 if not, -EIO if the
+ * file shrank under the mapping.
  */
 HVTRACE_API int hvtrace_area_writer_state(const struct hvtrace_area *a,
 					  uint32_t *state,
@@ -774,6 +775,18 @@ HVTRACE_API int hvtrace_loopback_get_stats(const struct hvtrace_loopback *lb,
 /** hvtrace_loopback_get_info - the area geometry and clock it wrote */
 HVTRACE_API int hvtrace_loopback_get_info(const struct hvtrace_loopback *lb,
 					  struct hvtrace_area_info *info);
+
+/**
+ * hvtrace_area_sync_local - a time-sync sample read from this host's own
+ * clock, for a writer known to run on this host (the loopback writer):
+ * the CPU counter or CLOCK_MONOTONIC, per the area's clock, read between
+ * two host clock reads
+ *
+ * Needs no control page and no help from the writer.  Wrong for a writer
+ * elsewhere (a guest, a hypervisor, a file from another boot).
+ * Return: 0, or -EINVAL for an area whose clock is not one of those.
+ */
+HVTRACE_API int hvtrace_area_sync_local(struct hvtrace_area *a);
 
 /** hvtrace_loopback_destroy - unmap, unlock and free (keeps the file) */
 HVTRACE_API void hvtrace_loopback_destroy(struct hvtrace_loopback *lb);

@@ -129,14 +129,15 @@ static int area_take_control(struct hvtrace_area *a)
 	return 0;
 }
 
+static int area_attach_guarded(struct hvtrace_area *a, const char *path,
+			       uint64_t offset, unsigned int flags);
+
 HVTRACE_API int hvtrace_area_open(const char *path, uint64_t offset,
 				  uint64_t size, unsigned int flags,
 				  struct hvtrace_area **out)
 {
 	struct hvtrace_area *a;
-	const char *why = NULL;
 	struct stat st;
-	uint32_t cpu;
 	int ret;
 
 	if (!path || !out)
@@ -193,22 +194,53 @@ HVTRACE_API int hvtrace_area_open(const char *path, uint64_t offset,
 	ret = area_map(a);
 	if (ret)
 		goto fail;
+	hvt_guard_init();
+	ret = area_attach_guarded(a, path, offset, flags);
+	if (ret)
+		goto fail;
+	*out = a;
+	return 0;
+fail:
+	hvtrace_area_close(a);
+	return ret;
+}
+
+/* Validate and attach; reads the mapping, so it runs under the guard. */
+static int area_attach(struct hvtrace_area *a, const char *path,
+		       uint64_t offset, unsigned int flags)
+{
+	const char *why = NULL;
+	uint32_t cpu;
+	int ret;
 
 	/* W5 pair: the writer publishes the magic last, with release. */
+	{
+		uint64_t magic = __atomic_load_n((const uint64_t *)a->ro,
+						 __ATOMIC_ACQUIRE);
+
+		if (magic != 0 && magic != HVT_AREA_MAGIC) {
+			ret = hvt_err(-EINVAL,
+				      "%s: not an hvtrace area at 0x%llx (magic "
+				      "0x%016llx); check the path and offset",
+				      path, (unsigned long long)offset,
+				      (unsigned long long)magic);
+			return ret;
+		}
+	}
 	if (__atomic_load_n((const uint64_t *)a->ro, __ATOMIC_ACQUIRE) !=
 	    HVT_AREA_MAGIC) {
 		ret = hvt_err(-EAGAIN,
 			      "%s has no hvtrace area at 0x%llx yet (the writer "
 			      "has not formatted it); retry once it runs",
 			      path, (unsigned long long)offset);
-		goto fail;
+		return ret;
 	}
 	memcpy(&a->hdr, a->ro, sizeof(a->hdr));
 	a->hdr.name[sizeof(a->hdr.name) - 1] = '\0';
 	if (hvt_area_validate(&a->hdr, a->size, &why)) {
 		ret = hvt_err(-EINVAL, "%s: invalid trace area header: %s",
 			      path, why);
-		goto fail;
+		return ret;
 	}
 	hvt_clock_init(&a->clock, a->hdr.clock_id, a->hdr.clock_freq_hz,
 		       a->hdr.clock_mult, a->hdr.clock_shift);
@@ -216,23 +248,34 @@ HVTRACE_API int hvtrace_area_open(const char *path, uint64_t offset,
 	if (flags & HVTRACE_OPEN_CONTROL) {
 		ret = area_take_control(a);
 		if (ret)
-			goto fail;
+			return ret;
 	}
 
 	a->cpus = calloc(a->hdr.nr_cpus, sizeof(*a->cpus));
 	if (!a->cpus) {
 		ret = hvt_err(-ENOMEM, "out of memory");
-		goto fail;
+		return ret;
 	}
 	for (cpu = 0; cpu < a->hdr.nr_cpus; cpu++) {
 		ret = hvt_rd_init(a, &a->cpus[cpu], cpu);
 		if (ret)
-			goto fail;
+			return ret;
 	}
-	*out = a;
 	return 0;
-fail:
-	hvtrace_area_close(a);
+}
+
+static int area_attach_guarded(struct hvtrace_area *a, const char *path,
+			       uint64_t offset, unsigned int flags)
+{
+	struct hvt_guard g;
+	int ret;
+
+	if (hvt_guard_enter(&g, a->ro, a->size))
+		return hvt_err(-EIO, "%s shrank while it was being attached "
+				     "(SIGBUS); retry",
+			       path);
+	ret = area_attach(a, path, offset, flags);
+	hvt_guard_leave(&g);
 	return ret;
 }
 
@@ -309,9 +352,18 @@ HVTRACE_API int hvtrace_area_get_info(const struct hvtrace_area *a,
 	info->name[sizeof(info->name) - 1] = '\0';
 	info->writer_kind = a->hdr.writer_kind;
 	info->mode = a->hdr.mode;
-	info->state = __atomic_load_n(&((const struct hvt_area_header *)a->ro)
-					       ->state,
-				      __ATOMIC_RELAXED);
+	{
+		struct hvt_guard g;
+
+		if (hvt_guard_enter(&g, a->ro, a->size))
+			return hvt_err(-EIO, "%s shrank under the reader "
+					     "(SIGBUS); reopen the area",
+				       a->path);
+		info->state = __atomic_load_n(
+			&((const struct hvt_area_header *)a->ro)->state,
+			__ATOMIC_RELAXED);
+		hvt_guard_leave(&g);
+	}
 	info->nr_cpus = a->hdr.nr_cpus;
 	info->nr_subbufs = a->hdr.nr_subbufs;
 	info->subbuf_size = a->hdr.subbuf_size;
@@ -330,11 +382,20 @@ HVTRACE_API int hvtrace_area_writer_state(const struct hvtrace_area *a,
 					  uint32_t *state, uint64_t *generation)
 {
 	const struct hvt_area_header *h = (const void *)a->ro;
-	uint64_t gen = __atomic_load_n(&h->generation, __ATOMIC_RELAXED);
-	uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+	uint64_t gen, magic;
+	uint32_t st;
+	struct hvt_guard g;
 
+	if (hvt_guard_enter(&g, a->ro, a->size))
+		return hvt_err(-EIO, "%s shrank under the reader (SIGBUS); "
+				     "reopen the area",
+			       a->path);
+	gen = __atomic_load_n(&h->generation, __ATOMIC_RELAXED);
+	magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+	st = __atomic_load_n(&h->state, __ATOMIC_RELAXED);
+	hvt_guard_leave(&g);
 	if (state)
-		*state = __atomic_load_n(&h->state, __ATOMIC_RELAXED);
+		*state = st;
 	if (generation)
 		*generation = gen;
 	return magic != HVT_AREA_MAGIC || gen != a->hdr.generation;
@@ -461,7 +522,25 @@ HVTRACE_API int hvtrace_area_send_command(struct hvtrace_area *a, uint32_t cmd)
 
 /* --- time sync through the control page ------------------------------- */
 
+static int area_sync(struct hvtrace_area *a, int timeout_ms);
+
 HVTRACE_API int hvtrace_area_sync(struct hvtrace_area *a, int timeout_ms)
+{
+	struct hvt_guard g;
+	int ret;
+
+	if (!a || !a->ctrl)
+		return area_sync(a, timeout_ms);	/* reports the error */
+	if (hvt_guard_enter(&g, a->ro, a->size))
+		return hvt_err(-EIO, "%s shrank under the reader (SIGBUS); "
+				     "reopen the area",
+			       a->path);
+	ret = area_sync(a, timeout_ms);
+	hvt_guard_leave(&g);
+	return ret;
+}
+
+static int area_sync(struct hvtrace_area *a, int timeout_ms)
 {
 	const struct hvt_area_header *h;
 	struct hvt_clock_sample s;

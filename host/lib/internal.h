@@ -19,6 +19,37 @@
 HVT_INTERNAL int hvt_err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* --- SIGBUS guard (guard.c) -------------------------------------------- */
+
+#include <setjmp.h>
+
+struct hvt_guard {
+	sigjmp_buf env;
+	const void *lo, *hi;
+	struct hvt_guard *prev;
+};
+
+extern __thread struct hvt_guard *hvt_cur_guard HVT_INTERNAL;
+
+/* Install the process-wide SIGBUS handler (once). */
+HVT_INTERNAL void hvt_guard_init(void);
+
+/*
+ * hvt_guard_enter(g, lo, len) evaluates to 0 when entered, and to non-zero
+ * again if a SIGBUS hit [lo, lo + len) before hvt_guard_leave(g): the
+ * caller then returns an error.  A macro, because sigsetjmp() must run in
+ * the frame that stays alive.
+ */
+#define hvt_guard_enter(g, base, len)                                         \
+	((g)->lo = (base), (g)->hi = (const char *)(base) + (len),            \
+	 (g)->prev = hvt_cur_guard, hvt_cur_guard = (g),                      \
+	 sigsetjmp((g)->env, 0))
+
+static inline void hvt_guard_leave(struct hvt_guard *g)
+{
+	hvt_cur_guard = g->prev;
+}
+
 /* --- clock model (clock.c) --------------------------------------------- */
 
 #define HVT_CLOCK_SAMPLES 256
@@ -82,6 +113,7 @@ struct hvt_rd_cpu {
 	bool started;		/* tally set from seq's descriptor */
 	bool resync;		/* next page start sets the tally, no loss */
 	bool discard_resync;	/* ... and counts the jump as discarded */
+	bool gone;		/* section cut off the file */
 	uint32_t bad_seq;	/* tail page found malformed */
 	bool bad_valid;
 	uint64_t last_bad_word;

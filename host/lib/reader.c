@@ -32,6 +32,7 @@
  * outside the mapping.
  */
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,6 +320,17 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 		if (__atomic_load_n(&rd_desc(c, c->seq)->seq,
 				    __ATOMIC_ACQUIRE) != c->seq) {
 			if (is_tail) {
+				uint64_t w2;
+
+				/*
+				 * Overwrite mode: the writer may have lapped
+				 * the whole ring since we loaded the word.
+				 * Only a page that is still the tail and does
+				 * not name itself is malformed.
+				 */
+				if (!rd_load_word(c, &w2) &&
+				    HVT_WORD_SEQ(w2) != c->seq)
+					continue;
 				/* The writer always names its tail page. */
 				c->bad_valid = true;
 				c->bad_seq = c->seq;
@@ -368,6 +380,10 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 		memcpy(&page_ts, c->copy, 8);
 		if (!c->started)
 			rd_start_page(c, eb, lb, page_ts);
+		else if (c->pos == 0)
+			/* Nothing consumed yet (a seek to an empty tail): the
+			 * first event has written the time_stamp since. */
+			c->pos_ts = page_ts;
 
 		/* Validate and count the new events on the private copy. */
 		hvt_page_iter_init(&it, c->copy + HVT_PAGE_HDR_SIZE, size,
@@ -444,6 +460,56 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 	return 0;
 }
 
+/*
+ * The writer may truncate the file under our mapping; touching a page past
+ * its end raises SIGBUS.  Check that @cpu's section is still in the file.
+ */
+static int rd_present(struct hvtrace_area *a, int cpu)
+{
+	uint64_t end = a->offset + a->hdr.cpu_offset +
+		       (uint64_t)(cpu + 1) * a->hdr.cpu_stride;
+	struct stat st;
+
+	if (fstat(a->fd, &st) == 0 && (uint64_t)st.st_size >= end)
+		return 0;
+	if (!a->cpus[cpu].gone) {
+		a->cpus[cpu].gone = true;
+		a->cpus[cpu].errors++;
+	}
+	return hvt_err(-EIO, "%s: CPU %d is no longer in the file (it was "
+			     "truncated under the reader); reopen the area",
+		       a->path, cpu);
+}
+
+/* A SIGBUS hit the mapping during a guarded call (see guard.c). */
+static int rd_fault(struct hvtrace_area *a, int cpu)
+{
+	struct hvt_rd_cpu *c = &a->cpus[cpu];
+
+	if (!c->gone) {
+		c->gone = true;
+		c->errors++;
+	}
+	return hvt_err(-EIO, "%s: CPU %d: the file shrank under the reader "
+			     "(SIGBUS while copying); reopen the area",
+		       a->path, cpu);
+}
+
+static int rd_guarded_read(struct hvtrace_area *a, int cpu, uint8_t *page,
+			   struct hvtrace_page_info *info)
+{
+	struct hvt_guard g;
+	int ret;
+
+	if (rd_present(a, cpu))
+		return -EIO;
+	if (hvt_guard_enter(&g, a->ro, a->size))
+		return rd_fault(a, cpu);
+	ret = rd_read(a, &a->cpus[cpu], page, info);
+	hvt_guard_leave(&g);
+	return ret;
+}
+
 HVTRACE_API int hvtrace_cpu_read_page(struct hvtrace_area *a, int cpu,
 				      void *page, size_t size,
 				      struct hvtrace_page_info *info)
@@ -458,11 +524,11 @@ HVTRACE_API int hvtrace_cpu_read_page(struct hvtrace_area *a, int cpu,
 			       "page buffer of %zu bytes is smaller than the "
 			       "sub-buffer size %u",
 			       size, a->hdr.subbuf_size);
-	return rd_read(a, &a->cpus[cpu], page, info);
+	return rd_guarded_read(a, cpu, page, info);
 }
 
-HVTRACE_API int hvtrace_cpu_get_stats(struct hvtrace_area *a, int cpu,
-				      struct hvtrace_cpu_stats *st)
+static int rd_stats(struct hvtrace_area *a, int cpu,
+		    struct hvtrace_cpu_stats *st)
 {
 	struct hvt_rd_cpu *c;
 	uint64_t w, eb, lb, committed, wlost, oeb, olb;
@@ -476,6 +542,10 @@ HVTRACE_API int hvtrace_cpu_get_stats(struct hvtrace_area *a, int cpu,
 			       a->hdr.name);
 	c = &a->cpus[cpu];
 	memset(st, 0, sizeof(*st));
+	if (rd_present(a, cpu)) {
+		st->errors = c->errors;
+		return 0;
+	}
 	st->read = c->read;
 	st->bytes = c->bytes;
 	st->discarded = c->discarded;
@@ -527,8 +597,7 @@ HVTRACE_API int hvtrace_cpu_get_stats(struct hvtrace_area *a, int cpu,
 	return 0;
 }
 
-HVTRACE_API uint64_t hvtrace_cpu_take_trailing_lost(struct hvtrace_area *a,
-						    int cpu)
+static uint64_t rd_take_trailing(struct hvtrace_area *a, int cpu)
 {
 	struct hvt_rd_cpu *c;
 	uint64_t wlost;
@@ -536,6 +605,8 @@ HVTRACE_API uint64_t hvtrace_cpu_take_trailing_lost(struct hvtrace_area *a,
 	if (!a || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
 		return 0;
 	c = &a->cpus[cpu];
+	if (rd_present(a, cpu))
+		return 0;
 	wlost = __atomic_load_n(&c->meta->lost, __ATOMIC_RELAXED);
 	if (wlost <= c->tally_l)
 		return 0;
@@ -545,7 +616,7 @@ HVTRACE_API uint64_t hvtrace_cpu_take_trailing_lost(struct hvtrace_area *a,
 	return wlost;
 }
 
-HVTRACE_API int hvtrace_cpu_seek(struct hvtrace_area *a, int cpu, bool oldest)
+static int rd_seek(struct hvtrace_area *a, int cpu, bool oldest)
 {
 	struct hvt_rd_cpu *c;
 	uint64_t w;
@@ -553,6 +624,8 @@ HVTRACE_API int hvtrace_cpu_seek(struct hvtrace_area *a, int cpu, bool oldest)
 	if (!a || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
 		return hvt_err(-EINVAL, "no CPU %d", cpu);
 	c = &a->cpus[cpu];
+	if (rd_present(a, cpu))
+		return -EIO;
 	if (rd_load_word(c, &w))
 		return hvt_err(-EBADMSG, "CPU %d: corrupt commit word", cpu);
 	c->seq = oldest ? rd_oldest(c, HVT_WORD_SEQ(w)) : HVT_WORD_SEQ(w);
@@ -588,4 +661,56 @@ HVTRACE_API int hvtrace_cpu_seek(struct hvtrace_area *a, int cpu, bool oldest)
 	}
 	hvt_area_publish_consumer(a, cpu, c->seq);
 	return 0;
+}
+
+/* Public entry points that touch the mapping run under the SIGBUS guard. */
+
+HVTRACE_API int hvtrace_cpu_get_stats(struct hvtrace_area *a, int cpu,
+				      struct hvtrace_cpu_stats *st)
+{
+	struct hvt_guard g;
+	int ret;
+
+	if (!a || !st || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
+		return rd_stats(a, cpu, st);	/* reports the bad argument */
+	if (hvt_guard_enter(&g, a->ro, a->size)) {
+		memset(st, 0, sizeof(*st));
+		rd_fault(a, cpu);
+		st->errors = a->cpus[cpu].errors;
+		return 0;
+	}
+	ret = rd_stats(a, cpu, st);
+	hvt_guard_leave(&g);
+	return ret;
+}
+
+HVTRACE_API uint64_t hvtrace_cpu_take_trailing_lost(struct hvtrace_area *a,
+						    int cpu)
+{
+	struct hvt_guard g;
+	uint64_t ret;
+
+	if (!a || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
+		return 0;
+	if (hvt_guard_enter(&g, a->ro, a->size)) {
+		rd_fault(a, cpu);
+		return 0;
+	}
+	ret = rd_take_trailing(a, cpu);
+	hvt_guard_leave(&g);
+	return ret;
+}
+
+HVTRACE_API int hvtrace_cpu_seek(struct hvtrace_area *a, int cpu, bool oldest)
+{
+	struct hvt_guard g;
+	int ret;
+
+	if (!a || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
+		return rd_seek(a, cpu, oldest);
+	if (hvt_guard_enter(&g, a->ro, a->size))
+		return rd_fault(a, cpu);
+	ret = rd_seek(a, cpu, oldest);
+	hvt_guard_leave(&g);
+	return ret;
 }
