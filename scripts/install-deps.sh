@@ -16,8 +16,11 @@ PKGS=(
 	trace-cmd kernelshark xvfb x11-apps imagemagick
 	# QEMU rigs
 	qemu-system-x86 qemu-system-arm busybox-static cpio procps xz-utils libc6-dev
+	qemu-user
 	# a peer to benchmark against
 	liblttng-ust-dev lttng-tools
+	# trace.dat tests: xwininfo checks KernelShark's windows
+	x11-utils
 )
 
 missing=()

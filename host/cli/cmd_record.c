@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtrace record - record trace areas (and the host kernel) into a
+ * trace-cmd trace.dat file.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hvtrace.h>
+
+#include "cli.h"
+
+static const char record_usage[] =
+	"usage: hvtrace record -o FILE [OPTIONS] [[NAME=]AREA...]\n"
+	"\n"
+	"Record trace areas, and with --kernel the host kernel's ftrace,\n"
+	"into a trace-cmd trace.dat file (version 7) for trace-cmd report\n"
+	"and KernelShark.  Each AREA (PATH[@OFFSET[+SIZE]]) goes in a buffer\n"
+	"of its own, named NAME or after its writer; the kernel's events go\n"
+	"in the top-level buffer.  All buffers share the host's\n"
+	"CLOCK_MONOTONIC: the kernel records with its 'mono' trace clock,\n"
+	"remote timestamps are converted.\n"
+	"\n"
+	"  -o, --output FILE     the trace.dat to write (required)\n"
+	"  -k, --kernel          record the host kernel's events too\n"
+	"  -B, --instance NAME   record the kernel's tracefs instance NAME\n"
+	"                        (created if missing, removed afterwards)\n"
+	"                        instead of the top-level one; implies -k\n"
+	"  -e, --event PATTERN   enable events: SYSTEM, SYSTEM:EVENT, EVENT\n"
+	"                        or 'all', shell globs allowed; repeatable.\n"
+	"                        Without -e the kernel keeps the events it\n"
+	"                        has enabled (trace_marker writes are always\n"
+	"                        recorded) and areas record all their events\n"
+	"  -d, --duration S      stop after S seconds\n"
+	"  -n, --events N        stop once N events were recorded (what\n"
+	"                        is pending then is kept too)\n"
+	"      --no-control      attach areas read-only (no enabling, no\n"
+	"                        time sync; for post-mortem copies)\n"
+	"  -q, --quiet           no status line\n"
+	"\n"
+	"Recording stops on Ctrl-C or SIGTERM (the file is then finished\n"
+	"and complete), after --duration or --events, or once every area's\n"
+	"writer has stopped (or died) and everything it wrote was read.\n"
+	"With only --kernel it runs until interrupted or a limit is reached.\n"
+	"While stderr is a terminal a status line shows events/s, lost\n"
+	"events and bytes per buffer.\n"
+	"\n"
+	"  hvtrace record -o trace.dat /dev/shm/hvt-loop\n"
+	"  hvtrace record -o t.dat -k -e sched:sched_switch g0=/dev/shm/g0\n"
+	"  trace-cmd report trace.dat; kernelshark trace.dat\n";
+
+static volatile sig_atomic_t record_stop;
+
+static void record_on_signal(int sig)
+{
+	(void)sig;
+	record_stop = 1;
+}
+
+static double record_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void record_human(char *buf, size_t len, double v)
+{
+	if (v >= 1e9)
+		snprintf(buf, len, "%.1fG", v / 1e9);
+	else if (v >= 1e6)
+		snprintf(buf, len, "%.1fM", v / 1e6);
+	else if (v >= 1e4)
+		snprintf(buf, len, "%.1fk", v / 1e3);
+	else
+		snprintf(buf, len, "%.0f", v);
+}
+
+static void record_totals(struct hvtrace_tracedat_record *r, uint64_t *events,
+			  uint64_t *lost)
+{
+	struct hvtrace_tracedat_source_stats st;
+	unsigned int i;
+
+	*events = *lost = 0;
+	for (i = 0; i < hvtrace_tracedat_record_nr_sources(r); i++) {
+		if (hvtrace_tracedat_record_source_stats(r, i, &st))
+			continue;
+		*events += st.events;
+		*lost += st.lost + st.trailing_lost;
+	}
+}
+
+static void record_status(struct hvtrace_tracedat_record *r, double elapsed,
+			  double rate)
+{
+	struct hvtrace_tracedat_source_stats st;
+	uint64_t events, lost;
+	char line[512], a[32], b[32];
+	size_t n;
+	unsigned int i;
+
+	record_totals(r, &events, &lost);
+	record_human(a, sizeof(a), (double)events);
+	record_human(b, sizeof(b), rate);
+	n = (size_t)snprintf(line, sizeof(line),
+			     "%6.1fs  %s events  %s/s  lost %llu", elapsed, a,
+			     b, (unsigned long long)lost);
+	for (i = 0;
+	     i < hvtrace_tracedat_record_nr_sources(r) && n < sizeof(line) - 1;
+	     i++) {
+		if (hvtrace_tracedat_record_source_stats(r, i, &st))
+			continue;
+		record_human(a, sizeof(a), (double)st.bytes);
+		n += (size_t)snprintf(line + n, sizeof(line) - n,
+				      "  | %s %sB%s",
+				      st.kernel ? "kernel" : st.name, a,
+				      st.finished ? " (done)" : "");
+	}
+	/* One line, rewritten in place. */
+	fprintf(stderr, "\r\033[K%.*s", 200, line);
+	fflush(stderr);
+}
+
+static void record_report_problems(struct hvtrace_tracedat_record *r)
+{
+	struct hvtrace_tracedat_source_stats st;
+	unsigned int i;
+
+	for (i = 0; i < hvtrace_tracedat_record_nr_sources(r); i++) {
+		if (hvtrace_tracedat_record_source_stats(r, i, &st))
+			continue;
+		if (st.errors)
+			fprintf(stderr,
+				"hvtrace record: %s: %llu malformed item(s) "
+				"skipped (the events they hid are counted "
+				"lost)\n",
+				st.kernel ? "kernel" : st.name,
+				(unsigned long long)st.errors);
+		if (st.unknown)
+			fprintf(stderr,
+				"hvtrace record: %s: %llu event(s) of ids with "
+				"no known format (shown as unknown)\n",
+				st.kernel ? "kernel" : st.name,
+				(unsigned long long)st.unknown);
+	}
+}
+
+static int record_run(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"kernel", no_argument, NULL, 'k'},
+		{"instance", required_argument, NULL, 'B'},
+		{"event", required_argument, NULL, 'e'},
+		{"duration", required_argument, NULL, 'd'},
+		{"events", required_argument, NULL, 'n'},
+		{"no-control", no_argument, NULL, 'C'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct hvtrace_tracedat_record_opts o = {0};
+	struct hvtrace_tracedat_record *r = NULL;
+	struct sigaction sa;
+	const char **events;
+	unsigned long long max_events = 0;
+	double duration = 0, t0, last_status = 0, last_t = 0;
+	uint64_t last_events = 0;
+	bool quiet = false, tty, status_shown = false;
+	int nev = 0, c, i, ret, poll = 1;
+
+	events = calloc((size_t)argc + 1, sizeof(*events));
+	if (!events)
+		return hvt_cli_error("record", "out of memory");
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:kB:e:d:n:qh", lopts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'o':
+			o.path = optarg;
+			break;
+		case 'k':
+			o.kernel = true;
+			break;
+		case 'B':
+			o.kernel = true;
+			o.kernel_instance = optarg;
+			break;
+		case 'e':
+			events[nev++] = optarg;
+			break;
+		case 'd':
+			if (hvt_cli_parse_seconds(optarg, &duration)) {
+				free(events);
+				return hvt_cli_usage(
+					"record",
+					"bad --duration '%s' (seconds, "
+					"e.g. 2.5)",
+					optarg);
+			}
+			break;
+		case 'n':
+			if (hvt_cli_parse_u64(optarg, &max_events) ||
+			    !max_events) {
+				free(events);
+				return hvt_cli_usage(
+					"record",
+					"bad --events '%s' (a positive "
+					"count)",
+					optarg);
+			}
+			break;
+		case 'C':
+			o.flags |= HVTRACE_TDAT_REC_NO_CONTROL;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			free(events);
+			fputs(record_usage, stdout);
+			return HVT_EXIT_OK;
+		default:
+			free(events);
+			return hvt_cli_usage("record", "unknown option");
+		}
+	}
+	o.events = nev ? events : NULL;
+	if (!o.path) {
+		free(events);
+		return hvt_cli_usage("record", "no output file: give -o FILE");
+	}
+	if (optind >= argc && !o.kernel) {
+		free(events);
+		return hvt_cli_usage("record",
+				     "nothing to record: give trace areas "
+				     "(PATH[@OFFSET[+SIZE]]) and/or --kernel");
+	}
+
+	/* Ctrl-C finishes the file instead of killing the process. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = record_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	ret = hvtrace_tracedat_record_create(&o, &r);
+	if (ret) {
+		free(events);
+		return hvt_cli_error("record", "%s", hvtrace_last_error());
+	}
+	for (i = optind; i < argc; i++) {
+		const char *spec = argv[i], *eq = strchr(spec, '='),
+			   *name = NULL;
+		char nbuf[64];
+
+		/* NAME=AREA, unless the '=' is part of a path. */
+		if (eq && eq != spec &&
+		    !memchr(spec, '/', (size_t)(eq - spec)) &&
+		    (size_t)(eq - spec) < sizeof(nbuf)) {
+			memcpy(nbuf, spec, (size_t)(eq - spec));
+			nbuf[eq - spec] = '\0';
+			name = nbuf;
+			spec = eq + 1;
+		}
+		ret = hvtrace_tracedat_record_add_area(r, spec, name);
+		if (ret < 0) {
+			hvt_cli_error("record", "%s", hvtrace_last_error());
+			hvtrace_tracedat_record_abort(r);
+			free(events);
+			return HVT_EXIT_FAIL;
+		}
+	}
+	ret = hvtrace_tracedat_record_start(r);
+	if (ret) {
+		hvt_cli_error("record", "%s", hvtrace_last_error());
+		hvtrace_tracedat_record_abort(r);
+		free(events);
+		return HVT_EXIT_FAIL;
+	}
+	free(events);
+
+	tty = !quiet && isatty(STDERR_FILENO);
+	t0 = last_t = record_now();
+	while (!record_stop && poll > 0) {
+		double now = record_now();
+
+		if (duration > 0 && now - t0 >= duration)
+			break;
+		if (max_events) {
+			uint64_t ev, lost;
+
+			record_totals(r, &ev, &lost);
+			if (ev >= max_events)
+				break;
+		}
+		if (tty && now - last_status >= 0.25) {
+			uint64_t ev, lost;
+
+			record_totals(r, &ev, &lost);
+			record_status(r, now - t0,
+				      now > last_t
+					      ? (double)(ev - last_events) /
+							(now - last_t)
+					      : 0);
+			last_events = ev;
+			last_t = now;
+			last_status = now;
+			status_shown = true;
+		}
+		poll = hvtrace_tracedat_record_poll(r, 10);
+	}
+	if (poll < 0) {
+		if (status_shown)
+			fputc('\n', stderr);
+		hvt_cli_error("record", "%s (writing what was recorded)",
+			      hvtrace_last_error());
+	}
+	if (tty) {
+		uint64_t ev, lost;
+		double el = record_now() - t0;
+
+		/* The last line gives the average rate. */
+		record_totals(r, &ev, &lost);
+		record_status(r, el, el > 0 ? (double)ev / el : 0);
+		fputc('\n', stderr);
+	}
+	/* A second Ctrl-C while finishing must not leave half a file. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	{
+		uint64_t ev, lost;
+
+		if (hvtrace_tracedat_record_stop(r))
+			hvt_cli_error("record", "%s", hvtrace_last_error());
+		record_report_problems(r);
+		record_totals(r, &ev, &lost);
+		ret = hvtrace_tracedat_record_finish(r);
+		if (ret)
+			return hvt_cli_error("record", "%s",
+					     hvtrace_last_error());
+		if (tty)
+			fprintf(stderr,
+				"hvtrace record: wrote %s: %llu events, %llu "
+				"lost\n",
+				o.path, (unsigned long long)ev,
+				(unsigned long long)lost);
+	}
+	return poll < 0 ? HVT_EXIT_FAIL : HVT_EXIT_OK;
+}
+
+HVT_CLI_COMMAND(record, "record",
+		"record areas (and the host kernel) into a trace.dat file",
+		record_usage, record_run);

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libhvtrace: the page packer.
+ *
+ * Events reach the recorder one by one (from an area's reader, or walked
+ * out of kernel pages) with timestamps already converted to the file's
+ * clock.  The packer lays them out again as ftrace sub-buffers:
+ *
+ *   +0   u64 time_stamp   the first event's timestamp (its delta is 0)
+ *   +8   u64 commit       data bytes | RB_MISSED_EVENTS | RB_MISSED_STORED
+ *   +16  events           u32 header (type_len:5 | delta:27), payload:
+ *                           1..112 bytes: type_len = bytes / 4
+ *                           more:         type_len 0, u32 bytes + 4
+ *                         a delta above 27 bits is carried by a
+ *                         TIME_EXTEND (type_len 30, u32 delta >> 27)
+ *        [u64 lost]       after the data when RB_MISSED_STORED
+ *
+ * Packing instead of copying pages as they come keeps the file compact
+ * (a reader that polls often gets many short pages) and lets timestamps
+ * be rewritten: deltas are recomputed, so any monotonic conversion works.
+ * Losses are page-level in ftrace, so a loss closes the current page and
+ * the next page carries the count; 8 bytes stay free on such a page so
+ * the count always fits, as the kernel arranges.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tdat.h"
+
+#define PK_SMALL_MAX (HVT_TYPE_DATA_MAX * 4u) /* 112 */
+
+static void pk_put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static void pk_put64(uint8_t *p, uint64_t v)
+{
+	pk_put32(p, (uint32_t)v);
+	pk_put32(p + 4, (uint32_t)(v >> 32));
+}
+
+int hvt_tdat_pack_init(struct hvt_tdat_pack *p, uint32_t page_size,
+		       int (*emit)(void *ctx, const uint8_t *page,
+				   uint32_t size),
+		       void *ctx)
+{
+	memset(p, 0, sizeof(*p));
+	if (page_size < HVT_ABI_MIN_SUBBUF_SIZE ||
+	    page_size > HVT_ABI_MAX_SUBBUF_SIZE)
+		return -EINVAL;
+	p->page = calloc(1, page_size);
+	if (!p->page)
+		return -ENOMEM;
+	p->page_size = page_size;
+	p->data_size = page_size - HVT_PAGE_HDR_SIZE;
+	p->emit = emit;
+	p->ctx = ctx;
+	return 0;
+}
+
+void hvt_tdat_pack_fini(struct hvt_tdat_pack *p)
+{
+	free(p->page);
+	p->page = NULL;
+}
+
+/* Bytes the data area may use on this page. */
+static uint32_t pk_limit(const struct hvt_tdat_pack *p)
+{
+	return (p->missed_set && !p->missed_unknown) ? p->data_size - 8
+						     : p->data_size;
+}
+
+int hvt_tdat_pack_flush(struct hvt_tdat_pack *p)
+{
+	uint64_t commit;
+	uint32_t size;
+	int ret;
+
+	if (!p->open)
+		return 0;
+	commit = p->pos;
+	size = HVT_PAGE_HDR_SIZE + p->pos;
+	if (p->missed_set) {
+		commit |= HVT_MISSED_EVENTS;
+		if (!p->missed_unknown) {
+			commit |= HVT_MISSED_STORED;
+			pk_put64(p->page + HVT_PAGE_HDR_SIZE + p->pos,
+				 p->missed);
+			size += 8;
+		}
+	}
+	pk_put64(p->page + HVT_PAGE_COMMIT_OFF, commit);
+	ret = p->emit(p->ctx, p->page, size);
+	p->pages++;
+	p->open = false;
+	p->pos = 0;
+	p->missed = 0;
+	p->missed_set = false;
+	p->missed_unknown = false;
+	memset(p->page, 0, size);
+	return ret;
+}
+
+int hvt_tdat_pack_lost(struct hvt_tdat_pack *p, uint64_t count, bool known)
+{
+	int ret = 0;
+
+	if (known && !count)
+		return 0;
+	/* A loss sits between pages: the open page ends here. */
+	if (p->open)
+		ret = hvt_tdat_pack_flush(p);
+	if (p->missed_set && !p->missed_unknown && known)
+		p->missed += count;
+	else if (!known)
+		p->missed_unknown = true;
+	else
+		p->missed = count;
+	p->missed_set = true;
+	return ret;
+}
+
+int hvt_tdat_pack_event(struct hvt_tdat_pack *p, uint64_t ts,
+			const uint8_t *rec, uint32_t len)
+{
+	uint32_t need, hdr_len, limit, at;
+	uint64_t delta;
+	uint8_t *d;
+	int ret;
+
+	if (!len || (len & 3))
+		return -EINVAL;
+	hdr_len = len <= PK_SMALL_MAX ? 4 : 8;
+	if (p->open && ts < p->last_ts)
+		ts = p->last_ts; /* callers keep time monotonic; be safe */
+	delta = p->open ? ts - p->last_ts : 0;
+	need = hdr_len + len + (delta > HVT_TS_MASK ? 8u : 0u);
+	/* TIME_EXTEND carries 59 bits; a larger jump starts a new page,
+	 * whose header holds the absolute time. */
+	if (p->open && (p->pos + need > pk_limit(p) || delta >> 59)) {
+		ret = hvt_tdat_pack_flush(p);
+		if (ret)
+			return ret;
+		delta = 0;
+		need = hdr_len + len;
+	}
+	if (!p->open) {
+		delta = 0;
+		need = hdr_len + len;
+		if (need > pk_limit(p)) {
+			if (need > p->data_size)
+				return -E2BIG;
+			/* No room left for the lost count: still say that
+			 * events were lost, without the number. */
+			p->missed_unknown = true;
+		}
+		pk_put64(p->page, ts);
+		p->open = true;
+		p->pos = 0;
+	}
+	d = p->page + HVT_PAGE_HDR_SIZE;
+	at = p->pos;
+	if (delta > HVT_TS_MASK) {
+		pk_put32(d + at,
+			 HVT_TYPE_TIME_EXTEND | ((uint32_t)(delta & HVT_TS_MASK)
+						 << HVT_TYPE_LEN_BITS));
+		pk_put32(d + at + 4, (uint32_t)(delta >> HVT_TS_BITS));
+		at += 8;
+		delta = 0;
+	}
+	limit = (uint32_t)delta << HVT_TYPE_LEN_BITS;
+	if (hdr_len == 4) {
+		pk_put32(d + at, (len / 4) | limit);
+	} else {
+		pk_put32(d + at, 0 | limit);
+		pk_put32(d + at + 4, len + 4);
+	}
+	memcpy(d + at + hdr_len, rec, len);
+	p->pos = at + hdr_len + len;
+	p->last_ts = ts;
+	return 0;
+}

@@ -1,0 +1,1216 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libhvtrace: recording the host kernel and trace areas into trace.dat.
+ *
+ *   sources                     per CPU                    writer
+ *   kernel  trace_pipe_raw --+
+ *                            +--> events --> packer --> sub-buffers --> tmp
+ *   area    hvtrace_cpu_  ----+   (ts on the host clock,      (one per
+ *           read_page()           ids unique in the file)      buffer/CPU)
+ *
+ * Time: the file has one time base, the host's CLOCK_MONOTONIC.  The
+ * kernel records with its "mono" trace clock; area timestamps are writer
+ * clock values, converted with the area's clock model
+ * (hvtrace_area_to_host_ns(), fed by time-sync samples taken through the
+ * control page) and re-encoded by the packer.  A conversion that would go
+ * backwards on a CPU (a refitted model) is held at the previous value and
+ * counted, so every CPU stays monotonic.  trace-cmd 3.1.6 merges all
+ * buffers of a file in one time line, so this is what lines them up; its
+ * own guest options (TIME_SHIFT, TSC2NSEC, GUEST) act per file or on all
+ * buffers of a file at once, and so cannot describe a remote buffer
+ * sitting next to the kernel's in one file.
+ *
+ * Event ids: all buffers of a trace.dat share one set of formats, so an id
+ * must mean one event in the whole file.  Kernel ids are kept.  A remote
+ * event keeps its id when that id is below 0x8000 and free, or already
+ * carries the very same format (two areas of the same kind share
+ * formats); otherwise it is given a free id below 0x8000 and its records
+ * are rewritten.  The limit is KernelShark's: it keeps event ids in an
+ * int16_t (struct kshark_entry), so larger ids lose their names and
+ * fields there.  Records of ids no format describes get one reserved id,
+ * saved as the event hvtrace:unknown_event.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hvtrace/config.h>
+#include <hvtrace/page.h>
+
+#include "tdat.h"
+
+#define RC_MAX_SOURCES	  64u
+#define RC_PAGES_PER_POLL 64u /* per CPU, for fairness */
+#define RC_SYNC_PERIOD_NS 200000000ULL
+#define RC_SYNC_GIVE_UP	  5u
+#define RC_MAX_PIDS	  4096u	    /* named from /proc per source */
+#define RC_PID_MAX	  (1 << 22) /* Linux PID_MAX_LIMIT */
+#define RC_ID_LIMIT	  0x8000u   /* KernelShark: int16_t event ids */
+
+enum { RC_KERNEL = 1, RC_AREA };
+
+struct rc_src;
+
+struct rc_cpu {
+	struct rc_src *src;
+	uint32_t cpu;
+	struct hvt_tdat_pack pack;
+	uint64_t last_ts;
+	bool have_ts;
+};
+
+struct rc_src {
+	struct hvtrace_tracedat_record *r;
+	int kind;
+	char name[64];
+	char spec[512];
+	int buffer; /* writer buffer index */
+	uint32_t nr_cpus;
+	uint32_t subbuf_size;
+	struct rc_cpu *cpu;
+	uint8_t *page; /* read buffer, one sub-buffer */
+	uint8_t *rec;  /* record copy for id rewriting */
+
+	/* areas */
+	struct hvtrace_area *area;
+	struct hvtrace_area_info info;
+	struct hvt_tdat_catalog cat; /* with the ids used in the file */
+	uint16_t *idmap;	     /* writer id -> file id */
+	bool stop_seen;
+	bool finished;
+	bool gone; /* re-formatted or unreadable */
+	uint64_t next_sync;
+	unsigned int sync_fail;
+	bool sync_off;
+	uint8_t *pid_seen; /* bitmap of pids named */
+	unsigned int nr_pids;
+
+	struct hvtrace_tracedat_source_stats st;
+};
+
+struct hvtrace_tracedat_record {
+	struct hvtrace_tracedat_writer *w;
+	char *path;
+	char **events; /* NULL-terminated copy */
+	unsigned int flags;
+	bool want_kernel;
+	char *instance;
+	struct hvt_tdat_kernel *k;
+	struct rc_src *src[RC_MAX_SOURCES];
+	unsigned int nr_src;
+	bool started;
+	bool stopped;
+	bool kernel_stopped;
+	/* file-wide event ids */
+	const char **id_text; /* 65536 entries: format with that id */
+	const char **id_sys;  /* ... and its system */
+	uint32_t unknown_id;  /* records of ids without a format */
+	uint8_t *pid_named;   /* pids named from /proc (bitmap) */
+	uint64_t unknown_total;
+	uint64_t kernel_seen[65536 / 64];
+	struct hvt_tdat_catalog kcat;
+};
+
+static bool rc_id_used(const struct hvtrace_tracedat_record *r, uint32_t id)
+{
+	return id >= RC_ID_LIMIT || id == r->unknown_id || r->id_text[id] ||
+	       (r->k && hvt_tdat_kernel_has_id(r->k, id));
+}
+
+/* The highest free id below RC_ID_LIMIT, or 0 when there is none. */
+static uint32_t rc_free_id(const struct hvtrace_tracedat_record *r)
+{
+	uint32_t id;
+
+	for (id = RC_ID_LIMIT - 1; id > 0 && rc_id_used(r, id); id--)
+		;
+	return id;
+}
+
+static void rc_free_src(struct rc_src *s)
+{
+	uint32_t c;
+
+	if (!s)
+		return;
+	for (c = 0; s->cpu && c < s->nr_cpus; c++)
+		hvt_tdat_pack_fini(&s->cpu[c].pack);
+	free(s->cpu);
+	free(s->page);
+	free(s->rec);
+	free(s->idmap);
+	free(s->pid_seen);
+	hvt_tdat_catalog_free(&s->cat);
+	hvtrace_area_close(s->area);
+	free(s);
+}
+
+static void rc_free(struct hvtrace_tracedat_record *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->nr_src; i++)
+		rc_free_src(r->src[i]);
+	if (r->k)
+		hvt_tdat_kernel_close(r->k);
+	for (i = 0; r->events && r->events[i]; i++)
+		free(r->events[i]);
+	free(r->events);
+	free(r->instance);
+	free(r->path);
+	free(r->id_text);
+	free(r->id_sys);
+	free(r->pid_named);
+	hvt_tdat_catalog_free(&r->kcat);
+	free(r);
+}
+
+/* Pages from the packer go to the writer. */
+static int rc_emit(void *ctx, const uint8_t *page, uint32_t size)
+{
+	struct rc_cpu *c = ctx;
+	struct rc_src *s = c->src;
+	int ret;
+
+	ret = hvtrace_tracedat_writer_add_page(s->r->w, s->buffer, c->cpu, page,
+					       size);
+	if (!ret)
+		s->st.bytes += s->subbuf_size;
+	return ret;
+}
+
+static int rc_src_alloc_cpus(struct rc_src *s)
+{
+	uint32_t c;
+	int ret;
+
+	s->cpu = calloc(s->nr_cpus, sizeof(*s->cpu));
+	s->page = malloc(s->subbuf_size);
+	s->rec = malloc(s->subbuf_size);
+	if (!s->cpu || !s->page || !s->rec)
+		return -ENOMEM;
+	for (c = 0; c < s->nr_cpus; c++) {
+		s->cpu[c].src = s;
+		s->cpu[c].cpu = c;
+		ret = hvt_tdat_pack_init(&s->cpu[c].pack, s->subbuf_size,
+					 rc_emit, &s->cpu[c]);
+		if (ret)
+			return ret;
+	}
+	s->st.nr_cpus = s->nr_cpus;
+	return 0;
+}
+
+HVTRACE_API int
+hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
+			       struct hvtrace_tracedat_record **out)
+{
+	struct hvtrace_tracedat_record *r;
+	unsigned int n = 0, i;
+	uint32_t page_size;
+	int ret;
+
+	if (!o || !o->path || !*o->path || !out)
+		return hvt_err(-EINVAL, "record: no output file (use -o FILE)");
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return hvt_err(-ENOMEM, "out of memory");
+	r->id_text = calloc(65536, sizeof(*r->id_text));
+	r->id_sys = calloc(65536, sizeof(*r->id_sys));
+	r->pid_named = calloc(RC_PID_MAX / 8, 1);
+	r->path = strdup(o->path);
+	while (o->events && o->events[n])
+		n++;
+	r->events = calloc(n + 1, sizeof(*r->events));
+	if (!r->id_text || !r->id_sys || !r->pid_named || !r->path ||
+	    !r->events) {
+		rc_free(r);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	for (i = 0; i < n; i++) {
+		r->events[i] = strdup(o->events[i]);
+		if (!r->events[i]) {
+			rc_free(r);
+			return hvt_err(-ENOMEM, "out of memory");
+		}
+	}
+	r->flags = o->flags;
+	r->want_kernel = o->kernel;
+
+	page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+	if (o->kernel) {
+		struct hvt_tdat_kernel_opts ko = {
+			.instance = o->kernel_instance,
+			.clock = "mono",
+		};
+
+		ret = hvt_tdat_kernel_open(&ko, &r->k);
+		if (ret) {
+			rc_free(r);
+			return ret;
+		}
+		page_size = hvt_tdat_kernel_subbuf_size(r->k);
+	}
+	ret = hvtrace_tracedat_writer_create(o->path, page_size, &r->w);
+	if (ret) {
+		rc_free(r);
+		return ret;
+	}
+	if (r->k) {
+		struct rc_src *s = calloc(1, sizeof(*s));
+
+		if (!s) {
+			ret = hvt_err(-ENOMEM, "out of memory");
+			goto fail;
+		}
+		r->src[r->nr_src++] = s;
+		s->r = r;
+		s->kind = RC_KERNEL;
+		s->st.kernel = true;
+		s->nr_cpus = hvt_tdat_kernel_nr_cpus(r->k);
+		s->subbuf_size = page_size;
+		ret = rc_src_alloc_cpus(s);
+		if (ret) {
+			ret = hvt_err(ret, "out of memory");
+			goto fail;
+		}
+		ret = hvtrace_tracedat_writer_add_buffer(r->w, "", "mono",
+							 s->nr_cpus, page_size);
+		if (ret < 0)
+			goto fail;
+		s->buffer = ret;
+	} else {
+		ret = hvtrace_tracedat_writer_add_buffer(r->w, "", "mono", 0,
+							 page_size);
+		if (ret < 0)
+			goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	hvtrace_tracedat_writer_abort(r->w);
+	r->w = NULL;
+	rc_free(r);
+	return ret;
+}
+
+static void rc_note_pid(struct rc_src *s, int pid);
+
+static bool rc_name_taken(const struct hvtrace_tracedat_record *r,
+			  const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->nr_src; i++)
+		if (r->src[i]->kind == RC_AREA &&
+		    !strcmp(r->src[i]->name, name))
+			return true;
+	return false;
+}
+
+HVTRACE_API int
+hvtrace_tracedat_record_add_area(struct hvtrace_tracedat_record *r,
+				 const char *spec, const char *name)
+{
+	struct rc_src *s;
+	unsigned int flags = HVTRACE_OPEN_CONTROL, i;
+	char base[64];
+	int ret;
+
+	if (!r || !spec)
+		return hvt_err(-EINVAL, "record: no area given");
+	if (r->started)
+		return hvt_err(-EBUSY, "record: areas must be added before "
+				       "recording starts");
+	if (r->nr_src >= RC_MAX_SOURCES)
+		return hvt_err(-ENOSPC, "record: more than %u sources",
+			       RC_MAX_SOURCES);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return hvt_err(-ENOMEM, "out of memory");
+	s->r = r;
+	s->kind = RC_AREA;
+	snprintf(s->spec, sizeof(s->spec), "%s", spec);
+	if (r->flags & HVTRACE_TDAT_REC_NO_CONTROL)
+		flags = 0;
+	ret = hvtrace_area_open_spec(spec, flags, &s->area);
+	if (ret) {
+		if (ret == -EACCES && flags)
+			hvt_err(ret,
+				"cannot open %s for writing its control page "
+				"(%s); run as the area's owner, or record it "
+				"read-only with --no-control",
+				spec, hvtrace_last_error());
+		rc_free_src(s);
+		return ret;
+	}
+	hvtrace_area_get_info(s->area, &s->info);
+	s->nr_cpus = s->info.nr_cpus;
+	s->subbuf_size = s->info.subbuf_size;
+
+	/* Buffer name: the given one, else the writer's, made unique. */
+	if (name && *name) {
+		if (rc_name_taken(r, name) || strchr(name, '\n')) {
+			rc_free_src(s);
+			return hvt_err(-EEXIST,
+				       "buffer name '%s' is used twice: name "
+				       "each area differently",
+				       name);
+		}
+		snprintf(s->name, sizeof(s->name), "%s", name);
+	} else {
+		snprintf(base, sizeof(base), "%s",
+			 s->info.name[0] ? s->info.name : "remote");
+		for (i = 0; base[i]; i++)
+			if (base[i] == '\n' || base[i] == ' ')
+				base[i] = '_';
+		snprintf(s->name, sizeof(s->name), "%s", base);
+		for (i = 2; rc_name_taken(r, s->name) && i < 1000; i++)
+			snprintf(s->name, sizeof(s->name), "%.50s-%u", base, i);
+	}
+	snprintf(s->st.name, sizeof(s->st.name), "%s", s->name);
+
+	ret = rc_src_alloc_cpus(s);
+	if (!ret)
+		ret = hvt_tdat_catalog_for_writer(&s->cat, s->info.writer_kind);
+	s->idmap = malloc(65536 * sizeof(*s->idmap));
+	if (ret || !s->idmap) {
+		rc_free_src(s);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	ret = hvtrace_tracedat_writer_add_buffer(r->w, s->name, "mono",
+						 s->nr_cpus, s->subbuf_size);
+	if (ret < 0) {
+		rc_free_src(s);
+		return ret;
+	}
+	s->buffer = ret;
+	r->src[r->nr_src++] = s;
+	if (s->info.writer_kind == HVT_WRITER_LOOPBACK)
+		rc_note_pid(s, (int)s->info.writer_pid);
+	return (int)r->nr_src - 1;
+}
+
+/* Give the area's formats ids that mean one event in the whole file. */
+static int rc_assign_ids(struct hvtrace_tracedat_record *r, struct rc_src *s)
+{
+	unsigned int i;
+	uint32_t id;
+
+	for (i = 0; i < 65536; i++)
+		s->idmap[i] = (uint16_t)r->unknown_id;
+	for (i = 0; i < s->cat.nr; i++) {
+		struct hvt_tdat_format *f = &s->cat.fmt[i];
+		uint32_t want = f->id, j;
+		bool shared = false;
+
+		if (want > 0xffff)
+			continue;
+		/* The same format already placed by another area? */
+		for (j = 1; j < RC_ID_LIMIT && !shared; j++) {
+			char *t;
+
+			if (!r->id_text[j])
+				continue;
+			t = hvt_tdat_format_set_id(f->text, j);
+			if (t && !strcmp(t, r->id_text[j]) &&
+			    !strcmp(f->system, r->id_sys[j])) {
+				free(f->text);
+				f->text = t;
+				f->id = j;
+				s->idmap[want] = (uint16_t)j;
+				shared = true;
+				/* Only the first owner writes it. */
+				f->id |= 0x80000000u;
+				t = NULL;
+			}
+			free(t);
+		}
+		if (shared)
+			continue;
+		id = want;
+		if (rc_id_used(r, id)) {
+			id = rc_free_id(r);
+			if (!id)
+				return hvt_err(-ENOSPC, "no free event id left "
+							"in the file");
+			{
+				char *t = hvt_tdat_format_set_id(f->text, id);
+
+				if (!t)
+					return hvt_err(-ENOMEM,
+						       "out of memory");
+				free(f->text);
+				f->text = t;
+			}
+			f->id = id;
+		}
+		r->id_text[id] = f->text;
+		r->id_sys[id] = f->system;
+		s->idmap[want] = (uint16_t)id;
+	}
+	return 0;
+}
+
+/* Is an event selected by the -e patterns (all when there are none)? */
+static bool rc_selected(const struct hvtrace_tracedat_record *r,
+			const char *sys, const char *name)
+{
+	unsigned int i;
+
+	if (!r->events[0])
+		return true;
+	for (i = 0; r->events[i]; i++)
+		if (hvt_tdat_pattern_match(r->events[i], sys, name))
+			return true;
+	return false;
+}
+
+/* Take up to @n time-sync samples; false if the writer did not answer. */
+static bool rc_sync(struct rc_src *s, unsigned int n, int timeout_ms)
+{
+	unsigned int i;
+	bool any = false;
+
+	if (!(s->r->flags & HVTRACE_TDAT_REC_NO_CONTROL) && !s->sync_off) {
+		for (i = 0; i < n; i++) {
+			if (hvtrace_area_sync(s->area, timeout_ms))
+				break;
+			any = true;
+		}
+		if (any) {
+			s->sync_fail = 0;
+		} else if (++s->sync_fail >= RC_SYNC_GIVE_UP) {
+			s->sync_off = true;
+		}
+	}
+	hvtrace_area_to_host_ns(s->area, 0, &s->st.sync_err_ns);
+	s->next_sync = hvt_host_now_ns() + RC_SYNC_PERIOD_NS;
+	return any;
+}
+
+HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
+{
+	unsigned int i, j, *hits = NULL, n = 0;
+	int ret;
+
+	if (!r)
+		return hvt_err(-EINVAL, "record: NULL");
+	if (r->started)
+		return 0;
+	while (r->events[n])
+		n++;
+	hits = calloc(n + 1, sizeof(*hits));
+	if (!hits)
+		return hvt_err(-ENOMEM, "out of memory");
+	if (!r->k && !r->nr_src) {
+		free(hits);
+		return hvt_err(-EINVAL, "record: nothing to record: give areas "
+					"or --kernel");
+	}
+
+	/* Ids first: every source's formats must be final before reading. */
+	r->unknown_id = 0;
+	r->unknown_id = rc_free_id(r);
+	if (!r->unknown_id) {
+		ret = hvt_err(-ENOSPC, "no free event id left in the file");
+		goto out;
+	}
+	for (i = 0; i < r->nr_src; i++) {
+		struct rc_src *s = r->src[i];
+
+		if (s->kind != RC_AREA)
+			continue;
+		ret = rc_assign_ids(r, s);
+		if (ret)
+			goto out;
+		for (j = 0; j < s->cat.nr; j++) {
+			unsigned int p;
+
+			if (s->cat.bit[j] < 0)
+				continue;
+			for (p = 0; p < n; p++)
+				if (hvt_tdat_pattern_match(r->events[p],
+							   s->cat.fmt[j].system,
+							   s->cat.fmt[j].name))
+					hits[p]++;
+		}
+	}
+	if (r->k) {
+		for (i = 0; i < n; i++) {
+			ret = hvt_tdat_kernel_enable(r->k, r->events[i]);
+			if (ret < 0)
+				goto out;
+			hits[i] += (unsigned int)ret;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (!hits[i]) {
+			ret = hvt_err(-ENOENT,
+				      "no event matches '%s' (kernel events: "
+				      "see available_events in tracefs; areas: "
+				      "see hvtrace stat)",
+				      r->events[i]);
+			goto out;
+		}
+	}
+	/* The kernel first: once a writer sees its events enabled, what it
+	 * does next (a trace_marker write) must land in a running buffer. */
+	if (r->k) {
+		ret = hvt_tdat_kernel_start(r->k);
+		if (ret)
+			goto out;
+	}
+	for (i = 0; i < r->nr_src; i++) {
+		struct rc_src *s = r->src[i];
+		uint32_t state = 0;
+
+		if (s->kind != RC_AREA)
+			continue;
+		/* The clock model before the first page is converted. */
+		hvtrace_area_writer_state(s->area, &state, NULL);
+		if (state == HVT_STATE_RUNNING)
+			rc_sync(s, 8, 20);
+		else
+			s->sync_off = true;
+		if (r->flags & HVTRACE_TDAT_REC_NO_CONTROL)
+			continue;
+		for (j = 0; j < s->cat.nr; j++) {
+			if (s->cat.bit[j] < 0 ||
+			    !rc_selected(r, s->cat.fmt[j].system,
+					 s->cat.fmt[j].name))
+				continue;
+			ret = hvtrace_area_set_event(
+				s->area, (unsigned int)s->cat.bit[j], true);
+			if (ret)
+				goto out;
+		}
+		hvtrace_area_set_tracing(s->area, true);
+	}
+	r->started = true;
+	ret = 0;
+out:
+	free(hits);
+	return ret;
+}
+
+/*
+ * A pid of a host process (kernel events, a local writer's events): name
+ * it from /proc at first sight, milliseconds after its event, while it
+ * almost certainly still lives.  That beats the kernel's saved_cmdlines,
+ * which is a small table (128 entries by default) that only tasks traced
+ * at a context switch refresh, so it often holds the name of an earlier
+ * process with the same pid; saved_cmdlines names only the pids /proc
+ * could not.
+ */
+static void rc_note_pid(struct rc_src *s, int pid)
+{
+	struct hvt_tdat_blob b = {0};
+	char p[64];
+
+	if (pid <= 0 || pid >= RC_PID_MAX || s->nr_pids >= RC_MAX_PIDS)
+		return;
+	if (!s->pid_seen) {
+		s->pid_seen = calloc(RC_PID_MAX / 8, 1);
+		if (!s->pid_seen)
+			return;
+	}
+	if (s->pid_seen[pid / 8] & (1u << (pid % 8)))
+		return;
+	s->pid_seen[pid / 8] |= (uint8_t)(1u << (pid % 8));
+	s->nr_pids++;
+	snprintf(p, sizeof(p), "/proc/%d/comm", pid);
+	if (!hvt_tdat_read_file(p, &b, 64) && b.len) {
+		b.data[strcspn(b.data, "\n")] = '\0';
+		if (b.data[0] &&
+		    !hvtrace_tracedat_writer_add_cmdline(s->r->w, pid,
+							 b.data) &&
+		    s->r->pid_named)
+			s->r->pid_named[pid / 8] |= (uint8_t)(1u << (pid % 8));
+	}
+	hvt_tdat_blob_free(&b);
+}
+
+static int rc_put_event(struct rc_cpu *c, uint64_t ts, const uint8_t *rec,
+			uint32_t len)
+{
+	struct rc_src *s = c->src;
+	int ret;
+
+	if (c->have_ts && ts < c->last_ts) {
+		ts = c->last_ts;
+		s->st.clamped++;
+	}
+	c->last_ts = ts;
+	c->have_ts = true;
+	ret = hvt_tdat_pack_event(&c->pack, ts, rec, len);
+	if (ret == -E2BIG) {
+		s->st.errors++;
+		return 0;
+	}
+	if (!ret)
+		s->st.events++;
+	return ret;
+}
+
+static int rc_put_lost(struct rc_cpu *c, uint64_t n, bool known)
+{
+	if (known)
+		c->src->st.lost += n;
+	else
+		c->src->st.lost_unknown++;
+	return hvt_tdat_pack_lost(&c->pack, n, known);
+}
+
+/* One page from an area's reader: convert, remap, pack. */
+static int rc_area_page(struct rc_src *s, struct rc_cpu *c,
+			const struct hvtrace_page_info *info)
+{
+	struct hvt_page_iter it;
+	uint64_t commit, ts;
+	uint32_t size;
+	int ret, item;
+
+	memcpy(&ts, s->page, 8);
+	memcpy(&commit, s->page + HVT_PAGE_COMMIT_OFF, 8);
+	size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
+	if (size > s->subbuf_size - HVT_PAGE_HDR_SIZE) {
+		s->st.errors++;
+		return 0;
+	}
+	if (info->lost_events) {
+		ret = rc_put_lost(c, info->lost_events,
+				  info->lost_events != UINT64_MAX);
+		if (ret)
+			return ret;
+	}
+	hvt_page_iter_init(&it, s->page + HVT_PAGE_HDR_SIZE, size, ts);
+	while ((item = hvt_page_next(&it)) > 0) {
+		uint16_t id, fid;
+
+		if (item != HVT_ITEM_DATA)
+			continue;
+		if (it.len < sizeof(struct hvt_common_fields)) {
+			s->st.errors++;
+			continue;
+		}
+		memcpy(s->rec, it.payload, it.len);
+		memcpy(&id, s->rec, 2);
+		fid = s->idmap[id];
+		if (fid == s->r->unknown_id) {
+			s->st.unknown++;
+			s->r->unknown_total++;
+		}
+		memcpy(s->rec, &fid, 2);
+		if (s->info.writer_kind == HVT_WRITER_LOOPBACK) {
+			int32_t pid;
+
+			memcpy(&pid, s->rec + 4, 4);
+			rc_note_pid(s, pid);
+		}
+		ret = rc_put_event(
+			c, hvtrace_area_to_host_ns(s->area, it.ts, NULL),
+			s->rec, it.len);
+		if (ret)
+			return ret;
+	}
+	if (item < 0)
+		s->st.errors++; /* the reader validated it: not expected */
+	return 0;
+}
+
+/* Kernel events of one CPU: timestamps are already mono; ids kept. */
+static int rc_kernel_cpu(struct rc_src *s, struct rc_cpu *c)
+{
+	struct hvt_tdat_krec kr;
+	unsigned int n;
+	int ret;
+
+	for (n = 0; n < RC_PAGES_PER_POLL * 64; n++) {
+		uint16_t id;
+		int32_t pid;
+
+		ret = hvt_tdat_kernel_next(s->r->k, c->cpu, &kr);
+		if (ret <= 0)
+			return ret < 0 ? ret : (int)n;
+		if (kr.lost || kr.lost_unknown) {
+			ret = rc_put_lost(c, kr.lost, !kr.lost_unknown);
+			if (ret)
+				return ret;
+		}
+		if (kr.size < sizeof(struct hvt_common_fields)) {
+			s->st.errors++;
+			continue;
+		}
+		memcpy(&id, kr.data, 2);
+		memcpy(&pid, kr.data + 4, 4);
+		s->r->kernel_seen[id / 64] |= 1ULL << (id % 64);
+		rc_note_pid(s, pid);
+		ret = rc_put_event(c, kr.ts, kr.data, kr.size);
+		if (ret)
+			return ret;
+	}
+	return (int)n;
+}
+
+/* Read what @s has pending; returns pages read or -errno. */
+static int rc_read_src(struct rc_src *s)
+{
+	struct hvtrace_page_info info;
+	unsigned int n = 0, k;
+	uint32_t c;
+	int ret;
+
+	for (c = 0; c < s->nr_cpus; c++) {
+		if (s->kind == RC_KERNEL) {
+			ret = rc_kernel_cpu(s, &s->cpu[c]);
+			if (ret < 0)
+				return ret;
+			n += (unsigned int)ret;
+			continue;
+		}
+		for (k = 0; k < RC_PAGES_PER_POLL; k++) {
+			ret = hvtrace_cpu_read_page(s->area, (int)c, s->page,
+						    s->subbuf_size, &info);
+			if (ret < 0)
+				return ret;
+			if (!ret)
+				break;
+			n++;
+			ret = rc_area_page(s, &s->cpu[c], &info);
+			if (ret)
+				return ret;
+		}
+	}
+	return (int)n;
+}
+
+static bool rc_writer_dead(const struct rc_src *s)
+{
+	/* Only a local writer's pid means something here. */
+	if (s->info.writer_kind != HVT_WRITER_LOOPBACK || !s->info.writer_pid)
+		return false;
+	return kill((pid_t)s->info.writer_pid, 0) && errno == ESRCH;
+}
+
+HVTRACE_API int hvtrace_tracedat_record_poll(struct hvtrace_tracedat_record *r,
+					     unsigned int max_wait_ms)
+{
+	unsigned int i, areas = 0, done = 0;
+	int total = 0, ret;
+	uint64_t now;
+
+	if (!r || !r->started)
+		return hvt_err(-EINVAL, "record: not started");
+	now = hvt_host_now_ns();
+	for (i = 0; i < r->nr_src; i++) {
+		struct rc_src *s = r->src[i];
+		bool stop_seen = false;
+
+		if (s->kind == RC_AREA) {
+			uint32_t state = 0;
+
+			areas++;
+			if (s->finished) {
+				done++;
+				continue;
+			}
+			if (hvtrace_area_writer_state(s->area, &state, NULL)) {
+				/* Re-formatted: the data is not ours now. */
+				s->gone = true;
+				s->finished = true;
+				s->st.finished = true;
+				s->st.errors++;
+				fprintf(stderr,
+					"hvtrace record: the writer of '%s' "
+					"re-formatted its area; stopped "
+					"recording it\n",
+					s->name);
+				done++;
+				continue;
+			}
+			stop_seen = s->stop_seen;
+			if (state == HVT_STATE_STOPPED || rc_writer_dead(s))
+				s->stop_seen = true;
+			if (!s->stop_seen && !s->sync_off &&
+			    now >= s->next_sync)
+				rc_sync(s, 1, 2);
+		}
+		ret = rc_read_src(s);
+		if (ret < 0) {
+			if (s->kind == RC_KERNEL)
+				return ret;
+			/* An area that cannot be read is this area's
+			 * problem, not the recording's. */
+			s->st.errors++;
+			s->finished = s->st.finished = true;
+			fprintf(stderr, "hvtrace record: '%s': %s\n", s->name,
+				hvtrace_last_error());
+			done++;
+			continue;
+		}
+		total += ret;
+		/* Stopped before this pass, and the pass found nothing. */
+		if (s->kind == RC_AREA && stop_seen && ret == 0) {
+			s->finished = s->st.finished = true;
+			done++;
+		}
+	}
+	if (areas && done == areas)
+		return 0;
+	if (!total && max_wait_ms) {
+		uint64_t us = CONFIG_HVT_HOST_POLL_US;
+		struct timespec ts;
+
+		if (us > (uint64_t)max_wait_ms * 1000)
+			us = (uint64_t)max_wait_ms * 1000;
+		ts.tv_sec = (time_t)(us / 1000000);
+		ts.tv_nsec = (long)(us % 1000000) * 1000;
+		nanosleep(&ts, NULL);
+	}
+	return 1;
+}
+
+HVTRACE_API unsigned int
+hvtrace_tracedat_record_nr_sources(const struct hvtrace_tracedat_record *r)
+{
+	return r ? r->nr_src : 0;
+}
+
+HVTRACE_API int
+hvtrace_tracedat_record_source_stats(const struct hvtrace_tracedat_record *r,
+				     unsigned int i,
+				     struct hvtrace_tracedat_source_stats *st)
+{
+	if (!r || !st || i >= r->nr_src)
+		return hvt_err(-EINVAL, "record: no source %u", i);
+	*st = r->src[i]->st;
+	return 0;
+}
+
+/* "%5llu.%06lu" like the kernel's stats files. */
+static void rc_fmt_ts(char *buf, size_t len, uint64_t ns)
+{
+	snprintf(buf, len, "%5llu.%06lu", (unsigned long long)(ns / 1000000000),
+		 (unsigned long)((ns % 1000000000) / 1000));
+}
+
+static int rc_cpustats(struct hvtrace_tracedat_record *r)
+{
+	struct hvt_tdat_blob b = {0};
+	unsigned int i;
+	uint32_t c;
+	int ret = 0;
+
+	for (i = 0; i < r->nr_src && !ret; i++) {
+		struct rc_src *s = r->src[i];
+
+		if (s->kind == RC_AREA) {
+			b.len = 0;
+			hvt_tdat_blob_printf(&b, "\nBuffer: %s\n\n", s->name);
+			ret = hvtrace_tracedat_writer_add_option(
+				r->w, HVT_TDAT_OPT_CPUSTAT, b.data,
+				(uint32_t)b.len + 1);
+		}
+		for (c = 0; c < s->nr_cpus && !ret; c++) {
+			b.len = 0;
+			if (s->kind == RC_KERNEL) {
+				if (hvt_tdat_kernel_cpu_stats(r->k, c, &b))
+					continue;
+				/* The kernel's file has no "CPU:" line. */
+				{
+					struct hvt_tdat_blob t = {0};
+
+					hvt_tdat_blob_printf(&t, "CPU: %u\n%s",
+							     c, b.data);
+					ret = hvtrace_tracedat_writer_add_option(
+						r->w, HVT_TDAT_OPT_CPUSTAT,
+						t.data, (uint32_t)t.len + 1);
+					hvt_tdat_blob_free(&t);
+				}
+				continue;
+			} else {
+				struct hvtrace_cpu_stats st;
+				char o[32], n[32];
+
+				if (hvtrace_cpu_get_stats(s->area, (int)c, &st))
+					continue;
+				rc_fmt_ts(o, sizeof(o),
+					  hvtrace_area_to_host_ns(
+						  s->area, st.oldest_ts, NULL));
+				rc_fmt_ts(n, sizeof(n),
+					  hvtrace_area_to_host_ns(
+						  s->area, st.now_ts, NULL));
+				hvt_tdat_blob_printf(
+					&b,
+					"CPU: %u\nentries: %llu\noverrun: "
+					"%llu\n"
+					"commit overrun: 0\nbytes: %llu\n"
+					"oldest event ts: %s\nnow ts: %s\n"
+					"dropped events: %llu\nread events: "
+					"%llu\n",
+					c, (unsigned long long)st.entries,
+					(unsigned long long)(st.overrun +
+							     st.skipped),
+					(unsigned long long)st.bytes, o, n,
+					(unsigned long long)st.dropped,
+					(unsigned long long)st.read);
+			}
+			ret = hvtrace_tracedat_writer_add_option(
+				r->w, HVT_TDAT_OPT_CPUSTAT, b.data,
+				(uint32_t)b.len + 1);
+		}
+	}
+	hvt_tdat_blob_free(&b);
+	return ret;
+}
+
+static int rc_metadata(struct hvtrace_tracedat_record *r)
+{
+	struct hvt_tdat_blob hp = {0}, he = {0}, b = {0};
+	struct utsname u;
+	unsigned int i, j;
+	uint32_t cpus = 0;
+	int ret = 0;
+
+	/* header_page / header_event: the kernel's own, else ours. */
+	if (r->k &&
+	    !hvt_tdat_kernel_file(r->k, "events/header_page", false, &hp) &&
+	    !hvt_tdat_kernel_file(r->k, "events/header_event", false, &he) &&
+	    hp.len && he.len) {
+		ret = 0;
+	} else {
+		uint32_t sb = 4096;
+
+		for (i = 0; i < r->nr_src; i++)
+			if (r->src[i]->subbuf_size > sb)
+				sb = r->src[i]->subbuf_size;
+		ret = hvt_tdat_header_page_text(&hp, sb);
+		if (!ret)
+			ret = hvt_tdat_header_event_text(&he);
+	}
+	if (!ret)
+		ret = hvtrace_tracedat_writer_set_headers(r->w, hp.data, hp.len,
+							  he.data, he.len);
+
+	/* Formats: the kernel's (seen, enabled, ftrace), then the areas'. */
+	if (!ret && r->k) {
+		ret = hvt_tdat_kernel_formats(r->k, r->kernel_seen, &r->kcat);
+		for (i = 0; !ret && i < r->kcat.nr; i++)
+			ret = hvtrace_tracedat_writer_add_format(
+				r->w, r->kcat.fmt[i].system,
+				r->kcat.fmt[i].text,
+				strlen(r->kcat.fmt[i].text));
+	}
+	/* Each area format once, under the id it has in the file. */
+	for (j = 0; j < r->nr_src; j++) {
+		struct rc_src *s = r->src[j];
+
+		for (i = 0; !ret && s->kind == RC_AREA && i < s->cat.nr; i++) {
+			const struct hvt_tdat_format *f = &s->cat.fmt[i];
+
+			if (f->id & 0x80000000u)
+				continue; /* shared: written by its owner */
+			ret = hvtrace_tracedat_writer_add_format(
+				r->w, f->system, f->text, strlen(f->text));
+		}
+	}
+	if (!ret && r->unknown_total) {
+		b.len = 0;
+		ret = hvt_tdat_unknown_format_text(&b, r->unknown_id);
+		if (!ret)
+			ret = hvtrace_tracedat_writer_add_format(
+				r->w, "hvtrace", b.data, b.len);
+	}
+
+	if (!ret && r->k) {
+		b.len = 0;
+		if (!hvt_tdat_read_file("/proc/kallsyms", &b, 256u << 20))
+			ret = hvtrace_tracedat_writer_set_kallsyms(r->w, b.data,
+								   b.len);
+		b.len = 0;
+		if (!ret &&
+		    !hvt_tdat_kernel_file(r->k, "printk_formats", true, &b))
+			ret = hvtrace_tracedat_writer_set_printk(r->w, b.data,
+								 b.len);
+		b.len = 0;
+		if (!ret &&
+		    !hvt_tdat_kernel_file(r->k, "saved_cmdlines", true, &b)) {
+			char *line = b.data, *next;
+
+			for (; !ret && line && *line; line = next) {
+				char comm[64];
+				int pid;
+
+				next = strchr(line, '\n');
+				if (next)
+					*next++ = '\0';
+				if (sscanf(line, "%d %63[^\n]", &pid, comm) !=
+				    2)
+					continue;
+				if (pid > 0 && pid < RC_PID_MAX &&
+				    r->pid_named &&
+				    (r->pid_named[pid / 8] >> (pid % 8)) & 1)
+					continue; /* /proc named it */
+				ret = hvtrace_tracedat_writer_add_cmdline(
+					r->w, pid, comm);
+			}
+		}
+	}
+
+	/* Options. */
+	if (!ret) {
+		b.len = 0;
+		if (r->k &&
+		    !hvt_tdat_kernel_file(r->k, "trace_clock", false, &b) &&
+		    b.len)
+			ret = hvtrace_tracedat_writer_add_option(
+				r->w, HVT_TDAT_OPT_TRACECLOCK, b.data,
+				(uint32_t)b.len + 1);
+		else
+			ret = hvtrace_tracedat_writer_add_option(
+				r->w, HVT_TDAT_OPT_TRACECLOCK, "[mono]\n", 8);
+	}
+	if (!ret && !uname(&u)) {
+		b.len = 0;
+		hvt_tdat_blob_printf(&b, "%s %s %s %s", u.sysname, u.nodename,
+				     u.release, u.machine);
+		ret = hvtrace_tracedat_writer_add_option(
+			r->w, HVT_TDAT_OPT_UNAME, b.data, (uint32_t)b.len + 1);
+	}
+	if (!ret) {
+		static const char v[] = "hvtrace " HVT_VERSION;
+
+		ret = hvtrace_tracedat_writer_add_option(
+			r->w, HVT_TDAT_OPT_VERSION, v, sizeof(v));
+	}
+	if (!ret)
+		ret = rc_cpustats(r);
+	for (i = 0; i < r->nr_src; i++)
+		if (r->src[i]->nr_cpus > cpus)
+			cpus = r->src[i]->nr_cpus;
+	if (!ret) {
+		uint8_t x[4] = {(uint8_t)cpus, (uint8_t)(cpus >> 8),
+				(uint8_t)(cpus >> 16), (uint8_t)(cpus >> 24)};
+
+		ret = hvtrace_tracedat_writer_add_option(
+			r->w, HVT_TDAT_OPT_CPUCOUNT, x, 4);
+	}
+	hvt_tdat_blob_free(&hp);
+	hvt_tdat_blob_free(&he);
+	hvt_tdat_blob_free(&b);
+	return ret;
+}
+
+static void rc_restore(struct hvtrace_tracedat_record *r)
+{
+	unsigned int i;
+
+	if (r->k && !r->kernel_stopped) {
+		hvt_tdat_kernel_stop(r->k);
+		r->kernel_stopped = true;
+	}
+	/* Writers stop producing for nobody. */
+	for (i = 0; i < r->nr_src; i++)
+		if (r->src[i]->kind == RC_AREA &&
+		    !(r->flags & HVTRACE_TDAT_REC_NO_CONTROL))
+			hvtrace_area_set_tracing(r->src[i]->area, false);
+}
+
+HVTRACE_API int hvtrace_tracedat_record_stop(struct hvtrace_tracedat_record *r)
+{
+	unsigned int i, pass;
+	uint32_t c;
+	int ret = 0, rd;
+
+	if (!r)
+		return hvt_err(-EINVAL, "record: NULL");
+	if (r->stopped)
+		return 0;
+	r->stopped = true;
+	rc_restore(r);
+	/* Drain what is left; bounded, the sources have stopped. */
+	for (pass = 0; r->started && pass < 1024; pass++) {
+		int got = 0;
+
+		for (i = 0; i < r->nr_src; i++) {
+			if (r->src[i]->gone)
+				continue;
+			rd = rc_read_src(r->src[i]);
+			if (rd < 0) {
+				r->src[i]->st.errors++;
+				r->src[i]->gone = true;
+				continue;
+			}
+			got += rd;
+		}
+		if (!got)
+			break;
+	}
+	for (i = 0; i < r->nr_src && !ret; i++) {
+		struct rc_src *s = r->src[i];
+
+		if (s->kind == RC_KERNEL)
+			s->st.errors += hvt_tdat_kernel_errors(r->k);
+		for (c = 0; c < s->nr_cpus && !ret; c++) {
+			struct hvtrace_cpu_stats cs;
+
+			if (s->kind == RC_AREA && !s->gone) {
+				s->st.trailing_lost +=
+					hvtrace_cpu_take_trailing_lost(s->area,
+								       (int)c);
+				/* Malformed words, descriptors and pages the
+				 * area reader skipped. */
+				if (!hvtrace_cpu_get_stats(s->area, (int)c,
+							   &cs))
+					s->st.errors += cs.errors;
+			}
+			ret = hvt_tdat_pack_flush(&s->cpu[c].pack);
+		}
+	}
+	return ret;
+}
+
+HVTRACE_API int
+hvtrace_tracedat_record_finish(struct hvtrace_tracedat_record *r)
+{
+	int ret;
+
+	if (!r)
+		return hvt_err(-EINVAL, "record: NULL");
+	ret = hvtrace_tracedat_record_stop(r);
+	if (!ret)
+		ret = rc_metadata(r);
+	if (r->k) {
+		hvt_tdat_kernel_close(r->k);
+		r->k = NULL;
+	}
+	if (!ret) {
+		ret = hvtrace_tracedat_writer_finish(r->w);
+	} else {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", hvtrace_last_error());
+		hvtrace_tracedat_writer_abort(r->w);
+		hvt_err(ret, "%s", why);
+	}
+	r->w = NULL;
+	rc_free(r);
+	return ret;
+}
+
+HVTRACE_API void
+hvtrace_tracedat_record_abort(struct hvtrace_tracedat_record *r)
+{
+	if (!r)
+		return;
+	rc_restore(r);
+	hvtrace_tracedat_writer_abort(r->w);
+	r->w = NULL;
+	rc_free(r);
+}

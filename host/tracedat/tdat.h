@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhvtrace trace.dat component: internals shared by host/tracedat files.
+ *
+ *   write.c    the trace.dat v7 writer (sections, options, buffers)
+ *   pack.c     the page packer: re-encodes events into output sub-buffers
+ *              with converted timestamps and remapped event ids
+ *   kernel.c   the host kernel's ftrace as a page source (tracefs)
+ *   catalog.c  event formats of remote writers, header_page/header_event
+ *   record.c   the recording engine (sources, polling, finishing)
+ *   read.c     the trace.dat v6/v7 reader and trace-cmd style printing
+ */
+#ifndef HVT_TDAT_H
+#define HVT_TDAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hvtrace.h>
+
+#include "internal.h"
+
+/* trace-cmd option and section ids (lib/trace-cmd/include/trace-cmd.h). */
+enum {
+	HVT_TDAT_OPT_DONE = 0,
+	HVT_TDAT_OPT_DATE = 1,
+	HVT_TDAT_OPT_CPUSTAT = 2,
+	HVT_TDAT_OPT_BUFFER = 3,
+	HVT_TDAT_OPT_TRACECLOCK = 4,
+	HVT_TDAT_OPT_UNAME = 5,
+	HVT_TDAT_OPT_HOOK = 6,
+	HVT_TDAT_OPT_OFFSET = 7,
+	HVT_TDAT_OPT_CPUCOUNT = 8,
+	HVT_TDAT_OPT_VERSION = 9,
+	HVT_TDAT_OPT_PROCMAPS = 10,
+	HVT_TDAT_OPT_TRACEID = 11,
+	HVT_TDAT_OPT_TIME_SHIFT = 12,
+	HVT_TDAT_OPT_GUEST = 13,
+	HVT_TDAT_OPT_TSC2NSEC = 14,
+	HVT_TDAT_OPT_STRINGS = 15,
+	HVT_TDAT_OPT_HEADER_INFO = 16,
+	HVT_TDAT_OPT_FTRACE_EVENTS = 17,
+	HVT_TDAT_OPT_EVENT_FORMATS = 18,
+	HVT_TDAT_OPT_KALLSYMS = 19,
+	HVT_TDAT_OPT_PRINTK = 20,
+	HVT_TDAT_OPT_CMDLINES = 21,
+	HVT_TDAT_OPT_BUFFER_TEXT = 22,
+};
+
+#define HVT_TDAT_MAGIC	      "\027\010\104tracing" /* 0x17 0x08 0x44 */
+#define HVT_TDAT_MAGIC_LEN    10u
+#define HVT_TDAT_SEC_HDR_SIZE 16u /* u16 id, u16 flags, u32 str, u64 size */
+#define HVT_TDAT_SEC_COMPRESS 1u
+
+/* --- growable byte buffer ------------------------------------------------ */
+
+struct hvt_tdat_blob {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+
+HVT_INTERNAL int hvt_tdat_blob_add(struct hvt_tdat_blob *b, const void *p,
+				   size_t len);
+HVT_INTERNAL int hvt_tdat_blob_printf(struct hvt_tdat_blob *b, const char *fmt,
+				      ...)
+	__attribute__((format(printf, 2, 3)));
+HVT_INTERNAL void hvt_tdat_blob_free(struct hvt_tdat_blob *b);
+
+/* Read a whole (proc, tracefs) file; NUL-terminated; -errno on failure. */
+HVT_INTERNAL int hvt_tdat_read_file(const char *path, struct hvt_tdat_blob *b,
+				    size_t max);
+
+/* --- page packer (pack.c) ------------------------------------------------ */
+
+/*
+ * Builds output sub-buffers from events: the page header time_stamp is the
+ * first event's timestamp, later events carry deltas (TIME_EXTEND when a
+ * delta needs more than 27 bits), and a page that follows lost events
+ * carries RB_MISSED_EVENTS (and RB_MISSED_STORED with the count, 8 bytes
+ * kept free for it).  Full pages go to @emit.
+ */
+struct hvt_tdat_pack {
+	uint8_t *page;
+	uint32_t page_size;
+	uint32_t data_size; /* page_size - 16 */
+	uint32_t pos;	    /* data bytes used */
+	bool open;	    /* the page has at least one event */
+	uint64_t last_ts;   /* timestamp of the last event packed */
+	uint64_t missed;    /* lost events before this page */
+	bool missed_set;
+	bool missed_unknown; /* lost, count not known */
+	uint64_t pages;	     /* pages emitted */
+	int (*emit)(void *ctx, const uint8_t *page, uint32_t size);
+	void *ctx;
+};
+
+HVT_INTERNAL int hvt_tdat_pack_init(struct hvt_tdat_pack *p, uint32_t page_size,
+				    int (*emit)(void *ctx, const uint8_t *page,
+						uint32_t size),
+				    void *ctx);
+HVT_INTERNAL void hvt_tdat_pack_fini(struct hvt_tdat_pack *p);
+/* @rec: the record (common fields first), @len bytes, a multiple of 4. */
+HVT_INTERNAL int hvt_tdat_pack_event(struct hvt_tdat_pack *p, uint64_t ts,
+				     const uint8_t *rec, uint32_t len);
+/* Events were lost here: close the page; the next one reports @count
+ * (or "an unknown number" when @known is false). */
+HVT_INTERNAL int hvt_tdat_pack_lost(struct hvt_tdat_pack *p, uint64_t count,
+				    bool known);
+HVT_INTERNAL int hvt_tdat_pack_flush(struct hvt_tdat_pack *p);
+
+/* --- event catalogs (catalog.c) --------------------------------------------
+ */
+
+/* One event format as a tracefs format file would show it. */
+struct hvt_tdat_format {
+	char *system;
+	char *name;
+	uint32_t id;
+	char *text; /* the whole format file */
+};
+
+struct hvt_tdat_catalog {
+	struct hvt_tdat_format *fmt;
+	unsigned int nr;
+	unsigned int cap;
+	/* enable bit of each format (remote writers), or -1 */
+	int *bit;
+};
+
+HVT_INTERNAL int hvt_tdat_catalog_add(struct hvt_tdat_catalog *c,
+				      const char *system, const char *name,
+				      uint32_t id, const char *text, int bit);
+HVT_INTERNAL void hvt_tdat_catalog_free(struct hvt_tdat_catalog *c);
+HVT_INTERNAL const struct hvt_tdat_format *
+hvt_tdat_catalog_by_id(const struct hvt_tdat_catalog *c, uint32_t id, int *bit);
+/* The formats a writer of @writer_kind uses. */
+HVT_INTERNAL int hvt_tdat_catalog_for_writer(struct hvt_tdat_catalog *c,
+					     uint32_t writer_kind);
+/* The format saved for records of ids no format describes. */
+HVT_INTERNAL int hvt_tdat_unknown_format_text(struct hvt_tdat_blob *b,
+					      uint32_t id);
+/* Copy of @text with its "ID: n" line set to @id; NULL on ENOMEM. */
+HVT_INTERNAL char *hvt_tdat_format_set_id(const char *text, uint32_t id);
+/* Parse "name: X" and "ID: n" out of a format text. */
+HVT_INTERNAL int hvt_tdat_format_parse_head(const char *text, char *name,
+					    size_t name_len, uint32_t *id);
+/*
+ * tracefs-style events/header_page and events/header_event for a writer
+ * with 8-byte longs and @subbuf_size sub-buffers.
+ */
+HVT_INTERNAL int hvt_tdat_header_page_text(struct hvt_tdat_blob *b,
+					   uint32_t subbuf_size);
+HVT_INTERNAL int hvt_tdat_header_event_text(struct hvt_tdat_blob *b);
+
+/* --- host kernel source (kernel.c) -----------------------------------------
+ */
+
+/*
+ * Event selection patterns ("-e"): "sys", "sys:event", "sys/event",
+ * "event" (in any system) or "all", with shell globs.
+ */
+HVT_INTERNAL bool hvt_tdat_pattern_match(const char *pat, const char *sys,
+					 const char *name);
+
+struct hvt_tdat_kernel;
+
+struct hvt_tdat_kernel_opts {
+	const char *instance; /* NULL: the top-level instance */
+	const char *clock;    /* trace clock to use, "mono" */
+};
+
+HVT_INTERNAL int hvt_tdat_kernel_open(const struct hvt_tdat_kernel_opts *o,
+				      struct hvt_tdat_kernel **out);
+/* Enable the kernel events @pattern selects; returns how many. */
+HVT_INTERNAL int hvt_tdat_kernel_enable(struct hvt_tdat_kernel *k,
+					const char *pattern);
+HVT_INTERNAL int hvt_tdat_kernel_start(struct hvt_tdat_kernel *k);
+HVT_INTERNAL void hvt_tdat_kernel_stop(struct hvt_tdat_kernel *k);
+HVT_INTERNAL void hvt_tdat_kernel_close(struct hvt_tdat_kernel *k);
+HVT_INTERNAL uint32_t hvt_tdat_kernel_nr_cpus(const struct hvt_tdat_kernel *k);
+HVT_INTERNAL uint32_t
+hvt_tdat_kernel_subbuf_size(const struct hvt_tdat_kernel *k);
+HVT_INTERNAL const char *hvt_tdat_kernel_name(const struct hvt_tdat_kernel *k);
+/* 1 with a page, 0 when nothing is pending, -errno on failure. */
+HVT_INTERNAL int hvt_tdat_kernel_read_page(struct hvt_tdat_kernel *k,
+					   uint32_t cpu, uint8_t *page);
+
+/* One kernel event; data valid until the next call for that CPU. */
+struct hvt_tdat_krec {
+	uint64_t ts;
+	const uint8_t *data;
+	uint32_t size;
+	uint64_t lost;	   /* lost right before it */
+	bool lost_unknown; /* lost, count not known */
+};
+
+/* 1 with @rec, 0 when nothing is pending, -errno on failure. */
+HVT_INTERNAL int hvt_tdat_kernel_next(struct hvt_tdat_kernel *k, uint32_t cpu,
+				      struct hvt_tdat_krec *rec);
+/* All CPUs read through the mmap view (else some use read()). */
+HVT_INTERNAL bool hvt_tdat_kernel_mapped(const struct hvt_tdat_kernel *k);
+/* Malformed data the kernel readers skipped. */
+HVT_INTERNAL uint64_t hvt_tdat_kernel_errors(const struct hvt_tdat_kernel *k);
+/* Is @id a kernel event id (as of open)? */
+HVT_INTERNAL bool hvt_tdat_kernel_has_id(const struct hvt_tdat_kernel *k,
+					 uint32_t id);
+/* Formats of the events to save: the ftrace system, ids in @seen, and
+ * the events enabled now.  @seen is a 65536-bit map. */
+HVT_INTERNAL int hvt_tdat_kernel_formats(struct hvt_tdat_kernel *k,
+					 const uint64_t *seen,
+					 struct hvt_tdat_catalog *c);
+/* tracefs file of the instance (or top-level for printk_formats etc.). */
+HVT_INTERNAL int hvt_tdat_kernel_file(struct hvt_tdat_kernel *k,
+				      const char *name, bool top,
+				      struct hvt_tdat_blob *b);
+HVT_INTERNAL int hvt_tdat_kernel_cpu_stats(struct hvt_tdat_kernel *k,
+					   uint32_t cpu,
+					   struct hvt_tdat_blob *b);
+
+#endif /* HVT_TDAT_H */

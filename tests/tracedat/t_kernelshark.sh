@@ -1,0 +1,123 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# KernelShark opens a file hvtrace record wrote.  It runs headless under
+# Xvfb (as an unprivileged user when run as root, so it shows no "running
+# as root" dialog) on a recording with remote buffers (and the host kernel
+# when it can be recorded).  Checks: the main window comes up titled with
+# the file, no other window (an error dialog) appears, the process is
+# still running after loading, its log has no error besides the plugins
+# that opt out of streams without their events, and the screen is not
+# blank.  The screenshot is kept as $HVT_OBJTREE/tracedat-kernelshark.png.
+. "$(dirname "$0")/lib.sh"
+need_tools
+command -v kernelshark >/dev/null ||
+	skip "kernelshark is not installed (apt-get install kernelshark)"
+command -v Xvfb >/dev/null || skip "Xvfb is not installed (apt-get install xvfb)"
+command -v xwininfo >/dev/null ||
+	skip "xwininfo is not installed (apt-get install x11-utils)"
+command -v import >/dev/null ||
+	skip "import is not installed (apt-get install imagemagick)"
+
+# A recording: two remote buffers, plus the kernel's markers if possible.
+area A ks-hyp
+area B ks-loop
+K=()
+MK=()
+if [ "$(id -u)" -eq 0 ] && [ -w "$TRACEFS/instances" ]; then
+	instance I ks
+	K=(-B "$I" -e sched:sched_switch -e hypervisor -e hvtrace)
+	MK=(--marker "$TRACEFS/instances/$I/trace_marker")
+fi
+"$WRITER" --area "$A" --cpus 2 --subbufs 8 --mode consume --kind hyp \
+	--clock tsc --name hyp0 "${MK[@]}" --log "$T/a.log" -- \
+	wait-control markers 50 1 write 200 stop >"$T/a.out" 2>&1 &
+WA=$!
+"$WRITER" --area "$B" --cpus 2 --subbufs 8 --mode overwrite --kind loopback \
+	--clock mono --name loop1 --log "$T/b.log" -- \
+	wait-control write 200 sleep 100 write 200 stop >"$T/b.out" 2>&1 &
+WB=$!
+BGPIDS+=("$WA" "$WB")
+wait_ready "$T/a.log"
+wait_ready "$T/b.log"
+if [ ${#MK[@]} -eq 0 ]; then
+	# No kernel: the hyp writer's markers command needs a marker file.
+	kill "$WA"
+	"$WRITER" --area "$A" --cpus 2 --subbufs 8 --mode consume --kind hyp \
+		--clock tsc --name hyp0 --log "$T/a.log" -- \
+		wait-control write 300 stop >"$T/a.out" 2>&1 &
+	WA=$!
+	BGPIDS+=("$WA")
+	wait_ready "$T/a.log"
+fi
+"$HVTRACE" record -o "$T/ks.dat" "${K[@]}" "$A" "$B" >"$T/rec.out" \
+	2>"$T/rec.err" || fail "record failed: $(cat "$T/rec.err")"
+wait_pid "$WA" 30
+wait_pid "$WB" 30
+
+# KernelShark's side: a readable copy, a home it may write its settings to.
+chmod 755 "$T"
+mkdir -p "$T/ks/home"
+cp "$T/ks.dat" "$T/ks/trace.dat"
+chmod 755 "$T/ks"
+chmod 644 "$T/ks/trace.dat"
+RUNAS=()
+if [ "$(id -u)" -eq 0 ]; then
+	command -v setpriv >/dev/null ||
+		skip "setpriv (util-linux) is needed to run KernelShark unprivileged"
+	chown nobody "$T/ks/home"
+	chmod 700 "$T/ks/home"
+	RUNAS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+fi
+
+exec 5>"$T/display"
+Xvfb -displayfd 5 -screen 0 1280x900x24 -nolisten tcp -nolisten unix \
+	>"$T/xvfb.log" 2>&1 &
+XP=$!
+BGPIDS+=("$XP")
+exec 5>&-
+n=0
+until [ -s "$T/display" ]; do
+	n=$((n + 1))
+	[ $n -gt 200 ] && skip "Xvfb did not start: $(head -3 "$T/xvfb.log")"
+	sleep 0.05
+done
+export DISPLAY=:$(cat "$T/display")
+
+(cd "$T/ks" && HOME="$T/ks/home" XDG_RUNTIME_DIR="$T/ks/home" \
+	exec "${RUNAS[@]}" kernelshark -geometry 1280x900+0+0 "$T/ks/trace.dat") \
+	>"$T/ks.log" 2>&1 &
+KP=$!
+BGPIDS+=("$KP")
+
+title="Kernel Shark ($T/ks/trace.dat)"
+n=0
+until xwininfo -root -tree 2>/dev/null | grep -qF "\"$title\""; do
+	n=$((n + 1))
+	kill -0 "$KP" 2>/dev/null || fail "kernelshark exited: $(tail -5 "$T/ks.log")"
+	[ $n -gt 600 ] && fail "no KernelShark window after 30 s: $(tail -5 "$T/ks.log")"
+	sleep 0.05
+done
+sleep 4	# loading and drawing
+kill -0 "$KP" 2>/dev/null || fail "kernelshark died after opening the file: $(tail -5 "$T/ks.log")"
+import -window root "$T/ks.png" || fail "screenshot failed"
+cp "$T/ks.png" "$OBJ/tracedat-kernelshark.png" 2>/dev/null
+xwininfo -root -tree >"$T/windows.txt"
+cat "$T/ks.log"
+
+# Only KernelShark's own windows (no error or warning dialog).
+awk -F'"' '/^ +0x/ && NF > 2 { print $2 }' "$T/windows.txt" | sort -u >"$T/names.txt"
+while read -r name; do
+	case $name in
+	"$title" | kernelshark | "Qt Selection Owner for kernelshark" | \
+		"Qt Clipboard Requestor Window") ;;
+	*) fail "unexpected window '$name' (an error dialog?)" ;;
+	esac
+done <"$T/names.txt"
+grep -q 'Loading' "$T/ks.log" || fail "KernelShark did not say it loaded the file"
+grep -viE '^QStandardPaths|^Loading |plugin "(kvm_combo|sched_events|missed_events|latency_plot|event_field_plot)" failed to initialize' \
+	"$T/ks.log" | grep -iE 'error|fail|could not|cannot|unable|invalid|bad ' &&
+	fail "KernelShark reported a problem loading the file"
+colors=$(convert "$T/ks.png" -format %k info: 2>/dev/null || echo 0)
+[ "${colors:-0}" -gt 20 ] || fail "the screenshot is blank ($colors colors)"
+echo "PASS: KernelShark shows the file ($colors colors on screen)"

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+/*
+ * trace.dat writer -> reader round trip: a file with four buffers of
+ * different CPU counts and page sizes (one empty), ties across buffers,
+ * TIME_EXTENDs, records over 112 bytes and a __data_loc string, losses of
+ * known and unknown size.  The reader must give back every event in time
+ * order (ties: buffer, then CPU), byte for byte, with the losses before
+ * the right events; libtraceevent must decode the fields from the formats
+ * saved in the file; the printed line must carry the saved comm.
+ *
+ *   tracedat_roundtrip [--keep PATH]   also leave the file at PATH (the
+ *                                      trace-cmd comparison in
+ *                                      tests/tracedat uses it)
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <event-parse.h>
+
+#include "../tracedat/gen.h"
+
+static struct gen g;
+static const struct gen_event *order[GEN_MAX_EVENTS];
+
+int main(int argc, char **argv)
+{
+	struct hvtrace_tracedat_file *f;
+	struct hvtrace_tracedat_event ev;
+	struct tep_handle *tep;
+	char path[] = "/tmp/hvt-tdat-rt-XXXXXX";
+	unsigned int i = 0, lost_known = 0, lost_unknown = 0;
+	char *line = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int fd, ret;
+
+	fd = mkstemp(path);
+	t_assert(fd >= 0);
+	close(fd);
+	gen_file(&g, path);
+	gen_sorted(&g, order);
+
+	t_ok(hvtrace_tracedat_open(path, &f));
+	t_eq(hvtrace_tracedat_version(f), 7);
+	t_eq(hvtrace_tracedat_nr_buffers(f), 4);
+	t_assert(!strcmp(hvtrace_tracedat_buffer_name(f, 0), ""));
+	t_assert(!strcmp(hvtrace_tracedat_buffer_name(f, 1), "wide"));
+	t_assert(!strcmp(hvtrace_tracedat_buffer_name(f, 2), "single"));
+	t_assert(!strcmp(hvtrace_tracedat_buffer_name(f, 3), "empty"));
+	t_eq(hvtrace_tracedat_buffer_cpus(f, 0), 2);
+	t_eq(hvtrace_tracedat_buffer_cpus(f, 1), 3);
+	t_eq(hvtrace_tracedat_buffer_cpus(f, 2), 1);
+	t_eq(hvtrace_tracedat_buffer_cpus(f, 3), 2);
+	t_assert(!strcmp(hvtrace_tracedat_buffer_clock(f, 1), "mono"));
+	tep = hvtrace_tracedat_tep(f);
+	t_assert(tep);
+
+	while ((ret = hvtrace_tracedat_next(f, &ev)) > 0) {
+		const struct gen_event *w;
+		struct tep_record rec = {0};
+		struct tep_event *e;
+		unsigned long long v;
+
+		t_assert(i < g.nr);
+		w = order[i];
+		if (ev.buffer != w->buffer || ev.cpu != w->cpu ||
+		    ev.ts != w->ts)
+			t_fail("event %u: got buffer %u cpu %u ts %llu, "
+			       "expected "
+			       "buffer %u cpu %u ts %llu",
+			       i, ev.buffer, ev.cpu, (unsigned long long)ev.ts,
+			       w->buffer, w->cpu, (unsigned long long)w->ts);
+		t_eq(ev.missed, w->missed);
+		if (ev.missed > 0)
+			lost_known += (unsigned int)ev.missed;
+		if (ev.missed < 0)
+			lost_unknown++;
+		t_eq(ev.size, w->size);
+		t_memeq(ev.data, w->data, w->size);
+
+		/* libtraceevent decodes it with the saved formats. */
+		rec.ts = ev.ts;
+		rec.size = (int)ev.size;
+		rec.data = (void *)ev.data;
+		rec.cpu = (int)ev.cpu;
+		e = tep_find_event_by_record(tep, &rec);
+		t_assert(e && !strcmp(e->system, "tdt"));
+		if (e->id == GEN_ID_SMALL) {
+			uint64_t b;
+
+			memcpy(&b, w->data + 16, 8);
+			t_ok(tep_get_field_val(NULL, e, "b", &rec, &v, 1));
+			t_equ(v, b);
+		} else if (e->id == GEN_ID_BIG) {
+			int l;
+			const char *s =
+				tep_get_field_raw(NULL, e, "buf", &rec, &l, 1);
+
+			t_assert(s && l == 200 && !strncmp(s, "big-", 4));
+		}
+		i++;
+	}
+	t_ok(ret);
+	t_eq(i, g.nr);
+	t_eq(lost_known, 17 + 5);
+	t_eq(lost_unknown, 1);
+	t_eq(hvtrace_tracedat_errors(f), 0);
+	hvtrace_tracedat_close(f);
+
+	/* Printed like trace-cmd, with the comm and the decoded string. */
+	t_ok(hvtrace_tracedat_open(path, &f));
+	mem = open_memstream(&line, &len);
+	t_assert(mem);
+	for (i = 0; (ret = hvtrace_tracedat_next(f, &ev)) > 0; i++) {
+		uint16_t id;
+
+		memcpy(&id, ev.data, 2);
+		if (id == GEN_ID_STR && ev.buffer == 2 && !ev.missed) {
+			hvtrace_tracedat_print_event(f, &ev, mem);
+			break;
+		}
+	}
+	fclose(mem);
+	hvtrace_tracedat_close(f);
+	t_assert(line);
+	printf("printed: %s", line);
+	t_assert(strstr(line, "single: "));
+	t_assert(strstr(line, GEN_COMM "-4242"));
+	t_assert(strstr(line, " str: "));
+	t_assert(strstr(line, "msg 200000"));
+	free(line);
+
+	if (argc == 3 && !strcmp(argv[1], "--keep")) {
+		if (rename(path, argv[2]))
+			t_fail("cannot move the file to %s", argv[2]);
+	} else {
+		unlink(path);
+	}
+	printf("%u events, %u + %u lost, in the order and with the bytes "
+	       "written\n",
+	       g.nr, lost_known, lost_unknown);
+	return 0;
+}
