@@ -64,6 +64,7 @@ struct hvtrace_loopback {
 	struct hvt_area_header *hdr;
 	const struct hvt_control *ctrl;
 	int stop;				/* atomic */
+	uint32_t cmd_seq0;			/* host command seen at start */
 	struct lb_cpu *cpus;
 };
 
@@ -173,6 +174,31 @@ static bool lb_stopping(const struct hvtrace_loopback *lb)
 #define LB_INC(field) \
 	__atomic_store_n(&(field), (field) + 1, __ATOMIC_RELAXED)
 
+/* Answer a pending time-sync request: the clock is read after the request
+ * was seen (hvt_area_sync_pending() loads it with acquire), so the answer
+ * lies inside the host's bracket. */
+static void lb_serve_sync(struct lb_cpu *c)
+{
+	uint64_t req;
+
+	if (!hvt_area_sync_pending(c->lb->area, &req))
+		return;
+	hvt_area_sync_answer(c->lb->area, req, lb_clock(c->lb));
+	LB_INC(c->st.syncs);
+}
+
+/* A new host command (HVT_CMD_*)?  Only STOP means anything here. */
+static void lb_check_cmd(struct hvtrace_loopback *lb)
+{
+	/* Acquire: pairs with the host's release store of cmd_seq, which
+	 * it makes after storing cmd. */
+	uint32_t seq = __atomic_load_n(&lb->ctrl->cmd_seq, __ATOMIC_ACQUIRE);
+
+	if (seq != lb->cmd_seq0 &&
+	    __atomic_load_n(&lb->ctrl->cmd, __ATOMIC_RELAXED) == HVT_CMD_STOP)
+		hvtrace_loopback_stop(lb);
+}
+
 /* Wait until @due (CLOCK_MONOTONIC ns), serving control requests. */
 static void lb_wait_until(struct lb_cpu *c, uint64_t due)
 {
@@ -183,8 +209,7 @@ static void lb_wait_until(struct lb_cpu *c, uint64_t due)
 		uint64_t slice = due - now;
 
 		if (c->cpu == 0) {
-			if (hvt_area_sync_poll(lb->area, lb_clock(lb)))
-				LB_INC(c->st.syncs);
+			lb_serve_sync(c);
 			if (slice > LB_SYNC_SLICE_NS)
 				slice = LB_SYNC_SLICE_NS;
 		} else if (slice > LB_IDLE_SLICE_NS) {
@@ -240,9 +265,10 @@ static void *lb_thread(void *arg)
 				break;
 			if (hvt_rb_poll_reset(&c->cb))
 				LB_INC(c->st.resets);
+			lb_check_cmd(lb);
 		}
-		if (c->cpu == 0 && hvt_area_sync_poll(lb->area, lb_clock(lb)))
-			LB_INC(c->st.syncs);
+		if (c->cpu == 0)
+			lb_serve_sync(c);
 		/* The writer's fast-path check: one load and a mask. */
 		if (!hvt_event_enabled(lb->ctrl, HVTRACE_EVENT_SELFTEST_BIT)) {
 			LB_INC(c->st.disabled_waits);
@@ -439,10 +465,10 @@ HVTRACE_API int hvtrace_loopback_create(const struct hvtrace_loopback_params *p,
 	ap.writer_pid = (uint32_t)getpid();
 	ap.name = base;
 
-	/* A new generation starts with a clean control page: no host owns
-	 * it yet (we hold the lock, and a host of an earlier run notices
-	 * the generation change). */
-	memset(lb->area + HVT_CONTROL_OFFSET, 0, HVT_CONTROL_SIZE);
+	/* The control page is the host's: it is left as it is (a host may
+	 * stay attached across runs; a fresh ring starts at its consumer
+	 * position).  Commands already posted there are not for this run. */
+	lb->cmd_seq0 = __atomic_load_n(&lb->ctrl->cmd_seq, __ATOMIC_ACQUIRE);
 	ret = hvt_area_format(lb->area, &ap);
 	if (ret) {
 		ret = hvt_err(-EINVAL, "cannot format %s (%d)", lb->path, ret);
@@ -568,6 +594,25 @@ HVTRACE_API int hvtrace_loopback_get_info(const struct hvtrace_loopback *lb,
 	info->clock_shift = h->clock_shift;
 	info->clock_freq_hz = h->clock_freq_hz;
 	info->writer_pid = h->writer_pid;
+	return 0;
+}
+
+HVTRACE_API int hvtrace_area_sync_local(struct hvtrace_area *a)
+{
+	struct hvtrace_area_info info;
+	uint64_t t0, c, t1;
+
+	if (!a || hvtrace_area_get_info(a, &info))
+		return hvt_err(-EINVAL, "hvtrace_area_sync_local: no area");
+	if (info.clock_id != HVT_CLOCK_COUNTER &&
+	    info.clock_id != HVT_CLOCK_MONO_NS)
+		return hvt_err(-EINVAL, "area '%s' has no clock this host can "
+					"read",
+			       info.name);
+	t0 = lb_mono_ns();
+	c = info.clock_id == HVT_CLOCK_COUNTER ? lb_counter() : lb_mono_ns();
+	t1 = lb_mono_ns();
+	hvtrace_area_add_sync_sample(a, t0, c, t1);
 	return 0;
 }
 

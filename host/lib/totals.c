@@ -11,6 +11,7 @@
  * names a page still in the ring.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <hvtrace/page.h>
@@ -75,7 +76,9 @@ HVTRACE_API int hvtrace_cpu_get_totals(struct hvtrace_area *a, int cpu,
 	c.nr = a->hdr.nr_subbufs;
 	c.subbuf_size = a->hdr.subbuf_size;
 	ctrl = (const struct hvt_control *)(a->ro + a->hdr.control_offset);
-	copy = a->cpus[cpu].copy;	/* the reader's scratch page */
+	copy = malloc(c.subbuf_size);	/* private copy of the tail page */
+	if (!copy)
+		return hvt_err(-ENOMEM, "out of memory");
 
 	for (tries = 0; tries < 16; tries++) {
 		uint64_t w, w2, eb_tail, eb_old, eb_start, committed, bytes = 0;
@@ -86,10 +89,12 @@ HVTRACE_API int hvtrace_cpu_get_totals(struct hvtrace_area *a, int cpu,
 		w = __atomic_load_n(&c.meta->write, __ATOMIC_ACQUIRE);
 		tail = HVT_WORD_SEQ(w);
 		off = HVT_WORD_OFFSET(w);
-		if (off > c.subbuf_size - HVT_PAGE_HDR_SIZE)
+		if (off > c.subbuf_size - HVT_PAGE_HDR_SIZE) {
+			free(copy);
 			return hvt_err(-EBADMSG, "CPU %d: corrupt commit word "
 						 "0x%llx",
 				       cpu, (unsigned long long)w);
+		}
 		if (!tot_desc(&c, tail, &eb_tail))
 			continue;
 		committed = eb_tail + HVT_WORD_ENTRIES(w);
@@ -144,9 +149,12 @@ HVTRACE_API int hvtrace_cpu_get_totals(struct hvtrace_area *a, int cpu,
 		 * on all the time; retry only if it went far enough to reuse
 		 * the pages we looked at (overwrite mode). */
 		w2 = __atomic_load_n(&c.meta->write, __ATOMIC_ACQUIRE);
-		if ((uint32_t)(HVT_WORD_SEQ(w2) - tail) < c.nr / 2)
+		if ((uint32_t)(HVT_WORD_SEQ(w2) - tail) < c.nr / 2) {
+			free(copy);
 			return 0;
+		}
 	}
+	free(copy);
 	return hvt_err(-EAGAIN, "CPU %d: the writer kept moving while its "
 				"counters were read; retry",
 		       cpu);

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtrace stat: per-CPU counters, like tracefs per_cpu/cpuN/stats.
+ *
+ * For an area the numbers come from shared memory only
+ * (hvtrace_cpu_get_totals()): the area is opened read-only and nothing is
+ * consumed, so stat never disturbs the area's owner.  For the kernel the
+ * per_cpu stats files are printed as they are.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hvtrace.h>
+
+#include "cli.h"
+
+#define VERB "stat"
+
+static const char stat_usage[] =
+	"usage: hvtrace stat AREA [--cpu N]\n"
+	"       hvtrace stat --kernel [--instance NAME] [--cpu N]\n"
+	"\n"
+	"Print per-CPU buffer counters, in the layout of tracefs\n"
+	"per_cpu/cpuN/stats:\n"
+	"\n"
+	"  entries          committed events on sub-buffers the owner has\n"
+	"                   not finished consuming (all of them when\n"
+	"                   nobody consumes)\n"
+	"  overrun          events overwritten before anyone read them\n"
+	"                   (overwrite mode)\n"
+	"  commit overrun   always 0 (the writer core cannot lose a commit)\n"
+	"  bytes            data bytes of the unconsumed sub-buffers\n"
+	"  oldest event ts  first unconsumed sub-buffer, host seconds\n"
+	"  now ts           newest committed event, host seconds\n"
+	"  dropped events   events dropped because the ring was full\n"
+	"                   (consume mode)\n"
+	"  read events      events on sub-buffers the owner finished\n"
+	"                   (consume mode)\n"
+	"\n"
+	"followed by what an area adds: committed, written (committed +\n"
+	"dropped), the writer's sub-buffer positions and the hostile\n"
+	"control values it rejected.  AREA is PATH[@OFFSET[+SIZE]]; it is\n"
+	"opened read-only and nothing is consumed.  --kernel prints the host\n"
+	"kernel's per_cpu stats files.\n"
+	"\n"
+	"options:\n"
+	"  --kernel            the host kernel's buffers\n"
+	"  --instance NAME     with --kernel: tracefs instance NAME\n"
+	"  --cpu N             only CPU N\n"
+	"  -h, --help          this text\n";
+
+enum { OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU };
+
+static void stat_ts(const char *label, uint64_t ns)
+{
+	unsigned long long us = (ns + 500) / 1000;
+
+	printf("%s %5llu.%06llu\n", label, us / 1000000, us % 1000000);
+}
+
+static const char *stat_state(uint32_t s)
+{
+	return s == HVT_STATE_RUNNING ? "running" :
+	       s == HVT_STATE_STOPPED ? "stopped" :
+	       s == HVT_STATE_INIT ? "starting" : "unknown";
+}
+
+static const char *stat_kind(uint32_t k)
+{
+	return k == HVT_WRITER_LOOPBACK ? "loopback" :
+	       k == HVT_WRITER_GUEST ? "guest" :
+	       k == HVT_WRITER_HYP ? "hypervisor" : "unknown";
+}
+
+static int stat_area(const char *spec, int only_cpu)
+{
+	struct hvtrace_area_info info;
+	struct hvtrace_cpu_totals t;
+	struct hvtrace_area *a;
+	unsigned int cpu, first, last;
+	uint32_t state = 0;
+	uint64_t gen = 0;
+	int ret = HVT_EXIT_OK;
+
+	if (hvtrace_area_open_spec(spec, 0, &a))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	hvtrace_area_get_info(a, &info);
+	hvtrace_area_writer_state(a, &state, &gen);
+	first = 0;
+	last = info.nr_cpus - 1;
+	if (only_cpu >= 0) {
+		if ((unsigned int)only_cpu >= info.nr_cpus) {
+			hvtrace_area_close(a);
+			return hvt_cli_usage(VERB, "--cpu %d: area '%s' has "
+						   "CPUs 0..%u",
+					     only_cpu, info.name, last);
+		}
+		first = last = (unsigned int)only_cpu;
+	}
+	printf("area: %s ('%s', %s writer pid %u, %s, generation %llu)\n",
+	       spec, info.name, stat_kind(info.writer_kind), info.writer_pid,
+	       stat_state(state), (unsigned long long)gen);
+	printf("geometry: %u CPUs x %u sub-buffers of %u bytes, %s mode\n",
+	       info.nr_cpus, info.nr_subbufs, info.subbuf_size,
+	       info.mode == HVT_MODE_OVERWRITE ? "overwrite" : "consume");
+	if (info.clock_id == HVT_CLOCK_COUNTER)
+		printf("clock: counter at %.3f MHz\n",
+		       (double)info.clock_freq_hz / 1e6);
+	else
+		printf("clock: %s\n", info.clock_id == HVT_CLOCK_MONO_NS ?
+					      "writer CLOCK_MONOTONIC (ns)" :
+					      "host ns");
+	for (cpu = first; cpu <= last; cpu++) {
+		if (hvtrace_cpu_get_totals(a, (int)cpu, &t)) {
+			printf("\nCPU %u: unreadable: %s\n", cpu,
+			       hvtrace_last_error());
+			ret = HVT_EXIT_FAIL;
+			continue;
+		}
+		printf("\nCPU %u:\n", cpu);
+		printf("entries: %llu\n", (unsigned long long)t.entries);
+		printf("overrun: %llu\n", (unsigned long long)t.overrun);
+		printf("commit overrun: 0\n");
+		printf("bytes: %llu\n", (unsigned long long)t.bytes);
+		stat_ts("oldest event ts:",
+			t.entries ?
+				hvtrace_area_to_host_ns(a, t.oldest_ts, NULL) :
+				0);
+		stat_ts("now ts:",
+			t.committed ?
+				hvtrace_area_to_host_ns(a, t.now_ts, NULL) :
+				0);
+		printf("dropped events: %llu\n", (unsigned long long)t.dropped);
+		printf("read events: %llu\n", (unsigned long long)t.consumed);
+		printf("committed: %llu\n", (unsigned long long)t.committed);
+		printf("written: %llu\n",
+		       (unsigned long long)(t.committed + t.dropped));
+		printf("sub-buffers: tail %u, oldest %u, consumer %u\n",
+		       t.tail_seq, t.oldest_seq, t.consumer_seq);
+		printf("control errors: %llu\n",
+		       (unsigned long long)t.ctrl_errors);
+	}
+	hvtrace_area_close(a);
+	return ret;
+}
+
+static int stat_kernel(const char *instance, int only_cpu)
+{
+	char dir[256], path[512], buf[4096];
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int cpu, printed = 0;
+	ssize_t n;
+	int fd;
+
+	/* Mounts tracefs if needed, and checks the instance exists. */
+	if (hvtrace_tracefs_dir(instance, dir, sizeof(dir)))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	for (cpu = 0; cpu < ncpu; cpu++) {
+		if (only_cpu >= 0 && cpu != only_cpu)
+			continue;
+		snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/stats", dir,
+			 cpu);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			if (only_cpu >= 0)
+				return hvt_cli_error(VERB, "cannot read %s: %s",
+						     path, strerror(errno));
+			continue;
+		}
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n < 0)
+			continue;
+		buf[n] = '\0';
+		printf("%sCPU %d:\n%s", printed ? "\n" : "", cpu, buf);
+		printed++;
+	}
+	if (!printed)
+		return hvt_cli_error(VERB, "no per_cpu stats found under %s",
+				     dir);
+	return HVT_EXIT_OK;
+}
+
+static int cmd_stat(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "kernel", no_argument, NULL, OPT_KERNEL },
+		{ "instance", required_argument, NULL, OPT_INSTANCE },
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *spec = NULL, *instance = NULL;
+	unsigned long long v;
+	bool kernel = false;
+	int c, cpu = -1;
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_KERNEL:
+			kernel = true;
+			break;
+		case OPT_INSTANCE:
+			instance = optarg;
+			break;
+		case OPT_CPU:
+			if (hvt_cli_parse_u64(optarg, &v) || v >= 4096)
+				return hvt_cli_usage(VERB, "bad --cpu '%s' (a "
+							   "CPU number)",
+						     optarg);
+			cpu = (int)v;
+			break;
+		case ':':
+			return hvt_cli_usage(VERB, "option '%s' needs a value",
+					     argv[optind - 1]);
+		default:
+			return hvt_cli_usage(VERB, "unknown option '%s'",
+					     argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		spec = argv[optind++];
+	if (optind < argc)
+		return hvt_cli_usage(VERB, "unexpected argument '%s'",
+				     argv[optind]);
+	if (kernel == !!spec)
+		return hvt_cli_usage(VERB, kernel ? "give an AREA or --kernel, "
+						    "not both"
+						  : "no AREA given (or "
+						    "--kernel)");
+	if (instance && !kernel)
+		return hvt_cli_usage(VERB, "--instance goes with --kernel");
+	return kernel ? stat_kernel(instance, cpu) : stat_area(spec, cpu);
+}
+
+HVT_CLI_COMMAND(stat, "stat", "per-CPU counters of an area or the kernel",
+		stat_usage, cmd_stat);

@@ -1,0 +1,697 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtrace stream: a live, consuming read, printed like trace_pipe.
+ *
+ * One path for areas and the host kernel: every CPU is an hvtrace_ring
+ * (the ring-buffer mmap view), the rings are merged by time
+ * (hvtrace_merge, with a reorder window), and each record is printed by
+ * the decoder (libtraceevent) exactly as the kernel's trace_pipe prints.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hvtrace.h>
+#include <hvtrace/config.h>
+
+#include "cli.h"
+
+#define VERB "stream"
+#define ST_DEFAULT_WINDOW_MS	10.0
+#define ST_SYNC_EVERY_NS	1000000000ULL
+#define ST_STATUS_EVERY_NS	500000000ULL
+
+static const char st_usage[] =
+	"usage: hvtrace stream AREA [OPTIONS]\n"
+	"       hvtrace stream --kernel [--instance NAME] [OPTIONS]\n"
+	"\n"
+	"Consume events as they are written and print them as the kernel's\n"
+	"trace_pipe does:\n"
+	"\n"
+	"  <comm>-<pid> [<cpu>] <flags> <sec>.<usec>: <event>: <fields>\n"
+	"\n"
+	"merged in time order across CPUs, with \"CPU:N [LOST n EVENTS]\"\n"
+	"where events were lost.  AREA is PATH[@OFFSET[+SIZE]] (a /dev/shm\n"
+	"file, a QEMU memory-backend file, a post-mortem copy); --kernel\n"
+	"reads the host kernel's own ring buffer through the same code (the\n"
+	"trace_pipe_raw mmap).  Area timestamps are converted to the host's\n"
+	"CLOCK_MONOTONIC; kernel timestamps are printed in its trace clock,\n"
+	"as trace_pipe does.\n"
+	"\n"
+	"An area is opened as its owner (control page read-write): all its\n"
+	"events and tracing are enabled, consumer progress is published (so\n"
+	"a consume-mode writer can reuse what was read) and the writer's\n"
+	"clock is sampled.  A read-only file falls back to a read-only open,\n"
+	"with a note.  Stream exits by itself once a writer that stopped (or\n"
+	"died) has been read to the end, unless --follow.\n"
+	"\n"
+	"options:\n"
+	"  --kernel            read the host kernel's ring buffer\n"
+	"  --instance NAME     with --kernel: tracefs instance NAME (or a\n"
+	"                      path)\n"
+	"  --cpu N             only CPU N\n"
+	"  --count N           stop after N events\n"
+	"  --timeout S         stop after S seconds\n"
+	"  --window MS         reorder window across CPUs (default 10): an\n"
+	"                      event is printed once every CPU has a later\n"
+	"                      one pending, or once it is MS old\n"
+	"  --drain             print what is there now and exit once every\n"
+	"                      CPU is empty (post-mortem reads)\n"
+	"  --follow            keep waiting after the writer stopped\n"
+	"  --read-only         do not take control of the area (no\n"
+	"                      enabling, no consumer progress: a\n"
+	"                      consume-mode writer then drops once its ring\n"
+	"                      is full)\n"
+	"  --summary           print per-CPU counts on stderr at the end\n"
+	"  -h, --help          this text\n"
+	"\n"
+	"Idle CPUs are polled every CONFIG_HVT_HOST_POLL_US microseconds.\n"
+	"On a terminal, with stdout redirected, a status line shows\n"
+	"progress.\n";
+
+enum {
+	OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU, OPT_COUNT, OPT_TIMEOUT,
+	OPT_WINDOW, OPT_DRAIN, OPT_FOLLOW, OPT_RO, OPT_SUMMARY,
+};
+
+struct st_cpu {
+	struct hvtrace_ring *ring;
+	int cpu;
+	unsigned long long events;
+	unsigned long long lost;
+	bool lost_unknown;
+};
+
+struct st_state {
+	/* options */
+	const char *spec;
+	bool kernel;
+	const char *instance;
+	int only_cpu;
+	unsigned long long count;
+	double timeout;
+	double window_ms;
+	bool drain, follow, read_only, summary;
+
+	/* sources */
+	struct hvtrace_area *area;
+	struct hvtrace_area_info info;
+	bool control;
+	bool syncing;
+	struct hvtrace_decoder *dec;
+	struct st_cpu *cpus;
+	unsigned int nr;
+	struct hvtrace_merge *merge;
+	unsigned int text_flags;
+
+	uint64_t cmdlines_at;	/* kernel: last saved_cmdlines read */
+
+	/* comm lookups already tried (loopback writer threads) */
+	int tried[256];
+	unsigned int nr_tried;
+
+	/* output */
+	char *line;
+	size_t line_cap;
+	unsigned long long printed, lost;
+	bool out_broken;
+};
+
+static volatile sig_atomic_t st_interrupted;
+
+static void st_on_signal(int sig)
+{
+	(void)sig;
+	st_interrupted = 1;
+}
+
+static uint64_t st_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void st_sleep_poll(void)
+{
+	struct timespec ts = { 0, (long)CONFIG_HVT_HOST_POLL_US * 1000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int st_parse(struct st_state *s, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "kernel", no_argument, NULL, OPT_KERNEL },
+		{ "instance", required_argument, NULL, OPT_INSTANCE },
+		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "count", required_argument, NULL, OPT_COUNT },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "window", required_argument, NULL, OPT_WINDOW },
+		{ "drain", no_argument, NULL, OPT_DRAIN },
+		{ "follow", no_argument, NULL, OPT_FOLLOW },
+		{ "read-only", no_argument, NULL, OPT_RO },
+		{ "summary", no_argument, NULL, OPT_SUMMARY },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long long v;
+	int c;
+
+	s->only_cpu = -1;
+	s->window_ms = ST_DEFAULT_WINDOW_MS;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_KERNEL:
+			s->kernel = true;
+			break;
+		case OPT_INSTANCE:
+			s->instance = optarg;
+			break;
+		case OPT_CPU:
+			if (hvt_cli_parse_u64(optarg, &v) || v >= 4096)
+				return hvt_cli_usage(VERB, "bad --cpu '%s' (a "
+							   "CPU number)",
+						     optarg);
+			s->only_cpu = (int)v;
+			break;
+		case OPT_COUNT:
+			if (hvt_cli_parse_u64(optarg, &v) || !v)
+				return hvt_cli_usage(VERB,
+						     "bad --count '%s' (a "
+						     "positive number)",
+						     optarg);
+			s->count = v;
+			break;
+		case OPT_TIMEOUT:
+			if (hvt_cli_parse_seconds(optarg, &s->timeout) ||
+			    s->timeout <= 0)
+				return hvt_cli_usage(VERB, "bad --timeout '%s' "
+							   "(seconds > 0)",
+						     optarg);
+			break;
+		case OPT_WINDOW:
+			if (hvt_cli_parse_seconds(optarg, &s->window_ms) ||
+			    s->window_ms > 60000)
+				return hvt_cli_usage(VERB, "bad --window '%s' "
+							   "(milliseconds)",
+						     optarg);
+			break;
+		case OPT_DRAIN:
+			s->drain = true;
+			break;
+		case OPT_FOLLOW:
+			s->follow = true;
+			break;
+		case OPT_RO:
+			s->read_only = true;
+			break;
+		case OPT_SUMMARY:
+			s->summary = true;
+			break;
+		case ':':
+			return hvt_cli_usage(VERB, "option '%s' needs a value",
+					     argv[optind - 1]);
+		default:
+			return hvt_cli_usage(VERB, "unknown option '%s'",
+					     argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		s->spec = argv[optind++];
+	if (optind < argc)
+		return hvt_cli_usage(VERB, "unexpected argument '%s'",
+				     argv[optind]);
+	if (s->kernel && s->spec)
+		return hvt_cli_usage(VERB,
+				     "give an AREA or --kernel, not both");
+	if (!s->kernel && !s->spec)
+		return hvt_cli_usage(VERB, "no AREA given (or --kernel)");
+	if (s->instance && !s->kernel)
+		return hvt_cli_usage(VERB, "--instance goes with --kernel");
+	if (s->drain && s->follow)
+		return hvt_cli_usage(VERB, "--drain and --follow contradict "
+					   "each other");
+	return 0;
+}
+
+static int st_open_area(struct st_state *s)
+{
+	unsigned int bit, cpu, first, last, i;
+	int ret;
+
+	ret = -EPERM;
+	if (!s->read_only) {
+		ret = hvtrace_area_open_spec(s->spec, HVTRACE_OPEN_CONTROL,
+					     &s->area);
+		if (ret == -EACCES || ret == -EROFS || ret == -EPERM)
+			fprintf(stderr,
+				"hvtrace stream: note: cannot open %s for "
+				"writing (%s); reading it read-only: events "
+				"are not enabled and a consume-mode writer "
+				"drops once its ring is full\n",
+				s->spec, strerror(-ret));
+		else if (ret)
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		else
+			s->control = true;
+	}
+	if (!s->control) {
+		ret = hvtrace_area_open_spec(s->spec, 0, &s->area);
+		if (ret)
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	}
+	hvtrace_area_get_info(s->area, &s->info);
+
+	if (s->control) {
+		/* The owner enables everything the writer may write. */
+		for (bit = 0; bit < HVT_ABI_MAX_EVENTS; bit++)
+			hvtrace_area_set_event(s->area, bit, true);
+		hvtrace_area_set_tracing(s->area, true);
+		/* A few clock samples while the writer answers (a stopped
+		 * or vanished writer never does). */
+		s->syncing = s->info.state != HVT_STATE_STOPPED &&
+			     !(s->info.writer_kind == HVT_WRITER_LOOPBACK &&
+			       s->info.writer_pid &&
+			       kill((pid_t)s->info.writer_pid, 0) &&
+			       errno == ESRCH);
+		for (i = 0; i < 8 && s->syncing; i++)
+			if (hvtrace_area_sync(s->area, i ? 20 : 100))
+				s->syncing = false;
+	}
+
+	/* A live loopback writer runs on this host: its clock is ours to
+	 * read, with or without its answers. */
+	if (!s->syncing && s->info.writer_kind == HVT_WRITER_LOOPBACK &&
+	    s->info.writer_pid && !kill((pid_t)s->info.writer_pid, 0))
+		for (i = 0; i < 4; i++)
+			hvtrace_area_sync_local(s->area);
+
+	first = 0;
+	last = s->info.nr_cpus - 1;
+	if (s->only_cpu >= 0) {
+		if ((unsigned int)s->only_cpu >= s->info.nr_cpus)
+			return hvt_cli_usage(VERB, "--cpu %d: area '%s' has "
+						   "CPUs 0..%u",
+					     s->only_cpu, s->info.name, last);
+		first = last = (unsigned int)s->only_cpu;
+	}
+	s->cpus = calloc(last - first + 1, sizeof(*s->cpus));
+	if (!s->cpus)
+		return hvt_cli_error(VERB, "out of memory");
+	for (cpu = first; cpu <= last; cpu++) {
+		struct st_cpu *c = &s->cpus[s->nr];
+
+		c->cpu = (int)cpu;
+		if (hvtrace_ring_open_area(s->area, (int)cpu, &c->ring))
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		s->nr++;
+	}
+	if (hvtrace_decoder_new_area(s->area, &s->dec))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	return 0;
+}
+
+static int st_open_kernel(struct st_state *s)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int cpu, first, last, ret, err = 0;
+	char dir[256], path[512];
+	FILE *f;
+
+	if (ncpu < 1)
+		ncpu = 1;
+	first = 0;
+	last = (int)ncpu - 1;
+	if (s->only_cpu >= 0) {
+		if (s->only_cpu > last)
+			return hvt_cli_usage(VERB, "--cpu %d: this host has "
+						   "CPUs 0..%d",
+					     s->only_cpu, last);
+		first = last = s->only_cpu;
+	}
+	s->cpus = calloc((size_t)(last - first + 1), sizeof(*s->cpus));
+	if (!s->cpus)
+		return hvt_cli_error(VERB, "out of memory");
+	for (cpu = first; cpu <= last; cpu++) {
+		struct st_cpu *c = &s->cpus[s->nr];
+
+		ret = hvtrace_ring_open_kernel(s->instance, cpu, &c->ring);
+		if (ret == -ENOENT && s->only_cpu < 0 && s->nr) {
+			continue;	/* a CPU that is not there */
+		} else if (ret) {
+			err = ret;
+			break;
+		}
+		c->cpu = cpu;
+		s->nr++;
+	}
+	if (err || !s->nr)
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	if (!hvtrace_ring_clock_is_ns(s->cpus[0].ring))
+		s->text_flags |= HVTRACE_TEXT_RAW_TS;
+	if (hvtrace_decoder_new_kernel(NULL, &s->dec))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+
+	/* A common surprise: tracing switched off in that buffer. */
+	if (hvtrace_tracefs_dir(s->instance, dir, sizeof(dir)))
+		return 0;
+	snprintf(path, sizeof(path), "%s/tracing_on", dir);
+	f = fopen(path, "r");
+	if (f) {
+		if (fgetc(f) == '0')
+			fprintf(stderr, "hvtrace stream: note: tracing is off "
+					"(echo 1 > %s)\n",
+				path);
+		fclose(f);
+	}
+	return 0;
+}
+
+/* Name the loopback writer's threads, looked up once per pid. */
+static void st_lookup_comm(struct st_state *s, int pid)
+{
+	char path[96], comm[32];
+	unsigned int i;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0 || hvtrace_decoder_comm(s->dec, pid))
+		return;
+	if (s->kernel) {
+		/* A task newer than our copy of saved_cmdlines: read it again
+		 * (at most once a second), as trace_pipe looks it up when it
+		 * prints. */
+		uint64_t now = st_now();
+
+		if (now - s->cmdlines_at >= 1000000000ULL) {
+			s->cmdlines_at = now;
+			hvtrace_decoder_load_cmdlines(s->dec, NULL);
+		}
+		return;
+	}
+	if (s->info.writer_kind != HVT_WRITER_LOOPBACK || !s->info.writer_pid)
+		return;
+	for (i = 0; i < s->nr_tried; i++)
+		if (s->tried[i] == pid)
+			return;
+	if (s->nr_tried < sizeof(s->tried) / sizeof(s->tried[0]))
+		s->tried[s->nr_tried++] = pid;
+	snprintf(path, sizeof(path), "/proc/%u/task/%d/comm",
+		 s->info.writer_pid, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, comm, sizeof(comm) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	comm[n] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	hvtrace_decoder_set_comm(s->dec, pid, comm);
+}
+
+static struct st_cpu *st_cpu_of(struct st_state *s, int cpu)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->nr; i++)
+		if (s->cpus[i].cpu == cpu)
+			return &s->cpus[i];
+	return &s->cpus[0];
+}
+
+static void st_write(struct st_state *s, const char *buf, size_t len)
+{
+	if (s->out_broken)
+		return;
+	if (fwrite(buf, 1, len, stdout) != len)
+		s->out_broken = true;	/* EPIPE (| head) or a full disk */
+}
+
+static void st_print_lost(struct st_state *s, int cpu, uint64_t lost)
+{
+	struct st_cpu *c = st_cpu_of(s, cpu);
+	char buf[64];
+	int n;
+
+	if (lost == HVTRACE_LOST_UNKNOWN)
+		c->lost_unknown = true;
+	else
+		c->lost += lost, s->lost += lost;
+	n = hvtrace_format_lost(cpu, lost, buf, sizeof(buf));
+	if (n > 0)
+		st_write(s, buf, (size_t)n);
+}
+
+static int st_print(struct st_state *s, const struct hvtrace_record *rec)
+{
+	uint64_t ts = s->kernel ? rec->ts : rec->host_ns;
+	int n;
+
+	if (rec->lost_before)
+		st_print_lost(s, rec->cpu, rec->lost_before);
+	if (rec->size >= 8) {
+		int32_t pid;
+
+		memcpy(&pid, (const uint8_t *)rec->data + 4, 4);
+		st_lookup_comm(s, pid);
+	}
+	for (;;) {
+		n = hvtrace_decoder_format(s->dec, rec, ts, s->text_flags,
+					   s->line, s->line_cap);
+		if (n < 0)
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		if ((size_t)n < s->line_cap)
+			break;
+		free(s->line);
+		s->line_cap = (size_t)n + 1;
+		s->line = malloc(s->line_cap);
+		if (!s->line)
+			return hvt_cli_error(VERB, "out of memory");
+	}
+	st_write(s, s->line, (size_t)n);
+	st_cpu_of(s, rec->cpu)->events++;
+	s->printed++;
+	return 0;
+}
+
+/* Has the area's writer finished (or died)?  Then read to the end. */
+static int st_writer_done(struct st_state *s, bool *restarted)
+{
+	uint32_t state = 0;
+	uint64_t gen = 0;
+
+	*restarted = false;
+	if (s->kernel)
+		return 0;
+	if (hvtrace_area_writer_state(s->area, &state, &gen)) {
+		*restarted = true;
+		return 1;
+	}
+	if (state == HVT_STATE_STOPPED)
+		return 1;
+	if (s->info.writer_kind == HVT_WRITER_LOOPBACK && s->info.writer_pid &&
+	    kill((pid_t)s->info.writer_pid, 0) && errno == ESRCH)
+		return 1;
+	return 0;
+}
+
+static void st_status(struct st_state *s, uint64_t t0, bool final)
+{
+	double secs = (double)(st_now() - t0) / 1e9;
+
+	if (final) {
+		fprintf(stderr, "\r\033[K");
+		return;
+	}
+	fprintf(stderr, "\r\033[K%llu events  %llu lost  %.0f events/s",
+		s->printed, s->lost, secs > 0 ? (double)s->printed / secs : 0);
+}
+
+static void st_summary(struct st_state *s, double secs)
+{
+	unsigned long long errors = 0;
+	unsigned int i;
+
+	for (i = 0; i < s->nr; i++) {
+		struct st_cpu *c = &s->cpus[i];
+		unsigned long long e = hvtrace_ring_errors(c->ring);
+
+		if (s->area) {
+			struct hvtrace_cpu_stats st;
+
+			if (!hvtrace_cpu_get_stats(s->area, c->cpu, &st))
+				e += st.errors;
+		}
+		errors += e;
+		fprintf(stderr, "  cpu %d: %llu events, %llu lost%s, %llu "
+				"errors\n",
+			c->cpu, c->events, c->lost,
+			c->lost_unknown ? " (and an unknown number)" : "", e);
+	}
+	fprintf(stderr, "hvtrace stream: %u CPUs, %llu events, %llu lost, %llu "
+			"errors in %.3f s (%.0f events/s)\n",
+		s->nr, s->printed, s->lost, errors, secs,
+		secs > 0 ? (double)s->printed / secs : 0.0);
+}
+
+static void st_cleanup(struct st_state *s)
+{
+	unsigned int i;
+
+	hvtrace_merge_free(s->merge);
+	for (i = 0; s->cpus && i < s->nr; i++)
+		hvtrace_ring_close(s->cpus[i].ring);
+	free(s->cpus);
+	hvtrace_decoder_free(s->dec);
+	hvtrace_area_close(s->area);
+	free(s->line);
+}
+
+static int st_run(struct st_state *s)
+{
+	struct hvtrace_ring **rings;
+	struct hvtrace_record rec;
+	uint64_t t0 = st_now(), deadline = UINT64_MAX, last_sync = t0;
+	uint64_t last_status = t0;
+	bool finishing = s->drain, stopped = false, restarted, status;
+	unsigned int i, spins = 0;
+	int ret = 0;
+
+	status = isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO);
+	stopped = st_writer_done(s, &restarted) && !restarted;
+	if (s->timeout > 0)
+		deadline = t0 + (uint64_t)(s->timeout * 1e9);
+	rings = calloc(s->nr, sizeof(*rings));
+	if (!rings)
+		return hvt_cli_error(VERB, "out of memory");
+	for (i = 0; i < s->nr; i++)
+		rings[i] = s->cpus[i].ring;
+	ret = hvtrace_merge_new(rings, s->nr,
+				(uint64_t)(s->window_ms * 1e6), &s->merge);
+	free(rings);
+	if (ret)
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+
+	while (!st_interrupted && !s->out_broken) {
+		/* A stopped writer adds nothing: no need to wait for it. */
+		int got = hvtrace_merge_next(s->merge, &rec,
+					     finishing || stopped);
+
+		if (got < 0) {
+			ret = hvt_cli_error(VERB, "%s", hvtrace_last_error());
+			break;
+		}
+		if (got > 0) {
+			ret = st_print(s, &rec);
+			if (ret)
+				break;
+			if (s->count && s->printed >= s->count)
+				break;
+			/* Check the clock now and then even when busy. */
+			if (++spins < 4096)
+				continue;
+			spins = 0;
+		} else {
+			if (finishing) {
+				/* Every CPU is empty: report drops that no
+				 * page followed, then stop. */
+				for (i = 0; i < s->nr; i++) {
+					struct st_cpu *c = &s->cpus[i];
+					uint64_t n;
+
+					n = hvtrace_ring_take_trailing_lost(
+						c->ring);
+					if (n)
+						st_print_lost(s, c->cpu, n);
+				}
+				break;
+			}
+			fflush(stdout);
+			stopped = st_writer_done(s, &restarted);
+			if (restarted) {
+				fprintf(stderr, "hvtrace stream: the writer "
+						"re-formatted the area (a new "
+						"run); stopping\n");
+				break;
+			}
+			if (stopped && !s->follow) {
+				finishing = true;
+				continue;
+			}
+		}
+		{
+			uint64_t now = st_now();
+
+			if (now >= deadline)
+				break;
+			if (got) {
+				/* Busy: still notice a writer that stopped, so
+				 * the merge need not wait for it. */
+				stopped = st_writer_done(s, &restarted) &&
+					  !restarted;
+			}
+			if (s->syncing && now - last_sync >= ST_SYNC_EVERY_NS) {
+				last_sync = now;
+				if (hvtrace_area_sync(s->area, 5) == -ETIMEDOUT)
+					s->syncing = false;
+			}
+			if (status && now - last_status >= ST_STATUS_EVERY_NS) {
+				last_status = now;
+				st_status(s, t0, false);
+			}
+		}
+		if (!got)
+			st_sleep_poll();
+	}
+	fflush(stdout);
+	if (status)
+		st_status(s, t0, true);
+	if (s->summary)
+		st_summary(s, (double)(st_now() - t0) / 1e9);
+	return ret ? HVT_EXIT_FAIL : HVT_EXIT_OK;
+}
+
+static int cmd_stream(int argc, char **argv)
+{
+	struct st_state s;
+	struct sigaction sa;
+	int ret;
+
+	memset(&s, 0, sizeof(s));
+	ret = st_parse(&s, argc, argv);
+	if (ret)
+		return ret;
+	s.line_cap = 8192;
+	s.line = malloc(s.line_cap);
+	if (!s.line)
+		return hvt_cli_error(VERB, "out of memory");
+	ret = s.kernel ? st_open_kernel(&s) : st_open_area(&s);
+	if (ret) {
+		st_cleanup(&s);
+		return ret;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = st_on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+	ret = st_run(&s);
+	st_cleanup(&s);
+	return ret;
+}
+
+HVT_CLI_COMMAND(stream, "stream",
+		"print events live, like trace_pipe (an area or the kernel)",
+		st_usage, cmd_stream);
