@@ -16,7 +16,7 @@ $(LIBHVTCORE): $(CORE_OBJS)
 	$(call archive,$^)
 
 # --- freestanding builds ----------------------------------------------
-FS_CFLAGS := -std=gnu11 -O2 -g -ffreestanding -nostdlib -fno-builtin \
+FS_CFLAGS := -std=gnu11 -O2 -g -ffreestanding -nostdlib -fno-builtin -fno-strict-aliasing \
 	-fno-stack-protector -fno-pic -fno-common -fno-asynchronous-unwind-tables \
 	-Wall -Wextra -Wundef -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-unused-parameter -Wno-sign-compare -Werror -I$(srctree)/shared/include

@@ -843,6 +843,7 @@ int hvt_msg_encode(void *buf, uint32_t cap, const struct hvt_msg *m)
 	}
 	case HVT_L_SUBSCRIBE:
 		st32(p, (uint32_t)m->u.subscribe.cpu);
+		st32(p + 4, m->u.subscribe.queue_kib);
 		break;
 	case HVT_L_UNSUBSCRIBE:
 		st32(p, m->u.unsubscribe.sub);
@@ -1139,8 +1140,7 @@ int hvt_msg_decode(const struct hvt_frame *f, struct hvt_msg *m,
 	}
 	case HVT_L_SUBSCRIBE:
 		m->u.subscribe.cpu = (int32_t)ld32(p);
-		if (!zero(p + 4, 4))
-			BAD("reserved field not zero");
+		m->u.subscribe.queue_kib = ld32(p + 4);
 		VAR_EXACT(0);
 		break;
 	case HVT_L_UNSUBSCRIBE:

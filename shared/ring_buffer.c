@@ -116,11 +116,18 @@
  *   W1 commit store (release)       <-> host/planner load of write (acquire)
  *   W2 desc.seq; fence(release)     <-> host copy; fence(acquire); desc.seq
  *   W3 ts_key=INV; ts; ts_key=word  <-> planner ts_key; ts; fence; ts_key
- *      (ordered by program order inside an rseq on TSO, or by the direct
- *      executor being the only writer)
+ *      (ordered by program order inside an rseq on x86 TSO; the aarch64
+ *      rseq executor stores each word with STLR; the direct executor is
+ *      the only writer, so no other planner observes it)
  *   W4 load consumer (acquire)      <-> host store consumer (release)
- *   W5 header magic store (release) <-> host load of magic (acquire)
+ *   W5 header magic store (release) <-> host load of magic (acquire);
+ *      re-format: magic=0; fence(release) <-> host copy; fence(acquire);
+ *      magic and generation re-checked
  *   W6 sync_clock; sync_seq(release) <-> host sync_seq (acquire); clock
+ *   W7 reset_seq; reset_ack(release) <-> host reset_ack (acquire); reset_seq
+ *   and, on the host-to-writer side of the control page: reset_req and
+ *   cmd_seq are stored with release after what they publish and loaded
+ *   with acquire; the clock block is a seqcount (odd, fence, fields, even).
  */
 #include <hvtrace/ring_buffer.h>
 #include <hvtrace/page.h>
@@ -198,12 +205,22 @@ static inline void rb_op(struct hvt_rb_plan *p, void *dst, const void *src,
 	op->pad = 0;
 }
 
-/* Usable data bytes of a page: 8 are kept free for a stored missed count. */
+/*
+ * Usable data bytes of a page whose descriptor says @missed events were
+ * lost right before it: 8 are kept free for the stored count.  Callers load
+ * desc->missed ONCE and pass it everywhere it matters, so a racing store
+ * (a co-writer in the guest, or a corrupted descriptor) cannot make the
+ * end and the count disagree.
+ */
 static inline uint32_t rb_page_end(const struct hvt_rb_cpu *cb,
-				   const struct hvt_subbuf_desc *d)
+				   uint64_t missed)
 {
-	return cb->data_size - (__atomic_load_n(&d->missed, __ATOMIC_RELAXED) ?
-					8u : 0u);
+	return cb->data_size - (missed ? 8u : 0u);
+}
+
+static inline uint64_t rb_desc_missed(const struct hvt_subbuf_desc *d)
+{
+	return __atomic_load_n(&d->missed, __ATOMIC_RELAXED);
 }
 
 /*
@@ -252,18 +269,20 @@ static uint64_t rb_last_ts(const struct hvt_rb_cpu *cb, uint64_t w)
 /*
  * Add the copies that finish the tail page @seq whose committed data ends at
  * @off: tail padding, the header commit with missed-event flags, and the
- * stored missed count.  Returns the final data size.
+ * stored missed count.  @missed is the page's descriptor value, loaded once
+ * by the caller.  Returns the final data size.
  */
 static uint32_t rb_plan_finish(struct hvt_rb_cpu *cb, struct hvt_rb_plan *p,
-			       uint32_t seq, uint32_t off)
+			       uint32_t seq, uint32_t off, uint64_t missed)
 {
-	struct hvt_subbuf_desc *d = rb_desc(cb, seq);
 	uint8_t *page = rb_page(cb, seq);
-	uint64_t missed = __atomic_load_n(&d->missed, __ATOMIC_RELAXED);
-	uint32_t end = rb_page_end(cb, d);
-	uint32_t size = off;
+	uint32_t end = rb_page_end(cb, missed);
+	uint32_t size;
 
-	if (off < end && end - off >= HVT_EVT_MIN_SIZE) {
+	if (off > end)
+		off = end;
+	size = off;
+	if (end - off >= HVT_EVT_MIN_SIZE) {
 		/* Padding to the end, as the kernel's rb_reset_tail() does:
 		 * type PADDING, non-zero delta, array[0] = bytes after the
 		 * 4-byte header. */
@@ -276,7 +295,7 @@ static uint32_t rb_plan_finish(struct hvt_rb_cpu *cb, struct hvt_rb_plan *p,
 	if (missed) {
 		p->s.old_commit |= HVT_MISSED_EVENTS | HVT_MISSED_STORED;
 		p->s.missed = missed;
-		/* end <= data_size - 8, so the count fits after the data. */
+		/* size <= end = data_size - 8: the count fits after it. */
 		rb_op(p, page + HVT_PAGE_HDR_SIZE + size, &p->s.missed, 8);
 	}
 	rb_op(p, page + HVT_PAGE_COMMIT_OFF, &p->s.old_commit, 8);
@@ -433,7 +452,7 @@ int hvt_rb_plan_write(struct hvt_rb_cpu *cb, struct hvt_rb_plan *p,
 	struct hvt_cpu_meta *m = cb->meta;
 	struct hvt_subbuf_desc *d;
 	uint32_t rec_len = sizeof(*common), size, seq, entries, off, end, i;
-	uint64_t w, lost, last, delta;
+	uint64_t w, lost, last, delta, missed;
 	uint8_t *page;
 
 	if (niov > HVT_RB_MAX_IOV || (niov && !iov))
@@ -464,7 +483,8 @@ int hvt_rb_plan_write(struct hvt_rb_cpu *cb, struct hvt_rb_plan *p,
 	off = HVT_WORD_OFFSET(w);
 	d = rb_desc(cb, seq);
 	page = rb_page(cb, seq);
-	end = rb_page_end(cb, d);
+	missed = rb_desc_missed(d);
+	end = rb_page_end(cb, missed);
 	if (off > end)		/* only a corrupted word can say this */
 		off = end;
 
@@ -515,7 +535,7 @@ int hvt_rb_plan_write(struct hvt_rb_cpu *cb, struct hvt_rb_plan *p,
 					/* Close the page first, so losses
 					 * fall between pages. */
 					p->kind = HVT_PLAN_SEAL;
-					rb_plan_finish(cb, p, seq, off);
+					rb_plan_finish(cb, p, seq, off, missed);
 					p->commit_ptr = &m->write;
 					p->commit_val =
 						HVT_WORD(seq, entries, end);
@@ -547,7 +567,7 @@ int hvt_rb_plan_write(struct hvt_rb_cpu *cb, struct hvt_rb_plan *p,
 		rb_op(p, &nd->flags, &p->s.desc_rest.flags,
 		      sizeof(*nd) - offsetof(struct hvt_subbuf_desc, flags));
 
-		rb_plan_finish(cb, p, seq, off);
+		rb_plan_finish(cb, p, seq, off, missed);
 
 		/* New page header: time_stamp, and commit 0 until it is
 		 * finished (the word bounds the tail page meanwhile). */
@@ -674,7 +694,7 @@ int hvt_rb_poll_reset(struct hvt_rb_cpu *cb)
 	uint32_t req = __atomic_load_n(&cb->ctrl->reset_req[cb->cpu],
 				       __ATOMIC_ACQUIRE);
 	struct hvt_rb_plan p;
-	uint64_t w;
+	uint64_t w, missed;
 	uint32_t seq, off, end;
 
 	if (req == m->reset_ack)
@@ -683,7 +703,8 @@ int hvt_rb_poll_reset(struct hvt_rb_cpu *cb)
 	w = __atomic_load_n(&m->write, __ATOMIC_RELAXED);
 	seq = HVT_WORD_SEQ(w);
 	off = HVT_WORD_OFFSET(w);
-	end = rb_page_end(cb, rb_desc(cb, seq));
+	missed = rb_desc_missed(rb_desc(cb, seq));
+	end = rb_page_end(cb, missed);
 	if (off > end)
 		off = end;
 	if (off) {
@@ -693,89 +714,26 @@ int hvt_rb_poll_reset(struct hvt_rb_cpu *cb)
 		p.nr_pre = 0;
 		p.nr_ops = 0;
 		p.kind = HVT_PLAN_SEAL;
-		rb_plan_finish(cb, &p, seq, off);
 		p.commit_ptr = &m->write;
-		/* end == offset means "full": the next write switches. */
-		p.commit_val = HVT_WORD(seq, HVT_WORD_ENTRIES(w), end);
+		/*
+		 * Commit exactly what the page holds (padding included): the
+		 * 0 or 4 bytes left after it cannot take any event (the
+		 * smallest is 12 bytes), so the next write switches pages,
+		 * and no unwritten byte is ever published.
+		 */
+		p.commit_val = HVT_WORD(seq, HVT_WORD_ENTRIES(w),
+					rb_plan_finish(cb, &p, seq, off,
+						       missed));
 		rb_plan_ts(cb, &p, rb_last_ts(cb, w), p.commit_val);
 		hvt_rb_plan_exec(&p);
 		m->reset_seq = seq + 1;
 	} else {
 		m->reset_seq = seq;
 	}
-	/* Publish reset_seq with the ack; pairs with the host's acquire. */
+	/* W7: publish reset_seq with the ack; pairs with the host's acquire
+	 * load of reset_ack in rd_check_reset(). */
 	__atomic_store_n(&m->reset_ack, req, __ATOMIC_RELEASE);
 	return 1;
-}
-
-/* hvt_page_: walker --------------------------------------------------- */
-
-int hvt_page_next(struct hvt_page_iter *it)
-{
-	uint32_t hdr, type, left, len;
-	const uint8_t *e;
-
-	if (it->pos >= it->size || it->size - it->pos < HVT_EVT_HDR_SIZE)
-		return HVT_ITEM_END;
-	e = it->data + it->pos;
-	left = it->size - it->pos;
-	hdr = hvt_rd32(e);
-	type = hdr & ((1u << HVT_TYPE_LEN_BITS) - 1);
-	it->evt_pos = it->pos;
-
-	switch (type) {
-	case HVT_TYPE_PADDING:
-		if (left < 8) {
-			/* A 4-byte null event ends the page. */
-			it->pos = it->size;
-			return HVT_ITEM_END;
-		}
-		len = hvt_rd32(e + 4);
-		if (len > left - 4)
-			return -HVT_EBADMSG;
-		it->ts += hdr >> HVT_TYPE_LEN_BITS;
-		it->pos += 4 + (len < 4 ? 4 : len);
-		return HVT_ITEM_PADDING;
-	case HVT_TYPE_TIME_EXTEND:
-	case HVT_TYPE_TIME_STAMP:
-		if (left < 8)
-			return -HVT_EBADMSG;
-		{
-			uint64_t v = ((uint64_t)hvt_rd32(e + 4) << HVT_TS_BITS) +
-				     (hdr >> HVT_TYPE_LEN_BITS);
-
-			if (type == HVT_TYPE_TIME_EXTEND)
-				it->ts += v;
-			else
-				/* Absolute: top 5 bits from the running ts. */
-				it->ts = v | (it->ts & (0xf8ULL << 56));
-		}
-		it->pos += 8;
-		return HVT_ITEM_TIME;
-	case 0:
-		if (left < 8)
-			return -HVT_EBADMSG;
-		len = hvt_rd32(e + 4);
-		if (len < 4 + 4 || len - 4 > left - 8)
-			return -HVT_EBADMSG;
-		len = HVT_ALIGN4(len - 4);
-		if (len > left - 8)
-			return -HVT_EBADMSG;
-		it->payload = e + 8;
-		it->len = len;
-		it->ts += hdr >> HVT_TYPE_LEN_BITS;
-		it->pos += 8 + len;
-		return HVT_ITEM_DATA;
-	default:
-		len = type * 4;
-		if (len > left - 4)
-			return -HVT_EBADMSG;
-		it->payload = e + 4;
-		it->len = len;
-		it->ts += hdr >> HVT_TYPE_LEN_BITS;
-		it->pos += 4 + len;
-		return HVT_ITEM_DATA;
-	}
 }
 
 /* hvt_area_: whole-area helpers --------------------------------------- */
@@ -862,8 +820,14 @@ int hvt_area_format(void *area, const struct hvt_area_params *ps)
 		return -HVT_ENOSPC;
 
 	gen = h->magic == HVT_AREA_MAGIC ? h->generation + 1 : 1;
-	/* Unpublish first: a host must not see a half-formatted area. */
-	__atomic_store_n(&h->magic, 0, __ATOMIC_RELEASE);
+	/*
+	 * Unpublish first: a host must not see a half-formatted area.  The
+	 * release fence orders the cleared magic before every store below;
+	 * it pairs with the acquire fence a host issues between copying the
+	 * header and re-checking magic and generation (hvtrace_area_open).
+	 */
+	__atomic_store_n(&h->magic, 0, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	rb_zero((uint8_t *)h + sizeof(h->magic),
 		sizeof(*h) - sizeof(h->magic));
 	h->abi_version = HVT_ABI_VERSION;
@@ -940,7 +904,12 @@ int hvt_area_sync_pending(const void *area, uint64_t *req)
 	const struct hvt_control *ctrl =
 		(const struct hvt_control *)((const uint8_t *)area +
 					     HVT_CONTROL_OFFSET);
-	/* Acquire: a clock read after this cannot predate the request. */
+	/*
+	 * Acquire: orders later memory accesses after this load.  A clock
+	 * read is not a memory access: a writer that needs the answer to
+	 * postdate the request must also serialise its clock read (ISB
+	 * before CNTVCT on aarch64, LFENCE before RDTSC on x86).
+	 */
 	uint64_t r = __atomic_load_n(&ctrl->sync_req, __ATOMIC_ACQUIRE);
 
 	if (r == __atomic_load_n(&h->sync_seq, __ATOMIC_RELAXED))

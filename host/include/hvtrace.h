@@ -139,7 +139,9 @@ HVTRACE_API bool hvtrace_area_event_enabled(const struct hvtrace_area *a,
  * and discard everything before it (per-CPU reset)
  *
  * Returns once the request is posted; the reader skips the discarded data
- * when the writer acknowledges it.
+ * when the writer acknowledges it.  Only writers that poll for resets
+ * serve it (the EL2 hypervisor and the loopback writer do; guest user
+ * space writers do not, since no single thread owns a guest CPU buffer).
  */
 HVTRACE_API int hvtrace_area_reset_cpu(struct hvtrace_area *a, int cpu);
 
@@ -191,8 +193,9 @@ HVTRACE_API void hvtrace_area_add_sync_sample(struct hvtrace_area *a,
 /**
  * hvtrace_area_to_host_ns - convert a writer timestamp to host
  * CLOCK_MONOTONIC nanoseconds with the current clock model
- * @err_ns: if not NULL, the model's error bound (half the round trip of
- *          the best sample plus the drift term), in ns
+ * @err_ns: if not NULL, the model's error bound in ns: half the width of
+ *          the intersection of every recent sample's bracket, once the
+ *          rate is fitted (UINT64_MAX before the first sample)
  */
 HVTRACE_API uint64_t hvtrace_area_to_host_ns(const struct hvtrace_area *a,
 					     uint64_t ts, uint64_t *err_ns);
@@ -241,7 +244,11 @@ HVTRACE_API int hvtrace_cpu_read_page(struct hvtrace_area *a, int cpu,
  *
  * where unread is committed data still in the ring (entries), lost counts
  * events this reader reported as lost (overrun + dropped + skipped) and
- * trailing counts drops that no later page has reported yet.
+ * trailing counts drops that no later page has reported yet.  "Every
+ * moment" means within one writer generation: a writer that re-formats
+ * the area restarts its counters (hvtrace_area_writer_state() reports it;
+ * reopen the area).  Events overwritten before this reader attached are
+ * not part of "written" (counting starts at the oldest page present then).
  */
 struct hvtrace_cpu_stats {
 	uint64_t written;	/* events the writer handled since attach:
@@ -276,9 +283,11 @@ HVTRACE_API uint64_t hvtrace_cpu_take_trailing_lost(struct hvtrace_area *a,
 						    int cpu);
 
 /**
- * hvtrace_cpu_seek - restart reading a CPU at its oldest or newest data
- * @oldest: true for the oldest readable sub-buffer, false to skip to "now"
- *          (events skipped this way are not counted as lost)
+ * hvtrace_cpu_seek - move the reader of a CPU
+ * @oldest: true: the oldest unread data, which is where the reader already
+ *          is (it never moves back over events it returned, so nothing is
+ *          returned twice); false: skip to "now", discarding everything
+ *          committed so far (counted as discarded, not lost)
  */
 HVTRACE_API int hvtrace_cpu_seek(struct hvtrace_area *a, int cpu, bool oldest);
 

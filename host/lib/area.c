@@ -82,8 +82,14 @@ static int area_take_control(struct hvtrace_area *a)
 	uint32_t cpu;
 	void *p;
 
-	p = mmap(NULL, HVT_CONTROL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 a->fd, (off_t)(a->offset + HVT_CONTROL_OFFSET));
+	/*
+	 * Map it read-write in place of its read-only view, inside the
+	 * area's mapping: the SIGBUS guard's range then covers it too, and
+	 * unmapping the area unmaps it.
+	 */
+	p = mmap((void *)(a->ro + HVT_CONTROL_OFFSET), HVT_CONTROL_SIZE,
+		 PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, a->fd,
+		 (off_t)(a->offset + HVT_CONTROL_OFFSET));
 	if (p == MAP_FAILED)
 		return hvt_err(-errno,
 			       "cannot map the control page of %s read-write: "
@@ -91,20 +97,19 @@ static int area_take_control(struct hvtrace_area *a)
 			       a->path, strerror(errno));
 	a->ctrl = p;
 	/*
-	 * Start from a known state: unpublish, clear everything a previous
-	 * owner left (clock block, requests, reserved fields), keep only
-	 * the consumer positions, which the readers below take as hints and
-	 * then overwrite with their own.  Writers treat all of it as hints.
+	 * Start from a known state.  Every field is stored once, with its
+	 * final value: writers read this page at any moment, so it must
+	 * never show a transient zero (a consume-mode writer would see a
+	 * full ring).  consumer[] is left for the readers below, which take
+	 * it as a hint and then store their own positions.  Sequence numbers
+	 * (clock seqcount, cmd_seq) continue from the page's values, so a
+	 * writer that remembers the previous owner's last value sees the
+	 * next change as new.
 	 */
 	__atomic_store_n(&a->ctrl->magic, 0, __ATOMIC_RELAXED);
-	{
-		uint32_t keep[HVT_ABI_MAX_CPUS];
-
-		memcpy(keep, (const void *)a->ctrl->consumer, sizeof(keep));
-		memset((uint8_t *)a->ctrl + sizeof(a->ctrl->magic), 0,
-		       HVT_CONTROL_SIZE - sizeof(a->ctrl->magic));
-		memcpy((void *)a->ctrl->consumer, keep, sizeof(keep));
-	}
+	a->clock_seq = __atomic_load_n(&a->ctrl->clock.seq, __ATOMIC_RELAXED);
+	a->cmd_seq = __atomic_load_n(&a->ctrl->cmd_seq, __ATOMIC_RELAXED);
+	memset(a->ctrl->reserved1, 0, sizeof(a->ctrl->reserved1));
 	a->tracing_on = true;
 	memset(a->enable, 0, sizeof(a->enable));
 	area_write_enable(a);
@@ -236,6 +241,16 @@ static int area_attach(struct hvtrace_area *a, const char *path,
 		return ret;
 	}
 	memcpy(&a->hdr, a->ro, sizeof(a->hdr));
+	/* W5 pair (re-format): if the writer began re-formatting while we
+	 * copied, the magic or the generation has changed. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n((const uint64_t *)a->ro, __ATOMIC_RELAXED) !=
+		    HVT_AREA_MAGIC ||
+	    __atomic_load_n(&((const struct hvt_area_header *)a->ro)->generation,
+			    __ATOMIC_RELAXED) != a->hdr.generation)
+		return hvt_err(-EAGAIN, "%s: the writer re-formatted the area "
+					"while it was being attached; retry",
+			       path);
 	a->hdr.name[sizeof(a->hdr.name) - 1] = '\0';
 	if (hvt_area_validate(&a->hdr, a->size, &why)) {
 		ret = hvt_err(-EINVAL, "%s: invalid trace area header: %s",
@@ -333,8 +348,7 @@ HVTRACE_API void hvtrace_area_close(struct hvtrace_area *a)
 			hvt_rd_fini(&a->cpus[cpu]);
 		free(a->cpus);
 	}
-	if (a->ctrl)
-		munmap(a->ctrl, HVT_CONTROL_SIZE);
+	/* The control page, if mapped, lies inside the area mapping. */
 	if (a->ro)
 		munmap((void *)a->ro, a->size);
 	if (a->fd >= 0)
@@ -415,6 +429,27 @@ static int area_need_control(const struct hvtrace_area *a, const char *what)
 	return 0;
 }
 
+static int area_gone(const struct hvtrace_area *a)
+{
+	return hvt_err(-EIO, "%s shrank under its mapping (SIGBUS on the "
+			     "control page); reopen the area",
+		       a->path);
+}
+
+/*
+ * Stores into the control page run under the SIGBUS guard too: the page is
+ * part of the area mapping (see area_take_control()).  No return between
+ * the two macros.
+ */
+#define CTRL_STORES_BEGIN(a)                                                  \
+	{                                                                     \
+		struct hvt_guard ctrl_g_;                                     \
+		if (hvt_guard_enter(&ctrl_g_, (a)->ro, (a)->size))            \
+			return area_gone(a);
+#define CTRL_STORES_END                                                       \
+		hvt_guard_leave(&ctrl_g_);                                    \
+	}
+
 HVTRACE_API int hvtrace_area_set_tracing(struct hvtrace_area *a, bool on)
 {
 	int ret = area_need_control(a, "set tracing");
@@ -422,7 +457,9 @@ HVTRACE_API int hvtrace_area_set_tracing(struct hvtrace_area *a, bool on)
 	if (ret)
 		return ret;
 	a->tracing_on = on;
+	CTRL_STORES_BEGIN(a)
 	area_write_enable(a);
+	CTRL_STORES_END
 	return 0;
 }
 
@@ -445,10 +482,12 @@ HVTRACE_API int hvtrace_area_set_event(struct hvtrace_area *a,
 		a->enable[bit / 64] |= 1ULL << (bit % 64);
 	else
 		a->enable[bit / 64] &= ~(1ULL << (bit % 64));
+	CTRL_STORES_BEGIN(a)
 	/* Relaxed: see hvt_event_enabled(); writers poll the word. */
 	__atomic_store_n(&a->ctrl->enable[bit / 64],
 			 a->tracing_on ? a->enable[bit / 64] : 0,
 			 __ATOMIC_RELAXED);
+	CTRL_STORES_END
 	return 0;
 }
 
@@ -470,9 +509,11 @@ HVTRACE_API int hvtrace_area_reset_cpu(struct hvtrace_area *a, int cpu)
 		return hvt_err(-EINVAL, "no CPU %d in area %s", cpu,
 			       a->hdr.name);
 	a->cpus[cpu].reset_req++;
+	CTRL_STORES_BEGIN(a)
 	/* Release: pairs with the writer's acquire in hvt_rb_poll_reset(). */
 	__atomic_store_n(&a->ctrl->reset_req[cpu], a->cpus[cpu].reset_req,
 			 __ATOMIC_RELEASE);
+	CTRL_STORES_END
 	return 0;
 }
 
@@ -489,8 +530,9 @@ HVTRACE_API int hvtrace_area_set_clock(struct hvtrace_area *a, uint32_t mult,
 	if (shift >= 64)
 		return hvt_err(-EINVAL, "clock shift %u must be < 64", shift);
 	c = &a->ctrl->clock;
-	seq = __atomic_load_n(&c->seq, __ATOMIC_RELAXED);
-	seq = (seq | 1) + 0;	/* odd: update in progress */
+	/* Odd: update in progress.  From our own copy, never read back. */
+	seq = (a->clock_seq + 1) | 1;
+	CTRL_STORES_BEGIN(a)
 	__atomic_store_n(&c->seq, seq, __ATOMIC_RELAXED);
 	/* Order the odd seq before the fields; pairs with the writer's
 	 * acquire fence between its field loads and its second seq load. */
@@ -502,6 +544,8 @@ HVTRACE_API int hvtrace_area_set_clock(struct hvtrace_area *a, uint32_t mult,
 	/* Even again, with release: pairs with the writer's acquire load of
 	 * seq before it reads the fields. */
 	__atomic_store_n(&c->seq, seq + 1, __ATOMIC_RELEASE);
+	CTRL_STORES_END
+	a->clock_seq = seq + 1;
 	return 0;
 }
 
@@ -512,11 +556,13 @@ HVTRACE_API int hvtrace_area_send_command(struct hvtrace_area *a, uint32_t cmd)
 
 	if (ret)
 		return ret;
-	__atomic_store_n(&a->ctrl->cmd, cmd, __ATOMIC_RELAXED);
 	seq = ++a->cmd_seq;
+	CTRL_STORES_BEGIN(a)
+	__atomic_store_n(&a->ctrl->cmd, cmd, __ATOMIC_RELAXED);
 	/* Release: cmd is visible before the new sequence number; pairs
 	 * with the writer's acquire load of cmd_seq. */
 	__atomic_store_n(&a->ctrl->cmd_seq, seq, __ATOMIC_RELEASE);
+	CTRL_STORES_END
 	return 0;
 }
 

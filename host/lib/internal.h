@@ -114,6 +114,7 @@ struct hvt_rd_cpu {
 	bool resync;		/* next page start sets the tally, no loss */
 	bool discard_resync;	/* ... and counts the jump as discarded */
 	bool gone;		/* section cut off the file */
+	bool gap_malformed;	/* skipped a malformed page since last start */
 	uint32_t bad_seq;	/* tail page found malformed */
 	bool bad_valid;
 	uint64_t last_bad_word;
@@ -156,6 +157,7 @@ struct hvtrace_area {
 	uint64_t enable[HVT_ABI_MAX_EVENTS / 64];
 	uint64_t sync_req;
 	uint32_t cmd_seq;
+	uint32_t clock_seq;
 
 	struct hvt_clock_model clock;
 	struct hvt_rd_cpu *cpus;

@@ -183,13 +183,14 @@ static void rd_start_page(struct hvt_rd_cpu *c, uint64_t eb, uint64_t lb,
 		if (eb >= c->tally_e && lb >= c->tally_l) {
 			uint64_t ge = eb - c->tally_e, gl = lb - c->tally_l;
 
-			/* Entries we never saw: overwritten (overwrite
-			 * mode), or hidden in pages skipped as malformed
-			 * (consume mode never overwrites unread pages). */
-			if (c->mode == HVT_MODE_OVERWRITE)
-				c->overrun += ge;
-			else
+			/* Entries we never saw: hidden in a page this reader
+			 * skipped as malformed, or else overwritten before we
+			 * got to them (overwrite mode, or a consume-mode area
+			 * whose owner is another reader). */
+			if (c->gap_malformed)
 				c->skipped += ge;
+			else
+				c->overrun += ge;
 			c->dropped += gl;
 			c->pending_lost += ge + gl;
 		} else {
@@ -200,6 +201,7 @@ static void rd_start_page(struct hvt_rd_cpu *c, uint64_t eb, uint64_t lb,
 		c->tally_e = eb;
 		c->tally_l = lb;
 	}
+	c->gap_malformed = false;
 	c->started = true;
 	c->pos = 0;
 	c->pos_ts = page_ts;
@@ -296,7 +298,9 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 			 * word is corrupt or the writer restarted.  Either
 			 * way, continue at the oldest page still there.
 			 */
-			if (d < 0 || c->mode != HVT_MODE_OVERWRITE)
+			/* Only an owner of a consume-mode ring can tell: the
+			 * writer waits for it, so being lapped is corrupt. */
+			if (d < 0 || (c->mode == HVT_MODE_CONSUME && a->ctrl))
 				c->errors++;
 			if (d < 0)
 				c->resync = true;
@@ -372,6 +376,7 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 		if (size == UINT32_MAX || size < c->pos) {
 			/* A final page with an impossible size. */
 			c->errors++;
+			c->gap_malformed = true;
 			if (!c->started)
 				rd_start_page(c, eb, lb, 0);
 			rd_next_page(a, c);
@@ -392,10 +397,15 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 		while ((ret = hvt_page_next(&it)) > 0)
 			if (ret == HVT_ITEM_DATA)
 				n++;
+		if (ret == 0 && it.pos < size)
+			/* Ended at a bare 4-byte padding header: leave it out
+			 * of what we pass on (see hvt_page_next()). */
+			size = it.pos;
 		if (ret < 0) {
 			/* Malformed: skip the rest of this page.  Events it
 			 * hid show up as a gap at the next page start. */
 			c->errors++;
+			c->gap_malformed = true;
 			if (is_tail) {
 				c->bad_valid = true;
 				c->bad_seq = c->seq;
@@ -441,10 +451,27 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 					n++;
 				cut = it.pos;
 			}
-			size = cut;
-			finish = false;	/* the rest of the page follows */
-			if (n == 0)
-				return 0;	/* cannot happen: events fit */
+			if (n > 0) {
+				size = cut;
+				finish = false;	/* the rest follows */
+			} else {
+				/*
+				 * Not even the first event leaves room for the
+				 * count: a writer never builds such a page
+				 * (the first event of a page has no
+				 * TIME_EXTEND).  Pass the page on with
+				 * RB_MISSED_EVENTS but no stored count rather
+				 * than stall on it.
+				 */
+				c->errors++;
+				hvt_page_iter_init(&it,
+						   c->copy + HVT_PAGE_HDR_SIZE,
+						   size, c->pos_ts);
+				it.pos = c->pos;
+				while ((ret = hvt_page_next(&it)) > 0)
+					if (ret == HVT_ITEM_DATA)
+						n++;
+			}
 		}
 		rd_emit(c, out, size, n, info, is_tail);
 		c->read += n;
@@ -588,7 +615,22 @@ static int rd_stats(struct hvtrace_area *a, int cpu,
 			st->overrun += oeb - c->tally_e;
 			st->entries -= oeb - c->tally_e;
 		}
-		memcpy(&st->now_ts, rd_page(c, tail), 8);
+		/* Newest committed event: the writer's timestamp cache when
+		 * it is valid for this word (W3), else the tail page's start. */
+		{
+			uint64_t k1, t, k2;
+
+			k1 = __atomic_load_n(&c->meta->ts_key,
+					     __ATOMIC_ACQUIRE);
+			t = __atomic_load_n(&c->meta->ts, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			k2 = __atomic_load_n(&c->meta->ts_key,
+					     __ATOMIC_RELAXED);
+			if (k1 == w && k2 == w)
+				st->now_ts = t;
+			else
+				memcpy(&st->now_ts, rd_page(c, tail), 8);
+		}
 		memcpy(&st->oldest_ts, rd_page(c, oldest), 8);
 		break;
 	}
@@ -619,48 +661,77 @@ static uint64_t rd_take_trailing(struct hvtrace_area *a, int cpu)
 static int rd_seek(struct hvtrace_area *a, int cpu, bool oldest)
 {
 	struct hvt_rd_cpu *c;
-	uint64_t w;
+	uint64_t w, w2, eb, lb, ts;
+	uint32_t tail, off, n, tries;
+	struct hvt_page_iter it;
+	int ret;
 
 	if (!a || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
 		return hvt_err(-EINVAL, "no CPU %d", cpu);
 	c = &a->cpus[cpu];
 	if (rd_present(a, cpu))
 		return -EIO;
-	if (rd_load_word(c, &w))
-		return hvt_err(-EBADMSG, "CPU %d: corrupt commit word", cpu);
-	c->seq = oldest ? rd_oldest(c, HVT_WORD_SEQ(w)) : HVT_WORD_SEQ(w);
-	c->pos = 0;
-	c->started = false;
-	c->resync = true;
-	c->discard_resync = true;
-	c->pending_lost = 0;
-	if (!oldest) {
-		/* Skip what is already on the tail page too. */
-		uint64_t eb, lb, ts;
-		uint32_t off = HVT_WORD_OFFSET(w), n = 0;
-		struct hvt_page_iter it;
-		int ret;
+	/*
+	 * "Oldest" is the oldest *unread* data, which is where the reader
+	 * already is: it never moves back over events it returned (that
+	 * would return them twice and break the accounting).  Pages that
+	 * were overwritten meanwhile are skipped and counted by the next
+	 * read, as always.
+	 */
+	if (oldest)
+		return 0;
 
-		if (rd_read_desc(c, c->seq, &eb, &lb)) {
-			memcpy(c->copy, rd_page(c, c->seq),
-			       HVT_PAGE_HDR_SIZE + off);
-			memcpy(&ts, c->copy, 8);
+	/* Newest: discard everything committed so far.  Bounded retries if
+	 * the writer keeps switching pages under us. */
+	for (tries = 0; tries < 8; tries++) {
+		if (rd_load_word(c, &w))
+			return hvt_err(-EBADMSG, "CPU %d: corrupt commit word",
+				       cpu);
+		tail = HVT_WORD_SEQ(w);
+		off = HVT_WORD_OFFSET(w);
+		if (!rd_read_desc(c, tail, &eb, &lb))
+			continue;
+		memcpy(c->copy, rd_page(c, tail), HVT_PAGE_HDR_SIZE + off);
+		/* W2 pair: the copy is intact only if the slot still holds
+		 * the tail page afterwards. */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&rd_desc(c, tail)->seq, __ATOMIC_RELAXED) !=
+			    tail ||
+		    rd_load_word(c, &w2) || HVT_WORD_SEQ(w2) != tail)
+			continue;
+		memcpy(&ts, c->copy, 8);
+		if (tail != c->seq || !c->started) {
+			/* Jump: what lies between is discarded, not lost. */
+			c->seq = tail;
+			c->resync = true;
+			c->discard_resync = true;
+			c->pending_lost = 0;
 			rd_start_page(c, eb, lb, ts);
-			hvt_page_iter_init(&it, c->copy + HVT_PAGE_HDR_SIZE,
-					   off, ts);
-			while ((ret = hvt_page_next(&it)) > 0)
-				if (ret == HVT_ITEM_DATA)
-					n++;
-			if (ret == 0) {
-				c->pos = off;
-				c->pos_ts = it.ts;
-				c->tally_e += n;
-				c->discarded += n;
-			}
 		}
+		/* Skip the events already on the tail page after pos. */
+		n = 0;
+		hvt_page_iter_init(&it, c->copy + HVT_PAGE_HDR_SIZE, off,
+				   c->pos ? c->pos_ts : ts);
+		it.pos = c->pos;
+		while ((ret = hvt_page_next(&it)) > 0)
+			if (ret == HVT_ITEM_DATA)
+				n++;
+		if (ret < 0) {
+			c->errors++;
+			c->bad_valid = true;
+			c->bad_seq = tail;
+		} else {
+			c->pos = it.pos;
+			c->pos_ts = it.ts;
+			c->tally_e += n;
+			c->discarded += n;
+		}
+		hvt_area_publish_consumer(a, cpu, c->seq);
+		return 0;
 	}
-	hvt_area_publish_consumer(a, cpu, c->seq);
-	return 0;
+	return hvt_err(-EAGAIN, "CPU %d: the writer kept switching pages; "
+				"retry the seek",
+		       cpu);
 }
 
 /* Public entry points that touch the mapping run under the SIGBUS guard. */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include <hvtrace/abi.h>
+#include <hvtrace/page.h>
 
 #include "internal.h"
 
@@ -25,7 +26,6 @@
 #error "libhvtrace reads little-endian writers on little-endian hosts only"
 #endif
 
-#define SB_TS_MSB	(0xf8ULL << 56)
 
 static inline uint32_t sb_rd32(const uint8_t *p)
 {
@@ -44,89 +44,42 @@ static inline uint64_t sb_rd64(const uint8_t *p)
 }
 
 /*
- * Step to the next data event at or after *pos.
+ * Step to the next data event at or after *pos, with the project's one page
+ * walker (hvt_page_next(), inline), so decoding accepts exactly what the
+ * reader validated and what kbuffer parses the same way.
  *
  * Return: 1 with the payload and its length set and the position and time
  * moved past the event; 0 at the end of the data (position == @size);
- * -EBADMSG for an event that runs past @size or a zero-length data event
- * (position left at the bad event).
+ * -EBADMSG for a malformed item (position left at it).
  */
 static inline int sb_step(const uint8_t *data, uint32_t size, uint32_t *pos,
 			  uint64_t *ts, const uint8_t **payload, uint32_t *len)
 {
-	uint32_t p = *pos;
-	uint64_t t = *ts;
+	struct hvt_page_iter it;
+	int r;
 
-	while (p < size && size - p >= HVT_EVT_HDR_SIZE) {
-		const uint8_t *e = data + p;
-		uint32_t left = size - p;
-		uint32_t hdr = sb_rd32(e);
-		uint32_t type = hdr & ((1u << HVT_TYPE_LEN_BITS) - 1);
-		uint32_t delta = hdr >> HVT_TYPE_LEN_BITS;
-		uint32_t n;
-
-		if (type && type <= HVT_TYPE_DATA_MAX) {
-			/* the common case: a small data event */
-			n = type * 4;
-			if (n > left - 4)
-				goto bad;
-			*payload = e + 4;
-			*len = n;
-			*pos = p + 4 + n;
-			*ts = t + delta;
+	hvt_page_iter_init(&it, data, size, *ts);
+	it.pos = *pos;
+	for (;;) {
+		r = hvt_page_next(&it);
+		if (r == HVT_ITEM_DATA) {
+			*payload = it.payload;
+			*len = it.len;
+			*pos = it.pos;
+			*ts = it.ts;
 			return 1;
 		}
-		if (left < 8) {
-			if (type == HVT_TYPE_PADDING)
-				break;	/* a 4-byte null event ends the page */
-			goto bad;
+		if (r == HVT_ITEM_END) {
+			*pos = size;
+			*ts = it.ts;
+			return 0;
 		}
-		n = sb_rd32(e + 4);
-		switch (type) {
-		case 0:
-			/* array[0] = payload length + 4; payload is padded
-			 * to a 4-byte multiple (as kbuffer reads it) */
-			if (n < 8 || n - 4 > left - 8)
-				goto bad;
-			n = (n - 4 + 3) & ~3u;
-			if (n > left - 8)
-				goto bad;
-			*payload = e + 8;
-			*len = n;
-			*pos = p + 8 + n;
-			*ts = t + delta;
-			return 1;
-		case HVT_TYPE_PADDING:
-			if (!delta) {
-				/* null padding: nothing more on this page */
-				p = size;
-				break;
-			}
-			if (n > left - 4)
-				goto bad;
-			/* array[0] = bytes after the header, as kbuffer
-			 * skips it (always advances by at least 4) */
-			t += delta;
-			p += 4 + n;
-			break;
-		case HVT_TYPE_TIME_EXTEND:
-			t += ((uint64_t)n << HVT_TS_BITS) + delta;
-			p += 8;
-			break;
-		default:	/* HVT_TYPE_TIME_STAMP */
-			t = (((uint64_t)n << HVT_TS_BITS) + delta) |
-			    (t & SB_TS_MSB);
-			p += 8;
-			break;
+		if (r < 0) {
+			*pos = it.pos;
+			*ts = it.ts;
+			return -EBADMSG;
 		}
 	}
-	*pos = size;
-	*ts = t;
-	return 0;
-bad:
-	*pos = p;
-	*ts = t;
-	return -EBADMSG;
 }
 
 /*

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "abi.h"
+#include "errno.h"
 
 /* What hvt_page_next() found. */
 enum hvt_page_item {
@@ -70,10 +71,101 @@ static inline uint64_t hvt_rd64(const uint8_t *p)
  * hvt_page_next - decode the next item of a sub-buffer
  * @it: iterator
  *
+ * The one page walker of the project: the writer (timestamp recovery), the
+ * host reader (validation), the decoder and the trace.dat reader all use
+ * it, so they agree on what a page means.  It accepts exactly the pages
+ * that the kernel's reader and libtraceevent's kbuffer parse the same way.
+ * Inline: it is the decoder's hot loop.
+ *
  * Return: an enum hvt_page_item (>= 0), or -HVT_EBADMSG when the item is
- * malformed (its length runs past the committed size, or a zero-length
- * data event).  After an error the iterator stays at the bad item.
+ * malformed (its length runs past the committed size, a padding length
+ * kbuffer would read differently, stray bytes at the end, or a zero-length
+ * data event).  After an error the iterator stays at the bad item.  At a
+ * bare 4-byte padding header the walk ends (HVT_ITEM_END) without
+ * consuming it, so it->pos < it->size tells the caller to trim it.
  */
-int hvt_page_next(struct hvt_page_iter *it);
+static inline int hvt_page_next(struct hvt_page_iter *it)
+{
+	uint32_t hdr, type, left, len;
+	const uint8_t *e;
+
+	/*
+	 * Accept exactly the pages the kernel's reader and libtraceevent's
+	 * kbuffer both parse the same way; anything they could disagree on
+	 * is malformed, so a page we pass on can never make kbuffer walk off
+	 * its end.
+	 */
+	if (it->pos >= it->size)
+		return HVT_ITEM_END;
+	left = it->size - it->pos;
+	if (left < HVT_EVT_HDR_SIZE)
+		return -HVT_EBADMSG;	/* 1..3 stray bytes */
+	e = it->data + it->pos;
+	hdr = hvt_rd32(e);
+	type = hdr & ((1u << HVT_TYPE_LEN_BITS) - 1);
+	it->evt_pos = it->pos;
+
+	switch (type) {
+	case HVT_TYPE_PADDING:
+		if (left < 8) {
+			/*
+			 * A bare 4-byte padding header ends the page.  The
+			 * kernel never commits one (it leaves it after the
+			 * commit); kbuffer would read its missing length
+			 * word past the data.  Stop here without consuming
+			 * it, so a caller can trim the page to it->pos.
+			 */
+			return HVT_ITEM_END;
+		}
+		len = hvt_rd32(e + 4);
+		/* kbuffer skips 4 + array[0] bytes: it must stay aligned and
+		 * inside the data. */
+		if (len < 4 || (len & 3) || len > left - 4)
+			return -HVT_EBADMSG;
+		it->ts += hdr >> HVT_TYPE_LEN_BITS;
+		it->pos += 4 + len;
+		return HVT_ITEM_PADDING;
+	case HVT_TYPE_TIME_EXTEND:
+	case HVT_TYPE_TIME_STAMP:
+		if (left < 8)
+			return -HVT_EBADMSG;
+		{
+			uint64_t v = ((uint64_t)hvt_rd32(e + 4) << HVT_TS_BITS) +
+				     (hdr >> HVT_TYPE_LEN_BITS);
+
+			if (type == HVT_TYPE_TIME_EXTEND)
+				it->ts += v;
+			else
+				/* Absolute: top 5 bits from the running ts. */
+				it->ts = v | (it->ts & (0xf8ULL << 56));
+		}
+		it->pos += 8;
+		return HVT_ITEM_TIME;
+	case 0:
+		if (left < 8)
+			return -HVT_EBADMSG;
+		len = hvt_rd32(e + 4);
+		if (len < 4 + 4 || len - 4 > left - 8)
+			return -HVT_EBADMSG;
+		len = ((len - 4 + 3) & ~3u);
+		if (len > left - 8)
+			return -HVT_EBADMSG;
+		it->payload = e + 8;
+		it->len = len;
+		it->ts += hdr >> HVT_TYPE_LEN_BITS;
+		it->pos += 8 + len;
+		return HVT_ITEM_DATA;
+	default:
+		len = type * 4;
+		if (len > left - 4)
+			return -HVT_EBADMSG;
+		it->payload = e + 4;
+		it->len = len;
+		it->ts += hdr >> HVT_TYPE_LEN_BITS;
+		it->pos += 4 + len;
+		return HVT_ITEM_DATA;
+	}
+}
+
 
 #endif /* HVTRACE_PAGE_H */

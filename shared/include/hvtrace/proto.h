@@ -346,6 +346,8 @@ struct hvt_m_stats {
 
 struct hvt_m_subscribe {
 	int32_t cpu;		/* -1: every CPU */
+	uint32_t queue_kib;	/* page budget of this connection, KiB: 0 for
+				 * the daemon's default; more is capped */
 };
 
 struct hvt_m_unsubscribe {
