@@ -2,8 +2,9 @@
 #
 # guest/: what runs inside a traced guest (or any local writer process).
 #
-#   guest/lib/        libhvtrace-guest: register user events, check the
-#                     enable bit, write into the per-CPU ring (rseq)
+#   guest/lib/        libhvtrace-guest: open the area, check the enable
+#                     bit, write into the per-CPU ring (rseq executor in
+#                     rseq_<arch>.S: x86_64 and aarch64)
 #   guest/agent/      hvtrace-agent: owns the area mapping, hands it to
 #                     clients, forwards registrations to the host
 #   guest/workloads/  demo and test workloads, one program per file
@@ -28,6 +29,9 @@ ifneq ($(GUEST_LIB_SRCS),)
 $(LIBHVTGUEST): $(GUEST_LIB_OBJS) $(CORE_OBJS)
 	$(call archive,$^)
 PROGS += $(LIBHVTGUEST)
+# Self-contained: the archive carries the writer core it needs.
+INSTALL_LIB += $(LIBHVTGUEST)
+INSTALL_HDR += $(srctree)/guest/include/hvtrace-guest.h
 endif
 
 AGENT_SRCS := $(wildcard $(srctree)/guest/agent/*.c)

@@ -361,8 +361,13 @@ static void rb_plan_ts(struct hvt_rb_cpu *cb, struct hvt_rb_plan *p,
 	p->s.ts_pair[0] = HVT_TS_KEY_INVALID;
 	p->s.ts_pair[1] = ts;
 	p->s.ts_key = new_word;
-	/* W3: key invalid + ts, then key = new word (ts_key, ts adjacent). */
-	rb_op(p, &cb->meta->ts_key, p->s.ts_pair, 16);
+	/*
+	 * W3: key invalid, then ts, then key = new word: three ops, so the
+	 * order is explicit in the plan and does not depend on how an
+	 * executor copies the bytes inside one op.
+	 */
+	rb_op(p, &cb->meta->ts_key, &p->s.ts_pair[0], 8);
+	rb_op(p, &cb->meta->ts, &p->s.ts_pair[1], 8);
 	rb_op(p, &cb->meta->ts_key, &p->s.ts_key, 8);
 }
 
@@ -812,6 +817,8 @@ int hvt_area_format(void *area, const struct hvt_area_params *ps)
 		       hvt_area_size(ps->nr_cpus, nr, ps->subbuf_size) >
 			       ps->area_size)
 			nr >>= 1;
+		if (nr < HVT_ABI_MIN_SUBBUFS)
+			return -HVT_ENOSPC;	/* not even two sub-buffers */
 	}
 	if (!rb_is_pow2(nr) || nr < HVT_ABI_MIN_SUBBUFS ||
 	    nr > HVT_ABI_MAX_SUBBUFS)

@@ -79,7 +79,8 @@ struct hvtg_area_fds {
 	int area_fd;		/* read-write: header and CPU sections */
 	uint64_t area_offset;	/* where the area starts in area_fd (4K) */
 	uint64_t area_size;	/* bytes of the area; 0: to the end */
-	int ctrl_fd;		/* read-only: the control page; -1: area_fd */
+	int ctrl_fd;		/* read-only: the control page;
+				 * -1: map it from area_fd */
 	uint64_t ctrl_offset;	/* file offset of the control page in
 				 * ctrl_fd (4K multiple) */
 };
@@ -141,8 +142,11 @@ struct hvtg_clock {
  * CLOCK_MONOTONIC_RAW.  The host refines the conversion with time-sync
  * samples, so the nominal frequency only has to be close.
  *
- * Return: 0, -EINVAL (unknown id), -ENOTSUP (no usable counter: TSC not
- * invariant, or an architecture without one).
+ * The counter must run in step on all CPUs (an invariant, synchronized
+ * TSC, as on current machines and KVM guests); this is not checked.
+ *
+ * Return: 0, -EINVAL (unknown id), -ENOTSUP (no counter frequency could
+ * be found, or an architecture without a counter).
  */
 int hvtg_clock_describe(uint32_t clock_id, struct hvtg_clock *out);
 
@@ -150,7 +154,8 @@ int hvtg_clock_describe(uint32_t clock_id, struct hvtg_clock *out);
 struct hvtg_format {
 	uint32_t nr_cpus;	/* 0: CPUs configured here, capped at
 				 * CONFIG_HVT_MAX_CPUS */
-	uint32_t nr_subbufs;	/* per CPU, power of two; 0: as many as fit */
+	uint32_t nr_subbufs;	/* per CPU, power of two;
+				 * 0: as many as fit */
 	uint32_t subbuf_size;	/* 0: CONFIG_HVT_SUBBUF_SIZE */
 	uint32_t mode;		/* HVT_MODE_*; 0: configured default */
 	uint32_t clock_id;	/* HVT_CLOCK_*; 0: configured default */
@@ -285,7 +290,8 @@ struct hvtg_thread_stats {
 	uint64_t aborted;	/* critical sections the kernel aborted
 				 * (preemption, migration, signal) */
 	uint64_t cpu_moved;	/* plans refused: the thread changed CPU */
-	uint64_t stale;		/* plans refused: another writer committed */
+	uint64_t stale;		/* plans refused: another writer
+				 * committed first */
 };
 
 /** hvtg_get_thread_stats - the calling thread's counters */

@@ -29,10 +29,10 @@
 #include "abi.h"
 #include "errno.h"
 
-/* Largest plan: desc (2), finish (3), page header, ts (2), event header,
+/* Largest plan: desc (2), finish (3), page header, ts (3), event header,
  * common fields, HVT_RB_MAX_IOV payload pieces, record padding. */
 #define HVT_RB_MAX_IOV		8u
-#define HVT_RB_MAX_OPS		(11u + HVT_RB_MAX_IOV)
+#define HVT_RB_MAX_OPS		(12u + HVT_RB_MAX_IOV)
 
 struct hvt_iovec {
 	const void *base;

@@ -128,12 +128,4 @@ static inline uint64_t hvtg_clock_read(uint32_t clock_id)
 int hvtg_err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/**
- * hvtg_write_iov - the write path below hvtg_write()/hvtg_writev()
- *
- * No enable check.  Return: as hvtg_write().
- */
-int hvtg_write_iov(struct hvtg_area *a, uint32_t id,
-		   const struct hvt_iovec *iov, uint32_t niov);
-
 #endif /* HVTG_INTERNAL_H */

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The write path: plan with the writer core, commit with the
+ * restartable-sequence executor, re-plan whenever the attempt did not
+ * commit.
+ *
+ *   cpu  = rseq cpu_id                       (a load, no system call)
+ *   ts   = area clock                        (re-read on every attempt:
+ *                                             a plan needs a timestamp
+ *                                             taken after the buffer's
+ *                                             last commit it saw)
+ *   plan = hvt_rb_plan_write(cpus[cpu], ts)  (reads shared state only)
+ *   exec = hvtg_rseq_exec_asm(plan)          (checks cpu, write, lost;
+ *                                             copies; commits)
+ *
+ * An attempt that does not commit (the kernel aborted it, the thread
+ * moved to another CPU, or another writer committed first) has changed
+ * nothing a reader trusts, so retrying from the top is always safe.  Each
+ * failed comparison means another writer made progress, so writers as a
+ * whole never stall; a single writer gives up with -EAGAIN only after
+ * HVTG_MAX_TRIES consecutive failures.
+ */
+#include <errno.h>
+
+#include "hvtg_internal.h"
+
+#define HVTG_MAX_TRIES	(1u << 20)
+
+_Static_assert(HVTG_MAX_IOV == HVT_RB_MAX_IOV, "iovec limit");
+
+static int wr_unbound(void)
+{
+	return hvtg_err(-EBADF, "event handle not bound: call "
+				"hvtg_event_bind() first");
+}
+
+/* Inlined into both entry points: the write path is one call deep. */
+static inline __attribute__((always_inline)) int
+wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
+	  uint32_t niov)
+{
+	struct hvtg_tls *t = &hvtg_tls;
+	struct hvt_common_fields common;
+	struct hvt_rb_plan plan;
+	uint32_t tries, cpu;
+	int ret;
+
+	if (__builtin_expect(!t->rs, 0)) {
+		ret = hvtg_thread_init();
+		if (ret)
+			return ret;
+	}
+	common.common_type = (uint16_t)id;
+	common.common_flags = 0;
+	common.common_preempt_count = 0;
+	common.common_pid = t->tid;
+
+	for (tries = 0; tries < HVTG_MAX_TRIES; tries++) {
+		cpu = __atomic_load_n(&t->rs->cpu_id, __ATOMIC_RELAXED);
+		if (__builtin_expect(cpu >= a->nr_cpus, 0))
+			return hvtg_err(-ENXIO,
+					"running on CPU %u but the area has "
+					"buffers for CPUs 0..%u only",
+					cpu, a->nr_cpus - 1);
+		ret = hvt_rb_plan_write(&a->cpus[cpu], &plan,
+					hvtg_clock_read(a->clock_id), &common,
+					iov, niov);
+		if (__builtin_expect(ret, 0))
+			/* HVT_E* values are Linux errno values. */
+			return hvtg_err(ret, ret == -E2BIG ?
+						     "record larger than a "
+						     "sub-buffer can hold "
+						     "(see hvtg_area_info "
+						     "max_payload)" :
+						     "bad payload pieces");
+
+		switch (hvtg_rseq_exec_asm(&plan, t->rs)) {
+		case HVTG_EXEC_COMMITTED:
+			if (__builtin_expect(plan.kind == HVT_PLAN_DROP, 0)) {
+				t->st.dropped++;
+				return -ENOSPC;
+			}
+			if (__builtin_expect(plan.kind == HVT_PLAN_SEAL, 0)) {
+				/* The full page is closed; plan again. */
+				t->st.sealed++;
+				break;
+			}
+			t->st.committed++;	/* APPEND or SWITCH */
+			return 0;
+		case HVTG_EXEC_ABORTED:
+			t->st.aborted++;
+			break;
+		case HVTG_EXEC_CPU:
+			t->st.cpu_moved++;
+			break;
+		case HVTG_EXEC_STALE:
+			t->st.stale++;
+			break;
+		default:
+			return hvtg_err(-EINVAL,
+					"the writer core produced a plan the "
+					"executor refuses (an op without a "
+					"source)");
+		}
+	}
+	return hvtg_err(-EAGAIN,
+			"event not committed after %u attempts: the CPU "
+			"buffer keeps changing under this writer",
+			HVTG_MAX_TRIES);
+}
+
+int hvtg_write(const struct hvtg_event *ev, const void *payload, size_t len)
+{
+	struct hvt_iovec iov;
+
+	if (__builtin_expect(!hvtg_enabled(ev), 0))
+		return ev->priv_area ? -ENODATA : wr_unbound();
+	if (__builtin_expect(len > UINT32_MAX, 0))
+		return -E2BIG;
+	if (__builtin_expect(len && !payload, 0))
+		return -EINVAL;
+	iov.base = payload;
+	iov.len = (uint32_t)len;
+	return wr_commit(ev->priv_area, ev->priv_id, &iov, len ? 1 : 0);
+}
+
+int hvtg_writev(const struct hvtg_event *ev, const struct iovec *iov,
+		int iovcnt)
+{
+	struct hvt_iovec v[HVTG_MAX_IOV];
+	int i;
+
+	if (__builtin_expect(!hvtg_enabled(ev), 0))
+		return ev->priv_area ? -ENODATA : wr_unbound();
+	if (iovcnt < 0 || iovcnt > HVTG_MAX_IOV || (iovcnt && !iov))
+		return -EINVAL;
+	for (i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > UINT32_MAX)
+			return -E2BIG;
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return -EINVAL;
+		v[i].base = iov[i].iov_base;
+		v[i].len = (uint32_t)iov[i].iov_len;
+	}
+	return wr_commit(ev->priv_area, ev->priv_id, v, (uint32_t)iovcnt);
+}
