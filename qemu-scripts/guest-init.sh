@@ -153,12 +153,27 @@ while :; do
 	sleep 0.05
 done
 
+# True while PID runs (a zombie has ended: PID 1 has not reaped it yet).
+alive() {
+	local st
+	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "${st%% *}" != Z ]
+}
+
 agent_pid=
 if [ -x /bin/hvtrace-agent ]; then
 	agent_args=$(param hvtrace.agent)
 	say "starting hvtrace-agent${agent_args:+ $agent_args}"
 	eval "/bin/hvtrace-agent $agent_args </dev/null &"
 	agent_pid=$!
+	# Let the agent listen before the workload starts (up to 5 s): a
+	# client that connects too early would have to retry.
+	tries=100
+	while [ $tries -gt 0 ] && alive "$agent_pid" &&
+		[ ! -S "${HVTRACE_AGENT_SOCK:-/run/hvtrace/agent.sock}" ]; do
+		tries=$((tries - 1))
+		sleep 0.05
+	done
 fi
 
 read -r up _ </proc/uptime
@@ -175,13 +190,6 @@ else
 		sleep 3600
 	done
 fi
-
-# True while PID runs (a zombie has ended: PID 1 has not reaped it yet).
-alive() {
-	local st
-	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
-	[ -n "$st" ] && [ "${st%% *}" != Z ]
-}
 
 if [ -n "$agent_pid" ] && alive "$agent_pid"; then
 	kill -TERM "$agent_pid" 2>/dev/null

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtrace daemon - start hvtraced, or ask it about its remotes.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hvtrace.h>
+
+#include "cli.h"
+#include "../proto/dclient.h"
+
+static const char daemon_usage[] =
+	"usage: hvtrace daemon [start] [--foreground] [--socket PATH]\n"
+	"                      [OPTIONS]\n"
+	"       hvtrace daemon status [--socket PATH]\n"
+	"       hvtrace daemon info [--remote NAME] [--socket PATH]\n"
+	"       hvtrace daemon attach|detach NAME [--socket PATH]\n"
+	"\n"
+	"start (the default) runs hvtraced, the host daemon that owns the\n"
+	"trace areas of guests and local agents and proxies their user\n"
+	"events; it detaches once its socket listens unless --foreground is\n"
+	"given.  Every other option is passed to hvtraced (see hvtraced\n"
+	"--help): --attach NAME, --run-dir DIR, --shm-dir DIR, --group NAME,\n"
+	"--socket-mode MODE, --client-queue BYTES, --sync-interval MS, ...\n"
+	"\n"
+	"status   one line per remote: id, name, state, transport, CPUs,\n"
+	"         events, clients, time-sync samples and error bound\n"
+	"info     everything hvtraced knows about one remote\n"
+	"attach   attach guest NAME: hvtraced connects to\n"
+	"         RUN_DIR/NAME/control.sock (QEMU's chardev of the guest's\n"
+	"         virtio-serial port) and opens SHM_DIR/hvtrace-NAME\n"
+	"detach   forget a remote (its registry and subscriptions)\n"
+	"\n"
+	"--socket PATH   hvtraced's socket (default $HVTRACED_SOCKET or\n"
+	"                " HVT_DCLIENT_DEFAULT_SOCKET ")\n";
+
+static int daemon_start(int argc, char **argv)
+{
+	char self[PATH_MAX], path[PATH_MAX + 16], *slash;
+	char **args;
+	ssize_t n;
+	int i;
+
+	args = calloc((size_t)argc + 2, sizeof(*args));
+	if (!args)
+		return hvt_cli_error("daemon", "out of memory");
+	args[0] = "hvtraced";
+	for (i = 0; i < argc; i++)
+		args[i + 1] = argv[i];
+	/* hvtraced next to this hvtrace first (a build tree, an install
+	 * prefix), then $PATH. */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(path, sizeof(path), "%s/hvtraced", self);
+			if (!access(path, X_OK))
+				execv(path, args);
+		}
+	}
+	execvp("hvtraced", args);
+	free(args);
+	return hvt_cli_error("daemon",
+			     "cannot run hvtraced: %s (install it next to "
+			     "hvtrace or in PATH)",
+			     strerror(errno));
+}
+
+static const char *state_name(uint32_t s)
+{
+	return s == HVT_REMOTE_CONNECTED ? "connected" :
+	       s == HVT_REMOTE_WAITING	 ? "waiting" :
+					   "disconnected";
+}
+
+static int daemon_status(struct hvt_dclient *dc)
+{
+	struct hvt_msg m, r;
+	uint32_t i;
+
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_REMOTES;
+	if (hvt_dclient_call(dc, &m, &r, HVT_DCLIENT_TIMEOUT_MS, NULL, NULL))
+		return hvt_cli_error("daemon", "%s", hvtrace_last_error());
+	if (r.type != HVT_MSG_REMOTES)
+		return hvt_cli_error("daemon", "unexpected reply");
+	printf("%-4s %-20s %-12s %-8s %4s %6s %7s %8s %12s\n", "ID", "NAME",
+	       "STATE", "LINK", "CPUS", "EVENTS", "CLIENTS", "SYNCS",
+	       "CLOCK_ERR_NS");
+	for (i = 0; i < r.u.remotes.recs.count; i++) {
+		struct hvt_remote_rec x;
+		char err[32];
+
+		hvt_msg_remote_at(&r.u.remotes.recs, i, &x);
+		if (x.clock_err_ns == UINT64_MAX)
+			snprintf(err, sizeof(err), "-");
+		else
+			snprintf(err, sizeof(err), "%llu",
+				 (unsigned long long)x.clock_err_ns);
+		printf("%-4u %-20s %-12s %-8s %4u %6u %7u %8llu %12s\n", x.id,
+		       x.name, state_name(x.state),
+		       x.transport == HVT_TRANSPORT_SOCKET ? "socket" :
+							     "chardev",
+		       x.nr_cpus, x.nr_events, x.nr_clients,
+		       (unsigned long long)x.sync_samples, err);
+	}
+	return HVT_EXIT_OK;
+}
+
+static int daemon_run(int argc, char **argv)
+{
+	const char *sock = NULL, *remote = NULL, *cmd = "start";
+	struct hvt_dclient *dc;
+	struct hvt_remote_rec rec;
+	int i, rc, first = 1;
+
+	if (argc > 1 && argv[1][0] != '-') {
+		cmd = argv[1];
+		first = 2;
+	}
+	if (!strcmp(cmd, "start")) {
+		/* Pass --socket on: hvtraced understands it itself. */
+		return daemon_start(argc - first, argv + first);
+	}
+	if (strcmp(cmd, "status") && strcmp(cmd, "info") &&
+	    strcmp(cmd, "attach") && strcmp(cmd, "detach"))
+		return hvt_cli_usage("daemon", "unknown command '%s'", cmd);
+	for (i = first; i < argc; i++) {
+		if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
+			sock = argv[++i];
+		} else if (!strcmp(argv[i], "--remote") && i + 1 < argc) {
+			remote = argv[++i];
+		} else if (argv[i][0] == '-') {
+			return hvt_cli_usage("daemon", "unknown option '%s'",
+					     argv[i]);
+		} else if (!remote && (!strcmp(cmd, "attach") ||
+				       !strcmp(cmd, "detach"))) {
+			remote = argv[i];
+		} else {
+			return hvt_cli_usage("daemon", "unexpected '%s'",
+					     argv[i]);
+		}
+	}
+	if ((!strcmp(cmd, "attach") || !strcmp(cmd, "detach")) && !remote)
+		return hvt_cli_usage("daemon", "%s needs a guest NAME", cmd);
+	if (hvt_dclient_open(sock, &dc))
+		return hvt_cli_error("daemon", "%s", hvtrace_last_error());
+	if (!strcmp(cmd, "status")) {
+		rc = daemon_status(dc);
+	} else if (!strcmp(cmd, "info")) {
+		char *t;
+		size_t len;
+
+		if (hvt_dclient_remote(dc, remote, &rec) ||
+		    hvt_dclient_text(dc, rec.id, HVT_TEXT_INFO, &t, &len)) {
+			rc = hvt_cli_error("daemon", "%s",
+					   hvtrace_last_error());
+		} else {
+			fwrite(t, 1, len, stdout);
+			free(t);
+			rc = HVT_EXIT_OK;
+		}
+	} else {
+		struct hvt_msg m;
+		char text[HVT_PROTO_TEXT_MAX + 1];
+
+		memset(&m, 0, sizeof(m));
+		m.type = !strcmp(cmd, "attach") ? HVT_MSG_ATTACH :
+						  HVT_MSG_DETACH;
+		m.u.arg.s.ptr = remote;
+		m.u.arg.s.len = (uint32_t)strlen(remote);
+		if (!hvt_proto_name_ok(remote, m.u.arg.s.len)) {
+			rc = hvt_cli_usage("daemon", "'%s' is not a guest "
+						     "name (1..31 of "
+						     "[A-Za-z0-9._-])",
+					   remote);
+		} else if (hvt_dclient_result(dc, &m, NULL, text,
+					      sizeof(text))) {
+			rc = hvt_cli_error("daemon", "%s %s: %s", cmd, remote,
+					   hvtrace_last_error());
+		} else {
+			if (text[0])
+				printf("%s\n", text);
+			rc = HVT_EXIT_OK;
+		}
+	}
+	hvt_dclient_close(dc);
+	return rc;
+}
+
+HVT_CLI_COMMAND(daemon, "daemon",
+		"start hvtraced, list its remotes, attach or detach guests",
+		daemon_usage, daemon_run);

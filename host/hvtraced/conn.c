@@ -1,0 +1,550 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtraced: connections.
+ *
+ * Every peer is non-blocking and read at most one buffer per epoll round,
+ * so a peer that floods costs its own share of the loop and no more.  What
+ * the daemon queues for a peer is bounded: replies to an agent (pings,
+ * notices) up to D_AGENT_QUEUE -- beyond that the daemon stops reading
+ * from it until it drains; pages to a tool up to --client-queue -- beyond
+ * that pages are dropped for that tool and counted in the next page it
+ * gets; other replies to a tool up to D_TOOL_REPLY_SLACK -- a tool that
+ * lets that much pile up is disconnected.  Bytes that do not decode cost
+ * an error count; a local agent or tool that keeps sending them is
+ * disconnected, a guest's chardev never is (the decoder resynchronises).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+#define CONN_BUF		(64u * 1024u)
+#define CONN_AGENT_BUF		HVT_PROTO_AGENT_FRAME
+
+struct conn *conn_new(int fd, enum conn_role role)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	uint32_t bufsize;
+	struct conn *c;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->fd = fd;
+	c->role = role;
+	c->id = ++D->next_conn_id;
+	c->created_ms = d_now_ms();
+	if (role != CONN_LISTEN && role != CONN_SIGNAL) {
+		bufsize = role == CONN_CHARDEV ? CONN_AGENT_BUF : CONN_BUF;
+		c->rbuf = malloc(bufsize);
+		if (!c->rbuf) {
+			free(c);
+			return NULL;
+		}
+		hvt_proto_dec_init(&c->dec, c->rbuf, bufsize, bufsize);
+	}
+	ev.data.ptr = c;
+	if (epoll_ctl(D->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		d_log("epoll_ctl: %s", strerror(errno));
+		free(c->rbuf);
+		free(c);
+		return NULL;
+	}
+	c->ev = EPOLLIN;
+	c->next = D->conns;
+	if (D->conns)
+		D->conns->prev = c;
+	D->conns = c;
+	D->nr_conns++;
+	return c;
+}
+
+void conn_update_events(struct conn *c)
+{
+	struct epoll_event ev;
+	uint32_t want = 0;
+
+	if (c->dead)
+		return;
+	if (!c->paused && !c->closing)
+		want |= EPOLLIN;
+	if (c->q.head)
+		want |= EPOLLOUT;
+	if (c->role == CONN_LISTEN || c->role == CONN_SIGNAL)
+		want = EPOLLIN;
+	if (want == c->ev)
+		return;
+	ev.events = want;
+	ev.data.ptr = c;
+	if (!epoll_ctl(D->epfd, EPOLL_CTL_MOD, c->fd, &ev))
+		c->ev = want;
+}
+
+static void outq_free_chunk(struct outq *q, struct out_chunk *ch)
+{
+	q->bytes -= ch->len - ch->off;
+	if (ch->page)
+		q->page_bytes -= ch->len - ch->off;
+	free(ch);
+}
+
+static void outq_clear(struct outq *q)
+{
+	struct out_chunk *ch, *n;
+
+	for (ch = q->head; ch; ch = n) {
+		n = ch->next;
+		outq_free_chunk(q, ch);
+	}
+	q->head = q->tail = NULL;
+}
+
+static int conn_push(struct conn *c, const struct hvt_msg *m, bool page)
+{
+	struct out_chunk *ch;
+	int n;
+
+	if (c->dead || c->fd < 0)
+		return -EPIPE;
+	n = hvt_msg_encoded_size(m);
+	if (n < 0)
+		return n;
+	ch = malloc(sizeof(*ch) + (size_t)n);
+	if (!ch)
+		return -ENOMEM;
+	n = hvt_msg_encode(ch->data, (uint32_t)n, m);
+	if (n < 0) {
+		free(ch);
+		return n;
+	}
+	ch->next = NULL;
+	ch->len = (uint32_t)n;
+	ch->off = 0;
+	ch->page = page;
+	if (c->q.tail)
+		c->q.tail->next = ch;
+	else
+		c->q.head = ch;
+	c->q.tail = ch;
+	c->q.bytes += (size_t)n;
+	if (page)
+		c->q.page_bytes += (size_t)n;
+	conn_update_events(c);
+	return 0;
+}
+
+int conn_send(struct conn *c, const struct hvt_msg *m)
+{
+	if (c->role == CONN_TOOL &&
+	    c->q.bytes - c->q.page_bytes > D_TOOL_REPLY_SLACK) {
+		d_log("tool connection %u does not read its replies: "
+		      "disconnecting it",
+		      c->id);
+		conn_close(c);
+		return -ENOBUFS;
+	}
+	if ((c->role == CONN_AGENT || c->role == CONN_CHARDEV) &&
+	    c->q.bytes > D_AGENT_QUEUE)
+		return -ENOBUFS;
+	return conn_push(c, m, false);
+}
+
+int conn_send_page(struct conn *c, const struct hvt_msg *m)
+{
+	return conn_push(c, m, true);
+}
+
+void conn_flush(struct conn *c)
+{
+	/* Each round writes bytes or stops, so the queue bounds it. */
+	while (c->q.head && !c->dead) {
+		struct out_chunk *ch = c->q.head;
+		ssize_t w = send(c->fd, ch->data + ch->off, ch->len - ch->off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			d_dbg("connection %u: write: %s", c->id,
+			      strerror(errno));
+			conn_close(c);
+			return;
+		}
+		c->q.bytes -= (size_t)w;
+		if (ch->page)
+			c->q.page_bytes -= (size_t)w;
+		ch->off += (uint32_t)w;
+		if (ch->off == ch->len) {
+			c->q.head = ch->next;
+			if (!c->q.head)
+				c->q.tail = NULL;
+			free(ch);
+		}
+	}
+	if (c->paused && c->q.bytes < D_AGENT_QUEUE / 2)
+		c->paused = false;
+	conn_update_events(c);
+}
+
+void conn_reply_error(struct conn *c, uint32_t req, uint32_t chan, int status,
+		      const char *text)
+{
+	struct hvt_msg r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = HVT_MSG_ERROR;
+	r.flags = HVT_PF_REPLY;
+	r.req = req;
+	r.chan = chan;
+	r.u.result.status = status < 0 && status >= -HVT_PROTO_MAX_STATUS ?
+				    status : -EPROTO;
+	r.u.result.text.ptr = text;
+	r.u.result.text.len = (uint32_t)strnlen(text, HVT_PROTO_TEXT_MAX);
+	conn_send(c, &r);
+}
+
+void conn_reply_result(struct conn *c, const struct hvt_msg *req,
+		       uint16_t type, int status, uint32_t id, uint32_t bit,
+		       const char *fmt, ...)
+{
+	char text[HVT_PROTO_TEXT_MAX + 1];
+	struct hvt_msg r;
+	va_list ap;
+
+	text[0] = '\0';
+	if (fmt) {
+		va_start(ap, fmt);
+		vsnprintf(text, sizeof(text), fmt, ap);
+		va_end(ap);
+	}
+	memset(&r, 0, sizeof(r));
+	r.type = type;
+	r.flags = HVT_PF_REPLY;
+	r.req = req->req;
+	r.chan = req->chan;
+	r.u.result.status = status < 0 && status >= -HVT_PROTO_MAX_STATUS ?
+				    status : (status ? -EIO : 0);
+	r.u.result.id = id;
+	r.u.result.bit = bit;
+	/* No control characters in one-line texts except tabs. */
+	for (char *p = text; *p; p++)
+		if ((unsigned char)*p < 0x20 && *p != '\t')
+			*p = ' ';
+	r.u.result.text.ptr = text;
+	r.u.result.text.len = (uint32_t)strlen(text);
+	conn_send(c, &r);
+}
+
+int conn_take_fd(struct conn *c)
+{
+	int fd;
+
+	if (!c->nr_fds)
+		return -1;
+	fd = c->fds[0];
+	c->fds[0] = c->fds[1];
+	c->nr_fds--;
+	return fd;
+}
+
+static void conn_drop_fds(struct conn *c)
+{
+	while (c->nr_fds > 0)
+		close(c->fds[--c->nr_fds]);
+}
+
+void conn_close(struct conn *c)
+{
+	if (c->dead)
+		return;
+	c->dead = true;
+	if (c->role == CONN_AGENT || c->role == CONN_CHARDEV) {
+		if (c->remote)
+			remote_conn_lost(c->remote, c);
+		c->remote = NULL;
+	} else if (c->role == CONN_TOOL) {
+		subs_drop_tool(c);
+		remote_tool_gone(c);
+	}
+}
+
+/* New connections must say HELLO in time; returns the next deadline. */
+void conns_deadlines(uint64_t now, uint64_t *next)
+{
+	struct conn *c;
+
+	for (c = D->conns; c; c = c->next) {
+		uint64_t due = c->created_ms + D_HELLO_DEADLINE_MS;
+
+		if (c->role != CONN_NEW || c->dead)
+			continue;
+		if (now >= due) {
+			d_log("connection %u (pid %d) sent no HELLO within %d "
+			      "ms: closing it",
+			      c->id, (int)c->pid, D_HELLO_DEADLINE_MS);
+			conn_close(c);
+		} else if (*next > due) {
+			*next = due;
+		}
+	}
+}
+
+void conns_reap(void)
+{
+	struct conn *c, *n;
+
+	for (c = D->conns; c; c = n) {
+		n = c->next;
+		if (c->closing && !c->dead && !c->q.head)
+			conn_close(c);
+		if (!c->dead)
+			continue;
+		epoll_ctl(D->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+		outq_clear(&c->q);
+		conn_drop_fds(c);
+		if (c->prev)
+			c->prev->next = c->next;
+		else
+			D->conns = c->next;
+		if (c->next)
+			c->next->prev = c->prev;
+		D->nr_conns--;
+		free(c->rbuf);
+		free(c);
+	}
+}
+
+/* --- incoming ------------------------------------------------------------- */
+
+static void conn_accept(struct conn *l)
+{
+	struct ucred cred;
+	socklen_t len;
+	struct conn *c;
+	int fd, i;
+
+	for (i = 0; i < 32; i++) {
+		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				d_log("accept: %s", strerror(errno));
+			return;
+		}
+		if (D->nr_conns >= D_MAX_CONNS) {
+			d_log("refusing a connection: %u already open",
+			      D->nr_conns);
+			close(fd);
+			continue;
+		}
+		c = conn_new(fd, CONN_NEW);
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		len = sizeof(cred);
+		if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+			c->pid = cred.pid;
+			c->uid = cred.uid;
+		}
+		d_dbg("connection %u from pid %d", c->id, (int)c->pid);
+	}
+}
+
+static void conn_protocol_error(struct conn *c, int err, const char *why)
+{
+	c->errors++;
+	if (c->remote)
+		c->remote->proto_errors++;
+	d_dbg("connection %u: %s (%s)", c->id, why ? why : "bad bytes",
+	      strerror(-err));
+}
+
+static void conn_dispatch(struct conn *c, const struct hvt_frame *f)
+{
+	const char *why = NULL;
+	struct hvt_msg m;
+	int ret;
+
+	c->frames_in++;
+	ret = hvt_msg_decode(f, &m, &why);
+	if (ret) {
+		conn_protocol_error(c, ret, why);
+		if (!(f->flags & HVT_PF_REPLY))
+			conn_reply_error(c, f->req, f->chan, ret,
+					 why ? why : "malformed message");
+		return;
+	}
+	switch (c->role) {
+	case CONN_NEW:
+		if (m.type != HVT_MSG_HELLO || (m.flags & HVT_PF_REPLY)) {
+			conn_protocol_error(c, -EPROTO, "no HELLO first");
+			if (!(m.flags & HVT_PF_REPLY))
+				conn_reply_error(c, m.req, m.chan, -EPROTO,
+						 "send HELLO first");
+			return;
+		}
+		if (m.u.hello.role == HVT_ROLE_AGENT) {
+			remote_agent_hello(c, &m);
+		} else if (m.u.hello.role == HVT_ROLE_TOOL) {
+			c->role = CONN_TOOL;
+			tool_frame(c, &m);
+		} else {
+			conn_reply_error(c, m.req, 0, -EPROTO,
+					 "hvtraced takes agents (role 1) and "
+					 "tools (role 4) on this socket");
+			c->closing = true;
+		}
+		break;
+	case CONN_AGENT:
+	case CONN_CHARDEV:
+		if (m.type == HVT_MSG_HELLO)
+			remote_agent_hello(c, &m);
+		else if (c->remote)
+			remote_agent_frame(c, &m);
+		break;
+	case CONN_TOOL:
+		tool_frame(c, &m);
+		break;
+	default:
+		break;
+	}
+}
+
+static void conn_read(struct conn *c)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} cm;
+	struct msghdr mh = { 0 };
+	struct cmsghdr *ch;
+	struct hvt_frame f;
+	struct iovec iov;
+	uint8_t *room;
+	ssize_t n;
+	int ret;
+
+	iov.iov_len = hvt_proto_dec_room(&c->dec, &room);
+	iov.iov_base = room;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
+	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	/* Time-sync answers are stamped with their arrival, not with the
+	 * time their frame gets decoded. */
+	c->rx_ns = d_now_ns();
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		d_dbg("connection %u: read: %s", c->id, strerror(errno));
+		conn_close(c);
+		return;
+	}
+	for (ch = CMSG_FIRSTHDR(&mh); ch; ch = CMSG_NXTHDR(&mh, ch)) {
+		int *fds = (int *)CMSG_DATA(ch);
+		size_t k, nfd;
+
+		if (ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (ch->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (k = 0; k < nfd; k++) {
+			/* Only agents pass descriptors, and only one. */
+			if ((c->role == CONN_NEW || c->role == CONN_AGENT) &&
+			    c->nr_fds < 2)
+				c->fds[c->nr_fds++] = fds[k];
+			else
+				close(fds[k]);
+		}
+	}
+	if (n == 0) {
+		d_dbg("connection %u closed by the peer", c->id);
+		conn_close(c);
+		return;
+	}
+	hvt_proto_dec_added(&c->dec, (uint32_t)n);
+	/* Bounded by the decoder's buffer. */
+	while (!c->dead && (ret = hvt_proto_dec_next(&c->dec, &f)) != 0) {
+		if (ret < 0) {
+			conn_protocol_error(c, ret, "bytes that are not a "
+						    "frame");
+			continue;
+		}
+		conn_dispatch(c, &f);
+	}
+	if (c->dead)
+		return;
+	/*
+	 * A local peer that keeps breaking the protocol is dropped: too
+	 * many bad frames, or too many bytes that were no frame at all.  A
+	 * guest's chardev never is: the decoder resynchronises instead.
+	 */
+	if ((c->role == CONN_AGENT || c->role == CONN_NEW ||
+	     c->role == CONN_TOOL) &&
+	    (c->errors > (c->role == CONN_TOOL ? D_TOOL_MAX_ERRORS :
+						 D_AGENT_MAX_ERRORS) ||
+	     c->dec.skipped > D_MAX_GARBAGE) &&
+	    !c->closing) {
+		struct hvt_msg bye;
+
+		d_log("connection %u (pid %d) broke the protocol %llu times: "
+		      "disconnecting it",
+		      c->id, (int)c->pid, (unsigned long long)c->errors);
+		memset(&bye, 0, sizeof(bye));
+		bye.type = HVT_MSG_BYE;
+		bye.u.bye.reason = HVT_BYE_PROTOCOL;
+		bye.u.bye.status = -EPROTO;
+		bye.u.bye.text.ptr = "too many protocol errors";
+		bye.u.bye.text.len = 24;
+		conn_push(c, &bye, false);
+		c->closing = true;
+		conn_update_events(c);
+	}
+	/* Stop reading a peer that does not drain what it provokes. */
+	if (c->q.bytes > D_AGENT_QUEUE && c->role != CONN_TOOL && !c->paused) {
+		c->paused = true;
+		conn_update_events(c);
+	}
+}
+
+void conn_handle(struct conn *c, uint32_t events)
+{
+	if (c->dead)
+		return;
+	switch (c->role) {
+	case CONN_LISTEN:
+		conn_accept(c);
+		return;
+	case CONN_SIGNAL: {
+		struct signalfd_siginfo si;
+
+		while (read(c->fd, &si, sizeof(si)) == sizeof(si)) {
+			d_log("signal %u: shutting down", si.ssi_signo);
+			D->stop = 1;
+		}
+		return;
+	}
+	default:
+		break;
+	}
+	if (events & EPOLLOUT)
+		conn_flush(c);
+	if (c->dead)
+		return;
+	if (c->closing && (events & (EPOLLHUP | EPOLLERR))) {
+		conn_close(c);	/* nobody left to read what is queued */
+		return;
+	}
+	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+		conn_read(c);
+}

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hvtraced internals.  One thread, one epoll loop (main.c); every
+ * connection is non-blocking and every queue is bounded.  See
+ * docs/proxy.md for the architecture.
+ */
+#ifndef HVTRACED_DAEMON_H
+#define HVTRACED_DAEMON_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <hvtrace.h>
+#include <hvtrace/proto.h>
+
+#include "../userevents/userevents.h"
+
+#define D_AGENT_QUEUE		(1024u * 1024u)	/* bytes to an agent */
+#define D_TOOL_REPLY_SLACK	(16u * 1024u * 1024u)	/* replies beyond the
+							 * page budget */
+#define D_AGENT_MAX_ERRORS	64	/* before a socket agent is dropped */
+#define D_TOOL_MAX_ERRORS	64
+#define D_MAX_GARBAGE		(64u * 1024u)	/* bytes skipped before a
+						 * socket peer is dropped */
+#define D_HELLO_DEADLINE_MS	10000	/* for a new connection's HELLO */
+#define D_PAGES_PER_TICK	64	/* per CPU per poll round */
+#define D_CMDLINE_SLOTS		4096
+#define D_MAX_CONNS		1024
+#define D_TRIGGER_TIMEOUT_MS	2000
+#define D_HELLO_RETRY_MS	2000
+#define D_RECONNECT_MS		1000
+#define D_SYNC_BURST		32
+#define D_SYNC_BURST_GAP_MS	5
+#define D_SYNC_CHAIN		3	/* pings per round: one warm-up, then
+					 * two sent back to back */
+#define D_PING_TIMEOUT_MS	2000
+#define D_TRIGGER_EVENT		"hvtrace_trigger"
+
+/* --- output queues (conn.c) ----------------------------------------------- */
+
+struct out_chunk {
+	struct out_chunk *next;
+	uint32_t len;
+	uint32_t off;
+	bool page;		/* counts against the page budget */
+	uint8_t data[];
+};
+
+struct outq {
+	struct out_chunk *head, *tail;
+	size_t bytes;
+	size_t page_bytes;
+};
+
+/* --- connections ---------------------------------------------------------- */
+
+enum conn_role {
+	CONN_LISTEN = 1,
+	CONN_NEW,		/* accepted, no HELLO yet */
+	CONN_AGENT,		/* a local agent on our socket */
+	CONN_TOOL,		/* a client of the daemon */
+	CONN_CHARDEV,		/* we connected to a guest's chardev socket */
+	CONN_SIGNAL,		/* the signalfd */
+};
+
+struct remote;
+struct sub;
+
+struct conn {
+	struct conn *next, *prev;
+	int fd;
+	enum conn_role role;
+	uint32_t id;
+	pid_t pid;
+	uid_t uid;
+	uint32_t ev;		/* epoll events registered */
+	bool closing;		/* flush what is queued, then close */
+	bool dead;		/* close at the end of this round */
+	bool paused;		/* not reading: the peer does not drain */
+	uint64_t errors;
+	uint64_t frames_in;
+	uint64_t rx_ns;		/* when the bytes being handled arrived */
+	uint64_t created_ms;
+	int fds[2];		/* descriptors received, not yet used */
+	int nr_fds;
+	struct remote *remote;	/* CONN_AGENT, CONN_CHARDEV */
+	struct sub *subs;	/* CONN_TOOL */
+	size_t page_budget;	/* CONN_TOOL: page bytes it may have queued */
+	struct hvt_proto_dec dec;
+	struct outq q;
+	uint8_t *rbuf;
+};
+
+/* --- remotes -------------------------------------------------------------- */
+
+struct held {
+	uint64_t owner;
+	uint32_t id;
+	uint32_t count;
+};
+
+struct cmdline {
+	uint32_t pid;
+	char comm[16];
+};
+
+/* A raw time-sync round trip (sync.c). */
+#define SYNC_WINDOW	64
+struct sync_raw {
+	uint64_t send;		/* host ns, the PING left */
+	uint64_t writer;	/* the writer's reading (midpoint) */
+	uint64_t recv;		/* host ns, the PONG arrived */
+};
+
+struct trig_run {
+	struct conn *tool;
+	uint32_t tool_req;
+	uint32_t count, done;
+	uint32_t req;		/* outstanding TRIGGER */
+	uint64_t deadline_ms;
+	struct hvt_trigger_rec *recs;
+};
+
+struct remote {
+	struct remote *next;
+	uint32_t id;
+	char name[HVT_PROTO_NAME_MAX + 1];
+	enum hvt_transport transport;
+	enum hvt_remote_state state;
+	struct conn *conn;		/* the agent session, or NULL */
+	struct hvtrace_area *area;
+	struct hvtrace_area_info info;
+	struct hvt_ue_registry *reg;
+	bool tracing_on;
+
+	/* the agent instance we hold references for */
+	bool have_instance;
+	uint32_t agent_pid;
+	uint64_t agent_gen;
+	struct held *held;
+	size_t nr_held, cap_held;
+
+	/* enable-bit changes reported by the registry hook */
+	struct { uint32_t bit; bool on; } *chg;
+	size_t nr_chg, cap_chg;
+
+	/* time sync */
+	uint32_t next_req;
+	uint32_t ping_req;		/* outstanding PING, 0: none */
+	uint64_t ping_seq;
+	uint64_t ping_sent_ns;
+	unsigned int ping_idx;		/* position in the round's chain */
+	uint64_t next_ping_ms;
+	unsigned int burst_left;
+	uint64_t sync_samples;
+	uint64_t sync_bad;
+	uint64_t sync_dropped;		/* contradicted by newer samples */
+	uint64_t sync_window_ns;	/* width of the last refined sample */
+	struct sync_raw raw[SYNC_WINDOW];
+	unsigned int raw_next, raw_nr;
+
+	struct trig_run *trig;
+
+	/* a guest's chardev (HVT_TRANSPORT_CHARDEV) */
+	char ctl_path[PATH_MAX];
+	char area_path[PATH_MAX];
+	uint64_t next_try_ms;
+	uint64_t area_try_ms;
+	uint64_t hello_ms;
+	uint64_t session;		/* our HELLOs' generation: one per
+					 * connection, so that HELLOs a guest
+					 * port delivers late are seen as
+					 * repeats, not as a new host */
+
+	uint64_t proto_errors;
+	uint64_t pages_read;
+	struct cmdline cmdlines[D_CMDLINE_SLOTS];
+	uint8_t *page;			/* read buffer, subbuf_size */
+};
+
+/* A page subscription of a tool. */
+struct sub {
+	struct sub *next;		/* in the tool's list */
+	uint32_t id;
+	struct conn *tool;
+	struct remote *remote;
+	int cpu;			/* -1: all */
+	uint64_t pages;
+	uint64_t dropped_pages;
+	uint64_t dropped_events;
+	uint64_t reported_pages;	/* dropped_pages the tool was told of */
+};
+
+/* --- the daemon ----------------------------------------------------------- */
+
+struct daemon {
+	int epfd;
+	int sfd;
+	struct conn *conns;
+	unsigned int nr_conns;
+	uint32_t next_conn_id;
+	struct remote *remotes;
+	uint32_t next_remote_id;
+	uint32_t next_sub_id;
+	unsigned int nr_subs;
+
+	/* options */
+	const char *sock_path;
+	const char *group;
+	unsigned int sock_mode;
+	const char *run_dir;
+	const char *shm_dir;
+	size_t client_queue;
+	uint32_t sync_interval_ms;
+	uint32_t poll_min_us;
+	uint32_t poll_max_us;
+	int verbose;
+
+	/* page polling */
+	uint32_t poll_us;		/* current interval */
+	uint64_t next_poll_us;
+
+	volatile int stop;
+};
+
+extern struct daemon *D;
+
+/* main.c */
+uint64_t d_now_ms(void);
+uint64_t d_now_us(void);
+uint64_t d_now_ns(void);
+void d_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void d_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* conn.c */
+struct conn *conn_new(int fd, enum conn_role role);
+void conn_update_events(struct conn *c);
+int conn_send(struct conn *c, const struct hvt_msg *m);
+int conn_send_page(struct conn *c, const struct hvt_msg *m);
+void conn_flush(struct conn *c);
+void conn_handle(struct conn *c, uint32_t events);
+void conn_close(struct conn *c);
+void conn_reply_result(struct conn *c, const struct hvt_msg *req,
+		       uint16_t type, int status, uint32_t id, uint32_t bit,
+		       const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+void conn_reply_error(struct conn *c, uint32_t req, uint32_t chan, int status,
+		      const char *text);
+int conn_take_fd(struct conn *c);
+void conns_reap(void);
+void conns_deadlines(uint64_t now_ms, uint64_t *next_ms);
+
+/* remote.c */
+struct remote *remote_by_id(uint32_t id);
+struct remote *remote_by_name(const char *name);
+int remote_attach_chardev(const char *name, struct remote **out,
+			  char *msg, size_t msgsize);
+void remote_destroy(struct remote *r);
+void remote_agent_hello(struct conn *c, const struct hvt_msg *m);
+void remote_agent_frame(struct conn *c, const struct hvt_msg *m);
+void remote_conn_lost(struct remote *r, struct conn *c);
+void remote_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
+void remote_apply_changes(struct remote *r);
+int remote_set_tracing(struct remote *r, bool on);
+int remote_trigger_start(struct remote *r, struct conn *tool, uint32_t req,
+			 uint32_t count, char *msg, size_t msgsize);
+void remote_tool_gone(struct conn *tool);
+void remote_fill_rec(const struct remote *r, struct hvt_remote_rec *rec);
+const char *remote_comm(const struct remote *r, uint32_t pid);
+void remote_cmdline_set(struct remote *r, uint32_t pid, const char *comm,
+			size_t len);
+
+/* sync.c */
+void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
+		 uint64_t recv);
+
+/* tool.c */
+void tool_frame(struct conn *c, const struct hvt_msg *m);
+
+/* fanout.c */
+struct sub *sub_new(struct conn *tool, struct remote *r, int cpu,
+		   uint32_t queue_kib);
+int sub_remove(struct conn *tool, uint32_t id);
+void subs_drop_tool(struct conn *tool);
+void subs_drop_remote(struct remote *r);
+void fanout_poll(void);
+bool fanout_active(void);
+
+#endif /* HVTRACED_DAEMON_H */

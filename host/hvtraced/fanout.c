@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtraced: page subscriptions and fan-out.
+ *
+ * The daemon is the only consumer of each area it owns: it reads pages
+ * with hvtrace_cpu_read_page() (which publishes consumer progress, so a
+ * producer-consumer ring never overwrites what the daemon has not read)
+ * and gives each page to every subscription that covers its CPU.  It
+ * reads a CPU only while someone subscribes to it, so an unwatched area
+ * keeps its data for the first subscriber.
+ *
+ * Each tool connection has a page budget: --client-queue bytes waiting
+ * in its queue, or less if a SUBSCRIBE asked for less (a live viewer that
+ * prefers dropping to lagging).  A page that does not fit is dropped for that
+ * subscription only; its dropped_pages/dropped_events counters grow and
+ * travel in every later PAGE, so the tool always knows what it missed.
+ * When no page follows the drops, an empty PAGE (a sub-buffer with no
+ * events) carries the counters as soon as the tool's queue has room.  A
+ * slow tool therefore never holds up the others, the daemon, or the
+ * writer.
+ *
+ * Shared memory gives no wake-up, so rings are polled: every poll_min
+ * while pages keep coming, backing off by doubling to poll_max when a
+ * round finds nothing, and not at all without subscriptions.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+
+struct sub *sub_new(struct conn *tool, struct remote *r, int cpu,
+		   uint32_t queue_kib)
+{
+	struct sub *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	if (!tool->page_budget)
+		tool->page_budget = D->client_queue;
+	if (queue_kib && (size_t)queue_kib * 1024 < tool->page_budget)
+		tool->page_budget = (size_t)queue_kib * 1024;
+	/* At least one page of the largest size fits. */
+	if (tool->page_budget < 2 * HVT_PROTO_MAX_PAGE)
+		tool->page_budget = 2 * HVT_PROTO_MAX_PAGE;
+	s->id = ++D->next_sub_id;
+	if (!s->id)
+		s->id = ++D->next_sub_id;
+	s->tool = tool;
+	s->remote = r;
+	s->cpu = cpu;
+	s->next = tool->subs;
+	tool->subs = s;
+	D->nr_subs++;
+	D->poll_us = D->poll_min_us;
+	D->next_poll_us = d_now_us();
+	return s;
+}
+
+int sub_remove(struct conn *tool, uint32_t id)
+{
+	struct sub **pp, *s;
+
+	for (pp = &tool->subs; (s = *pp); pp = &s->next)
+		if (s->id == id) {
+			*pp = s->next;
+			free(s);
+			D->nr_subs--;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+void subs_drop_tool(struct conn *tool)
+{
+	struct sub *s, *n;
+
+	for (s = tool->subs; s; s = n) {
+		n = s->next;
+		free(s);
+		D->nr_subs--;
+	}
+	tool->subs = NULL;
+}
+
+void subs_drop_remote(struct remote *r)
+{
+	struct conn *c;
+	struct sub **pp, *s;
+
+	for (c = D->conns; c; c = c->next) {
+		if (c->role != CONN_TOOL)
+			continue;
+		for (pp = &c->subs; (s = *pp);) {
+			if (s->remote == r) {
+				*pp = s->next;
+				free(s);
+				D->nr_subs--;
+			} else {
+				pp = &s->next;
+			}
+		}
+	}
+}
+
+bool fanout_active(void)
+{
+	return D->nr_subs > 0;
+}
+
+static uint64_t wanted_cpus(const struct remote *r)
+{
+	const struct conn *c;
+	const struct sub *s;
+	uint64_t want = 0;
+
+	for (c = D->conns; c; c = c->next) {
+		if (c->role != CONN_TOOL || c->dead)
+			continue;
+		for (s = c->subs; s; s = s->next)
+			if (s->remote == r)
+				want |= s->cpu < 0 ? ~0ull : 1ull << s->cpu;
+	}
+	return want;
+}
+
+static void deliver(struct remote *r, uint32_t cpu,
+		    const struct hvtrace_page_info *info)
+{
+	uint64_t commit;
+	uint32_t len;
+	struct conn *c;
+	struct sub *s;
+
+	memcpy(&commit, r->page + HVT_PAGE_COMMIT_OFF, 8);
+	len = HVT_PAGE_HDR_SIZE + info->size +
+	      ((commit & HVT_MISSED_STORED) ? 8 : 0);
+	if (len > r->info.subbuf_size)
+		len = r->info.subbuf_size;
+	for (c = D->conns; c; c = c->next) {
+		if (c->role != CONN_TOOL || c->dead)
+			continue;
+		for (s = c->subs; s; s = s->next) {
+			struct hvt_msg m;
+
+			if (s->remote != r ||
+			    (s->cpu >= 0 && (uint32_t)s->cpu != cpu))
+				continue;
+			/* Over budget: first hand what is queued to the
+			 * socket; drop only if the tool really lags. */
+			if (c->q.page_bytes + len + 128 > c->page_budget)
+				conn_flush(c);
+			if (c->dead)
+				break;
+			if (c->q.page_bytes + len + 128 > c->page_budget) {
+				s->dropped_pages++;
+				s->dropped_events += info->entries;
+				continue;
+			}
+			memset(&m, 0, sizeof(m));
+			m.type = HVT_MSG_PAGE;
+			m.req = s->id;
+			m.chan = r->id;
+			m.u.page.cpu = cpu;
+			m.u.page.flags = (info->flags & HVTRACE_PAGE_TAIL) ?
+						 HVT_PAGEF_TAIL : 0;
+			m.u.page.seq = info->seq;
+			m.u.page.entries = info->entries;
+			m.u.page.lost_events = info->lost_events;
+			m.u.page.dropped_pages = s->dropped_pages;
+			m.u.page.dropped_events = s->dropped_events;
+			m.u.page.first_ts = info->first_ts;
+			m.u.page.data = r->page;
+			m.u.page.len = len;
+			if (!conn_send_page(c, &m)) {
+				s->pages++;
+				s->reported_pages = s->dropped_pages;
+			}
+		}
+	}
+}
+
+void fanout_poll(void)
+{
+	struct hvtrace_page_info info;
+	bool any = false;
+	struct remote *r;
+
+	for (r = D->remotes; r; r = r->next) {
+		uint64_t want;
+		uint32_t cpu;
+
+		if (!r->area || !r->page)
+			continue;
+		want = wanted_cpus(r);
+		for (cpu = 0; want && cpu < r->info.nr_cpus; cpu++) {
+			int k;
+
+			if (!((want >> cpu) & 1))
+				continue;
+			for (k = 0; k < D_PAGES_PER_TICK; k++) {
+				int ret = hvtrace_cpu_read_page(
+					r->area, (int)cpu, r->page,
+					r->info.subbuf_size, &info);
+
+				if (ret <= 0)
+					break;
+				any = true;
+				r->pages_read++;
+				deliver(r, cpu, &info);
+			}
+		}
+	}
+	/* Drops no page has reported yet: an empty page tells them. */
+	{
+		static const uint8_t empty[HVT_PAGE_HDR_SIZE];
+		struct conn *c;
+		struct sub *s;
+
+		for (c = D->conns; c; c = c->next) {
+			if (c->role != CONN_TOOL || c->dead)
+				continue;
+			for (s = c->subs; s; s = s->next) {
+				struct hvt_msg m;
+
+				if (s->reported_pages == s->dropped_pages ||
+				    c->q.page_bytes + 256 > c->page_budget)
+					continue;
+				memset(&m, 0, sizeof(m));
+				m.type = HVT_MSG_PAGE;
+				m.req = s->id;
+				m.chan = s->remote->id;
+				m.u.page.cpu =
+					s->cpu < 0 ? 0 : (uint32_t)s->cpu;
+				m.u.page.dropped_pages = s->dropped_pages;
+				m.u.page.dropped_events = s->dropped_events;
+				m.u.page.data = empty;
+				m.u.page.len = sizeof(empty);
+				if (!conn_send_page(c, &m))
+					s->reported_pages = s->dropped_pages;
+			}
+		}
+	}
+	/* Fast while data flows, backing off to poll_max when idle. */
+	if (any)
+		D->poll_us = D->poll_min_us;
+	else if (D->poll_us < D->poll_max_us)
+		D->poll_us = D->poll_us * 2 > D->poll_max_us ? D->poll_max_us :
+							       D->poll_us * 2;
+	/* Flush now: the pages should leave while they are fresh. */
+	{
+		struct conn *c;
+
+		for (c = D->conns; c; c = c->next)
+			if (c->role == CONN_TOOL && c->q.head && !c->dead)
+				conn_flush(c);
+	}
+}

@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtraced - the hvtrace host daemon.
+ *
+ * Owns trace areas of guests and local agents, runs their user_events
+ * registries, keeps their clock models fed, and serves tools on a UNIX
+ * socket.  One thread around epoll: descriptors (listening socket, agent
+ * and tool connections, the signalfd) wake it; deadlines (reconnects,
+ * HELLO retries, time-sync pings, trigger timeouts, ring polling while
+ * someone subscribes) become the epoll timeout.  With nothing to do it
+ * sleeps; an attached remote costs one ping per --sync-interval.
+ *
+ * Access: the socket is mode 0660 (--socket-mode), owned by group
+ * "hvtrace" when that group exists (--group).  Tools and local agents of
+ * that group, and root, can connect; agents inside guests reach the daemon
+ * only through their virtio-serial port.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hvtrace/config.h>
+
+#include "daemon.h"
+
+#define DEFAULT_RUN_DIR		"/run/hvtrace"
+#define DEFAULT_SOCKET		DEFAULT_RUN_DIR "/hvtraced.sock"
+
+struct daemon *D;
+
+static const char usage_text[] =
+	"usage: hvtraced [OPTIONS]\n"
+	"\n"
+	"The hvtrace host daemon: owns the trace areas of guests and local\n"
+	"agents, proxies their user events, keeps their clocks in sync and\n"
+	"serves tools (hvtrace events, streams) on a UNIX socket.\n"
+	"\n"
+	"  -f, --foreground       stay in the foreground, log to stderr\n"
+	"                         (default: detach once the socket listens)\n"
+	"  --socket PATH          tools and local agents connect here\n"
+	"                         (default " DEFAULT_SOCKET ")\n"
+	"  --group NAME           group owning the socket (default hvtrace,\n"
+	"                         when it exists)\n"
+	"  --socket-mode OCTAL    socket permissions (default 0660)\n"
+	"  --attach NAME          attach guest NAME at start (repeatable):\n"
+	"                         its control channel is\n"
+	"                         RUN_DIR/NAME/control.sock, its area\n"
+	"                         SHM_DIR/hvtrace-NAME\n"
+	"  --run-dir DIR          default " DEFAULT_RUN_DIR "\n"
+	"  --shm-dir DIR          default /dev/shm\n"
+	"  --log FILE             where a detached daemon logs (default\n"
+	"                         RUN_DIR/hvtraced.log)\n"
+	"  --client-queue BYTES   pages queued per tool before dropping\n"
+	"                         (default 8M)\n"
+	"  --sync-interval MS     time-sync ping period per remote (default\n"
+	"                         1000; 0: only at session start)\n"
+	"  --poll-us US           ring poll interval while pages flow\n"
+	"                         (default CONFIG_HVT_HOST_POLL_US)\n"
+	"  --poll-max-us US       poll interval when idle (default 50000)\n"
+	"  -v, --verbose          log more\n"
+	"  -h, --help             this text\n"
+	"  --version\n";
+
+uint64_t d_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t d_now_us(void)
+{
+	return d_now_ns() / 1000;
+}
+
+uint64_t d_now_ms(void)
+{
+	return d_now_ns() / 1000000;
+}
+
+static void d_vlog(const char *fmt, va_list ap)
+{
+	char buf[1024];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	fprintf(stderr, "hvtraced: %s\n", buf);
+}
+
+void d_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	d_vlog(fmt, ap);
+	va_end(ap);
+}
+
+void d_dbg(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!D || !D->verbose)
+		return;
+	va_start(ap, fmt);
+	d_vlog(fmt, ap);
+	va_end(ap);
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char path[PATH_MAX], *p;
+
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	for (p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int listen_socket(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[PATH_MAX], *slash;
+	struct group *gr;
+	struct stat st;
+	int fd, ret;
+
+	if (strlen(D->sock_path) >= sizeof(sa.sun_path)) {
+		d_log("socket path too long: %s", D->sock_path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, D->sock_path);
+	snprintf(dir, sizeof(dir), "%s", D->sock_path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		ret = mkdir_p(dir);
+		if (ret) {
+			d_log("cannot create %s: %s", dir, strerror(-ret));
+			return ret;
+		}
+	}
+	if (!lstat(D->sock_path, &st)) {
+		if (!S_ISSOCK(st.st_mode)) {
+			d_log("%s exists and is not a socket: remove it or "
+			      "use --socket",
+			      D->sock_path);
+			return -EEXIST;
+		}
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 &&
+		    !connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			close(fd);
+			d_log("another hvtraced is running on %s (stop it "
+			      "first, or use --socket)",
+			      D->sock_path);
+			return -EADDRINUSE;
+		}
+		if (fd >= 0)
+			close(fd);
+		unlink(D->sock_path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 128)) {
+		ret = -errno;
+		d_log("cannot listen on %s: %s", D->sock_path, strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	gr = D->group ? getgrnam(D->group) : NULL;
+	if (gr && chown(D->sock_path, (uid_t)-1, gr->gr_gid))
+		d_log("warning: cannot give %s to group %s: %s", D->sock_path,
+		      D->group, strerror(errno));
+	if (chmod(D->sock_path, D->sock_mode))
+		d_log("warning: cannot chmod %s: %s", D->sock_path,
+		      strerror(errno));
+	if (!conn_new(fd, CONN_LISTEN)) {
+		close(fd);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Detach: the parent returns once the child listens (or failed). */
+static int daemonize(int *ready_fd, const char *log_path)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(p[1]);
+		if (read(p[0], &c, 1) == 1 && c == 'y')
+			_exit(0);
+		fprintf(stderr, "hvtraced: failed to start; see %s\n",
+			log_path);
+		_exit(1);
+	}
+	close(p[0]);
+	setsid();
+	*ready_fd = p[1];
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "group", required_argument, NULL, 'g' },
+		{ "socket-mode", required_argument, NULL, 'M' },
+		{ "attach", required_argument, NULL, 'A' },
+		{ "run-dir", required_argument, NULL, 'R' },
+		{ "shm-dir", required_argument, NULL, 's' },
+		{ "log", required_argument, NULL, 'L' },
+		{ "client-queue", required_argument, NULL, 'Q' },
+		{ "sync-interval", required_argument, NULL, 'I' },
+		{ "poll-us", required_argument, NULL, 'p' },
+		{ "poll-max-us", required_argument, NULL, 'P' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct daemon daemon;
+	const char *attach[64], *log_path = NULL;
+	struct epoll_event evs[64];
+	unsigned int nr_attach = 0, i;
+	bool foreground = false;
+	int opt, ret, ready_fd = -1;
+	struct remote *r;
+	struct conn *sc;
+	char logbuf[PATH_MAX];
+	sigset_t mask;
+	uint64_t v;
+
+	D = &daemon;
+	D->sock_path = DEFAULT_SOCKET;
+	D->group = "hvtrace";
+	D->sock_mode = 0660;
+	D->run_dir = DEFAULT_RUN_DIR;
+	D->shm_dir = "/dev/shm";
+	D->client_queue = 8u << 20;
+	D->sync_interval_ms = 1000;
+	D->poll_min_us = CONFIG_HVT_HOST_POLL_US;
+	D->poll_max_us = 50000;
+
+	while ((opt = getopt_long(argc, argv, "fvh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+			foreground = true;
+			break;
+		case 'S':
+			D->sock_path = optarg;
+			break;
+		case 'g':
+			D->group = *optarg ? optarg : NULL;
+			break;
+		case 'M': {
+			char *end;
+			unsigned long m = strtoul(optarg, &end, 8);
+
+			if (*end || m > 0777) {
+				fprintf(stderr, "hvtraced: --socket-mode takes "
+						"an octal mode\n");
+				return 2;
+			}
+			D->sock_mode = (unsigned int)m;
+			break;
+		}
+		case 'A':
+			if (nr_attach == 64) {
+				fprintf(stderr,
+					"hvtraced: at most 64 --attach\n");
+				return 2;
+			}
+			attach[nr_attach++] = optarg;
+			break;
+		case 'R':
+			D->run_dir = optarg;
+			break;
+		case 's':
+			D->shm_dir = optarg;
+			break;
+		case 'L':
+			log_path = optarg;
+			break;
+		case 'Q':
+		case 'I':
+		case 'p':
+		case 'P':
+			if (parse_u64(optarg, &v) || v > UINT32_MAX ||
+			    ((opt == 'p' || opt == 'P') && v < 50) ||
+			    (opt == 'Q' && v < 65536)) {
+				fprintf(stderr, "hvtraced: bad value '%s' for "
+						"--%s\n",
+					optarg,
+					opt == 'Q' ? "client-queue (>= 64K)" :
+					opt == 'I' ? "sync-interval" :
+					opt == 'p' ? "poll-us (>= 50)" :
+						     "poll-max-us (>= 50)");
+				return 2;
+			}
+			if (opt == 'Q')
+				D->client_queue = v;
+			else if (opt == 'I')
+				D->sync_interval_ms = (uint32_t)v;
+			else if (opt == 'p')
+				D->poll_min_us = (uint32_t)v;
+			else
+				D->poll_max_us = (uint32_t)v;
+			break;
+		case 'v':
+			D->verbose = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case 'V':
+			printf("hvtraced %s\n", HVT_VERSION);
+			return 0;
+		default:
+			fputs(usage_text, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "hvtraced: unexpected argument '%s'\n%s",
+			argv[optind], usage_text);
+		return 2;
+	}
+	if (D->poll_max_us < D->poll_min_us)
+		D->poll_max_us = D->poll_min_us;
+	D->poll_us = D->poll_min_us;
+
+	if (!foreground) {
+		int fd;
+
+		if (!log_path) {
+			mkdir_p(D->run_dir);
+			snprintf(logbuf, sizeof(logbuf), "%s/hvtraced.log",
+				 D->run_dir);
+			log_path = logbuf;
+		}
+		fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+			  0640);
+		if (fd < 0) {
+			fprintf(stderr, "hvtraced: cannot open the log %s: "
+					"%s (use --log or --foreground)\n",
+				log_path, strerror(errno));
+			return 1;
+		}
+		ret = daemonize(&ready_fd, log_path);
+		if (ret) {
+			fprintf(stderr, "hvtraced: cannot detach: %s\n",
+				strerror(-ret));
+			return 1;
+		}
+		dup2(fd, STDERR_FILENO);
+		close(fd);
+		fd = open("/dev/null", O_RDWR);
+		if (fd >= 0) {
+			dup2(fd, STDIN_FILENO);
+			dup2(fd, STDOUT_FILENO);
+			if (fd > 2)
+				close(fd);
+		}
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	D->epfd = epoll_create1(EPOLL_CLOEXEC);
+	D->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (D->epfd < 0 || D->sfd < 0) {
+		d_log("epoll/signalfd: %s", strerror(errno));
+		return 1;
+	}
+	sc = conn_new(D->sfd, CONN_SIGNAL);
+	if (!sc || listen_socket())
+		return 1;
+	for (i = 0; i < nr_attach; i++) {
+		char msg[512];
+
+		if (remote_attach_chardev(attach[i], &r, msg, sizeof(msg)))
+			d_log("--attach %s: %s", attach[i], msg);
+		else
+			d_log("%s", msg);
+	}
+	d_log("listening on %s (pid %d)", D->sock_path, (int)getpid());
+	if (ready_fd >= 0) {
+		if (write(ready_fd, "y", 1) != 1)
+			d_log("warning: could not tell the parent we started");
+		close(ready_fd);
+	}
+
+	while (!D->stop) {
+		uint64_t now = d_now_ms(), next = now + 60000, now_us;
+		int n, timeout;
+
+		for (r = D->remotes; r; r = r->next)
+			remote_tick(r, now, &next);
+		conns_deadlines(now, &next);
+		timeout = next <= now ? 0 : (int)(next - now);
+		if (fanout_active()) {
+			now_us = d_now_us();
+			if (D->next_poll_us <= now_us)
+				timeout = 0;
+			else if ((D->next_poll_us - now_us + 999) / 1000 <
+				 (uint64_t)timeout)
+				timeout = (int)((D->next_poll_us - now_us +
+						 999) /
+						1000);
+		}
+		n = epoll_wait(D->epfd, evs, 64, timeout);
+		if (n < 0 && errno != EINTR) {
+			d_log("epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (i = 0; n > 0 && i < (unsigned int)n; i++)
+			conn_handle(evs[i].data.ptr, evs[i].events);
+		if (fanout_active() && d_now_us() >= D->next_poll_us) {
+			fanout_poll();
+			D->next_poll_us = d_now_us() + D->poll_us;
+		}
+		conns_reap();
+	}
+
+	while (D->remotes)
+		remote_destroy(D->remotes);
+	conns_reap();
+	unlink(D->sock_path);
+	d_log("stopped");
+	return 0;
+}

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Fan-out with a slow subscriber.  Two tools subscribe to the same remote;
+ * one reads all the time, the other not at all while a workload writes
+ * 20000 events (about 1 MB of pages).  The reading tool has the daemon's
+ * default page budget (8 MiB: everything fits, however late it reads);
+ * the stalled one asks for 64 KiB, which with its socket buffer holds far
+ * less than 1 MB, so the daemon must drop pages for it -- and only for it:
+ *
+ *   - the reading tool gets every event, nothing dropped, nothing lost;
+ *   - the stalled tool, once it reads, gets what was queued plus the
+ *     drop counters (in its pages, or in an empty page that reports
+ *     drops no page followed), and received + dropped == written
+ *     exactly;
+ *   - the daemon kept serving requests meanwhile.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event-parse.h>
+
+#include <hvtrace.h>
+
+#include "harness.h"
+
+#define COUNT	20000
+
+struct tally {
+	int id;
+	uint32_t sub;
+	uint64_t events;
+	uint64_t pages;
+	uint64_t lost;
+	uint64_t dropped_pages;
+	uint64_t dropped_events;
+};
+
+static void count_rec(void *arg, struct tep_handle *tep, struct tep_event *ev,
+		      struct tep_record *rec)
+{
+	struct tally *t = arg;
+
+	if (ev && ev->id == t->id)
+		t->events++;
+}
+
+static struct tep_handle *tep;
+
+static void take(struct tally *t, const struct hvt_msg *m)
+{
+	if (m->type != HVT_MSG_PAGE || m->req != t->sub)
+		return;
+	t->pages++;
+	t->lost += m->u.page.lost_events;
+	/* Counters only grow. */
+	if (m->u.page.dropped_pages < t->dropped_pages ||
+	    m->u.page.dropped_events < t->dropped_events)
+		t_fail("drop counters went backwards");
+	t->dropped_pages = m->u.page.dropped_pages;
+	t->dropped_events = m->u.page.dropped_events;
+	h_decode_page(tep, &m->u.page, count_rec, t);
+}
+
+static uint32_t subscribe(struct hvt_dclient *c, uint32_t remote,
+			  uint32_t queue_kib)
+{
+	struct hvt_msg m, r;
+
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_SUBSCRIBE;
+	m.chan = remote;
+	m.u.subscribe.cpu = -1;
+	m.u.subscribe.queue_kib = queue_kib;
+	t_ok(hvt_dclient_call(c, &m, &r, 10000, NULL, NULL));
+	t_eq(r.u.result.status, 0);
+	return r.u.result.id;
+}
+
+int main(void)
+{
+	struct hvt_dclient *dc = h_start(NULL);
+	struct hvt_dclient *slow;
+	struct tally fast = { 0 }, st = { 0 };
+	struct hvt_remote_rec rec;
+	struct h_agent a;
+	struct h_proc w;
+	struct hvt_msg m;
+	char text[256], count[16];
+	const char *line;
+	uint64_t deadline;
+	int ret, wrote = -1, failed = -1;
+
+	h_agent_start(&a, "fan", "--size 16M");
+	if (hvt_dclient_open(h_dsock, &slow))
+		t_fail("%s", hvtrace_last_error());
+	fast.sub = subscribe(dc, a.remote, 0);
+	st.sub = subscribe(slow, a.remote, 64);
+
+	snprintf(count, sizeof(count), "%d", COUNT);
+	h_proc_start(&w, "guest/workloads/ue_writer", "--socket", a.sock,
+		     "--count", count, "--wait-enable", "20000", NULL);
+	line = h_proc_line(&w, 15000);
+	if (sscanf(line, "registered id=%d", &fast.id) != 1)
+		t_fail("workload: %s", line);
+	st.id = fast.id;
+	tep = h_tep(dc, a.remote);
+	t_eq(h_result(dc, HVT_MSG_ENABLE, a.remote, 1, "hvt_e2e", text,
+		      sizeof(text)),
+	     0);
+
+	/* Read the fast subscription; the slow one is not read at all. */
+	deadline = h_now_ns() + 30000000000ull;
+	while (fast.events + fast.lost < COUNT && h_now_ns() < deadline) {
+		ret = hvt_dclient_recv(dc, &m, 200);
+		if (ret < 0)
+			t_fail("%s", hvtrace_last_error());
+		if (ret == 1)
+			take(&fast, &m);
+	}
+	line = h_proc_line(&w, 15000);	/* "enabled" */
+	line = h_proc_line(&w, 15000);
+	if (sscanf(line, "done wrote=%d failed=%d", &wrote, &failed) != 2)
+		t_fail("workload: %s", line);
+	t_eq(wrote, COUNT);
+	t_eq(h_proc_wait(&w, 10000), 0);
+	printf("fast: %llu events in %llu pages, %llu lost, %llu dropped\n",
+	       (unsigned long long)fast.events,
+	       (unsigned long long)fast.pages, (unsigned long long)fast.lost,
+	       (unsigned long long)fast.dropped_pages);
+	t_equ(fast.events, COUNT);
+	t_equ(fast.lost, 0);
+	t_equ(fast.dropped_pages, 0);
+	/* The daemon answered all along; it still does. */
+	h_remote(dc, "fan", &rec);
+
+	/* Now the stalled tool reads: queued pages, then the drop report. */
+	deadline = h_now_ns() + 30000000000ull;
+	while (st.events + st.dropped_events < COUNT &&
+	       h_now_ns() < deadline) {
+		ret = hvt_dclient_recv(slow, &m, 200);
+		if (ret < 0)
+			t_fail("%s", hvtrace_last_error());
+		if (ret == 1)
+			take(&st, &m);
+	}
+	printf("slow: %llu events in %llu pages, %llu pages (%llu events) "
+	       "dropped, %llu lost\n",
+	       (unsigned long long)st.events, (unsigned long long)st.pages,
+	       (unsigned long long)st.dropped_pages,
+	       (unsigned long long)st.dropped_events,
+	       (unsigned long long)st.lost);
+	if (!st.dropped_pages)
+		t_fail("the stalled tool had nothing dropped: the test did "
+		       "not fill its queue");
+	t_equ(st.lost, 0);
+	t_equ(st.events + st.dropped_events, COUNT);
+	hvt_dclient_close(slow);
+	tep_free(tep);
+	hvt_dclient_close(dc);
+	h_pass();
+	return 0;
+}

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Harness for the proxy tests: a private hvtraced and agents on one
+ * machine (UNIX sockets, /dev/shm areas, no QEMU), the built workloads,
+ * and a libtraceevent decoder fed with the daemon's format texts.
+ *
+ * Everything lives in a fresh temporary directory; every process started
+ * here is killed at exit, and the logs of the daemon and agents are
+ * printed when a test fails.  HVT_TEST_KEEP=1 keeps the directory.
+ */
+#ifndef HVT_PROXY_HARNESS_H
+#define HVT_PROXY_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <hvtrace/proto.h>
+
+#include "dclient.h"
+#include "hvt_test.h"
+
+struct h_agent {
+	char name[32];
+	char sock[256];
+	char area[256];
+	char log[256];
+	pid_t pid;
+	uint32_t remote;	/* id at hvtraced */
+};
+
+struct h_proc {
+	pid_t pid;
+	int out;		/* its stdout, for h_proc_line() */
+	char buf[4096];
+	size_t have;
+};
+
+extern char h_dir[64];
+extern char h_objtree[512];
+extern char h_dsock[300];
+
+/* Create the directory, start hvtraced; returns a connected tool. */
+struct hvt_dclient *h_start(const char *extra_daemon_args);
+
+/* Start an agent with a /dev/shm area; waits until its session is up and
+ * its trigger event is registered.  @extra: more agent arguments or NULL. */
+void h_agent_start(struct h_agent *a, const char *name, const char *extra);
+void h_agent_stop(struct h_agent *a);
+
+/* Run bin/NAME or guest/workloads/NAME with arguments (NULL-terminated),
+ * stdout captured.  @path_rel is relative to the object tree. */
+void h_proc_start(struct h_proc *p, const char *path_rel, ...);
+/* The next stdout line (without newline) within @timeout_ms, or fail. */
+const char *h_proc_line(struct h_proc *p, int timeout_ms);
+/* Wait for exit; returns the exit status (or 128 + signal). */
+int h_proc_wait(struct h_proc *p, int timeout_ms);
+
+/* The remote record of @name (fails the test if it is missing). */
+void h_remote(struct hvt_dclient *dc, const char *name,
+	      struct hvt_remote_rec *rec);
+
+/* A RESULT request; returns the status, text in @text. */
+int h_result(struct hvt_dclient *dc, uint16_t type, uint32_t remote,
+	     uint32_t arg, const char *s, char *text, size_t size);
+
+/* TEXT of a remote (malloc'd). */
+char *h_text(struct hvt_dclient *dc, uint32_t remote, uint32_t kind);
+
+/* libtraceevent decoding of pages from a remote. */
+struct tep_handle;
+struct tep_handle *h_tep(struct hvt_dclient *dc, uint32_t remote);
+
+/*
+ * Decode one PAGE with libtraceevent's kbuffer; @cb gets every record
+ * (tep_record.ts is the ring timestamp).  Returns the number of records.
+ */
+struct tep_event;
+struct tep_record;
+typedef void (*h_rec_cb)(void *arg, struct tep_handle *tep,
+			 struct tep_event *ev, struct tep_record *rec);
+int h_decode_page(struct tep_handle *tep, const struct hvt_m_page *pg,
+		  h_rec_cb cb, void *arg);
+
+/*
+ * The e2e workload's records ("hvt_e2e u32 seq; u64 val; __rel_loc char[]
+ * msg" from guest/workloads/ue_writer): h_e2e_record() checks every field
+ * of each with libtraceevent (and its printed form) and counts it.
+ */
+struct h_e2e {
+	int id;			/* the event's id */
+	int pid;		/* expected common_pid (0: any) */
+	unsigned int total;	/* seq 0..total-1 expected */
+	unsigned int n;		/* records seen */
+	unsigned int other;	/* records of other events */
+	unsigned int *count;	/* per seq */
+};
+void h_e2e_record(void *arg, struct tep_handle *tep, struct tep_event *ev,
+		  struct tep_record *rec);
+
+/* Wait until @name has @n time-sync samples (fails after @timeout_ms). */
+void h_wait_sync(struct hvt_dclient *dc, const char *name, uint64_t n,
+		 int timeout_ms);
+
+/*
+ * The causality check: @rounds TRIGGERs through hvtraced; each event the
+ * agent wrote in between must convert (TO_HOST) to a host time between
+ * the daemon's stamps before and after.  Fails the test on any protocol
+ * problem; violations are counted in @res.
+ */
+#define H_MAX_ROUNDS	4096
+struct h_causality_result {
+	unsigned int rounds;
+	unsigned int violations;
+	uint64_t err_ns;	/* the model's error bound at the end */
+	uint64_t samples;	/* time-sync samples the model had */
+	int64_t min_before;	/* smallest converted - before */
+	int64_t min_after;	/* smallest after - converted */
+	uint64_t mean_rtt, max_rtt;
+};
+void h_causality(struct hvt_dclient *dc, const char *name, uint32_t remote,
+		 unsigned int rounds, struct h_causality_result *res);
+
+/* Mark the test passed (logs are then not printed at exit). */
+void h_pass(void);
+
+uint64_t h_now_ns(void);
+
+#endif /* HVT_PROXY_HARNESS_H */
