@@ -42,6 +42,8 @@ $(AGENT_OBJS): EXTRA_CFLAGS += $(GUEST_CFLAGS)
 $(AGENT_BIN): $(AGENT_OBJS) $(LIBHVTGUEST) $(LIBHVTCORE)
 	$(call link,$(GUEST_LDFLAGS) $(AGENT_OBJS),$(LIBHVTGUEST) $(LIBHVTCORE))
 PROGS += $(AGENT_BIN)
+# Installed too: the agent also serves local writers next to hvtraced.
+INSTALL_BIN += $(AGENT_BIN)
 endif
 
 WORKLOAD_SRCS := $(wildcard $(srctree)/guest/workloads/*.c)

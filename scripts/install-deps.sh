@@ -21,6 +21,7 @@ PKGS=(
 	liblttng-ust-dev lttng-tools
 	# trace.dat tests: xwininfo checks KernelShark's windows
 	x11-utils
+	man-db groff-base bsdextrautils
 )
 
 missing=()

@@ -42,7 +42,7 @@ sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" \
 	"$HVT_SRCTREE/host/hvtrace.pc.in" >"$pcdir/hvtrace.pc"
 echo "  INSTALL $pcdir/hvtrace.pc"
 
-for sec in 1 3 7; do
+for sec in 1 3 7 8; do
 	for m in "$HVT_SRCTREE"/docs/man/*.$sec; do
 		[ -e "$m" ] || continue
 		install -d "$mandir/man$sec"

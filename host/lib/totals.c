@@ -57,12 +57,11 @@ static uint64_t tot_last_ts(const struct tot_cpu *c, uint32_t tail,
 	return it.ts;
 }
 
-HVTRACE_API int hvtrace_cpu_get_totals(struct hvtrace_area *a, int cpu,
-				       struct hvtrace_cpu_totals *t)
+static int tot_get(struct hvtrace_area *a, int cpu,
+		   struct hvtrace_cpu_totals *t, uint8_t *copy)
 {
 	const struct hvt_control *ctrl;
 	struct tot_cpu c;
-	uint8_t *copy;
 	int tries;
 
 	if (!a || !t)
@@ -76,9 +75,6 @@ HVTRACE_API int hvtrace_cpu_get_totals(struct hvtrace_area *a, int cpu,
 	c.nr = a->hdr.nr_subbufs;
 	c.subbuf_size = a->hdr.subbuf_size;
 	ctrl = (const struct hvt_control *)(a->ro + a->hdr.control_offset);
-	copy = malloc(c.subbuf_size);	/* private copy of the tail page */
-	if (!copy)
-		return hvt_err(-ENOMEM, "out of memory");
 
 	for (tries = 0; tries < 16; tries++) {
 		uint64_t w, w2, eb_tail, eb_old, eb_start, committed, bytes = 0;
@@ -90,7 +86,6 @@ HVTRACE_API int hvtrace_cpu_get_totals(struct hvtrace_area *a, int cpu,
 		tail = HVT_WORD_SEQ(w);
 		off = HVT_WORD_OFFSET(w);
 		if (off > c.subbuf_size - HVT_PAGE_HDR_SIZE) {
-			free(copy);
 			return hvt_err(-EBADMSG, "CPU %d: corrupt commit word "
 						 "0x%llx",
 				       cpu, (unsigned long long)w);
@@ -150,12 +145,35 @@ HVTRACE_API int hvtrace_cpu_get_totals(struct hvtrace_area *a, int cpu,
 		 * the pages we looked at (overwrite mode). */
 		w2 = __atomic_load_n(&c.meta->write, __ATOMIC_ACQUIRE);
 		if ((uint32_t)(HVT_WORD_SEQ(w2) - tail) < c.nr / 2) {
-			free(copy);
 			return 0;
 		}
 	}
-	free(copy);
 	return hvt_err(-EAGAIN, "CPU %d: the writer kept moving while its "
 				"counters were read; retry",
 		       cpu);
+}
+
+/* Reads the mapping: runs under the SIGBUS guard (see guard.c). */
+HVTRACE_API int hvtrace_cpu_get_totals(struct hvtrace_area *a, int cpu,
+				       struct hvtrace_cpu_totals *t)
+{
+	struct hvt_guard g;
+	uint8_t *copy;
+	int ret;
+
+	if (!a || !t || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
+		return tot_get(a, cpu, t, NULL);	/* reports the error */
+	copy = malloc(a->hdr.subbuf_size);	/* private tail page copy */
+	if (!copy)
+		return hvt_err(-ENOMEM, "out of memory");
+	if (hvt_guard_enter(&g, a->ro, a->size)) {
+		free(copy);
+		return hvt_err(-EIO, "%s: CPU %d: the file shrank under the "
+				     "reader (SIGBUS); reopen the area",
+			       a->path, cpu);
+	}
+	ret = tot_get(a, cpu, t, copy);
+	hvt_guard_leave(&g);
+	free(copy);
+	return ret;
 }
