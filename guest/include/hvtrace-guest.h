@@ -40,7 +40,8 @@ extern "C" {
 #endif
 
 /* Area path used when hvtg_area_open() gets NULL and $HVTRACE_AREA is
- * unset: the agent links it to the trace area's PCI BAR resource file. */
+ * unset: in a guest, the init script links it to the trace area's PCI BAR
+ * resource file (qemu-scripts/guest-init.sh). */
 #define HVTG_DEFAULT_AREA	"/dev/hvtrace-area"
 
 /* Most payload pieces hvtg_writev() takes in one event. */
@@ -169,9 +170,11 @@ struct hvtg_format {
  * @size: bytes available at @mem
  * @f:    geometry (NULL: all defaults)
  *
- * Writes the header (with the clock from hvtg_clock_describe()), clears
- * the control page and formats every CPU buffer; the header magic is
- * published last.  Do not format an area that writers are using.
+ * Writes the header (with the clock from hvtg_clock_describe()) and
+ * formats every CPU buffer; the header magic is published last.  The
+ * control page is left alone (the host owns it): each CPU buffer starts at
+ * the consumer position found there, so a stale page cannot make a fresh
+ * ring look full.  Do not format an area that writers are using.
  *
  * Return: 0, -EINVAL (bad geometry), -ENOSPC (does not fit in @size),
  * -ENOTSUP (clock).

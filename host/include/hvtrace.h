@@ -108,9 +108,10 @@ HVTRACE_API int hvtrace_area_get_info(const struct hvtrace_area *a,
  * @state: HVT_STATE_* as the writer last wrote it (informational)
  * @generation: the header's generation now
  *
- * Return: 1 if the generation differs from the one attached to (the
- * writer re-formatted the area: close and reopen), 0 if not, -EIO if the
- * file shrank under the mapping.
+ * Return: 1 if the generation differs from the one attached to, or the
+ * header's magic is cleared (the writer re-formatted the area or is doing
+ * so: close and reopen), 0 if not, -EIO if the file shrank under the
+ * mapping.
  */
 HVTRACE_API int hvtrace_area_writer_state(const struct hvtrace_area *a,
 					  uint32_t *state,
@@ -127,7 +128,12 @@ HVTRACE_API int hvtrace_area_writer_state(const struct hvtrace_area *a,
 HVTRACE_API int hvtrace_area_set_tracing(struct hvtrace_area *a, bool on);
 HVTRACE_API bool hvtrace_area_get_tracing(const struct hvtrace_area *a);
 
-/** hvtrace_area_set_event - enable or disable event enable-bit @bit */
+/**
+ * hvtrace_area_set_event - enable or disable event enable-bit @bit
+ *
+ * Return: 0, -EPERM without HVTRACE_OPEN_CONTROL, -ERANGE for a bit at or
+ * above HVT_ABI_MAX_EVENTS, -EIO if the file shrank under the mapping.
+ */
 HVTRACE_API int hvtrace_area_set_event(struct hvtrace_area *a,
 				       unsigned int bit, bool on);
 /** hvtrace_area_event_enabled - the host's own record of @bit */
@@ -174,7 +180,9 @@ HVTRACE_API int hvtrace_area_send_command(struct hvtrace_area *a,
  * answer; keeps the sample in the area's clock model.
  *
  * Return: 0, -ETIMEDOUT if the writer did not answer (it answers only
- * while it runs), -EPERM without HVTRACE_OPEN_CONTROL.
+ * while it runs), -EPERM without HVTRACE_OPEN_CONTROL, -EAGAIN if the
+ * answer changed while it was read (retry), -EIO if the file shrank under
+ * the mapping, -EINVAL for a NULL area.
  */
 HVTRACE_API int hvtrace_area_sync(struct hvtrace_area *a, int timeout_ms);
 
@@ -268,7 +276,12 @@ struct hvtrace_cpu_stats {
 	uint64_t now_ts;	/* newest committed event, writer clock */
 };
 
-/** hvtrace_cpu_get_stats - counters of one CPU buffer, like per_cpu stats */
+/**
+ * hvtrace_cpu_get_stats - counters of one CPU buffer, like per_cpu stats
+ *
+ * Return: 0 (also when the file shrank under the mapping: then only
+ * @st->errors is filled), -EINVAL for a bad argument.
+ */
 HVTRACE_API int hvtrace_cpu_get_stats(struct hvtrace_area *a, int cpu,
 				      struct hvtrace_cpu_stats *st);
 
@@ -1173,3 +1186,85 @@ HVTRACE_API int hvtrace_tracedat_report(const char *path, FILE *out,
 #endif
 
 #endif /* HVTRACE_TRACEDAT_H */
+
+/* ===================================================================== */
+/* trace.dat from remotes of hvtraced (host/tracedat/record_daemon.c)    */
+/* ===================================================================== */
+#ifndef HVTRACE_TRACEDAT_DAEMON_H
+#define HVTRACE_TRACEDAT_DAEMON_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Recording remotes that hvtraced owns (guests, local agents, hypervisor
+ * and loopback areas attached to it) into a trace.dat file, through the
+ * daemon: the same file layout as hvtrace_tracedat_record_*(), one buffer
+ * per remote, timestamps converted with the daemon's clock model.
+ */
+struct hvtrace_tracedat_drecord;
+
+struct hvtrace_tracedat_drecord_opts {
+	const char *path;		/* output trace.dat */
+	const char *socket;		/* hvtraced's socket; NULL: default */
+	/* Event patterns to enable (as for hvtrace_tracedat_record_opts);
+	 * NULL: record what the daemon has enabled.  Events the recorder
+	 * enabled are disabled again when it finishes. */
+	const char *const *events;
+};
+
+/** hvtrace_tracedat_drecord_create - connect to hvtraced, create @o->path */
+HVTRACE_API int hvtrace_tracedat_drecord_create(
+	const struct hvtrace_tracedat_drecord_opts *o,
+	struct hvtrace_tracedat_drecord **out);
+
+/**
+ * hvtrace_tracedat_drecord_add_remote - record remote @remote
+ * @name: buffer name, or NULL for the remote's name
+ *
+ * Return: the source index (>= 0) or a negative errno.
+ */
+HVTRACE_API int hvtrace_tracedat_drecord_add_remote(
+	struct hvtrace_tracedat_drecord *r, const char *remote,
+	const char *name);
+
+/** hvtrace_tracedat_drecord_start - formats, enabling, subscriptions */
+HVTRACE_API int
+hvtrace_tracedat_drecord_start(struct hvtrace_tracedat_drecord *r);
+
+/**
+ * hvtrace_tracedat_drecord_poll - take what the daemon sent, once
+ *
+ * Return: 1 while recording goes on; 0 once every remote is finished
+ * (detached, re-formatted, or an area whose writer stopped and was read
+ * to the end); a negative errno on a fatal error.
+ */
+HVTRACE_API int
+hvtrace_tracedat_drecord_poll(struct hvtrace_tracedat_drecord *r,
+			      unsigned int max_wait_ms);
+
+HVTRACE_API unsigned int
+hvtrace_tracedat_drecord_nr_sources(const struct hvtrace_tracedat_drecord *r);
+
+HVTRACE_API int hvtrace_tracedat_drecord_source_stats(
+	const struct hvtrace_tracedat_drecord *r, unsigned int i,
+	struct hvtrace_tracedat_source_stats *st);
+
+/** hvtrace_tracedat_drecord_stop - drain every remote; counters final */
+HVTRACE_API int
+hvtrace_tracedat_drecord_stop(struct hvtrace_tracedat_drecord *r);
+
+/** hvtrace_tracedat_drecord_finish - write the file and free @r */
+HVTRACE_API int
+hvtrace_tracedat_drecord_finish(struct hvtrace_tracedat_drecord *r);
+
+/** hvtrace_tracedat_drecord_abort - put enable state back, no file, free */
+HVTRACE_API void
+hvtrace_tracedat_drecord_abort(struct hvtrace_tracedat_drecord *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HVTRACE_TRACEDAT_DAEMON_H */
