@@ -43,6 +43,11 @@ $(GUEST_IMAGE): $(GUEST_IMAGE_FILES) $(srctree)/qemu-scripts/mkinitramfs.sh \
 	$(Q)$(srctree)/qemu-scripts/mkinitramfs.sh -o $@ -- $(GUEST_IMAGE_FILES)
 guest-image: $(GUEST_IMAGE)
 
+# 'hvtrace guest' runs the launcher of the tree it was built from when it
+# finds none next to itself (or through $HVT_GUEST_LAUNCHER, $PATH).
+$(objtree)/host/cli/cmd_guest.o: EXTRA_CFLAGS += \
+	-DHVT_GUEST_LAUNCHER_PATH=\"$(srctree)/qemu-scripts/hvtrace-guest\"
+
 ifeq ($(CONFIG_HVT_TEST_QEMU),y)
 TEST_PROGS += $(QEMU_PROBE) $(QEMU_PROBE_HOST)
 

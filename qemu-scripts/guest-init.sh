@@ -160,6 +160,22 @@ alive() {
 	[ -n "$st" ] && [ "${st%% *}" != Z ]
 }
 
+# The agent measures the TSC frequency against CLOCK_MONOTONIC_RAW when
+# it formats the area.  Until the kernel has refined its TSC calibration
+# (about a second after the TSC clocksource appears; the early one comes
+# from the PIT, which under an emulator on a busy host can be off by a
+# percent or more) that clock runs at the early rate: wait (at most 5 s)
+# for the switch to "tsc", when the TSC is the clocksource at all.
+cs=/sys/devices/system/clocksource/clocksource0
+if [ -x /bin/hvtrace-agent ] && [ -r $cs/current_clocksource ] &&
+	grep -qw tsc $cs/available_clocksource 2>/dev/null; then
+	tries=100
+	while [ $tries -gt 0 ] && [ "$(cat $cs/current_clocksource)" != tsc ]; do
+		tries=$((tries - 1))
+		sleep 0.05
+	done
+fi
+
 agent_pid=
 if [ -x /bin/hvtrace-agent ]; then
 	agent_args=$(param hvtrace.agent)
@@ -167,13 +183,25 @@ if [ -x /bin/hvtrace-agent ]; then
 	eval "/bin/hvtrace-agent $agent_args </dev/null &"
 	agent_pid=$!
 	# Let the agent listen before the workload starts (up to 5 s): a
-	# client that connects too early would have to retry.
+	# client that connects too early would have to retry.  The agent
+	# formats the area first and listens once it is done; --socket in
+	# its arguments moves the socket.
+	agent_sock=/run/hvtrace/agent.sock
+	eval "set -- $agent_args"
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--socket) [ $# -ge 2 ] && agent_sock=$2 ;;
+		--socket=*) agent_sock=${1#--socket=} ;;
+		esac
+		shift
+	done
 	tries=100
-	while [ $tries -gt 0 ] && alive "$agent_pid" &&
-		[ ! -S "${HVTRACE_AGENT_SOCK:-/run/hvtrace/agent.sock}" ]; do
+	while [ $tries -gt 0 ] && alive "$agent_pid" && [ ! -S "$agent_sock" ]; do
 		tries=$((tries - 1))
 		sleep 0.05
 	done
+	[ -S "$agent_sock" ] ||
+		say "warning: hvtrace-agent is not listening on $agent_sock after 5 s"
 fi
 
 read -r up _ </proc/uptime

@@ -82,6 +82,9 @@ struct hvt_ue_registry {
 	uint64_t gen;
 	void (*hook)(void *arg, uint32_t bit, bool on);
 	void *hook_arg;
+	/* hvt_ue_register_at(): the binding the event it creates should
+	 * get; set only for that call, under the lock. */
+	const struct hvt_ue_reg *want;
 };
 
 /* --- jhash (include/linux/jhash.h) ------------------------------------ */
@@ -334,6 +337,29 @@ static int ue_alloc_bit(struct hvt_ue_registry *r, uint32_t *bit)
 }
 
 /*
+ * A preferred binding (hvt_ue_register_at()) replaces the one just
+ * allocated when its id and its bit are both free; the allocation is then
+ * undone (@next_id: the allocator's position before it).  Ids keep
+ * growing: the next new event gets an id above the preferred one.
+ */
+static void ue_apply_want(struct hvt_ue_registry *r, uint32_t next_id,
+			  uint32_t *id, uint32_t *bit)
+{
+	const struct hvt_ue_reg *w = r->want;
+
+	if (!w || w->id < r->id_base || w->id > HVT_UE_ID_MAX ||
+	    w->bit >= r->max_events)
+		return;
+	if (ue_test_bit(r->id_used, w->id - r->id_base) || r->by_bit[w->bit])
+		return;
+	*id = w->id;
+	*bit = w->bit;
+	r->next_id = next_id;
+	if (w->id >= r->next_id)
+		r->next_id = w->id == HVT_UE_ID_MAX ? r->id_base : w->id + 1;
+}
+
+/*
  * user_event_parse() for a definition @text: the flags check, the lookup
  * by name and the field match first, then the parse, then the limits.
  * On success *out is the event (new or existing) and *created says which.
@@ -346,7 +372,7 @@ static int ue_define(struct hvt_ue_registry *r, const char *text,
 	struct hvt_ue_def *def;
 	struct ue_event *e;
 	const char *args;
-	uint32_t id, bit;
+	uint32_t id, bit, next_id;
 	int ret;
 
 	*created = false;
@@ -377,12 +403,14 @@ static int ue_define(struct hvt_ue_registry *r, const char *text,
 			      "too many events: the limit is %u; delete unused events first",
 			      r->limit);
 	}
+	next_id = r->next_id;
 	if (ue_alloc_id(r, &id)) {
 		hvt_ue_def_free(def);
 		return ue_err(err, -ENOSPC,
 			      "no free event id in %u..%u; delete unused events first",
 			      r->id_base, HVT_UE_ID_MAX);
 	}
+	ue_apply_want(r, next_id, &id, &bit);
 	e = calloc(1, sizeof(*e));
 	if (e)
 		e->format = hvt_ue_format_text(def, id);
@@ -487,9 +515,9 @@ void hvt_ue_registry_destroy(struct hvt_ue_registry *r)
 	free(r);
 }
 
-int hvt_ue_register(struct hvt_ue_registry *r, uint64_t owner,
-		    const char *def, struct hvt_ue_reg *out,
-		    struct hvt_ue_error *err)
+static int ue_register(struct hvt_ue_registry *r, uint64_t owner,
+		       const char *def, const struct hvt_ue_reg *want,
+		       struct hvt_ue_reg *out, struct hvt_ue_error *err)
 {
 	struct ue_event *e;
 	bool created;
@@ -503,7 +531,9 @@ int hvt_ue_register(struct hvt_ue_registry *r, uint64_t owner,
 			      "definition is longer than %u bytes (%u with the terminating NUL); shorten the names",
 			      HVT_UE_MAX_DESC - 1, HVT_UE_MAX_DESC);
 	pthread_mutex_lock(&r->lock);
+	r->want = want;
 	ret = ue_define(r, def, false, &e, &created, err);
+	r->want = NULL;
 	if (!ret) {
 		ret = ue_add_ref(e, owner);
 		if (ret) {
@@ -517,6 +547,22 @@ int hvt_ue_register(struct hvt_ue_registry *r, uint64_t owner,
 	}
 	pthread_mutex_unlock(&r->lock);
 	return ret;
+}
+
+int hvt_ue_register(struct hvt_ue_registry *r, uint64_t owner,
+		    const char *def, struct hvt_ue_reg *out,
+		    struct hvt_ue_error *err)
+{
+	return ue_register(r, owner, def, NULL, out, err);
+}
+
+int hvt_ue_register_at(struct hvt_ue_registry *r, uint64_t owner,
+		       const char *def, uint32_t want_id, uint32_t want_bit,
+		       struct hvt_ue_reg *out, struct hvt_ue_error *err)
+{
+	struct hvt_ue_reg want = { want_id, want_bit };
+
+	return ue_register(r, owner, def, &want, out, err);
 }
 
 int hvt_ue_unregister(struct hvt_ue_registry *r, uint64_t owner, uint32_t id,

@@ -242,6 +242,23 @@ int hvt_ue_register(struct hvt_ue_registry *reg, uint64_t owner,
 		    struct hvt_ue_error *err);
 
 /**
+ * hvt_ue_register_at - hvt_ue_register() with a preferred binding
+ * @want_id:  the id the event should get
+ * @want_bit: the enable bit it should get
+ *
+ * For replays: a writer that registered with an earlier registry (a host
+ * daemon that restarted) holds a handle bound to an id and a bit it
+ * cannot change.  When the event does not exist yet and both @want_id and
+ * @want_bit are free, the new event gets them; otherwise this behaves as
+ * hvt_ue_register() (an existing event keeps its binding, a taken id or
+ * bit means fresh ones).  @out says which binding the event has: compare
+ * it with the wanted one.  Returns as hvt_ue_register().
+ */
+int hvt_ue_register_at(struct hvt_ue_registry *reg, uint64_t owner,
+		       const char *def, uint32_t want_id, uint32_t want_bit,
+		       struct hvt_ue_reg *out, struct hvt_ue_error *err);
+
+/**
  * hvt_ue_unregister - drop one reference an owner holds on an event
  *
  * An event that nobody uses any more and that was not defined through

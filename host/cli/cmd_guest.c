@@ -1,0 +1,851 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtrace guest - run a QEMU guest and trace it through hvtraced.
+ *
+ * The guest itself is run by the rig's launcher (qemu-scripts/hvtrace-guest:
+ * QEMU with the trace area as an ivshmem BAR on a /dev/shm file and the
+ * control channel as a virtio-serial port on a unix socket, TCG unless KVM
+ * has been proven to work, clean teardown).  This verb adds the host
+ * side: it makes sure hvtraced runs (starting it if needed), attaches the
+ * guest to it by name, and waits until the guest's agent has connected,
+ * so that "hvtrace events" and "hvtrace stream --remote NAME" work at
+ * once.  "stop" detaches and stops; "status" and "list" show both sides.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hvtrace.h>
+#include <hvtrace/proto.h>
+
+#include "cli.h"
+#include "../proto/dclient.h"
+
+#define VERB	    "guest"
+#define GU_MAX_ARGS 256
+#define GU_OUT_MAX  (256u * 1024u)
+
+static const char guest_usage[] =
+	"usage: hvtrace guest start NAME [OPTIONS] [LAUNCHER-OPTIONS]\n"
+	"       hvtrace guest stop NAME [--timeout S] [--socket PATH]\n"
+	"       hvtrace guest status NAME [--socket PATH]\n"
+	"       hvtrace guest list [--socket PATH]\n"
+	"\n"
+	"Run a Linux guest under QEMU and trace it from the host.\n"
+	"\n"
+	"start   boots guest NAME with qemu-scripts/hvtrace-guest (its trace\n"
+	"        area is /dev/shm/hvtrace-NAME, shared as an ivshmem BAR; its\n"
+	"        control channel a virtio-serial port on\n"
+	"        /run/hvtrace/NAME/control.sock), makes sure hvtraced runs\n"
+	"        (starting it when it does not), attaches the guest to it and\n"
+	"        waits until the guest's hvtrace-agent has connected.  Then:\n"
+	"          hvtrace events status --remote NAME\n"
+	"          hvtrace events enable --remote NAME EVENT...\n"
+	"          hvtrace stream NAME\n"
+	"stop    detaches the guest from hvtraced and stops it (QEMU, its\n"
+	"        sockets and its area file go; see --keep-area)\n"
+	"status  the guest (state, vCPUs, area, sockets) and what hvtraced\n"
+	"        knows of it (agent state, events, time-sync error bound)\n"
+	"list    every guest of the rig, and whether hvtraced has it\n"
+	"\n"
+	"start options:\n"
+	"  --no-daemon         do not start hvtraced; fail if it is not\n"
+	"                      running\n"
+	"  --no-wait           return once the guest is launched and attached\n"
+	"  --timeout S         how long to wait for the agent (default 120)\n"
+	"  --socket PATH       hvtraced's socket (default $HVTRACED_SOCKET or\n"
+	"                      " HVT_DCLIENT_DEFAULT_SOCKET ")\n"
+	"launcher options (passed on; see qemu-scripts/hvtrace-guest --help):\n"
+	"  --cpus N (>= 2)  --mem MB  --area-size SIZE (a power of two)\n"
+	"  --run 'CMD'  --agent-args 'ARGS'  --kernel FILE  --initrd FILE\n"
+	"  --add FILE[:DEST]  --module NAME  --port NAME  --append 'ARGS'\n"
+	"  --qemu-arg ARG  --accel auto|tcg|kvm  --keep-area  --log FILE\n"
+	"\n"
+	"The guest kernel is Debian's 6.12 (qemu-scripts/fetch-kernel.sh,\n"
+	"cached in /var/cache/hvtrace); the launcher packs the initramfs at\n"
+	"each start from busybox and this build's agent and workloads\n"
+	"(HVT_OBJTREE; make guest-image builds the same image ahead, for\n"
+	"--initrd).  HVT_RUNDIR and HVT_SHM_DIR move /run/hvtrace and\n"
+	"/dev/shm for the launcher and for an hvtraced started here.\n";
+
+/* Launcher options that take a value (the rest are flags). */
+static const char *const gu_valued[] = {
+	"--cpus",   "--mem",	  "--area-size", "--run",    "--agent-args",
+	"--kernel", "--initrd",	  "--add",	 "--module", "--port",
+	"--append", "--qemu-arg", "--accel",	 "--log",    NULL,
+};
+
+static volatile sig_atomic_t gu_interrupted;
+
+static void gu_on_signal(int sig)
+{
+	gu_interrupted = sig;
+}
+
+static uint64_t gu_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void gu_sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* Names both the launcher and hvtraced accept. */
+static bool gu_name_ok(const char *n)
+{
+	size_t i, len = strlen(n);
+
+	if (!len || len > HVT_PROTO_NAME_MAX || n[0] == '-' || n[0] == '_')
+		return false;
+	for (i = 0; i < len; i++)
+		if (!((n[i] >= 'a' && n[i] <= 'z') ||
+		      (n[i] >= 'A' && n[i] <= 'Z') ||
+		      (n[i] >= '0' && n[i] <= '9') || n[i] == '_' ||
+		      n[i] == '-'))
+			return false;
+	return true;
+}
+
+/* The directory this hvtrace binary lives in. */
+static int gu_exe_dir(char *buf, size_t size)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+	char *slash;
+
+	if (n <= 0)
+		return -ENOENT;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	return 0;
+}
+
+static bool gu_executable(const char *p)
+{
+	struct stat st;
+
+	return !stat(p, &st) && S_ISREG(st.st_mode) && !access(p, X_OK);
+}
+
+/*
+ * The launcher: $HVT_GUEST_LAUNCHER, next to this binary, in
+ * ../libexec/hvtrace, in $HVT_SRCTREE, in the source tree this was built
+ * from, then $PATH.
+ */
+static int gu_launcher(char *buf, size_t size)
+{
+	const char *env = getenv("HVT_GUEST_LAUNCHER");
+	char dir[PATH_MAX - 64];
+
+	if (env && *env) {
+		snprintf(buf, size, "%s", env);
+		return gu_executable(buf) ? 0 : -ENOENT;
+	}
+	if (!gu_exe_dir(dir, sizeof(dir))) {
+		snprintf(buf, size, "%s/hvtrace-guest", dir);
+		if (gu_executable(buf))
+			return 0;
+		snprintf(buf, size, "%s/../libexec/hvtrace/hvtrace-guest", dir);
+		if (gu_executable(buf))
+			return 0;
+	}
+	env = getenv("HVT_SRCTREE");
+	if (env && *env) {
+		snprintf(buf, size, "%s/qemu-scripts/hvtrace-guest", env);
+		if (gu_executable(buf))
+			return 0;
+	}
+#ifdef HVT_GUEST_LAUNCHER_PATH
+	snprintf(buf, size, "%s", HVT_GUEST_LAUNCHER_PATH);
+	if (gu_executable(buf))
+		return 0;
+#endif
+	snprintf(buf, size, "hvtrace-guest");
+	return 0; /* execvp searches $PATH */
+}
+
+/*
+ * Point the launcher at this build (its agent, workloads and .config)
+ * unless HVT_OBJTREE says otherwise: a build tree has bin/hvtrace and
+ * bin/hvtrace-agent side by side.
+ */
+static void gu_set_objtree(void)
+{
+	char dir[PATH_MAX], agent[PATH_MAX + 32], *slash;
+	const char *env = getenv("HVT_OBJTREE");
+
+	if ((env && *env) || gu_exe_dir(dir, sizeof(dir)))
+		return;
+	snprintf(agent, sizeof(agent), "%s/hvtrace-agent", dir);
+	if (!gu_executable(agent))
+		return;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return;
+	*slash = '\0';
+	setenv("HVT_OBJTREE", dir, 1);
+}
+
+/*
+ * Run @argv (argv[0] through $PATH if it has no slash) and wait.  With
+ * @out, its stdout is collected (NUL-terminated, malloc'd); stderr always
+ * goes to ours.  Returns the exit status, 128 + signal, or -errno.
+ */
+static int gu_run(char *const argv[], char **out)
+{
+	size_t have = 0, cap = 0;
+	char *buf = NULL;
+	int p[2] = {-1, -1}, st;
+	pid_t pid;
+
+	if (out && pipe(p))
+		return -errno;
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0) {
+		if (out) {
+			close(p[0]);
+			close(p[1]);
+		}
+		return -errno;
+	}
+	if (!pid) {
+		if (out) {
+			dup2(p[1], STDOUT_FILENO);
+			close(p[0]);
+			close(p[1]);
+		}
+		execvp(argv[0], argv);
+		fprintf(stderr, "hvtrace guest: cannot run %s: %s\n", argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	if (out) {
+		close(p[1]);
+		for (;;) {
+			char discard[4096];
+			ssize_t n;
+
+			if (have + 4096 > cap && cap < GU_OUT_MAX) {
+				char *nb = realloc(buf, cap + 65536);
+
+				if (nb) {
+					buf = nb;
+					cap += 65536;
+				}
+			}
+			/* Bounded: past GU_OUT_MAX the rest is read and
+			 * dropped, so the child never blocks on us. */
+			if (have + 1 < cap)
+				n = read(p[0], buf + have, cap - have - 1);
+			else
+				n = read(p[0], discard, sizeof(discard));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			if (have + 1 < cap)
+				have += (size_t)n;
+		}
+		close(p[0]);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			free(buf);
+			return -errno;
+		}
+	if (out) {
+		if (!buf)
+			buf = calloc(1, 1);
+		else
+			buf[have] = '\0';
+		*out = buf;
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The value of KEY in "key=value" lines, copied to @val. */
+static bool gu_kv(const char *text, const char *key, char *val, size_t size)
+{
+	size_t klen = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+		if (len > klen && !strncmp(p, key, klen) && p[klen] == '=') {
+			size_t n = len - klen - 1;
+
+			if (n >= size)
+				n = size - 1;
+			memcpy(val, p + klen + 1, n);
+			val[n] = '\0';
+			return true;
+		}
+		p = nl ? nl + 1 : NULL;
+	}
+	return false;
+}
+
+/* "hvtrace-guest status NAME": 0 with the text, 1 when no such guest. */
+static int gu_status_text(const char *launcher, const char *name, char **out)
+{
+	char *argv[] = {(char *)launcher, "status", (char *)name, NULL};
+	int rc = gu_run(argv, out);
+
+	if (rc && *out) {
+		free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* --- hvtraced ------------------------------------------------------------ */
+
+static int gu_connect(const char *sock, struct hvt_dclient **dc)
+{
+	return hvt_dclient_open(sock, dc);
+}
+
+/* Start hvtraced (it detaches once it listens). */
+static int gu_start_daemon(const char *sock)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	const char *run = getenv("HVT_RUNDIR"), *shm = getenv("HVT_SHM_DIR");
+	char *argv[12];
+	int argc = 0, rc;
+
+	if (!gu_exe_dir(dir, sizeof(dir))) {
+		snprintf(path, sizeof(path), "%s/hvtraced", dir);
+		argv[argc++] = gu_executable(path) ? path : "hvtraced";
+	} else {
+		argv[argc++] = "hvtraced";
+	}
+	/* hvtraced does not read $HVTRACED_SOCKET: always say where. */
+	argv[argc++] = "--socket";
+	argv[argc++] = (char *)(sock ? sock : hvt_dclient_default_socket());
+	if (run && *run) {
+		argv[argc++] = "--run-dir";
+		argv[argc++] = (char *)run;
+	}
+	if (shm && *shm) {
+		argv[argc++] = "--shm-dir";
+		argv[argc++] = (char *)shm;
+	}
+	argv[argc] = NULL;
+	rc = gu_run(argv, NULL);
+	if (rc)
+		return hvt_cli_error(VERB,
+				     "could not start hvtraced (exit %d; "
+				     "its log is in %s/hvtraced.log); "
+				     "start it by hand with 'hvtrace "
+				     "daemon --foreground' to see why",
+				     rc, run && *run ? run : "/run/hvtrace");
+	printf("hvtrace guest: started hvtraced (socket %s, log "
+	       "%s/hvtraced.log)\n",
+	       sock ? sock : hvt_dclient_default_socket(),
+	       run && *run ? run : "/run/hvtrace");
+	return 0;
+}
+
+static int gu_ensure_daemon(const char *sock, bool may_start,
+			    struct hvt_dclient **dc)
+{
+	int ret = gu_connect(sock, dc);
+
+	if (!ret)
+		return 0;
+	if (ret != -ENOENT && ret != -ECONNREFUSED)
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	if (!may_start)
+		return hvt_cli_error(VERB,
+				     "hvtraced is not running (%s): "
+				     "start it with 'hvtrace daemon', "
+				     "or leave out --no-daemon",
+				     sock ? sock
+					  : hvt_dclient_default_socket());
+	ret = gu_start_daemon(sock);
+	if (ret)
+		return ret;
+	if (gu_connect(sock, dc))
+		return hvt_cli_error(VERB,
+				     "hvtraced started but does not "
+				     "answer: %s",
+				     hvtrace_last_error());
+	return 0;
+}
+
+static int gu_attach(struct hvt_dclient *dc, const char *name, uint32_t type,
+		     char *text, size_t size)
+{
+	struct hvt_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = (uint16_t)type;
+	m.u.arg.s.ptr = name;
+	m.u.arg.s.len = (uint32_t)strlen(name);
+	return hvt_dclient_result(dc, &m, NULL, text, size);
+}
+
+static const char *gu_state_name(uint32_t s)
+{
+	return s == HVT_REMOTE_CONNECTED      ? "connected"
+	       : s == HVT_REMOTE_WAITING      ? "waiting"
+	       : s == HVT_REMOTE_DISCONNECTED ? "disconnected"
+					      : "unknown";
+}
+
+/* --- start --------------------------------------------------------------- */
+
+static int gu_start(int argc, char **argv)
+{
+	char launcher[PATH_MAX], text[HVT_PROTO_TEXT_MAX + 1];
+	char *largv[GU_MAX_ARGS + 8], *st = NULL, v[PATH_MAX];
+	const char *name = NULL, *sock = NULL;
+	bool may_start = true, wait = true;
+	struct hvt_dclient *dc = NULL;
+	struct hvt_remote_rec rec;
+	double timeout = 120;
+	uint64_t t0, deadline, next_check = 0;
+	int i, k, n = 0, rc, ret;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--socket") && i + 1 < argc) {
+			sock = argv[++i];
+		} else if (!strcmp(a, "--no-daemon")) {
+			may_start = false;
+		} else if (!strcmp(a, "--no-wait")) {
+			wait = false;
+		} else if (!strcmp(a, "--timeout") && i + 1 < argc) {
+			if (hvt_cli_parse_seconds(argv[++i], &timeout) ||
+			    timeout <= 0)
+				return hvt_cli_usage(VERB, "bad --timeout '%s'",
+						     argv[i]);
+		} else if (!strcmp(a, "--name") || !strcmp(a, "--foreground") ||
+			   !strcmp(a, "--quiet") ||
+			   !strcmp(a, "--wait-ready")) {
+			return hvt_cli_usage(VERB,
+					     "start: %s is not for "
+					     "'hvtrace guest start' "
+					     "(the name comes first; the "
+					     "guest runs in the "
+					     "background)",
+					     a);
+		} else if (a[0] == '-') {
+			if (n + 2 >= GU_MAX_ARGS)
+				return hvt_cli_usage(VERB, "too many options");
+			largv[2 + n++] = (char *)a;
+			for (k = 0; gu_valued[k]; k++)
+				if (!strcmp(a, gu_valued[k]))
+					break;
+			if (gu_valued[k]) {
+				if (i + 1 >= argc)
+					return hvt_cli_usage(VERB,
+							     "%s needs a "
+							     "value",
+							     a);
+				largv[2 + n++] = argv[++i];
+			}
+		} else if (!name) {
+			name = a;
+		} else {
+			return hvt_cli_usage(VERB, "unexpected '%s'", a);
+		}
+	}
+	if (!name)
+		return hvt_cli_usage(VERB, "start: which guest? (hvtrace guest "
+					   "start NAME)");
+	if (!gu_name_ok(name))
+		return hvt_cli_usage(VERB,
+				     "'%s' is not a guest name: use 1 to "
+				     "%u letters, digits, '_' or '-', "
+				     "starting with a letter or digit",
+				     name, HVT_PROTO_NAME_MAX);
+
+	/* hvtraced first: a failure there should not cost a boot. */
+	ret = gu_ensure_daemon(sock, may_start, &dc);
+	if (ret)
+		return ret;
+
+	gu_set_objtree();
+	gu_launcher(launcher, sizeof(launcher));
+	largv[0] = launcher;
+	largv[1] = "start";
+	largv[2 + n++] = "--name";
+	largv[2 + n++] = (char *)name;
+	largv[2 + n] = NULL;
+	t0 = gu_now_ms();
+	rc = gu_run(largv, &st);
+	if (rc) {
+		hvt_dclient_close(dc);
+		free(st);
+		return hvt_cli_error(VERB,
+				     "the launcher (%s) could not start "
+				     "guest '%s' (see above)",
+				     launcher, name);
+	}
+	{
+		char cpus[16] = "?", mem[16] = "?", accel[16] = "?";
+		char area[PATH_MAX] = "?", size[32] = "0";
+
+		gu_kv(st, "cpus", cpus, sizeof(cpus));
+		gu_kv(st, "mem_mb", mem, sizeof(mem));
+		gu_kv(st, "accel", accel, sizeof(accel));
+		gu_kv(st, "area", area, sizeof(area));
+		gu_kv(st, "area_size", size, sizeof(size));
+		printf("hvtrace guest: booting '%s': %s vCPUs (%s), %s MiB, "
+		       "trace area %s (%llu KiB)\n",
+		       name, cpus, accel, mem, area,
+		       strtoull(size, NULL, 10) / 1024);
+	}
+
+	/* A remote of that name left from an earlier guest: start afresh. */
+	if (!hvt_dclient_remote(dc, name, &rec))
+		gu_attach(dc, name, HVT_MSG_DETACH, text, sizeof(text));
+	ret = gu_attach(dc, name, HVT_MSG_ATTACH, text, sizeof(text));
+	if (ret) {
+		hvt_cli_error(VERB,
+			      "hvtraced could not attach '%s': %s (the "
+			      "guest runs; stop it with 'hvtrace guest "
+			      "stop %s')",
+			      name, text[0] ? text : strerror(-ret), name);
+		free(st);
+		hvt_dclient_close(dc);
+		return HVT_EXIT_FAIL;
+	}
+	/* hvtraced and the launcher must agree on where the guest is. */
+	if (gu_kv(st, "control_sock", v, sizeof(v)) && !strstr(text, v))
+		fprintf(stderr,
+			"hvtrace guest: warning: hvtraced looks for "
+			"the guest elsewhere than the launcher put it "
+			"(%s; the launcher: %s): start hvtraced with the "
+			"same --run-dir/--shm-dir as HVT_RUNDIR/"
+			"HVT_SHM_DIR\n",
+			text, v);
+	printf("hvtrace guest: %s\n", text);
+	fflush(stdout);
+	if (!wait) {
+		free(st);
+		hvt_dclient_close(dc);
+		return HVT_EXIT_OK;
+	}
+	deadline = t0 + (uint64_t)(timeout * 1000);
+	/* Ctrl-C while waiting: the start is abandoned, the guest stopped. */
+	{
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = gu_on_signal;
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
+	for (;;) {
+		uint64_t now = gu_now_ms();
+
+		if (gu_interrupted) {
+			char *sargv[] = {launcher, "stop", (char *)name, NULL};
+
+			fprintf(stderr,
+				"hvtrace guest: interrupted: stopping "
+				"'%s'\n",
+				name);
+			gu_attach(dc, name, HVT_MSG_DETACH, text, sizeof(text));
+			gu_run(sargv, NULL);
+			free(st);
+			hvt_dclient_close(dc);
+			return gu_interrupted == SIGINT ? 130 : 143;
+		}
+
+		if (!hvt_dclient_remote(dc, name, &rec) &&
+		    rec.state == HVT_REMOTE_CONNECTED)
+			break;
+		if (now >= next_check) {
+			char *s2 = NULL, state[32] = "";
+
+			next_check = now + 1000;
+			if (gu_status_text(launcher, name, &s2) ||
+			    (gu_kv(s2, "state", state, sizeof(state)) &&
+			     !strcmp(state, "stale"))) {
+				hvt_cli_error(
+					VERB,
+					"guest '%s' ended before its "
+					"agent connected (console: "
+					"%s)",
+					name,
+					gu_kv(st, "console_log", v, sizeof(v))
+						? v
+						: "?");
+				free(s2);
+				free(st);
+				hvt_dclient_close(dc);
+				return HVT_EXIT_FAIL;
+			}
+			free(s2);
+		}
+		if (now >= deadline) {
+			hvt_cli_error(VERB,
+				      "guest '%s' runs but its agent did "
+				      "not connect within %.0f s (console: "
+				      "%s); it stays up: 'hvtrace guest "
+				      "stop %s' ends it",
+				      name, timeout,
+				      gu_kv(st, "console_log", v, sizeof(v))
+					      ? v
+					      : "?",
+				      name);
+			free(st);
+			hvt_dclient_close(dc);
+			return HVT_EXIT_FAIL;
+		}
+		gu_sleep_ms(100);
+	}
+	printf("hvtrace guest: '%s' is up after %.1f s: agent connected, %u "
+	       "CPU buffers of %u x %u bytes; next: 'hvtrace events status "
+	       "--remote %s', 'hvtrace stream %s', 'hvtrace guest stop %s'\n",
+	       name, (double)(gu_now_ms() - t0) / 1000.0, rec.nr_cpus,
+	       rec.nr_subbufs, rec.subbuf_size, name, name, name);
+	free(st);
+	hvt_dclient_close(dc);
+	return HVT_EXIT_OK;
+}
+
+/* --- stop, status, list ----------------------------------------------------
+ */
+
+static int gu_stop(int argc, char **argv)
+{
+	char launcher[PATH_MAX], text[HVT_PROTO_TEXT_MAX + 1];
+	const char *name = NULL, *sock = NULL, *timeout = NULL;
+	struct hvt_dclient *dc;
+	struct hvt_remote_rec rec;
+	char *largv[8];
+	int i, n = 0, rc;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--socket") && i + 1 < argc)
+			sock = argv[++i];
+		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+			timeout = argv[++i];
+		else if (argv[i][0] == '-')
+			return hvt_cli_usage(VERB, "stop: unknown option '%s'",
+					     argv[i]);
+		else if (!name)
+			name = argv[i];
+		else
+			return hvt_cli_usage(VERB, "unexpected '%s'", argv[i]);
+	}
+	if (!name)
+		return hvt_cli_usage(VERB, "stop: which guest? (hvtrace guest "
+					   "list)");
+	if (!gu_name_ok(name))
+		return hvt_cli_usage(VERB, "'%s' is not a guest name", name);
+	/* Detach first, so that hvtraced does not keep reconnecting. */
+	if (!gu_connect(sock, &dc)) {
+		if (!hvt_dclient_remote(dc, name, &rec)) {
+			if (gu_attach(dc, name, HVT_MSG_DETACH, text,
+				      sizeof(text)))
+				fprintf(stderr,
+					"hvtrace guest: warning: "
+					"could not detach '%s' from "
+					"hvtraced: %s\n",
+					name, text);
+			else
+				printf("hvtrace guest: detached '%s' from "
+				       "hvtraced\n",
+				       name);
+		}
+		hvt_dclient_close(dc);
+	}
+	gu_launcher(launcher, sizeof(launcher));
+	largv[n++] = launcher;
+	largv[n++] = "stop";
+	largv[n++] = (char *)name;
+	if (timeout) {
+		largv[n++] = "--timeout";
+		largv[n++] = (char *)timeout;
+	}
+	largv[n] = NULL;
+	rc = gu_run(largv, NULL);
+	if (rc)
+		return hvt_cli_error(VERB,
+				     "the launcher could not stop '%s' "
+				     "(see above)",
+				     name);
+	printf("hvtrace guest: '%s' stopped\n", name);
+	return HVT_EXIT_OK;
+}
+
+static void gu_print_remote(struct hvt_dclient *dc, const char *name,
+			    const char *sock)
+{
+	struct hvt_remote_rec rec;
+
+	if (!dc) {
+		printf("hvtraced=not running (%s; start it with 'hvtrace "
+		       "daemon')\n",
+		       sock ? sock : hvt_dclient_default_socket());
+		return;
+	}
+	printf("hvtraced=running (%s)\n",
+	       sock ? sock : hvt_dclient_default_socket());
+	if (hvt_dclient_remote(dc, name, &rec)) {
+		printf("remote=not attached (attach it with 'hvtrace daemon "
+		       "attach %s')\n",
+		       name);
+		return;
+	}
+	printf("remote_id=%u\n", rec.id);
+	printf("remote_state=%s\n", gu_state_name(rec.state));
+	printf("tracing=%s\n", rec.tracing_on ? "on" : "off");
+	printf("events=%u\n", rec.nr_events);
+	printf("clients=%u\n", rec.nr_clients);
+	printf("cpu_buffers=%u\n", rec.nr_cpus);
+	printf("subbufs=%u\n", rec.nr_subbufs);
+	printf("subbuf_size=%u\n", rec.subbuf_size);
+	printf("mode=%s\n", rec.mode == HVT_MODE_OVERWRITE ? "overwrite"
+			    : rec.mode == HVT_MODE_CONSUME ? "consume"
+							   : "-");
+	printf("sync_samples=%llu\n", (unsigned long long)rec.sync_samples);
+	if (rec.clock_err_ns == UINT64_MAX)
+		printf("clock_error_ns=unknown (not synchronised yet)\n");
+	else
+		printf("clock_error_ns=%llu\n",
+		       (unsigned long long)rec.clock_err_ns);
+	printf("protocol_errors=%llu\n", (unsigned long long)rec.proto_errors);
+}
+
+static int gu_status(int argc, char **argv)
+{
+	char launcher[PATH_MAX];
+	const char *name = NULL, *sock = NULL;
+	struct hvt_dclient *dc = NULL;
+	char *st = NULL;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--socket") && i + 1 < argc)
+			sock = argv[++i];
+		else if (argv[i][0] == '-')
+			return hvt_cli_usage(VERB,
+					     "status: unknown option "
+					     "'%s'",
+					     argv[i]);
+		else if (!name)
+			name = argv[i];
+		else
+			return hvt_cli_usage(VERB, "unexpected '%s'", argv[i]);
+	}
+	if (!name)
+		return hvt_cli_usage(VERB, "status: which guest?");
+	if (!gu_name_ok(name))
+		return hvt_cli_usage(VERB, "'%s' is not a guest name", name);
+	gu_launcher(launcher, sizeof(launcher));
+	if (gu_status_text(launcher, name, &st))
+		return hvt_cli_error(VERB,
+				     "no guest '%s' (hvtrace guest list "
+				     "shows them)",
+				     name);
+	fputs(st, stdout);
+	free(st);
+	if (gu_connect(sock, &dc))
+		dc = NULL;
+	gu_print_remote(dc, name, sock);
+	hvt_dclient_close(dc);
+	return HVT_EXIT_OK;
+}
+
+static int gu_list(int argc, char **argv)
+{
+	char launcher[PATH_MAX], *rows = NULL, *p, *nl;
+	const char *sock = NULL;
+	char *largv[] = {launcher, "list", "--no-header", NULL};
+	struct hvt_dclient *dc = NULL;
+	int i, rc;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--socket") && i + 1 < argc)
+			sock = argv[++i];
+		else
+			return hvt_cli_usage(VERB, "list: unexpected '%s'",
+					     argv[i]);
+	}
+	gu_launcher(launcher, sizeof(launcher));
+	rc = gu_run(largv, &rows);
+	if (rc) {
+		free(rows);
+		return hvt_cli_error(VERB, "the launcher could not list the "
+					   "guests (see above)");
+	}
+	if (gu_connect(sock, &dc))
+		dc = NULL;
+	printf("%-20s %-9s %4s %6s %10s %-12s %s\n", "NAME", "STATE", "CPUS",
+	       "MEM_MB", "AREA_KIB", "HVTRACED", "AREA");
+	/* Rows: name state pid cpus mem area_size area control */
+	for (p = rows; p && *p; p = nl ? nl + 1 : NULL) {
+		char name[64], state[32], pid[32], cpus[16], mem[16], size[32];
+		char area[PATH_MAX];
+		struct hvt_remote_rec rec;
+		const char *att;
+
+		nl = strchr(p, '\n');
+		if (nl)
+			*nl = '\0';
+		if (sscanf(p, "%63s %31s %31s %15s %15s %31s %4095s", name,
+			   state, pid, cpus, mem, size, area) != 7)
+			continue;
+		if (!dc)
+			att = "not running";
+		else if (hvt_dclient_remote(dc, name, &rec))
+			att = "-";
+		else
+			att = gu_state_name(rec.state);
+		printf("%-20s %-9s %4s %6s %10llu %-12s %s\n", name, state,
+		       cpus, mem, strtoull(size, NULL, 10) / 1024, att, area);
+	}
+	free(rows);
+	hvt_dclient_close(dc);
+	return HVT_EXIT_OK;
+}
+
+static int guest_run(int argc, char **argv)
+{
+	if (argc < 2)
+		return hvt_cli_usage(VERB, "which command? start, stop, status "
+					   "or list");
+	if (!strcmp(argv[1], "start"))
+		return gu_start(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stop"))
+		return gu_stop(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "status"))
+		return gu_status(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "list") || !strcmp(argv[1], "ls"))
+		return gu_list(argc - 1, argv + 1);
+	return hvt_cli_usage(VERB,
+			     "unknown command '%s' (start, stop, status, "
+			     "list)",
+			     argv[1]);
+}
+
+HVT_CLI_COMMAND(guest, "guest",
+		"run a QEMU guest and trace it through hvtraced", guest_usage,
+		guest_run);

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtrace list - the remotes hvtraced has attached: guests, local agents
+ * and whatever else it reads, with their ring geometry, state and how
+ * well their clocks are synchronised.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hvtrace.h>
+#include <hvtrace/abi.h>
+#include <hvtrace/proto.h>
+
+#include "cli.h"
+#include "../proto/dclient.h"
+
+#define VERB "list"
+
+static const char list_usage[] =
+	"usage: hvtrace list [--socket PATH]\n"
+	"\n"
+	"The remotes hvtraced has attached, one per line:\n"
+	"\n"
+	"  NAME       the remote's name (a guest's name, a local agent's\n"
+	"             --name)\n"
+	"  KIND       who writes: guest, hyp (hypervisor), loopback\n"
+	"  LINK       how hvtraced talks to its agent: chardev (a guest's\n"
+	"             virtio-serial port), socket (a local agent), or the\n"
+	"             transport's number\n"
+	"  STATE      connected (agent session up), waiting (attached, no\n"
+	"             agent yet: booting, or gone with its guest),\n"
+	"             disconnected (a local agent left; its area stays\n"
+	"             readable)\n"
+	"  MODE       consume (producer-consumer: new events are dropped\n"
+	"             when full) or overwrite (flight recorder)\n"
+	"  CPUS       CPU buffers\n"
+	"  SIZE       ring bytes over all CPUs (sub-buffers x size x CPUs)\n"
+	"  EVENTS     user events registered\n"
+	"  CLOCK_ERR  time-sync error bound of the writer's clock on the\n"
+	"             host's CLOCK_MONOTONIC ('-': not synchronised yet)\n"
+	"\n"
+	"Says so, and exits 1, when hvtraced is not running.\n"
+	"\n"
+	"  --socket PATH   hvtraced's socket (default $HVTRACED_SOCKET or\n"
+	"                  " HVT_DCLIENT_DEFAULT_SOCKET ")\n";
+
+static const char *kind_name(uint32_t k)
+{
+	return k == HVT_WRITER_GUEST	  ? "guest"
+	       : k == HVT_WRITER_HYP	  ? "hyp"
+	       : k == HVT_WRITER_LOOPBACK ? "loopback"
+					  : "-";
+}
+
+static void human(uint64_t v, char *buf, size_t size)
+{
+	static const char units[] = "BKMGT";
+	double d = (double)v;
+	int u = 0;
+
+	while (d >= 1024 && u < 4) {
+		d /= 1024;
+		u++;
+	}
+	if (!u)
+		snprintf(buf, size, "%lluB", (unsigned long long)v);
+	else
+		snprintf(buf, size, "%.*f%c", d < 10 ? 1 : 0, d, units[u]);
+}
+
+static int list_run(int argc, char **argv)
+{
+	const char *sock = NULL;
+	struct hvt_dclient *dc;
+	struct hvt_msg m, r;
+	uint32_t i;
+	int k;
+
+	for (k = 1; k < argc; k++) {
+		if (!strcmp(argv[k], "--socket") && k + 1 < argc)
+			sock = argv[++k];
+		else
+			return hvt_cli_usage(VERB, "unexpected '%s'", argv[k]);
+	}
+	if (hvt_dclient_open(sock, &dc))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_REMOTES;
+	if (hvt_dclient_call(dc, &m, &r, HVT_DCLIENT_TIMEOUT_MS, NULL, NULL) ||
+	    r.type != HVT_MSG_REMOTES) {
+		hvt_dclient_close(dc);
+		return hvt_cli_error(VERB,
+				     "hvtraced did not list its remotes: "
+				     "%s",
+				     hvtrace_last_error());
+	}
+	if (!r.u.remotes.recs.count) {
+		printf("hvtraced runs and has no remotes: 'hvtrace guest start "
+		       "NAME' boots and attaches a guest\n");
+		hvt_dclient_close(dc);
+		return HVT_EXIT_OK;
+	}
+	printf("%-20s %-8s %-7s %-12s %-9s %4s %7s %6s %10s\n", "NAME", "KIND",
+	       "LINK", "STATE", "MODE", "CPUS", "SIZE", "EVENTS", "CLOCK_ERR");
+	for (i = 0; i < r.u.remotes.recs.count; i++) {
+		struct hvt_remote_rec x;
+		char size[32], err[32], link[16];
+
+		hvt_msg_remote_at(&r.u.remotes.recs, i, &x);
+		if (x.nr_cpus)
+			human((uint64_t)x.nr_cpus * x.nr_subbufs *
+				      x.subbuf_size,
+			      size, sizeof(size));
+		else
+			snprintf(size, sizeof(size), "-");
+		if (x.clock_err_ns == UINT64_MAX)
+			snprintf(err, sizeof(err), "-");
+		else if (x.clock_err_ns < 10000)
+			snprintf(err, sizeof(err), "%lluns",
+				 (unsigned long long)x.clock_err_ns);
+		else
+			snprintf(err, sizeof(err), "%.1fus",
+				 (double)x.clock_err_ns / 1000.0);
+		if (x.transport == HVT_TRANSPORT_CHARDEV)
+			snprintf(link, sizeof(link), "chardev");
+		else if (x.transport == HVT_TRANSPORT_SOCKET)
+			snprintf(link, sizeof(link), "socket");
+		else
+			snprintf(link, sizeof(link), "%u", x.transport);
+		printf("%-20s %-8s %-7s %-12s %-9s %4u %7s %6u %10s\n", x.name,
+		       x.nr_cpus ? kind_name(x.writer_kind) : "-", link,
+		       x.state == HVT_REMOTE_CONNECTED	    ? "connected"
+		       : x.state == HVT_REMOTE_WAITING	    ? "waiting"
+		       : x.state == HVT_REMOTE_DISCONNECTED ? "disconnected"
+							    : "?",
+		       !x.nr_cpus		      ? "-"
+		       : x.mode == HVT_MODE_OVERWRITE ? "overwrite"
+		       : x.mode == HVT_MODE_CONSUME   ? "consume"
+						      : "?",
+		       x.nr_cpus, size, x.nr_events, err);
+	}
+	hvt_dclient_close(dc);
+	return HVT_EXIT_OK;
+}
+
+HVT_CLI_COMMAND(list, "list",
+		"the remotes hvtraced reads: kind, state, mode, CPUs, size, "
+		"clock error",
+		list_usage, list_run);
