@@ -38,35 +38,63 @@ uint64_t hvtg_clock_read_slow(uint32_t clock_id)
 }
 
 #if defined(__x86_64__)
+/* One (counter, ns) pair: the counter read between two clock reads, the
+ * tightest bracket of 32 tries (a try that was preempted has a wide one). */
+static void clk_pair(uint64_t *cnt, uint64_t *ns, uint64_t *width)
+{
+	uint64_t best = UINT64_MAX, a, c, b;
+	int i;
+
+	for (i = 0; i < 32; i++) {
+		a = clk_ns(CLOCK_MONOTONIC_RAW);
+		c = hvtg_counter_read();
+		b = clk_ns(CLOCK_MONOTONIC_RAW);
+		if (b - a < best) {
+			best = b - a;
+			*cnt = c;
+			*ns = a + (b - a) / 2;
+		}
+	}
+	*width = best;
+}
+
 /*
  * TSC frequency: exact from CPUID leaf 0x15 when it gives the crystal
  * frequency and the TSC/crystal ratio (recent Intel), else measured over
- * 20 ms against CLOCK_MONOTONIC_RAW (the kernel's own calibrated TSC
- * time on a TSC clocksource), with each end bracketed by two clock reads
- * so the error stays around 1 ppm.
+ * 100 ms against CLOCK_MONOTONIC_RAW (the kernel's own calibrated TSC
+ * time on a TSC clocksource).  Each end is the tightest of 32 bracketed
+ * reads, so a preempted read (common in a TCG guest on a busy host) cannot
+ * skew it; a measurement whose brackets stay wide is repeated.  With
+ * brackets of a few microseconds the error is a few tens of ppm at worst.
  */
 static uint64_t clk_counter_freq(void)
 {
 	unsigned int eax, ebx, ecx, edx;
-	uint64_t t0a, t0b, t1a, t1b, c0, c1, dt;
+	uint64_t c0, c1, t0, t1, w0, w1, best_f = 0, best_w = UINT64_MAX;
+	int round;
 
 	if (__get_cpuid_max(0, NULL) >= 0x15) {
 		__cpuid(0x15, eax, ebx, ecx, edx);
 		if (eax && ebx && ecx)
 			return (uint64_t)ecx * ebx / eax;
 	}
-	t0a = clk_ns(CLOCK_MONOTONIC_RAW);
-	c0 = hvtg_counter_read();
-	t0b = clk_ns(CLOCK_MONOTONIC_RAW);
-	do {
-		t1a = clk_ns(CLOCK_MONOTONIC_RAW);
-	} while (t1a - t0b < 20000000ull);
-	c1 = hvtg_counter_read();
-	t1b = clk_ns(CLOCK_MONOTONIC_RAW);
-	dt = (t1a + t1b) / 2 - (t0a + t0b) / 2;
-	if (!dt || c1 <= c0)
-		return 0;
-	return (uint64_t)((unsigned __int128)(c1 - c0) * 1000000000u / dt);
+	for (round = 0; round < 3; round++) {
+		struct timespec nap = { 0, 100000000 };
+
+		clk_pair(&c0, &t0, &w0);
+		nanosleep(&nap, NULL);
+		clk_pair(&c1, &t1, &w1);
+		if (t1 <= t0 || c1 <= c0)
+			continue;
+		if (w0 + w1 < best_w) {
+			best_w = w0 + w1;
+			best_f = (uint64_t)((unsigned __int128)(c1 - c0) *
+					    1000000000u / (t1 - t0));
+		}
+		if (best_w < 20000)	/* both brackets tight: done */
+			break;
+	}
+	return best_f;
 }
 #elif defined(__aarch64__)
 static uint64_t clk_counter_freq(void)

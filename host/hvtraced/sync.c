@@ -12,7 +12,7 @@
  *
  * sample i demands s_i <= a + b * (w_i - w_ref) <= r_i, a strip in the
  * (a, b) plane.  Intersecting the strips of the last SYNC_WINDOW samples
- * (plus a box of rates around the nominal one, wider than the +-1% that
+ * (plus a box of rates around the nominal one, as wide as the +-5% that
  * the model itself accepts: a box that missed the true rate could leave a
  * window that misses the truth) leaves the set
  * of lines that agree with all of them; taking w_ref = the newest reading,
@@ -32,7 +32,8 @@
 
 #include "daemon.h"
 
-#define SYNC_PPM_BOX	20000.0	/* rates considered: nominal +- 2% */
+#define SYNC_PPM_BOX	50000.0	/* rates considered: nominal +- 5%, the
+				 * range the library's model accepts */
 
 struct pt {
 	double a, b;

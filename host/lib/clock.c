@@ -8,7 +8,7 @@
  *
  * Rate: the nominal period the writer declares (1e9 / clock_freq_hz),
  * refitted by least squares over the bracket midpoints of the fastest
- * quarter of the samples once they span at least 100 ms (a slow round trip
+ * quarter of the samples once they span at least 500 ms (a slow round trip
  * says little about where inside it the clock was read); this corrects
  * drift between the writer's counter and the host clock.
  *
@@ -104,7 +104,9 @@ static double clock_fit_rate(const struct hvt_clock_model *m)
 		if (m->s[i].writer > wmax)
 			wmax = m->s[i].writer;
 	}
-	if (used < 8 || (double)(wmax - wmin) * m->nominal_rate < 100e6)
+	/* A rate fitted over a short span is noisier than a good nominal
+	 * one: wait for half a second of samples. */
+	if (used < 8 || (double)(wmax - wmin) * m->nominal_rate < 500e6)
 		return m->nominal_rate;
 	for (i = 0; i < m->nr; i++) {
 		double x, y;
@@ -125,8 +127,10 @@ static double clock_fit_rate(const struct hvt_clock_model *m)
 	}
 	den = used * sxx - sx * sx;
 	r = den > 0 ? (used * sxy - sx * sy) / den : m->nominal_rate;
-	/* Accept only a plausible rate (within 1% of the nominal one). */
-	return fabs(r / m->nominal_rate - 1) < 0.01 ? r : m->nominal_rate;
+	/* Accept only a plausible rate: within 5% of the nominal one (a
+	 * guest's own frequency measurement can be off by a few percent on a
+	 * busy host; the fit corrects it). */
+	return fabs(r / m->nominal_rate - 1) < 0.05 ? r : m->nominal_rate;
 }
 
 void hvt_clock_add(struct hvt_clock_model *m, const struct hvt_clock_sample *s)

@@ -138,6 +138,7 @@ int hvt_rd_init(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint32_t cpu)
 			start = cons;
 	}
 	c->seq = start;
+	c->last_start_seq = start;
 	if (rd_read_desc(c, start, &eb, &lb)) {
 		c->base_e = c->tally_e = eb;
 		c->base_l = c->tally_l = lb;
@@ -163,11 +164,19 @@ static void rd_next_page(struct hvtrace_area *a, struct hvt_rd_cpu *c)
 	hvt_area_publish_consumer(a, c->cpu, c->seq);
 }
 
-/* Account a page start: everything the writer handled before it that we
- * have not accounted for was lost. */
+/*
+ * Account a page start: everything the writer handled before it that we
+ * have not accounted for was lost.  The page is c->seq.
+ */
 static void rd_start_page(struct hvt_rd_cpu *c, uint64_t eb, uint64_t lb,
 			  uint64_t page_ts)
 {
+	/* Entries that can hide between the last page we started and this
+	 * one: no more than fit in the pages in between (an event takes at
+	 * least 8 bytes).  A descriptor claiming more lies. */
+	uint64_t max_ge = (uint64_t)(uint32_t)(c->seq - c->last_start_seq) *
+			  (c->data_size / 8);
+
 	if (c->resync) {
 		if (c->discard_resync) {
 			if (eb > c->tally_e)
@@ -180,7 +189,8 @@ static void rd_start_page(struct hvt_rd_cpu *c, uint64_t eb, uint64_t lb,
 		c->tally_e = eb;
 		c->tally_l = lb;
 	} else {
-		if (eb >= c->tally_e && lb >= c->tally_l) {
+		if (eb >= c->tally_e && lb >= c->tally_l &&
+		    eb - c->tally_e <= max_ge) {
 			uint64_t ge = eb - c->tally_e, gl = lb - c->tally_l;
 
 			/* Entries we never saw: hidden in a page this reader
@@ -194,7 +204,8 @@ static void rd_start_page(struct hvt_rd_cpu *c, uint64_t eb, uint64_t lb,
 			c->dropped += gl;
 			c->pending_lost += ge + gl;
 		} else {
-			/* Counters went backwards: a corrupt descriptor or a
+			/* Counters went backwards or jumped further than the
+			 * ring could hold: a corrupt descriptor or a
 			 * restarted writer.  Start counting afresh. */
 			c->errors++;
 		}
@@ -202,6 +213,7 @@ static void rd_start_page(struct hvt_rd_cpu *c, uint64_t eb, uint64_t lb,
 		c->tally_l = lb;
 	}
 	c->gap_malformed = false;
+	c->last_start_seq = c->seq;
 	c->started = true;
 	c->pos = 0;
 	c->pos_ts = page_ts;

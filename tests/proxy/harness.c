@@ -112,7 +112,19 @@ static void h_cleanup(void)
 	}
 	if (d)
 		closedir(d);
+	/* The launcher's runtime folder (HVT_RUNDIR) keeps a lock file. */
 	snprintf(p, sizeof(p), "%s/run", h_dir);
+	d = opendir(p);
+	while (d && (e = readdir(d))) {
+		char q[900];
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(q, sizeof(q), "%s/%s", p, e->d_name);
+		unlink(q);
+	}
+	if (d)
+		closedir(d);
 	rmdir(p);
 	rmdir(h_dir);
 }
