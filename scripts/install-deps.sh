@@ -22,6 +22,8 @@ PKGS=(
 	# trace.dat tests: xwininfo checks KernelShark's windows
 	x11-utils
 	man-db groff-base bsdextrautils
+	# the FUSE tests check poll() on trace_pipe with python3's select
+	python3-minimal
 )
 
 missing=()

@@ -145,6 +145,8 @@ static const struct msg_layout msg_layouts[] = {
 	   HVT_L_TRIGGER_RUN_REPLY),
 	MT(HVT_MSG_ATTACH, "ATTACH", HVT_L_ARG, HVT_L_RESULT),
 	MT(HVT_MSG_DETACH, "DETACH", HVT_L_ARG, HVT_L_RESULT),
+	MT(HVT_MSG_ATTACH_AREA, "ATTACH_AREA", HVT_L_ARG, HVT_L_RESULT),
+	MT(HVT_MSG_DRAIN, "DRAIN", HVT_L_EMPTY, HVT_L_RESULT),
 };
 #undef MT
 
@@ -269,6 +271,11 @@ static int arg_rules(uint16_t type, const struct hvt_m_arg *a,
 	if (type == HVT_MSG_ENABLE) {
 		if (a->arg > 1) {
 			*why = "ENABLE argument is not 0 or 1";
+			return 0;
+		}
+	} else if (type == HVT_MSG_ATTACH_AREA) {
+		if (a->arg & ~HVT_ATTACH_ALL) {
+			*why = "unknown ATTACH_AREA flags";
 			return 0;
 		}
 	} else if (a->arg) {

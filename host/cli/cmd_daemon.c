@@ -4,9 +4,13 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hvtrace.h>
@@ -20,6 +24,9 @@ static const char daemon_usage[] =
 	"       hvtrace daemon status [--socket PATH]\n"
 	"       hvtrace daemon info [--remote NAME] [--socket PATH]\n"
 	"       hvtrace daemon attach|detach NAME [--socket PATH]\n"
+	"       hvtrace daemon attach --area AREA --name NAME [--disabled]\n"
+	"                      [--socket PATH]\n"
+	"       hvtrace daemon stop [--socket PATH]\n"
 	"\n"
 	"start (the default) runs hvtraced, the host daemon that owns the\n"
 	"trace areas of guests and local agents and proxies their user\n"
@@ -34,7 +41,16 @@ static const char daemon_usage[] =
 	"attach   attach guest NAME: hvtraced connects to\n"
 	"         RUN_DIR/NAME/control.sock (QEMU's chardev of the guest's\n"
 	"         virtio-serial port) and opens SHM_DIR/hvtrace-NAME\n"
+	"attach --area AREA --name NAME\n"
+	"         attach an area alone, without an agent: a hypervisor's\n"
+	"         trace area in its guest-RAM file (FILE@0x1000000+16M) or a\n"
+	"         loopback writer's file.  AREA is PATH[@OFFSET[+SIZE]];\n"
+	"         hvtraced owns its control page (enable bits, tracing_on,\n"
+	"         time sync) and retries every second until the writer has\n"
+	"         formatted it.  Its events are enabled, unless --disabled\n"
 	"detach   forget a remote (its registry and subscriptions)\n"
+	"stop     stop hvtraced (SIGTERM; it says goodbye to its agents) and\n"
+	"         wait until it is gone\n"
 	"\n"
 	"--socket PATH   hvtraced's socket (default $HVTRACED_SOCKET or\n"
 	"                " HVT_DCLIENT_DEFAULT_SOCKET ")\n";
@@ -46,12 +62,25 @@ static int daemon_start(int argc, char **argv)
 	ssize_t n;
 	int i;
 
-	args = calloc((size_t)argc + 2, sizeof(*args));
+	const char *env = getenv("HVTRACED_SOCKET");
+	int has_socket = 0, na = 1;
+
+	args = calloc((size_t)argc + 4, sizeof(*args));
 	if (!args)
 		return hvt_cli_error("daemon", "out of memory");
 	args[0] = "hvtraced";
-	for (i = 0; i < argc; i++)
-		args[i + 1] = argv[i];
+	for (i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--socket") ||
+		    !strncmp(argv[i], "--socket=", 9))
+			has_socket = 1;
+		args[na++] = argv[i];
+	}
+	/* hvtraced itself does not read $HVTRACED_SOCKET; the tools do, so
+	 * a daemon started here listens where they will look. */
+	if (!has_socket && env && *env) {
+		args[na++] = "--socket";
+		args[na++] = (char *)env;
+	}
 	/* hvtraced next to this hvtrace first (a build tree, an install
 	 * prefix), then $PATH. */
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -107,6 +136,7 @@ static int daemon_status(struct hvt_dclient *dc)
 		printf("%-4u %-20s %-12s %-8s %4u %6u %7u %8llu %12s\n", x.id,
 		       x.name, state_name(x.state),
 		       x.transport == HVT_TRANSPORT_SOCKET ? "socket" :
+		       x.transport == HVT_TRANSPORT_AREA   ? "area" :
 							     "chardev",
 		       x.nr_cpus, x.nr_events, x.nr_clients,
 		       (unsigned long long)x.sync_samples, err);
@@ -114,9 +144,41 @@ static int daemon_status(struct hvt_dclient *dc)
 	return HVT_EXIT_OK;
 }
 
+/* The daemon's pid is its socket peer's; SIGTERM ends it cleanly. */
+static int daemon_stop(struct hvt_dclient *dc, const char *sock)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct timespec ts = { 0, 20000000 };
+	int i;
+
+	if (getsockopt(hvt_dclient_fd(dc), SOL_SOCKET, SO_PEERCRED, &cred,
+		       &len) || cred.pid <= 0)
+		return hvt_cli_error("daemon", "cannot tell hvtraced's pid: %s",
+				     strerror(errno));
+	hvt_dclient_close(dc);
+	if (kill(cred.pid, SIGTERM))
+		return hvt_cli_error("daemon", "cannot stop hvtraced (pid %d): "
+					       "%s",
+				     (int)cred.pid, strerror(errno));
+	/* Bounded: 10 s. */
+	for (i = 0; i < 500; i++) {
+		if (kill(cred.pid, 0) && errno == ESRCH) {
+			printf("hvtraced (pid %d, %s) stopped\n", (int)cred.pid,
+			       sock ? sock : hvt_dclient_default_socket());
+			return HVT_EXIT_OK;
+		}
+		nanosleep(&ts, NULL);
+	}
+	return hvt_cli_error("daemon", "hvtraced (pid %d) did not stop within "
+				       "10 s",
+			     (int)cred.pid);
+}
+
 static int daemon_run(int argc, char **argv)
 {
-	const char *sock = NULL, *remote = NULL, *cmd = "start";
+	const char *sock = NULL, *remote = NULL, *cmd = "start", *area = NULL;
+	bool disabled = false;
 	struct hvt_dclient *dc;
 	struct hvt_remote_rec rec;
 	int i, rc, first = 1;
@@ -130,13 +192,21 @@ static int daemon_run(int argc, char **argv)
 		return daemon_start(argc - first, argv + first);
 	}
 	if (strcmp(cmd, "status") && strcmp(cmd, "info") &&
-	    strcmp(cmd, "attach") && strcmp(cmd, "detach"))
+	    strcmp(cmd, "attach") && strcmp(cmd, "detach") &&
+	    strcmp(cmd, "stop"))
 		return hvt_cli_usage("daemon", "unknown command '%s'", cmd);
 	for (i = first; i < argc; i++) {
 		if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
 			sock = argv[++i];
-		} else if (!strcmp(argv[i], "--remote") && i + 1 < argc) {
+		} else if ((!strcmp(argv[i], "--remote") ||
+			    !strcmp(argv[i], "--name")) && i + 1 < argc) {
 			remote = argv[++i];
+		} else if (!strcmp(argv[i], "--area") && i + 1 < argc &&
+			   !strcmp(cmd, "attach")) {
+			area = argv[++i];
+		} else if (!strcmp(argv[i], "--disabled") &&
+			   !strcmp(cmd, "attach")) {
+			disabled = true;
 		} else if (argv[i][0] == '-') {
 			return hvt_cli_usage("daemon", "unknown option '%s'",
 					     argv[i]);
@@ -149,9 +219,20 @@ static int daemon_run(int argc, char **argv)
 		}
 	}
 	if ((!strcmp(cmd, "attach") || !strcmp(cmd, "detach")) && !remote)
-		return hvt_cli_usage("daemon", "%s needs a guest NAME", cmd);
-	if (hvt_dclient_open(sock, &dc))
+		return hvt_cli_usage("daemon", "%s needs a %sNAME", cmd,
+				     area ? "--name " : "guest ");
+	if (disabled && !area)
+		return hvt_cli_usage("daemon", "--disabled goes with --area");
+	if (hvt_dclient_open(sock, &dc)) {
+		if (!strcmp(cmd, "stop")) {
+			printf("hvtraced is not running (%s)\n",
+			       sock ? sock : hvt_dclient_default_socket());
+			return HVT_EXIT_OK;
+		}
 		return hvt_cli_error("daemon", "%s", hvtrace_last_error());
+	}
+	if (!strcmp(cmd, "stop"))
+		return daemon_stop(dc, sock);
 	if (!strcmp(cmd, "status")) {
 		rc = daemon_status(dc);
 	} else if (!strcmp(cmd, "info")) {
@@ -171,12 +252,25 @@ static int daemon_run(int argc, char **argv)
 		struct hvt_msg m;
 		char text[HVT_PROTO_TEXT_MAX + 1];
 
+		char *spec = NULL;
+
 		memset(&m, 0, sizeof(m));
 		m.type = !strcmp(cmd, "attach") ? HVT_MSG_ATTACH :
 						  HVT_MSG_DETACH;
 		m.u.arg.s.ptr = remote;
 		m.u.arg.s.len = (uint32_t)strlen(remote);
-		if (!hvt_proto_name_ok(remote, m.u.arg.s.len)) {
+		if (area && hvt_proto_name_ok(remote, m.u.arg.s.len)) {
+			/* NAME=AREA: a remote that is an area alone. */
+			if (asprintf(&spec, "%s=%s", remote, area) < 0) {
+				hvt_dclient_close(dc);
+				return hvt_cli_error("daemon", "out of memory");
+			}
+			m.type = HVT_MSG_ATTACH_AREA;
+			m.u.arg.arg = disabled ? HVT_ATTACH_DISABLED : 0;
+			m.u.arg.s.ptr = spec;
+			m.u.arg.s.len = (uint32_t)strlen(spec);
+		}
+		if (!hvt_proto_name_ok(remote, (uint32_t)strlen(remote))) {
 			rc = hvt_cli_usage("daemon", "'%s' is not a guest "
 						     "name (1..31 of "
 						     "[A-Za-z0-9._-])",
@@ -190,6 +284,7 @@ static int daemon_run(int argc, char **argv)
 				printf("%s\n", text);
 			rc = HVT_EXIT_OK;
 		}
+		free(spec);
 	}
 	hvt_dclient_close(dc);
 	return rc;

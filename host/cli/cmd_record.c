@@ -15,9 +15,12 @@
 #include <hvtrace.h>
 
 #include "cli.h"
+#include "daemon_src.h"
+#include "../proto/dfeed.h"
 
 static const char record_usage[] =
 	"usage: hvtrace record -o FILE [OPTIONS] [[NAME=]AREA...]\n"
+	"       hvtrace record -o FILE [OPTIONS] [--socket PATH] REMOTE...\n"
 	"\n"
 	"Record trace areas, and with --kernel the host kernel's ftrace,\n"
 	"into a trace-cmd trace.dat file (version 7) for trace-cmd report\n"
@@ -43,6 +46,16 @@ static const char record_usage[] =
 	"      --no-control      attach areas read-only (no enabling, no\n"
 	"                        time sync; for post-mortem copies)\n"
 	"  -q, --quiet           no status line\n"
+	"      --socket PATH     hvtraced's socket, for REMOTEs (default\n"
+	"                        $HVTRACED_SOCKET or /run/hvtrace/hvtraced.sock)\n"
+	"\n"
+	"A REMOTE is the name of a remote of hvtraced (a guest, a local\n"
+	"agent, a hypervisor or loopback area attached with 'hvtrace daemon\n"
+	"attach'): hvtraced owns it and hands its pages to the recorder.\n"
+	"Remotes go in buffers named after them; -e enables the matching\n"
+	"events for the recording (and disables them again at the end),\n"
+	"without -e the events hvtraced has enabled are recorded.  Record\n"
+	"remotes and areas (or --kernel) in separate runs.\n"
 	"\n"
 	"Recording stops on Ctrl-C or SIGTERM (the file is then finished\n"
 	"and complete), after --duration or --events, or once every area's\n"
@@ -164,6 +177,7 @@ static int record_run(int argc, char **argv)
 		{"events", required_argument, NULL, 'n'},
 		{"no-control", no_argument, NULL, 'C'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"socket", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -175,6 +189,7 @@ static int record_run(int argc, char **argv)
 	double duration = 0, t0, last_status = 0, last_t = 0;
 	uint64_t last_events = 0;
 	bool quiet = false, tty, status_shown = false;
+	const char *sock = NULL;
 	int nev = 0, c, i, ret, poll = 1;
 
 	events = calloc((size_t)argc + 1, sizeof(*events));
@@ -224,6 +239,9 @@ static int record_run(int argc, char **argv)
 		case 'q':
 			quiet = true;
 			break;
+		case 'S':
+			sock = optarg;
+			break;
 		case 'h':
 			free(events);
 			fputs(record_usage, stdout);
@@ -234,6 +252,41 @@ static int record_run(int argc, char **argv)
 		}
 	}
 	o.events = nev ? events : NULL;
+	if (optind < argc && hvt_dname_is_remote(argv[optind])) {
+		struct hvt_rrecord_opts ro = {
+			.path = o.path, .sock = sock, .events = o.events,
+			.duration = duration, .max_events = max_events,
+			.quiet = quiet,
+		};
+
+		if (o.kernel || (o.flags & HVTRACE_TDAT_REC_NO_CONTROL)) {
+			free(events);
+			return hvt_cli_usage("record",
+					     "remotes of hvtraced go without "
+					     "--kernel and --no-control: record "
+					     "them in a run of their own");
+		}
+		for (i = optind; i < argc; i++)
+			if (!hvt_dname_is_remote(argv[i])) {
+				free(events);
+				return hvt_cli_usage(
+					"record",
+					"'%s' is not a remote of hvtraced, "
+					"'%s' is: record areas and remotes in "
+					"separate runs (or attach the area: "
+					"hvtrace daemon attach --area)",
+					argv[i], argv[optind]);
+			}
+		ret = hvt_cli_record_remotes(&ro, argc - optind,
+					     argv + optind);
+		free(events);
+		return ret;
+	}
+	if (sock) {
+		free(events);
+		return hvt_cli_usage("record", "--socket goes with remote "
+					       "names");
+	}
 	if (!o.path) {
 		free(events);
 		return hvt_cli_usage("record", "no output file: give -o FILE");

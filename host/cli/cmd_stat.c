@@ -19,11 +19,14 @@
 #include <hvtrace.h>
 
 #include "cli.h"
+#include "daemon_src.h"
+#include "../proto/dfeed.h"
 
 #define VERB "stat"
 
 static const char stat_usage[] =
 	"usage: hvtrace stat AREA [--cpu N]\n"
+	"       hvtrace stat NAME [--cpu N] [--socket PATH]\n"
 	"       hvtrace stat --kernel [--instance NAME] [--cpu N]\n"
 	"\n"
 	"Print per-CPU buffer counters, in the layout of tracefs\n"
@@ -36,8 +39,8 @@ static const char stat_usage[] =
 	"                   (overwrite mode)\n"
 	"  commit overrun   always 0 (the writer core cannot lose a commit)\n"
 	"  bytes            data bytes of the unconsumed sub-buffers\n"
-	"  oldest event ts  first unconsumed sub-buffer, host seconds\n"
-	"  now ts           newest committed event, host seconds\n"
+	"  oldest event ts  first unconsumed sub-buffer, in seconds\n"
+	"  now ts           newest committed event, in seconds\n"
 	"  dropped events   events dropped because the ring was full\n"
 	"                   (consume mode)\n"
 	"  read events      events on sub-buffers the owner finished\n"
@@ -47,15 +50,21 @@ static const char stat_usage[] =
 	"dropped), the writer's sub-buffer positions and the hostile\n"
 	"control values it rejected.  AREA is PATH[@OFFSET[+SIZE]]; it is\n"
 	"opened read-only and nothing is consumed.  --kernel prints the host\n"
-	"kernel's per_cpu stats files.\n"
+	"kernel's per_cpu stats files.  For an AREA the timestamps go\n"
+	"through the area header's clock description only (no time-sync\n"
+	"sample is taken).  NAME is a remote of hvtraced (see\n"
+	"'hvtrace daemon status'): its summary, then the counters of the\n"
+	"daemon's reader (written, lost, errors added), timestamps on the\n"
+	"host clock through the daemon's clock model.\n"
 	"\n"
 	"options:\n"
 	"  --kernel            the host kernel's buffers\n"
 	"  --instance NAME     with --kernel: tracefs instance NAME\n"
 	"  --cpu N             only CPU N\n"
+	"  --socket PATH       hvtraced's socket, for NAME\n"
 	"  -h, --help          this text\n";
 
-enum { OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU };
+enum { OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU, OPT_SOCKET };
 
 static void stat_ts(const char *label, uint64_t ns)
 {
@@ -193,9 +202,10 @@ static int cmd_stat(int argc, char **argv)
 		{ "kernel", no_argument, NULL, OPT_KERNEL },
 		{ "instance", required_argument, NULL, OPT_INSTANCE },
 		{ "cpu", required_argument, NULL, OPT_CPU },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *spec = NULL, *instance = NULL;
+	const char *spec = NULL, *instance = NULL, *sock = NULL;
 	unsigned long long v;
 	bool kernel = false;
 	int c, cpu = -1;
@@ -209,6 +219,9 @@ static int cmd_stat(int argc, char **argv)
 			break;
 		case OPT_INSTANCE:
 			instance = optarg;
+			break;
+		case OPT_SOCKET:
+			sock = optarg;
 			break;
 		case OPT_CPU:
 			if (hvt_cli_parse_u64(optarg, &v) || v >= 4096)
@@ -237,6 +250,10 @@ static int cmd_stat(int argc, char **argv)
 						    "--kernel)");
 	if (instance && !kernel)
 		return hvt_cli_usage(VERB, "--instance goes with --kernel");
+	if (!kernel && hvt_dname_is_remote(spec))
+		return hvt_cli_stat_remote(spec, sock, cpu);
+	if (sock)
+		return hvt_cli_usage(VERB, "--socket goes with a remote NAME");
 	return kernel ? stat_kernel(instance, cpu) : stat_area(spec, cpu);
 }
 

@@ -22,6 +22,8 @@
 #include <hvtrace/config.h>
 
 #include "cli.h"
+#include "daemon_src.h"
+#include "../proto/dfeed.h"
 
 #define VERB "stream"
 #define ST_DEFAULT_WINDOW_MS	10.0
@@ -30,6 +32,7 @@
 
 static const char st_usage[] =
 	"usage: hvtrace stream AREA [OPTIONS]\n"
+	"       hvtrace stream NAME [--socket PATH] [OPTIONS]\n"
 	"       hvtrace stream --kernel [--instance NAME] [OPTIONS]\n"
 	"\n"
 	"Consume events as they are written and print them as the kernel's\n"
@@ -52,6 +55,14 @@ static const char st_usage[] =
 	"with a note.  Stream exits by itself once a writer that stopped (or\n"
 	"died) has been read to the end, unless --follow.\n"
 	"\n"
+	"NAME (1..31 of [A-Za-z0-9._-], not a file: ./NAME is one) is a\n"
+	"remote of hvtraced -- a guest, a local agent, a hypervisor or\n"
+	"loopback area attached with 'hvtrace daemon attach': hvtraced owns\n"
+	"it, and its pages come through the daemon (which hands them to\n"
+	"every reader); timestamps use the daemon's clock model.  Stream\n"
+	"ends once an area's writer stopped and was read to the end (unless\n"
+	"--follow) or when the remote is detached.\n"
+	"\n"
 	"options:\n"
 	"  --kernel            read the host kernel's ring buffer\n"
 	"  --instance NAME     with --kernel: tracefs instance NAME (or a\n"
@@ -70,6 +81,8 @@ static const char st_usage[] =
 	"                      consume-mode writer then drops once its ring\n"
 	"                      is full)\n"
 	"  --summary           print per-CPU counts on stderr at the end\n"
+	"  --socket PATH       hvtraced's socket, for NAME (default\n"
+	"                      $HVTRACED_SOCKET or /run/hvtrace/hvtraced.sock)\n"
 	"  -h, --help          this text\n"
 	"\n"
 	"Idle CPUs are polled every CONFIG_HVT_HOST_POLL_US microseconds.\n"
@@ -78,7 +91,7 @@ static const char st_usage[] =
 
 enum {
 	OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU, OPT_COUNT, OPT_TIMEOUT,
-	OPT_WINDOW, OPT_DRAIN, OPT_FOLLOW, OPT_RO, OPT_SUMMARY,
+	OPT_WINDOW, OPT_DRAIN, OPT_FOLLOW, OPT_RO, OPT_SUMMARY, OPT_SOCKET,
 };
 
 struct st_cpu {
@@ -92,6 +105,7 @@ struct st_cpu {
 struct st_state {
 	/* options */
 	const char *spec;
+	const char *sock;		/* hvtraced, for a remote NAME */
 	bool kernel;
 	const char *instance;
 	int only_cpu;
@@ -160,6 +174,7 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		{ "follow", no_argument, NULL, OPT_FOLLOW },
 		{ "read-only", no_argument, NULL, OPT_RO },
 		{ "summary", no_argument, NULL, OPT_SUMMARY },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long long v;
@@ -217,6 +232,9 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 			break;
 		case OPT_SUMMARY:
 			s->summary = true;
+			break;
+		case OPT_SOCKET:
+			s->sock = optarg;
 			break;
 		case ':':
 			return hvt_cli_usage(VERB, "option '%s' needs a value",
@@ -509,13 +527,24 @@ static int st_writer_done(struct st_state *s, bool *restarted)
 static void st_status(struct st_state *s, uint64_t t0, bool final)
 {
 	double secs = (double)(st_now() - t0) / 1e9;
+	unsigned long long bytes = 0;
+	unsigned int i;
 
 	if (final) {
 		fprintf(stderr, "\r\033[K");
 		return;
 	}
-	fprintf(stderr, "\r\033[K%llu events  %llu lost  %.0f events/s",
-		s->printed, s->lost, secs > 0 ? (double)s->printed / secs : 0);
+	for (i = 0; s->area && i < s->nr; i++) {
+		struct hvtrace_cpu_stats st;
+
+		if (!hvtrace_cpu_get_stats(s->area, s->cpus[i].cpu, &st))
+			bytes += st.bytes;
+	}
+	fprintf(stderr, "\r\033[K%s: %llu events  %.0f events/s  %llu lost",
+		s->kernel ? "kernel" : s->info.name, s->printed,
+		secs > 0 ? (double)s->printed / secs : 0, s->lost);
+	if (s->area)
+		fprintf(stderr, "  %llu bytes", bytes);
 }
 
 static void st_summary(struct st_state *s, double secs)
@@ -672,6 +701,23 @@ static int cmd_stream(int argc, char **argv)
 	ret = st_parse(&s, argc, argv);
 	if (ret)
 		return ret;
+	if (!s.kernel && hvt_dname_is_remote(s.spec)) {
+		struct hvt_rstream_opts o = {
+			.name = s.spec, .sock = s.sock, .cpu = s.only_cpu,
+			.count = s.count, .timeout = s.timeout,
+			.window_ms = s.window_ms, .drain = s.drain,
+			.follow = s.follow, .summary = s.summary,
+		};
+
+		if (s.read_only)
+			return hvt_cli_usage(VERB, "--read-only: hvtraced owns "
+						   "remote '%s'; its readers "
+						   "never take control",
+					     s.spec);
+		return hvt_cli_stream_remote(&o);
+	}
+	if (s.sock)
+		return hvt_cli_usage(VERB, "--socket goes with a remote NAME");
 	s.line_cap = 8192;
 	s.line = malloc(s.line_cap);
 	if (!s.line)

@@ -32,7 +32,9 @@
 #define D_HELLO_RETRY_MS	2000
 #define D_RECONNECT_MS		1000
 #define D_SYNC_BURST		32
-#define D_SYNC_BURST_GAP_MS	5
+#define D_SYNC_BURST_GAP_MS	20	/* 32 rounds over 0.6 s: the fastest
+					 * samples span the 100 ms the model
+					 * needs to fit the rate */
 #define D_SYNC_CHAIN		3	/* pings per round: one warm-up, then
 					 * two sent back to back */
 #define D_PING_TIMEOUT_MS	2000
@@ -178,6 +180,9 @@ struct remote {
 	uint64_t pages_read;
 	struct cmdline cmdlines[D_CMDLINE_SLOTS];
 	uint8_t *page;			/* read buffer, subbuf_size */
+
+	/* HVT_TRANSPORT_AREA: the area alone (area_remote.c) */
+	struct area_remote *ar;
 };
 
 /* A page subscription of a tool. */
@@ -253,6 +258,7 @@ void conns_reap(void);
 void conns_deadlines(uint64_t now_ms, uint64_t *next_ms);
 
 /* remote.c */
+int remote_new(const char *name, enum hvt_transport t, struct remote **out);
 struct remote *remote_by_id(uint32_t id);
 struct remote *remote_by_name(const char *name);
 int remote_attach_chardev(const char *name, struct remote **out,
@@ -279,6 +285,28 @@ void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 /* tool.c */
 void tool_frame(struct conn *c, const struct hvt_msg *m);
 
+/* area_remote.c: remotes that are an area alone (hypervisor, loopback) */
+int area_remote_attach(const char *name, const char *spec, uint32_t flags,
+		       struct remote **out, char *msg, size_t msgsize);
+void area_remote_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
+void area_remote_free(struct remote *r);
+const char *area_remote_spec(const struct remote *r);
+/* Static events (built-in, hypervisor) of a remote, by writer kind. */
+struct hvt_tdat_catalog;
+const struct hvt_tdat_catalog *area_remote_catalog(struct remote *r);
+bool area_remote_event_on(const struct remote *r, unsigned int i);
+int area_remote_set_event(struct remote *r, unsigned int i, bool on);
+
+/* tool_ext.c: tool requests beyond the user-event ones; returns true
+ * when it answered @m */
+bool tool_ext_request(struct conn *c, struct remote *r,
+		      const struct hvt_msg *m);
+void tool_ext_attach_area(struct conn *c, const struct hvt_msg *m);
+/* Extra FORMAT replies (static events) for FORMATS; returns how many. */
+unsigned int tool_ext_nr_formats(struct remote *r);
+void tool_ext_send_formats(struct conn *c, struct remote *r,
+			   const struct hvt_msg *m, bool more_after);
+
 /* fanout.c */
 struct sub *sub_new(struct conn *tool, struct remote *r, int cpu,
 		   uint32_t queue_kib);
@@ -287,5 +315,7 @@ void subs_drop_tool(struct conn *tool);
 void subs_drop_remote(struct remote *r);
 void fanout_poll(void);
 bool fanout_active(void);
+/* Read every page of @r that a subscription wants, now; returns pages. */
+int fanout_drain_remote(struct remote *r);
 
 #endif /* HVTRACED_DAEMON_H */

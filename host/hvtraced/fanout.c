@@ -180,6 +180,37 @@ static void deliver(struct remote *r, uint32_t cpu,
 	}
 }
 
+int fanout_drain_remote(struct remote *r)
+{
+	struct hvtrace_page_info info;
+	uint64_t want;
+	uint32_t cpu, k;
+	int pages = 0;
+
+	if (!r->area || !r->page)
+		return 0;
+	want = wanted_cpus(r);
+	for (cpu = 0; want && cpu < r->info.nr_cpus; cpu++) {
+		if (!((want >> cpu) & 1))
+			continue;
+		/* Bounded: a writer that keeps writing cannot hold us here
+		 * longer than one lap of its ring. */
+		for (k = 0; k <= r->info.nr_subbufs + 1; k++) {
+			int ret = hvtrace_cpu_read_page(r->area, (int)cpu,
+							r->page,
+							r->info.subbuf_size,
+							&info);
+
+			if (ret <= 0)
+				break;
+			pages++;
+			r->pages_read++;
+			deliver(r, cpu, &info);
+		}
+	}
+	return pages;
+}
+
 void fanout_poll(void)
 {
 	struct hvtrace_page_info info;

@@ -263,8 +263,7 @@ const char *remote_comm(const struct remote *r, uint32_t pid)
 
 /* --- life cycle ----------------------------------------------------------- */
 
-static int remote_new(const char *name, enum hvt_transport t,
-		      struct remote **out)
+int remote_new(const char *name, enum hvt_transport t, struct remote **out)
 {
 	struct remote *r, **pp;
 	int ret;
@@ -300,6 +299,7 @@ void remote_destroy(struct remote *r)
 	if (r->trig)
 		trig_finish(r, -ECANCELED);
 	subs_drop_remote(r);
+	area_remote_free(r);
 	if (r->conn) {
 		struct conn *c = r->conn;
 		struct hvt_msg bye;
@@ -490,9 +490,14 @@ static void local_agent_hello(struct conn *c, const struct hvt_msg *m)
 	r = remote_by_name(name);
 	if (r && r->transport != HVT_TRANSPORT_SOCKET) {
 		refuse_hello(c, m, -EEXIST,
-			     "'%s' is attached as a guest on %s; choose "
-			     "another --name",
-			     name, r->ctl_path);
+			     "'%s' is attached as %s %s; choose another "
+			     "--name",
+			     name,
+			     r->transport == HVT_TRANSPORT_AREA ? "the area" :
+								  "a guest on",
+			     r->transport == HVT_TRANSPORT_AREA ?
+				     area_remote_spec(r) :
+				     r->ctl_path);
 		return;
 	}
 	if (r && r->conn && r->conn != c) {
@@ -735,13 +740,28 @@ static void agent_register(struct conn *c, struct remote *r,
 	}
 	memcpy(def, m->u.reg.def.ptr, m->u.reg.def.len);
 	def[m->u.reg.def.len] = '\0';
-	ret = hvt_ue_register(r->reg, owner, def, &out, &err);
+	/*
+	 * A replay names the binding the client's handle already holds (from
+	 * an earlier daemon or session): ask the registry for exactly that,
+	 * so running writers keep working after a daemon restart.
+	 */
+	if (m->u.reg.flags & HVT_REG_REPLAY)
+		ret = hvt_ue_register_at(r->reg, owner, def, m->u.reg.want_id,
+					 m->u.reg.want_bit, &out, &err);
+	else
+		ret = hvt_ue_register(r->reg, owner, def, &out, &err);
 	remote_apply_changes(r);
 	if (ret) {
 		conn_reply_result(c, m, HVT_MSG_REGISTER, ret, 0, 0, "%s",
 				  err.msg[0] ? err.msg : strerror(-ret));
 		return;
 	}
+	if ((m->u.reg.flags & HVT_REG_REPLAY) &&
+	    (out.id != m->u.reg.want_id || out.bit != m->u.reg.want_bit))
+		d_log("remote '%s': replayed '%s' of client %u wanted id %u bit "
+		      "%u but got id %u bit %u (taken by another event)",
+		      r->name, def, m->chan, m->u.reg.want_id,
+		      m->u.reg.want_bit, out.id, out.bit);
 	held_add(r, owner, out.id);
 	d_dbg("remote '%s': client %u registered '%s' as id %u bit %u",
 	      r->name, m->chan, def, out.id, out.bit);
@@ -1106,6 +1126,8 @@ void remote_tick(struct remote *r, uint64_t now, uint64_t *next)
 			*next = (t);                                           \
 	} while (0)
 
+	if (r->transport == HVT_TRANSPORT_AREA)
+		area_remote_tick(r, now, next);
 	if (r->transport == HVT_TRANSPORT_CHARDEV) {
 		if (!r->conn && now >= r->next_try_ms)
 			chardev_connect(r);
@@ -1161,7 +1183,8 @@ void remote_fill_rec(const struct remote *r, struct hvt_remote_rec *rec)
 	rec->state = r->state;
 	rec->transport = r->transport;
 	rec->tracing_on = r->tracing_on;
-	rec->nr_events = hvt_ue_count(r->reg);
+	rec->nr_events = hvt_ue_count(r->reg) + tool_ext_nr_formats(
+							  (struct remote *)r);
 	rec->nr_clients = held_owners(r);
 	rec->sync_samples = r->sync_samples;
 	rec->proto_errors = r->proto_errors;

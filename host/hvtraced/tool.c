@@ -327,9 +327,13 @@ static void tool_text(struct conn *c, struct remote *r,
 			     r->state == HVT_REMOTE_WAITING ? "waiting" :
 							      "disconnected",
 			     r->transport == HVT_TRANSPORT_SOCKET ? "socket" :
+			     r->transport == HVT_TRANSPORT_AREA	  ? "area" :
 								    "chardev",
 			     r->transport == HVT_TRANSPORT_CHARDEV ?
-				     r->ctl_path : "(local agent socket)",
+				     r->ctl_path :
+			     r->transport == HVT_TRANSPORT_AREA ?
+				     "(the area's control page)" :
+				     "(local agent socket)",
 			     !r->area ? "(not attached yet)" :
 			     r->area_path[0] ? r->area_path :
 					       "(descriptor from the agent)");
@@ -454,7 +458,9 @@ static void tool_formats(struct conn *c, struct remote *r,
 		conn_send(c, &out);
 	}
 	if (nhe >= 0 && (size_t)nhe < sizeof(he)) {
-		out.flags = HVT_PF_REPLY | (fl.n ? HVT_PF_MORE : 0);
+		out.flags = HVT_PF_REPLY |
+			    ((fl.n || tool_ext_nr_formats(r)) ? HVT_PF_MORE :
+								0);
 		out.u.format.name.ptr = "header_event";
 		out.u.format.name.len = 12;
 		out.u.format.text.ptr = he;
@@ -462,6 +468,7 @@ static void tool_formats(struct conn *c, struct remote *r,
 		out.u.format.status = ret < 0 ? ret : 0;
 		conn_send(c, &out);
 	}
+	tool_ext_send_formats(c, r, m, fl.n > 0);
 	for (i = 0; i < fl.n; i++) {
 		fl.v[i].status = 0;
 		out.flags = HVT_PF_REPLY | (i + 1 < fl.n ? HVT_PF_MORE : 0);
@@ -569,6 +576,8 @@ static void tool_remote_request(struct conn *c, const struct hvt_msg *m)
 		conn_reply_error(c, m->req, m->chan, -ENOENT, text);
 		return;
 	}
+	if (tool_ext_request(c, r, m))
+		return;
 	switch (m->type) {
 	case HVT_MSG_TEXT:
 		tool_text(c, r, m);
@@ -672,6 +681,9 @@ void tool_frame(struct conn *c, const struct hvt_msg *m)
 		ret = remote_attach_chardev(name, &r, msg, sizeof(msg));
 		conn_reply_result(c, m, HVT_MSG_ATTACH, ret, ret ? 0 : r->id, 0,
 				  "%s", msg);
+		return;
+	case HVT_MSG_ATTACH_AREA:
+		tool_ext_attach_area(c, m);
 		return;
 	case HVT_MSG_DETACH:
 		copy_str(name, sizeof(name), &m->u.arg.s);

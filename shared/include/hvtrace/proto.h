@@ -95,7 +95,17 @@ enum hvt_msg_type {
 	HVT_MSG_TRIGGER_RUN = 74,
 	HVT_MSG_ATTACH = 75,
 	HVT_MSG_DETACH = 76,
+	/* tool -> daemon: remotes that are an area only (no agent) */
+	HVT_MSG_ATTACH_AREA = 77,	/* ARG "NAME=PATH[@OFFSET[+SIZE]]";
+					 * arg: HVT_ATTACH_* flags */
+	HVT_MSG_DRAIN = 78,		/* read the remote's rings now: every
+					 * page committed before the request
+					 * precedes the RESULT reply */
 };
+
+/* ATTACH_AREA flags (the ARG's arg). */
+#define HVT_ATTACH_DISABLED	0x1u	/* start with every event disabled */
+#define HVT_ATTACH_ALL		HVT_ATTACH_DISABLED
 
 /* HELLO roles. */
 enum hvt_role {
@@ -135,7 +145,10 @@ enum hvt_text_kind {
 	HVT_TEXT_HEADER_PAGE = 4,	/* events/header_page */
 	HVT_TEXT_HEADER_EVENT = 5,	/* events/header_event */
 	HVT_TEXT_INFO = 6,		/* human-readable remote summary */
-	HVT_TEXT_MAX = 6,
+	HVT_TEXT_EVENTS = 7,		/* every event of the remote, one
+					 * "SYSTEM NAME ID BIT ENABLED" line
+					 * each (BIT -1: no enable bit) */
+	HVT_TEXT_MAX = 7,
 };
 
 /* Remote states (REMOTES records). */
@@ -150,7 +163,10 @@ enum hvt_remote_state {
 enum hvt_transport {
 	HVT_TRANSPORT_SOCKET = 1,	/* a local agent on the daemon socket */
 	HVT_TRANSPORT_CHARDEV = 2,	/* a guest's virtio-serial chardev */
-	HVT_TRANSPORT_MAX = 2,
+	HVT_TRANSPORT_AREA = 3,		/* an area alone: the daemon owns its
+					 * control page (hypervisor, loopback
+					 * writer) */
+	HVT_TRANSPORT_MAX = 3,
 };
 
 /* PAGE flags. */

@@ -1,0 +1,698 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtrace stream NAME / stat NAME: a remote read through hvtraced.
+ *
+ * hvtraced owns the remote's area (it is the single consumer of its
+ * rings) and hands each page to every subscriber.  Streaming by name
+ * subscribes on one connection (the page feed) and asks everything else
+ * (remotes, formats, comms) on a second one, so no page is ever lost to
+ * a request.  Records are decoded with the remote's own formats, their
+ * timestamps converted to host CLOCK_MONOTONIC with the daemon's clock
+ * model (TO_HOST, batched per burst of pages), merged across CPUs with a
+ * reorder window, and printed exactly as hvtrace stream prints an area.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hvtrace.h>
+
+#include "cli.h"
+#include "daemon_src.h"
+#include "../proto/dfeed.h"
+
+#define RS_REFRESH_NS 250000000ULL /* remote state polls */
+#define RS_STATUS_NS  500000000ULL
+#define RS_WAIT_MS    20 /* longest sleep for a page */
+
+struct rs_rec {
+	struct rs_rec *next;
+	uint64_t ts, host, fetched, lost;
+	int cpu;
+	uint32_t len;
+	uint8_t data[];
+};
+
+struct rs_cpu {
+	struct rs_rec *head, *tail;
+	unsigned long long events, lost;
+	bool lost_unknown;
+};
+
+struct rs {
+	const struct hvt_rstream_opts *o;
+	const char *verb;
+	struct hvt_dclient *dc;
+	struct hvt_dfeed *feed;
+	struct hvt_remote_rec rec;
+	struct hvt_devents evs;
+	struct hvtrace_decoder *dec;
+	struct rs_cpu *cpus;
+	uint32_t nr_cpus;
+	uint64_t sub_dropped; /* subscriber drops seen so far */
+	uint64_t comm_tried_ns;
+	unsigned long long printed, lost, bytes, pages;
+	char *line;
+	size_t line_cap;
+	bool out_broken;
+	/* records waiting for their host time */
+	struct rs_rec **conv;
+	size_t nr_conv, cap_conv;
+	uint64_t now_fetch;
+	uint32_t page_cpu;
+	uint64_t page_lost;
+};
+
+static volatile sig_atomic_t rs_interrupted;
+
+static void rs_on_signal(int sig)
+{
+	(void)sig;
+	rs_interrupted = 1;
+}
+
+static uint64_t rs_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int rs_fail(struct rs *s)
+{
+	return hvt_cli_error(s->verb, "%s", hvtrace_last_error());
+}
+
+static int rs_add_event(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
+{
+	struct rs *s = arg;
+	struct rs_cpu *c = &s->cpus[s->page_cpu];
+	struct rs_rec *r;
+
+	r = malloc(sizeof(*r) + len);
+	if (!r)
+		return -ENOMEM;
+	r->next = NULL;
+	r->ts = ts;
+	r->host = ts;
+	r->fetched = s->now_fetch;
+	r->lost = s->page_lost;
+	s->page_lost = 0;
+	r->cpu = (int)s->page_cpu;
+	r->len = len;
+	memcpy(r->data, p, len);
+	if (s->nr_conv == s->cap_conv) {
+		size_t cap = s->cap_conv ? s->cap_conv * 2 : 1024;
+		struct rs_rec **v = realloc(s->conv, cap * sizeof(*v));
+
+		if (!v) {
+			free(r);
+			return -ENOMEM;
+		}
+		s->conv = v;
+		s->cap_conv = cap;
+	}
+	s->conv[s->nr_conv++] = r;
+	if (c->tail)
+		c->tail->next = r;
+	else
+		c->head = r;
+	c->tail = r;
+	return 0;
+}
+
+/* A page from the feed: its records go to their CPU's queue. */
+static int rs_page(struct rs *s, const struct hvt_dpage *pg)
+{
+	uint64_t lost = 0, drops;
+	int n;
+
+	if (pg->cpu >= s->nr_cpus)
+		return 0;
+	s->pages++;
+	s->bytes += pg->len;
+	s->now_fetch = rs_now();
+	s->page_cpu = pg->cpu;
+	/* Pages hvtraced dropped for this (slow) subscriber: their events
+	 * are lost to us, reported before the next event. */
+	drops = pg->dropped_events > s->sub_dropped
+			? pg->dropped_events - s->sub_dropped
+			: 0;
+	s->sub_dropped = pg->dropped_events > s->sub_dropped
+				 ? pg->dropped_events
+				 : s->sub_dropped;
+	s->page_lost = 0;
+	n = hvt_dpage_walk(pg->data, pg->len, &lost, NULL, NULL);
+	if (n < 0)
+		return hvt_cli_error(s->verb,
+				     "hvtraced sent a malformed page "
+				     "for CPU %u",
+				     pg->cpu);
+	if (lost == UINT64_MAX || drops == UINT64_MAX)
+		s->page_lost = HVTRACE_LOST_UNKNOWN;
+	else
+		s->page_lost = lost + drops;
+	if (!n) {
+		/* No event to carry the loss: the next one of this CPU
+		 * will, or the end of the stream. */
+		if (s->page_lost) {
+			struct rs_cpu *c = &s->cpus[pg->cpu];
+
+			if (s->page_lost == HVTRACE_LOST_UNKNOWN)
+				c->lost_unknown = true;
+			else
+				c->lost += s->page_lost;
+			s->lost += s->page_lost == HVTRACE_LOST_UNKNOWN
+					   ? 0
+					   : s->page_lost;
+		}
+		return 0;
+	}
+	n = hvt_dpage_walk(pg->data, pg->len, &lost, rs_add_event, s);
+	return n < 0 ? hvt_cli_error(s->verb, "out of memory") : 0;
+}
+
+/* Host times for the records that arrived since the last call. */
+static int rs_convert(struct rs *s)
+{
+	uint64_t *ts;
+	size_t i;
+	int ret;
+
+	if (!s->nr_conv)
+		return 0;
+	ts = malloc(s->nr_conv * sizeof(*ts));
+	if (!ts)
+		return hvt_cli_error(s->verb, "out of memory");
+	for (i = 0; i < s->nr_conv; i++)
+		ts[i] = s->conv[i]->ts;
+	ret = hvt_dfeed_to_host(s->feed, s->rec.id, ts, ts, s->nr_conv, NULL);
+	if (!ret)
+		for (i = 0; i < s->nr_conv; i++)
+			s->conv[i]->host = ts[i];
+	free(ts);
+	s->nr_conv = 0;
+	return ret ? rs_fail(s) : 0;
+}
+
+static void rs_write(struct rs *s, const char *buf, size_t len)
+{
+	if (s->out_broken)
+		return;
+	if (fwrite(buf, 1, len, stdout) != len)
+		s->out_broken = true; /* EPIPE (| head) or a full disk */
+}
+
+/* Name a loopback writer's threads from /proc (it runs on this host). */
+static void rs_comm(struct rs *s, int pid)
+{
+	char path[64], comm[32];
+	uint64_t now;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0 || hvtrace_decoder_comm(s->dec, pid))
+		return;
+	if (s->rec.writer_kind == HVT_WRITER_LOOPBACK) {
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (n <= 0)
+			return;
+		comm[n] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+		hvtrace_decoder_set_comm(s->dec, pid, comm);
+		return;
+	}
+	/* A guest's writer: its agent reports comms; ask again now and
+	 * then. */
+	now = rs_now();
+	if (now - s->comm_tried_ns >= 1000000000ULL) {
+		s->comm_tried_ns = now;
+		hvt_dcomms_load(s->dc, s->rec.id, s->dec);
+	}
+}
+
+static int rs_print(struct rs *s, struct rs_rec *r)
+{
+	struct rs_cpu *c = &s->cpus[r->cpu];
+	struct hvtrace_record rec;
+	int n;
+
+	if (r->lost) {
+		char buf[64];
+
+		if (r->lost == HVTRACE_LOST_UNKNOWN) {
+			c->lost_unknown = true;
+		} else {
+			c->lost += r->lost;
+			s->lost += r->lost;
+		}
+		n = hvtrace_format_lost(r->cpu, r->lost, buf, sizeof(buf));
+		if (n > 0)
+			rs_write(s, buf, (size_t)n);
+	}
+	if (r->len >= 8) {
+		int32_t pid;
+
+		memcpy(&pid, r->data + 4, 4);
+		rs_comm(s, pid);
+	}
+	memset(&rec, 0, sizeof(rec));
+	rec.ts = r->ts;
+	rec.host_ns = r->host;
+	rec.data = r->data;
+	rec.size = r->len;
+	rec.cpu = r->cpu;
+	rec.fetched_ns = r->fetched;
+	for (;;) {
+		n = hvtrace_decoder_format(s->dec, &rec, r->host, 0, s->line,
+					   s->line_cap);
+		if (n < 0)
+			return rs_fail(s);
+		if ((size_t)n < s->line_cap)
+			break;
+		free(s->line);
+		s->line_cap = (size_t)n + 1;
+		s->line = malloc(s->line_cap);
+		if (!s->line)
+			return hvt_cli_error(s->verb, "out of memory");
+	}
+	rs_write(s, s->line, (size_t)n);
+	c->events++;
+	s->printed++;
+	return 0;
+}
+
+/*
+ * Print what may go: the oldest record once every CPU has one pending
+ * (none can be older then), once it waited the window, or everything
+ * when flushing.  Returns 1 when --count was reached.
+ */
+static int rs_emit(struct rs *s, bool flush)
+{
+	uint64_t window = (uint64_t)(s->o->window_ms * 1e6);
+
+	for (;;) {
+		struct rs_cpu *best = NULL;
+		struct rs_rec *r;
+		bool all = true;
+		uint32_t i;
+		int ret;
+
+		for (i = 0; i < s->nr_cpus; i++) {
+			struct rs_cpu *c = &s->cpus[i];
+
+			if (s->o->cpu >= 0 && (int)i != s->o->cpu)
+				continue;
+			if (!c->head) {
+				all = false;
+				continue;
+			}
+			if (!best || c->head->host < best->head->host)
+				best = c;
+		}
+		if (!best)
+			return 0;
+		r = best->head;
+		if (!flush && !all && rs_now() - r->fetched < window)
+			return 0;
+		best->head = r->next;
+		if (!best->head)
+			best->tail = NULL;
+		ret = rs_print(s, r);
+		free(r);
+		if (ret)
+			return -1;
+		if (s->o->count && s->printed >= s->o->count)
+			return 1;
+	}
+}
+
+static void rs_free_queues(struct rs *s)
+{
+	uint32_t i;
+
+	for (i = 0; s->cpus && i < s->nr_cpus; i++) {
+		struct rs_rec *r, *n;
+
+		for (r = s->cpus[i].head; r; r = n) {
+			n = r->next;
+			free(r);
+		}
+	}
+	free(s->cpus);
+	free(s->conv);
+}
+
+/* Take every page the feed holds now (or wait up to @wait_ms for one). */
+static int rs_pump(struct rs *s, int wait_ms)
+{
+	struct hvt_dpage *pg;
+	int ret, got = 0;
+
+	for (;;) {
+		ret = hvt_dfeed_next(s->feed, got ? 0 : wait_ms, &pg);
+		if (ret < 0)
+			return rs_fail(s);
+		if (!ret)
+			break;
+		ret = rs_page(s, pg);
+		free(pg);
+		if (ret)
+			return -1;
+		got++;
+		if (s->nr_conv >= 16384)
+			break;
+	}
+	if (rs_convert(s))
+		return -1;
+	return got;
+}
+
+static void rs_status(struct rs *s, uint64_t t0, bool final)
+{
+	double secs = (double)(rs_now() - t0) / 1e9;
+
+	if (final) {
+		fprintf(stderr, "\r\033[K");
+		return;
+	}
+	fprintf(stderr,
+		"\r\033[K%s: %llu events  %.0f events/s  %llu lost  "
+		"%llu bytes",
+		s->rec.name, s->printed,
+		secs > 0 ? (double)s->printed / secs : 0, s->lost, s->bytes);
+}
+
+/* The remote's current record; -ENOENT once it is gone. */
+static int rs_refresh(struct rs *s, struct hvt_remote_rec *now)
+{
+	struct hvt_remote_rec *v;
+	uint32_t n, i;
+	int ret;
+
+	ret = hvt_dremotes(s->dc, &v, &n);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++)
+		if (v[i].id == s->rec.id)
+			break;
+	if (i == n) {
+		free(v);
+		return -ENOENT;
+	}
+	*now = v[i];
+	free(v);
+	return 0;
+}
+
+static int rs_open(struct rs *s)
+{
+	int ret;
+
+	if (hvt_dclient_open(s->o->sock, &s->dc) ||
+	    hvt_dclient_remote(s->dc, s->o->name, &s->rec))
+		return rs_fail(s);
+	if (!s->rec.nr_cpus)
+		return hvt_cli_error(s->verb,
+				     "the area of '%s' is not "
+				     "attached yet (see 'hvtrace "
+				     "daemon info --remote %s')",
+				     s->rec.name, s->rec.name);
+	if (s->o->cpu >= 0 && (uint32_t)s->o->cpu >= s->rec.nr_cpus)
+		return hvt_cli_usage(s->verb, "--cpu %d: '%s' has CPUs 0..%u",
+				     s->o->cpu, s->rec.name,
+				     s->rec.nr_cpus - 1);
+	s->nr_cpus = s->rec.nr_cpus;
+	s->cpus = calloc(s->nr_cpus, sizeof(*s->cpus));
+	s->line_cap = 8192;
+	s->line = malloc(s->line_cap);
+	if (!s->cpus || !s->line)
+		return hvt_cli_error(s->verb, "out of memory");
+	if (hvt_devents_get(s->dc, s->rec.id, &s->evs) ||
+	    hvt_ddecoder_new(&s->rec, &s->evs, &s->dec))
+		return rs_fail(s);
+	hvt_dcomms_load(s->dc, s->rec.id, s->dec);
+	ret = hvt_dfeed_open(s->o->sock, &s->feed);
+	if (!ret)
+		ret = hvt_dfeed_subscribe(s->feed, s->rec.id, s->o->cpu, 0,
+					  NULL);
+	return ret ? rs_fail(s) : 0;
+}
+
+static void rs_summary(struct rs *s, double secs)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nr_cpus; i++) {
+		struct rs_cpu *c = &s->cpus[i];
+
+		if (s->o->cpu >= 0 && (int)i != s->o->cpu)
+			continue;
+		fprintf(stderr, "  cpu %u: %llu events, %llu lost%s\n", i,
+			c->events, c->lost,
+			c->lost_unknown ? " (and an unknown number)" : "");
+	}
+	fprintf(stderr,
+		"hvtrace stream: %s: %llu events, %llu lost, %llu "
+		"pages in %.3f s (%.0f events/s)\n",
+		s->rec.name, s->printed, s->lost, s->pages, secs,
+		secs > 0 ? (double)s->printed / secs : 0.0);
+}
+
+int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
+{
+	struct sigaction sa;
+	struct rs s;
+	uint64_t t0, deadline = UINT64_MAX, last_refresh, last_status;
+	bool status, finishing = false;
+	int ret = 0, got;
+
+	memset(&s, 0, sizeof(s));
+	s.o = o;
+	s.verb = "stream";
+	ret = rs_open(&s);
+	if (ret)
+		goto out;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = rs_on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+	status = isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO);
+	t0 = last_refresh = last_status = rs_now();
+	if (o->timeout > 0)
+		deadline = t0 + (uint64_t)(o->timeout * 1e9);
+	if (o->drain)
+		finishing = true;
+
+	while (!rs_interrupted && !s.out_broken) {
+		uint64_t now;
+
+		if (finishing) {
+			/* Everything committed until now, then the end. */
+			if (hvt_dfeed_drain(s.feed, s.rec.id) ||
+			    rs_pump(&s, 0) < 0) {
+				ret = rs_fail(&s);
+				break;
+			}
+			while ((got = rs_pump(&s, 0)) > 0)
+				;
+			if (got < 0) {
+				ret = HVT_EXIT_FAIL;
+				break;
+			}
+			if (rs_emit(&s, true) < 0)
+				ret = HVT_EXIT_FAIL;
+			break;
+		}
+		got = rs_pump(&s, RS_WAIT_MS);
+		if (got < 0) {
+			ret = HVT_EXIT_FAIL;
+			break;
+		}
+		got = rs_emit(&s, false);
+		if (got) {
+			ret = got < 0 ? HVT_EXIT_FAIL : 0;
+			break;
+		}
+		now = rs_now();
+		if (now >= deadline)
+			break;
+		if (now - last_refresh >= RS_REFRESH_NS) {
+			struct hvt_remote_rec cur;
+
+			last_refresh = now;
+			ret = rs_refresh(&s, &cur);
+			if (ret == -ENOENT) {
+				fprintf(stderr,
+					"hvtrace stream: '%s' was "
+					"detached from hvtraced\n",
+					s.rec.name);
+				ret = 0;
+				rs_emit(&s, true);
+				break;
+			}
+			if (ret) {
+				ret = rs_fail(&s);
+				break;
+			}
+			if (cur.generation != s.rec.generation) {
+				fprintf(stderr, "hvtrace stream: the writer "
+						"re-formatted the area (a new "
+						"run); stopping\n");
+				rs_emit(&s, true);
+				break;
+			}
+			/* An area's writer that stopped or died: read it to
+			 * the end and stop, unless --follow. */
+			if (cur.transport == HVT_TRANSPORT_AREA &&
+			    cur.state == HVT_REMOTE_DISCONNECTED && !o->follow)
+				finishing = true;
+		}
+		if (status && now - last_status >= RS_STATUS_NS) {
+			last_status = now;
+			rs_status(&s, t0, false);
+		}
+		fflush(stdout);
+	}
+	if (rs_interrupted)
+		rs_emit(&s, true); /* consumed already: print, not drop */
+	fflush(stdout);
+	if (status)
+		rs_status(&s, t0, true);
+	if (o->summary && s.cpus)
+		rs_summary(&s, (double)(rs_now() - t0) / 1e9);
+out:
+	free(s.line);
+	rs_free_queues(&s);
+	hvtrace_decoder_free(s.dec);
+	hvt_devents_free(&s.evs);
+	hvt_dfeed_close(s.feed);
+	hvt_dclient_close(s.dc);
+	return ret ? HVT_EXIT_FAIL : HVT_EXIT_OK;
+}
+
+/* --- stat --------------------------------------------------------------- */
+
+static void st_ts(const char *label, uint64_t ns)
+{
+	unsigned long long us = (ns + 500) / 1000;
+
+	printf("%s %5llu.%06llu\n", label, us / 1000000, us % 1000000);
+}
+
+int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
+{
+	struct hvt_m_stats *st = NULL;
+	struct hvt_dfeed *feed = NULL;
+	struct hvt_dclient *dc = NULL;
+	struct hvt_remote_rec rec;
+	struct hvt_msg m, r;
+	uint64_t *ts = NULL;
+	uint32_t n = 0, i;
+	char *info = NULL;
+	int ret, rc = HVT_EXIT_OK;
+
+	if (hvt_dclient_open(sock, &dc) || hvt_dclient_remote(dc, name, &rec)) {
+		rc = hvt_cli_error("stat", "%s", hvtrace_last_error());
+		goto out;
+	}
+	if (only_cpu >= 0 && (uint32_t)only_cpu >= rec.nr_cpus) {
+		rc = hvt_cli_usage("stat", "--cpu %d: '%s' has %u CPUs",
+				   only_cpu, name, rec.nr_cpus);
+		goto out;
+	}
+	st = calloc(rec.nr_cpus + 1, sizeof(*st));
+	ts = calloc(2 * (size_t)rec.nr_cpus + 2, sizeof(*ts));
+	if (!st || !ts) {
+		rc = hvt_cli_error("stat", "out of memory");
+		goto out;
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_STATS;
+	m.chan = rec.id;
+	ret = hvt_dclient_call(dc, &m, &r, HVT_DCLIENT_TIMEOUT_MS, NULL, NULL);
+	/* One record per CPU, MORE on all but the last; bounded. */
+	while (!ret) {
+		if (r.type == HVT_MSG_ERROR) {
+			rc = hvt_cli_error("stat", "%.*s",
+					   (int)r.u.result.text.len,
+					   r.u.result.text.ptr);
+			goto out;
+		}
+		if (r.type != HVT_MSG_STATS || n >= rec.nr_cpus) {
+			rc = hvt_cli_error("stat", "unexpected reply");
+			goto out;
+		}
+		st[n++] = r.u.stats;
+		if (!(r.flags & HVT_PF_MORE))
+			break;
+		do {
+			ret = hvt_dclient_recv(dc, &r, HVT_DCLIENT_TIMEOUT_MS);
+		} while (ret == 1 && r.req != m.req);
+		ret = ret == 1 ? 0 : ret ? ret : -ETIMEDOUT;
+	}
+	if (ret) {
+		rc = hvt_cli_error("stat", "%s", hvtrace_last_error());
+		goto out;
+	}
+	/* Writer-clock stamps to host time, with the daemon's model (a
+	 * feed connection converts; it subscribes to nothing). */
+	for (i = 0; i < n; i++) {
+		ts[2 * i] = st[i].v[12];
+		ts[2 * i + 1] = st[i].v[13];
+	}
+	if (hvt_dfeed_open(sock, &feed) ||
+	    hvt_dfeed_to_host(feed, rec.id, ts, ts, 2 * (size_t)n, NULL)) {
+		rc = hvt_cli_error("stat", "%s", hvtrace_last_error());
+		goto out;
+	}
+	if (!hvt_dclient_text(dc, rec.id, HVT_TEXT_INFO, &info, NULL)) {
+		/* The remote's summary, as hvtrace daemon info prints it. */
+		printf("%s", info);
+		free(info);
+	}
+	for (i = 0; i < n; i++) {
+		const uint64_t *v = st[i].v;
+
+		if (only_cpu >= 0 && st[i].cpu != (uint32_t)only_cpu)
+			continue;
+		printf("\nCPU %u:\n", st[i].cpu);
+		if (st[i].status) {
+			printf("unreadable: %s\n", strerror(-st[i].status));
+			rc = HVT_EXIT_FAIL;
+			continue;
+		}
+		printf("entries: %llu\n", (unsigned long long)v[1]);
+		printf("overrun: %llu\n", (unsigned long long)(v[2] + v[4]));
+		printf("commit overrun: 0\n");
+		printf("bytes: %llu\n", (unsigned long long)v[9]);
+		st_ts("oldest event ts:", v[1] ? ts[2 * i] : 0);
+		st_ts("now ts:", v[0] ? ts[2 * i + 1] : 0);
+		printf("dropped events: %llu\n", (unsigned long long)v[3]);
+		printf("read events: %llu\n", (unsigned long long)v[8]);
+		printf("written: %llu\n", (unsigned long long)v[0]);
+		printf("lost: %llu\n", (unsigned long long)v[5]);
+		printf("not yet reported lost: %llu\n",
+		       (unsigned long long)v[6]);
+		printf("errors: %llu\n", (unsigned long long)v[10]);
+	}
+out:
+	free(st);
+	free(ts);
+	hvt_dfeed_close(feed);
+	hvt_dclient_close(dc);
+	return rc;
+}

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhvtrace: the tracefs-style view of remotes (hvtrace mount).
+ * Internal to libhvtrace (hidden visibility); docs/fuse.md describes the
+ * file tree and the semantics of each file.
+ *
+ *   view.c        the model: remotes, their events, per-CPU queues of
+ *                 records (the "ring buffer" the view shows), consuming
+ *                 and non-consuming reads, raw pages, text, error_log
+ *   src_daemon.c  remotes of hvtraced: a page feed thread, a control
+ *                 connection for everything else
+ *   src_area.c    areas opened directly (hvtrace mount --area NAME=SPEC)
+ *   fs.c          the libfuse3 low-level file system on top of the view
+ *   mount.c       hvt_fz_run(): mounting, threads, signals, teardown
+ *
+ * Locking: one view lock protects every remote, queue and open file
+ * state.  Sources ingest under it; file operations read and consume
+ * under it.  Nothing waits for the daemon while holding it: calls into a
+ * source (enable, drain, definitions) are made without it, and a source
+ * takes it only to apply what it got.  libfuse's own request lock is only
+ * ever taken inside the view lock (replying, checking an interrupt), never
+ * the other way round.
+ */
+#ifndef HVT_FZ_H
+#define HVT_FZ_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hvtrace.h>
+
+#include "internal.h"
+
+#define FZ_CLOCK_NATIVE 0 /* the writer's own clock */
+#define FZ_CLOCK_MONO	1 /* host CLOCK_MONOTONIC (the clock model) */
+
+#define FZ_ERRLOG_MAX	16 /* entries kept, as the kernel keeps */
+#define FZ_LOST_UNKNOWN UINT64_MAX
+
+/* One event of a remote (one with an enable bit). */
+struct fz_event {
+	char system[64];
+	char name[256];
+	uint32_t id;
+	int bit;
+	bool enabled;
+	char *format;
+};
+
+/* A queued record. */
+struct fz_ev {
+	uint64_t ts;	   /* writer clock */
+	uint64_t host;	   /* host CLOCK_MONOTONIC, as converted at
+			    * ingest */
+	uint64_t lost;	   /* events lost right before it; 0, a count
+			    * or FZ_LOST_UNKNOWN */
+	uint32_t off, len; /* payload in the chunk's data */
+};
+
+/* The records of one page as it arrived. */
+struct fz_chunk {
+	struct fz_chunk *next;
+	uint32_t n;	/* records */
+	uint32_t pos;	/* first unconsumed */
+	uint64_t bytes; /* ring bytes of the unconsumed records */
+	struct fz_ev *ev;
+	uint8_t *data;
+};
+
+struct fz_cpu {
+	struct fz_chunk *head, *tail;
+	uint64_t queued;       /* records waiting */
+	uint64_t bytes;	       /* their ring bytes */
+	uint64_t received;     /* records ingested */
+	uint64_t overrun;      /* lost to overwriting (ring or view) */
+	uint64_t dropped;      /* dropped, ring or view full */
+	uint64_t read;	       /* consumed by readers */
+	uint64_t pending_lost; /* lost, no record yet to carry it */
+	bool pending_unknown;
+	uint64_t last_host; /* host times stay monotonic per CPU */
+	bool have_host;
+};
+
+struct fz_remote;
+struct fz_view;
+
+/* What a remote's source can do (called without the view lock). */
+struct fz_src_ops {
+	/* @e NULL: every event of @system (NULL: all). */
+	int (*enable)(struct fz_remote *r, const struct fz_event *e,
+		      const char *system, bool on, char *msg, size_t msgsize);
+	int (*tracing)(struct fz_remote *r, bool on, char *msg, size_t msgsize);
+	/* Every record committed until now is in the queues on return. */
+	int (*drain)(struct fz_remote *r);
+	/* One dynamic_events line; NULL: delete every event (O_TRUNC). */
+	int (*dyn)(struct fz_remote *r, const char *line, char *msg,
+		   size_t msgsize);
+	/* HVT_TEXT_* text of the remote (malloc'd), or -ENOTSUP. */
+	int (*text)(struct fz_remote *r, uint32_t kind, char **out);
+	/* Fetch the events and their state again. */
+	int (*refresh)(struct fz_remote *r);
+};
+
+struct fz_remote {
+	struct fz_remote *next;
+	struct fz_view *v;
+	unsigned int refs; /* the list, open files, sources */
+	char name[32];
+	uint32_t id; /* hvtraced's id (daemon remotes) */
+	const struct fz_src_ops *ops;
+	void *priv; /* the source's */
+
+	bool gone;    /* detached, or the source is gone */
+	bool stopped; /* the writer stopped or died */
+	bool loaded;  /* geometry known */
+	uint32_t nr_cpus, subbuf_size, nr_subbufs;
+	uint32_t writer_kind, mode, clock_id, transport;
+	uint64_t generation;
+	bool user_events; /* has a registry (an agent) */
+	bool tracing_on;
+	int clock; /* FZ_CLOCK_* */
+
+	struct fz_event *ev;
+	unsigned int nev;
+	char *header_page, *header_event;
+	struct hvtrace_decoder *dec;
+	uint32_t writer_pid; /* loopback writers: comms from /proc */
+
+	unsigned int ncpu; /* per_cpu dirs: max(nr_cpus, host) */
+	struct fz_cpu *cpu;
+	uint64_t limit; /* ring bytes kept per CPU */
+
+	char *errlog;
+	size_t errlog_len;
+	unsigned int errlog_n;
+
+	uint64_t data_gen;		/* bumped by every ingest */
+	uint64_t drain_req, drain_done; /* daemon source: drain requests */
+};
+
+struct fz_view {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* data, drains, shutdown */
+	struct fz_remote *remotes;
+	bool shutdown;
+	unsigned int host_cpus;
+	/* Called with the lock held whenever a remote's data or state
+	 * changed (the file system wakes its readers). */
+	void (*wake)(struct fz_view *v, struct fz_remote *r);
+	void *fs;
+};
+
+/* --- view.c ----------------------------------------------------------- */
+
+HVT_INTERNAL int fz_view_init(struct fz_view *v);
+HVT_INTERNAL void fz_view_fini(struct fz_view *v);
+
+/* A new remote (lock held); the list holds one reference. */
+HVT_INTERNAL struct fz_remote *fz_remote_add(struct fz_view *v,
+					     const char *name,
+					     const struct fz_src_ops *ops,
+					     void *priv);
+HVT_INTERNAL struct fz_remote *fz_remote_find(struct fz_view *v,
+					      const char *name);
+HVT_INTERNAL void fz_remote_get(struct fz_remote *r);
+/* Drop a reference (lock held); frees the remote at zero. */
+HVT_INTERNAL void fz_remote_put(struct fz_remote *r);
+/* Take it off the list: it is gone; readers see the end (lock held). */
+HVT_INTERNAL void fz_remote_remove(struct fz_remote *r);
+
+/*
+ * Set the geometry (lock held).  A change of geometry or generation
+ * starts over: the queues are emptied.
+ */
+HVT_INTERNAL int fz_remote_set_geometry(struct fz_remote *r, uint32_t nr_cpus,
+					uint32_t nr_subbufs,
+					uint32_t subbuf_size,
+					uint32_t writer_kind, uint32_t mode,
+					uint32_t clock_id, uint64_t generation);
+/* Replace the event table (lock held; takes ownership of @ev). */
+HVT_INTERNAL int fz_remote_set_events(struct fz_remote *r, struct fz_event *ev,
+				      unsigned int nev, char *header_page,
+				      char *header_event);
+HVT_INTERNAL void fz_events_free(struct fz_event *ev, unsigned int nev);
+HVT_INTERNAL const struct fz_event *
+fz_event_find(const struct fz_remote *r, const char *system, const char *name);
+HVT_INTERNAL bool fz_system_exists(const struct fz_remote *r,
+				   const char *system);
+
+/* The records of a page (no lock needed); NULL with *err on failure. */
+HVT_INTERNAL struct fz_chunk *fz_chunk_from_page(const uint8_t *page,
+						 uint32_t len,
+						 uint64_t extra_lost, int *err);
+HVT_INTERNAL void fz_chunk_free(struct fz_chunk *c);
+/* Queue a chunk for @cpu (lock held; takes ownership). */
+HVT_INTERNAL void fz_ingest(struct fz_remote *r, uint32_t cpu,
+			    struct fz_chunk *c);
+/* Records lost with no page to carry them (lock held). */
+HVT_INTERNAL void fz_ingest_lost(struct fz_remote *r, uint32_t cpu,
+				 uint64_t lost);
+
+HVT_INTERNAL bool fz_has_data(const struct fz_remote *r, int cpu);
+/* Empty the queues of @cpu (-1: all) (lock held). */
+HVT_INTERNAL void fz_reset(struct fz_remote *r, int cpu);
+/*
+ * Consume one sub-buffer of @cpu into @page (subbuf_size bytes, the
+ * kernel's page format, in the view's clock); returns the page size, or
+ * 0 when nothing is queued (lock held).
+ */
+HVT_INTERNAL uint32_t fz_take_raw(struct fz_remote *r, uint32_t cpu,
+				  uint8_t *page);
+/*
+ * Consume records of @cpu (-1: all, merged by time) as trace_pipe lines
+ * into @buf; stops before a line that does not fit, except that the
+ * first line is always produced (cut to @size; the rest goes to @rest,
+ * malloc'd).  Returns the bytes written (lock held).
+ */
+HVT_INTERNAL size_t fz_take_text(struct fz_remote *r, int cpu, char *buf,
+				 size_t size, char **rest, size_t *rest_len);
+/* The text of the `trace` file (non-consuming; malloc'd; lock held). */
+HVT_INTERNAL char *fz_trace_text(struct fz_remote *r, int cpu, size_t *len);
+/* per_cpu/cpuN/stats (malloc'd; lock held). */
+HVT_INTERNAL char *fz_stats_text(struct fz_remote *r, uint32_t cpu,
+				 size_t *len);
+/* Append an entry to the remote's error_log, in tracefs's format. */
+HVT_INTERNAL void fz_errlog_add(struct fz_remote *r, const char *loc,
+				const char *msg, const char *cmd,
+				unsigned int pos);
+/* Rebuild the decoder from the event table (lock held). */
+HVT_INTERNAL int fz_remote_decoder(struct fz_remote *r);
+
+/* Clock names: trace_clock's text, and parsing a write to it. */
+HVT_INTERNAL int fz_clock_text(const struct fz_remote *r, char *buf,
+			       size_t size);
+HVT_INTERNAL int fz_clock_parse(const struct fz_remote *r, const char *s);
+
+/* --- sources ------------------------------------------------------------ */
+
+struct fz_daemon;
+HVT_INTERNAL int fz_daemon_start(struct fz_view *v, const char *sock,
+				 struct fz_daemon **out);
+HVT_INTERNAL void fz_daemon_stop(struct fz_daemon *d);
+
+struct fz_areas;
+HVT_INTERNAL int fz_areas_start(struct fz_view *v, char *const *specs,
+				unsigned int n, struct fz_areas **out);
+HVT_INTERNAL void fz_areas_stop(struct fz_areas *a);
+
+/* --- the file system (fs.c) and the mount (mount.c) --------------------- */
+
+struct fz_options {
+	const char *mountpoint;
+	const char *sock; /* hvtraced's socket (NULL: default) */
+	bool no_daemon;
+	char *const *areas; /* NAME=SPEC */
+	unsigned int nr_areas;
+	bool allow_other;
+	bool debug;
+	/* Called once the file system is mounted and ready (before the
+	 * loop runs): detaching, telling a parent. */
+	void (*ready)(void *arg);
+	void *ready_arg;
+};
+
+struct fuse_lowlevel_ops;
+HVT_INTERNAL const struct fuse_lowlevel_ops *fz_fs_ops(void);
+HVT_INTERNAL int fz_fs_init(struct fz_view *v);
+HVT_INTERNAL void fz_fs_fini(struct fz_view *v);
+/* Answer every parked read with the end of file (lock held). */
+HVT_INTERNAL void fz_fs_release_waiters(struct fz_view *v);
+
+/**
+ * hvt_fz_run - mount the view and serve it until unmounted or signalled
+ *
+ * Return: 0 after a clean shutdown, or a negative errno (with
+ * hvtrace_last_error() set).
+ */
+HVT_INTERNAL int hvt_fz_run(const struct fz_options *o);
+
+#endif /* HVT_FZ_H */

@@ -1,0 +1,815 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libhvtrace: remotes of hvtraced in the tracefs-style view.
+ *
+ * Two connections to the daemon.  The page feed belongs to one thread,
+ * which subscribes to every remote, turns each PAGE into records,
+ * converts their timestamps to host CLOCK_MONOTONIC with the daemon's
+ * clock model (one TO_HOST per remote per burst of pages) and queues
+ * them in the view; it also serves drain requests (DRAIN, then every page
+ * that preceded the answer) and looks at the daemon's list of remotes
+ * every FZD_REFRESH_NS: new remotes appear, detached ones disappear, a
+ * new generation or geometry starts a remote over, a remote whose writer
+ * stopped is marked so readers get the end of the data.  The control
+ * connection carries everything the file system asks (enable, tracing,
+ * definitions, texts, formats) under its own lock, which is never taken
+ * with the view lock held.
+ *
+ * When the daemon goes away every remote goes with it (readers get the
+ * end of file); the thread reconnects every second.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fz.h"
+#include "../proto/dfeed.h"
+
+#define FZD_REFRESH_NS	  300000000ULL	/* remotes list */
+#define FZD_COMMS_NS	  1000000000ULL /* a guest's comms */
+#define FZD_RECONNECT_NS  1000000000ULL
+#define FZD_DRAIN_WAIT_MS 5000
+#define FZD_BATCH	  4096 /* pages per burst */
+
+struct fz_dremote {
+	struct fz_dremote *next;
+	struct fz_daemon *d;
+	struct fz_remote *r; /* holds a reference */
+	uint32_t id;
+	bool dead;
+	uint32_t nr_events; /* as REMOTES said at the last fetch */
+	uint64_t sub_dropped;
+	uint64_t comms_ns;
+	uint64_t generation;
+};
+
+struct fz_daemon {
+	struct fz_view *v;
+	char *sock;
+	pthread_t thr;
+	bool thr_started;
+	int wake[2];
+	volatile int stop;
+	pthread_mutex_t ctl_lock;
+	struct hvt_dclient *ctl; /* under ctl_lock */
+	struct hvt_dfeed *feed;	 /* the thread's */
+	struct fz_dremote *all;	 /* live and dead: freed at stop */
+	uint64_t next_refresh, next_connect;
+	bool logged_down;
+};
+
+static uint64_t fzd_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static struct fz_dremote *fzd_by_id(struct fz_daemon *d, uint32_t id)
+{
+	struct fz_dremote *x;
+
+	for (x = d->all; x; x = x->next)
+		if (!x->dead && x->id == id)
+			return x;
+	return NULL;
+}
+
+/* --- operations for the file system ------------------------------------ */
+
+static int fzd_ctl_begin(struct fz_dremote *x)
+{
+	pthread_mutex_lock(&x->d->ctl_lock);
+	if (!x->d->ctl || x->dead) {
+		pthread_mutex_unlock(&x->d->ctl_lock);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+static void fzd_ctl_end(struct fz_dremote *x)
+{
+	pthread_mutex_unlock(&x->d->ctl_lock);
+}
+
+/* The event table from FORMATS and TEXT EVENTS (ctl_lock held). */
+static int fzd_fetch_events(struct fz_dremote *x)
+{
+	struct hvt_devents evs = {0};
+	struct fz_event *ev;
+	unsigned int i, n = 0;
+	int ret;
+
+	ret = hvt_devents_get(x->d->ctl, x->id, &evs);
+	if (ret)
+		return ret;
+	ev = calloc(evs.nr + 1, sizeof(*ev));
+	if (!ev) {
+		hvt_devents_free(&evs);
+		return -ENOMEM;
+	}
+	for (i = 0; i < evs.nr; i++) {
+		if (evs.ev[i].bit < 0)
+			continue;
+		snprintf(ev[n].system, sizeof(ev[n].system), "%s",
+			 evs.ev[i].system);
+		snprintf(ev[n].name, sizeof(ev[n].name), "%s", evs.ev[i].name);
+		ev[n].id = evs.ev[i].id;
+		ev[n].bit = evs.ev[i].bit;
+		ev[n].enabled = evs.ev[i].enabled;
+		ev[n].format = evs.ev[i].format;
+		evs.ev[i].format = NULL;
+		n++;
+	}
+	pthread_mutex_lock(&x->d->v->lock);
+	fz_remote_set_events(x->r, ev, n, evs.header_page, evs.header_event);
+	pthread_mutex_unlock(&x->d->v->lock);
+	evs.header_page = evs.header_event = NULL;
+	hvt_devents_free(&evs);
+	return 0;
+}
+
+static int fzd_refresh(struct fz_remote *r)
+{
+	struct fz_dremote *x = r->priv;
+	int ret = fzd_ctl_begin(x);
+
+	if (ret)
+		return ret;
+	ret = fzd_fetch_events(x);
+	fzd_ctl_end(x);
+	return ret;
+}
+
+/* One ENABLE; the daemon's text goes to @msg. */
+static int fzd_enable_one(struct fz_dremote *x, const char *system,
+			  const char *name, bool on, char *msg, size_t msgsize)
+{
+	char full[330];
+	struct hvt_msg m;
+
+	snprintf(full, sizeof(full), "%s%s%s",
+		 strcmp(system, "user_events") ? system : "",
+		 strcmp(system, "user_events") ? "/" : "", name);
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_ENABLE;
+	m.chan = x->id;
+	m.u.arg.arg = on;
+	m.u.arg.s.ptr = full;
+	m.u.arg.s.len = (uint32_t)strlen(full);
+	return hvt_dclient_result(x->d->ctl, &m, NULL, msg, msgsize);
+}
+
+static int fzd_enable(struct fz_remote *r, const struct fz_event *e,
+		      const char *system, bool on, char *msg, size_t msgsize)
+{
+	struct fz_dremote *x = r->priv;
+	struct {
+		char system[64], name[256];
+	} *list = NULL;
+	unsigned int n = 0, i;
+	int ret = 0;
+
+	/* The events to change, copied while the view is locked. */
+	pthread_mutex_lock(&r->v->lock);
+	list = calloc(r->nev + 1, sizeof(*list));
+	for (i = 0; list && i < r->nev; i++) {
+		const struct fz_event *k = &r->ev[i];
+
+		if (e ? strcmp(k->system, e->system) || strcmp(k->name, e->name)
+		      : system && strcmp(k->system, system))
+			continue;
+		snprintf(list[n].system, sizeof(list[n].system), "%s",
+			 k->system);
+		snprintf(list[n].name, sizeof(list[n].name), "%s", k->name);
+		n++;
+	}
+	pthread_mutex_unlock(&r->v->lock);
+	if (!list)
+		return -ENOMEM;
+	ret = fzd_ctl_begin(x);
+	if (ret) {
+		free(list);
+		return ret;
+	}
+	for (i = 0; !ret && i < n; i++)
+		ret = fzd_enable_one(x, list[i].system, list[i].name, on, msg,
+				     msgsize);
+	/* The state as the daemon has it now, whatever happened. */
+	if (!fzd_fetch_events(x) && !ret && !n)
+		ret = -ENOENT;
+	fzd_ctl_end(x);
+	free(list);
+	return ret;
+}
+
+static int fzd_tracing(struct fz_remote *r, bool on, char *msg, size_t msgsize)
+{
+	struct fz_dremote *x = r->priv;
+	struct hvt_m_result res;
+	struct hvt_msg m;
+	int ret = fzd_ctl_begin(x);
+
+	if (ret)
+		return ret;
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_TRACING;
+	m.chan = x->id;
+	m.u.tracing.op = on ? HVT_TRACING_ON : HVT_TRACING_OFF;
+	ret = hvt_dclient_result(x->d->ctl, &m, &res, msg, msgsize);
+	fzd_ctl_end(x);
+	if (!ret) {
+		pthread_mutex_lock(&r->v->lock);
+		r->tracing_on = res.id != 0;
+		pthread_mutex_unlock(&r->v->lock);
+	}
+	return ret;
+}
+
+static int fzd_drain(struct fz_remote *r)
+{
+	struct fz_dremote *x = r->priv;
+	struct fz_view *v = r->v;
+	struct timespec until;
+	uint64_t target;
+	int ret = 0;
+	char c = 'd';
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += FZD_DRAIN_WAIT_MS / 1000;
+	pthread_mutex_lock(&v->lock);
+	target = ++r->drain_req;
+	pthread_mutex_unlock(&v->lock);
+	if (write(x->d->wake[1], &c, 1) < 0 && errno != EAGAIN)
+		return -errno;
+	pthread_mutex_lock(&v->lock);
+	while (r->drain_done < target && !r->gone && !v->shutdown) {
+		if (pthread_cond_timedwait(&v->cond, &v->lock, &until)) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&v->lock);
+	return ret;
+}
+
+static int fzd_dyn(struct fz_remote *r, const char *line, char *msg,
+		   size_t msgsize)
+{
+	struct fz_dremote *x = r->priv;
+	struct hvt_msg m;
+	int ret = fzd_ctl_begin(x);
+
+	if (ret)
+		return ret;
+	memset(&m, 0, sizeof(m));
+	m.chan = x->id;
+	if (!line) {
+		m.type = HVT_MSG_DELETE;
+		m.u.arg.s.ptr = "*";
+		m.u.arg.s.len = 1;
+	} else {
+		m.type = line[0] == '!' || line[0] == '-' ? HVT_MSG_DELETE
+							  : HVT_MSG_DEFINE;
+		m.u.arg.s.ptr = line;
+		m.u.arg.s.len = (uint32_t)strlen(line);
+	}
+	ret = hvt_dclient_result(x->d->ctl, &m, NULL, msg, msgsize);
+	if (ret != -ENODEV && ret != -ECONNRESET && ret != -ETIMEDOUT)
+		fzd_fetch_events(x);
+	fzd_ctl_end(x);
+	return ret;
+}
+
+static int fzd_text(struct fz_remote *r, uint32_t kind, char **out)
+{
+	struct fz_dremote *x = r->priv;
+	int ret = fzd_ctl_begin(x);
+
+	if (ret)
+		return ret;
+	ret = hvt_dclient_text(x->d->ctl, x->id, kind, out, NULL);
+	fzd_ctl_end(x);
+	return ret;
+}
+
+static const struct fz_src_ops fzd_ops = {
+	.enable = fzd_enable,
+	.tracing = fzd_tracing,
+	.drain = fzd_drain,
+	.dyn = fzd_dyn,
+	.text = fzd_text,
+	.refresh = fzd_refresh,
+};
+
+/* --- the feed thread ------------------------------------------------------ */
+
+struct fzd_item {
+	struct fz_dremote *x;
+	uint32_t cpu;
+	struct fz_chunk *c;
+};
+
+/* Take the pages there are now (at most FZD_BATCH), convert, queue. */
+static int fzd_pump(struct fz_daemon *d, int wait_ms)
+{
+	struct fzd_item *items;
+	struct hvt_dpage *pg;
+	unsigned int n = 0, i, k;
+	bool *done;
+	int ret = 0;
+
+	items = calloc(FZD_BATCH, sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	while (n < FZD_BATCH) {
+		struct fz_dremote *x;
+		uint64_t drops = 0;
+		int err;
+
+		ret = hvt_dfeed_next(d->feed, n ? 0 : wait_ms, &pg);
+		if (ret <= 0)
+			break;
+		x = fzd_by_id(d, pg->remote);
+		if (x) {
+			if (pg->dropped_events > x->sub_dropped) {
+				/* Pages the daemon dropped for us (we were
+				 * slow): lost before this page. */
+				drops = pg->dropped_events - x->sub_dropped;
+				x->sub_dropped = pg->dropped_events;
+			}
+			items[n].c = fz_chunk_from_page(pg->data, pg->len,
+							drops, &err);
+			if (items[n].c) {
+				items[n].x = x;
+				items[n].cpu = pg->cpu;
+				n++;
+			}
+		}
+		free(pg);
+	}
+	/* Host times: one TO_HOST per remote in the batch. */
+	done = calloc(n + 1, sizeof(*done));
+	if (!done)
+		ret = -ENOMEM;
+	for (i = 0; ret >= 0 && i < n; i++) {
+		struct fz_dremote *x = items[i].x;
+		size_t total = 0, j;
+		uint64_t *ts;
+
+		if (done[i])
+			continue;
+		for (k = i; k < n; k++)
+			if (items[k].x == x)
+				total += items[k].c->n;
+		for (k = i; k < n; k++)
+			if (items[k].x == x)
+				done[k] = true;
+		if (!total)
+			continue;
+		ts = malloc(total * sizeof(*ts));
+		if (!ts) {
+			ret = -ENOMEM;
+			break;
+		}
+		for (k = i, j = 0; k < n; k++) {
+			uint32_t e;
+
+			if (items[k].x != x)
+				continue;
+			for (e = 0; e < items[k].c->n; e++)
+				ts[j++] = items[k].c->ev[e].ts;
+		}
+		ret = hvt_dfeed_to_host(d->feed, x->id, ts, ts, total, NULL);
+		/* A remote detached meanwhile cannot convert: its records
+		 * go nowhere anyway. */
+		if (ret == -ENOENT || ret == -ENODEV)
+			ret = 0;
+		for (k = i, j = 0; !ret && k < n; k++) {
+			uint32_t e;
+
+			if (items[k].x != x)
+				continue;
+			for (e = 0; e < items[k].c->n; e++)
+				items[k].c->ev[e].host = ts[j++];
+		}
+		free(ts);
+	}
+	free(done);
+	pthread_mutex_lock(&d->v->lock);
+	for (i = 0; i < n; i++) {
+		struct fz_dremote *x = items[i].x;
+		uint32_t cpu = items[i].cpu;
+
+		if (ret >= 0 && x && !x->dead && !x->r->gone &&
+		    x->generation == x->r->generation)
+			fz_ingest(x->r, cpu, items[i].c);
+		else
+			fz_chunk_free(items[i].c);
+	}
+	pthread_mutex_unlock(&d->v->lock);
+	free(items);
+	return ret < 0 ? ret : (int)n;
+}
+
+/* A remote of the daemon appeared: its events, then its pages. */
+static void fzd_add(struct fz_daemon *d, const struct hvt_remote_rec *rec)
+{
+	struct fz_dremote *x = calloc(1, sizeof(*x));
+	struct fz_remote *r;
+	int ret;
+
+	if (!x)
+		return;
+	x->d = d;
+	x->id = rec->id;
+	x->nr_events = rec->nr_events;
+	x->generation = rec->generation;
+	pthread_mutex_lock(&d->v->lock);
+	r = fz_remote_find(d->v, rec->name);
+	if (r) {
+		/* The name is taken (an area given with --area). */
+		pthread_mutex_unlock(&d->v->lock);
+		free(x);
+		return;
+	}
+	r = fz_remote_add(d->v, rec->name, &fzd_ops, x);
+	if (!r) {
+		pthread_mutex_unlock(&d->v->lock);
+		free(x);
+		return;
+	}
+	fz_remote_get(r);
+	x->r = r;
+	r->id = rec->id;
+	r->transport = rec->transport;
+	r->user_events = rec->transport != HVT_TRANSPORT_AREA;
+	r->tracing_on = rec->tracing_on;
+	if (rec->nr_cpus)
+		fz_remote_set_geometry(r, rec->nr_cpus, rec->nr_subbufs,
+				       rec->subbuf_size, rec->writer_kind,
+				       rec->mode, rec->clock_id,
+				       rec->generation);
+	x->next = d->all;
+	d->all = x;
+	pthread_mutex_unlock(&d->v->lock);
+	pthread_mutex_lock(&d->ctl_lock);
+	if (d->ctl)
+		fzd_fetch_events(x);
+	pthread_mutex_unlock(&d->ctl_lock);
+	ret = hvt_dfeed_subscribe(d->feed, x->id, -1, 0, NULL);
+	if (ret && ret != -ENODEV)
+		hvt_err(ret, "cannot subscribe to '%s'", rec->name);
+	if (rec->transport == HVT_TRANSPORT_AREA &&
+	    rec->state == HVT_REMOTE_DISCONNECTED) {
+		/* A writer that stopped already: what it left, then the
+		 * news. */
+		if (!ret && !hvt_dfeed_drain(d->feed, x->id))
+			while (fzd_pump(d, 0) > 0)
+				;
+		pthread_mutex_lock(&d->v->lock);
+		r->stopped = true;
+		if (d->v->wake)
+			d->v->wake(d->v, r);
+		pthread_mutex_unlock(&d->v->lock);
+	}
+}
+
+static void fzd_remove(struct fz_daemon *d, struct fz_dremote *x)
+{
+	x->dead = true;
+	pthread_mutex_lock(&d->v->lock);
+	fz_remote_remove(x->r);
+	pthread_mutex_unlock(&d->v->lock);
+}
+
+/* Name a guest's pids from its agent's saved_cmdlines. */
+static void fzd_comms(struct fz_daemon *d, struct fz_dremote *x)
+{
+	char *text = NULL, *line, *save = NULL;
+	int ret = -ENODEV;
+
+	pthread_mutex_lock(&d->ctl_lock);
+	if (d->ctl)
+		ret = hvt_dclient_text(d->ctl, x->id, HVT_TEXT_CMDLINES, &text,
+				       NULL);
+	pthread_mutex_unlock(&d->ctl_lock);
+	if (ret)
+		return;
+	pthread_mutex_lock(&d->v->lock);
+	for (line = strtok_r(text, "\n", &save); x->r->dec && line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char comm[32];
+		int pid;
+
+		if (sscanf(line, "%d %31[^\n]", &pid, comm) == 2)
+			hvtrace_decoder_set_comm(x->r->dec, pid, comm);
+	}
+	pthread_mutex_unlock(&d->v->lock);
+	free(text);
+}
+
+/* Compare the daemon's list with ours. */
+static int fzd_sync_remotes(struct fz_daemon *d)
+{
+	struct hvt_remote_rec *recs = NULL;
+	struct fz_dremote *x;
+	uint32_t n = 0, i;
+	uint64_t now = fzd_now();
+	int ret;
+
+	pthread_mutex_lock(&d->ctl_lock);
+	ret = hvt_dremotes(d->ctl, &recs, &n);
+	pthread_mutex_unlock(&d->ctl_lock);
+	if (ret)
+		return ret;
+	for (x = d->all; x; x = x->next) {
+		const struct hvt_remote_rec *rec = NULL;
+		bool refetch = false, stopped;
+
+		if (x->dead)
+			continue;
+		for (i = 0; i < n; i++)
+			if (recs[i].id == x->id)
+				rec = &recs[i];
+		if (!rec) {
+			fzd_remove(d, x);
+			continue;
+		}
+		stopped = rec->transport == HVT_TRANSPORT_AREA &&
+			  rec->state == HVT_REMOTE_DISCONNECTED;
+		if (stopped && !x->r->stopped) {
+			/* The writer stopped: everything it committed
+			 * reaches the view before readers are told. */
+			if (!hvt_dfeed_drain(d->feed, x->id))
+				while (fzd_pump(d, 0) > 0)
+					;
+		}
+		pthread_mutex_lock(&d->v->lock);
+		x->r->tracing_on = rec->tracing_on;
+		x->r->stopped = stopped;
+		if (rec->nr_cpus &&
+		    (!x->r->loaded || rec->generation != x->r->generation ||
+		     rec->nr_cpus != x->r->nr_cpus ||
+		     rec->subbuf_size != x->r->subbuf_size)) {
+			fz_remote_set_geometry(
+				x->r, rec->nr_cpus, rec->nr_subbufs,
+				rec->subbuf_size, rec->writer_kind, rec->mode,
+				rec->clock_id, rec->generation);
+			x->generation = rec->generation;
+			refetch = true;
+		}
+		if (d->v->wake)
+			d->v->wake(d->v, x->r);
+		pthread_mutex_unlock(&d->v->lock);
+		if (rec->nr_events != x->nr_events)
+			refetch = true;
+		if (refetch) {
+			x->nr_events = rec->nr_events;
+			pthread_mutex_lock(&d->ctl_lock);
+			if (d->ctl)
+				fzd_fetch_events(x);
+			pthread_mutex_unlock(&d->ctl_lock);
+		}
+		/* A guest's comms, from its agent, now and then. */
+		if (x->r->user_events && now - x->comms_ns >= FZD_COMMS_NS) {
+			x->comms_ns = now;
+			fzd_comms(d, x);
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (!fzd_by_id(d, recs[i].id))
+			fzd_add(d, &recs[i]);
+	free(recs);
+	return 0;
+}
+
+static void fzd_disconnect(struct fz_daemon *d, int why)
+{
+	struct fz_dremote *x;
+
+	for (x = d->all; x; x = x->next)
+		if (!x->dead)
+			fzd_remove(d, x);
+	pthread_mutex_lock(&d->ctl_lock);
+	hvt_dclient_close(d->ctl);
+	d->ctl = NULL;
+	pthread_mutex_unlock(&d->ctl_lock);
+	hvt_dfeed_close(d->feed);
+	d->feed = NULL;
+	d->next_connect = fzd_now() + FZD_RECONNECT_NS;
+	if (!d->logged_down) {
+		fprintf(stderr,
+			"hvtrace mount: lost hvtraced (%s: %s); its "
+			"remotes are gone from the view, reconnecting "
+			"every second\n",
+			strerror(-why), hvtrace_last_error());
+		d->logged_down = true;
+	}
+}
+
+static int fzd_connect(struct fz_daemon *d)
+{
+	struct hvt_dclient *ctl;
+	int ret;
+
+	ret = hvt_dclient_open(d->sock, &ctl);
+	if (ret)
+		return ret;
+	ret = hvt_dfeed_open(d->sock, &d->feed);
+	if (ret) {
+		hvt_dclient_close(ctl);
+		return ret;
+	}
+	pthread_mutex_lock(&d->ctl_lock);
+	d->ctl = ctl;
+	pthread_mutex_unlock(&d->ctl_lock);
+	if (d->logged_down)
+		fprintf(stderr, "hvtrace mount: hvtraced is back\n");
+	d->logged_down = false;
+	d->next_refresh = 0;
+	return 0;
+}
+
+/* Serve the drains asked for, in order. */
+static int fzd_drains(struct fz_daemon *d)
+{
+	struct fz_dremote *x;
+	int ret = 0;
+
+	for (x = d->all; x; x = x->next) {
+		uint64_t target;
+
+		if (x->dead)
+			continue;
+		pthread_mutex_lock(&d->v->lock);
+		target = x->r->drain_req;
+		pthread_mutex_unlock(&d->v->lock);
+		if (target == x->r->drain_done)
+			continue;
+		ret = hvt_dfeed_drain(d->feed, x->id);
+		if (!ret)
+			while ((ret = fzd_pump(d, 0)) > 0)
+				;
+		pthread_mutex_lock(&d->v->lock);
+		x->r->drain_done = target;
+		pthread_cond_broadcast(&d->v->cond);
+		pthread_mutex_unlock(&d->v->lock);
+		if (ret == -ENOENT || ret == -ENODEV)
+			ret = 0; /* detached meanwhile */
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static void *fzd_thread(void *arg)
+{
+	struct fz_daemon *d = arg;
+
+	while (!d->stop) {
+		struct pollfd pfd[2];
+		uint64_t now = fzd_now();
+		int ret = 0, timeout;
+
+		if (!d->feed) {
+			if (now >= d->next_connect && fzd_connect(d))
+				d->next_connect = now + FZD_RECONNECT_NS;
+			if (!d->feed) {
+				/* Drains cannot be served: say they are. */
+				struct fz_dremote *x;
+
+				pthread_mutex_lock(&d->v->lock);
+				for (x = d->all; x; x = x->next)
+					x->r->drain_done = x->r->drain_req;
+				pthread_cond_broadcast(&d->v->cond);
+				pthread_mutex_unlock(&d->v->lock);
+				pfd[0].fd = d->wake[0];
+				pfd[0].events = POLLIN;
+				poll(pfd, 1, 200);
+				if (pfd[0].revents & POLLIN) {
+					char buf[64];
+
+					while (read(d->wake[0], buf,
+						    sizeof(buf)) > 0)
+						;
+				}
+				continue;
+			}
+		}
+		if (now >= d->next_refresh) {
+			d->next_refresh = now + FZD_REFRESH_NS;
+			ret = fzd_sync_remotes(d);
+			if (ret) {
+				fzd_disconnect(d, ret);
+				continue;
+			}
+		}
+		timeout = hvt_dfeed_pending(d->feed) ? 0 : 100;
+		pfd[0].fd = hvt_dfeed_fd(d->feed);
+		pfd[0].events = POLLIN;
+		pfd[1].fd = d->wake[0];
+		pfd[1].events = POLLIN;
+		pfd[0].revents = pfd[1].revents = 0;
+		if (timeout)
+			poll(pfd, 2, timeout);
+		if (pfd[1].revents & POLLIN) {
+			char buf[64];
+
+			while (read(d->wake[0], buf, sizeof(buf)) > 0)
+				;
+		}
+		if (d->stop)
+			break;
+		if (!timeout || (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			ret = fzd_pump(d, 0);
+		if (ret >= 0)
+			ret = fzd_drains(d);
+		if (ret < 0)
+			fzd_disconnect(d, ret);
+	}
+	return NULL;
+}
+
+int fz_daemon_start(struct fz_view *v, const char *sock, struct fz_daemon **out)
+{
+	struct fz_daemon *d = calloc(1, sizeof(*d));
+	int ret;
+
+	if (!d)
+		return hvt_err(-ENOMEM, "out of memory");
+	d->v = v;
+	d->wake[0] = d->wake[1] = -1;
+	pthread_mutex_init(&d->ctl_lock, NULL);
+	if (sock) {
+		d->sock = strdup(sock);
+		if (!d->sock) {
+			fz_daemon_stop(d);
+			return hvt_err(-ENOMEM, "out of memory");
+		}
+	}
+	if (pipe2(d->wake, O_NONBLOCK | O_CLOEXEC)) {
+		ret = hvt_err(-errno, "pipe: %s", strerror(errno));
+		fz_daemon_stop(d);
+		return ret;
+	}
+	/* The daemon must answer now; later it may come and go. */
+	ret = fzd_connect(d);
+	if (ret) {
+		fz_daemon_stop(d);
+		return ret;
+	}
+	ret = fzd_sync_remotes(d);
+	if (ret) {
+		fz_daemon_stop(d);
+		return ret;
+	}
+	d->next_refresh = fzd_now() + FZD_REFRESH_NS;
+	ret = pthread_create(&d->thr, NULL, fzd_thread, d);
+	if (ret) {
+		fz_daemon_stop(d);
+		return hvt_err(-ret, "cannot start a thread: %s",
+			       strerror(ret));
+	}
+	d->thr_started = true;
+	*out = d;
+	return 0;
+}
+
+void fz_daemon_stop(struct fz_daemon *d)
+{
+	struct fz_dremote *x, *n;
+	char c = 's';
+
+	if (!d)
+		return;
+	d->stop = 1;
+	if (d->wake[1] >= 0 && write(d->wake[1], &c, 1) < 0)
+		(void)0; /* the thread polls every 100 ms anyway */
+	if (d->thr_started)
+		pthread_join(d->thr, NULL);
+	for (x = d->all; x; x = n) {
+		n = x->next;
+		pthread_mutex_lock(&d->v->lock);
+		if (!x->dead)
+			fz_remote_remove(x->r);
+		fz_remote_put(x->r);
+		pthread_mutex_unlock(&d->v->lock);
+		free(x);
+	}
+	hvt_dclient_close(d->ctl);
+	hvt_dfeed_close(d->feed);
+	if (d->wake[0] >= 0)
+		close(d->wake[0]);
+	if (d->wake[1] >= 0)
+		close(d->wake[1]);
+	pthread_mutex_destroy(&d->ctl_lock);
+	free(d->sock);
+	free(d);
+}

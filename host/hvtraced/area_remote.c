@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtraced: remotes that are an area alone.
+ *
+ * A hypervisor (its trace area in a range of its guest-RAM file) and the
+ * loopback writer (a /dev/shm file) have no agent and no control
+ * channel: everything the daemon says to them goes through the area's
+ * control page, which it owns (HVTRACE_OPEN_CONTROL).  Such a remote is
+ * attached by name with "PATH[@OFFSET[+SIZE]]" and then served like a
+ * guest: the same subscriptions and fan-out, the same tools.
+ *
+ *   events     the writer kind's static table: the built-in "hvtrace"
+ *              events (a loopback writer's selftest, enable bit 0) and,
+ *              for a hypervisor, its "hypervisor" events (enable bit =
+ *              index).  The daemon keeps its own record of which are on
+ *              and writes it into the control page on every (re)attach;
+ *              it never reads enable state back from shared memory.
+ *              All are on after attach unless HVT_ATTACH_DISABLED.
+ *   time       samples through the control page (hvtrace_area_sync())
+ *              for a writer that answers them; a loopback writer that
+ *              lives on this host is read directly
+ *              (hvtrace_area_sync_local()).  A burst at attach, then one
+ *              per --sync-interval.  hvtrace_area_sync() waits for the
+ *              answer, so the wait is bounded (AR_SYNC_WAIT_MS) and a
+ *              writer that stops answering is asked less and less often.
+ *   state      polled every AR_STATE_MS: a writer that stopped (STOPPED,
+ *              or a loopback writer whose process is gone) makes the
+ *              remote "disconnected"; a new generation (the writer
+ *              formatted the area again) re-attaches it; a file that
+ *              shrank under the mapping drops the area, which is then
+ *              retried every second, as is an area not formatted yet.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "../tracedat/tdat.h"
+
+#define AR_STATE_MS	       200  /* writer state poll */
+#define AR_RETRY_MS	       1000 /* area not there or not formatted yet */
+#define AR_SYNC_WAIT_MS	       5    /* longest wait for one answer */
+#define AR_SYNC_BURST	       16
+#define AR_SYNC_MAX_BACKOFF_MS 60000
+
+struct area_remote {
+	char spec[4200];
+	uint32_t flags;		     /* HVT_ATTACH_* */
+	struct hvt_tdat_catalog cat; /* static events of the writer kind */
+	uint32_t cat_kind;	     /* writer kind the catalog is for */
+	bool have_cat;
+	/* The daemon's own record of the static events' state, by catalog
+	 * index (never read back from the control page). */
+	bool *on;
+	bool defaults_applied;
+	uint64_t next_open_ms;
+	uint64_t next_state_ms;
+	uint64_t next_sync_ms;
+	unsigned int burst_left;
+	unsigned int sync_misses; /* answers missed in a row */
+	char last_err[256];	  /* logged once per distinct error */
+};
+
+const char *area_remote_spec(const struct remote *r)
+{
+	return r->ar ? r->ar->spec : "";
+}
+
+static int ar_load_catalog(struct remote *r)
+{
+	struct area_remote *ar = r->ar;
+	bool *on;
+	int ret;
+
+	if (ar->have_cat && ar->cat_kind == r->info.writer_kind)
+		return 0;
+	hvt_tdat_catalog_free(&ar->cat);
+	ar->have_cat = false;
+	free(ar->on);
+	ar->on = NULL;
+	ar->defaults_applied = false;
+	ret = hvt_tdat_catalog_for_writer(&ar->cat, r->info.writer_kind);
+	if (ret)
+		return ret;
+	on = calloc(ar->cat.nr + 1, sizeof(*on));
+	if (!on)
+		return -ENOMEM;
+	ar->on = on;
+	ar->cat_kind = r->info.writer_kind;
+	ar->have_cat = true;
+	return 0;
+}
+
+const struct hvt_tdat_catalog *area_remote_catalog(struct remote *r)
+{
+	if (!r->ar || !r->area || ar_load_catalog(r))
+		return NULL;
+	return &r->ar->cat;
+}
+
+bool area_remote_event_on(const struct remote *r, unsigned int i)
+{
+	return r->ar && r->ar->have_cat && i < r->ar->cat.nr && r->ar->on[i];
+}
+
+int area_remote_set_event(struct remote *r, unsigned int i, bool on)
+{
+	struct area_remote *ar = r->ar;
+
+	if (!ar || !ar->have_cat || i >= ar->cat.nr || ar->cat.bit[i] < 0)
+		return -EINVAL;
+	ar->on[i] = on;
+	if (!r->area)
+		return 0;
+	return hvtrace_area_set_event(r->area, (unsigned int)ar->cat.bit[i],
+				      on);
+}
+
+/* The whole static bitmap and tracing_on, from the daemon's record. */
+static void ar_write_control(struct remote *r)
+{
+	struct area_remote *ar = r->ar;
+	unsigned int i;
+
+	if (!ar->have_cat)
+		return;
+	if (!ar->defaults_applied) {
+		for (i = 0; i < ar->cat.nr; i++)
+			ar->on[i] = ar->cat.bit[i] >= 0 &&
+				    !(ar->flags & HVT_ATTACH_DISABLED);
+		ar->defaults_applied = true;
+	}
+	for (i = 0; i < ar->cat.nr; i++)
+		if (ar->cat.bit[i] >= 0)
+			hvtrace_area_set_event(r->area,
+					       (unsigned int)ar->cat.bit[i],
+					       ar->on[i]);
+	hvtrace_area_set_tracing(r->area, r->tracing_on);
+}
+
+static bool ar_writer_alive(const struct remote *r)
+{
+	if (r->info.writer_kind != HVT_WRITER_LOOPBACK || !r->info.writer_pid)
+		return true; /* nothing else can be asked */
+	return !(kill((pid_t)r->info.writer_pid, 0) && errno == ESRCH);
+}
+
+static void ar_set_state(struct remote *r, uint32_t writer_state)
+{
+	enum hvt_remote_state s;
+
+	if (!r->area)
+		s = HVT_REMOTE_WAITING;
+	else if (writer_state == HVT_STATE_STOPPED || !ar_writer_alive(r))
+		s = HVT_REMOTE_DISCONNECTED;
+	else if (writer_state == HVT_STATE_RUNNING)
+		s = HVT_REMOTE_CONNECTED;
+	else
+		s = HVT_REMOTE_WAITING;
+	if (s != r->state)
+		d_log("remote '%s': writer %s", r->name,
+		      s == HVT_REMOTE_CONNECTED	     ? "running"
+		      : s == HVT_REMOTE_DISCONNECTED ? "stopped"
+						     : "not running yet");
+	r->state = s;
+}
+
+/* (Re)attach the area; 0, or the error (logged once per distinct one). */
+static int ar_open(struct remote *r)
+{
+	struct area_remote *ar = r->ar;
+	struct hvtrace_area_info info;
+	struct hvtrace_area *a;
+	uint32_t state = 0;
+	uint8_t *page;
+	int ret;
+
+	ret = hvtrace_area_open_spec(ar->spec, HVTRACE_OPEN_CONTROL, &a);
+	if (ret) {
+		if (strcmp(ar->last_err, hvtrace_last_error())) {
+			snprintf(ar->last_err, sizeof(ar->last_err), "%s",
+				 hvtrace_last_error());
+			d_log("remote '%s': %s (retrying every %d ms)", r->name,
+			      ar->last_err, AR_RETRY_MS);
+		}
+		return ret;
+	}
+	ar->last_err[0] = '\0';
+	hvtrace_area_get_info(a, &info);
+	page = realloc(r->page, info.subbuf_size);
+	if (!page) {
+		hvtrace_area_close(a);
+		return -ENOMEM;
+	}
+	r->page = page;
+	/* Subscriptions stay; the new area's readers start at its oldest
+	 * data. */
+	hvtrace_area_close(r->area);
+	r->area = a;
+	r->info = info;
+	r->sync_samples = 0;
+	r->raw_nr = 0;
+	r->raw_next = 0;
+	ret = ar_load_catalog(r);
+	if (ret) {
+		d_log("remote '%s': cannot load its event table: %s", r->name,
+		      strerror(-ret));
+		return ret;
+	}
+	ar_write_control(r);
+	hvtrace_area_writer_state(a, &state, NULL);
+	ar_set_state(r, state);
+	ar->burst_left = AR_SYNC_BURST;
+	ar->sync_misses = 0;
+	ar->next_sync_ms = d_now_ms();
+	d_log("remote '%s': area %s: %s writer, %u CPUs x %u sub-buffers of %u "
+	      "bytes, generation %llu",
+	      r->name, ar->spec,
+	      info.writer_kind == HVT_WRITER_HYP	? "hypervisor"
+	      : info.writer_kind == HVT_WRITER_LOOPBACK ? "loopback"
+	      : info.writer_kind == HVT_WRITER_GUEST	? "guest"
+							: "unknown",
+	      info.nr_cpus, info.nr_subbufs, info.subbuf_size,
+	      (unsigned long long)info.generation);
+	return 0;
+}
+
+int area_remote_attach(const char *name, const char *spec, uint32_t flags,
+		       struct remote **out, char *msg, size_t msgsize)
+{
+	struct area_remote *ar;
+	struct remote *r;
+	int ret;
+
+	if (!hvt_proto_name_ok(name, (uint32_t)strlen(name))) {
+		snprintf(msg, msgsize,
+			 "'%s' is not a remote name: use 1..31 "
+			 "of [A-Za-z0-9._-]",
+			 name);
+		return -EINVAL;
+	}
+	if (!*spec || strlen(spec) >= sizeof(ar->spec)) {
+		snprintf(msg, msgsize, "give the area as PATH[@OFFSET[+SIZE]]");
+		return -EINVAL;
+	}
+	if (flags & ~HVT_ATTACH_ALL) {
+		snprintf(msg, msgsize, "unknown attach flags 0x%x", flags);
+		return -EINVAL;
+	}
+	if (remote_by_name(name)) {
+		snprintf(msg, msgsize, "'%s' is attached already", name);
+		return -EEXIST;
+	}
+	ar = calloc(1, sizeof(*ar));
+	if (!ar) {
+		snprintf(msg, msgsize, "out of memory");
+		return -ENOMEM;
+	}
+	snprintf(ar->spec, sizeof(ar->spec), "%s", spec);
+	ar->flags = flags;
+	ret = remote_new(name, HVT_TRANSPORT_AREA, &r);
+	if (ret) {
+		free(ar);
+		snprintf(msg, msgsize, "cannot create remote: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	r->ar = ar;
+	snprintf(r->area_path, sizeof(r->area_path), "%s", spec);
+	ret = ar_open(r);
+	if (ret) {
+		ar->next_open_ms = d_now_ms() + AR_RETRY_MS;
+		snprintf(msg, msgsize,
+			 "attached '%s' (area %s: %s; retrying every second)",
+			 name, spec,
+			 ar->last_err[0] ? ar->last_err : strerror(-ret));
+	} else {
+		snprintf(msg, msgsize, "attached '%s' (area %s)", name, spec);
+	}
+	*out = r;
+	return 0;
+}
+
+void area_remote_free(struct remote *r)
+{
+	struct area_remote *ar = r->ar;
+
+	if (!ar)
+		return;
+	hvt_tdat_catalog_free(&ar->cat);
+	free(ar->on);
+	free(ar);
+	r->ar = NULL;
+}
+
+/* One time-sync sample, as the writer allows; true when one was taken. */
+static bool ar_sync_once(struct remote *r)
+{
+	uint64_t send, recv;
+
+	if (r->info.writer_kind == HVT_WRITER_LOOPBACK && r->info.writer_pid &&
+	    ar_writer_alive(r)) {
+		/* A loopback writer runs on this host: its clock is ours
+		 * to read, and that needs no answer. */
+		if (!hvtrace_area_sync_local(r->area)) {
+			r->sync_samples++;
+			return true;
+		}
+	}
+	send = d_now_ns();
+	if (hvtrace_area_sync(r->area, AR_SYNC_WAIT_MS)) {
+		r->sync_bad++;
+		return false;
+	}
+	recv = d_now_ns();
+	r->sync_samples++;
+	r->sync_window_ns = recv - send;
+	return true;
+}
+
+static void ar_sync(struct remote *r, uint64_t now)
+{
+	struct area_remote *ar = r->ar;
+	uint64_t gap;
+
+	if (r->state != HVT_REMOTE_CONNECTED) {
+		ar->next_sync_ms = now + AR_STATE_MS;
+		return;
+	}
+	if (ar_sync_once(r)) {
+		ar->sync_misses = 0;
+	} else if (ar->sync_misses < 32) {
+		ar->sync_misses++;
+	}
+	if (ar->burst_left) {
+		ar->burst_left--;
+		ar->next_sync_ms = now + 1;
+		return;
+	}
+	gap = D->sync_interval_ms ? D->sync_interval_ms : 1000;
+	/* A writer that does not answer is asked less and less often, so
+	 * it costs the loop at most AR_SYNC_WAIT_MS per back-off period. */
+	if (ar->sync_misses)
+		gap <<= ar->sync_misses > 6 ? 6 : ar->sync_misses;
+	if (gap > AR_SYNC_MAX_BACKOFF_MS)
+		gap = AR_SYNC_MAX_BACKOFF_MS;
+	ar->next_sync_ms = now + gap;
+}
+
+void area_remote_tick(struct remote *r, uint64_t now, uint64_t *next)
+{
+	struct area_remote *ar = r->ar;
+	uint32_t state = 0;
+	uint64_t gen = 0;
+	int ret;
+
+	if (!ar)
+		return;
+	if (!r->area) {
+		if (now >= ar->next_open_ms) {
+			ar->next_open_ms = now + AR_RETRY_MS;
+			ar_open(r);
+		}
+		if (!r->area) {
+			if (*next > ar->next_open_ms)
+				*next = ar->next_open_ms;
+			return;
+		}
+	}
+	if (now >= ar->next_state_ms) {
+		ar->next_state_ms = now + AR_STATE_MS;
+		ret = hvtrace_area_writer_state(r->area, &state, &gen);
+		if (ret < 0) {
+			d_log("remote '%s': %s; the area is dropped and "
+			      "retried",
+			      r->name, hvtrace_last_error());
+			hvtrace_area_close(r->area);
+			r->area = NULL;
+			r->state = HVT_REMOTE_WAITING;
+			ar->next_open_ms = now + AR_RETRY_MS;
+			if (*next > ar->next_open_ms)
+				*next = ar->next_open_ms;
+			return;
+		}
+		if (ret == 1) {
+			d_log("remote '%s': the writer formatted the area "
+			      "again (generation %llu): re-attaching",
+			      r->name, (unsigned long long)gen);
+			if (ar_open(r)) {
+				hvtrace_area_close(r->area);
+				r->area = NULL;
+				r->state = HVT_REMOTE_WAITING;
+				ar->next_open_ms = now + AR_RETRY_MS;
+				return;
+			}
+		} else {
+			ar_set_state(r, state);
+		}
+	}
+	if (now >= ar->next_sync_ms)
+		ar_sync(r, d_now_ms());
+	if (*next > ar->next_state_ms)
+		*next = ar->next_state_ms;
+	if (*next > ar->next_sync_ms)
+		*next = ar->next_sync_ms;
+}
