@@ -7,6 +7,7 @@
 #ifndef HVT_CLI_H
 #define HVT_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 struct hvt_cli_cmd {
@@ -51,5 +52,31 @@ int hvt_cli_parse_u64(const char *s, unsigned long long *out);
 
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);
+
+/* --- hvtrace record: what areas and remotes share (record_loop.c) ------- */
+
+struct hvtrace_tracedat_record;
+struct hvtrace_tracedat_drecord;
+
+/* A started recording: of areas and the kernel (@r) or of remotes (@dr). */
+struct hvt_cli_rec {
+	struct hvtrace_tracedat_record *r;
+	struct hvtrace_tracedat_drecord *dr;
+	const char *path;	       /* the trace.dat */
+	double duration;	       /* seconds, 0: none */
+	unsigned long long max_events; /* 0: none */
+	bool quiet;		       /* no status line */
+	const char *errors_note;       /* after "malformed item(s) skipped" */
+};
+
+/* Ctrl-C, SIGTERM and SIGHUP end the recording, not the process. */
+void hvt_cli_rec_catch_signals(void);
+
+/*
+ * Record until a signal, a limit or the end of every source, then stop,
+ * report and finish the file (the recorder is gone after).  Returns the
+ * exit code.
+ */
+int hvt_cli_rec_run(const struct hvt_cli_rec *rec);
 
 #endif

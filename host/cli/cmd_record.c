@@ -5,11 +5,9 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <hvtrace.h>
@@ -68,104 +66,6 @@ static const char record_usage[] =
 	"  hvtrace record -o t.dat -k -e sched:sched_switch g0=/dev/shm/g0\n"
 	"  trace-cmd report trace.dat; kernelshark trace.dat\n";
 
-static volatile sig_atomic_t record_stop;
-
-static void record_on_signal(int sig)
-{
-	(void)sig;
-	record_stop = 1;
-}
-
-static double record_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void record_human(char *buf, size_t len, double v)
-{
-	if (v >= 1e9)
-		snprintf(buf, len, "%.1fG", v / 1e9);
-	else if (v >= 1e6)
-		snprintf(buf, len, "%.1fM", v / 1e6);
-	else if (v >= 1e4)
-		snprintf(buf, len, "%.1fk", v / 1e3);
-	else
-		snprintf(buf, len, "%.0f", v);
-}
-
-static void record_totals(struct hvtrace_tracedat_record *r, uint64_t *events,
-			  uint64_t *lost)
-{
-	struct hvtrace_tracedat_source_stats st;
-	unsigned int i;
-
-	*events = *lost = 0;
-	for (i = 0; i < hvtrace_tracedat_record_nr_sources(r); i++) {
-		if (hvtrace_tracedat_record_source_stats(r, i, &st))
-			continue;
-		*events += st.events;
-		*lost += st.lost + st.trailing_lost;
-	}
-}
-
-static void record_status(struct hvtrace_tracedat_record *r, double elapsed,
-			  double rate)
-{
-	struct hvtrace_tracedat_source_stats st;
-	uint64_t events, lost;
-	char line[512], a[32], b[32];
-	size_t n;
-	unsigned int i;
-
-	record_totals(r, &events, &lost);
-	record_human(a, sizeof(a), (double)events);
-	record_human(b, sizeof(b), rate);
-	n = (size_t)snprintf(line, sizeof(line),
-			     "%6.1fs  %s events  %s/s  lost %llu", elapsed, a,
-			     b, (unsigned long long)lost);
-	for (i = 0;
-	     i < hvtrace_tracedat_record_nr_sources(r) && n < sizeof(line) - 1;
-	     i++) {
-		if (hvtrace_tracedat_record_source_stats(r, i, &st))
-			continue;
-		record_human(a, sizeof(a), (double)st.bytes);
-		n += (size_t)snprintf(line + n, sizeof(line) - n,
-				      "  | %s %sB%s",
-				      st.kernel ? "kernel" : st.name, a,
-				      st.finished ? " (done)" : "");
-	}
-	/* One line, rewritten in place. */
-	fprintf(stderr, "\r\033[K%.*s", 200, line);
-	fflush(stderr);
-}
-
-static void record_report_problems(struct hvtrace_tracedat_record *r)
-{
-	struct hvtrace_tracedat_source_stats st;
-	unsigned int i;
-
-	for (i = 0; i < hvtrace_tracedat_record_nr_sources(r); i++) {
-		if (hvtrace_tracedat_record_source_stats(r, i, &st))
-			continue;
-		if (st.errors)
-			fprintf(stderr,
-				"hvtrace record: %s: %llu malformed item(s) "
-				"skipped (the events they hid are counted "
-				"lost)\n",
-				st.kernel ? "kernel" : st.name,
-				(unsigned long long)st.errors);
-		if (st.unknown)
-			fprintf(stderr,
-				"hvtrace record: %s: %llu event(s) of ids with "
-				"no known format (shown as unknown)\n",
-				st.kernel ? "kernel" : st.name,
-				(unsigned long long)st.unknown);
-	}
-}
-
 static int record_run(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -182,15 +82,15 @@ static int record_run(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct hvtrace_tracedat_record_opts o = {0};
-	struct hvtrace_tracedat_record *r = NULL;
-	struct sigaction sa;
+	struct hvt_cli_rec rec = {
+		.errors_note = " (the events they hid are counted lost)",
+	};
 	const char **events;
 	unsigned long long max_events = 0;
-	double duration = 0, t0, last_status = 0, last_t = 0;
-	uint64_t last_events = 0;
-	bool quiet = false, tty, status_shown = false;
+	double duration = 0;
+	bool quiet = false;
 	const char *sock = NULL;
-	int nev = 0, c, i, ret, poll = 1;
+	int nev = 0, c, i, ret;
 
 	events = calloc((size_t)argc + 1, sizeof(*events));
 	if (!events)
@@ -298,15 +198,8 @@ static int record_run(int argc, char **argv)
 				     "(PATH[@OFFSET[+SIZE]]) and/or --kernel");
 	}
 
-	/* Ctrl-C finishes the file instead of killing the process. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = record_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-
-	ret = hvtrace_tracedat_record_create(&o, &r);
+	hvt_cli_rec_catch_signals();
+	ret = hvtrace_tracedat_record_create(&o, &rec.r);
 	if (ret) {
 		free(events);
 		return hvt_cli_error("record", "%s", hvtrace_last_error());
@@ -325,90 +218,27 @@ static int record_run(int argc, char **argv)
 			name = nbuf;
 			spec = eq + 1;
 		}
-		ret = hvtrace_tracedat_record_add_area(r, spec, name);
+		ret = hvtrace_tracedat_record_add_area(rec.r, spec, name);
 		if (ret < 0) {
 			hvt_cli_error("record", "%s", hvtrace_last_error());
-			hvtrace_tracedat_record_abort(r);
+			hvtrace_tracedat_record_abort(rec.r);
 			free(events);
 			return HVT_EXIT_FAIL;
 		}
 	}
-	ret = hvtrace_tracedat_record_start(r);
+	ret = hvtrace_tracedat_record_start(rec.r);
 	if (ret) {
 		hvt_cli_error("record", "%s", hvtrace_last_error());
-		hvtrace_tracedat_record_abort(r);
+		hvtrace_tracedat_record_abort(rec.r);
 		free(events);
 		return HVT_EXIT_FAIL;
 	}
 	free(events);
-
-	tty = !quiet && isatty(STDERR_FILENO);
-	t0 = last_t = record_now();
-	while (!record_stop && poll > 0) {
-		double now = record_now();
-
-		if (duration > 0 && now - t0 >= duration)
-			break;
-		if (max_events) {
-			uint64_t ev, lost;
-
-			record_totals(r, &ev, &lost);
-			if (ev >= max_events)
-				break;
-		}
-		if (tty && now - last_status >= 0.25) {
-			uint64_t ev, lost;
-
-			record_totals(r, &ev, &lost);
-			record_status(r, now - t0,
-				      now > last_t
-					      ? (double)(ev - last_events) /
-							(now - last_t)
-					      : 0);
-			last_events = ev;
-			last_t = now;
-			last_status = now;
-			status_shown = true;
-		}
-		poll = hvtrace_tracedat_record_poll(r, 10);
-	}
-	if (poll < 0) {
-		if (status_shown)
-			fputc('\n', stderr);
-		hvt_cli_error("record", "%s (writing what was recorded)",
-			      hvtrace_last_error());
-	}
-	if (tty) {
-		uint64_t ev, lost;
-		double el = record_now() - t0;
-
-		/* The last line gives the average rate. */
-		record_totals(r, &ev, &lost);
-		record_status(r, el, el > 0 ? (double)ev / el : 0);
-		fputc('\n', stderr);
-	}
-	/* A second Ctrl-C while finishing must not leave half a file. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	{
-		uint64_t ev, lost;
-
-		if (hvtrace_tracedat_record_stop(r))
-			hvt_cli_error("record", "%s", hvtrace_last_error());
-		record_report_problems(r);
-		record_totals(r, &ev, &lost);
-		ret = hvtrace_tracedat_record_finish(r);
-		if (ret)
-			return hvt_cli_error("record", "%s",
-					     hvtrace_last_error());
-		if (tty)
-			fprintf(stderr,
-				"hvtrace record: wrote %s: %llu events, %llu "
-				"lost\n",
-				o.path, (unsigned long long)ev,
-				(unsigned long long)lost);
-	}
-	return poll < 0 ? HVT_EXIT_FAIL : HVT_EXIT_OK;
+	rec.path = o.path;
+	rec.duration = duration;
+	rec.max_events = max_events;
+	rec.quiet = quiet;
+	return hvt_cli_rec_run(&rec);
 }
 
 HVT_CLI_COMMAND(record, "record",

@@ -9,7 +9,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -400,8 +399,6 @@ static void st_lookup_comm(struct st_state *s, int pid)
 {
 	char path[96], comm[32];
 	unsigned int i;
-	ssize_t n;
-	int fd;
 
 	if (pid <= 0 || hvtrace_decoder_comm(s->dec, pid))
 		return;
@@ -426,16 +423,8 @@ static void st_lookup_comm(struct st_state *s, int pid)
 		s->tried[s->nr_tried++] = pid;
 	snprintf(path, sizeof(path), "/proc/%u/task/%d/comm",
 		 s->info.writer_pid, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, comm, sizeof(comm) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	comm[n] = '\0';
-	comm[strcspn(comm, "\n")] = '\0';
-	hvtrace_decoder_set_comm(s->dec, pid, comm);
+	if (!hvt_dcomm_read(path, comm, sizeof(comm)))
+		hvtrace_decoder_set_comm(s->dec, pid, comm);
 }
 
 static struct st_cpu *st_cpu_of(struct st_state *s, int cpu)

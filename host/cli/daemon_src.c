@@ -12,7 +12,6 @@
  * reorder window, and printed exactly as hvtrace stream prints an area.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,27 +211,14 @@ static void rs_write(struct rs *s, const char *buf, size_t len)
 /* Name a loopback writer's threads from /proc (it runs on this host). */
 static void rs_comm(struct rs *s, int pid)
 {
-	char path[64], comm[32];
 	uint64_t now;
-	ssize_t n;
-	int fd;
 
-	if (pid <= 0 || hvtrace_decoder_comm(s->dec, pid))
-		return;
 	if (s->rec.writer_kind == HVT_WRITER_LOOPBACK) {
-		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return;
-		n = read(fd, comm, sizeof(comm) - 1);
-		close(fd);
-		if (n <= 0)
-			return;
-		comm[n] = '\0';
-		comm[strcspn(comm, "\n")] = '\0';
-		hvtrace_decoder_set_comm(s->dec, pid, comm);
+		hvt_dcomm_local(s->dec, pid);
 		return;
 	}
+	if (pid <= 0 || hvtrace_decoder_comm(s->dec, pid))
+		return;
 	/* A guest's writer: its agent reports comms; ask again now and
 	 * then. */
 	now = rs_now();

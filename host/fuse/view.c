@@ -19,7 +19,6 @@
  * any clock comes out as valid ftrace sub-buffers.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -695,27 +694,12 @@ static void tb_printf(struct text_buf *b, const char *fmt, ...)
 /* A loopback writer runs here: name its threads from /proc. */
 static void fz_comm(struct fz_remote *r, const uint8_t *rec, uint32_t len)
 {
-	char path[64], comm[32];
 	int32_t pid;
-	ssize_t n;
-	int fd;
 
 	if (len < 8 || r->writer_kind != HVT_WRITER_LOOPBACK)
 		return;
 	memcpy(&pid, rec + 4, 4);
-	if (pid <= 0 || hvtrace_decoder_comm(r->dec, pid))
-		return;
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, comm, sizeof(comm) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	comm[n] = '\0';
-	comm[strcspn(comm, "\n")] = '\0';
-	hvtrace_decoder_set_comm(r->dec, pid, comm);
+	hvt_dcomm_local(r->dec, pid);
 }
 
 /* One record (and the loss before it) as trace_pipe lines. */

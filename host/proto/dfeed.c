@@ -3,11 +3,13 @@
  * libhvtrace: reading remotes through hvtraced (see dfeed.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <hvtrace.h>
 #include <hvtrace/page.h>
@@ -494,6 +496,35 @@ int hvt_dcomms_load(struct hvt_dclient *dc, uint32_t remote,
 	}
 	free(text);
 	return 0;
+}
+
+int hvt_dcomm_read(const char *path, char *comm, size_t size)
+{
+	ssize_t n;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, comm, size - 1);
+	ret = n < 0 ? -errno : -ENODATA;
+	close(fd);
+	if (n <= 0)
+		return ret;
+	comm[n] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	return 0;
+}
+
+void hvt_dcomm_local(struct hvtrace_decoder *d, int pid)
+{
+	char path[64], comm[32];
+
+	if (pid <= 0 || hvtrace_decoder_comm(d, pid))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	if (!hvt_dcomm_read(path, comm, sizeof(comm)))
+		hvtrace_decoder_set_comm(d, pid, comm);
 }
 
 int hvt_dpage_walk(const uint8_t *data, uint32_t len, uint64_t *lost,

@@ -138,6 +138,20 @@ int hvt_dcomms_load(struct hvt_dclient *dc, uint32_t remote,
 		    struct hvtrace_decoder *d);
 
 /**
+ * hvt_dcomm_read - a comm file (/proc/PID/comm, /proc/PID/task/TID/comm)
+ * into @comm, @size bytes, without its newline
+ *
+ * Return: 0, or -errno (-ENODATA: the file is empty).
+ */
+int hvt_dcomm_read(const char *path, char *comm, size_t size);
+
+/**
+ * hvt_dcomm_local - name @pid in @d from /proc/PID/comm, unless @d knows
+ * it already: for a loopback writer's threads, which run on this host
+ */
+void hvt_dcomm_local(struct hvtrace_decoder *d, int pid);
+
+/**
  * hvt_dpage_walk - the data events of one ftrace sub-buffer
  * @data, @len: the page (header first), @len bytes
  * @lost:       set to the events lost before the page (from its

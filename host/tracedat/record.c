@@ -35,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,21 +47,9 @@
 #define RC_PAGES_PER_POLL 64u /* per CPU, for fairness */
 #define RC_SYNC_PERIOD_NS 200000000ULL
 #define RC_SYNC_GIVE_UP	  5u
-#define RC_MAX_PIDS	  4096u	    /* named from /proc per source */
-#define RC_PID_MAX	  (1 << 22) /* Linux PID_MAX_LIMIT */
-#define RC_ID_LIMIT	  0x8000u   /* KernelShark: int16_t event ids */
+#define RC_MAX_PIDS	  4096u /* named from /proc per source */
 
 enum { RC_KERNEL = 1, RC_AREA };
-
-struct rc_src;
-
-struct rc_cpu {
-	struct rc_src *src;
-	uint32_t cpu;
-	struct hvt_tdat_pack pack;
-	uint64_t last_ts;
-	bool have_ts;
-};
 
 struct rc_src {
 	struct hvtrace_tracedat_record *r;
@@ -72,7 +59,7 @@ struct rc_src {
 	int buffer; /* writer buffer index */
 	uint32_t nr_cpus;
 	uint32_t subbuf_size;
-	struct rc_cpu *cpu;
+	struct hvt_tdat_rcpu *cpu;
 	uint8_t *page; /* read buffer, one sub-buffer */
 	uint8_t *rec;  /* record copy for id rewriting */
 
@@ -106,31 +93,11 @@ struct hvtrace_tracedat_record {
 	bool started;
 	bool stopped;
 	bool kernel_stopped;
-	/* file-wide event ids */
-	const char **id_text; /* 65536 entries: format with that id */
-	const char **id_sys;  /* ... and its system */
-	uint32_t unknown_id;  /* records of ids without a format */
-	uint8_t *pid_named;   /* pids named from /proc (bitmap) */
-	uint64_t unknown_total;
+	struct hvt_tdat_ids ids; /* file-wide event ids */
+	uint8_t *pid_named;	 /* pids named from /proc (bitmap) */
 	uint64_t kernel_seen[65536 / 64];
 	struct hvt_tdat_catalog kcat;
 };
-
-static bool rc_id_used(const struct hvtrace_tracedat_record *r, uint32_t id)
-{
-	return id >= RC_ID_LIMIT || id == r->unknown_id || r->id_text[id] ||
-	       (r->k && hvt_tdat_kernel_has_id(r->k, id));
-}
-
-/* The highest free id below RC_ID_LIMIT, or 0 when there is none. */
-static uint32_t rc_free_id(const struct hvtrace_tracedat_record *r)
-{
-	uint32_t id;
-
-	for (id = RC_ID_LIMIT - 1; id > 0 && rc_id_used(r, id); id--)
-		;
-	return id;
-}
 
 static void rc_free_src(struct rc_src *s)
 {
@@ -139,7 +106,7 @@ static void rc_free_src(struct rc_src *s)
 	if (!s)
 		return;
 	for (c = 0; s->cpu && c < s->nr_cpus; c++)
-		hvt_tdat_pack_fini(&s->cpu[c].pack);
+		hvt_tdat_rcpu_fini(&s->cpu[c]);
 	free(s->cpu);
 	free(s->page);
 	free(s->rec);
@@ -158,30 +125,13 @@ static void rc_free(struct hvtrace_tracedat_record *r)
 		rc_free_src(r->src[i]);
 	if (r->k)
 		hvt_tdat_kernel_close(r->k);
-	for (i = 0; r->events && r->events[i]; i++)
-		free(r->events[i]);
-	free(r->events);
+	hvt_tdat_events_free(r->events);
 	free(r->instance);
 	free(r->path);
-	free(r->id_text);
-	free(r->id_sys);
+	hvt_tdat_ids_fini(&r->ids);
 	free(r->pid_named);
 	hvt_tdat_catalog_free(&r->kcat);
 	free(r);
-}
-
-/* Pages from the packer go to the writer. */
-static int rc_emit(void *ctx, const uint8_t *page, uint32_t size)
-{
-	struct rc_cpu *c = ctx;
-	struct rc_src *s = c->src;
-	int ret;
-
-	ret = hvtrace_tracedat_writer_add_page(s->r->w, s->buffer, c->cpu, page,
-					       size);
-	if (!ret)
-		s->st.bytes += s->subbuf_size;
-	return ret;
 }
 
 static int rc_src_alloc_cpus(struct rc_src *s)
@@ -195,10 +145,8 @@ static int rc_src_alloc_cpus(struct rc_src *s)
 	if (!s->cpu || !s->page || !s->rec)
 		return -ENOMEM;
 	for (c = 0; c < s->nr_cpus; c++) {
-		s->cpu[c].src = s;
-		s->cpu[c].cpu = c;
-		ret = hvt_tdat_pack_init(&s->cpu[c].pack, s->subbuf_size,
-					 rc_emit, &s->cpu[c]);
+		ret = hvt_tdat_rcpu_init(&s->cpu[c], s->r->w, &s->buffer, c,
+					 s->subbuf_size, &s->st);
 		if (ret)
 			return ret;
 	}
@@ -211,7 +159,6 @@ hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
 			       struct hvtrace_tracedat_record **out)
 {
 	struct hvtrace_tracedat_record *r;
-	unsigned int n = 0, i;
 	uint32_t page_size;
 	int ret;
 
@@ -220,24 +167,14 @@ hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
-	r->id_text = calloc(65536, sizeof(*r->id_text));
-	r->id_sys = calloc(65536, sizeof(*r->id_sys));
-	r->pid_named = calloc(RC_PID_MAX / 8, 1);
+	ret = hvt_tdat_ids_init(&r->ids);
+	r->pid_named = calloc(HVT_TDAT_PID_MAX / 8, 1);
 	r->path = strdup(o->path);
-	while (o->events && o->events[n])
-		n++;
-	r->events = calloc(n + 1, sizeof(*r->events));
-	if (!r->id_text || !r->id_sys || !r->pid_named || !r->path ||
-	    !r->events) {
+	if (!ret)
+		ret = hvt_tdat_events_dup(o->events, &r->events);
+	if (ret || !r->pid_named || !r->path) {
 		rc_free(r);
 		return hvt_err(-ENOMEM, "out of memory");
-	}
-	for (i = 0; i < n; i++) {
-		r->events[i] = strdup(o->events[i]);
-		if (!r->events[i]) {
-			rc_free(r);
-			return hvt_err(-ENOMEM, "out of memory");
-		}
 	}
 	r->flags = o->flags;
 	r->want_kernel = o->kernel;
@@ -401,57 +338,41 @@ static int rc_assign_ids(struct hvtrace_tracedat_record *r, struct rc_src *s)
 {
 	unsigned int i;
 	uint32_t id;
+	char *t;
+	int ret;
 
 	for (i = 0; i < 65536; i++)
-		s->idmap[i] = (uint16_t)r->unknown_id;
+		s->idmap[i] = (uint16_t)r->ids.unknown_id;
 	for (i = 0; i < s->cat.nr; i++) {
 		struct hvt_tdat_format *f = &s->cat.fmt[i];
-		uint32_t want = f->id, j;
-		bool shared = false;
+		uint32_t want = f->id;
 
 		if (want > 0xffff)
 			continue;
 		/* The same format already placed by another area? */
-		for (j = 1; j < RC_ID_LIMIT && !shared; j++) {
-			char *t;
-
-			if (!r->id_text[j])
-				continue;
-			t = hvt_tdat_format_set_id(f->text, j);
-			if (t && !strcmp(t, r->id_text[j]) &&
-			    !strcmp(f->system, r->id_sys[j])) {
-				free(f->text);
-				f->text = t;
-				f->id = j;
-				s->idmap[want] = (uint16_t)j;
-				shared = true;
-				/* Only the first owner writes it. */
-				f->id |= 0x80000000u;
-				t = NULL;
-			}
-			free(t);
-		}
-		if (shared)
+		id = hvt_tdat_ids_find(&r->ids, f->system, f->text, &t);
+		if (id) {
+			free(f->text);
+			f->text = t;
+			s->idmap[want] = (uint16_t)id;
+			/* Only the first owner writes it. */
+			f->id = id | 0x80000000u;
 			continue;
+		}
 		id = want;
-		if (rc_id_used(r, id)) {
-			id = rc_free_id(r);
-			if (!id)
-				return hvt_err(-ENOSPC, "no free event id left "
-							"in the file");
-			{
-				char *t = hvt_tdat_format_set_id(f->text, id);
-
-				if (!t)
-					return hvt_err(-ENOMEM,
-						       "out of memory");
-				free(f->text);
-				f->text = t;
-			}
+		if (hvt_tdat_ids_used(&r->ids, r->k, id)) {
+			ret = hvt_tdat_ids_alloc(&r->ids, r->k, &id);
+			if (ret)
+				return ret;
+			t = hvt_tdat_format_set_id(f->text, id);
+			if (!t)
+				return hvt_err(-ENOMEM, "out of memory");
+			free(f->text);
+			f->text = t;
 			f->id = id;
 		}
-		r->id_text[id] = f->text;
-		r->id_sys[id] = f->system;
+		r->ids.text[id] = f->text;
+		r->ids.sys[id] = f->system;
 		s->idmap[want] = (uint16_t)id;
 	}
 	return 0;
@@ -497,6 +418,7 @@ static bool rc_sync(struct rc_src *s, unsigned int n, int timeout_ms)
 HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
 {
 	unsigned int i, j, *hits = NULL, n = 0;
+	uint32_t id;
 	int ret;
 
 	if (!r)
@@ -515,12 +437,11 @@ HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
 	}
 
 	/* Ids first: every source's formats must be final before reading. */
-	r->unknown_id = 0;
-	r->unknown_id = rc_free_id(r);
-	if (!r->unknown_id) {
-		ret = hvt_err(-ENOSPC, "no free event id left in the file");
+	r->ids.unknown_id = 0;
+	ret = hvt_tdat_ids_alloc(&r->ids, r->k, &id);
+	if (ret)
 		goto out;
-	}
+	r->ids.unknown_id = id;
 	for (i = 0; i < r->nr_src; i++) {
 		struct rc_src *s = r->src[i];
 
@@ -610,65 +531,15 @@ out:
  */
 static void rc_note_pid(struct rc_src *s, int pid)
 {
-	struct hvt_tdat_blob b = {0};
-	char p[64];
-
-	if (pid <= 0 || pid >= RC_PID_MAX || s->nr_pids >= RC_MAX_PIDS)
+	if (s->nr_pids >= RC_MAX_PIDS || !hvt_tdat_pid_first(&s->pid_seen, pid))
 		return;
-	if (!s->pid_seen) {
-		s->pid_seen = calloc(RC_PID_MAX / 8, 1);
-		if (!s->pid_seen)
-			return;
-	}
-	if (s->pid_seen[pid / 8] & (1u << (pid % 8)))
-		return;
-	s->pid_seen[pid / 8] |= (uint8_t)(1u << (pid % 8));
 	s->nr_pids++;
-	snprintf(p, sizeof(p), "/proc/%d/comm", pid);
-	if (!hvt_tdat_read_file(p, &b, 64) && b.len) {
-		b.data[strcspn(b.data, "\n")] = '\0';
-		if (b.data[0] &&
-		    !hvtrace_tracedat_writer_add_cmdline(s->r->w, pid,
-							 b.data) &&
-		    s->r->pid_named)
-			s->r->pid_named[pid / 8] |= (uint8_t)(1u << (pid % 8));
-	}
-	hvt_tdat_blob_free(&b);
-}
-
-static int rc_put_event(struct rc_cpu *c, uint64_t ts, const uint8_t *rec,
-			uint32_t len)
-{
-	struct rc_src *s = c->src;
-	int ret;
-
-	if (c->have_ts && ts < c->last_ts) {
-		ts = c->last_ts;
-		s->st.clamped++;
-	}
-	c->last_ts = ts;
-	c->have_ts = true;
-	ret = hvt_tdat_pack_event(&c->pack, ts, rec, len);
-	if (ret == -E2BIG) {
-		s->st.errors++;
-		return 0;
-	}
-	if (!ret)
-		s->st.events++;
-	return ret;
-}
-
-static int rc_put_lost(struct rc_cpu *c, uint64_t n, bool known)
-{
-	if (known)
-		c->src->st.lost += n;
-	else
-		c->src->st.lost_unknown++;
-	return hvt_tdat_pack_lost(&c->pack, n, known);
+	if (!hvt_tdat_pid_name(s->r->w, pid) && s->r->pid_named)
+		s->r->pid_named[pid / 8] |= (uint8_t)(1u << (pid % 8));
 }
 
 /* One page from an area's reader: convert, remap, pack. */
-static int rc_area_page(struct rc_src *s, struct rc_cpu *c,
+static int rc_area_page(struct rc_src *s, struct hvt_tdat_rcpu *c,
 			const struct hvtrace_page_info *info)
 {
 	struct hvt_page_iter it;
@@ -684,8 +555,8 @@ static int rc_area_page(struct rc_src *s, struct rc_cpu *c,
 		return 0;
 	}
 	if (info->lost_events) {
-		ret = rc_put_lost(c, info->lost_events,
-				  info->lost_events != UINT64_MAX);
+		ret = hvt_tdat_rcpu_put_lost(c, info->lost_events,
+					     info->lost_events != UINT64_MAX);
 		if (ret)
 			return ret;
 	}
@@ -702,9 +573,9 @@ static int rc_area_page(struct rc_src *s, struct rc_cpu *c,
 		memcpy(s->rec, it.payload, it.len);
 		memcpy(&id, s->rec, 2);
 		fid = s->idmap[id];
-		if (fid == s->r->unknown_id) {
+		if (fid == s->r->ids.unknown_id) {
 			s->st.unknown++;
-			s->r->unknown_total++;
+			s->r->ids.unknown_total++;
 		}
 		memcpy(s->rec, &fid, 2);
 		if (s->info.writer_kind == HVT_WRITER_LOOPBACK) {
@@ -713,7 +584,7 @@ static int rc_area_page(struct rc_src *s, struct rc_cpu *c,
 			memcpy(&pid, s->rec + 4, 4);
 			rc_note_pid(s, pid);
 		}
-		ret = rc_put_event(
+		ret = hvt_tdat_rcpu_put_event(
 			c, hvtrace_area_to_host_ns(s->area, it.ts, NULL),
 			s->rec, it.len);
 		if (ret)
@@ -725,7 +596,7 @@ static int rc_area_page(struct rc_src *s, struct rc_cpu *c,
 }
 
 /* Kernel events of one CPU: timestamps are already mono; ids kept. */
-static int rc_kernel_cpu(struct rc_src *s, struct rc_cpu *c)
+static int rc_kernel_cpu(struct rc_src *s, struct hvt_tdat_rcpu *c)
 {
 	struct hvt_tdat_krec kr;
 	unsigned int n;
@@ -739,7 +610,8 @@ static int rc_kernel_cpu(struct rc_src *s, struct rc_cpu *c)
 		if (ret <= 0)
 			return ret < 0 ? ret : (int)n;
 		if (kr.lost || kr.lost_unknown) {
-			ret = rc_put_lost(c, kr.lost, !kr.lost_unknown);
+			ret = hvt_tdat_rcpu_put_lost(c, kr.lost,
+						     !kr.lost_unknown);
 			if (ret)
 				return ret;
 		}
@@ -751,7 +623,7 @@ static int rc_kernel_cpu(struct rc_src *s, struct rc_cpu *c)
 		memcpy(&pid, kr.data + 4, 4);
 		s->r->kernel_seen[id / 64] |= 1ULL << (id % 64);
 		rc_note_pid(s, pid);
-		ret = rc_put_event(c, kr.ts, kr.data, kr.size);
+		ret = hvt_tdat_rcpu_put_event(c, kr.ts, kr.data, kr.size);
 		if (ret)
 			return ret;
 	}
@@ -893,13 +765,6 @@ hvtrace_tracedat_record_source_stats(const struct hvtrace_tracedat_record *r,
 	return 0;
 }
 
-/* "%5llu.%06lu" like the kernel's stats files. */
-static void rc_fmt_ts(char *buf, size_t len, uint64_t ns)
-{
-	snprintf(buf, len, "%5llu.%06lu", (unsigned long long)(ns / 1000000000),
-		 (unsigned long)((ns % 1000000000) / 1000));
-}
-
 static int rc_cpustats(struct hvtrace_tracedat_record *r)
 {
 	struct hvt_tdat_blob b = {0};
@@ -910,60 +775,33 @@ static int rc_cpustats(struct hvtrace_tracedat_record *r)
 	for (i = 0; i < r->nr_src && !ret; i++) {
 		struct rc_src *s = r->src[i];
 
-		if (s->kind == RC_AREA) {
-			b.len = 0;
-			hvt_tdat_blob_printf(&b, "\nBuffer: %s\n\n", s->name);
-			ret = hvtrace_tracedat_writer_add_option(
-				r->w, HVT_TDAT_OPT_CPUSTAT, b.data,
-				(uint32_t)b.len + 1);
-		}
+		if (s->kind == RC_AREA)
+			ret = hvt_tdat_rec_add_buffer_stat(r->w, s->name);
 		for (c = 0; c < s->nr_cpus && !ret; c++) {
-			b.len = 0;
+			struct hvtrace_cpu_stats st;
+			struct hvt_tdat_cpustat cs = {.cpu = c};
+
 			if (s->kind == RC_KERNEL) {
 				if (hvt_tdat_kernel_cpu_stats(r->k, c, &b))
 					continue;
 				/* The kernel's file has no "CPU:" line. */
-				{
-					struct hvt_tdat_blob t = {0};
-
-					hvt_tdat_blob_printf(&t, "CPU: %u\n%s",
-							     c, b.data);
-					ret = hvtrace_tracedat_writer_add_option(
-						r->w, HVT_TDAT_OPT_CPUSTAT,
-						t.data, (uint32_t)t.len + 1);
-					hvt_tdat_blob_free(&t);
-				}
+				ret = hvt_tdat_rec_add_optionf(
+					r->w, HVT_TDAT_OPT_CPUSTAT,
+					"CPU: %u\n%s", c, b.data);
 				continue;
-			} else {
-				struct hvtrace_cpu_stats st;
-				char o[32], n[32];
-
-				if (hvtrace_cpu_get_stats(s->area, (int)c, &st))
-					continue;
-				rc_fmt_ts(o, sizeof(o),
-					  hvtrace_area_to_host_ns(
-						  s->area, st.oldest_ts, NULL));
-				rc_fmt_ts(n, sizeof(n),
-					  hvtrace_area_to_host_ns(
-						  s->area, st.now_ts, NULL));
-				hvt_tdat_blob_printf(
-					&b,
-					"CPU: %u\nentries: %llu\noverrun: "
-					"%llu\n"
-					"commit overrun: 0\nbytes: %llu\n"
-					"oldest event ts: %s\nnow ts: %s\n"
-					"dropped events: %llu\nread events: "
-					"%llu\n",
-					c, (unsigned long long)st.entries,
-					(unsigned long long)(st.overrun +
-							     st.skipped),
-					(unsigned long long)st.bytes, o, n,
-					(unsigned long long)st.dropped,
-					(unsigned long long)st.read);
 			}
-			ret = hvtrace_tracedat_writer_add_option(
-				r->w, HVT_TDAT_OPT_CPUSTAT, b.data,
-				(uint32_t)b.len + 1);
+			if (hvtrace_cpu_get_stats(s->area, (int)c, &st))
+				continue;
+			cs.entries = st.entries;
+			cs.overrun = st.overrun + st.skipped;
+			cs.bytes = st.bytes;
+			cs.oldest_ns = hvtrace_area_to_host_ns(
+				s->area, st.oldest_ts, NULL);
+			cs.now_ns = hvtrace_area_to_host_ns(s->area, st.now_ts,
+							    NULL);
+			cs.dropped = st.dropped;
+			cs.read = st.read;
+			ret = hvt_tdat_rec_add_cpustat(r->w, &cs);
 		}
 	}
 	hvt_tdat_blob_free(&b);
@@ -973,7 +811,6 @@ static int rc_cpustats(struct hvtrace_tracedat_record *r)
 static int rc_metadata(struct hvtrace_tracedat_record *r)
 {
 	struct hvt_tdat_blob hp = {0}, he = {0}, b = {0};
-	struct utsname u;
 	unsigned int i, j;
 	uint32_t cpus = 0;
 	int ret = 0;
@@ -983,20 +820,16 @@ static int rc_metadata(struct hvtrace_tracedat_record *r)
 	    !hvt_tdat_kernel_file(r->k, "events/header_page", false, &hp) &&
 	    !hvt_tdat_kernel_file(r->k, "events/header_event", false, &he) &&
 	    hp.len && he.len) {
-		ret = 0;
+		ret = hvtrace_tracedat_writer_set_headers(r->w, hp.data, hp.len,
+							  he.data, he.len);
 	} else {
 		uint32_t sb = 4096;
 
 		for (i = 0; i < r->nr_src; i++)
 			if (r->src[i]->subbuf_size > sb)
 				sb = r->src[i]->subbuf_size;
-		ret = hvt_tdat_header_page_text(&hp, sb);
-		if (!ret)
-			ret = hvt_tdat_header_event_text(&he);
+		ret = hvt_tdat_rec_set_headers(r->w, sb);
 	}
-	if (!ret)
-		ret = hvtrace_tracedat_writer_set_headers(r->w, hp.data, hp.len,
-							  he.data, he.len);
 
 	/* Formats: the kernel's (seen, enabled, ftrace), then the areas'. */
 	if (!ret && r->k) {
@@ -1020,13 +853,8 @@ static int rc_metadata(struct hvtrace_tracedat_record *r)
 				r->w, f->system, f->text, strlen(f->text));
 		}
 	}
-	if (!ret && r->unknown_total) {
-		b.len = 0;
-		ret = hvt_tdat_unknown_format_text(&b, r->unknown_id);
-		if (!ret)
-			ret = hvtrace_tracedat_writer_add_format(
-				r->w, "hvtrace", b.data, b.len);
-	}
+	if (!ret && r->ids.unknown_total)
+		ret = hvt_tdat_rec_add_unknown(r->w, r->ids.unknown_id);
 
 	if (!ret && r->k) {
 		b.len = 0;
@@ -1053,7 +881,7 @@ static int rc_metadata(struct hvtrace_tracedat_record *r)
 				if (sscanf(line, "%d %63[^\n]", &pid, comm) !=
 				    2)
 					continue;
-				if (pid > 0 && pid < RC_PID_MAX &&
+				if (pid > 0 && pid < HVT_TDAT_PID_MAX &&
 				    r->pid_named &&
 				    (r->pid_named[pid / 8] >> (pid % 8)) & 1)
 					continue; /* /proc named it */
@@ -1063,44 +891,24 @@ static int rc_metadata(struct hvtrace_tracedat_record *r)
 		}
 	}
 
-	/* Options. */
+	/* Options: the kernel's trace clock if there is one, else mono. */
 	if (!ret) {
 		b.len = 0;
 		if (r->k &&
 		    !hvt_tdat_kernel_file(r->k, "trace_clock", false, &b) &&
 		    b.len)
-			ret = hvtrace_tracedat_writer_add_option(
-				r->w, HVT_TDAT_OPT_TRACECLOCK, b.data,
-				(uint32_t)b.len + 1);
+			ret = hvt_tdat_rec_add_options(r->w, b.data,
+						       (uint32_t)b.len + 1);
 		else
-			ret = hvtrace_tracedat_writer_add_option(
-				r->w, HVT_TDAT_OPT_TRACECLOCK, "[mono]\n", 8);
-	}
-	if (!ret && !uname(&u)) {
-		b.len = 0;
-		hvt_tdat_blob_printf(&b, "%s %s %s %s", u.sysname, u.nodename,
-				     u.release, u.machine);
-		ret = hvtrace_tracedat_writer_add_option(
-			r->w, HVT_TDAT_OPT_UNAME, b.data, (uint32_t)b.len + 1);
-	}
-	if (!ret) {
-		static const char v[] = "hvtrace " HVT_VERSION;
-
-		ret = hvtrace_tracedat_writer_add_option(
-			r->w, HVT_TDAT_OPT_VERSION, v, sizeof(v));
+			ret = hvt_tdat_rec_add_options(r->w, NULL, 0);
 	}
 	if (!ret)
 		ret = rc_cpustats(r);
 	for (i = 0; i < r->nr_src; i++)
 		if (r->src[i]->nr_cpus > cpus)
 			cpus = r->src[i]->nr_cpus;
-	if (!ret) {
-		uint8_t x[4] = {(uint8_t)cpus, (uint8_t)(cpus >> 8),
-				(uint8_t)(cpus >> 16), (uint8_t)(cpus >> 24)};
-
-		ret = hvtrace_tracedat_writer_add_option(
-			r->w, HVT_TDAT_OPT_CPUCOUNT, x, 4);
-	}
+	if (!ret)
+		ret = hvt_tdat_rec_add_cpucount(r->w, cpus);
 	hvt_tdat_blob_free(&hp);
 	hvt_tdat_blob_free(&he);
 	hvt_tdat_blob_free(&b);
@@ -1190,15 +998,7 @@ hvtrace_tracedat_record_finish(struct hvtrace_tracedat_record *r)
 		hvt_tdat_kernel_close(r->k);
 		r->k = NULL;
 	}
-	if (!ret) {
-		ret = hvtrace_tracedat_writer_finish(r->w);
-	} else {
-		char why[512];
-
-		snprintf(why, sizeof(why), "%s", hvtrace_last_error());
-		hvtrace_tracedat_writer_abort(r->w);
-		hvt_err(ret, "%s", why);
-	}
+	ret = hvt_tdat_rec_end(r->w, ret);
 	r->w = NULL;
 	rc_free(r);
 	return ret;

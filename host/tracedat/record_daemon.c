@@ -22,11 +22,9 @@
  * writer stopped (or died) and a drain found nothing more.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,16 +34,12 @@
 #include "../proto/dfeed.h"
 
 #define DR_MAX_REMOTES 64u
-#define DR_ID_LIMIT    0x8000u	    /* KernelShark: int16_t event ids */
 #define DR_REFRESH_NS  200000000ULL /* remote state polls */
 #define DR_FORMATS_NS  500000000ULL /* unknown ids: formats again */
 
 struct dr_cpu {
+	struct hvt_tdat_rcpu rc;
 	struct dr_src *src;
-	uint32_t cpu;
-	struct hvt_tdat_pack pack;
-	uint64_t last_ts;
-	bool have_ts;
 	uint64_t pending_lost; /* carried to the next event */
 	bool pending_unknown;
 };
@@ -94,10 +88,7 @@ struct hvtrace_tracedat_drecord {
 	unsigned int nr_src;
 	bool started, stopped;
 	uint64_t next_refresh;
-	uint32_t unknown_id;
-	uint64_t unknown_total;
-	const char **id_text; /* 65536: format placed at each id */
-	const char **id_sys;
+	struct hvt_tdat_ids ids; /* file-wide event ids */
 	/* the batch waiting for TO_HOST */
 	struct dr_ev *batch;
 	size_t nr_batch, cap_batch;
@@ -114,21 +105,6 @@ static uint64_t dr_now(void)
 	return hvt_host_now_ns();
 }
 
-static bool dr_id_used(const struct hvtrace_tracedat_drecord *r, uint32_t id)
-{
-	return !id || id >= DR_ID_LIMIT || id == r->unknown_id ||
-	       r->id_text[id];
-}
-
-static uint32_t dr_free_id(const struct hvtrace_tracedat_drecord *r)
-{
-	uint32_t id;
-
-	for (id = DR_ID_LIMIT - 1; id > 0 && dr_id_used(r, id); id--)
-		;
-	return id;
-}
-
 static void dr_free_src(struct dr_src *s)
 {
 	uint32_t c;
@@ -136,7 +112,7 @@ static void dr_free_src(struct dr_src *s)
 	if (!s)
 		return;
 	for (c = 0; s->cpu && c < s->rec.nr_cpus; c++)
-		hvt_tdat_pack_fini(&s->cpu[c].pack);
+		hvt_tdat_rcpu_fini(&s->cpu[c].rc);
 	free(s->cpu);
 	free(s->idmap);
 	free(s->known);
@@ -152,30 +128,14 @@ static void dr_free(struct hvtrace_tracedat_drecord *r)
 
 	for (i = 0; i < r->nr_src; i++)
 		dr_free_src(r->src[i]);
-	for (i = 0; r->events && r->events[i]; i++)
-		free(r->events[i]);
-	free(r->events);
+	hvt_tdat_events_free(r->events);
 	hvt_dfeed_close(r->feed);
 	hvt_dclient_close(r->dc);
 	free(r->sock);
-	free(r->id_text);
-	free(r->id_sys);
+	hvt_tdat_ids_fini(&r->ids);
 	free(r->batch);
 	free(r->bytes);
 	free(r);
-}
-
-static int dr_emit(void *ctx, const uint8_t *page, uint32_t size)
-{
-	struct dr_cpu *c = ctx;
-	struct dr_src *s = c->src;
-	int ret;
-
-	ret = hvtrace_tracedat_writer_add_page(s->r->w, s->buffer, c->cpu, page,
-					       size);
-	if (!ret)
-		s->st.bytes += s->rec.subbuf_size;
-	return ret;
 }
 
 HVTRACE_API int
@@ -183,7 +143,6 @@ hvtrace_tracedat_drecord_create(const struct hvtrace_tracedat_drecord_opts *o,
 				struct hvtrace_tracedat_drecord **out)
 {
 	struct hvtrace_tracedat_drecord *r;
-	unsigned int n = 0, i;
 	int ret;
 
 	if (!o || !o->path || !*o->path || !out)
@@ -191,23 +150,13 @@ hvtrace_tracedat_drecord_create(const struct hvtrace_tracedat_drecord_opts *o,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
-	while (o->events && o->events[n])
-		n++;
-	r->events = calloc(n + 1, sizeof(*r->events));
-	r->id_text = calloc(65536, sizeof(*r->id_text));
-	r->id_sys = calloc(65536, sizeof(*r->id_sys));
+	ret = hvt_tdat_events_dup(o->events, &r->events);
+	if (!ret)
+		ret = hvt_tdat_ids_init(&r->ids);
 	r->sock = o->socket ? strdup(o->socket) : NULL;
-	if (!r->events || !r->id_text || !r->id_sys ||
-	    (o->socket && !r->sock)) {
+	if (ret || (o->socket && !r->sock)) {
 		dr_free(r);
 		return hvt_err(-ENOMEM, "out of memory");
-	}
-	for (i = 0; i < n; i++) {
-		r->events[i] = strdup(o->events[i]);
-		if (!r->events[i]) {
-			dr_free(r);
-			return hvt_err(-ENOMEM, "out of memory");
-		}
 	}
 	ret = hvt_dclient_open(r->sock, &r->dc);
 	if (!ret)
@@ -234,36 +183,25 @@ hvtrace_tracedat_drecord_create(const struct hvtrace_tracedat_drecord_opts *o,
 static int dr_place_formats(struct hvtrace_tracedat_drecord *r,
 			    struct dr_src *s, const struct hvt_devents *evs)
 {
-	unsigned int i, j;
+	unsigned int i;
+	int ret;
 
 	for (i = 0; i < evs->nr; i++) {
 		const struct hvt_devent *e = &evs->ev[i];
 		uint32_t want = e->id, id;
-		bool shared = false;
 		char *t;
 
 		if (want > 0xffff || (s->known[want / 8] >> (want % 8)) & 1)
 			continue;
 		/* The same format already placed (another remote of the same
 		 * kind)? */
-		for (j = 1; j < DR_ID_LIMIT && !shared; j++) {
-			if (!r->id_text[j] || strcmp(r->id_sys[j], e->system))
-				continue;
-			t = hvt_tdat_format_set_id(e->format, j);
-			if (t && !strcmp(t, r->id_text[j])) {
-				s->idmap[want] = (uint16_t)j;
-				shared = true;
-			}
-			free(t);
-		}
-		if (!shared) {
+		id = hvt_tdat_ids_find(&r->ids, e->system, e->format, NULL);
+		if (!id) {
 			id = want;
-			if (dr_id_used(r, id)) {
-				id = dr_free_id(r);
-				if (!id)
-					return hvt_err(-ENOSPC, "no free event "
-								"id left in "
-								"the file");
+			if (!id || hvt_tdat_ids_used(&r->ids, NULL, id)) {
+				ret = hvt_tdat_ids_alloc(&r->ids, NULL, &id);
+				if (ret)
+					return ret;
 			}
 			t = hvt_tdat_format_set_id(e->format, id);
 			if (!t || hvt_tdat_catalog_add(&s->cat, e->system,
@@ -272,10 +210,10 @@ static int dr_place_formats(struct hvtrace_tracedat_drecord *r,
 				return hvt_err(-ENOMEM, "out of memory");
 			}
 			free(t);
-			r->id_text[id] = s->cat.fmt[s->cat.nr - 1].text;
-			r->id_sys[id] = s->cat.fmt[s->cat.nr - 1].system;
-			s->idmap[want] = (uint16_t)id;
+			r->ids.text[id] = s->cat.fmt[s->cat.nr - 1].text;
+			r->ids.sys[id] = s->cat.fmt[s->cat.nr - 1].system;
 		}
+		s->idmap[want] = (uint16_t)id;
 		s->known[want / 8] |= (uint8_t)(1u << (want % 8));
 	}
 	return 0;
@@ -384,9 +322,8 @@ hvtrace_tracedat_drecord_add_remote(struct hvtrace_tracedat_drecord *r,
 	}
 	for (c = 0; c < s->rec.nr_cpus; c++) {
 		s->cpu[c].src = s;
-		s->cpu[c].cpu = c;
-		ret = hvt_tdat_pack_init(&s->cpu[c].pack, s->rec.subbuf_size,
-					 dr_emit, &s->cpu[c]);
+		ret = hvt_tdat_rcpu_init(&s->cpu[c].rc, r->w, &s->buffer, c,
+					 s->rec.subbuf_size, &s->st);
 		if (ret) {
 			dr_free_src(s);
 			return hvt_err(ret, "bad sub-buffer size %u",
@@ -474,7 +411,7 @@ hvtrace_tracedat_drecord_start(struct hvtrace_tracedat_drecord *r)
 	hits = calloc(n + 1, sizeof(*hits));
 	if (!hits)
 		return hvt_err(-ENOMEM, "out of memory");
-	r->unknown_id = dr_free_id(r);
+	ret = hvt_tdat_ids_alloc(&r->ids, NULL, &r->ids.unknown_id);
 	for (i = 0; !ret && i < r->nr_src; i++) {
 		struct dr_src *s = r->src[i];
 		struct hvt_devents evs = {0};
@@ -550,36 +487,12 @@ static int dr_batch_event(void *arg, uint64_t ts, const uint8_t *p,
 	return 0;
 }
 
+/* Only a loopback writer's pids are pids of this host. */
 static void dr_note_pid(struct dr_src *s, int pid)
 {
-	char path[64], comm[32];
-	ssize_t n;
-	int fd;
-
-	/* Only a loopback writer's pids are pids of this host. */
-	if (s->rec.writer_kind != HVT_WRITER_LOOPBACK || pid <= 0 ||
-	    pid >= (1 << 22))
-		return;
-	if (!s->pid_seen) {
-		s->pid_seen = calloc((1 << 22) / 8, 1);
-		if (!s->pid_seen)
-			return;
-	}
-	if (s->pid_seen[pid / 8] & (1u << (pid % 8)))
-		return;
-	s->pid_seen[pid / 8] |= (uint8_t)(1u << (pid % 8));
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, comm, sizeof(comm) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	comm[n] = '\0';
-	comm[strcspn(comm, "\n")] = '\0';
-	if (comm[0])
-		hvtrace_tracedat_writer_add_cmdline(s->r->w, pid, comm);
+	if (s->rec.writer_kind == HVT_WRITER_LOOPBACK &&
+	    hvt_tdat_pid_first(&s->pid_seen, pid))
+		hvt_tdat_pid_name(s->r->w, pid);
 }
 
 /* Convert the batch's timestamps, remap ids, pack. */
@@ -632,15 +545,10 @@ static int dr_flush_batch(struct hvtrace_tracedat_drecord *r)
 		uint8_t *rec = r->bytes + e->off;
 		uint16_t id, fid;
 		int32_t pid;
-		uint64_t t = ts[i];
 
 		if (e->lost || e->lost_unknown) {
-			if (e->lost_unknown)
-				s->st.lost_unknown++;
-			else
-				s->st.lost += e->lost;
-			ret = hvt_tdat_pack_lost(&c->pack, e->lost,
-						 !e->lost_unknown);
+			ret = hvt_tdat_rcpu_put_lost(&c->rc, e->lost,
+						     !e->lost_unknown);
 			if (ret)
 				break;
 		}
@@ -663,26 +571,14 @@ static int dr_flush_batch(struct hvtrace_tracedat_drecord *r)
 		if ((s->known[id / 8] >> (id % 8)) & 1) {
 			fid = s->idmap[id];
 		} else {
-			fid = (uint16_t)r->unknown_id;
+			fid = (uint16_t)r->ids.unknown_id;
 			s->st.unknown++;
-			r->unknown_total++;
+			r->ids.unknown_total++;
 		}
 		memcpy(rec, &fid, 2);
 		memcpy(&pid, rec + 4, 4);
 		dr_note_pid(s, pid);
-		if (c->have_ts && t < c->last_ts) {
-			t = c->last_ts;
-			s->st.clamped++;
-		}
-		c->last_ts = t;
-		c->have_ts = true;
-		ret = hvt_tdat_pack_event(&c->pack, t, rec, e->len);
-		if (ret == -E2BIG) {
-			s->st.errors++;
-			ret = 0;
-		} else if (!ret) {
-			s->st.events++;
-		}
+		ret = hvt_tdat_rcpu_put_event(&c->rc, ts[i], rec, e->len);
 	}
 	free(ts);
 	r->nr_batch = 0;
@@ -911,7 +807,7 @@ hvtrace_tracedat_drecord_stop(struct hvtrace_tracedat_drecord *r)
 
 			if (cp->pending_lost || cp->pending_unknown)
 				s->st.trailing_lost += cp->pending_lost;
-			ret = hvt_tdat_pack_flush(&cp->pack);
+			ret = hvt_tdat_pack_flush(&cp->rc.pack);
 		}
 	}
 	return ret;
@@ -919,7 +815,6 @@ hvtrace_tracedat_drecord_stop(struct hvtrace_tracedat_drecord *r)
 
 static int dr_cpustats(struct hvtrace_tracedat_drecord *r)
 {
-	struct hvt_tdat_blob b = {0};
 	struct hvt_m_stats *st = NULL;
 	unsigned int i;
 	int ret = 0;
@@ -931,11 +826,7 @@ static int dr_cpustats(struct hvtrace_tracedat_drecord *r)
 		uint32_t n = 0, k;
 		int got;
 
-		b.len = 0;
-		hvt_tdat_blob_printf(&b, "\nBuffer: %s\n\n", s->name);
-		ret = hvtrace_tracedat_writer_add_option(
-			r->w, HVT_TDAT_OPT_CPUSTAT, b.data,
-			(uint32_t)b.len + 1);
+		ret = hvt_tdat_rec_add_buffer_stat(r->w, s->name);
 		free(st);
 		st = calloc(s->rec.nr_cpus + 1, sizeof(*st));
 		if (!st) {
@@ -969,35 +860,22 @@ static int dr_cpustats(struct hvtrace_tracedat_drecord *r)
 			memset(ts, 0, sizeof(ts));
 		for (k = 0; !ret && k < n; k++) {
 			const uint64_t *v = st[k].v;
-			uint64_t o = v[1] ? ts[2 * k] : 0;
-			uint64_t w = v[0] ? ts[2 * k + 1] : 0;
+			struct hvt_tdat_cpustat cs = {
+				.cpu = st[k].cpu,
+				.entries = v[1],
+				.overrun = v[2] + v[4],
+				.bytes = v[9],
+				.oldest_ns = v[1] ? ts[2 * k] : 0,
+				.now_ns = v[0] ? ts[2 * k + 1] : 0,
+				.dropped = v[3],
+				.read = v[8],
+			};
 
-			if (st[k].status)
-				continue;
-			b.len = 0;
-			hvt_tdat_blob_printf(
-				&b,
-				"CPU: %u\nentries: %llu\noverrun: %llu\n"
-				"commit overrun: 0\nbytes: %llu\n"
-				"oldest event ts: %5llu.%06llu\n"
-				"now ts: %5llu.%06llu\ndropped events: %llu\n"
-				"read events: %llu\n",
-				st[k].cpu, (unsigned long long)v[1],
-				(unsigned long long)(v[2] + v[4]),
-				(unsigned long long)v[9],
-				(unsigned long long)(o / 1000000000),
-				(unsigned long long)(o % 1000000000 / 1000),
-				(unsigned long long)(w / 1000000000),
-				(unsigned long long)(w % 1000000000 / 1000),
-				(unsigned long long)v[3],
-				(unsigned long long)v[8]);
-			ret = hvtrace_tracedat_writer_add_option(
-				r->w, HVT_TDAT_OPT_CPUSTAT, b.data,
-				(uint32_t)b.len + 1);
+			if (!st[k].status)
+				ret = hvt_tdat_rec_add_cpustat(r->w, &cs);
 		}
 	}
 	free(st);
-	hvt_tdat_blob_free(&b);
 	return ret;
 }
 
@@ -1021,8 +899,6 @@ static void dr_cmdlines(struct hvtrace_tracedat_drecord *r, struct dr_src *s)
 
 static int dr_metadata(struct hvtrace_tracedat_drecord *r)
 {
-	struct hvt_tdat_blob hp = {0}, he = {0}, b = {0};
-	struct utsname u;
 	uint32_t sb = 4096, cpus = 0;
 	unsigned int i, j;
 	int ret;
@@ -1033,12 +909,7 @@ static int dr_metadata(struct hvtrace_tracedat_drecord *r)
 		if (r->src[i]->rec.nr_cpus > cpus)
 			cpus = r->src[i]->rec.nr_cpus;
 	}
-	ret = hvt_tdat_header_page_text(&hp, sb);
-	if (!ret)
-		ret = hvt_tdat_header_event_text(&he);
-	if (!ret)
-		ret = hvtrace_tracedat_writer_set_headers(r->w, hp.data, hp.len,
-							  he.data, he.len);
+	ret = hvt_tdat_rec_set_headers(r->w, sb);
 	for (j = 0; !ret && j < r->nr_src; j++) {
 		struct dr_src *s = r->src[j];
 
@@ -1050,40 +921,14 @@ static int dr_metadata(struct hvtrace_tracedat_drecord *r)
 		if (!ret && s->rec.writer_kind != HVT_WRITER_LOOPBACK)
 			dr_cmdlines(r, s);
 	}
-	if (!ret && r->unknown_total) {
-		ret = hvt_tdat_unknown_format_text(&b, r->unknown_id);
-		if (!ret)
-			ret = hvtrace_tracedat_writer_add_format(
-				r->w, "hvtrace", b.data, b.len);
-	}
+	if (!ret && r->ids.unknown_total)
+		ret = hvt_tdat_rec_add_unknown(r->w, r->ids.unknown_id);
 	if (!ret)
-		ret = hvtrace_tracedat_writer_add_option(
-			r->w, HVT_TDAT_OPT_TRACECLOCK, "[mono]\n", 8);
-	if (!ret && !uname(&u)) {
-		b.len = 0;
-		hvt_tdat_blob_printf(&b, "%s %s %s %s", u.sysname, u.nodename,
-				     u.release, u.machine);
-		ret = hvtrace_tracedat_writer_add_option(
-			r->w, HVT_TDAT_OPT_UNAME, b.data, (uint32_t)b.len + 1);
-	}
-	if (!ret) {
-		static const char v[] = "hvtrace " HVT_VERSION;
-
-		ret = hvtrace_tracedat_writer_add_option(
-			r->w, HVT_TDAT_OPT_VERSION, v, sizeof(v));
-	}
+		ret = hvt_tdat_rec_add_options(r->w, NULL, 0);
 	if (!ret)
 		ret = dr_cpustats(r);
-	if (!ret) {
-		uint8_t x[4] = {(uint8_t)cpus, (uint8_t)(cpus >> 8),
-				(uint8_t)(cpus >> 16), (uint8_t)(cpus >> 24)};
-
-		ret = hvtrace_tracedat_writer_add_option(
-			r->w, HVT_TDAT_OPT_CPUCOUNT, x, 4);
-	}
-	hvt_tdat_blob_free(&hp);
-	hvt_tdat_blob_free(&he);
-	hvt_tdat_blob_free(&b);
+	if (!ret)
+		ret = hvt_tdat_rec_add_cpucount(r->w, cpus);
 	return ret;
 }
 
@@ -1097,15 +942,7 @@ hvtrace_tracedat_drecord_finish(struct hvtrace_tracedat_drecord *r)
 	ret = hvtrace_tracedat_drecord_stop(r);
 	if (!ret)
 		ret = dr_metadata(r);
-	if (!ret) {
-		ret = hvtrace_tracedat_writer_finish(r->w);
-	} else {
-		char why[512];
-
-		snprintf(why, sizeof(why), "%s", hvtrace_last_error());
-		hvtrace_tracedat_writer_abort(r->w);
-		hvt_err(ret, "%s", why);
-	}
+	ret = hvt_tdat_rec_end(r->w, ret);
 	r->w = NULL;
 	dr_free(r);
 	return ret;

@@ -8,6 +8,9 @@
  *   kernel.c   the host kernel's ftrace as a page source (tracefs)
  *   catalog.c  event formats of remote writers, header_page/header_event
  *   record.c   the recording engine (sources, polling, finishing)
+ *   record_daemon.c  recording remotes of hvtraced (same file layout)
+ *   record_common.c  what the two recorders share: per-CPU packing,
+ *              file-wide event ids, host pids, metadata and finishing
  *   read.c     the trace.dat v6/v7 reader and trace-cmd style printing
  */
 #ifndef HVT_TDAT_H
@@ -218,5 +221,124 @@ HVT_INTERNAL int hvt_tdat_kernel_file(struct hvt_tdat_kernel *k,
 HVT_INTERNAL int hvt_tdat_kernel_cpu_stats(struct hvt_tdat_kernel *k,
 					   uint32_t cpu,
 					   struct hvt_tdat_blob *b);
+
+/* --- recording (record_common.c, for record.c and record_daemon.c) -------
+ */
+
+#define HVT_TDAT_ID_LIMIT 0x8000u   /* KernelShark: int16_t event ids */
+#define HVT_TDAT_PID_MAX  (1 << 22) /* Linux PID_MAX_LIMIT */
+
+/*
+ * One CPU of a source being recorded: its packer, whose pages go to
+ * buffer *@buffer of @w, and the last timestamp packed (a conversion that
+ * would go backwards is held there and counted, so every CPU stays
+ * monotonic).  @buffer and @st are the source's: its writer buffer index
+ * (set once the buffer is added) and its counters.
+ */
+struct hvt_tdat_rcpu {
+	struct hvtrace_tracedat_writer *w;
+	const int *buffer;
+	uint32_t cpu;
+	struct hvt_tdat_pack pack;
+	uint64_t last_ts;
+	bool have_ts;
+	struct hvtrace_tracedat_source_stats *st;
+};
+
+HVT_INTERNAL int hvt_tdat_rcpu_init(struct hvt_tdat_rcpu *c,
+				    struct hvtrace_tracedat_writer *w,
+				    const int *buffer, uint32_t cpu,
+				    uint32_t subbuf_size,
+				    struct hvtrace_tracedat_source_stats *st);
+HVT_INTERNAL void hvt_tdat_rcpu_fini(struct hvt_tdat_rcpu *c);
+/* One event at host time @ts; one the packer cannot take is counted. */
+HVT_INTERNAL int hvt_tdat_rcpu_put_event(struct hvt_tdat_rcpu *c, uint64_t ts,
+					 const uint8_t *rec, uint32_t len);
+/* @n events lost here (an unknown number when @known is false). */
+HVT_INTERNAL int hvt_tdat_rcpu_put_lost(struct hvt_tdat_rcpu *c, uint64_t n,
+					bool known);
+
+/*
+ * The event ids of a file being recorded: all its buffers share one set
+ * of formats, so an id means one event in the whole file (see record.c).
+ */
+struct hvt_tdat_ids {
+	const char **text;   /* 65536 entries: the format placed at each id */
+	const char **sys;    /* ... and its system */
+	uint32_t unknown_id; /* records of ids without a format */
+	uint64_t unknown_total;
+};
+
+HVT_INTERNAL int hvt_tdat_ids_init(struct hvt_tdat_ids *ids);
+HVT_INTERNAL void hvt_tdat_ids_fini(struct hvt_tdat_ids *ids);
+/* Is @id taken in the file (or not below HVT_TDAT_ID_LIMIT)?  @k: the
+ * kernel being recorded, whose ids are all taken, or NULL. */
+HVT_INTERNAL bool hvt_tdat_ids_used(const struct hvt_tdat_ids *ids,
+				    const struct hvt_tdat_kernel *k,
+				    uint32_t id);
+/* The highest free id into @id; -ENOSPC (error set) when none is left. */
+HVT_INTERNAL int hvt_tdat_ids_alloc(const struct hvt_tdat_ids *ids,
+				    const struct hvt_tdat_kernel *k,
+				    uint32_t *id);
+/* The id at which @text of @system is placed already, with its "ID:" line
+ * rewritten to that id (another buffer of the same writer kind), or 0.
+ * @out: that text (free() it), or NULL. */
+HVT_INTERNAL uint32_t hvt_tdat_ids_find(const struct hvt_tdat_ids *ids,
+					const char *system, const char *text,
+					char **out);
+
+/* NULL-terminated copies of event patterns (@events may be NULL). */
+HVT_INTERNAL int hvt_tdat_events_dup(const char *const *events, char ***out);
+HVT_INTERNAL void hvt_tdat_events_free(char **events);
+
+/* Mark @pid in the bitmap *@seen (allocated at first use, of
+ * HVT_TDAT_PID_MAX bits); true when it was not marked before. */
+HVT_INTERNAL bool hvt_tdat_pid_first(uint8_t **seen, int pid);
+/* Name host process @pid in the file from /proc/PID/comm; -errno when
+ * it has no name there (gone, unreadable) or the writer failed. */
+HVT_INTERNAL int hvt_tdat_pid_name(struct hvtrace_tracedat_writer *w, int pid);
+
+/* Counters of one CPU, as the kernel's per_cpu/cpuN/stats file has them. */
+struct hvt_tdat_cpustat {
+	uint32_t cpu;
+	uint64_t entries;
+	uint64_t overrun;
+	uint64_t bytes;
+	uint64_t oldest_ns; /* host CLOCK_MONOTONIC */
+	uint64_t now_ns;
+	uint64_t dropped;
+	uint64_t read;
+};
+
+/* An option whose content is the text @fmt makes, with its NUL. */
+HVT_INTERNAL int hvt_tdat_rec_add_optionf(struct hvtrace_tracedat_writer *w,
+					  uint16_t id, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* CPUSTAT options: the "Buffer:" line that starts a buffer's CPUs, and
+ * one CPU's counters. */
+HVT_INTERNAL int hvt_tdat_rec_add_buffer_stat(struct hvtrace_tracedat_writer *w,
+					      const char *name);
+HVT_INTERNAL int hvt_tdat_rec_add_cpustat(struct hvtrace_tracedat_writer *w,
+					  const struct hvt_tdat_cpustat *cs);
+/* header_page/header_event for @subbuf_size sub-buffers (ours, not the
+ * kernel's). */
+HVT_INTERNAL int hvt_tdat_rec_set_headers(struct hvtrace_tracedat_writer *w,
+					  uint32_t subbuf_size);
+/* The format of records of ids nobody described, at @id. */
+HVT_INTERNAL int hvt_tdat_rec_add_unknown(struct hvtrace_tracedat_writer *w,
+					  uint32_t id);
+/*
+ * TRACECLOCK (@clock, @len bytes with its NUL; NULL: "[mono]"), UNAME
+ * and VERSION options.
+ */
+HVT_INTERNAL int hvt_tdat_rec_add_options(struct hvtrace_tracedat_writer *w,
+					  const char *clock, uint32_t len);
+HVT_INTERNAL int hvt_tdat_rec_add_cpucount(struct hvtrace_tracedat_writer *w,
+					   uint32_t cpus);
+/*
+ * Finish the file when @ret is 0, else abort it keeping the error that
+ * failed the recording; @w is gone either way.  Returns the result.
+ */
+HVT_INTERNAL int hvt_tdat_rec_end(struct hvtrace_tracedat_writer *w, int ret);
 
 #endif /* HVT_TDAT_H */

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtrace record: the part both recorders share once recording has
+ * started -- areas and the host kernel (hvtrace_tracedat_record_*()) and
+ * remotes of hvtraced (hvtrace_tracedat_drecord_*()): the stops, the
+ * signals, the status line and finishing the file.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hvtrace.h>
+
+#include "cli.h"
+
+static volatile sig_atomic_t rec_stop;
+
+static void rec_on_signal(int sig)
+{
+	(void)sig;
+	rec_stop = 1;
+}
+
+void hvt_cli_rec_catch_signals(void)
+{
+	struct sigaction sa;
+
+	/* Ctrl-C finishes the file instead of killing the process. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = rec_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+static double rec_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void rec_human(char *buf, size_t len, double v)
+{
+	if (v >= 1e9)
+		snprintf(buf, len, "%.1fG", v / 1e9);
+	else if (v >= 1e6)
+		snprintf(buf, len, "%.1fM", v / 1e6);
+	else if (v >= 1e4)
+		snprintf(buf, len, "%.1fk", v / 1e3);
+	else
+		snprintf(buf, len, "%.0f", v);
+}
+
+/* --- the recorder, whichever it is ---------------------------------------- */
+
+static unsigned int rec_nr_sources(const struct hvt_cli_rec *rec)
+{
+	if (rec->r)
+		return hvtrace_tracedat_record_nr_sources(rec->r);
+	return hvtrace_tracedat_drecord_nr_sources(rec->dr);
+}
+
+static int rec_source_stats(const struct hvt_cli_rec *rec, unsigned int i,
+			    struct hvtrace_tracedat_source_stats *st)
+{
+	if (rec->r)
+		return hvtrace_tracedat_record_source_stats(rec->r, i, st);
+	return hvtrace_tracedat_drecord_source_stats(rec->dr, i, st);
+}
+
+static int rec_poll(const struct hvt_cli_rec *rec, unsigned int max_wait_ms)
+{
+	if (rec->r)
+		return hvtrace_tracedat_record_poll(rec->r, max_wait_ms);
+	return hvtrace_tracedat_drecord_poll(rec->dr, max_wait_ms);
+}
+
+static int rec_stop_sources(const struct hvt_cli_rec *rec)
+{
+	if (rec->r)
+		return hvtrace_tracedat_record_stop(rec->r);
+	return hvtrace_tracedat_drecord_stop(rec->dr);
+}
+
+static int rec_finish(const struct hvt_cli_rec *rec)
+{
+	if (rec->r)
+		return hvtrace_tracedat_record_finish(rec->r);
+	return hvtrace_tracedat_drecord_finish(rec->dr);
+}
+
+/* --- status --------------------------------------------------------------- */
+
+static void rec_totals(const struct hvt_cli_rec *rec, uint64_t *events,
+		       uint64_t *lost)
+{
+	struct hvtrace_tracedat_source_stats st;
+	unsigned int i;
+
+	*events = *lost = 0;
+	for (i = 0; i < rec_nr_sources(rec); i++) {
+		if (rec_source_stats(rec, i, &st))
+			continue;
+		*events += st.events;
+		*lost += st.lost + st.trailing_lost;
+	}
+}
+
+/* One line on stderr, rewritten in place: per buffer events and bytes. */
+static void rec_status(const struct hvt_cli_rec *rec, double elapsed,
+		       double rate)
+{
+	struct hvtrace_tracedat_source_stats st;
+	uint64_t events, lost;
+	char line[512], a[32], b[32];
+	size_t n;
+	unsigned int i;
+
+	rec_totals(rec, &events, &lost);
+	rec_human(a, sizeof(a), (double)events);
+	rec_human(b, sizeof(b), rate);
+	n = (size_t)snprintf(line, sizeof(line),
+			     "%6.1fs  %s events  %s/s  lost %llu", elapsed, a,
+			     b, (unsigned long long)lost);
+	for (i = 0; i < rec_nr_sources(rec) && n < sizeof(line) - 1; i++) {
+		if (rec_source_stats(rec, i, &st))
+			continue;
+		rec_human(a, sizeof(a), (double)st.bytes);
+		n += (size_t)snprintf(line + n, sizeof(line) - n,
+				      "  | %s %sB%s",
+				      st.kernel ? "kernel" : st.name, a,
+				      st.finished ? " (done)" : "");
+	}
+	fprintf(stderr, "\r\033[K%.*s", 200, line);
+	fflush(stderr);
+}
+
+static void rec_report_problems(const struct hvt_cli_rec *rec)
+{
+	struct hvtrace_tracedat_source_stats st;
+	unsigned int i;
+
+	for (i = 0; i < rec_nr_sources(rec); i++) {
+		if (rec_source_stats(rec, i, &st))
+			continue;
+		if (st.errors)
+			fprintf(stderr,
+				"hvtrace record: %s: %llu malformed item(s) "
+				"skipped%s\n",
+				st.kernel ? "kernel" : st.name,
+				(unsigned long long)st.errors,
+				rec->errors_note ? rec->errors_note : "");
+		if (st.unknown)
+			fprintf(stderr,
+				"hvtrace record: %s: %llu event(s) of ids with "
+				"no known format (shown as unknown)\n",
+				st.kernel ? "kernel" : st.name,
+				(unsigned long long)st.unknown);
+	}
+}
+
+int hvt_cli_rec_run(const struct hvt_cli_rec *rec)
+{
+	double t0, last_status = 0, last_t;
+	uint64_t last_events = 0, ev, lost;
+	bool tty, status_shown = false;
+	int ret, poll = 1;
+
+	tty = !rec->quiet && isatty(STDERR_FILENO);
+	t0 = last_t = rec_now();
+	while (!rec_stop && poll > 0) {
+		double now = rec_now();
+
+		if (rec->duration > 0 && now - t0 >= rec->duration)
+			break;
+		if (rec->max_events) {
+			rec_totals(rec, &ev, &lost);
+			if (ev >= rec->max_events)
+				break;
+		}
+		if (tty && now - last_status >= 0.25) {
+			rec_totals(rec, &ev, &lost);
+			rec_status(rec, now - t0,
+				   now > last_t ? (double)(ev - last_events) /
+							  (now - last_t)
+						: 0);
+			last_events = ev;
+			last_t = now;
+			last_status = now;
+			status_shown = true;
+		}
+		poll = rec_poll(rec, 10);
+	}
+	if (poll < 0) {
+		if (status_shown)
+			fputc('\n', stderr);
+		hvt_cli_error("record", "%s (writing what was recorded)",
+			      hvtrace_last_error());
+	}
+	if (tty) {
+		double el = rec_now() - t0;
+
+		/* The last line gives the average rate. */
+		rec_totals(rec, &ev, &lost);
+		rec_status(rec, el, el > 0 ? (double)ev / el : 0);
+		fputc('\n', stderr);
+	}
+	/* A second Ctrl-C while finishing must not leave half a file. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	if (rec_stop_sources(rec))
+		hvt_cli_error("record", "%s", hvtrace_last_error());
+	rec_report_problems(rec);
+	rec_totals(rec, &ev, &lost);
+	ret = rec_finish(rec);
+	if (ret)
+		return hvt_cli_error("record", "%s", hvtrace_last_error());
+	if (tty)
+		fprintf(stderr,
+			"hvtrace record: wrote %s: %llu events, %llu lost\n",
+			rec->path, (unsigned long long)ev,
+			(unsigned long long)lost);
+	return poll < 0 ? HVT_EXIT_FAIL : HVT_EXIT_OK;
+}
