@@ -96,7 +96,7 @@ static int record_run(int argc, char **argv)
 	if (!events)
 		return hvt_cli_error("record", "out of memory");
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:kB:e:d:n:qh", lopts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "o:kB:e:d:n:qh", lopts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'o':

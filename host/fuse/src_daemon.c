@@ -489,10 +489,15 @@ static void fzd_remove(struct fz_daemon *d, struct fz_dremote *x)
 	pthread_mutex_unlock(&d->v->lock);
 }
 
-/* Name a guest's pids from its agent's saved_cmdlines. */
-static void fzd_comms(struct fz_daemon *d, struct fz_dremote *x)
+/*
+ * Name a guest's pids from its agent's saved_cmdlines.  Returns false
+ * while the remote has no decoder yet (its formats are not loaded), so
+ * the caller asks again at the next sync instead of a period later.
+ */
+static bool fzd_comms(struct fz_daemon *d, struct fz_dremote *x)
 {
 	char *text = NULL, *line, *save = NULL;
+	bool applied;
 	int ret = -ENODEV;
 
 	pthread_mutex_lock(&d->ctl_lock);
@@ -501,8 +506,9 @@ static void fzd_comms(struct fz_daemon *d, struct fz_dremote *x)
 				       NULL);
 	pthread_mutex_unlock(&d->ctl_lock);
 	if (ret)
-		return;
+		return false;
 	pthread_mutex_lock(&d->v->lock);
+	applied = x->r->dec != NULL;
 	for (line = strtok_r(text, "\n", &save); x->r->dec && line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char comm[32];
@@ -513,6 +519,7 @@ static void fzd_comms(struct fz_daemon *d, struct fz_dremote *x)
 	}
 	pthread_mutex_unlock(&d->v->lock);
 	free(text);
+	return applied;
 }
 
 /* Compare the daemon's list with ours. */
@@ -578,10 +585,9 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 			pthread_mutex_unlock(&d->ctl_lock);
 		}
 		/* A guest's comms, from its agent, now and then. */
-		if (x->r->user_events && now - x->comms_ns >= FZD_COMMS_NS) {
+		if (x->r->user_events && now - x->comms_ns >= FZD_COMMS_NS &&
+		    fzd_comms(d, x))
 			x->comms_ns = now;
-			fzd_comms(d, x);
-		}
 	}
 	for (i = 0; i < n; i++)
 		if (!fzd_by_id(d, recs[i].id))
