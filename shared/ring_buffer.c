@@ -146,6 +146,19 @@
 static void rb_copy(void *dst, const void *src, uint32_t len)
 {
 #if __STDC_HOSTED__
+	/* Most ops are a word or two (time stamp cache, event header,
+	 * common fields): copy those inline rather than call memcpy(). */
+	switch (len) {
+	case 4:
+		__builtin_memcpy(dst, src, 4);
+		return;
+	case 8:
+		__builtin_memcpy(dst, src, 8);
+		return;
+	case 16:
+		__builtin_memcpy(dst, src, 16);
+		return;
+	}
 	__builtin_memcpy(dst, src, len);
 #else
 	uint8_t *d = dst;

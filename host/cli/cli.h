@@ -58,7 +58,8 @@ int hvt_cli_parse_seconds(const char *s, double *out);
 struct hvtrace_tracedat_record;
 struct hvtrace_tracedat_drecord;
 
-/* A started recording: of areas and the kernel (@r) or of remotes (@dr). */
+/* A started recording: of areas (@r) or of remotes (@dr), either with the
+ * host kernel or not. */
 struct hvt_cli_rec {
 	struct hvtrace_tracedat_record *r;
 	struct hvtrace_tracedat_drecord *dr;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * hvtrace record - record trace areas (and the host kernel) into a
- * trace-cmd trace.dat file.
+ * hvtrace record - record trace areas or remotes of hvtraced (and the
+ * host kernel) into a trace-cmd trace.dat file.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,16 +20,18 @@ static const char record_usage[] =
 	"usage: hvtrace record -o FILE [OPTIONS] [[NAME=]AREA...]\n"
 	"       hvtrace record -o FILE [OPTIONS] [--socket PATH] REMOTE...\n"
 	"\n"
-	"Record trace areas, and with --kernel the host kernel's ftrace,\n"
-	"into a trace-cmd trace.dat file (version 7) for trace-cmd report\n"
-	"and KernelShark.  Each AREA (PATH[@OFFSET[+SIZE]]) goes in a buffer\n"
-	"of its own, named NAME or after its writer; the kernel's events go\n"
-	"in the top-level buffer.  All buffers share the host's\n"
+	"Record trace areas or remotes of hvtraced, and with --kernel the\n"
+	"host kernel's ftrace, into a trace-cmd trace.dat file (version 7)\n"
+	"for trace-cmd report and KernelShark.  Each AREA\n"
+	"(PATH[@OFFSET[+SIZE]]) goes in a buffer of its own, named NAME or\n"
+	"after its writer, each REMOTE in one named after it; the kernel's\n"
+	"events go in the top-level buffer.  All buffers share the host's\n"
 	"CLOCK_MONOTONIC: the kernel records with its 'mono' trace clock,\n"
 	"remote timestamps are converted.\n"
 	"\n"
 	"  -o, --output FILE     the trace.dat to write (required)\n"
-	"  -k, --kernel          record the host kernel's events too\n"
+	"  -k, --kernel          record the host kernel's events too (with\n"
+	"                        areas or with REMOTEs)\n"
 	"  -B, --instance NAME   record the kernel's tracefs instance NAME\n"
 	"                        (created if missing, removed afterwards)\n"
 	"                        instead of the top-level one; implies -k\n"
@@ -42,7 +44,8 @@ static const char record_usage[] =
 	"  -n, --events N        stop once N events were recorded (what\n"
 	"                        is pending then is kept too)\n"
 	"      --no-control      attach areas read-only (no enabling, no\n"
-	"                        time sync; for post-mortem copies)\n"
+	"                        time sync; for post-mortem copies; not\n"
+	"                        with REMOTEs)\n"
 	"  -q, --quiet           no status line\n"
 	"      --socket PATH     hvtraced's socket, for REMOTEs (default\n"
 	"                        $HVTRACED_SOCKET or /run/hvtrace/hvtraced.sock)\n"
@@ -50,20 +53,23 @@ static const char record_usage[] =
 	"A REMOTE is the name of a remote of hvtraced (a guest, a local\n"
 	"agent, a hypervisor or loopback area attached with 'hvtrace daemon\n"
 	"attach'): hvtraced owns it and hands its pages to the recorder.\n"
-	"Remotes go in buffers named after them; -e enables the matching\n"
-	"events for the recording (and disables them again at the end),\n"
-	"without -e the events hvtraced has enabled are recorded.  Record\n"
-	"remotes and areas (or --kernel) in separate runs.\n"
+	"Remotes go in buffers named after them, next to the kernel's events\n"
+	"with -k or -B; -e enables the matching events for the recording\n"
+	"(and disables them again at the end), without -e the events\n"
+	"hvtraced has enabled are recorded.  Record remotes and areas in\n"
+	"separate runs (or attach the areas to hvtraced too).\n"
 	"\n"
 	"Recording stops on Ctrl-C or SIGTERM (the file is then finished\n"
 	"and complete), after --duration or --events, or once every area's\n"
-	"writer has stopped (or died) and everything it wrote was read.\n"
+	"or REMOTE's writer has stopped (or died, or the remote was\n"
+	"detached) and everything it wrote was read.\n"
 	"With only --kernel it runs until interrupted or a limit is reached.\n"
 	"While stderr is a terminal a status line shows events/s, lost\n"
 	"events and bytes per buffer.\n"
 	"\n"
 	"  hvtrace record -o trace.dat /dev/shm/hvt-loop\n"
 	"  hvtrace record -o t.dat -k -e sched:sched_switch g0=/dev/shm/g0\n"
+	"  hvtrace record -o t.dat -k -d 10 guest0 hyp0\n"
 	"  trace-cmd report trace.dat; kernelshark trace.dat\n";
 
 static int record_run(int argc, char **argv)
@@ -154,17 +160,22 @@ static int record_run(int argc, char **argv)
 	o.events = nev ? events : NULL;
 	if (optind < argc && hvt_dname_is_remote(argv[optind])) {
 		struct hvt_rrecord_opts ro = {
-			.path = o.path, .sock = sock, .events = o.events,
-			.duration = duration, .max_events = max_events,
+			.path = o.path,
+			.sock = sock,
+			.events = o.events,
+			.duration = duration,
+			.max_events = max_events,
 			.quiet = quiet,
+			.kernel = o.kernel,
+			.kernel_instance = o.kernel_instance,
 		};
 
-		if (o.kernel || (o.flags & HVTRACE_TDAT_REC_NO_CONTROL)) {
+		if (o.flags & HVTRACE_TDAT_REC_NO_CONTROL) {
 			free(events);
-			return hvt_cli_usage("record",
-					     "remotes of hvtraced go without "
-					     "--kernel and --no-control: record "
-					     "them in a run of their own");
+			return hvt_cli_usage(
+				"record", "--no-control is for areas: hvtraced "
+					  "owns its remotes and reads them "
+					  "itself");
 		}
 		for (i = optind; i < argc; i++)
 			if (!hvt_dname_is_remote(argv[i])) {
@@ -242,5 +253,5 @@ static int record_run(int argc, char **argv)
 }
 
 HVT_CLI_COMMAND(record, "record",
-		"record areas (and the host kernel) into a trace.dat file",
+		"record areas or remotes (and the kernel) into a trace.dat",
 		record_usage, record_run);

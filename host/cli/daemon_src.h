@@ -31,9 +31,12 @@ struct hvt_rrecord_opts {
 	double duration;	       /* seconds, 0: none */
 	unsigned long long max_events; /* 0: none */
 	bool quiet;
+	bool kernel;		     /* the host kernel too (-k, -B) */
+	const char *kernel_instance; /* -B NAME, or NULL */
 };
 
-/* hvtrace record -o FILE REMOTE...: remotes through hvtraced. */
+/* hvtrace record -o FILE REMOTE...: remotes through hvtraced (and the
+ * host kernel with -k/-B). */
 int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 			   char **remotes);
 

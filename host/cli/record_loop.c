@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * hvtrace record: the part both recorders share once recording has
- * started -- areas and the host kernel (hvtrace_tracedat_record_*()) and
- * remotes of hvtraced (hvtrace_tracedat_drecord_*()): the stops, the
- * signals, the status line and finishing the file.
+ * started -- areas (hvtrace_tracedat_record_*()) and remotes of hvtraced
+ * (hvtrace_tracedat_drecord_*()), each with the host kernel or not: the
+ * stops, the signals, the status line and finishing the file.
  */
 #include <signal.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * hvtrace record -o FILE REMOTE...: remotes of hvtraced into trace.dat
- * (hvtrace_tracedat_drecord_*()), with the same stops, signals and
- * status line as recording areas.
+ * hvtrace record -o FILE [-k|-B NAME] REMOTE...: remotes of hvtraced
+ * (and the host kernel) into trace.dat (hvtrace_tracedat_drecord_*()),
+ * with the same stops, signals and status line as recording areas.
  */
 #include <hvtrace.h>
 
@@ -16,6 +16,8 @@ int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 		.path = o->path,
 		.socket = o->sock,
 		.events = o->events,
+		.kernel = o->kernel,
+		.kernel_instance = o->kernel_instance,
 	};
 	struct hvt_cli_rec rec = {
 		.path = o->path,

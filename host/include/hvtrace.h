@@ -1201,20 +1201,39 @@ extern "C" {
  * Recording remotes that hvtraced owns (guests, local agents, hypervisor
  * and loopback areas attached to it) into a trace.dat file, through the
  * daemon: the same file layout as hvtrace_tracedat_record_*(), one buffer
- * per remote, timestamps converted with the daemon's clock model.
+ * per remote, timestamps converted with the daemon's clock model to the
+ * host's CLOCK_MONOTONIC; with @kernel, the host kernel's events in the
+ * top-level buffer, recorded as hvtrace_tracedat_record_*() records them.
  */
 struct hvtrace_tracedat_drecord;
 
 struct hvtrace_tracedat_drecord_opts {
 	const char *path;		/* output trace.dat */
 	const char *socket;		/* hvtraced's socket; NULL: default */
-	/* Event patterns to enable (as for hvtrace_tracedat_record_opts);
-	 * NULL: record what the daemon has enabled.  Events the recorder
-	 * enabled are disabled again when it finishes. */
+	/* Event patterns to enable (as for hvtrace_tracedat_record_opts):
+	 * on the kernel as hvtrace_tracedat_record_*() does, on remotes the
+	 * matching events not enabled yet; NULL: the kernel keeps the events
+	 * it has enabled, remotes record what the daemon has enabled.
+	 * Everything the recorder enabled is put back when it finishes. */
 	const char *const *events;
+	/* Fields added later: zero-initialise the struct. */
+	bool kernel;			/* record the host kernel too */
+	const char *kernel_instance;	/* with @kernel: NULL/"": top-level
+					 * tracefs instance; else
+					 * instances/NAME, created if missing
+					 * and removed afterwards */
 };
 
-/** hvtrace_tracedat_drecord_create - connect to hvtraced, create @o->path */
+/**
+ * hvtrace_tracedat_drecord_create - connect to hvtraced, create @o->path
+ * @o:   options (copied)
+ * @out: the new handle
+ *
+ * With @o->kernel, also opens the kernel's tracefs instance (nothing is
+ * changed there until _start()).
+ *
+ * Return: 0 or a negative errno (hvtrace_last_error() says why).
+ */
 HVTRACE_API int hvtrace_tracedat_drecord_create(
 	const struct hvtrace_tracedat_drecord_opts *o,
 	struct hvtrace_tracedat_drecord **out);
@@ -1223,35 +1242,51 @@ HVTRACE_API int hvtrace_tracedat_drecord_create(
  * hvtrace_tracedat_drecord_add_remote - record remote @remote
  * @name: buffer name, or NULL for the remote's name
  *
- * Return: the source index (>= 0) or a negative errno.
+ * Return: the source index (>= 0; the kernel, if recorded, is source 0)
+ * or a negative errno.
  */
 HVTRACE_API int hvtrace_tracedat_drecord_add_remote(
 	struct hvtrace_tracedat_drecord *r, const char *remote,
 	const char *name);
 
-/** hvtrace_tracedat_drecord_start - formats, enabling, subscriptions */
+/**
+ * hvtrace_tracedat_drecord_start - formats, enabling, subscriptions
+ *
+ * Remotes: formats placed at file ids, subscriptions.  Kernel: the mono
+ * trace clock, an empty buffer, the selected events, tracing on -- before
+ * the remotes' selected events are enabled.  Every event pattern must
+ * match a kernel or a remote event.
+ */
 HVTRACE_API int
 hvtrace_tracedat_drecord_start(struct hvtrace_tracedat_drecord *r);
 
 /**
- * hvtrace_tracedat_drecord_poll - take what the daemon sent, once
+ * hvtrace_tracedat_drecord_poll - read what the kernel and the daemon have
  *
  * Return: 1 while recording goes on; 0 once every remote is finished
  * (detached, re-formatted, or an area whose writer stopped and was read
- * to the end); a negative errno on a fatal error.
+ * to the end; never with only the kernel recorded); a negative errno on
+ * a fatal error.
  */
 HVTRACE_API int
 hvtrace_tracedat_drecord_poll(struct hvtrace_tracedat_drecord *r,
 			      unsigned int max_wait_ms);
 
+/** hvtrace_tracedat_drecord_nr_sources - kernel (if any) + remotes */
 HVTRACE_API unsigned int
 hvtrace_tracedat_drecord_nr_sources(const struct hvtrace_tracedat_drecord *r);
 
+/** hvtrace_tracedat_drecord_source_stats - counters of source @i */
 HVTRACE_API int hvtrace_tracedat_drecord_source_stats(
 	const struct hvtrace_tracedat_drecord *r, unsigned int i,
 	struct hvtrace_tracedat_source_stats *st);
 
-/** hvtrace_tracedat_drecord_stop - drain every remote; counters final */
+/**
+ * hvtrace_tracedat_drecord_stop - stop and drain: counters are final after
+ *
+ * Turns the kernel's tracing off, reads every source to the end and
+ * closes the last pages.
+ */
 HVTRACE_API int
 hvtrace_tracedat_drecord_stop(struct hvtrace_tracedat_drecord *r);
 
@@ -1259,7 +1294,11 @@ hvtrace_tracedat_drecord_stop(struct hvtrace_tracedat_drecord *r);
 HVTRACE_API int
 hvtrace_tracedat_drecord_finish(struct hvtrace_tracedat_drecord *r);
 
-/** hvtrace_tracedat_drecord_abort - put enable state back, no file, free */
+/**
+ * hvtrace_tracedat_drecord_abort - restore and free; no file is left
+ *
+ * Puts back the remotes' enable states and the kernel's settings.
+ */
 HVTRACE_API void
 hvtrace_tracedat_drecord_abort(struct hvtrace_tracedat_drecord *r);
 

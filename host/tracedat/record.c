@@ -8,6 +8,9 @@
  *   area    hvtrace_cpu_  ----+   (ts on the host clock,      (one per
  *           read_page()           ids unique in the file)      buffer/CPU)
  *
+ * The kernel source (tracefs instance, top-level buffer, its metadata) is
+ * shared with record_daemon.c: hvt_tdat_rkernel_*() in record_common.c.
+ *
  * Time: the file has one time base, the host's CLOCK_MONOTONIC.  The
  * kernel records with its "mono" trace clock; area timestamps are writer
  * clock values, converted with the area's clock model
@@ -47,13 +50,10 @@
 #define RC_PAGES_PER_POLL 64u /* per CPU, for fairness */
 #define RC_SYNC_PERIOD_NS 200000000ULL
 #define RC_SYNC_GIVE_UP	  5u
-#define RC_MAX_PIDS	  4096u /* named from /proc per source */
 
-enum { RC_KERNEL = 1, RC_AREA };
-
+/* An area being recorded (the kernel is r->kern, record_common.c). */
 struct rc_src {
 	struct hvtrace_tracedat_record *r;
-	int kind;
 	char name[64];
 	char spec[512];
 	int buffer; /* writer buffer index */
@@ -63,7 +63,6 @@ struct rc_src {
 	uint8_t *page; /* read buffer, one sub-buffer */
 	uint8_t *rec;  /* record copy for id rewriting */
 
-	/* areas */
 	struct hvtrace_area *area;
 	struct hvtrace_area_info info;
 	struct hvt_tdat_catalog cat; /* with the ids used in the file */
@@ -74,8 +73,7 @@ struct rc_src {
 	uint64_t next_sync;
 	unsigned int sync_fail;
 	bool sync_off;
-	uint8_t *pid_seen; /* bitmap of pids named */
-	unsigned int nr_pids;
+	struct hvt_tdat_pids pids; /* host pids named (loopback) */
 
 	struct hvtrace_tracedat_source_stats st;
 };
@@ -85,18 +83,13 @@ struct hvtrace_tracedat_record {
 	char *path;
 	char **events; /* NULL-terminated copy */
 	unsigned int flags;
-	bool want_kernel;
-	char *instance;
-	struct hvt_tdat_kernel *k;
-	struct rc_src *src[RC_MAX_SOURCES];
+	struct hvt_tdat_rkernel *kern;	    /* the host kernel, or NULL */
+	struct rc_src *src[RC_MAX_SOURCES]; /* the areas */
 	unsigned int nr_src;
 	bool started;
 	bool stopped;
-	bool kernel_stopped;
 	struct hvt_tdat_ids ids; /* file-wide event ids */
 	uint8_t *pid_named;	 /* pids named from /proc (bitmap) */
-	uint64_t kernel_seen[65536 / 64];
-	struct hvt_tdat_catalog kcat;
 };
 
 static void rc_free_src(struct rc_src *s)
@@ -111,7 +104,7 @@ static void rc_free_src(struct rc_src *s)
 	free(s->page);
 	free(s->rec);
 	free(s->idmap);
-	free(s->pid_seen);
+	hvt_tdat_pids_fini(&s->pids);
 	hvt_tdat_catalog_free(&s->cat);
 	hvtrace_area_close(s->area);
 	free(s);
@@ -123,14 +116,11 @@ static void rc_free(struct hvtrace_tracedat_record *r)
 
 	for (i = 0; i < r->nr_src; i++)
 		rc_free_src(r->src[i]);
-	if (r->k)
-		hvt_tdat_kernel_close(r->k);
+	hvt_tdat_rkernel_close(r->kern);
 	hvt_tdat_events_free(r->events);
-	free(r->instance);
 	free(r->path);
 	hvt_tdat_ids_fini(&r->ids);
 	free(r->pid_named);
-	hvt_tdat_catalog_free(&r->kcat);
 	free(r);
 }
 
@@ -177,50 +167,25 @@ hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
 		return hvt_err(-ENOMEM, "out of memory");
 	}
 	r->flags = o->flags;
-	r->want_kernel = o->kernel;
 
 	page_size = (uint32_t)sysconf(_SC_PAGESIZE);
 	if (o->kernel) {
-		struct hvt_tdat_kernel_opts ko = {
-			.instance = o->kernel_instance,
-			.clock = "mono",
-		};
-
-		ret = hvt_tdat_kernel_open(&ko, &r->k);
+		ret = hvt_tdat_rkernel_open(o->kernel_instance, &r->kern);
 		if (ret) {
 			rc_free(r);
 			return ret;
 		}
-		page_size = hvt_tdat_kernel_subbuf_size(r->k);
+		page_size = r->kern->subbuf_size;
 	}
 	ret = hvtrace_tracedat_writer_create(o->path, page_size, &r->w);
 	if (ret) {
 		rc_free(r);
 		return ret;
 	}
-	if (r->k) {
-		struct rc_src *s = calloc(1, sizeof(*s));
-
-		if (!s) {
-			ret = hvt_err(-ENOMEM, "out of memory");
-			goto fail;
-		}
-		r->src[r->nr_src++] = s;
-		s->r = r;
-		s->kind = RC_KERNEL;
-		s->st.kernel = true;
-		s->nr_cpus = hvt_tdat_kernel_nr_cpus(r->k);
-		s->subbuf_size = page_size;
-		ret = rc_src_alloc_cpus(s);
-		if (ret) {
-			ret = hvt_err(ret, "out of memory");
-			goto fail;
-		}
-		ret = hvtrace_tracedat_writer_add_buffer(r->w, "", "mono",
-							 s->nr_cpus, page_size);
+	if (r->kern) {
+		ret = hvt_tdat_rkernel_add_buffer(r->kern, r->w, r->pid_named);
 		if (ret < 0)
 			goto fail;
-		s->buffer = ret;
 	} else {
 		ret = hvtrace_tracedat_writer_add_buffer(r->w, "", "mono", 0,
 							 page_size);
@@ -244,8 +209,7 @@ static bool rc_name_taken(const struct hvtrace_tracedat_record *r,
 	unsigned int i;
 
 	for (i = 0; i < r->nr_src; i++)
-		if (r->src[i]->kind == RC_AREA &&
-		    !strcmp(r->src[i]->name, name))
+		if (!strcmp(r->src[i]->name, name))
 			return true;
 	return false;
 }
@@ -264,14 +228,13 @@ hvtrace_tracedat_record_add_area(struct hvtrace_tracedat_record *r,
 	if (r->started)
 		return hvt_err(-EBUSY, "record: areas must be added before "
 				       "recording starts");
-	if (r->nr_src >= RC_MAX_SOURCES)
+	if (r->nr_src + !!r->kern >= RC_MAX_SOURCES)
 		return hvt_err(-ENOSPC, "record: more than %u sources",
 			       RC_MAX_SOURCES);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return hvt_err(-ENOMEM, "out of memory");
 	s->r = r;
-	s->kind = RC_AREA;
 	snprintf(s->spec, sizeof(s->spec), "%s", spec);
 	if (r->flags & HVTRACE_TDAT_REC_NO_CONTROL)
 		flags = 0;
@@ -330,7 +293,8 @@ hvtrace_tracedat_record_add_area(struct hvtrace_tracedat_record *r,
 	r->src[r->nr_src++] = s;
 	if (s->info.writer_kind == HVT_WRITER_LOOPBACK)
 		rc_note_pid(s, (int)s->info.writer_pid);
-	return (int)r->nr_src - 1;
+	/* Source indexes: the kernel first. */
+	return (int)(r->nr_src - 1 + !!r->kern);
 }
 
 /* Give the area's formats ids that mean one event in the whole file. */
@@ -360,8 +324,8 @@ static int rc_assign_ids(struct hvtrace_tracedat_record *r, struct rc_src *s)
 			continue;
 		}
 		id = want;
-		if (hvt_tdat_ids_used(&r->ids, r->k, id)) {
-			ret = hvt_tdat_ids_alloc(&r->ids, r->k, &id);
+		if (hvt_tdat_ids_used(&r->ids, r->kern, id)) {
+			ret = hvt_tdat_ids_alloc(&r->ids, r->kern, &id);
 			if (ret)
 				return ret;
 			t = hvt_tdat_format_set_id(f->text, id);
@@ -430,7 +394,7 @@ HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
 	hits = calloc(n + 1, sizeof(*hits));
 	if (!hits)
 		return hvt_err(-ENOMEM, "out of memory");
-	if (!r->k && !r->nr_src) {
+	if (!r->kern && !r->nr_src) {
 		free(hits);
 		return hvt_err(-EINVAL, "record: nothing to record: give areas "
 					"or --kernel");
@@ -438,15 +402,13 @@ HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
 
 	/* Ids first: every source's formats must be final before reading. */
 	r->ids.unknown_id = 0;
-	ret = hvt_tdat_ids_alloc(&r->ids, r->k, &id);
+	ret = hvt_tdat_ids_alloc(&r->ids, r->kern, &id);
 	if (ret)
 		goto out;
 	r->ids.unknown_id = id;
 	for (i = 0; i < r->nr_src; i++) {
 		struct rc_src *s = r->src[i];
 
-		if (s->kind != RC_AREA)
-			continue;
 		ret = rc_assign_ids(r, s);
 		if (ret)
 			goto out;
@@ -462,13 +424,10 @@ HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
 					hits[p]++;
 		}
 	}
-	if (r->k) {
-		for (i = 0; i < n; i++) {
-			ret = hvt_tdat_kernel_enable(r->k, r->events[i]);
-			if (ret < 0)
-				goto out;
-			hits[i] += (unsigned int)ret;
-		}
+	if (r->kern) {
+		ret = hvt_tdat_rkernel_enable(r->kern, r->events, hits);
+		if (ret < 0)
+			goto out;
 	}
 	for (i = 0; i < n; i++) {
 		if (!hits[i]) {
@@ -482,8 +441,8 @@ HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
 	}
 	/* The kernel first: once a writer sees its events enabled, what it
 	 * does next (a trace_marker write) must land in a running buffer. */
-	if (r->k) {
-		ret = hvt_tdat_kernel_start(r->k);
+	if (r->kern) {
+		ret = hvt_tdat_rkernel_start(r->kern);
 		if (ret)
 			goto out;
 	}
@@ -491,8 +450,6 @@ HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
 		struct rc_src *s = r->src[i];
 		uint32_t state = 0;
 
-		if (s->kind != RC_AREA)
-			continue;
 		/* The clock model before the first page is converted. */
 		hvtrace_area_writer_state(s->area, &state, NULL);
 		if (state == HVT_STATE_RUNNING)
@@ -520,22 +477,10 @@ out:
 	return ret;
 }
 
-/*
- * A pid of a host process (kernel events, a local writer's events): name
- * it from /proc at first sight, milliseconds after its event, while it
- * almost certainly still lives.  That beats the kernel's saved_cmdlines,
- * which is a small table (128 entries by default) that only tasks traced
- * at a context switch refresh, so it often holds the name of an earlier
- * process with the same pid; saved_cmdlines names only the pids /proc
- * could not.
- */
+/* A pid of a local writer: a host process, named from /proc. */
 static void rc_note_pid(struct rc_src *s, int pid)
 {
-	if (s->nr_pids >= RC_MAX_PIDS || !hvt_tdat_pid_first(&s->pid_seen, pid))
-		return;
-	s->nr_pids++;
-	if (!hvt_tdat_pid_name(s->r->w, pid) && s->r->pid_named)
-		s->r->pid_named[pid / 8] |= (uint8_t)(1u << (pid % 8));
+	hvt_tdat_pids_note(&s->pids, s->r->w, s->r->pid_named, pid);
 }
 
 /* One page from an area's reader: convert, remap, pack. */
@@ -595,41 +540,6 @@ static int rc_area_page(struct rc_src *s, struct hvt_tdat_rcpu *c,
 	return 0;
 }
 
-/* Kernel events of one CPU: timestamps are already mono; ids kept. */
-static int rc_kernel_cpu(struct rc_src *s, struct hvt_tdat_rcpu *c)
-{
-	struct hvt_tdat_krec kr;
-	unsigned int n;
-	int ret;
-
-	for (n = 0; n < RC_PAGES_PER_POLL * 64; n++) {
-		uint16_t id;
-		int32_t pid;
-
-		ret = hvt_tdat_kernel_next(s->r->k, c->cpu, &kr);
-		if (ret <= 0)
-			return ret < 0 ? ret : (int)n;
-		if (kr.lost || kr.lost_unknown) {
-			ret = hvt_tdat_rcpu_put_lost(c, kr.lost,
-						     !kr.lost_unknown);
-			if (ret)
-				return ret;
-		}
-		if (kr.size < sizeof(struct hvt_common_fields)) {
-			s->st.errors++;
-			continue;
-		}
-		memcpy(&id, kr.data, 2);
-		memcpy(&pid, kr.data + 4, 4);
-		s->r->kernel_seen[id / 64] |= 1ULL << (id % 64);
-		rc_note_pid(s, pid);
-		ret = hvt_tdat_rcpu_put_event(c, kr.ts, kr.data, kr.size);
-		if (ret)
-			return ret;
-	}
-	return (int)n;
-}
-
 /* Read what @s has pending; returns pages read or -errno. */
 static int rc_read_src(struct rc_src *s)
 {
@@ -639,13 +549,6 @@ static int rc_read_src(struct rc_src *s)
 	int ret;
 
 	for (c = 0; c < s->nr_cpus; c++) {
-		if (s->kind == RC_KERNEL) {
-			ret = rc_kernel_cpu(s, &s->cpu[c]);
-			if (ret < 0)
-				return ret;
-			n += (unsigned int)ret;
-			continue;
-		}
 		for (k = 0; k < RC_PAGES_PER_POLL; k++) {
 			ret = hvtrace_cpu_read_page(s->area, (int)c, s->page,
 						    s->subbuf_size, &info);
@@ -680,43 +583,43 @@ HVTRACE_API int hvtrace_tracedat_record_poll(struct hvtrace_tracedat_record *r,
 	if (!r || !r->started)
 		return hvt_err(-EINVAL, "record: not started");
 	now = hvt_host_now_ns();
+	if (r->kern) {
+		ret = hvt_tdat_rkernel_read(r->kern);
+		if (ret < 0)
+			return ret;
+		total += ret;
+	}
 	for (i = 0; i < r->nr_src; i++) {
 		struct rc_src *s = r->src[i];
-		bool stop_seen = false;
+		uint32_t state = 0;
+		bool stop_seen;
 
-		if (s->kind == RC_AREA) {
-			uint32_t state = 0;
-
-			areas++;
-			if (s->finished) {
-				done++;
-				continue;
-			}
-			if (hvtrace_area_writer_state(s->area, &state, NULL)) {
-				/* Re-formatted: the data is not ours now. */
-				s->gone = true;
-				s->finished = true;
-				s->st.finished = true;
-				s->st.errors++;
-				fprintf(stderr,
-					"hvtrace record: the writer of '%s' "
-					"re-formatted its area; stopped "
-					"recording it\n",
-					s->name);
-				done++;
-				continue;
-			}
-			stop_seen = s->stop_seen;
-			if (state == HVT_STATE_STOPPED || rc_writer_dead(s))
-				s->stop_seen = true;
-			if (!s->stop_seen && !s->sync_off &&
-			    now >= s->next_sync)
-				rc_sync(s, 1, 2);
+		areas++;
+		if (s->finished) {
+			done++;
+			continue;
 		}
+		if (hvtrace_area_writer_state(s->area, &state, NULL)) {
+			/* Re-formatted: the data is not ours now. */
+			s->gone = true;
+			s->finished = true;
+			s->st.finished = true;
+			s->st.errors++;
+			fprintf(stderr,
+				"hvtrace record: the writer of '%s' "
+				"re-formatted its area; stopped "
+				"recording it\n",
+				s->name);
+			done++;
+			continue;
+		}
+		stop_seen = s->stop_seen;
+		if (state == HVT_STATE_STOPPED || rc_writer_dead(s))
+			s->stop_seen = true;
+		if (!s->stop_seen && !s->sync_off && now >= s->next_sync)
+			rc_sync(s, 1, 2);
 		ret = rc_read_src(s);
 		if (ret < 0) {
-			if (s->kind == RC_KERNEL)
-				return ret;
 			/* An area that cannot be read is this area's
 			 * problem, not the recording's. */
 			s->st.errors++;
@@ -728,7 +631,7 @@ HVTRACE_API int hvtrace_tracedat_record_poll(struct hvtrace_tracedat_record *r,
 		}
 		total += ret;
 		/* Stopped before this pass, and the pass found nothing. */
-		if (s->kind == RC_AREA && stop_seen && ret == 0) {
+		if (stop_seen && ret == 0) {
 			s->finished = s->st.finished = true;
 			done++;
 		}
@@ -751,7 +654,7 @@ HVTRACE_API int hvtrace_tracedat_record_poll(struct hvtrace_tracedat_record *r,
 HVTRACE_API unsigned int
 hvtrace_tracedat_record_nr_sources(const struct hvtrace_tracedat_record *r)
 {
-	return r ? r->nr_src : 0;
+	return r ? r->nr_src + !!r->kern : 0;
 }
 
 HVTRACE_API int
@@ -759,37 +662,32 @@ hvtrace_tracedat_record_source_stats(const struct hvtrace_tracedat_record *r,
 				     unsigned int i,
 				     struct hvtrace_tracedat_source_stats *st)
 {
-	if (!r || !st || i >= r->nr_src)
+	if (!r || !st || i >= r->nr_src + !!r->kern)
 		return hvt_err(-EINVAL, "record: no source %u", i);
-	*st = r->src[i]->st;
+	if (r->kern && i == 0)
+		*st = r->kern->st;
+	else
+		*st = r->src[i - !!r->kern]->st;
 	return 0;
 }
 
 static int rc_cpustats(struct hvtrace_tracedat_record *r)
 {
-	struct hvt_tdat_blob b = {0};
 	unsigned int i;
 	uint32_t c;
 	int ret = 0;
 
+	/* The kernel's CPUs first: the top-level buffer's. */
+	if (r->kern)
+		ret = hvt_tdat_rkernel_add_cpustats(r->kern);
 	for (i = 0; i < r->nr_src && !ret; i++) {
 		struct rc_src *s = r->src[i];
 
-		if (s->kind == RC_AREA)
-			ret = hvt_tdat_rec_add_buffer_stat(r->w, s->name);
+		ret = hvt_tdat_rec_add_buffer_stat(r->w, s->name);
 		for (c = 0; c < s->nr_cpus && !ret; c++) {
 			struct hvtrace_cpu_stats st;
 			struct hvt_tdat_cpustat cs = {.cpu = c};
 
-			if (s->kind == RC_KERNEL) {
-				if (hvt_tdat_kernel_cpu_stats(r->k, c, &b))
-					continue;
-				/* The kernel's file has no "CPU:" line. */
-				ret = hvt_tdat_rec_add_optionf(
-					r->w, HVT_TDAT_OPT_CPUSTAT,
-					"CPU: %u\n%s", c, b.data);
-				continue;
-			}
 			if (hvtrace_cpu_get_stats(s->area, (int)c, &st))
 				continue;
 			cs.entries = st.entries;
@@ -804,47 +702,36 @@ static int rc_cpustats(struct hvtrace_tracedat_record *r)
 			ret = hvt_tdat_rec_add_cpustat(r->w, &cs);
 		}
 	}
-	hvt_tdat_blob_free(&b);
 	return ret;
 }
 
 static int rc_metadata(struct hvtrace_tracedat_record *r)
 {
-	struct hvt_tdat_blob hp = {0}, he = {0}, b = {0};
+	uint32_t cpus = 0, sb = 4096;
 	unsigned int i, j;
-	uint32_t cpus = 0;
 	int ret = 0;
 
-	/* header_page / header_event: the kernel's own, else ours. */
-	if (r->k &&
-	    !hvt_tdat_kernel_file(r->k, "events/header_page", false, &hp) &&
-	    !hvt_tdat_kernel_file(r->k, "events/header_event", false, &he) &&
-	    hp.len && he.len) {
-		ret = hvtrace_tracedat_writer_set_headers(r->w, hp.data, hp.len,
-							  he.data, he.len);
-	} else {
-		uint32_t sb = 4096;
-
-		for (i = 0; i < r->nr_src; i++)
-			if (r->src[i]->subbuf_size > sb)
-				sb = r->src[i]->subbuf_size;
-		ret = hvt_tdat_rec_set_headers(r->w, sb);
+	if (r->kern) {
+		sb = r->kern->subbuf_size > sb ? r->kern->subbuf_size : sb;
+		cpus = r->kern->nr_cpus;
 	}
+	for (i = 0; i < r->nr_src; i++) {
+		if (r->src[i]->subbuf_size > sb)
+			sb = r->src[i]->subbuf_size;
+		if (r->src[i]->nr_cpus > cpus)
+			cpus = r->src[i]->nr_cpus;
+	}
+	/* header_page / header_event: the kernel's own, else ours. */
+	ret = hvt_tdat_rec_set_headers(r->w, r->kern, sb);
 
 	/* Formats: the kernel's (seen, enabled, ftrace), then the areas'. */
-	if (!ret && r->k) {
-		ret = hvt_tdat_kernel_formats(r->k, r->kernel_seen, &r->kcat);
-		for (i = 0; !ret && i < r->kcat.nr; i++)
-			ret = hvtrace_tracedat_writer_add_format(
-				r->w, r->kcat.fmt[i].system,
-				r->kcat.fmt[i].text,
-				strlen(r->kcat.fmt[i].text));
-	}
+	if (!ret && r->kern)
+		ret = hvt_tdat_rkernel_add_formats(r->kern);
 	/* Each area format once, under the id it has in the file. */
 	for (j = 0; j < r->nr_src; j++) {
 		struct rc_src *s = r->src[j];
 
-		for (i = 0; !ret && s->kind == RC_AREA && i < s->cat.nr; i++) {
+		for (i = 0; !ret && i < s->cat.nr; i++) {
 			const struct hvt_tdat_format *f = &s->cat.fmt[i];
 
 			if (f->id & 0x80000000u)
@@ -855,63 +742,16 @@ static int rc_metadata(struct hvtrace_tracedat_record *r)
 	}
 	if (!ret && r->ids.unknown_total)
 		ret = hvt_tdat_rec_add_unknown(r->w, r->ids.unknown_id);
-
-	if (!ret && r->k) {
-		b.len = 0;
-		if (!hvt_tdat_read_file("/proc/kallsyms", &b, 256u << 20))
-			ret = hvtrace_tracedat_writer_set_kallsyms(r->w, b.data,
-								   b.len);
-		b.len = 0;
-		if (!ret &&
-		    !hvt_tdat_kernel_file(r->k, "printk_formats", true, &b))
-			ret = hvtrace_tracedat_writer_set_printk(r->w, b.data,
-								 b.len);
-		b.len = 0;
-		if (!ret &&
-		    !hvt_tdat_kernel_file(r->k, "saved_cmdlines", true, &b)) {
-			char *line = b.data, *next;
-
-			for (; !ret && line && *line; line = next) {
-				char comm[64];
-				int pid;
-
-				next = strchr(line, '\n');
-				if (next)
-					*next++ = '\0';
-				if (sscanf(line, "%d %63[^\n]", &pid, comm) !=
-				    2)
-					continue;
-				if (pid > 0 && pid < HVT_TDAT_PID_MAX &&
-				    r->pid_named &&
-				    (r->pid_named[pid / 8] >> (pid % 8)) & 1)
-					continue; /* /proc named it */
-				ret = hvtrace_tracedat_writer_add_cmdline(
-					r->w, pid, comm);
-			}
-		}
-	}
+	if (!ret && r->kern)
+		ret = hvt_tdat_rkernel_add_files(r->kern);
 
 	/* Options: the kernel's trace clock if there is one, else mono. */
-	if (!ret) {
-		b.len = 0;
-		if (r->k &&
-		    !hvt_tdat_kernel_file(r->k, "trace_clock", false, &b) &&
-		    b.len)
-			ret = hvt_tdat_rec_add_options(r->w, b.data,
-						       (uint32_t)b.len + 1);
-		else
-			ret = hvt_tdat_rec_add_options(r->w, NULL, 0);
-	}
+	if (!ret)
+		ret = hvt_tdat_rec_add_options(r->w, r->kern);
 	if (!ret)
 		ret = rc_cpustats(r);
-	for (i = 0; i < r->nr_src; i++)
-		if (r->src[i]->nr_cpus > cpus)
-			cpus = r->src[i]->nr_cpus;
 	if (!ret)
 		ret = hvt_tdat_rec_add_cpucount(r->w, cpus);
-	hvt_tdat_blob_free(&hp);
-	hvt_tdat_blob_free(&he);
-	hvt_tdat_blob_free(&b);
 	return ret;
 }
 
@@ -919,14 +759,10 @@ static void rc_restore(struct hvtrace_tracedat_record *r)
 {
 	unsigned int i;
 
-	if (r->k && !r->kernel_stopped) {
-		hvt_tdat_kernel_stop(r->k);
-		r->kernel_stopped = true;
-	}
+	hvt_tdat_rkernel_stop(r->kern);
 	/* Writers stop producing for nobody. */
 	for (i = 0; i < r->nr_src; i++)
-		if (r->src[i]->kind == RC_AREA &&
-		    !(r->flags & HVTRACE_TDAT_REC_NO_CONTROL))
+		if (!(r->flags & HVTRACE_TDAT_REC_NO_CONTROL))
 			hvtrace_area_set_tracing(r->src[i]->area, false);
 }
 
@@ -942,6 +778,8 @@ HVTRACE_API int hvtrace_tracedat_record_stop(struct hvtrace_tracedat_record *r)
 		return 0;
 	r->stopped = true;
 	rc_restore(r);
+	if (r->kern)
+		ret = hvt_tdat_rkernel_drain(r->kern);
 	/* Drain what is left; bounded, the sources have stopped. */
 	for (pass = 0; r->started && pass < 1024; pass++) {
 		int got = 0;
@@ -963,12 +801,10 @@ HVTRACE_API int hvtrace_tracedat_record_stop(struct hvtrace_tracedat_record *r)
 	for (i = 0; i < r->nr_src && !ret; i++) {
 		struct rc_src *s = r->src[i];
 
-		if (s->kind == RC_KERNEL)
-			s->st.errors += hvt_tdat_kernel_errors(r->k);
 		for (c = 0; c < s->nr_cpus && !ret; c++) {
 			struct hvtrace_cpu_stats cs;
 
-			if (s->kind == RC_AREA && !s->gone) {
+			if (!s->gone) {
 				s->st.trailing_lost +=
 					hvtrace_cpu_take_trailing_lost(s->area,
 								       (int)c);
@@ -994,10 +830,10 @@ hvtrace_tracedat_record_finish(struct hvtrace_tracedat_record *r)
 	ret = hvtrace_tracedat_record_stop(r);
 	if (!ret)
 		ret = rc_metadata(r);
-	if (r->k) {
-		hvt_tdat_kernel_close(r->k);
-		r->k = NULL;
-	}
+	/* The kernel's settings back (and a created instance gone) before
+	 * the file is complete. */
+	hvt_tdat_rkernel_close(r->kern);
+	r->kern = NULL;
 	ret = hvt_tdat_rec_end(r->w, ret);
 	r->w = NULL;
 	rc_free(r);

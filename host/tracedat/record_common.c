@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * libhvtrace: what the two recorders share -- record.c (areas opened by
- * the process, the host kernel) and record_daemon.c (remotes of
- * hvtraced).  Both write the same file layout (docs/tracedat.md): one
- * buffer per source, packed per CPU on the host clock, event ids unique in
- * the file and below 0x8000, host pids named from /proc, and the same
- * options.
+ * the process) and record_daemon.c (remotes of hvtraced), each with the
+ * host kernel or not.  Both write the same file layout
+ * (docs/tracedat.md): one buffer per source, packed per CPU on the host
+ * clock, event ids unique in the file and below 0x8000, host pids named
+ * from /proc, and the same options; and both record the kernel with the
+ * same code (hvt_tdat_rkernel_*(), at the end): its tracefs instance on
+ * the mono trace clock, its events in the top-level buffer, and its
+ * headers, formats, kallsyms, printk formats, saved_cmdlines, trace clock
+ * and CPU statistics in the file.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -97,18 +101,18 @@ void hvt_tdat_ids_fini(struct hvt_tdat_ids *ids)
 }
 
 bool hvt_tdat_ids_used(const struct hvt_tdat_ids *ids,
-		       const struct hvt_tdat_kernel *k, uint32_t id)
+		       const struct hvt_tdat_rkernel *rk, uint32_t id)
 {
 	return id >= HVT_TDAT_ID_LIMIT || id == ids->unknown_id ||
-	       ids->text[id] || (k && hvt_tdat_kernel_has_id(k, id));
+	       ids->text[id] || (rk && hvt_tdat_kernel_has_id(rk->k, id));
 }
 
 int hvt_tdat_ids_alloc(const struct hvt_tdat_ids *ids,
-		       const struct hvt_tdat_kernel *k, uint32_t *id)
+		       const struct hvt_tdat_rkernel *rk, uint32_t *id)
 {
 	uint32_t i;
 
-	for (i = HVT_TDAT_ID_LIMIT - 1; i > 0 && hvt_tdat_ids_used(ids, k, i);
+	for (i = HVT_TDAT_ID_LIMIT - 1; i > 0 && hvt_tdat_ids_used(ids, rk, i);
 	     i--)
 		;
 	if (!i)
@@ -208,6 +212,32 @@ int hvt_tdat_pid_name(struct hvtrace_tracedat_writer *w, int pid)
 	return ret;
 }
 
+/*
+ * Naming pids from /proc beats the kernel's saved_cmdlines, which is a
+ * small table (128 entries by default) that only tasks traced at a
+ * context switch refresh, so it often holds the name of an earlier
+ * process with the same pid; saved_cmdlines names only the pids /proc
+ * could not.
+ */
+void hvt_tdat_pids_note(struct hvt_tdat_pids *p,
+			struct hvtrace_tracedat_writer *w, uint8_t *named,
+			int pid)
+{
+	if (p->nr >= HVT_TDAT_SRC_MAX_PIDS ||
+	    !hvt_tdat_pid_first(&p->seen, pid))
+		return;
+	p->nr++;
+	if (!hvt_tdat_pid_name(w, pid) && named)
+		named[pid / 8] |= (uint8_t)(1u << (pid % 8));
+}
+
+void hvt_tdat_pids_fini(struct hvt_tdat_pids *p)
+{
+	free(p->seen);
+	p->seen = NULL;
+	p->nr = 0;
+}
+
 /* --- metadata and finishing ----------------------------------------------- */
 
 int hvt_tdat_rec_add_optionf(struct hvtrace_tracedat_writer *w, uint16_t id,
@@ -261,11 +291,24 @@ int hvt_tdat_rec_add_cpustat(struct hvtrace_tracedat_writer *w,
 }
 
 int hvt_tdat_rec_set_headers(struct hvtrace_tracedat_writer *w,
-			     uint32_t subbuf_size)
+			     struct hvt_tdat_rkernel *rk, uint32_t subbuf_size)
 {
 	struct hvt_tdat_blob hp = {0}, he = {0};
 	int ret;
 
+	/* The kernel's own when it is recorded. */
+	if (rk &&
+	    !hvt_tdat_kernel_file(rk->k, "events/header_page", false, &hp) &&
+	    !hvt_tdat_kernel_file(rk->k, "events/header_event", false, &he) &&
+	    hp.len && he.len) {
+		ret = hvtrace_tracedat_writer_set_headers(w, hp.data, hp.len,
+							  he.data, he.len);
+		hvt_tdat_blob_free(&hp);
+		hvt_tdat_blob_free(&he);
+		return ret;
+	}
+	hp.len = 0;
+	he.len = 0;
 	ret = hvt_tdat_header_page_text(&hp, subbuf_size);
 	if (!ret)
 		ret = hvt_tdat_header_event_text(&he);
@@ -291,18 +334,23 @@ int hvt_tdat_rec_add_unknown(struct hvtrace_tracedat_writer *w, uint32_t id)
 }
 
 int hvt_tdat_rec_add_options(struct hvtrace_tracedat_writer *w,
-			     const char *clock, uint32_t len)
+			     struct hvt_tdat_rkernel *rk)
 {
 	static const char version[] = "hvtrace " HVT_VERSION;
+	struct hvt_tdat_blob b = {0};
 	struct utsname u;
 	int ret;
 
-	if (!clock) {
-		clock = "[mono]\n";
-		len = 8;
-	}
-	ret = hvtrace_tracedat_writer_add_option(w, HVT_TDAT_OPT_TRACECLOCK,
-						 clock, len);
+	/* The kernel's trace clock if it is recorded, else mono. */
+	if (rk && !hvt_tdat_kernel_file(rk->k, "trace_clock", false, &b) &&
+	    b.len)
+		ret = hvtrace_tracedat_writer_add_option(
+			w, HVT_TDAT_OPT_TRACECLOCK, b.data,
+			(uint32_t)b.len + 1);
+	else
+		ret = hvtrace_tracedat_writer_add_option(
+			w, HVT_TDAT_OPT_TRACECLOCK, "[mono]\n", 8);
+	hvt_tdat_blob_free(&b);
 	if (!ret && !uname(&u))
 		ret = hvt_tdat_rec_add_optionf(
 			w, HVT_TDAT_OPT_UNAME, "%s %s %s %s", u.sysname,
@@ -331,4 +379,251 @@ int hvt_tdat_rec_end(struct hvtrace_tracedat_writer *w, int ret)
 	snprintf(why, sizeof(why), "%s", hvtrace_last_error());
 	hvtrace_tracedat_writer_abort(w);
 	return hvt_err(ret, "%s", why);
+}
+
+/* --- the host kernel as a recorded source --------------------------------- */
+
+#define RK_EVENTS_PER_READ 4096u /* per CPU and call, for fairness */
+
+int hvt_tdat_rkernel_open(const char *instance, struct hvt_tdat_rkernel **out)
+{
+	struct hvt_tdat_kernel_opts ko = {
+		.instance = instance,
+		.clock = "mono",
+	};
+	struct hvt_tdat_rkernel *rk;
+	int ret;
+
+	rk = calloc(1, sizeof(*rk));
+	if (!rk)
+		return hvt_err(-ENOMEM, "out of memory");
+	ret = hvt_tdat_kernel_open(&ko, &rk->k);
+	if (ret) {
+		free(rk);
+		return ret;
+	}
+	rk->nr_cpus = hvt_tdat_kernel_nr_cpus(rk->k);
+	rk->subbuf_size = hvt_tdat_kernel_subbuf_size(rk->k);
+	rk->st.kernel = true;
+	rk->st.nr_cpus = rk->nr_cpus;
+	*out = rk;
+	return 0;
+}
+
+int hvt_tdat_rkernel_add_buffer(struct hvt_tdat_rkernel *rk,
+				struct hvtrace_tracedat_writer *w,
+				uint8_t *named)
+{
+	uint32_t c;
+	int ret;
+
+	rk->w = w;
+	rk->named = named;
+	rk->cpu = calloc(rk->nr_cpus, sizeof(*rk->cpu));
+	if (!rk->cpu)
+		return hvt_err(-ENOMEM, "out of memory");
+	for (c = 0; c < rk->nr_cpus; c++) {
+		ret = hvt_tdat_rcpu_init(&rk->cpu[c], w, &rk->buffer, c,
+					 rk->subbuf_size, &rk->st);
+		if (ret)
+			return hvt_err(ret, "out of memory");
+	}
+	ret = hvtrace_tracedat_writer_add_buffer(w, "", "mono", rk->nr_cpus,
+						 rk->subbuf_size);
+	if (ret < 0)
+		return ret;
+	rk->buffer = ret;
+	return 0;
+}
+
+int hvt_tdat_rkernel_enable(struct hvt_tdat_rkernel *rk, char *const *events,
+			    unsigned int *hits)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; events && events[i]; i++) {
+		ret = hvt_tdat_kernel_enable(rk->k, events[i]);
+		if (ret < 0)
+			return ret;
+		hits[i] += (unsigned int)ret;
+	}
+	return 0;
+}
+
+int hvt_tdat_rkernel_start(struct hvt_tdat_rkernel *rk)
+{
+	int ret;
+
+	/* Half-way or not, _close() puts back what was changed. */
+	ret = hvt_tdat_kernel_start(rk->k);
+	rk->started = !ret;
+	return ret;
+}
+
+/* Kernel events of one CPU: timestamps are already mono; ids kept. */
+static int rk_read_cpu(struct hvt_tdat_rkernel *rk, struct hvt_tdat_rcpu *c)
+{
+	struct hvt_tdat_krec kr;
+	unsigned int n;
+	int ret;
+
+	for (n = 0; n < RK_EVENTS_PER_READ; n++) {
+		uint16_t id;
+		int32_t pid;
+
+		ret = hvt_tdat_kernel_next(rk->k, c->cpu, &kr);
+		if (ret <= 0)
+			return ret < 0 ? ret : (int)n;
+		if (kr.lost || kr.lost_unknown) {
+			ret = hvt_tdat_rcpu_put_lost(c, kr.lost,
+						     !kr.lost_unknown);
+			if (ret)
+				return ret;
+		}
+		if (kr.size < sizeof(struct hvt_common_fields)) {
+			rk->st.errors++;
+			continue;
+		}
+		memcpy(&id, kr.data, 2);
+		memcpy(&pid, kr.data + 4, 4);
+		rk->seen[id / 64] |= 1ULL << (id % 64);
+		hvt_tdat_pids_note(&rk->pids, rk->w, rk->named, pid);
+		ret = hvt_tdat_rcpu_put_event(c, kr.ts, kr.data, kr.size);
+		if (ret)
+			return ret;
+	}
+	return (int)n;
+}
+
+int hvt_tdat_rkernel_read(struct hvt_tdat_rkernel *rk)
+{
+	unsigned int n = 0;
+	uint32_t c;
+	int ret;
+
+	if (!rk->started)
+		return 0;
+	for (c = 0; c < rk->nr_cpus; c++) {
+		ret = rk_read_cpu(rk, &rk->cpu[c]);
+		if (ret < 0)
+			return ret;
+		n += (unsigned int)ret;
+	}
+	return (int)n;
+}
+
+void hvt_tdat_rkernel_stop(struct hvt_tdat_rkernel *rk)
+{
+	if (!rk || rk->stopped)
+		return;
+	hvt_tdat_kernel_stop(rk->k);
+	rk->stopped = true;
+}
+
+int hvt_tdat_rkernel_drain(struct hvt_tdat_rkernel *rk)
+{
+	unsigned int pass;
+	uint32_t c;
+	int ret = 0, rd;
+
+	hvt_tdat_rkernel_stop(rk);
+	/* Bounded: tracing is off. */
+	for (pass = 0; rk->started && pass < 1024; pass++) {
+		rd = hvt_tdat_rkernel_read(rk);
+		if (rd < 0) {
+			rk->st.errors++;
+			break;
+		}
+		if (!rd)
+			break;
+	}
+	rk->st.errors += hvt_tdat_kernel_errors(rk->k);
+	for (c = 0; rk->cpu && c < rk->nr_cpus && !ret; c++)
+		ret = hvt_tdat_pack_flush(&rk->cpu[c].pack);
+	return ret;
+}
+
+int hvt_tdat_rkernel_add_formats(struct hvt_tdat_rkernel *rk)
+{
+	unsigned int i;
+	int ret;
+
+	ret = hvt_tdat_kernel_formats(rk->k, rk->seen, &rk->cat);
+	for (i = 0; !ret && i < rk->cat.nr; i++)
+		ret = hvtrace_tracedat_writer_add_format(
+			rk->w, rk->cat.fmt[i].system, rk->cat.fmt[i].text,
+			strlen(rk->cat.fmt[i].text));
+	return ret;
+}
+
+/* saved_cmdlines: the pids /proc could not name. */
+static int rk_add_cmdlines(struct hvt_tdat_rkernel *rk, char *text)
+{
+	char *line, *next;
+	int ret = 0;
+
+	for (line = text; !ret && line && *line; line = next) {
+		char comm[64];
+		int pid;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (sscanf(line, "%d %63[^\n]", &pid, comm) != 2)
+			continue;
+		if (pid > 0 && pid < HVT_TDAT_PID_MAX && rk->named &&
+		    (rk->named[pid / 8] >> (pid % 8)) & 1)
+			continue; /* /proc named it */
+		ret = hvtrace_tracedat_writer_add_cmdline(rk->w, pid, comm);
+	}
+	return ret;
+}
+
+int hvt_tdat_rkernel_add_files(struct hvt_tdat_rkernel *rk)
+{
+	struct hvt_tdat_blob b = {0};
+	int ret = 0;
+
+	if (!hvt_tdat_read_file("/proc/kallsyms", &b, 256u << 20))
+		ret = hvtrace_tracedat_writer_set_kallsyms(rk->w, b.data,
+							   b.len);
+	if (!ret && !hvt_tdat_kernel_file(rk->k, "printk_formats", true, &b))
+		ret = hvtrace_tracedat_writer_set_printk(rk->w, b.data, b.len);
+	if (!ret && !hvt_tdat_kernel_file(rk->k, "saved_cmdlines", true, &b))
+		ret = rk_add_cmdlines(rk, b.data);
+	hvt_tdat_blob_free(&b);
+	return ret;
+}
+
+int hvt_tdat_rkernel_add_cpustats(struct hvt_tdat_rkernel *rk)
+{
+	struct hvt_tdat_blob b = {0};
+	uint32_t c;
+	int ret = 0;
+
+	for (c = 0; c < rk->nr_cpus && !ret; c++) {
+		if (hvt_tdat_kernel_cpu_stats(rk->k, c, &b))
+			continue;
+		/* The kernel's file has no "CPU:" line. */
+		ret = hvt_tdat_rec_add_optionf(rk->w, HVT_TDAT_OPT_CPUSTAT,
+					       "CPU: %u\n%s", c, b.data);
+	}
+	hvt_tdat_blob_free(&b);
+	return ret;
+}
+
+void hvt_tdat_rkernel_close(struct hvt_tdat_rkernel *rk)
+{
+	uint32_t c;
+
+	if (!rk)
+		return;
+	hvt_tdat_kernel_close(rk->k);
+	for (c = 0; rk->cpu && c < rk->nr_cpus; c++)
+		hvt_tdat_rcpu_fini(&rk->cpu[c]);
+	free(rk->cpu);
+	hvt_tdat_pids_fini(&rk->pids);
+	hvt_tdat_catalog_free(&rk->cat);
+	free(rk);
 }

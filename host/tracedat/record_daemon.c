@@ -20,6 +20,14 @@
  * it finishes.  Recording a remote ends when it is detached, when its
  * writer re-formats the area, or -- for an area remote -- once its
  * writer stopped (or died) and a drain found nothing more.
+ *
+ * With the host kernel (opts->kernel), its events go in the top-level
+ * buffer exactly as record.c records them -- the same code,
+ * hvt_tdat_rkernel_*() in record_common.c: the mono trace clock (host
+ * CLOCK_MONOTONIC, the time base remote timestamps are converted to),
+ * the mmap reader, patterns enabling kernel events, the kernel's headers,
+ * formats, kallsyms, printk formats, saved_cmdlines and trace clock in
+ * the file, and its settings put back at the end.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -74,7 +82,7 @@ struct dr_src {
 	bool finished;
 	struct dr_changed *chg;
 	unsigned int nr_chg;
-	uint8_t *pid_seen;
+	struct hvt_tdat_pids pids; /* host pids named (loopback) */
 	struct hvtrace_tracedat_source_stats st;
 };
 
@@ -84,6 +92,8 @@ struct hvtrace_tracedat_drecord {
 	struct hvt_dfeed *feed;
 	char *sock;
 	char **events;
+	struct hvt_tdat_rkernel *kern; /* the host kernel, or NULL */
+	uint8_t *pid_named;	       /* pids named from /proc (bitmap) */
 	struct dr_src *src[DR_MAX_REMOTES];
 	unsigned int nr_src;
 	bool started, stopped;
@@ -117,7 +127,7 @@ static void dr_free_src(struct dr_src *s)
 	free(s->idmap);
 	free(s->known);
 	free(s->chg);
-	free(s->pid_seen);
+	hvt_tdat_pids_fini(&s->pids);
 	hvt_tdat_catalog_free(&s->cat);
 	free(s);
 }
@@ -128,6 +138,8 @@ static void dr_free(struct hvtrace_tracedat_drecord *r)
 
 	for (i = 0; i < r->nr_src; i++)
 		dr_free_src(r->src[i]);
+	hvt_tdat_rkernel_close(r->kern);
+	free(r->pid_named);
 	hvt_tdat_events_free(r->events);
 	hvt_dfeed_close(r->feed);
 	hvt_dclient_close(r->dc);
@@ -143,6 +155,7 @@ hvtrace_tracedat_drecord_create(const struct hvtrace_tracedat_drecord_opts *o,
 				struct hvtrace_tracedat_drecord **out)
 {
 	struct hvtrace_tracedat_drecord *r;
+	uint32_t page_size = (uint32_t)sysconf(_SC_PAGESIZE);
 	int ret;
 
 	if (!o || !o->path || !*o->path || !out)
@@ -154,19 +167,28 @@ hvtrace_tracedat_drecord_create(const struct hvtrace_tracedat_drecord_opts *o,
 	if (!ret)
 		ret = hvt_tdat_ids_init(&r->ids);
 	r->sock = o->socket ? strdup(o->socket) : NULL;
-	if (ret || (o->socket && !r->sock)) {
+	r->pid_named = calloc(HVT_TDAT_PID_MAX / 8, 1);
+	if (ret || (o->socket && !r->sock) || !r->pid_named) {
 		dr_free(r);
 		return hvt_err(-ENOMEM, "out of memory");
 	}
 	ret = hvt_dclient_open(r->sock, &r->dc);
 	if (!ret)
 		ret = hvt_dfeed_open(r->sock, &r->feed);
+	/* The kernel once the daemon answers: nothing changes in tracefs
+	 * before _start(), but a missing instance is created now. */
+	if (!ret && o->kernel) {
+		ret = hvt_tdat_rkernel_open(o->kernel_instance, &r->kern);
+		if (!ret)
+			page_size = r->kern->subbuf_size;
+	}
 	if (!ret)
-		ret = hvtrace_tracedat_writer_create(
-			o->path, (uint32_t)sysconf(_SC_PAGESIZE), &r->w);
-	if (!ret) {
-		ret = hvtrace_tracedat_writer_add_buffer(
-			r->w, "", "mono", 0, (uint32_t)sysconf(_SC_PAGESIZE));
+		ret = hvtrace_tracedat_writer_create(o->path, page_size, &r->w);
+	if (!ret && r->kern) {
+		ret = hvt_tdat_rkernel_add_buffer(r->kern, r->w, r->pid_named);
+	} else if (!ret) {
+		ret = hvtrace_tracedat_writer_add_buffer(r->w, "", "mono", 0,
+							 page_size);
 		ret = ret < 0 ? ret : 0;
 	}
 	if (ret) {
@@ -198,8 +220,8 @@ static int dr_place_formats(struct hvtrace_tracedat_drecord *r,
 		id = hvt_tdat_ids_find(&r->ids, e->system, e->format, NULL);
 		if (!id) {
 			id = want;
-			if (!id || hvt_tdat_ids_used(&r->ids, NULL, id)) {
-				ret = hvt_tdat_ids_alloc(&r->ids, NULL, &id);
+			if (!id || hvt_tdat_ids_used(&r->ids, r->kern, id)) {
+				ret = hvt_tdat_ids_alloc(&r->ids, r->kern, &id);
 				if (ret)
 					return ret;
 			}
@@ -338,12 +360,30 @@ hvtrace_tracedat_drecord_add_remote(struct hvtrace_tracedat_drecord *r,
 	}
 	s->buffer = ret;
 	r->src[r->nr_src++] = s;
-	return (int)r->nr_src - 1;
+	/* Source indexes: the kernel first. */
+	return (int)(r->nr_src - 1 + !!r->kern);
+}
+
+/* Add to @hits[p] the events of a remote pattern p selects. */
+static void dr_count(const struct hvtrace_tracedat_drecord *r,
+		     const struct hvt_devents *evs, unsigned int *hits)
+{
+	unsigned int i, p;
+
+	for (i = 0; i < evs->nr; i++) {
+		if (evs->ev[i].bit < 0)
+			continue;
+		for (p = 0; r->events[p]; p++)
+			if (hvt_tdat_pattern_match(r->events[p],
+						   evs->ev[i].system,
+						   evs->ev[i].name))
+				hits[p]++;
+	}
 }
 
 /* Enable the events the patterns select; remember what was changed. */
 static int dr_enable(struct hvtrace_tracedat_drecord *r, struct dr_src *s,
-		     const struct hvt_devents *evs, unsigned int *hits)
+		     const struct hvt_devents *evs)
 {
 	unsigned int i, p;
 
@@ -354,15 +394,12 @@ static int dr_enable(struct hvtrace_tracedat_drecord *r, struct dr_src *s,
 		bool want = false;
 		int ret;
 
-		if (e->bit < 0)
+		if (e->bit < 0 || e->enabled)
 			continue;
-		for (p = 0; r->events[p]; p++)
-			if (hvt_tdat_pattern_match(r->events[p], e->system,
-						   e->name)) {
-				hits[p]++;
-				want = true;
-			}
-		if (!want || e->enabled)
+		for (p = 0; r->events[p] && !want; p++)
+			want = hvt_tdat_pattern_match(r->events[p], e->system,
+						      e->name);
+		if (!want)
 			continue;
 		snprintf(full, sizeof(full), "%s%s%s",
 			 strcmp(e->system, "user_events") ? e->system : "",
@@ -397,41 +434,66 @@ HVTRACE_API int
 hvtrace_tracedat_drecord_start(struct hvtrace_tracedat_drecord *r)
 {
 	unsigned int i, n = 0, *hits = NULL;
+	struct hvt_devents *evs = NULL;
 	int ret = 0;
 
 	if (!r)
 		return hvt_err(-EINVAL, "record: NULL");
 	if (r->started)
 		return 0;
-	if (!r->nr_src)
+	if (!r->nr_src && !r->kern)
 		return hvt_err(-EINVAL, "record: nothing to record: give "
-					"remotes");
+					"remotes or --kernel");
 	while (r->events[n])
 		n++;
 	hits = calloc(n + 1, sizeof(*hits));
-	if (!hits)
+	evs = calloc(r->nr_src + 1, sizeof(*evs));
+	if (!hits || !evs) {
+		free(hits);
+		free(evs);
 		return hvt_err(-ENOMEM, "out of memory");
-	ret = hvt_tdat_ids_alloc(&r->ids, NULL, &r->ids.unknown_id);
-	for (i = 0; !ret && i < r->nr_src; i++) {
-		struct dr_src *s = r->src[i];
-		struct hvt_devents evs = {0};
-
-		ret = dr_fetch_formats(r, s, &evs);
-		if (!ret)
-			ret = dr_place_formats(r, s, &evs);
-		if (!ret && n)
-			ret = dr_enable(r, s, &evs, hits);
-		hvt_devents_free(&evs);
-		if (!ret)
-			ret = hvt_dfeed_subscribe(r->feed, s->rec.id, -1, 0,
-						  NULL);
 	}
-	for (i = 0; !ret && i < n; i++)
-		if (!hits[i])
+	/* Ids first: kernel ids are taken, remote formats placed around
+	 * them; what the patterns select on each side. */
+	ret = hvt_tdat_ids_alloc(&r->ids, r->kern, &r->ids.unknown_id);
+	for (i = 0; !ret && i < r->nr_src; i++) {
+		ret = dr_fetch_formats(r, r->src[i], &evs[i]);
+		if (!ret)
+			ret = dr_place_formats(r, r->src[i], &evs[i]);
+		if (!ret)
+			dr_count(r, &evs[i], hits);
+	}
+	if (!ret && r->kern)
+		ret = hvt_tdat_rkernel_enable(r->kern, r->events, hits);
+	for (i = 0; !ret && i < n; i++) {
+		if (hits[i])
+			continue;
+		if (r->kern)
+			ret = hvt_err(-ENOENT,
+				      "no event matches '%s' (kernel events: "
+				      "see available_events in tracefs; "
+				      "remotes: see 'hvtrace events status "
+				      "--remote NAME')",
+				      r->events[i]);
+		else
 			ret = hvt_err(-ENOENT,
 				      "no event matches '%s' (see 'hvtrace "
 				      "events status --remote NAME')",
 				      r->events[i]);
+	}
+	/* Subscribed, then the kernel running, then the remotes' events
+	 * enabled: once a writer sees its events enabled, what it does next
+	 * (a trace_marker write) must land in a running buffer. */
+	for (i = 0; !ret && i < r->nr_src; i++)
+		ret = hvt_dfeed_subscribe(r->feed, r->src[i]->rec.id, -1, 0,
+					  NULL);
+	if (!ret && r->kern)
+		ret = hvt_tdat_rkernel_start(r->kern);
+	for (i = 0; !ret && n && i < r->nr_src; i++)
+		ret = dr_enable(r, r->src[i], &evs[i]);
+	for (i = 0; i < r->nr_src; i++)
+		hvt_devents_free(&evs[i]);
+	free(evs);
 	free(hits);
 	if (!ret)
 		r->started = true;
@@ -490,9 +552,8 @@ static int dr_batch_event(void *arg, uint64_t ts, const uint8_t *p,
 /* Only a loopback writer's pids are pids of this host. */
 static void dr_note_pid(struct dr_src *s, int pid)
 {
-	if (s->rec.writer_kind == HVT_WRITER_LOOPBACK &&
-	    hvt_tdat_pid_first(&s->pid_seen, pid))
-		hvt_tdat_pid_name(s->r->w, pid);
+	if (s->rec.writer_kind == HVT_WRITER_LOOPBACK)
+		hvt_tdat_pids_note(&s->pids, s->r->w, s->r->pid_named, pid);
 }
 
 /* Convert the batch's timestamps, remap ids, pack. */
@@ -701,11 +762,17 @@ hvtrace_tracedat_drecord_poll(struct hvtrace_tracedat_drecord *r,
 			      unsigned int max_wait_ms)
 {
 	unsigned int i, done = 0;
-	int ret;
+	int ret, kn = 0;
 
 	if (!r || !r->started)
 		return hvt_err(-EINVAL, "record: not started");
-	ret = dr_pump(r, (int)(max_wait_ms > 100 ? 100 : max_wait_ms));
+	if (r->kern) {
+		kn = hvt_tdat_rkernel_read(r->kern);
+		if (kn < 0)
+			return kn;
+	}
+	/* No wait when the kernel had events: more may be pending. */
+	ret = dr_pump(r, kn ? 0 : (int)(max_wait_ms > 100 ? 100 : max_wait_ms));
 	if (ret < 0)
 		return ret;
 	if (dr_now() >= r->next_refresh) {
@@ -731,13 +798,14 @@ hvtrace_tracedat_drecord_poll(struct hvtrace_tracedat_drecord *r,
 	}
 	for (i = 0; i < r->nr_src; i++)
 		done += r->src[i]->finished;
-	return done == r->nr_src ? 0 : 1;
+	/* With only the kernel, until stopped. */
+	return r->nr_src && done == r->nr_src ? 0 : 1;
 }
 
 HVTRACE_API unsigned int
 hvtrace_tracedat_drecord_nr_sources(const struct hvtrace_tracedat_drecord *r)
 {
-	return r ? r->nr_src : 0;
+	return r ? r->nr_src + !!r->kern : 0;
 }
 
 HVTRACE_API int
@@ -745,9 +813,12 @@ hvtrace_tracedat_drecord_source_stats(const struct hvtrace_tracedat_drecord *r,
 				      unsigned int i,
 				      struct hvtrace_tracedat_source_stats *st)
 {
-	if (!r || !st || i >= r->nr_src)
+	if (!r || !st || i >= r->nr_src + !!r->kern)
 		return hvt_err(-EINVAL, "record: no source %u", i);
-	*st = r->src[i]->st;
+	if (r->kern && i == 0)
+		*st = r->kern->st;
+	else
+		*st = r->src[i - !!r->kern]->st;
 	return 0;
 }
 
@@ -785,6 +856,8 @@ hvtrace_tracedat_drecord_stop(struct hvtrace_tracedat_drecord *r)
 	if (r->stopped)
 		return 0;
 	r->stopped = true;
+	/* The kernel stops producing; it is read to the end below. */
+	hvt_tdat_rkernel_stop(r->kern);
 	for (i = 0; r->started && i < r->nr_src; i++) {
 		struct dr_src *s = r->src[i];
 
@@ -798,6 +871,8 @@ hvtrace_tracedat_drecord_stop(struct hvtrace_tracedat_drecord *r)
 	}
 	if (r->started)
 		dr_pump(r, 0);
+	if (r->kern)
+		ret = hvt_tdat_rkernel_drain(r->kern);
 	dr_restore(r);
 	for (i = 0; i < r->nr_src && !ret; i++) {
 		struct dr_src *s = r->src[i];
@@ -819,6 +894,9 @@ static int dr_cpustats(struct hvtrace_tracedat_drecord *r)
 	unsigned int i;
 	int ret = 0;
 
+	/* The kernel's CPUs first: the top-level buffer's. */
+	if (r->kern)
+		ret = hvt_tdat_rkernel_add_cpustats(r->kern);
 	for (i = 0; i < r->nr_src && !ret; i++) {
 		struct dr_src *s = r->src[i];
 		uint64_t ts[2 * HVT_ABI_MAX_CPUS];
@@ -903,13 +981,21 @@ static int dr_metadata(struct hvtrace_tracedat_drecord *r)
 	unsigned int i, j;
 	int ret;
 
+	if (r->kern) {
+		sb = r->kern->subbuf_size > sb ? r->kern->subbuf_size : sb;
+		cpus = r->kern->nr_cpus;
+	}
 	for (i = 0; i < r->nr_src; i++) {
 		if (r->src[i]->rec.subbuf_size > sb)
 			sb = r->src[i]->rec.subbuf_size;
 		if (r->src[i]->rec.nr_cpus > cpus)
 			cpus = r->src[i]->rec.nr_cpus;
 	}
-	ret = hvt_tdat_rec_set_headers(r->w, sb);
+	/* header_page / header_event: the kernel's own, else ours. */
+	ret = hvt_tdat_rec_set_headers(r->w, r->kern, sb);
+	/* Formats: the kernel's (seen, enabled, ftrace), then the remotes'. */
+	if (!ret && r->kern)
+		ret = hvt_tdat_rkernel_add_formats(r->kern);
 	for (j = 0; !ret && j < r->nr_src; j++) {
 		struct dr_src *s = r->src[j];
 
@@ -923,8 +1009,11 @@ static int dr_metadata(struct hvtrace_tracedat_drecord *r)
 	}
 	if (!ret && r->ids.unknown_total)
 		ret = hvt_tdat_rec_add_unknown(r->w, r->ids.unknown_id);
+	if (!ret && r->kern)
+		ret = hvt_tdat_rkernel_add_files(r->kern);
+	/* The kernel's trace clock if it is recorded, else mono. */
 	if (!ret)
-		ret = hvt_tdat_rec_add_options(r->w, NULL, 0);
+		ret = hvt_tdat_rec_add_options(r->w, r->kern);
 	if (!ret)
 		ret = dr_cpustats(r);
 	if (!ret)
@@ -942,6 +1031,10 @@ hvtrace_tracedat_drecord_finish(struct hvtrace_tracedat_drecord *r)
 	ret = hvtrace_tracedat_drecord_stop(r);
 	if (!ret)
 		ret = dr_metadata(r);
+	/* The kernel's settings back (and a created instance gone) before
+	 * the file is complete. */
+	hvt_tdat_rkernel_close(r->kern);
+	r->kern = NULL;
 	ret = hvt_tdat_rec_end(r->w, ret);
 	r->w = NULL;
 	dr_free(r);

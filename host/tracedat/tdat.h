@@ -10,7 +10,8 @@
  *   record.c   the recording engine (sources, polling, finishing)
  *   record_daemon.c  recording remotes of hvtraced (same file layout)
  *   record_common.c  what the two recorders share: per-CPU packing,
- *              file-wide event ids, host pids, metadata and finishing
+ *              file-wide event ids, host pids, the host kernel as a
+ *              source, metadata and finishing
  *   read.c     the trace.dat v6/v7 reader and trace-cmd style printing
  */
 #ifndef HVT_TDAT_H
@@ -258,6 +259,8 @@ HVT_INTERNAL int hvt_tdat_rcpu_put_event(struct hvt_tdat_rcpu *c, uint64_t ts,
 HVT_INTERNAL int hvt_tdat_rcpu_put_lost(struct hvt_tdat_rcpu *c, uint64_t n,
 					bool known);
 
+struct hvt_tdat_rkernel;
+
 /*
  * The event ids of a file being recorded: all its buffers share one set
  * of formats, so an id means one event in the whole file (see record.c).
@@ -271,14 +274,14 @@ struct hvt_tdat_ids {
 
 HVT_INTERNAL int hvt_tdat_ids_init(struct hvt_tdat_ids *ids);
 HVT_INTERNAL void hvt_tdat_ids_fini(struct hvt_tdat_ids *ids);
-/* Is @id taken in the file (or not below HVT_TDAT_ID_LIMIT)?  @k: the
+/* Is @id taken in the file (or not below HVT_TDAT_ID_LIMIT)?  @rk: the
  * kernel being recorded, whose ids are all taken, or NULL. */
 HVT_INTERNAL bool hvt_tdat_ids_used(const struct hvt_tdat_ids *ids,
-				    const struct hvt_tdat_kernel *k,
+				    const struct hvt_tdat_rkernel *rk,
 				    uint32_t id);
 /* The highest free id into @id; -ENOSPC (error set) when none is left. */
 HVT_INTERNAL int hvt_tdat_ids_alloc(const struct hvt_tdat_ids *ids,
-				    const struct hvt_tdat_kernel *k,
+				    const struct hvt_tdat_rkernel *rk,
 				    uint32_t *id);
 /* The id at which @text of @system is placed already, with its "ID:" line
  * rewritten to that id (another buffer of the same writer kind), or 0.
@@ -297,6 +300,27 @@ HVT_INTERNAL bool hvt_tdat_pid_first(uint8_t **seen, int pid);
 /* Name host process @pid in the file from /proc/PID/comm; -errno when
  * it has no name there (gone, unreadable) or the writer failed. */
 HVT_INTERNAL int hvt_tdat_pid_name(struct hvtrace_tracedat_writer *w, int pid);
+
+#define HVT_TDAT_SRC_MAX_PIDS 4096u /* named from /proc per source */
+
+/* The host pids a source named from /proc. */
+struct hvt_tdat_pids {
+	uint8_t *seen; /* bitmap of pids met */
+	unsigned int nr;
+};
+
+/*
+ * A host pid in an event of a source (kernel events, a local writer's
+ * events): name it from /proc at first sight, milliseconds after its
+ * event, while it almost certainly still lives -- at most
+ * HVT_TDAT_SRC_MAX_PIDS per source.  A pid /proc named is marked in
+ * @named (the recorder's bitmap of HVT_TDAT_PID_MAX bits, or NULL), so
+ * that the kernel's saved_cmdlines names only the others.
+ */
+HVT_INTERNAL void hvt_tdat_pids_note(struct hvt_tdat_pids *p,
+				     struct hvtrace_tracedat_writer *w,
+				     uint8_t *named, int pid);
+HVT_INTERNAL void hvt_tdat_pids_fini(struct hvt_tdat_pids *p);
 
 /* Counters of one CPU, as the kernel's per_cpu/cpuN/stats file has them. */
 struct hvt_tdat_cpustat {
@@ -320,21 +344,81 @@ HVT_INTERNAL int hvt_tdat_rec_add_buffer_stat(struct hvtrace_tracedat_writer *w,
 					      const char *name);
 HVT_INTERNAL int hvt_tdat_rec_add_cpustat(struct hvtrace_tracedat_writer *w,
 					  const struct hvt_tdat_cpustat *cs);
-/* header_page/header_event for @subbuf_size sub-buffers (ours, not the
- * kernel's). */
+/* header_page/header_event: the kernel's own when @rk records it and
+ * they can be read, else ours for @subbuf_size sub-buffers. */
 HVT_INTERNAL int hvt_tdat_rec_set_headers(struct hvtrace_tracedat_writer *w,
+					  struct hvt_tdat_rkernel *rk,
 					  uint32_t subbuf_size);
 /* The format of records of ids nobody described, at @id. */
 HVT_INTERNAL int hvt_tdat_rec_add_unknown(struct hvtrace_tracedat_writer *w,
 					  uint32_t id);
 /*
- * TRACECLOCK (@clock, @len bytes with its NUL; NULL: "[mono]"), UNAME
- * and VERSION options.
+ * TRACECLOCK (the trace_clock file of the kernel instance @rk records,
+ * else "[mono]"), UNAME and VERSION options.
  */
 HVT_INTERNAL int hvt_tdat_rec_add_options(struct hvtrace_tracedat_writer *w,
-					  const char *clock, uint32_t len);
+					  struct hvt_tdat_rkernel *rk);
 HVT_INTERNAL int hvt_tdat_rec_add_cpucount(struct hvtrace_tracedat_writer *w,
 					   uint32_t cpus);
+/* --- the host kernel as a recorded source (record_common.c) --------------
+ */
+
+/*
+ * The host kernel being recorded, the same way by both recorders: its
+ * tracefs instance (kernel.c) with the mono trace clock, its events in
+ * the top-level buffer (CPUs and sub-buffer size the kernel's), ids kept,
+ * host pids named from /proc, and at the end its headers, formats,
+ * kallsyms, printk formats, saved_cmdlines, trace clock and CPU
+ * statistics in the file.
+ */
+struct hvt_tdat_rkernel {
+	struct hvt_tdat_kernel *k;
+	struct hvtrace_tracedat_writer *w;
+	int buffer; /* the top-level buffer's index */
+	uint32_t nr_cpus;
+	uint32_t subbuf_size;
+	struct hvt_tdat_rcpu *cpu;
+	bool started;
+	bool stopped;
+	uint64_t seen[65536 / 64];   /* ids of the events read */
+	struct hvt_tdat_catalog cat; /* the formats saved */
+	struct hvt_tdat_pids pids;
+	uint8_t *named; /* the recorder's bitmap of pids /proc named */
+	struct hvtrace_tracedat_source_stats st;
+};
+
+/* Open the top-level tracefs instance, or instances/@instance (created if
+ * missing); nothing changes there before _start(). */
+HVT_INTERNAL int hvt_tdat_rkernel_open(const char *instance,
+				       struct hvt_tdat_rkernel **out);
+/* Add the top-level buffer "" to @w with the kernel's CPUs.  @named: as
+ * for hvt_tdat_pids_note(). */
+HVT_INTERNAL int hvt_tdat_rkernel_add_buffer(struct hvt_tdat_rkernel *rk,
+					     struct hvtrace_tracedat_writer *w,
+					     uint8_t *named);
+/* Enable the kernel events each pattern of @events (NULL-terminated)
+ * selects, adding to @hits[i] how many @events[i] enabled. */
+HVT_INTERNAL int hvt_tdat_rkernel_enable(struct hvt_tdat_rkernel *rk,
+					 char *const *events,
+					 unsigned int *hits);
+/* mono clock, empty buffer, mapped, tracing on. */
+HVT_INTERNAL int hvt_tdat_rkernel_start(struct hvt_tdat_rkernel *rk);
+/* Pack what is pending; returns the events read or -errno. */
+HVT_INTERNAL int hvt_tdat_rkernel_read(struct hvt_tdat_rkernel *rk);
+/* Tracing off (once); what is in the buffer can still be read. */
+HVT_INTERNAL void hvt_tdat_rkernel_stop(struct hvt_tdat_rkernel *rk);
+/* Stop, read what is left, count the errors and close the last pages. */
+HVT_INTERNAL int hvt_tdat_rkernel_drain(struct hvt_tdat_rkernel *rk);
+/* Formats of the events to save (ftrace, seen, enabled) into the file. */
+HVT_INTERNAL int hvt_tdat_rkernel_add_formats(struct hvt_tdat_rkernel *rk);
+/* kallsyms, printk_formats and the saved_cmdlines /proc did not name. */
+HVT_INTERNAL int hvt_tdat_rkernel_add_files(struct hvt_tdat_rkernel *rk);
+/* CPUSTAT options of the kernel's CPUs (the first buffer's). */
+HVT_INTERNAL int hvt_tdat_rkernel_add_cpustats(struct hvt_tdat_rkernel *rk);
+/* Put back what was changed in tracefs (removing a created instance) and
+ * free; @rk may be NULL. */
+HVT_INTERNAL void hvt_tdat_rkernel_close(struct hvt_tdat_rkernel *rk);
+
 /*
  * Finish the file when @ret is 0, else abort it keeping the error that
  * failed the recording; @w is gone either way.  Returns the result.
