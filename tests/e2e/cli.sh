@@ -17,7 +17,7 @@ export HVTRACED_SOCKET=$T/hvtraced.sock HVT_RUNDIR=$T/run HVT_OBJTREE=$OBJ
 
 fail() {
 	echo "FAIL: $*" >&2
-	for f in "$T"/*.out "$T"/*.err "$HVT_RUNDIR"/hvtraced.log "$HVT_RUNDIR/$NAME/console.log"; do
+	for f in "$T"/*.out "$T"/*.err "$HVT_RUNDIR"/hvtraced.log "$T/console.log"; do
 		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 25 "$f" >&2; }
 	done
 	exit 1
@@ -52,7 +52,7 @@ grep -q "hvtrace daemon" "$T/nod.err" || fail "--no-daemon does not say how to s
 # The agent listens on a socket of its arguments; /init waits for it, so
 # ue_writer, which does not retry, connects at once.
 ASOCK=/run/hvtrace/custom.sock
-"$H" guest start "$NAME" --agent-args "--socket $ASOCK" \
+"$H" guest start "$NAME" --agent-args "--socket $ASOCK" --log "$T/console.log" \
 	--run "ue_writer --socket $ASOCK --def 'hvt_early u32 x' && ue_demo --socket $ASOCK --workers 3 --seconds 4 --rate 20 --wait-enable 60000; sleep 600" \
 	>"$T/start.out" 2>"$T/start.err" || fail "hvtrace guest start failed"
 grep -q "started hvtraced" "$T/start.out" || fail "guest start did not start hvtraced"
@@ -80,7 +80,7 @@ done
 	fail "events enable failed"
 "$H" stream "$NAME" --summary >"$T/stream.out" 2>"$T/stream.err" &
 SPID=$!
-log=$HVT_RUNDIR/$NAME/console.log
+log=$T/console.log
 for _ in $(seq 600); do
 	grep -q "^ue_demo: .* events written" "$log" && break
 	sleep 0.1
