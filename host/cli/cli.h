@@ -7,7 +7,9 @@
 #ifndef HVT_CLI_H
 #define HVT_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct hvt_cli_cmd {
@@ -53,6 +55,15 @@ int hvt_cli_parse_u64(const char *s, unsigned long long *out);
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t hvt_cli_now_ns(void);
+
+/* The SIGINT or SIGTERM (or SIGHUP) that asked a long-running verb to
+ * stop, 0 before any; set by the handlers hvt_cli_catch_stop_signals()
+ * installs (without SA_RESTART, so a blocking poll returns EINTR). */
+extern volatile sig_atomic_t hvt_cli_stop_signal;
+void hvt_cli_catch_stop_signals(bool hangup);
+
 /* --- hvtrace record: what areas and remotes share (record_loop.c) ------- */
 
 struct hvtrace_tracedat_record;
@@ -71,7 +82,6 @@ struct hvt_cli_rec {
 };
 
 /* Ctrl-C, SIGTERM and SIGHUP end the recording, not the process. */
-void hvt_cli_rec_catch_signals(void);
 
 /*
  * Record until a signal, a limit or the end of every source, then stop,

@@ -83,21 +83,6 @@ static const char *const gu_valued[] = {
 	"--append", "--qemu-arg", "--accel",	 "--log",    NULL,
 };
 
-static volatile sig_atomic_t gu_interrupted;
-
-static void gu_on_signal(int sig)
-{
-	gu_interrupted = sig;
-}
-
-static uint64_t gu_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void gu_sleep_ms(long ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -494,7 +479,7 @@ static int gu_start(int argc, char **argv)
 	largv[2 + n++] = "--name";
 	largv[2 + n++] = (char *)name;
 	largv[2 + n] = NULL;
-	t0 = gu_now_ms();
+	t0 = hvt_cli_now_ns() / 1000000;
 	rc = gu_run(largv, &st);
 	if (rc) {
 		hvt_dclient_close(dc);
@@ -551,18 +536,11 @@ static int gu_start(int argc, char **argv)
 	}
 	deadline = t0 + (uint64_t)(timeout * 1000);
 	/* Ctrl-C while waiting: the start is abandoned, the guest stopped. */
-	{
-		struct sigaction sa;
-
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = gu_on_signal;
-		sigaction(SIGINT, &sa, NULL);
-		sigaction(SIGTERM, &sa, NULL);
-	}
+	hvt_cli_catch_stop_signals(false);
 	for (;;) {
-		uint64_t now = gu_now_ms();
+		uint64_t now = hvt_cli_now_ns() / 1000000;
 
-		if (gu_interrupted) {
+		if (hvt_cli_stop_signal) {
 			char *sargv[] = {launcher, "stop", (char *)name, NULL};
 
 			fprintf(stderr,
@@ -573,7 +551,7 @@ static int gu_start(int argc, char **argv)
 			gu_run(sargv, NULL);
 			free(st);
 			hvt_dclient_close(dc);
-			return gu_interrupted == SIGINT ? 130 : 143;
+			return hvt_cli_stop_signal == SIGINT ? 130 : 143;
 		}
 
 		if (!hvt_dclient_remote(dc, name, &rec) &&
@@ -622,7 +600,7 @@ static int gu_start(int argc, char **argv)
 	printf("hvtrace guest: '%s' is up after %.1f s: agent connected, %u "
 	       "CPU buffers of %u x %u bytes; next: 'hvtrace events status "
 	       "--remote %s', 'hvtrace stream %s', 'hvtrace guest stop %s'\n",
-	       name, (double)(gu_now_ms() - t0) / 1000.0, rec.nr_cpus,
+	       name, (double)(hvt_cli_now_ns() / 1000000 - t0) / 1000.0, rec.nr_cpus,
 	       rec.nr_subbufs, rec.subbuf_size, name, name, name);
 	free(st);
 	hvt_dclient_close(dc);

@@ -79,14 +79,6 @@ static void lb_on_signal(int sig)
 	hvtrace_loopback_stop(lb_current);	/* one relaxed store */
 }
 
-static double lb_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void lb_summary(FILE *f, struct hvtrace_loopback *lb, double secs)
 {
 	struct hvtrace_loopback_cpu_stats st;
@@ -334,10 +326,10 @@ static int cmd_loopback(int argc, char **argv)
 		close(pfd[1]);
 	}
 
-	t0 = lb_now();
+	t0 = hvt_cli_now_ns() / 1e9;
 	ret = hvtrace_loopback_run(lb);
 	if (!quiet)
-		lb_summary(stderr, lb, lb_now() - t0);
+		lb_summary(stderr, lb, hvt_cli_now_ns() / 1e9 - t0);
 	if (ret) {
 		hvt_cli_error(VERB, "%s", hvtrace_last_error());
 		hvtrace_loopback_destroy(lb);

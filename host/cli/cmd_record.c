@@ -209,7 +209,8 @@ static int record_run(int argc, char **argv)
 				     "(PATH[@OFFSET[+SIZE]]) and/or --kernel");
 	}
 
-	hvt_cli_rec_catch_signals();
+	/* Ctrl-C finishes the file instead of killing the process. */
+	hvt_cli_catch_stop_signals(true);
 	ret = hvtrace_tracedat_record_create(&o, &rec.r);
 	if (ret) {
 		free(events);

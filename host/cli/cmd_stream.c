@@ -137,22 +137,6 @@ struct st_state {
 	bool out_broken;
 };
 
-static volatile sig_atomic_t st_interrupted;
-
-static void st_on_signal(int sig)
-{
-	(void)sig;
-	st_interrupted = 1;
-}
-
-static uint64_t st_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static void st_sleep_poll(void)
 {
 	struct timespec ts = { 0, (long)CONFIG_HVT_HOST_POLL_US * 1000L };
@@ -406,7 +390,7 @@ static void st_lookup_comm(struct st_state *s, int pid)
 		/* A task newer than our copy of saved_cmdlines: read it again
 		 * (at most once a second), as trace_pipe looks it up when it
 		 * prints. */
-		uint64_t now = st_now();
+		uint64_t now = hvt_cli_now_ns();
 
 		if (now - s->cmdlines_at >= 1000000000ULL) {
 			s->cmdlines_at = now;
@@ -515,7 +499,7 @@ static int st_writer_done(struct st_state *s, bool *restarted)
 
 static void st_status(struct st_state *s, uint64_t t0, bool final)
 {
-	double secs = (double)(st_now() - t0) / 1e9;
+	double secs = (double)(hvt_cli_now_ns() - t0) / 1e9;
 	unsigned long long bytes = 0;
 	unsigned int i;
 
@@ -580,7 +564,7 @@ static int st_run(struct st_state *s)
 {
 	struct hvtrace_ring **rings;
 	struct hvtrace_record rec;
-	uint64_t t0 = st_now(), deadline = UINT64_MAX, last_sync = t0;
+	uint64_t t0 = hvt_cli_now_ns(), deadline = UINT64_MAX, last_sync = t0;
 	uint64_t last_status = t0;
 	bool finishing = s->drain, stopped = false, restarted, status;
 	unsigned int i, spins = 0;
@@ -601,7 +585,7 @@ static int st_run(struct st_state *s)
 	if (ret)
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
 
-	while (!st_interrupted && !s->out_broken) {
+	while (!hvt_cli_stop_signal && !s->out_broken) {
 		/* A stopped writer adds nothing: no need to wait for it. */
 		int got = hvtrace_merge_next(s->merge, &rec,
 					     finishing || stopped);
@@ -649,7 +633,7 @@ static int st_run(struct st_state *s)
 			}
 		}
 		{
-			uint64_t now = st_now();
+			uint64_t now = hvt_cli_now_ns();
 
 			if (now >= deadline)
 				break;
@@ -676,14 +660,13 @@ static int st_run(struct st_state *s)
 	if (status)
 		st_status(s, t0, true);
 	if (s->summary)
-		st_summary(s, (double)(st_now() - t0) / 1e9);
+		st_summary(s, (double)(hvt_cli_now_ns() - t0) / 1e9);
 	return ret ? HVT_EXIT_FAIL : HVT_EXIT_OK;
 }
 
 static int cmd_stream(int argc, char **argv)
 {
 	struct st_state s;
-	struct sigaction sa;
 	int ret;
 
 	memset(&s, 0, sizeof(s));
@@ -716,10 +699,7 @@ static int cmd_stream(int argc, char **argv)
 		st_cleanup(&s);
 		return ret;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = st_on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	hvt_cli_catch_stop_signals(false);
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
 	ret = st_run(&s);

@@ -67,22 +67,6 @@ struct rs {
 	uint64_t page_lost;
 };
 
-static volatile sig_atomic_t rs_interrupted;
-
-static void rs_on_signal(int sig)
-{
-	(void)sig;
-	rs_interrupted = 1;
-}
-
-static uint64_t rs_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static int rs_fail(struct rs *s)
 {
 	return hvt_cli_error(s->verb, "%s", hvtrace_last_error());
@@ -136,7 +120,7 @@ static int rs_page(struct rs *s, const struct hvt_dpage *pg)
 		return 0;
 	s->pages++;
 	s->bytes += pg->len;
-	s->now_fetch = rs_now();
+	s->now_fetch = hvt_cli_now_ns();
 	s->page_cpu = pg->cpu;
 	/* Pages hvtraced dropped for this (slow) subscriber: their events
 	 * are lost to us, reported before the next event. */
@@ -221,7 +205,7 @@ static void rs_comm(struct rs *s, int pid)
 		return;
 	/* A guest's writer: its agent reports comms; ask again now and
 	 * then. */
-	now = rs_now();
+	now = hvt_cli_now_ns();
 	if (now - s->comm_tried_ns >= 1000000000ULL) {
 		s->comm_tried_ns = now;
 		hvt_dcomms_load(s->dc, s->rec.id, s->dec);
@@ -310,7 +294,7 @@ static int rs_emit(struct rs *s, bool flush)
 		if (!best)
 			return 0;
 		r = best->head;
-		if (!flush && !all && rs_now() - r->fetched < window)
+		if (!flush && !all && hvt_cli_now_ns() - r->fetched < window)
 			return 0;
 		best->head = r->next;
 		if (!best->head)
@@ -367,7 +351,7 @@ static int rs_pump(struct rs *s, int wait_ms)
 
 static void rs_status(struct rs *s, uint64_t t0, bool final)
 {
-	double secs = (double)(rs_now() - t0) / 1e9;
+	double secs = (double)(hvt_cli_now_ns() - t0) / 1e9;
 
 	if (final) {
 		fprintf(stderr, "\r\033[K");
@@ -458,7 +442,6 @@ static void rs_summary(struct rs *s, double secs)
 
 int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 {
-	struct sigaction sa;
 	struct rs s;
 	uint64_t t0, deadline = UINT64_MAX, last_refresh, last_status;
 	bool status, finishing = false;
@@ -470,20 +453,17 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 	ret = rs_open(&s);
 	if (ret)
 		goto out;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = rs_on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	hvt_cli_catch_stop_signals(false);
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
 	status = isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO);
-	t0 = last_refresh = last_status = rs_now();
+	t0 = last_refresh = last_status = hvt_cli_now_ns();
 	if (o->timeout > 0)
 		deadline = t0 + (uint64_t)(o->timeout * 1e9);
 	if (o->drain)
 		finishing = true;
 
-	while (!rs_interrupted && !s.out_broken) {
+	while (!hvt_cli_stop_signal && !s.out_broken) {
 		uint64_t now;
 
 		if (finishing) {
@@ -513,7 +493,7 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 			ret = got < 0 ? HVT_EXIT_FAIL : 0;
 			break;
 		}
-		now = rs_now();
+		now = hvt_cli_now_ns();
 		if (now >= deadline)
 			break;
 		if (now - last_refresh >= RS_REFRESH_NS) {
@@ -553,13 +533,13 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 		}
 		fflush(stdout);
 	}
-	if (rs_interrupted)
+	if (hvt_cli_stop_signal)
 		rs_emit(&s, true); /* consumed already: print, not drop */
 	fflush(stdout);
 	if (status)
 		rs_status(&s, t0, true);
 	if (o->summary && s.cpus)
-		rs_summary(&s, (double)(rs_now() - t0) / 1e9);
+		rs_summary(&s, (double)(hvt_cli_now_ns() - t0) / 1e9);
 out:
 	free(s.line);
 	rs_free_queues(&s);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -137,6 +138,34 @@ int hvt_cli_parse_seconds(const char *s, double *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+uint64_t hvt_cli_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+volatile sig_atomic_t hvt_cli_stop_signal;
+
+static void cli_on_stop_signal(int sig)
+{
+	hvt_cli_stop_signal = sig;
+}
+
+void hvt_cli_catch_stop_signals(bool hangup)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = cli_on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (hangup)
+		sigaction(SIGHUP, &sa, NULL);
 }
 
 int main(int argc, char **argv)

@@ -16,35 +16,6 @@
 
 #include "cli.h"
 
-static volatile sig_atomic_t rec_stop;
-
-static void rec_on_signal(int sig)
-{
-	(void)sig;
-	rec_stop = 1;
-}
-
-void hvt_cli_rec_catch_signals(void)
-{
-	struct sigaction sa;
-
-	/* Ctrl-C finishes the file instead of killing the process. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = rec_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
-static double rec_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void rec_human(char *buf, size_t len, double v)
 {
 	if (v >= 1e9)
@@ -173,9 +144,9 @@ int hvt_cli_rec_run(const struct hvt_cli_rec *rec)
 	int ret, poll = 1;
 
 	tty = !rec->quiet && isatty(STDERR_FILENO);
-	t0 = last_t = rec_now();
-	while (!rec_stop && poll > 0) {
-		double now = rec_now();
+	t0 = last_t = hvt_cli_now_ns() / 1e9;
+	while (!hvt_cli_stop_signal && poll > 0) {
+		double now = hvt_cli_now_ns() / 1e9;
 
 		if (rec->duration > 0 && now - t0 >= rec->duration)
 			break;
@@ -204,7 +175,7 @@ int hvt_cli_rec_run(const struct hvt_cli_rec *rec)
 			      hvtrace_last_error());
 	}
 	if (tty) {
-		double el = rec_now() - t0;
+		double el = hvt_cli_now_ns() / 1e9 - t0;
 
 		/* The last line gives the average rate. */
 		rec_totals(rec, &ev, &lost);

@@ -27,7 +27,8 @@ int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 	};
 	int i;
 
-	hvt_cli_rec_catch_signals();
+	/* Ctrl-C finishes the file instead of killing the process. */
+	hvt_cli_catch_stop_signals(true);
 	if (hvtrace_tracedat_drecord_create(&ro, &rec.dr))
 		return hvt_cli_error("record", "%s", hvtrace_last_error());
 	for (i = 0; i < n; i++) {

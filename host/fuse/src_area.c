@@ -59,14 +59,6 @@ struct fz_areas {
 	struct fz_aremote *all;
 };
 
-static uint64_t fza_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* The event table from the catalog and our enable record (view lock). */
 static void fza_publish_events(struct fz_aremote *x)
 {
@@ -287,7 +279,7 @@ static void *fza_thread(void *arg)
 	while (!A->stop) {
 		struct fz_aremote *x;
 		struct timespec ts;
-		uint64_t now = fza_now();
+		uint64_t now = hvt_host_now_ns();
 		int got = 0;
 
 		for (x = A->all; x; x = x->next) {
@@ -492,7 +484,7 @@ int fz_areas_start(struct fz_view *v, char *const *specs, unsigned int n,
 		 * the thread keeps retrying. */
 		pthread_mutex_lock(&x->lock);
 		if (fza_open(x))
-			x->next_open = fza_now() + FZA_RETRY_NS;
+			x->next_open = hvt_host_now_ns() + FZA_RETRY_NS;
 		pthread_mutex_unlock(&x->lock);
 	}
 	ret = pthread_create(&A->thr, NULL, fza_thread, A);

@@ -63,14 +63,6 @@ struct fz_daemon {
 	bool logged_down;
 };
 
-static uint64_t fzd_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static struct fz_dremote *fzd_by_id(struct fz_daemon *d, uint32_t id)
 {
 	struct fz_dremote *x;
@@ -528,7 +520,7 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 	struct hvt_remote_rec *recs = NULL;
 	struct fz_dremote *x;
 	uint32_t n = 0, i;
-	uint64_t now = fzd_now();
+	uint64_t now = hvt_host_now_ns();
 	int ret;
 
 	pthread_mutex_lock(&d->ctl_lock);
@@ -609,7 +601,7 @@ static void fzd_disconnect(struct fz_daemon *d, int why)
 	pthread_mutex_unlock(&d->ctl_lock);
 	hvt_dfeed_close(d->feed);
 	d->feed = NULL;
-	d->next_connect = fzd_now() + FZD_RECONNECT_NS;
+	d->next_connect = hvt_host_now_ns() + FZD_RECONNECT_NS;
 	if (!d->logged_down) {
 		fprintf(stderr,
 			"hvtrace mount: lost hvtraced (%s: %s); its "
@@ -681,7 +673,7 @@ static void *fzd_thread(void *arg)
 
 	while (!d->stop) {
 		struct pollfd pfd[2];
-		uint64_t now = fzd_now();
+		uint64_t now = hvt_host_now_ns();
 		int ret = 0, timeout;
 
 		if (!d->feed) {
@@ -776,7 +768,7 @@ int fz_daemon_start(struct fz_view *v, const char *sock, struct fz_daemon **out)
 		fz_daemon_stop(d);
 		return ret;
 	}
-	d->next_refresh = fzd_now() + FZD_REFRESH_NS;
+	d->next_refresh = hvt_host_now_ns() + FZD_REFRESH_NS;
 	ret = pthread_create(&d->thr, NULL, fzd_thread, d);
 	if (ret) {
 		fz_daemon_stop(d);

@@ -30,14 +30,6 @@
 #include "../proto/dfeed.h"
 #include "../tracedat/tdat.h"
 
-static uint64_t fz_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 int fz_view_init(struct fz_view *v)
 {
 	long n = sysconf(_SC_NPROCESSORS_CONF);
@@ -917,7 +909,7 @@ char *fz_stats_text(struct fz_remote *r, uint32_t cpu, size_t *len)
 	e = q == &none ? NULL : q_cur(q, &c);
 	if (e)
 		oldest = ev_clock(r, e);
-	now = r->clock == FZ_CLOCK_MONO ? fz_now_ns()
+	now = r->clock == FZ_CLOCK_MONO ? hvt_host_now_ns()
 	      : q->tail && q->tail->n	? q->tail->ev[q->tail->n - 1].ts
 					: 0;
 	tb_printf(&b,
@@ -939,7 +931,7 @@ void fz_errlog_add(struct fz_remote *r, const char *loc, const char *msg,
 	struct text_buf b = {.p = r->errlog,
 			     .len = r->errlog_len,
 			     .cap = r->errlog ? r->errlog_len + 1 : 0};
-	uint64_t t = fz_now_ns();
+	uint64_t t = hvt_host_now_ns();
 	size_t cl = strcspn(cmd, "\n");
 
 	if (pos > cl)

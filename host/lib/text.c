@@ -102,7 +102,7 @@ static void text_comm(const struct hvtrace_decoder *d, int pid, char out[16])
 	if (pid == 0)
 		c = "<idle>";
 	else if (pid < 0)
-		c = "<XXX>";
+		c = "<XXX>";	/* the kernel's mark for a negative pid */
 	else if (!(c = hvtrace_decoder_comm(d, pid)))
 		c = "<...>";
 	snprintf(out, 16, "%s", c);

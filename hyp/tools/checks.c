@@ -129,7 +129,7 @@ static const struct option check_opts[] = {
 
 int cmd_check(int argc, char **argv)
 {
-	uint64_t hcalls = 0, cpus = 0, until = 0, sync_ms = 0, v;
+	uint64_t hcalls = 0, cpus = 0, until = 0, sync_ms = 0;
 	const char *mode = NULL, *expect_state = "stopped";
 	bool attach = false, no_read = false;
 	double timeout_s = 60, wait_s = 30;
@@ -149,9 +149,7 @@ int cmd_check(int argc, char **argv)
 			no_read = true;
 			break;
 		case 'p':
-			if (opt_u64(optarg, &v) || !v)
-				die("--pid takes a process id, not '%s'", optarg);
-			pid = (pid_t)v;
+			pid = opt_pid(optarg);
 			break;
 		case 'u':
 			if (opt_u64(optarg, &until))
@@ -176,12 +174,10 @@ int cmd_check(int argc, char **argv)
 				die("--sync-ms takes milliseconds");
 			break;
 		case 't':
-			if (opt_double(optarg, &timeout_s))
-				die("--timeout takes seconds");
+			timeout_s = opt_seconds("timeout", optarg);
 			break;
 		case 'w':
-			if (opt_double(optarg, &wait_s))
-				die("--wait takes seconds");
+			wait_s = opt_seconds("wait", optarg);
 			break;
 		default:
 			return 2;
@@ -479,20 +475,16 @@ int cmd_enable_test(int argc, char **argv)
 	struct hyp_rig r;
 	struct ck c;
 	pid_t pid = 0;
-	uint64_t v;
 	int opt, cpu, ret;
 
 	memset(&c, 0, sizeof(c));
 	while ((opt = getopt_long(argc, argv, "p:w:", en_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
-			if (opt_u64(optarg, &v) || !v)
-				die("--pid takes a process id");
-			pid = (pid_t)v;
+			pid = opt_pid(optarg);
 			break;
 		case 'w':
-			if (opt_double(optarg, &wait_s))
-				die("--wait takes seconds");
+			wait_s = opt_seconds("wait", optarg);
 			break;
 		default:
 			return 2;
@@ -672,7 +664,7 @@ int cmd_garbage_test(int argc, char **argv)
 {
 	double seconds = 3, wait_s = 30;
 	volatile struct hvt_control *raw;
-	uint64_t v, end, errs_before, errs_after, base;
+	uint64_t end, errs_before, errs_after, base;
 	unsigned int round = 0;
 	struct hyp_rig r;
 	struct ck c;
@@ -684,17 +676,13 @@ int cmd_garbage_test(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "p:s:w:", gb_opts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
-			if (opt_u64(optarg, &v) || !v)
-				die("--pid takes a process id");
-			pid = (pid_t)v;
+			pid = opt_pid(optarg);
 			break;
 		case 's':
-			if (opt_double(optarg, &seconds))
-				die("--seconds takes seconds");
+			seconds = opt_seconds("seconds", optarg);
 			break;
 		case 'w':
-			if (opt_double(optarg, &wait_s))
-				die("--wait takes seconds");
+			wait_s = opt_seconds("wait", optarg);
 			break;
 		default:
 			return 2;

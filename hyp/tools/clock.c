@@ -249,13 +249,10 @@ int cmd_causality(int argc, char **argv)
 			events = optarg;
 			break;
 		case 'p':
-			if (opt_u64(optarg, &v) || !v)
-				die("--pid takes a process id");
-			pid = (pid_t)v;
+			pid = opt_pid(optarg);
 			break;
 		case 'w':
-			if (opt_double(optarg, &wait_s))
-				die("--wait takes seconds");
+			wait_s = opt_seconds("wait", optarg);
 			break;
 		default:
 			return 2;

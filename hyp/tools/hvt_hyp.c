@@ -49,6 +49,24 @@ int opt_double(const char *s, double *out)
 	return 0;
 }
 
+pid_t opt_pid(const char *s)
+{
+	uint64_t v;
+
+	if (opt_u64(s, &v) || !v || v > INT32_MAX)
+		die("--pid takes a process id, not '%s'", s);
+	return (pid_t)v;
+}
+
+double opt_seconds(const char *name, const char *s)
+{
+	double v;
+
+	if (opt_double(s, &v))
+		die("--%s takes seconds, not '%s'", name, s);
+	return v;
+}
+
 static int cmd_formats(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : NULL;
@@ -230,7 +248,7 @@ static int cmd_stream(int argc, char **argv)
 	struct stream_ctx s = { 0 };
 	const char *events = "all";
 	double timeout_s = 0, wait_s = 30;
-	uint64_t v, sync_ms = 200;
+	uint64_t sync_ms = 200;
 	bool owner = true;
 	struct hyp_rig r;
 	pid_t pid = 0;
@@ -243,9 +261,7 @@ static int cmd_stream(int argc, char **argv)
 			events = optarg;
 			break;
 		case 'p':
-			if (opt_u64(optarg, &v) || !v)
-				die("--pid takes a process id, not '%s'", optarg);
-			pid = (pid_t)v;
+			pid = opt_pid(optarg);
 			break;
 		case 't':
 			if (opt_double(optarg, &timeout_s))

@@ -79,6 +79,9 @@ int cmd_causality(int argc, char **argv);
 /* common option parsing */
 int opt_u64(const char *s, uint64_t *out);
 int opt_double(const char *s, double *out);
+/* These two die with a message naming the option and the bad value. */
+pid_t opt_pid(const char *s);
+double opt_seconds(const char *name, const char *s);
 
 #define die(...)							\
 	do {								\

@@ -26,7 +26,8 @@
 #define HVT_HC_ADD		(HVT_HC_BASE + 2)
 #define HVT_HC_MIX		(HVT_HC_BASE + 3)
 #define HVT_HC_CPU		(HVT_HC_BASE + 4)
-#define HVT_HC_BAD		(HVT_HC_BASE + 0x7f)	/* not implemented */
+#define HVT_HC_BAD		(HVT_HC_BASE + 0x7f)	/* unknown on purpose: the payload
+						 * checks HVT_HC_NOT_SUPPORTED */
 #define HVT_HC_DONE		(HVT_HC_BASE + 0xff)
 #define HVT_HC_NOT_SUPPORTED	(-1LL)
 
