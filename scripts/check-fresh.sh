@@ -133,6 +133,14 @@ run_one() {
 	[ $rc -eq 124 ] && echo "check-fresh: make $goal ran past $limit s and was stopped"
 	echo "check-fresh: make $goal FAILED (exit $rc) after $((t1 - t0)) s; its last lines:"
 	tail -n 40 "$logs/make-$goal.log" | sed 's/^/  | /'
+	# The logs of the tests that failed, before the root goes.
+	local t
+	for t in $(sed -n 's/^failed tests: //p' "$logs/make-$goal.log" | tail -n1); do
+		t=${t//\//_}
+		[ -f "$root/root/hvtrace/build/test-logs/$t.log" ] || continue
+		echo "check-fresh: the end of $t's log:"
+		tail -n 25 "$root/root/hvtrace/build/test-logs/$t.log" | sed 's/^/  | /'
+	done
 	return 1
 }
 
