@@ -181,6 +181,7 @@ ns_pids() {
 	for p in /proc/[0-9]*; do
 		[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] && echo "${p#/proc/}"
 	done
+	return 0
 }
 
 mounted_under() {
@@ -198,14 +199,38 @@ remove_root() {
 	rm -rf --one-file-system "$root"
 }
 
-# Roots that an earlier run left behind (killed before it could clean up).
+# end_namespace MNTNSFILE: end every process in that mount namespace.
+# Whatever the two commands left running (daemons, guests, an apt in the
+# middle of an install) keeps it alive: TERM it, then KILL whatever is
+# there, again each round, since a dying parent can still fork.  Fails if
+# something survives a minute; then the root must not be deleted.
+end_namespace() {
+	local pids tries=0
+	while pids=$(ns_pids "$1") && [ -n "$pids" ]; do
+		if [ $tries -ge 120 ]; then
+			echo "check-fresh: processes remain in the root's namespace:" $pids >&2
+			return 1
+		fi
+		if [ $tries -eq 0 ]; then
+			kill -TERM $pids 2>/dev/null
+		elif [ $tries -ge 4 ]; then
+			kill -KILL $pids 2>/dev/null
+		fi
+		sleep 0.5
+		tries=$((tries + 1))
+	done
+	return 0
+}
+
+# Roots that an earlier run left behind (killed before it could clean up),
+# with whatever it left running there.
 for old in "$parent"/hvtrace-fresh.*; do
 	[ -d "$old" ] || continue
 	pid=${old##*.}
 	case $pid in *[!0-9]*) continue ;; esac
 	kill -0 "$pid" 2>/dev/null && continue
 	echo "check-fresh: removing $old, left by an earlier run"
-	remove_root "$old" || true
+	end_namespace "$old.logs/mntns" && remove_root "$old" || true
 	rm -rf "$old.logs"
 done
 
@@ -218,15 +243,7 @@ cleaned=0
 cleanup() {
 	[ $cleaned -eq 1 ] && return
 	cleaned=1
-	local pids tries=0
-	# Whatever the two commands left running (daemons, guests) keeps the
-	# namespace alive: end it, then wait for the namespace to go.
-	while pids=$(ns_pids "$logs/mntns") && [ -n "$pids" ] && [ $tries -lt 20 ]; do
-		[ $tries -eq 0 ] && kill -TERM $pids 2>/dev/null
-		[ $tries -eq 5 ] && kill -KILL $pids 2>/dev/null
-		sleep 0.5
-		tries=$((tries + 1))
-	done
+	end_namespace "$logs/mntns" || { echo "check-fresh: NOT deleting $root" >&2; return 1; }
 	[ -n "$child" ] && wait "$child" 2>/dev/null
 	if [ "$keep" = 1 ]; then
 		echo "check-fresh: kept the root at $root (logs in $logs); nothing is mounted there"
