@@ -368,10 +368,17 @@ HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
  * @out:      the new handle
  *
  * Mounts tracefs at /sys/kernel/tracing first if it is not mounted.
+ * Where the kernel cannot map the buffer (before Linux 6.10, or a buffer
+ * with a snapshot), or the environment says HVTRACE_KERNEL_RING=read, the
+ * same view is kept with read() of whole sub-buffers from trace_pipe_raw
+ * (see hvtrace_ring_fallback()).  HVTRACE_KERNEL_RING=auto (or unset)
+ * tries the mmap first; HVTRACE_KERNEL_RING=mmap refuses the fallback.
  *
- * Return: 0; -ENOENT (no tracefs, instance or CPU), -EACCES, -ENODEV or
- * -EOPNOTSUPP (the kernel cannot mmap ring buffers: Linux 6.10 or later
- * is needed), -EBUSY (a snapshot or another user blocks mapping).
+ * Return: 0; -ENOENT (no tracefs, instance or CPU), -EACCES, -EINVAL (a
+ * bad HVTRACE_KERNEL_RING), -EPROTO (a meta page we do not understand),
+ * -ENOMEM; with HVTRACE_KERNEL_RING=mmap also -EOPNOTSUPP (the kernel
+ * cannot mmap ring buffers: Linux 6.10 or later is needed) or -EBUSY (a
+ * snapshot blocks mapping).
  */
 HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 					 struct hvtrace_ring **out);
@@ -420,6 +427,17 @@ HVTRACE_API int hvtrace_ring_cpu(const struct hvtrace_ring *r);
 
 /** hvtrace_ring_is_kernel - true for a host kernel buffer */
 HVTRACE_API bool hvtrace_ring_is_kernel(const struct hvtrace_ring *r);
+
+/**
+ * hvtrace_ring_fallback - why a kernel buffer is read without the mmap ABI
+ *
+ * Return: NULL for an area, or a kernel buffer mapped through the
+ * ring-buffer mmap ABI; else a short phrase saying why per_cpu/cpuN/
+ * trace_pipe_raw is read with read() instead ("no ring-buffer mmap on
+ * this kernel", "HVTRACE_KERNEL_RING=read", ...).  Valid until
+ * hvtrace_ring_close().
+ */
+HVTRACE_API const char *hvtrace_ring_fallback(const struct hvtrace_ring *r);
 
 /**
  * hvtrace_ring_clock_is_ns - whether record timestamps count nanoseconds
