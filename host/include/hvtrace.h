@@ -329,16 +329,19 @@ HVTRACE_API int hvtrace_cpu_seek(struct hvtrace_area *a, int cpu, bool oldest);
  * (same id, reader.read grows), again as the kernel does.
  *
  * Kernel view: the real per_cpu/cpuN/trace_pipe_raw mapping and
- * TRACE_MMAP_IOCTL_GET_READER.
+ * TRACE_MMAP_IOCTL_GET_READER.  Where the kernel cannot map it (before
+ * Linux 6.10), ids 0 and 1 are two private reader pages that get-reader
+ * fills with read() of whole sub-buffers from trace_pipe_raw
+ * (hvtrace_ring_fallback() says so).
  *
- * Meta fields after get-reader, for both:
+ * Meta fields after get-reader, for all three:
  *   reader.id          sub-buffer id of the reader page
  *   reader.read        bytes of the reader page's data handed to the
  *                      consumer (counted as read); a consumer reads from
  *                      its own position (0 on a new id) up to this offset
  *   reader.lost_events events lost right before the reader page (the area
- *                      view sets it; the kernel stores the count in the
- *                      page instead and reports 0 here).  Both views mark
+ *                      and read() views set it; the kernel's mapping stores
+ *                      the count in the page and reports 0 here).  All mark
  *                      the page itself with RB_MISSED_EVENTS/_STORED.
  *   entries            events committed (the area view: since attach)
  *   overrun            events lost to overwriting (area: also events hidden
