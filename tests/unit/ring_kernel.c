@@ -44,8 +44,12 @@ const char *__lsan_default_suppressions(void)
 	return "leak:libtraceevent.so\n";
 }
 
+static struct hvtrace_ring *ring;	/* open: the instance cannot go */
+
 static void cleanup(void)
 {
+	hvtrace_ring_close(ring);
+	ring = NULL;
 	if (inst_dir[0])
 		rmdir(inst_dir);
 }
@@ -118,7 +122,8 @@ static int run_pass(const char *root, const char *mode)
 		t_fail("mkdir %s/instances/%s: %s", root, name, strerror(e));
 	}
 
-	ret = hvtrace_ring_open_kernel(name, 0, &r);
+	ret = hvtrace_ring_open_kernel(name, 0, &ring);
+	r = ring;
 	if (ret == -EOPNOTSUPP && !strcmp(mode, "mmap")) {
 		printf("note: mmap pass skipped: this kernel cannot mmap ring "
 		       "buffers: %s\n",
@@ -194,7 +199,6 @@ static int run_pass(const char *root, const char *mode)
 	t_equ(m->read, NR_MARKERS + 1);
 
 	hvtrace_decoder_free(dec);
-	hvtrace_ring_close(r);
 	free(expect);
 	free(got);
 	cleanup();
