@@ -43,7 +43,10 @@ static const char st_usage[] =
 	"where events were lost.  AREA is PATH[@OFFSET[+SIZE]] (a /dev/shm\n"
 	"file, a QEMU memory-backend file, a post-mortem copy); --kernel\n"
 	"reads the host kernel's own ring buffer through the same code (the\n"
-	"trace_pipe_raw mmap).  Area timestamps are converted to the host's\n"
+	"trace_pipe_raw mmap; on kernels before 6.10, or a buffer with a\n"
+	"snapshot, read() of whole sub-buffers from trace_pipe_raw, said\n"
+	"once on stderr, with the same output; HVTRACE_KERNEL_RING=read\n"
+	"forces it).  Area timestamps are converted to the host's\n"
 	"CLOCK_MONOTONIC; kernel timestamps are printed in its trace clock,\n"
 	"as trace_pipe does.\n"
 	"\n"
@@ -358,6 +361,11 @@ static int st_open_kernel(struct st_state *s)
 	}
 	if (err || !s->nr)
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	if (hvtrace_ring_fallback(s->cpus[0].ring))
+		fprintf(stderr,
+			"hvtrace: host kernel ring: trace_pipe_raw read() "
+			"(%s)\n",
+			hvtrace_ring_fallback(s->cpus[0].ring));
 	if (!hvtrace_ring_clock_is_ns(s->cpus[0].ring))
 		s->text_flags |= HVTRACE_TEXT_RAW_TS;
 	if (hvtrace_decoder_new_kernel(NULL, &s->dec))
