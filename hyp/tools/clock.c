@@ -20,8 +20,8 @@
  * bracket, hence in their intersection, so the model's offset is off by
  * at most half its width, and a converted event can only leave its own
  * window if its delays are below half the smallest seen so far.  The same
- * samples also go to libhvtrace's model (hvtrace_area_add_sync_sample);
- * its violations are reported for comparison.
+ * samples also go to libhvtrace's model (hvtrace_area_add_sync_sample),
+ * which the tools use: a violation of either model fails the run.
  *
  * At the end the model is turned into mult/shift/epoch (host_ns =
  * epoch_ns + ((cnt - epoch_cnt) * mult >> shift)), published in the
@@ -337,8 +337,17 @@ int cmd_causality(int argc, char **argv)
 		}
 		lib = hvtrace_area_to_host_ns(model.a, z.found_ts, &e);
 		lib_err = e;
-		if (lib < t0 || lib > z.found_at)
+		if (lib < t0 || lib > z.found_at) {
+			if (viol_lib < 5)
+				printf("libhvtrace violation in round %llu: host %llu .. %llu, event converts to %llu (%+lld ns outside)\n",
+				       (unsigned long long)i,
+				       (unsigned long long)t0,
+				       (unsigned long long)z.found_at,
+				       (unsigned long long)lib,
+				       lib < t0 ? -(long long)(t0 - lib) :
+						  (long long)(lib - z.found_at));
 			viol_lib++;
+		}
 		/* This round's two samples: the sync answer and the event. */
 		fit_add(fit, t0, c, t1s);
 		fit_add(fit, t0, z.found_ts, z.found_at);
@@ -394,6 +403,10 @@ int cmd_causality(int argc, char **argv)
 	       (unsigned long long)errs0, (unsigned long long)errs1);
 	if (viol) {
 		printf("FAIL: causality violations\n");
+		failures++;
+	}
+	if (viol_lib) {
+		printf("FAIL: causality violations of libhvtrace's model (the one hvtrace and hvtraced use)\n");
 		failures++;
 	}
 	if (!fit->consistent) {
