@@ -59,12 +59,13 @@ void access_init(void)
 		char *real = realpath(D->area_dirs[i], NULL);
 
 		if (real) {
-			snprintf(D->area_dir_real[i], sizeof(D->area_dir_real[i]),
-				 "%s", real);
+			snprintf(D->area_dir_real[i],
+				 sizeof(D->area_dir_real[i]), "%s", real);
 			free(real);
 		} else {
-			snprintf(D->area_dir_real[i], sizeof(D->area_dir_real[i]),
-				 "%s", D->area_dirs[i]);
+			snprintf(D->area_dir_real[i],
+				 sizeof(D->area_dir_real[i]), "%s",
+				 D->area_dirs[i]);
 		}
 	}
 }
@@ -160,8 +161,8 @@ static bool access_in_dirs(const char *real)
 		n = strlen(D->area_dir_real[i]);
 		while (n > 1 && D->area_dir_real[i][n - 1] == '/')
 			n--;
-		if (!strncmp(real, D->area_dir_real[i], n) &&
-		    real[n] == '/' && real[n + 1])
+		if (!strncmp(real, D->area_dir_real[i], n) && real[n] == '/' &&
+		    real[n + 1])
 			return true;
 	}
 	return false;
@@ -208,11 +209,11 @@ int access_area_open(const struct d_cred *cr, const char *spec, int *fd_out,
 
 		snprintf(msg, msgsize, "cannot open %s: %s%s", path,
 			 strerror(err),
-			 err == ELOOP ? " (a symbolic link: give the file "
-					"itself)" :
-			 err == ENOENT ? " (start its writer first, then "
-					 "attach it)" :
-					 "");
+			 err == ELOOP	 ? " (a symbolic link: give the file "
+					   "itself)"
+			 : err == ENOENT ? " (start its writer first, then "
+					   "attach it)"
+					 : "");
 		return -err;
 	}
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);

@@ -385,32 +385,40 @@ static void conn_protocol_error(struct conn *c, int err, const char *why)
 	      strerror(-err));
 }
 
-/* A peer access_peer_check() refused: say why, in the answer its HELLO
- * expects (or as an error), then close. */
-static void conn_refuse(struct conn *c, const struct hvt_msg *m)
+void conn_reply_hello(struct conn *c, const struct hvt_msg *m, uint32_t role,
+		      int status, const char *text)
 {
 	struct hvt_msg r;
 
-	c->closing = true;
-	if (m->flags & HVT_PF_REPLY)
-		return;
-	if (m->type != HVT_MSG_HELLO) {
-		conn_reply_error(c, m->req, m->chan, -EACCES, c->denied);
-		return;
-	}
 	memset(&r, 0, sizeof(r));
 	r.type = HVT_MSG_HELLO;
 	r.flags = HVT_PF_REPLY;
 	r.req = m->req;
 	r.u.hello.min_version = HVT_PROTO_VERSION;
 	r.u.hello.max_version = HVT_PROTO_VERSION;
-	r.u.hello.role = m->u.hello.role == HVT_ROLE_AGENT ? HVT_ROLE_HOST :
-							     HVT_ROLE_DAEMON;
-	r.u.hello.status = -EACCES;
-	r.u.hello.text.ptr = c->denied;
-	r.u.hello.text.len =
-		(uint32_t)strnlen(c->denied, HVT_PROTO_TEXT_MAX);
+	r.u.hello.role = role;
+	r.u.hello.pid = (uint32_t)getpid();
+	r.u.hello.status = status;
+	r.u.hello.text.ptr = text;
+	r.u.hello.text.len = (uint32_t)strnlen(text, HVT_PROTO_TEXT_MAX);
 	conn_send(c, &r);
+}
+
+/* A peer access_peer_check() refused: say why, in the answer its HELLO
+ * expects (or as an error), then close. */
+static void conn_refuse(struct conn *c, const struct hvt_msg *m)
+{
+	c->closing = true;
+	if (m->flags & HVT_PF_REPLY)
+		return;
+	if (m->type != HVT_MSG_HELLO)
+		conn_reply_error(c, m->req, m->chan, -EACCES, c->denied);
+	else
+		conn_reply_hello(c, m,
+				 m->u.hello.role == HVT_ROLE_AGENT ?
+					 HVT_ROLE_HOST :
+					 HVT_ROLE_DAEMON,
+				 -EACCES, c->denied);
 }
 
 static void conn_dispatch(struct conn *c, const struct hvt_frame *f)

@@ -264,6 +264,9 @@ int access_area_open(const struct d_cred *cr, const char *spec, int *fd_out,
 		     char *via, size_t via_size, char *msg, size_t msgsize);
 
 /* conn.c */
+/* Answer HELLO @m as @role with @status and @text. */
+void conn_reply_hello(struct conn *c, const struct hvt_msg *m, uint32_t role,
+		      int status, const char *text);
 struct conn *conn_new(int fd, enum conn_role role);
 void conn_update_events(struct conn *c);
 int conn_send(struct conn *c, const struct hvt_msg *m);

@@ -44,12 +44,12 @@
 
 #include "internal.h"
 
-#define OWNER_BASE	(1ull << 62)
-#define OWNER_SLOT	(1ull << 23)	/* > 1 + PID_MAX_LIMIT (2^22) */
-#define OWNER_SLOTS	(1ull << 39)	/* keeps every range below 2^63 */
+#define OWNER_BASE  (1ull << 62)
+#define OWNER_SLOT  (1ull << 23) /* > 1 + PID_MAX_LIMIT (2^22) */
+#define OWNER_SLOTS (1ull << 39) /* keeps every range below 2^63 */
 
 static pthread_mutex_t owner_mutex = PTHREAD_MUTEX_INITIALIZER;
-static struct hvtrace_area *owner_list;	/* handles that own, this process */
+static struct hvtrace_area *owner_list; /* handles that own, this process */
 
 static int owner_lock(int fd, short type, uint64_t start, uint64_t len)
 {
@@ -111,13 +111,14 @@ static int owner_refuse(const struct hvtrace_area *a, int fd, uint64_t base)
 			       "(--read-only)",
 			       where, (int)pid);
 	if (pid > 0)
-		return hvt_err(-EBUSY,
-			       "%s is owned by pid %d (%s), which "
-			       "writes its control page; one owner per area: "
-			       "stop that owner, read the area through hvtraced "
-			       "if it is attached there, or read it alongside "
-			       "without writing (--read-only)",
-			       where, (int)pid, comm[0] ? comm : "exited just now");
+		return hvt_err(
+			-EBUSY,
+			"%s is owned by pid %d (%s), which "
+			"writes its control page; one owner per area: "
+			"stop that owner, read the area through hvtraced "
+			"if it is attached there, or read it alongside "
+			"without writing (--read-only)",
+			where, (int)pid, comm[0] ? comm : "exited just now");
 	return hvt_err(-EBUSY,
 		       "%s is owned by another process (it is taking "
 		       "the area just now), which writes its control page; "
@@ -151,8 +152,9 @@ int hvt_area_owner_take(struct hvtrace_area *a)
 		/* This process owns it already: share that lock. */
 		fd = fcntl(o->lock_fd, F_DUPFD_CLOEXEC, 0);
 		if (fd < 0) {
-			ret = hvt_err(-errno, "%s: cannot share the owner "
-					      "lock: %s",
+			ret = hvt_err(-errno,
+				      "%s: cannot share the owner "
+				      "lock: %s",
 				      a->path, strerror(errno));
 			goto out;
 		}
@@ -164,8 +166,9 @@ int hvt_area_owner_take(struct hvtrace_area *a)
 			goto out;
 		}
 		if (ret) {
-			ret = hvt_err(ret, "%s: cannot lock the area for its "
-					   "owner: %s",
+			ret = hvt_err(ret,
+				      "%s: cannot lock the area for its "
+				      "owner: %s",
 				      a->path, strerror(-ret));
 			goto out;
 		}

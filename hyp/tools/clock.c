@@ -219,6 +219,15 @@ static const struct option cz_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+static void cz_violation(const char *who, uint64_t round, uint64_t t0,
+			 uint64_t t1, uint64_t conv)
+{
+	printf("%sviolation in round %llu: host %llu .. %llu, event converts to %llu (%+lld ns outside)\n",
+	       who, (unsigned long long)round, (unsigned long long)t0,
+	       (unsigned long long)t1, (unsigned long long)conv,
+	       conv < t0 ? -(long long)(t0 - conv) : (long long)(conv - t1));
+}
+
 int cmd_causality(int argc, char **argv)
 {
 	uint64_t rounds = 1000, calib = 64, v, i, viol = 0, viol_lib = 0;
@@ -320,14 +329,7 @@ int cmd_causality(int argc, char **argv)
 			max_err = fit->err;
 		if (conv < t0 || conv > z.found_at) {
 			if (viol < 5)
-				printf("violation in round %llu: host %llu .. %llu, event converts to %llu (%+lld ns outside)\n",
-				       (unsigned long long)i,
-				       (unsigned long long)t0,
-				       (unsigned long long)z.found_at,
-				       (unsigned long long)conv,
-				       conv < t0 ?
-					       -(long long)(t0 - conv) :
-					       (long long)(conv - z.found_at));
+				cz_violation("", i, t0, z.found_at, conv);
 			viol++;
 		} else {
 			if (conv - t0 < min_before)
@@ -339,13 +341,8 @@ int cmd_causality(int argc, char **argv)
 		lib_err = e;
 		if (lib < t0 || lib > z.found_at) {
 			if (viol_lib < 5)
-				printf("libhvtrace violation in round %llu: host %llu .. %llu, event converts to %llu (%+lld ns outside)\n",
-				       (unsigned long long)i,
-				       (unsigned long long)t0,
-				       (unsigned long long)z.found_at,
-				       (unsigned long long)lib,
-				       lib < t0 ? -(long long)(t0 - lib) :
-						  (long long)(lib - z.found_at));
+				cz_violation("libhvtrace ", i, t0, z.found_at,
+					     lib);
 			viol_lib++;
 		}
 		/* This round's two samples: the sync answer and the event. */

@@ -82,6 +82,15 @@ attach() {	# NAME AREA: attach as the member
 	HVTRACED_SOCKET=$TMP/d.sock $MEMBER "$HVTRACE" daemon attach \
 		--area "$2" --name "$1" 2>&1
 }
+refused() {	# NAME AREA REASON: the member's attach fails, saying REASON
+	local out
+	out=$(attach "$1" "$2") && fail "$1: the member attached $2"
+	case $out in
+	*"$3"*) ;;
+	*) fail "$1: '$out', expected '$3'" ;;
+	esac
+	echo "$1: $out"
+}
 out=$(attach mine "$mine") || fail "a member cannot attach its own area: $out"
 wait_for 20 "$HVTRACE" stat mine >/dev/null ||
 	fail "hvtraced did not read the member's area"
@@ -91,41 +100,21 @@ $MEMBER "$HVTRACE" loopback --area "$outside" --cpus 1 --pages 4 \
 	--duration 60 --background >"$TMP/out.pid" ||
 	fail "nobody cannot run a loopback writer in $OUT"
 PIDS="$PIDS $(cat "$TMP/out.pid")"
-out=$(attach outside "$outside") && fail "attached a file outside the allowed directories"
-case $out in
-*"outside the directories hvtraced attaches areas from"*) ;;
-*) fail "outside file: '$out'" ;;
-esac
-echo "outside: $out"
+refused outside "$outside" "outside the directories hvtraced attaches areas from"
 
 roots=/dev/shm/hvt-priv-$$-root
 "$HVTRACE" loopback --area "$roots" --cpus 1 --pages 4 --duration 60 \
 	--background >"$TMP/root.pid" || fail "root's loopback writer did not start"
 PIDS="$PIDS $(cat "$TMP/root.pid")"
-out=$(attach roots "$roots") && fail "a member attached root's 0600 area"
-case $out in
-*"may not read and write"*) ;;
-*) fail "root's area: '$out'" ;;
-esac
-echo "root's area: $out"
+refused roots "$roots" "may not read and write"
 
 link=/dev/shm/hvt-priv-$$-link
 $MEMBER ln -s "$roots" "$link" || fail "nobody cannot make a link in /dev/shm"
-out=$(attach link "$link") && fail "attached through a symbolic link"
-case $out in
-*"symbolic link"*) ;;
-*) fail "symbolic link: '$out'" ;;
-esac
-echo "link: $out"
+refused link "$link" "symbolic link"
 
 fifo=/dev/shm/hvt-priv-$$-fifo
 $MEMBER mkfifo -m 0600 "$fifo" || fail "nobody cannot make a FIFO in /dev/shm"
-out=$(attach fifo "$fifo") && fail "attached a FIFO"
-case $out in
-*"not a regular file"*) ;;
-*) fail "FIFO: '$out'" ;;
-esac
-echo "fifo: $out"
+refused fifo "$fifo" "not a regular file"
 for n in outside roots link fifo; do
 	"$HVTRACE" stat "$n" >/dev/null 2>&1 && fail "remote $n exists after a refusal"
 done

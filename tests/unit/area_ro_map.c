@@ -33,9 +33,9 @@
 #include "hvt_test.h"
 #include "internal.h"
 
-#define NR_CPUS		2
-#define NR		4
-#define SUBBUF		4096
+#define NR_CPUS 2
+#define NR	4
+#define SUBBUF	4096
 
 enum { PROBE_STORED = 10, PROBE_ACCERR, PROBE_OTHER_FAULT };
 
@@ -45,9 +45,9 @@ static void probe_segv(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
-	_exit(si->si_code == SEGV_ACCERR && si->si_addr == probe_addr ?
-		      PROBE_ACCERR :
-		      PROBE_OTHER_FAULT);
+	_exit(si->si_code == SEGV_ACCERR && si->si_addr == probe_addr
+		      ? PROBE_ACCERR
+		      : PROBE_OTHER_FAULT);
 }
 
 /* Store one byte at @p in a child; the child's exit code. */
@@ -84,8 +84,8 @@ static void expect_fault(const char *what, const void *p)
 
 	if (r != PROBE_ACCERR)
 		t_fail("%s: a store through the host's mapping %s", what,
-		       r == PROBE_STORED ? "went through" :
-					   "faulted, but not as a permission "
+		       r == PROBE_STORED ? "went through"
+					 : "faulted, but not as a permission "
 					   "fault at that address");
 	printf("  %-44s store faults (SEGV_ACCERR)\n", what);
 }
@@ -107,9 +107,13 @@ static void probe_area(struct hvtrace_area *a, const char *how)
 int main(void)
 {
 	struct hvt_area_params p = {
-		.nr_cpus = NR_CPUS, .nr_subbufs = NR, .subbuf_size = SUBBUF,
-		.mode = HVT_MODE_CONSUME, .writer_kind = HVT_WRITER_LOOPBACK,
-		.clock_id = HVT_CLOCK_MONO_NS, .name = "ro-map",
+		.nr_cpus = NR_CPUS,
+		.nr_subbufs = NR,
+		.subbuf_size = SUBBUF,
+		.mode = HVT_MODE_CONSUME,
+		.writer_kind = HVT_WRITER_LOOPBACK,
+		.clock_id = HVT_CLOCK_MONO_NS,
+		.name = "ro-map",
 	};
 	struct hvtrace_ring *ring;
 	struct hvtrace_area *a;
@@ -142,7 +146,8 @@ int main(void)
 	probe_area(a, "owner");
 	if (probe_store(a->ro + HVT_CONTROL_OFFSET + 0x400) != PROBE_STORED)
 		t_fail("owner: the control page is not writable");
-	printf("  %-44s store works (the host's page)\n", "owner: control page");
+	printf("  %-44s store works (the host's page)\n",
+	       "owner: control page");
 
 	printf("mmap-ABI view:\n");
 	t_ok(hvtrace_ring_open_area(a, 0, &ring));
