@@ -142,13 +142,20 @@ bool access_peer_check(struct d_cred *cr, pid_t pid, uid_t uid, char *why,
 	}
 	if (access_have_gid && access_in_group(cr, access_gid))
 		return true;
-	snprintf(why, size,
-		 "uid %u may not use hvtraced: it serves root and the group "
-		 "'%s'%s; add the user to it ('usermod -aG %s USER', then log "
-		 "in again) or run as root",
-		 (unsigned int)uid, D->group ? D->group : "hvtrace",
-		 access_have_gid ? "" : " (which does not exist here)",
-		 D->group ? D->group : "hvtrace");
+	if (!D->group)
+		snprintf(why, size,
+			 "uid %u may not use hvtraced: it serves root and its "
+			 "own user only (started with an empty --group); run "
+			 "as root",
+			 (unsigned int)uid);
+	else
+		snprintf(why, size,
+			 "uid %u may not use hvtraced: it serves root and the "
+			 "group '%s'%s; add the user to it ('usermod -aG %s "
+			 "USER', then log in again) or run as root",
+			 (unsigned int)uid, D->group,
+			 access_have_gid ? "" : " (which does not exist here)",
+			 D->group);
 	return false;
 }
 

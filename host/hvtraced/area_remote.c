@@ -189,7 +189,11 @@ static int ar_open(struct remote *r)
 			       &fd, via, sizeof(via), why, sizeof(why));
 	if (!ret) {
 		ret = hvtrace_area_open_spec(via, HVTRACE_OPEN_CONTROL, &a);
-		if (ret)
+		/* Opened through a descriptor: name the file as given. */
+		if (ret && fd >= 0)
+			snprintf(why, sizeof(why), "%.200s (opened as %.40s): %s",
+				 ar->spec, via, hvtrace_last_error());
+		else if (ret)
 			snprintf(why, sizeof(why), "%s", hvtrace_last_error());
 		if (fd >= 0)
 			close(fd);	/* the area holds its own descriptor */
