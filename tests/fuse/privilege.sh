@@ -5,6 +5,8 @@
 # setpriv).  A private hvtraced runs as root with --group nogroup, so
 # "nobody" with the supplementary group nogroup is a member and "nobody"
 # with only the group daemon is not.
+#   0. A group that does not exist is reported once in the daemon's log,
+#      and the socket stays 0660 root's.
 #   1. The socket is 0660, owned by the group; a non-member's connect is
 #      refused by the file mode.
 #   2. With the socket opened to everyone (--socket-mode 0666) the daemon
@@ -40,6 +42,15 @@ mkdir -p "$OUT" && chown nobody "$OUT" && chmod 700 "$OUT"
 cleanup_out() { rm -rf "$OUT"; rm -f /dev/shm/hvt-priv-$$-*; }
 trap 'cleanup_out; fz_cleanup' EXIT
 skipped=
+
+# --- 0. a missing group is reported, once --------------------------------
+fz_daemon --group "hvt-no-such-group-$$"
+"$HVTRACE" list >/dev/null 2>&1	# a client: nothing more is logged about it
+expect_eq "reports of the missing group" \
+	"$(grep -c "group 'hvt-no-such-group-$$' does not exist" "$TMP/d.log")" 1
+expect_eq "socket mode without the group" "$(stat -c '%a %G' "$TMP/d.sock")" "660 root"
+kill "$D_PID"
+wait_for 10 sh -c "! kill -0 $D_PID" || fail "hvtraced did not stop"
 
 # --- 1. the socket's mode --------------------------------------------------
 fz_daemon --group nogroup
