@@ -21,8 +21,9 @@ PKGS=(
 	qemu-user
 	# a peer to benchmark against
 	liblttng-ust-dev lttng-tools
-	# trace.dat tests: xwininfo checks KernelShark's windows
-	x11-utils
+	# trace.dat tests: xwininfo checks KernelShark's windows; x_close
+	# (libX11) closes it so it saves its session
+	x11-utils libx11-dev
 	man-db groff-base bsdextrautils
 	# the FUSE tests check poll() on trace_pipe with python3's select
 	python3-minimal

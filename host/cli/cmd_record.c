@@ -45,9 +45,11 @@ static const char record_usage[] =
 	"  -d, --duration S      stop after S seconds\n"
 	"  -n, --events N        stop once N events were recorded (what\n"
 	"                        is pending then is kept too)\n"
-	"      --no-control      attach areas read-only (no enabling, no\n"
-	"                        time sync; for post-mortem copies; not\n"
-	"                        with REMOTEs)\n"
+	"      --read-only, --no-control\n"
+	"                        attach areas read-only (no enabling, no\n"
+	"                        time sync, nothing written to the area;\n"
+	"                        beside another owner, or for post-mortem\n"
+	"                        copies; not with REMOTEs)\n"
 	"  -q, --quiet           no status line\n"
 	"      --socket PATH     hvtraced's socket, for REMOTEs (default\n"
 	"                        $HVTRACED_SOCKET or /run/hvtrace/hvtraced.sock)\n"
@@ -84,6 +86,7 @@ static int record_run(int argc, char **argv)
 		{"duration", required_argument, NULL, 'd'},
 		{"events", required_argument, NULL, 'n'},
 		{"no-control", no_argument, NULL, 'C'},
+		{"read-only", no_argument, NULL, 'C'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"socket", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
@@ -175,7 +178,7 @@ static int record_run(int argc, char **argv)
 		if (o.flags & HVTRACE_TDAT_REC_NO_CONTROL) {
 			free(events);
 			return hvt_cli_usage(
-				"record", "--no-control is for areas: hvtraced "
+				"record", "--read-only is for areas: hvtraced "
 					  "owns its remotes and reads them "
 					  "itself");
 		}

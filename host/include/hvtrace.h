@@ -791,8 +791,9 @@ struct hvtrace_loopback_cpu_stats {
  * hvtrace_loopback_create - create, lock and format the area file
  *
  * Refuses (-EBUSY) when another live writer holds the file (writers keep
- * an exclusive flock() on it while they live).  The file is created 0644
- * and sized exactly for the geometry.
+ * an exclusive flock() on it while they live).  The file is created 0600
+ * (the writer's user only: hvtraced attaches it for others) and sized
+ * exactly for the geometry.
  *
  * Return: 0 or a negative errno (hvtrace_last_error() says why).
  */
