@@ -96,8 +96,11 @@ $(KCONFIG_CONFIG): | $(objtree)/.dir
 	$(Q)$(KCONF_ENV) kconfig-conf --defconfig=$(srctree)/configs/$(DEFCONFIG) $(srctree)/Kconfig >/dev/null
 
 # silentoldconfig writes include/config/ and include/generated/ in the cwd.
+# Options that are new since the .config was written take their defaults
+# (olddefconfig) instead of stopping a non-interactive build with a prompt.
 $(AUTOHEADER) $(AUTOCONF): $(KCONFIG_CONFIG) $(shell find $(srctree) -name Kconfig -not -path '$(objtree)/*' 2>/dev/null)
 	$(quiet) KCONFIG include/generated/autoconf.h
+	$(Q)cd $(objtree) && $(KCONF_ENV) kconfig-conf --olddefconfig $(srctree)/Kconfig >/dev/null
 	$(Q)cd $(objtree) && $(KCONF_ENV) kconfig-conf --silentoldconfig $(srctree)/Kconfig
 	$(Q)touch $(AUTOHEADER) $(AUTOCONF)
 

@@ -64,8 +64,9 @@ struct hvt_clock_sample {
 /*
  * Maps writer timestamps to host CLOCK_MONOTONIC ns:
  *   host = base_host + (writer - base_writer) * rate
- * (see clock.c: rate fitted over the fastest samples, offset from the
- * intersection of every sample's bracket).
+ * within err_ns + rate_err * |writer - base_writer| + a drift term
+ * (see clock.c: rate and offset from the intersection of what every
+ * sample's bracket allows).
  */
 struct hvt_clock_model {
 	uint32_t clock_id;
@@ -74,7 +75,10 @@ struct hvt_clock_model {
 	double nominal_rate;
 	uint64_t base_writer;
 	uint64_t base_host;
-	uint64_t err_ns;		/* error bound of the current model */
+	uint64_t err_ns;		/* error bound at base_writer */
+	double rate_err;		/* bound of the rate's error */
+	unsigned int used;		/* newest samples the fit uses */
+	uint64_t refits;		/* windows cut: samples that misfit */
 	bool synced;
 	unsigned int nr;		/* samples kept (ring) */
 	unsigned int next;
