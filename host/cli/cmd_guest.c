@@ -68,6 +68,12 @@ static const char guest_usage[] =
 	"  --run 'CMD'  --agent-args 'ARGS'  --kernel FILE  --initrd FILE\n"
 	"  --add FILE[:DEST]  --module NAME  --port NAME  --append 'ARGS'\n"
 	"  --qemu-arg ARG  --accel auto|tcg|kvm  --keep-area  --log FILE\n"
+	"  --kernel-events LIST  the guest kernel's own events (the\n"
+	"      kernel's syntax: sched,irq,ftrace:print) into a persistent\n"
+	"      ring the host reads from guest RAM (/dev/shm/hvtrace-NAME.ram):\n"
+	"      'hvtrace stream NAME' shows them (docs/guest-kernel.md)\n"
+	"  --kernel-buffer SIZE  that ring, all CPUs (default 8M)\n"
+	"  --keep-ram            keep the RAM file after the guest ends\n"
 	"\n"
 	"The guest kernel is Debian's 6.12 (qemu-scripts/fetch-kernel.sh,\n"
 	"cached in /var/cache/hvtrace); the launcher packs the initramfs at\n"
@@ -80,7 +86,8 @@ static const char guest_usage[] =
 static const char *const gu_valued[] = {
 	"--cpus",   "--mem",	  "--area-size", "--run",    "--agent-args",
 	"--kernel", "--initrd",	  "--add",	 "--module", "--port",
-	"--append", "--qemu-arg", "--accel",	 "--log",    NULL,
+	"--append", "--qemu-arg", "--accel",	 "--log",
+	"--kernel-events", "--kernel-buffer", NULL,
 };
 
 static void gu_sleep_ms(long ms)
@@ -502,6 +509,10 @@ static int gu_start(int argc, char **argv)
 		       "trace area %s (%llu KiB)\n",
 		       name, cpus, accel, mem, area,
 		       strtoull(size, NULL, 10) / 1024);
+		if (gu_kv(st, "ram", v, sizeof(v)) && v[0])
+			printf("hvtrace guest: guest RAM in %s: the guest "
+			       "kernel's ring is read from there\n",
+			       v);
 	}
 
 	/* A remote of that name left from an earlier guest: start afresh. */

@@ -2,7 +2,8 @@
 /*
  * hvtrace stream: a live, consuming read, printed like trace_pipe.
  *
- * One path for areas and the host kernel: every CPU is an hvtrace_ring
+ * One path for areas, the host kernel and a guest kernel's ring read from
+ * guest RAM: every CPU is an hvtrace_ring
  * (the ring-buffer mmap view), the rings are merged by time
  * (hvtrace_merge, with a reorder window), and each record is printed by
  * the decoder (libtraceevent) exactly as the kernel's trace_pipe prints.
@@ -33,6 +34,8 @@ static const char st_usage[] =
 	"usage: hvtrace stream AREA [OPTIONS]\n"
 	"       hvtrace stream NAME [--socket PATH] [OPTIONS]\n"
 	"       hvtrace stream --kernel [--instance NAME] [OPTIONS]\n"
+	"       hvtrace stream RAMFILE|NAME --guest-kernel [--formats DIR]\n"
+	"                      [OPTIONS]\n"
 	"\n"
 	"Consume events as they are written and print them as the kernel's\n"
 	"trace_pipe does:\n"
@@ -62,8 +65,20 @@ static const char st_usage[] =
 	"ends once an area's writer stopped and was read to the end (unless\n"
 	"--follow) or when the remote is detached.\n"
 	"\n"
+	"--guest-kernel reads a guest kernel's own ftrace ring from its RAM\n"
+	"file, with no agent and after the guest died (a guest started with\n"
+	"'hvtrace guest start NAME --kernel-events LIST': NAME stands for\n"
+	"its RAM file /dev/shm/hvtrace-NAME.ram; a path ending in .ram needs\n"
+	"no --guest-kernel).  The guest's event formats come from --formats\n"
+	"DIR, a copy of the guest's tracefs files (docs/guest-kernel.md);\n"
+	"without it events print as UNKNOWN id=N and --summary still counts\n"
+	"them.  Timestamps are the guest's trace clock (guest-relative).\n"
+	"\n"
 	"options:\n"
 	"  --kernel            read the host kernel's ring buffer\n"
+	"  --guest-kernel      read a guest kernel's ring from guest RAM\n"
+	"  --formats DIR       the guest kernel's event formats (a directory\n"
+	"                      laid out like tracefs)\n"
 	"  --instance NAME     with --kernel: tracefs instance NAME (or a\n"
 	"                      path)\n"
 	"  --cpu N             only CPU N\n"
@@ -91,6 +106,7 @@ static const char st_usage[] =
 enum {
 	OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU, OPT_COUNT, OPT_TIMEOUT,
 	OPT_WINDOW, OPT_DRAIN, OPT_FOLLOW, OPT_RO, OPT_SUMMARY, OPT_SOCKET,
+	OPT_GUEST_KERNEL, OPT_FORMATS,
 };
 
 struct st_cpu {
@@ -112,9 +128,14 @@ struct st_state {
 	double timeout;
 	double window_ms;
 	bool drain, follow, read_only, summary;
+	bool guest_kernel;
+	const char *formats;
 
 	/* sources */
 	struct hvtrace_area *area;
+	struct hvtrace_kring *kring;
+	char ram[512];			/* guest kernel: its RAM file */
+	char qemu_pid[512];		/* ... and its rig's qemu.pid, if any */
 	struct hvtrace_area_info info;
 	bool control;
 	bool syncing;
@@ -158,6 +179,8 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		{ "read-only", no_argument, NULL, OPT_RO },
 		{ "summary", no_argument, NULL, OPT_SUMMARY },
 		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "guest-kernel", no_argument, NULL, OPT_GUEST_KERNEL },
+		{ "formats", required_argument, NULL, OPT_FORMATS },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long long v;
@@ -219,6 +242,12 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		case OPT_SOCKET:
 			s->sock = optarg;
 			break;
+		case OPT_GUEST_KERNEL:
+			s->guest_kernel = true;
+			break;
+		case OPT_FORMATS:
+			s->formats = optarg;
+			break;
 		case ':':
 			return hvt_cli_usage(VERB, "option '%s' needs a value",
 					     argv[optind - 1]);
@@ -239,6 +268,18 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		return hvt_cli_usage(VERB, "no AREA given (or --kernel)");
 	if (s->instance && !s->kernel)
 		return hvt_cli_usage(VERB, "--instance goes with --kernel");
+	if (s->spec && strlen(s->spec) > 4 &&
+	    !strcmp(s->spec + strlen(s->spec) - 4, ".ram"))
+		s->guest_kernel = true;
+	if (s->guest_kernel && (s->kernel || !s->spec))
+		return hvt_cli_usage(VERB, "--guest-kernel needs a RAMFILE or "
+					   "a guest NAME, and not --kernel");
+	if (s->formats && !s->guest_kernel)
+		return hvt_cli_usage(VERB, "--formats goes with a guest "
+					   "kernel's ring (--guest-kernel)");
+	if (s->guest_kernel && s->read_only)
+		return hvt_cli_usage(VERB, "--read-only: a guest kernel's ring "
+					   "is always read read-only");
 	if (s->drain && s->follow)
 		return hvt_cli_usage(VERB, "--drain and --follow contradict "
 					   "each other");
@@ -378,6 +419,69 @@ static int st_open_kernel(struct st_state *s)
 	return 0;
 }
 
+/*
+ * A guest kernel's ring in guest RAM: a RAM file, or a rig guest's NAME
+ * ($HVT_SHM_DIR/hvtrace-NAME.ram, stopped once its QEMU is gone).
+ */
+static int st_open_kring(struct st_state *s)
+{
+	struct hvtrace_kring_info ki;
+	unsigned int cpu, first, last;
+	const char *shm = getenv("HVT_SHM_DIR"), *run = getenv("HVT_RUNDIR");
+
+	if (strchr(s->spec, '/') || !access(s->spec, F_OK)) {
+		snprintf(s->ram, sizeof(s->ram), "%s", s->spec);
+	} else {
+		snprintf(s->ram, sizeof(s->ram), "%s/hvtrace-%s.ram",
+			 shm && *shm ? shm : "/dev/shm", s->spec);
+		snprintf(s->qemu_pid, sizeof(s->qemu_pid), "%s/%s/qemu.pid",
+			 run && *run ? run : "/run/hvtrace", s->spec);
+		if (access(s->ram, F_OK))
+			return hvt_cli_error(VERB, "no guest RAM file %s: was "
+						   "guest '%s' started with "
+						   "--kernel-events (and "
+						   "--keep-ram, once it "
+						   "ended)?",
+					     s->ram, s->spec);
+	}
+	if (hvtrace_kring_open(s->ram, 0, &s->kring))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	hvtrace_kring_get_info(s->kring, &ki);
+	first = 0;
+	last = ki.nr_cpus - 1;
+	if (s->only_cpu >= 0) {
+		if ((unsigned int)s->only_cpu > last)
+			return hvt_cli_usage(VERB, "--cpu %d: the guest kernel "
+						   "ring has CPUs 0..%u",
+					     s->only_cpu, last);
+		first = last = (unsigned int)s->only_cpu;
+	}
+	s->cpus = calloc(last - first + 1, sizeof(*s->cpus));
+	if (!s->cpus)
+		return hvt_cli_error(VERB, "out of memory");
+	for (cpu = first; cpu <= last; cpu++) {
+		struct st_cpu *c = &s->cpus[s->nr];
+
+		c->cpu = (int)cpu;
+		if (hvtrace_ring_open_kring(s->kring, (int)cpu, &c->ring))
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		s->nr++;
+	}
+	snprintf(s->info.name, sizeof(s->info.name), "guest kernel");
+	if (s->formats) {
+		if (hvtrace_decoder_new_kernel(s->formats, &s->dec))
+			return hvt_cli_error(VERB, "--formats %s: %s",
+					     s->formats, hvtrace_last_error());
+		return 0;
+	}
+	fprintf(stderr, "hvtrace stream: note: no event formats of the guest "
+			"kernel (--formats DIR): its events print as UNKNOWN "
+			"id=N; --summary counts them per CPU\n");
+	if (hvtrace_decoder_new(ki.subbuf_size, &s->dec))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	return 0;
+}
+
 /* Name the loopback writer's threads, looked up once per pid. */
 static void st_lookup_comm(struct st_state *s, int pid)
 {
@@ -485,6 +589,22 @@ static int st_writer_done(struct st_state *s, bool *restarted)
 	*restarted = false;
 	if (s->kernel)
 		return 0;
+	if (s->kring) {
+		/* A rig guest has stopped once its QEMU is gone; a bare RAM
+		 * file gives no sign (use --drain for a post-mortem read). */
+		FILE *f;
+		int pid = 0;
+
+		if (!s->qemu_pid[0])
+			return 0;
+		f = fopen(s->qemu_pid, "r");
+		if (f) {
+			if (fscanf(f, "%d", &pid) != 1)
+				pid = 0;
+			fclose(f);
+		}
+		return pid <= 0 || (kill(pid, 0) && errno == ESRCH);
+	}
 	if (hvtrace_area_writer_state(s->area, &state, &gen)) {
 		*restarted = true;
 		return 1;
@@ -535,6 +655,20 @@ static void st_summary(struct st_state *s, double secs)
 			if (!hvtrace_cpu_get_stats(s->area, c->cpu, &st))
 				e += st.errors;
 		}
+		if (s->kring) {
+			struct hvtrace_kring_stats ks;
+
+			if (!hvtrace_kring_get_stats(s->kring, c->cpu, &ks)) {
+				e += ks.errors;
+				if (ks.lost_pages)
+					fprintf(stderr, "  cpu %d: %llu pages "
+							"overwritten before "
+							"they were read\n",
+						c->cpu,
+						(unsigned long long)
+							ks.lost_pages);
+			}
+		}
 		errors += e;
 		fprintf(stderr, "  cpu %d: %llu events, %llu lost%s, %llu "
 				"errors\n",
@@ -557,6 +691,7 @@ static void st_cleanup(struct st_state *s)
 	free(s->cpus);
 	hvtrace_decoder_free(s->dec);
 	hvtrace_area_close(s->area);
+	hvtrace_kring_close(s->kring);
 	free(s->line);
 }
 
@@ -673,7 +808,7 @@ static int cmd_stream(int argc, char **argv)
 	ret = st_parse(&s, argc, argv);
 	if (ret)
 		return ret;
-	if (!s.kernel && hvt_dname_is_remote(s.spec)) {
+	if (!s.kernel && !s.guest_kernel && hvt_dname_is_remote(s.spec)) {
 		struct hvt_rstream_opts o = {
 			.name = s.spec, .sock = s.sock, .cpu = s.only_cpu,
 			.count = s.count, .timeout = s.timeout,
@@ -694,7 +829,9 @@ static int cmd_stream(int argc, char **argv)
 	s.line = malloc(s.line_cap);
 	if (!s.line)
 		return hvt_cli_error(VERB, "out of memory");
-	ret = s.kernel ? st_open_kernel(&s) : st_open_area(&s);
+	ret = s.kernel	     ? st_open_kernel(&s) :
+	      s.guest_kernel ? st_open_kring(&s) :
+			       st_open_area(&s);
 	if (ret) {
 		st_cleanup(&s);
 		return ret;

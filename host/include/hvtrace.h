@@ -359,6 +359,25 @@ struct hvtrace_ring;
 HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 				       struct hvtrace_ring **out);
 
+struct hvtrace_kring;
+
+/**
+ * hvtrace_ring_open_kring - present CPU @cpu of a guest kernel's ring (read
+ * from guest RAM, hvtrace_kring_open()) as the mmap ABI
+ * @k:   the ring (must outlive the view; the view reads through it)
+ * @cpu: CPU
+ * @out: the new handle
+ *
+ * The view has no writer sub-buffers, only two private reader pages (ids
+ * 0 and 1) that get-reader fills from hvtrace_kring_read_page().  Record
+ * timestamps are the guest's trace clock, not related to the host's:
+ * rec->host_ns equals rec->ts and hvtrace_ring_now_ns() returns 0.
+ *
+ * Return: 0, -EINVAL (no such CPU), -ENOMEM.
+ */
+HVTRACE_API int hvtrace_ring_open_kring(struct hvtrace_kring *k, int cpu,
+					struct hvtrace_ring **out);
+
 /**
  * hvtrace_ring_open_kernel - map a CPU buffer of the host kernel's tracing
  * @instance: NULL for the top-level buffer, an instance name ("foo" for
@@ -596,11 +615,17 @@ HVTRACE_API int hvtrace_decoder_new_area(const struct hvtrace_area *a,
 					 struct hvtrace_decoder **out);
 
 /**
- * hvtrace_decoder_new_kernel - a decoder for the host kernel's events
- * @tracefs: tracefs mount point, or NULL for the default
+ * hvtrace_decoder_new_kernel - a decoder for a kernel's events
+ * @tracefs: tracefs mount point, or NULL for the default; or a directory
+ *           laid out like tracefs holding another kernel's files (a guest
+ *           kernel's events/header_page, events/header_event,
+ *           events/SYSTEM/EVENT/format, saved_cmdlines, and optionally
+ *           kallsyms: see docs/guest-kernel.md)
  *
  * Loads every event format, the headers, saved_cmdlines (pid to comm)
- * and /proc/kallsyms when readable.
+ * and the symbols: /proc/kallsyms for the default tracefs, @tracefs/
+ * kallsyms when that file exists (never the host's symbols for another
+ * kernel's directory).
  */
 HVTRACE_API int hvtrace_decoder_new_kernel(const char *tracefs,
 					   struct hvtrace_decoder **out);

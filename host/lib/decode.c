@@ -18,11 +18,13 @@
  * are printed (decode.h).  Together that keeps libtraceevent inside memory
  * we own whatever the writer put in a record.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <tracefs.h>
@@ -34,6 +36,7 @@
 
 #define DEC_MAX_FORMAT		65536u
 #define DEC_MAX_FIELD_END	65536u
+#define DEC_TRACEFS_MAGIC	0x74726163	/* statfs f_type of tracefs */
 
 static int dec_alloc(struct hvtrace_decoder **out)
 {
@@ -208,11 +211,81 @@ HVTRACE_API int hvtrace_decoder_load_cmdlines(struct hvtrace_decoder *d,
 	return dec_load_cmdlines(d, root);
 }
 
+/*
+ * Another kernel's formats from a directory laid out like tracefs (a
+ * guest kernel's copy): its header_page, then every
+ * events/SYSTEM/EVENT/format through hvtrace_decoder_add_format().  Not
+ * libtracefs's loader: that one also takes this host's /proc/kallsyms,
+ * which would name the wrong functions.
+ */
+static int dec_load_dir(const char *root, struct hvtrace_decoder **out)
+{
+	char path[1024], *text;
+	struct hvtrace_decoder *d = NULL;
+	struct dirent *se, *ee;
+	DIR *sd, *ed;
+	size_t len;
+	int ret, n = 0;
+
+	ret = dec_alloc(&d);
+	if (ret)
+		return ret;
+	d->tep = dec_tep_new();
+	if (!d->tep) {
+		hvtrace_decoder_free(d);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	snprintf(path, sizeof(path), "%s/events/header_page", root);
+	text = dec_slurp(path, 64u << 10, &len);
+	if (!text || tep_parse_header_page(d->tep, text, (unsigned long)len,
+					   8)) {
+		free(text);
+		hvtrace_decoder_free(d);
+		return hvt_err(-EINVAL, "%s: missing or not a header_page",
+			       path);
+	}
+	free(text);
+	snprintf(path, sizeof(path), "%s/events", root);
+	sd = opendir(path);
+	while (sd && (se = readdir(sd))) {
+		if (se->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/events/%s", root, se->d_name);
+		ed = opendir(path);
+		while (ed && (ee = readdir(ed))) {
+			if (ee->d_name[0] == '.')
+				continue;
+			if (snprintf(path, sizeof(path),
+				     "%s/events/%s/%s/format", root, se->d_name,
+				     ee->d_name) >= (int)sizeof(path))
+				continue;
+			text = dec_slurp(path, DEC_MAX_FORMAT, &len);
+			if (text && len &&
+			    !hvtrace_decoder_add_format(d, se->d_name, text,
+							len))
+				n++;
+			free(text);
+		}
+		if (ed)
+			closedir(ed);
+	}
+	if (sd)
+		closedir(sd);
+	if (!n) {
+		hvtrace_decoder_free(d);
+		return hvt_err(-ENOENT, "no event format under %s/events",
+			       root);
+	}
+	*out = d;
+	return 0;
+}
+
 HVTRACE_API int hvtrace_decoder_new_kernel(const char *tracefs,
 					   struct hvtrace_decoder **out)
 {
-	struct hvtrace_decoder *d;
-	char root[256];
+	struct hvtrace_decoder *d = NULL;
+	char root[256], path[300];
+	struct statfs sfs;
 	size_t len;
 	char *syms;
 	int ret;
@@ -224,6 +297,21 @@ HVTRACE_API int hvtrace_decoder_new_kernel(const char *tracefs,
 		snprintf(root, sizeof(root), "%s", tracefs);
 	else if ((ret = hvt_tracefs_dir(root, sizeof(root))))
 		return ret;
+	if (tracefs && (statfs(root, &sfs) || sfs.f_type != DEC_TRACEFS_MAGIC)) {
+		/* Not a tracefs: another kernel's copy (a guest's). */
+		ret = dec_load_dir(root, &d);
+		if (ret)
+			return ret;
+		dec_load_cmdlines(d, root);	/* best effort */
+		snprintf(path, sizeof(path), "%s/kallsyms", root);
+		syms = dec_slurp(path, 256u << 20, &len);
+		if (syms) {
+			tep_parse_kallsyms(d->tep, syms);
+			free(syms);
+		}
+		*out = d;
+		return 0;
+	}
 	ret = dec_alloc(&d);
 	if (ret)
 		return ret;
