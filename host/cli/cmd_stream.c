@@ -286,9 +286,41 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 	return 0;
 }
 
+static int st_ring_area(void *src, int cpu, struct hvtrace_ring **out)
+{
+	return hvtrace_ring_open_area(src, cpu, out);
+}
+
+static int st_ring_kring(void *src, int cpu, struct hvtrace_ring **out)
+{
+	return hvtrace_ring_open_kring(src, cpu, out);
+}
+
+/* One ring per CPU first..last of @src, opened with @open. */
+static int st_open_rings(struct st_state *s, unsigned int first,
+			 unsigned int last,
+			 int (*open)(void *, int, struct hvtrace_ring **),
+			 void *src)
+{
+	unsigned int cpu;
+
+	s->cpus = calloc(last - first + 1, sizeof(*s->cpus));
+	if (!s->cpus)
+		return hvt_cli_error(VERB, "out of memory");
+	for (cpu = first; cpu <= last; cpu++) {
+		struct st_cpu *c = &s->cpus[s->nr];
+
+		c->cpu = (int)cpu;
+		if (open(src, (int)cpu, &c->ring))
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		s->nr++;
+	}
+	return 0;
+}
+
 static int st_open_area(struct st_state *s)
 {
-	unsigned int bit, cpu, first, last, i;
+	unsigned int bit, first, last, i;
 	int ret;
 
 	ret = -EPERM;
@@ -347,17 +379,8 @@ static int st_open_area(struct st_state *s)
 					     s->only_cpu, s->info.name, last);
 		first = last = (unsigned int)s->only_cpu;
 	}
-	s->cpus = calloc(last - first + 1, sizeof(*s->cpus));
-	if (!s->cpus)
-		return hvt_cli_error(VERB, "out of memory");
-	for (cpu = first; cpu <= last; cpu++) {
-		struct st_cpu *c = &s->cpus[s->nr];
-
-		c->cpu = (int)cpu;
-		if (hvtrace_ring_open_area(s->area, (int)cpu, &c->ring))
-			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
-		s->nr++;
-	}
+	if (st_open_rings(s, first, last, st_ring_area, s->area))
+		return HVT_EXIT_FAIL;
 	if (hvtrace_decoder_new_area(s->area, &s->dec))
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
 	return 0;
@@ -426,7 +449,7 @@ static int st_open_kernel(struct st_state *s)
 static int st_open_kring(struct st_state *s)
 {
 	struct hvtrace_kring_info ki;
-	unsigned int cpu, first, last;
+	unsigned int first, last;
 	const char *shm = getenv("HVT_SHM_DIR"), *run = getenv("HVT_RUNDIR");
 
 	if (strchr(s->spec, '/') || !access(s->spec, F_OK)) {
@@ -456,17 +479,8 @@ static int st_open_kring(struct st_state *s)
 					     s->only_cpu, last);
 		first = last = (unsigned int)s->only_cpu;
 	}
-	s->cpus = calloc(last - first + 1, sizeof(*s->cpus));
-	if (!s->cpus)
-		return hvt_cli_error(VERB, "out of memory");
-	for (cpu = first; cpu <= last; cpu++) {
-		struct st_cpu *c = &s->cpus[s->nr];
-
-		c->cpu = (int)cpu;
-		if (hvtrace_ring_open_kring(s->kring, (int)cpu, &c->ring))
-			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
-		s->nr++;
-	}
+	if (st_open_rings(s, first, last, st_ring_kring, s->kring))
+		return HVT_EXIT_FAIL;
 	snprintf(s->info.name, sizeof(s->info.name), "guest kernel");
 	if (s->formats) {
 		if (hvtrace_decoder_new_kernel(s->formats, &s->dec))

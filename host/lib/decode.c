@@ -83,10 +83,34 @@ static struct tep_handle *dec_tep_new(void)
 	return tep;
 }
 
+/* An empty decoder whose header_page is @text: 0, -ENOMEM, or -EINVAL when
+ * libtraceevent rejects the text (no message set). */
+static int dec_new_header(const char *text, size_t len,
+			  struct hvtrace_decoder **out)
+{
+	struct hvtrace_decoder *d;
+	int ret;
+
+	ret = dec_alloc(&d);
+	if (ret)
+		return ret;
+	d->tep = dec_tep_new();
+	if (!d->tep) {
+		hvtrace_decoder_free(d);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	if (tep_parse_header_page(d->tep, (char *)text, (unsigned long)len,
+				  8)) {
+		hvtrace_decoder_free(d);
+		return -EINVAL;
+	}
+	*out = d;
+	return 0;
+}
+
 HVTRACE_API int hvtrace_decoder_new(uint32_t subbuf_size,
 				    struct hvtrace_decoder **out)
 {
-	struct hvtrace_decoder *d;
 	char text[512];
 	int ret, len;
 
@@ -98,23 +122,14 @@ HVTRACE_API int hvtrace_decoder_new(uint32_t subbuf_size,
 		return hvt_err(-EINVAL, "sub-buffer size %u is not a power of "
 					"two in 4K..64K",
 			       subbuf_size);
-	ret = dec_alloc(&d);
-	if (ret)
-		return ret;
-	d->tep = dec_tep_new();
-	if (!d->tep) {
-		hvtrace_decoder_free(d);
-		return hvt_err(-ENOMEM, "out of memory");
-	}
 	len = hvtrace_header_page_text(subbuf_size, text, sizeof(text));
-	if (len < 0 || (size_t)len >= sizeof(text) ||
-	    tep_parse_header_page(d->tep, text, (unsigned long)len, 8)) {
-		hvtrace_decoder_free(d);
-		return hvt_err(-EINVAL, "libtraceevent rejected the generated "
-					"header_page");
-	}
-	*out = d;
-	return 0;
+	if (len < 0 || (size_t)len >= sizeof(text))
+		return hvt_err(-EINVAL, "cannot describe the header_page");
+	ret = dec_new_header(text, (size_t)len, out);
+	if (ret == -EINVAL)
+		return hvt_err(ret, "libtraceevent rejected the generated "
+				    "header_page");
+	return ret;
 }
 
 HVTRACE_API int hvtrace_decoder_new_area(const struct hvtrace_area *a,
@@ -227,24 +242,14 @@ static int dec_load_dir(const char *root, struct hvtrace_decoder **out)
 	size_t len;
 	int ret, n = 0;
 
-	ret = dec_alloc(&d);
-	if (ret)
-		return ret;
-	d->tep = dec_tep_new();
-	if (!d->tep) {
-		hvtrace_decoder_free(d);
-		return hvt_err(-ENOMEM, "out of memory");
-	}
 	snprintf(path, sizeof(path), "%s/events/header_page", root);
 	text = dec_slurp(path, 64u << 10, &len);
-	if (!text || tep_parse_header_page(d->tep, text, (unsigned long)len,
-					   8)) {
-		free(text);
-		hvtrace_decoder_free(d);
-		return hvt_err(-EINVAL, "%s: missing or not a header_page",
-			       path);
-	}
+	ret = text ? dec_new_header(text, len, &d) : -EINVAL;
 	free(text);
+	if (ret == -EINVAL)
+		return hvt_err(ret, "%s: missing or not a header_page", path);
+	if (ret)
+		return ret;
 	snprintf(path, sizeof(path), "%s/events", root);
 	sd = opendir(path);
 	while (sd && (se = readdir(sd))) {

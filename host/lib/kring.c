@@ -507,6 +507,26 @@ static void kr_lost_pages(struct kr_cpu *c, uint32_t n)
 }
 
 /*
+ * A malformed page: counted and skipped, its events reported lost.  The
+ * page the guest is filling is waited on until it moves past it.
+ * Returns true when the read must stop there.
+ */
+static bool kr_skip_bad(struct hvtrace_kring *k, struct kr_cpu *c,
+			bool is_commit)
+{
+	c->st.errors++;
+	c->st.skipped_pages++;
+	c->pending_lost = HVTRACE_LOST_UNKNOWN;
+	if (is_commit) {
+		c->bad = true;
+		c->bad_id = c->id;
+		return true;
+	}
+	kr_next_page(k, c);
+	return false;
+}
+
+/*
  * The reuse rule, checked after a page was copied (acquire fence first):
  * the copy is intact if the page still has the time_stamp read before the
  * copy, still sits at ring position @id, and the head has not moved past
@@ -613,15 +633,8 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 			continue;
 		}
 		if (!valid || (c->page_started && size < c->pos)) {
-			c->st.errors++;
-			c->st.skipped_pages++;
-			c->pending_lost = HVTRACE_LOST_UNKNOWN;
-			if (is_commit) {
-				c->bad = true;
-				c->bad_id = c->id;
+			if (kr_skip_bad(k, c, is_commit))
 				return 0;
-			}
-			kr_next_page(k, c);
 			continue;
 		}
 		if (!c->page_started) {
@@ -642,15 +655,8 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 				      k->data_size, c->pos, c->pos_ts,
 				      c->pending_lost, out, &t);
 		if (ret < 0) {
-			c->st.errors++;
-			c->st.skipped_pages++;
-			c->pending_lost = HVTRACE_LOST_UNKNOWN;
-			if (is_commit) {
-				c->bad = true;
-				c->bad_id = c->id;
+			if (kr_skip_bad(k, c, is_commit))
 				return 0;
-			}
-			kr_next_page(k, c);
 			continue;
 		}
 		if (ret == 0) {

@@ -186,6 +186,32 @@ static int ring_area_get_reader(struct hvtrace_ring *r)
 	return 0;
 }
 
+/*
+ * The private part of an area or guest kernel view: one anonymous
+ * reservation of resv_len bytes, the meta page first, with the meta
+ * filled in and reader page A (id ring_nr) current and empty.
+ */
+static int ring_reserve(struct hvtrace_ring *r)
+{
+	void *p = mmap(NULL, r->resv_len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return hvt_err(-errno, "cannot reserve %zu bytes for the mmap "
+				       "view: %s",
+			       r->resv_len, strerror(errno));
+	r->resv = p;
+	r->meta = p;
+	r->data = (uint8_t *)p + r->meta_len;
+	r->meta->meta_page_size = (uint32_t)r->meta_len;
+	r->meta->meta_struct_len = sizeof(*r->meta);
+	r->meta->subbuf_size = r->subbuf_size;
+	r->meta->nr_subbufs = r->nr_subbufs;
+	r->meta->reader.id = r->ring_nr;	/* empty reader page A */
+	r->meta->reader.read = 0;
+	return 0;
+}
+
 HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 				       struct hvtrace_ring **out)
 {
@@ -227,17 +253,9 @@ HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 	}
 
 	/* Reserve the whole view, then lay the pieces over it. */
-	p = mmap(NULL, r->resv_len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
-		ret = hvt_err(-errno, "cannot reserve %zu bytes for the mmap "
-				      "view: %s",
-			      r->resv_len, strerror(errno));
+	ret = ring_reserve(r);
+	if (ret)
 		goto fail;
-	}
-	r->resv = p;
-	r->meta = p;
-	r->data = (uint8_t *)p + r->meta_len;
 	p = mmap(r->data, slots_len, PROT_READ, MAP_SHARED | MAP_FIXED, a->fd,
 		 (off_t)file_off);
 	if (p == MAP_FAILED) {
@@ -247,12 +265,6 @@ HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 		goto fail;
 	}
 
-	r->meta->meta_page_size = (uint32_t)r->meta_len;
-	r->meta->meta_struct_len = sizeof(*r->meta);
-	r->meta->subbuf_size = r->subbuf_size;
-	r->meta->nr_subbufs = r->nr_subbufs;
-	r->meta->reader.id = r->ring_nr;	/* empty reader page A */
-	r->meta->reader.read = 0;
 	ring_area_counters(r);
 	*out = r;
 	return 0;
@@ -266,7 +278,6 @@ HVTRACE_API int hvtrace_ring_open_kring(struct hvtrace_kring *k, int cpu,
 {
 	struct hvtrace_kring_info ki;
 	struct hvtrace_ring *r;
-	void *p;
 	int ret;
 
 	if (!k || !out)
@@ -290,24 +301,11 @@ HVTRACE_API int hvtrace_ring_open_kring(struct hvtrace_kring *k, int cpu,
 	r->meta_len = r->page_size > 4096 ? r->page_size : 4096;
 	r->data_len = (size_t)r->nr_subbufs * r->subbuf_size;
 	r->resv_len = r->meta_len + r->data_len;
-	p = mmap(NULL, r->resv_len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
-		ret = hvt_err(-errno, "cannot reserve %zu bytes for the mmap "
-				      "view: %s",
-			      r->resv_len, strerror(errno));
+	ret = ring_reserve(r);
+	if (ret) {
 		hvtrace_ring_close(r);
 		return ret;
 	}
-	r->resv = p;
-	r->meta = p;
-	r->data = (uint8_t *)p + r->meta_len;
-	r->meta->meta_page_size = (uint32_t)r->meta_len;
-	r->meta->meta_struct_len = sizeof(*r->meta);
-	r->meta->subbuf_size = r->subbuf_size;
-	r->meta->nr_subbufs = r->nr_subbufs;
-	r->meta->reader.id = 0;		/* empty reader page A */
-	r->meta->reader.read = 0;
 	ring_area_counters(r);
 	*out = r;
 	return 0;

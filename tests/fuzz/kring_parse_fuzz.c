@@ -26,16 +26,9 @@
 #include <hvtrace.h>
 #include <hvtrace/page.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "hvt_fuzz.h"
 
-#define must(cond)                                                            \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "kring_parse: %s fails (line %d)\n",  \
-				#cond, __LINE__);                             \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* What a returned page must look like. */
 static void kr_check(const uint8_t *page, uint32_t subbuf,
@@ -47,24 +40,25 @@ static void kr_check(const uint8_t *page, uint32_t subbuf,
 	int item;
 
 	memcpy(hdr, page, sizeof(hdr));
-	must(pi->first_ts == hdr[0]);
-	must(pi->size == (hdr[1] & HVT_COMMIT_SIZE_MASK));
-	must(pi->size + HVT_PAGE_HDR_SIZE <= subbuf);
-	must(pi->lost_events == 0 || pi->lost_events == HVTRACE_LOST_UNKNOWN);
-	must((hdr[1] & ~HVT_COMMIT_SIZE_MASK) ==
-	     (pi->lost_events ? HVT_MISSED_EVENTS : 0));
+	fuzz_assert(pi->first_ts == hdr[0]);
+	fuzz_assert(pi->size == (hdr[1] & HVT_COMMIT_SIZE_MASK));
+	fuzz_assert(pi->size + HVT_PAGE_HDR_SIZE <= subbuf);
+	fuzz_assert(pi->lost_events == 0 ||
+		    pi->lost_events == HVTRACE_LOST_UNKNOWN);
+	fuzz_assert((hdr[1] & ~HVT_COMMIT_SIZE_MASK) ==
+		    (pi->lost_events ? HVT_MISSED_EVENTS : 0));
 	hvt_page_iter_init(&it, page + HVT_PAGE_HDR_SIZE, pi->size, hdr[0]);
 	do {
 		item = hvt_page_next(&it);
 		if (item == HVT_ITEM_DATA)
 			events++;
 	} while (item > 0);
-	must(item == HVT_ITEM_END && it.pos == pi->size);
-	must(events && events == pi->entries);
+	fuzz_assert(item == HVT_ITEM_END && it.pos == pi->size);
+	fuzz_assert(events && events == pi->entries);
 }
 
-static void kr_pass(struct hvtrace_kring *k, const struct hvtrace_kring_info *ki,
-		    uint8_t *page)
+static void kr_pass(struct hvtrace_kring *k,
+		    const struct hvtrace_kring_info *ki, uint8_t *page)
 {
 	struct hvtrace_page_info pi;
 	struct hvtrace_kring_stats st;
@@ -79,37 +73,29 @@ static void kr_pass(struct hvtrace_kring *k, const struct hvtrace_kring_info *ki
 				break;
 			kr_check(page, ki->subbuf_size, &pi);
 			/* A static image: each ring page at most once. */
-			must(pages <= ki->nr_subbufs + 4);
+			fuzz_assert(pages <= ki->nr_subbufs + 4);
 		}
-		must(r == 0);
-		must(hvtrace_kring_get_stats(k, (int)cpu, &st) == 0);
+		fuzz_assert(r == 0);
+		fuzz_assert(hvtrace_kring_get_stats(k, (int)cpu, &st) == 0);
 	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static char path[64];
-	static int fd = -1;
 	struct hvtrace_kring_info ki;
 	struct hvtrace_kring *k;
 	uint8_t *page, *flip;
 	uint32_t at, len, i;
+	const char *path;
+	int fd;
 
-	if (fd < 0) {
-		fd = memfd_create("hvt-fuzz-kring", MFD_CLOEXEC);
-		if (fd < 0)
-			abort();
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	}
-	if (ftruncate(fd, 0) || ftruncate(fd, (off_t)size) ||
-	    (size && pwrite(fd, data, size, 0) != (ssize_t)size))
-		abort();
+	path = fuzz_memfd("hvt-fuzz-kring", data, size, &fd);
 	if (hvtrace_kring_open(path, 0, &k))
 		return 0;
-	must(hvtrace_kring_get_info(k, &ki) == 0);
-	must(ki.nr_cpus >= 1 && ki.offset + ki.size <= size);
+	fuzz_assert(hvtrace_kring_get_info(k, &ki) == 0);
+	fuzz_assert(ki.nr_cpus >= 1 && ki.offset + ki.size <= size);
 	page = malloc(ki.subbuf_size);
-	must(page);
+	fuzz_assert(page);
 	kr_pass(k, &ki, page);
 
 	/* The guest writes on: invert a window of the image (place and
@@ -121,10 +107,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (len > size - at)
 		len = (uint32_t)(size - at);
 	flip = malloc(len + 1);
-	must(flip);
+	fuzz_assert(flip);
 	for (i = 0; i < len; i++)
 		flip[i] = (uint8_t)~data[at + i];
-	must(pwrite(fd, flip, len, at) == (ssize_t)len);
+	fuzz_assert(pwrite(fd, flip, len, at) == (ssize_t)len);
 	free(flip);
 	kr_pass(k, &ki, page);
 	free(page);

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <hvtrace.h>
+
 #include "hvt_test.h"
 
 #define SB		4096u
@@ -57,6 +59,16 @@ static inline void page_hdr(uint64_t page, uint64_t ts, uint64_t commit)
 {
 	w64(page, ts);			/* time_stamp */
 	w64(page + 8, commit);		/* commit: data bytes */
+}
+
+/* Page @page rewritten with one marker @seq at @ts (a new lap). */
+static inline void page_one(uint64_t page, uint64_t ts, uint32_t seq)
+{
+	uint32_t off = 0;
+
+	memset(img + page, 0, SB);
+	put_marker(page, &off, 0, seq);
+	page_hdr(page, ts, off);
 }
 
 /*
@@ -152,6 +164,18 @@ static inline void kimg_612(uint64_t first0, uint64_t first1)
 	put_marker(slot612(1, 1), &off, 0, 100);
 	page_hdr(slot612(1, 1), 50, off);
 	img_sync();
+}
+
+/* The golden 6.12 ring written to the memfd and opened by a scan. */
+static inline struct hvtrace_kring *kimg_open_612(uint64_t first0,
+						  uint64_t first1)
+{
+	struct hvtrace_kring *k;
+
+	kimg_612(first0, first1);
+	img_sync();
+	t_ok(hvtrace_kring_open(path, 0, &k));
+	return k;
 }
 
 #endif /* HVT_KRING_IMG_H */

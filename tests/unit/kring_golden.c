@@ -126,7 +126,6 @@ static void test_612(void)
 	struct hvtrace_kring_stats st;
 	struct hvtrace_kring *k;
 	uint64_t first0 = VA_BASE + 0x100000, first1 = VA_BASE + 0x200000;
-	uint32_t off;
 
 	kimg_612(first0, first1);
 	img_sync();
@@ -172,10 +171,7 @@ static void test_612(void)
 	 * ts 4000, seq 9.  Nothing was lost for this reader. */
 	w64(m612(0) + 32, first0 + 2 * SB);	/* head: id 2 */
 	w64(m612(0) + 40, first0 + 1 * SB);	/* commit: id 1 */
-	memset(img + slot612(0, 1), 0, SB);
-	off = 0;
-	put_marker(slot612(0, 1), &off, 0, 9);
-	page_hdr(slot612(0, 1), 4000, off);
+	page_one(slot612(0, 1), 4000, 9);
 	img_sync();
 	{
 		const struct ev p[] = { { 9, 4000 } };
@@ -190,18 +186,9 @@ static void test_612(void)
 	 * was reused: its rest is lost and reading restarts at the head. */
 	w64(m612(0) + 32, first0 + 2 * SB);	/* head: id 2 */
 	w64(m612(0) + 40, first0 + 1 * SB);	/* commit: id 1 */
-	memset(img + slot612(0, 2), 0, SB);
-	off = 0;
-	put_marker(slot612(0, 2), &off, 0, 10);
-	page_hdr(slot612(0, 2), 5000, off);
-	memset(img + slot612(0, 3), 0, SB);
-	off = 0;
-	put_marker(slot612(0, 3), &off, 0, 11);
-	page_hdr(slot612(0, 3), 6000, off);
-	memset(img + slot612(0, 1), 0, SB);
-	off = 0;
-	put_marker(slot612(0, 1), &off, 0, 12);
-	page_hdr(slot612(0, 1), 7000, off);
+	page_one(slot612(0, 2), 5000, 10);
+	page_one(slot612(0, 3), 6000, 11);
+	page_one(slot612(0, 1), 7000, 12);
 	img_sync();
 	seed_dump("612-lapped");
 	{

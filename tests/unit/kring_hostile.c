@@ -81,9 +81,7 @@ static void read_case(const char *what, void (*damage)(void), int want_events,
 	struct hvtrace_kring *k;
 	uint64_t n;
 
-	kimg_612(FIRST0, FIRST1);
-	img_sync();
-	t_ok(hvtrace_kring_open(path, 0, &k));
+	k = kimg_open_612(FIRST0, FIRST1);
 	damage();
 	img_sync();
 	alarm(10);
@@ -242,7 +240,6 @@ int main(void)
 	{
 		struct hvtrace_kring_stats st;
 		struct hvtrace_kring *k;
-		uint32_t off = 0;
 
 		kimg_612(FIRST0, FIRST1);
 		w64(slot612(0, 3) + 8, 20);	/* inside seq 7's event */
@@ -255,9 +252,7 @@ int main(void)
 		/* The writer moves on to id 1 (head to id 2): seq 9 */
 		w64(m612(0) + 32, FIRST0 + 2 * SB);
 		w64(m612(0) + 40, FIRST0 + 1 * SB);
-		memset(img + slot612(0, 1), 0, SB);
-		put_marker(slot612(0, 1), &off, 0, 9);
-		page_hdr(slot612(0, 1), 4000, off);
+		page_one(slot612(0, 1), 4000, 9);
 		img_sync();
 		t_equ(drain(k, 0, NULL, NULL), 1);
 		hvtrace_kring_close(k);
@@ -267,9 +262,7 @@ int main(void)
 		struct hvtrace_kring *k;
 		uint8_t page[SB];
 
-		kimg_612(FIRST0, FIRST1);
-		img_sync();
-		t_ok(hvtrace_kring_open(path, 0, &k));
+		k = kimg_open_612(FIRST0, FIRST1);
 		t_assert(ftruncate(mfd, 0x4000) == 0);
 		t_eq(hvtrace_kring_read_page(k, 0, page, sizeof(page), NULL),
 		     -EIO);
@@ -282,9 +275,7 @@ int main(void)
 		struct hvtrace_kring *k;
 		uint8_t page[SB];
 
-		kimg_612(FIRST0, FIRST1);
-		img_sync();
-		t_ok(hvtrace_kring_open(path, 0, &k));
+		k = kimg_open_612(FIRST0, FIRST1);
 		t_eq(hvtrace_kring_read_page(k, 2, page, sizeof(page), NULL),
 		     -EINVAL);
 		t_eq(hvtrace_kring_read_page(k, -1, page, sizeof(page), NULL),
@@ -298,9 +289,7 @@ int main(void)
 		unsigned int round, i;
 
 		srandom(12345);
-		kimg_612(FIRST0, FIRST1);
-		img_sync();
-		t_ok(hvtrace_kring_open(path, 0, &k));
+		k = kimg_open_612(FIRST0, FIRST1);
 		alarm(60);
 		for (round = 0; round < 300; round++) {
 			for (i = 0; i < 64; i++) {
