@@ -51,6 +51,18 @@ kformats() {
 	[ -f "$3/events/ftrace/print/format" ] || fail "no ftrace/print format in $3"
 }
 
+# drain NAME COUNT: read guest NAME's kept RAM file after it ended (its
+# console's formats) and check its COUNT lines; the text stays in
+# $T_TMP/NAME.txt.
+drain() {
+	kformats "$1" "$T_TMP/$1.log" "$T_TMP/fmt-$1"
+	"$HVTRACE" stream "$T_SHM/hvtrace-$1.ram" --drain --formats "$T_TMP/fmt-$1" \
+		--summary >"$T_TMP/$1.txt" 2>"$T_TMP/$1.err" ||
+		{ cat "$T_TMP/$1.err"; fail "post-mortem stream of $1 failed"; }
+	cat "$T_TMP/$1.err"
+	check_marks "$T_TMP/$1.txt" "$2"
+}
+
 info "live: $N lines through a running stream"
 t_name n live
 "$G" start --name "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
@@ -77,13 +89,8 @@ t_name p panic
 	fail "start failed"
 "$G" wait "$p" --poweroff --timeout 300 || fail "the guest did not end"
 grep -qa 'Kernel panic' "$T_TMP/$p.log" || fail "the guest did not panic"
-kformats "$p" "$T_TMP/$p.log" "$T_TMP/fmt-p"
-"$HVTRACE" stream "$T_SHM/hvtrace-$p.ram" --drain --formats "$T_TMP/fmt-p" \
-	--summary >"$T_TMP/panic.txt" 2>"$T_TMP/panic.err" ||
-	{ cat "$T_TMP/panic.err"; fail "post-mortem stream failed"; }
-cat "$T_TMP/panic.err"
-check_marks "$T_TMP/panic.txt" "$M"
-grep -q 'sched_switch' "$T_TMP/panic.txt" || fail "no sched_switch event in the kept ring"
+drain "$p" "$M"
+grep -q 'sched_switch' "$T_TMP/$p.txt" || fail "no sched_switch event in the kept ring"
 
 info "SIGKILL of QEMU: $M lines; read the kept RAM file"
 t_name k kill
@@ -107,12 +114,7 @@ while "$G" list --no-header | grep -q "^$k "; do
 	tries=$((tries - 1))
 	sleep 0.1
 done
-kformats "$k" "$T_TMP/$k.log" "$T_TMP/fmt-k"
-"$HVTRACE" stream "$T_SHM/hvtrace-$k.ram" --drain --formats "$T_TMP/fmt-k" \
-	--summary >"$T_TMP/kill.txt" 2>"$T_TMP/kill.err" ||
-	{ cat "$T_TMP/kill.err"; fail "post-mortem stream failed"; }
-cat "$T_TMP/kill.err"
-check_marks "$T_TMP/kill.txt" "$M"
+drain "$k" "$M"
 
 "$G" cleanup --areas "$p" "$k" >/dev/null 2>&1
 [ ! -e "$T_SHM/hvtrace-$p.ram" ] && [ ! -e "$T_SHM/hvtrace-$k.ram" ] ||
