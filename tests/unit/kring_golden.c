@@ -331,6 +331,64 @@ static void test_615(uint32_t cpu_size)
 	hvtrace_kring_close(k);
 }
 
+/* Seq of the record @rec (a marker). */
+static uint32_t rec_seq(const struct hvtrace_record *rec)
+{
+	uint32_t seq;
+
+	t_equ(rec->size, 12);
+	memcpy(&seq, (const uint8_t *)rec->data + 8, 4);
+	return seq;
+}
+
+/*
+ * The same ring through the mmap-ABI view (hvtrace_ring_open_kring) and a
+ * merge: records of both CPUs in time order, host_ns == ts (guest
+ * relative), and events the guest commits later on its current page
+ * appended to the same reader page (same reader.id, larger reader.read).
+ */
+static void test_ring_view(void)
+{
+	static const uint32_t want[] = { 100, 1, 2, 3, 4, 5, 6, 7 };
+	struct hvtrace_ring *rings[2];
+	struct hvtrace_record rec;
+	struct hvtrace_merge *m;
+	struct hvtrace_kring *k;
+	uint32_t id, read;
+	unsigned int i;
+
+	kimg_612(VA_BASE + 0x100000, VA_BASE + 0x200000);
+	t_ok(hvtrace_kring_open(path, 0, &k));
+	t_ok(hvtrace_ring_open_kring(k, 0, &rings[0]));
+	t_ok(hvtrace_ring_open_kring(k, 1, &rings[1]));
+	t_eq(hvtrace_ring_open_kring(k, 2, &rings[1]), -EINVAL);
+	t_equ(hvtrace_ring_now_ns(rings[0]), 0);
+	t_ok(hvtrace_merge_new(rings, 2, 0, &m));
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		t_eq(hvtrace_merge_next(m, &rec, true), 1);
+		t_equ(rec_seq(&rec), want[i]);
+		t_equ(rec.host_ns, rec.ts);
+		t_equ(rec.lost_before, 0);
+	}
+	t_eq(hvtrace_merge_next(m, &rec, true), 0);
+	id = hvtrace_ring_meta(rings[0])->reader.id;
+	read = hvtrace_ring_meta(rings[0])->reader.read;
+	t_equ(read, 32);		/* seq 6 and 7 of the commit page */
+
+	page_hdr(slot612(0, 3), 3000, 48);	/* seq 8 committed */
+	img_sync();
+	t_eq(hvtrace_merge_next(m, &rec, true), 1);
+	t_equ(rec_seq(&rec), 8);
+	t_equ(rec.ts, 3003);
+	t_equ(hvtrace_ring_meta(rings[0])->reader.id, id);
+	t_equ(hvtrace_ring_meta(rings[0])->reader.read, 48);
+	t_equ(hvtrace_ring_meta(rings[0])->read, 8);
+	hvtrace_merge_free(m);
+	hvtrace_ring_close(rings[0]);
+	hvtrace_ring_close(rings[1]);
+	hvtrace_kring_close(k);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -342,6 +400,7 @@ int main(int argc, char **argv)
 	test_612();
 	test_615(32);	/* 6.15 .. : first/head/commit, subbuf_size, nr */
 	test_615(40);	/* later: + nr_invalid, entry_bytes */
+	test_ring_view();
 	free(img);
 	printf("PASS kring_golden\n");
 	return 0;
