@@ -116,6 +116,7 @@ int hvt_subbuf_take(const uint8_t *data, uint32_t size, uint32_t data_size,
 		 */
 		struct hvt_take c;
 
+		memset(&c, 0, sizeof(c));
 		sb_count(data, size, pos, pos_ts, pos + data_size - 8, &c);
 		if (c.n > 0) {
 			c.cut = true;
