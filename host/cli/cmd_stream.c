@@ -675,7 +675,8 @@ static void st_summary(struct st_state *s, double secs)
 			if (!hvtrace_kring_get_stats(s->kring, c->cpu, &ks)) {
 				e += ks.errors;
 				if (ks.lost_pages)
-					fprintf(stderr, "  cpu %d: %llu pages "
+					fprintf(stderr, "  cpu %d: at least "
+							"%llu pages "
 							"overwritten before "
 							"they were read\n",
 						c->cpu,

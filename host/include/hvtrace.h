@@ -903,9 +903,10 @@ struct hvtrace_kring_stats {
 	uint64_t read;		/* events returned */
 	uint64_t bytes;		/* data bytes returned */
 	uint64_t lost_events;	/* events reported lost with an exact count */
-	uint64_t lost_pages;	/* pages overwritten before they were read
-				 * (their events are reported lost, count
-				 * unknown) */
+	uint64_t lost_pages;	/* pages overwritten before they were read,
+				 * at least (whole laps of the ring leave no
+				 * trace); their events are reported lost,
+				 * count unknown */
 	uint64_t skipped_pages;	/* pages skipped as malformed */
 	uint64_t errors;	/* malformed metas, pages and events seen */
 	uint64_t retries;	/* copies thrown away because the guest
