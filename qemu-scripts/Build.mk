@@ -43,9 +43,10 @@ $(GUEST_IMAGE): $(GUEST_IMAGE_FILES) $(srctree)/qemu-scripts/mkinitramfs.sh \
 	$(Q)$(srctree)/qemu-scripts/mkinitramfs.sh -o $@ -- $(GUEST_IMAGE_FILES)
 guest-image: $(GUEST_IMAGE)
 
-# 'hvtrace guest' runs the launcher of the tree it was built from when it
-# finds none next to itself (or through $HVT_GUEST_LAUNCHER, $PATH).
-$(objtree)/host/cli/cmd_guest.o: EXTRA_CFLAGS += \
+# 'hvtrace guest' and 'hvtrace stream NAME --guest-kernel' run the launcher
+# of the tree they were built from when they find none next to themselves
+# (or through $HVT_GUEST_LAUNCHER, $PATH).
+$(objtree)/host/cli/launcher.o: EXTRA_CFLAGS += \
 	-DHVT_GUEST_LAUNCHER_PATH=\"$(srctree)/qemu-scripts/hvtrace-guest\"
 
 ifeq ($(CONFIG_HVT_TEST_QEMU),y)

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,9 +71,11 @@ static const char st_usage[] =
 	"'hvtrace guest start NAME --kernel-events LIST': NAME stands for\n"
 	"its RAM file /dev/shm/hvtrace-NAME.ram; a path ending in .ram needs\n"
 	"no --guest-kernel).  The guest's event formats come from --formats\n"
-	"DIR, a copy of the guest's tracefs files (docs/guest-kernel.md);\n"
-	"without it events print as UNKNOWN id=N and --summary still counts\n"
-	"them.  Timestamps are the guest's trace clock (guest-relative).\n"
+	"DIR, a copy of the guest's tracefs files (docs/guest-kernel.md), or\n"
+	"for a running guest NAME from those it printed on its console at\n"
+	"boot; without formats events print as UNKNOWN id=N and --summary\n"
+	"still counts them.  Timestamps are the guest's trace clock\n"
+	"(guest-relative).\n"
 	"\n"
 	"options:\n"
 	"  --kernel            read the host kernel's ring buffer\n"
@@ -136,6 +139,7 @@ struct st_state {
 	struct hvtrace_kring *kring;
 	char ram[512];			/* guest kernel: its RAM file */
 	char qemu_pid[512];		/* ... and its rig's qemu.pid, if any */
+	char kformats[64];		/* ... formats unpacked from its console */
 	struct hvtrace_area_info info;
 	bool control;
 	bool syncing;
@@ -443,6 +447,50 @@ static int st_open_kernel(struct st_state *s)
 }
 
 /*
+ * The formats a running rig guest printed on its console at boot, unpacked
+ * by its launcher (hvtrace-guest kformats NAME DIR) into a private folder.
+ */
+static int st_rig_formats(struct st_state *s)
+{
+	char launcher[PATH_MAX], *argv[6], *out = NULL;
+	int rc;
+
+	snprintf(s->kformats, sizeof(s->kformats), "/tmp/hvtrace-kformats.XXXXXX");
+	if (!mkdtemp(s->kformats)) {
+		s->kformats[0] = '\0';
+		return -errno;
+	}
+	hvt_cli_launcher(launcher, sizeof(launcher));
+	argv[0] = launcher;
+	argv[1] = "kformats";
+	argv[2] = (char *)s->spec;
+	argv[3] = s->kformats;
+	argv[4] = NULL;
+	rc = hvt_cli_run(argv, &out);
+	free(out);
+	if (rc) {
+		fprintf(stderr, "hvtrace stream: note: no event formats from "
+				"guest '%s' (%s kformats failed)\n",
+			s->spec, launcher);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Remove the folder st_rig_formats() made (files and folders we wrote). */
+static int st_rm_tree(const char *path)
+{
+	char cmd[PATH_MAX], *argv[4];
+
+	snprintf(cmd, sizeof(cmd), "%s", path);
+	argv[0] = "rm";
+	argv[1] = "-rf";
+	argv[2] = cmd;
+	argv[3] = NULL;
+	return hvt_cli_run(argv, NULL);
+}
+
+/*
  * A guest kernel's ring in guest RAM: a RAM file, or a rig guest's NAME
  * ($HVT_SHM_DIR/hvtrace-NAME.ram, stopped once its QEMU is gone).
  */
@@ -482,6 +530,8 @@ static int st_open_kring(struct st_state *s)
 	if (st_open_rings(s, first, last, st_ring_kring, s->kring))
 		return HVT_EXIT_FAIL;
 	snprintf(s->info.name, sizeof(s->info.name), "guest kernel");
+	if (!s->formats && s->qemu_pid[0] && !st_rig_formats(s))
+		s->formats = s->kformats;
 	if (s->formats) {
 		if (hvtrace_decoder_new_kernel(s->formats, &s->dec))
 			return hvt_cli_error(VERB, "--formats %s: %s",
@@ -707,6 +757,8 @@ static void st_cleanup(struct st_state *s)
 	hvtrace_decoder_free(s->dec);
 	hvtrace_area_close(s->area);
 	hvtrace_kring_close(s->kring);
+	if (s->kformats[0] && !strncmp(s->kformats, "/tmp/hvtrace-kformats.", 22))
+		st_rm_tree(s->kformats);
 	free(s->line);
 }
 

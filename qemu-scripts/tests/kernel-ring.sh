@@ -6,9 +6,11 @@
 # 6.12 guest kernel:
 #
 #   live      the guest writes N numbered lines to its instance's
-#             trace_marker while "hvtrace stream NAME --guest-kernel" runs;
-#             the stream shows every line exactly once, in order, with no
-#             loss, and ends by itself when the guest powers off
+#             trace_marker while "hvtrace stream NAME --guest-kernel" runs
+#             (with the formats the guest printed at boot, found by
+#             stream itself); the stream shows every line exactly once, in
+#             order, with no loss, and ends by itself when the guest
+#             powers off
 #   panic     the guest writes M numbered lines, then panics (sysrq c);
 #             "hvtrace stream RAMFILE --drain" on the kept RAM file shows
 #             them all
@@ -29,9 +31,10 @@ M=${HVT_KRING_PM_LINES:-2000}
 initrd=$(t_initrd)
 
 # The guest writes lines "hvt-mark 0" .. "hvt-mark COUNT-1" to the
-# instance's trace_marker.
+# instance's trace_marker, from one CPU (guest CPU 0): the order of the
+# lines is then the ring's order, whatever the merge window across CPUs.
 marks() {
-	echo "T=/sys/kernel/tracing/instances/hvt; i=0; while [ \$i -lt $1 ]; do echo \"hvt-mark \$i\" >\$T/trace_marker; i=\$((i + 1)); done"
+	echo "taskset 1 sh -c 'T=/sys/kernel/tracing/instances/hvt; i=0; while [ \$i -lt $1 ]; do echo \"hvt-mark \$i\" >\$T/trace_marker; i=\$((i + 1)); done'"
 }
 
 # check_marks FILE COUNT: FILE holds exactly the lines hvt-mark 0..COUNT-1,
@@ -72,8 +75,9 @@ kformats "$n" "$T_TMP/$n.log" "$T_TMP/fmt"
 ram=$(status_get "$n" ram)
 [ "$ram" = "$T_SHM/hvtrace-$n.ram" ] || fail "status names RAM '$ram'"
 [ "$(stat -c %a "$ram")" = 600 ] || fail "$ram has mode $(stat -c %a "$ram"), not 0600"
+# No --formats: stream takes the ones the running guest printed at boot.
 HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 600 "$HVTRACE" stream "$n" \
-	--guest-kernel --formats "$T_TMP/fmt" --summary \
+	--guest-kernel --summary \
 	>"$T_TMP/live.txt" 2>"$T_TMP/live.err" ||
 	{ cat "$T_TMP/live.err"; fail "stream failed or did not end with the guest"; }
 cat "$T_TMP/live.err"
