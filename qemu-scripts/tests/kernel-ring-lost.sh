@@ -40,12 +40,8 @@ HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR "$HVTRACE" stream "$n" --guest-kernel \
 spid=$!
 T_PIDS+=("$spid")
 # The reader has started (it printed the first 100 lines): stop it.
-tries=1200
-until grep -q 'hvt-mark 99$' "$T_TMP/out.txt"; do
-	[ $tries -gt 0 ] || fail "the stream did not print the first lines"
-	tries=$((tries - 1))
-	sleep 0.1
-done
+wait_line "$T_TMP/out.txt" 'hvt-mark 99$' 120 ||
+	fail "the stream did not print the first lines"
 kill -STOP "$spid" || fail "cannot stop the stream"
 # From here a failure must let the stream run again, or it never ends.
 resume_fail() {
@@ -64,12 +60,8 @@ for _ in range(1200):
         sys.exit(0)
 sys.exit(1)' "$T_RUNDIR/$n/port-go.sock" "$T_TMP/$n.log" ||
 	resume_fail "the guest did not take the signal on its port"
-tries=1200
-until grep -qa '^hvt-burst1-done' "$T_TMP/$n.log"; do
-	[ $tries -gt 0 ] || resume_fail "the guest did not finish its first burst"
-	tries=$((tries - 1))
-	sleep 0.1
-done
+wait_line "$T_TMP/$n.log" '^hvt-burst1-done' 120 ||
+	resume_fail "the guest did not finish its first burst"
 kill -CONT "$spid"
 wait "$spid" || { cat "$T_TMP/err.txt"; fail "stream failed"; }
 cat "$T_TMP/err.txt"

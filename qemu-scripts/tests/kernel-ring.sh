@@ -102,12 +102,8 @@ t_name k kill
 	--kernel-events ftrace:print --keep-ram \
 	--run "$(marks "$M"); echo hvt-marks-done; sleep 600" >/dev/null ||
 	fail "start failed"
-tries=3000
-until grep -qa '^hvt-marks-done' "$T_TMP/$k.log"; do
-	[ $tries -gt 0 ] || fail "the guest did not finish writing"
-	tries=$((tries - 1))
-	sleep 0.1
-done
+wait_line "$T_TMP/$k.log" '^hvt-marks-done' 300 ||
+	fail "the guest did not finish writing"
 qpid=$(status_get "$k" qemu_pid)
 [ -n "$qpid" ] || fail "no QEMU pid for $k"
 kill -KILL "$qpid"
