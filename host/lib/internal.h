@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <hvtrace.h>
 #include <hvtrace/abi.h>
@@ -162,12 +163,23 @@ struct hvtrace_area {
 
 	struct hvt_clock_model clock;
 	struct hvt_rd_cpu *cpus;
+
+	/* Ownership (owner.c): the descriptor holding the owner lock (-1:
+	 * not an owner), and this process's list of owning handles. */
+	int lock_fd;
+	dev_t owner_dev;
+	ino_t owner_ino;
+	struct hvtrace_area *owner_next;
 };
 
 HVT_INTERNAL const struct hvt_cpu_meta *
 hvt_area_cpu_meta(const struct hvtrace_area *a, uint32_t cpu);
 HVT_INTERNAL const uint8_t *hvt_area_cpu_pages(const struct hvtrace_area *a,
 					       uint32_t cpu);
+/* Take the area's owner lock, or fail with -EBUSY naming the holder
+ * (owner.c); drop it on close. */
+HVT_INTERNAL int hvt_area_owner_take(struct hvtrace_area *a);
+HVT_INTERNAL void hvt_area_owner_drop(struct hvtrace_area *a);
 /* Post consumer progress for @cpu (owner only; release). */
 HVT_INTERNAL void hvt_area_publish_consumer(struct hvtrace_area *a,
 					    uint32_t cpu, uint32_t seq);
