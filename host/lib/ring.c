@@ -306,6 +306,7 @@ HVTRACE_API int hvtrace_ring_open_kring(struct hvtrace_kring *k, int cpu,
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
 	r->fd = -1;
+	r->stats_fd = -1;
 	r->cpu = cpu;
 	r->kring = k;
 	r->page_size = (size_t)sysconf(_SC_PAGESIZE);
