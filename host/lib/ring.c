@@ -200,9 +200,9 @@ static int ring_area_get_reader(struct hvtrace_ring *r)
 }
 
 /*
- * The private part of an area or guest kernel view: one anonymous
- * reservation of resv_len bytes, the meta page first, with the meta
- * filled in and reader page A (id ring_nr) current and empty.
+ * The private part of an area, guest kernel or kernel read view: one
+ * anonymous reservation of resv_len bytes, the meta page first, with the
+ * meta filled in and reader page A (id ring_nr) current and empty.
  */
 static int ring_reserve(struct hvtrace_ring *r)
 {
@@ -511,7 +511,7 @@ static uint32_t ring_kread_subbuf_size(const struct hvtrace_ring *r,
 static int ring_kread_open(struct hvtrace_ring *r, const char *dir)
 {
 	char path[PATH_MAX];
-	void *p;
+	int ret;
 
 	r->kread = true;
 	snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/stats", dir, r->cpu);
@@ -524,21 +524,9 @@ static int ring_kread_open(struct hvtrace_ring *r, const char *dir)
 	r->meta_len = r->page_size > 4096 ? r->page_size : 4096;
 	r->data_len = (size_t)r->nr_subbufs * r->subbuf_size;
 	r->resv_len = r->meta_len + r->data_len;
-	p = mmap(NULL, r->resv_len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return hvt_err(-errno, "cannot reserve %zu bytes for the "
-				       "kernel ring view: %s",
-			       r->resv_len, strerror(errno));
-	r->resv = p;
-	r->meta = p;
-	r->data = (uint8_t *)p + r->meta_len;
-	r->meta->meta_page_size = (uint32_t)r->meta_len;
-	r->meta->meta_struct_len = sizeof(*r->meta);
-	r->meta->subbuf_size = r->subbuf_size;
-	r->meta->nr_subbufs = r->nr_subbufs;
-	r->meta->reader.id = 0;		/* an empty reader page */
-	r->meta->reader.read = 0;
+	ret = ring_reserve(r);	/* ring_nr 0: reader page id 0, empty */
+	if (ret)
+		return ret;
 	ring_kread_counters(r);
 	ring_kernel_read_clock(r, dir);
 	ring_kernel_clock_sync(r);
