@@ -199,6 +199,20 @@ static int ring_area_get_reader(struct hvtrace_ring *r)
 	return 0;
 }
 
+/* A zeroed handle for CPU @cpu with no descriptor open; NULL: no memory. */
+static struct hvtrace_ring *ring_new(int cpu)
+{
+	struct hvtrace_ring *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->fd = -1;
+	r->stats_fd = -1;
+	r->cpu = cpu;
+	r->page_size = (size_t)sysconf(_SC_PAGESIZE);
+	return r;
+}
+
 /*
  * The private part of an area, guest kernel or kernel read view: one
  * anonymous reservation of resv_len bytes, the meta page first, with the
@@ -240,14 +254,10 @@ HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 	if (cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
 		return hvt_err(-EINVAL, "no CPU %d in area '%s' (it has %u)",
 			       cpu, a->hdr.name, a->hdr.nr_cpus);
-	r = calloc(1, sizeof(*r));
+	r = ring_new(cpu);
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
-	r->fd = -1;
-	r->stats_fd = -1;
-	r->cpu = cpu;
 	r->area = a;
-	r->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	r->subbuf_size = a->hdr.subbuf_size;
 	r->ring_nr = a->hdr.nr_subbufs;
 	r->nr_subbufs = r->ring_nr + 2;
@@ -302,14 +312,10 @@ HVTRACE_API int hvtrace_ring_open_kring(struct hvtrace_kring *k, int cpu,
 		return hvt_err(-EINVAL, "no CPU %d in the guest kernel ring "
 					"(it has %u)",
 			       cpu, ki.nr_cpus);
-	r = calloc(1, sizeof(*r));
+	r = ring_new(cpu);
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
-	r->fd = -1;
-	r->stats_fd = -1;
-	r->cpu = cpu;
 	r->kring = k;
-	r->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	r->subbuf_size = ki.subbuf_size;
 	r->ring_nr = 0;			/* no writer slot in the view */
 	r->nr_subbufs = 2;
@@ -549,13 +555,10 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 	ret = hvt_tracefs_instance_dir(instance, dir, sizeof(dir));
 	if (ret)
 		return ret;
-	r = calloc(1, sizeof(*r));
+	r = ring_new(cpu);
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
 	r->kernel = true;
-	r->cpu = cpu;
-	r->stats_fd = -1;
-	r->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/trace_pipe_raw", dir,
 		 cpu);
 	snprintf(r->stats_path, sizeof(r->stats_path),
