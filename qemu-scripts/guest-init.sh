@@ -221,6 +221,7 @@ if kf=$(cmdline_get hvtrace.kformats) && [ -d /sys/kernel/tracing/events ]; then
 		cat "$t/$f" >"$d/$f" 2>/dev/null
 	done
 	uname -r >"$d/release"
+	cat /proc/version >"$d/version"
 	for sys in $(echo "$kf" | tr ',' ' '); do
 		sys=${sys%%:*}
 		[ -d "$t/events/$sys" ] || continue

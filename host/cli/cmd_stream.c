@@ -8,14 +8,18 @@
  * (hvtrace_merge, with a reorder window), and each record is printed by
  * the decoder (libtraceevent) exactly as the kernel's trace_pipe prints.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,9 +83,11 @@ static const char st_usage[] =
 	"no --guest-kernel).  The guest's event formats come from --formats\n"
 	"DIR, a copy of the guest's tracefs files (docs/guest-kernel.md), or\n"
 	"for a running guest NAME from those it printed on its console at\n"
-	"boot; without formats events print as UNKNOWN id=N and --summary\n"
-	"still counts them.  Timestamps are the guest's trace clock\n"
-	"(guest-relative).\n"
+	"boot, or else from the formats cache ($HVT_CACHE, default\n"
+	"/var/cache/hvtrace: 'hvtrace-guest kformats' without DIR fills it)\n"
+	"under the kernel version line found in guest RAM; without formats\n"
+	"events print as UNKNOWN id=N and --summary still counts them.\n"
+	"Timestamps are the guest's trace clock (guest-relative).\n"
 	"\n"
 	"options:\n"
 	"  --kernel            read the host kernel's ring buffer\n"
@@ -147,6 +153,7 @@ struct st_state {
 	char ram[512];			/* guest kernel: its RAM file */
 	char qemu_pid[512];		/* ... and its rig's qemu.pid, if any */
 	char kformats[64];		/* ... formats unpacked from its console */
+	char cache_formats[PATH_MAX];	/* ... or found in the formats cache */
 	struct hvtrace_area_info info;
 	bool control;
 	bool syncing;
@@ -489,6 +496,68 @@ static int st_rig_formats(struct st_state *s)
 	return 0;
 }
 
+/*
+ * The cache folder of the guest kernel build whose version line ("Linux
+ * version ...", the kernel's banner, in guest RAM) names one that
+ * hvtrace-guest kformats filled: $HVT_CACHE/kformats/<version line with
+ * every character outside [A-Za-z0-9._+-] as '_', at most 240>.  Reads
+ * the RAM file in bounded chunks and tries at most 64 banners.
+ */
+static int st_cached_formats(struct st_state *s)
+{
+	static const char tag[] = "Linux version ";
+	const char *cache = getenv("HVT_CACHE");
+	size_t chunk = 1u << 20, keep = 512, have = 0;
+	unsigned int tries = 0;
+	char *buf, key[241];
+	off_t off = 0;
+	int fd, found = -ENOENT;
+
+	fd = open(s->ram, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(chunk + keep);
+	while (buf && found && tries < 64) {
+		ssize_t n = pread(fd, buf + have, chunk, off);
+		char *p, *end;
+
+		if (n <= 0)
+			break;
+		off += n;
+		end = buf + have + (size_t)n;
+		for (p = buf; found && tries < 64 &&
+			      (p = memmem(p, (size_t)(end - p), tag,
+					  sizeof(tag) - 1));
+		     p++) {
+			char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t i, len;
+			struct stat st;
+
+			if (!nl || nl - p > (ptrdiff_t)keep)
+				continue;	/* cut by the chunk, or no line */
+			tries++;
+			len = (size_t)(nl - p) < 240 ? (size_t)(nl - p) : 240;
+			for (i = 0; i < len; i++)
+				key[i] = isalnum((unsigned char)p[i]) ||
+						 strchr("._+-", p[i]) ?
+					 p[i] : '_';
+			key[len] = '\0';
+			snprintf(s->cache_formats, sizeof(s->cache_formats),
+				 "%s/kformats/%s",
+				 cache && *cache ? cache : "/var/cache/hvtrace",
+				 key);
+			if (!stat(s->cache_formats, &st) && S_ISDIR(st.st_mode))
+				found = 0;
+		}
+		/* Keep the tail: a banner may straddle two chunks. */
+		have = (size_t)(end - buf) < keep ? (size_t)(end - buf) : keep;
+		memmove(buf, end - have, have);
+	}
+	free(buf);
+	close(fd);
+	return found;
+}
+
 /* Remove the folder st_rig_formats() made (files and folders we wrote). */
 static int st_rm_tree(const char *path)
 {
@@ -544,6 +613,12 @@ static int st_open_kring(struct st_state *s)
 	snprintf(s->info.name, sizeof(s->info.name), "guest kernel");
 	if (!s->formats && s->qemu_pid[0] && !st_rig_formats(s))
 		s->formats = s->kformats;
+	if (!s->formats && !st_cached_formats(s)) {
+		s->formats = s->cache_formats;
+		fprintf(stderr, "hvtrace stream: the guest kernel's formats from "
+				"%s\n",
+			s->formats);
+	}
 	if (s->formats) {
 		if (hvtrace_decoder_new_kernel(s->formats, &s->dec))
 			return hvt_cli_error(VERB, "--formats %s: %s",

@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,7 +192,7 @@ static char *dec_slurp(const char *path, size_t max, size_t *len)
 
 static int dec_load_cmdlines(struct hvtrace_decoder *d, const char *root)
 {
-	char path[512], *buf, *line, *save = NULL;
+	char path[PATH_MAX + 32], *buf, *line, *save = NULL;
 	size_t len;
 
 	snprintf(path, sizeof(path), "%s/saved_cmdlines", root);
@@ -213,7 +214,7 @@ static int dec_load_cmdlines(struct hvtrace_decoder *d, const char *root)
 HVTRACE_API int hvtrace_decoder_load_cmdlines(struct hvtrace_decoder *d,
 					      const char *tracefs)
 {
-	char root[256];
+	char root[PATH_MAX];
 	int ret;
 
 	if (!d)
@@ -235,7 +236,7 @@ HVTRACE_API int hvtrace_decoder_load_cmdlines(struct hvtrace_decoder *d,
  */
 static int dec_load_dir(const char *root, struct hvtrace_decoder **out)
 {
-	char path[1024], *text;
+	char path[PATH_MAX + 600], *text;
 	struct hvtrace_decoder *d = NULL;
 	struct dirent *se, *ee;
 	DIR *sd, *ed;
@@ -289,7 +290,7 @@ HVTRACE_API int hvtrace_decoder_new_kernel(const char *tracefs,
 					   struct hvtrace_decoder **out)
 {
 	struct hvtrace_decoder *d = NULL;
-	char root[256], path[300];
+	char root[PATH_MAX], path[PATH_MAX + 32];
 	struct statfs sfs;
 	size_t len;
 	char *syms;

@@ -13,7 +13,8 @@
 #             powers off
 #   panic     the guest writes M numbered lines, then panics (sysrq c);
 #             "hvtrace stream RAMFILE --drain" on the kept RAM file shows
-#             them all
+#             them all, with the formats given (--formats) and with the
+#             formats found in the cache from the kernel's banner
 #   SIGKILL   the same after QEMU is killed with SIGKILL
 #
 # Every check reads the numbers back from the decoded text (the guest's
@@ -95,6 +96,16 @@ t_name p panic
 grep -qa 'Kernel panic' "$T_TMP/$p.log" || fail "the guest did not panic"
 drain "$p" "$M"
 grep -q 'sched_switch' "$T_TMP/$p.txt" || fail "no sched_switch event in the kept ring"
+# The formats cache: kformats without DIR files them under the kernel's
+# version line, and stream finds them from the banner in guest RAM.
+HVT_CACHE=$T_TMP/cache "$G" kformats --log "$T_TMP/$p.log" >/dev/null ||
+	fail "kformats into the cache failed"
+HVT_CACHE=$T_TMP/cache "$HVTRACE" stream "$T_SHM/hvtrace-$p.ram" --drain \
+	>"$T_TMP/cached.txt" 2>"$T_TMP/cached.err" ||
+	{ cat "$T_TMP/cached.err"; fail "stream with cached formats failed"; }
+grep -q "formats from $T_TMP/cache/kformats/Linux_version_" "$T_TMP/cached.err" ||
+	fail "stream did not take the cached formats: $(cat "$T_TMP/cached.err")"
+check_marks "$T_TMP/cached.txt" "$M"
 
 info "SIGKILL of QEMU: $M lines; read the kept RAM file"
 t_name k kill
