@@ -43,9 +43,10 @@ $(GUEST_IMAGE): $(GUEST_IMAGE_FILES) $(srctree)/qemu-scripts/mkinitramfs.sh \
 	$(Q)$(srctree)/qemu-scripts/mkinitramfs.sh -o $@ -- $(GUEST_IMAGE_FILES)
 guest-image: $(GUEST_IMAGE)
 
-# 'hvtrace guest' runs the launcher of the tree it was built from when it
-# finds none next to itself (or through $HVT_GUEST_LAUNCHER, $PATH).
-$(objtree)/host/cli/cmd_guest.o: EXTRA_CFLAGS += \
+# 'hvtrace guest' and 'hvtrace stream NAME --guest-kernel' run the launcher
+# of the tree they were built from when they find none next to themselves
+# (or through $HVT_GUEST_LAUNCHER, $PATH).
+$(objtree)/host/cli/launcher.o: EXTRA_CFLAGS += \
 	-DHVT_GUEST_LAUNCHER_PATH=\"$(srctree)/qemu-scripts/hvtrace-guest\"
 
 ifeq ($(CONFIG_HVT_TEST_QEMU),y)
@@ -54,7 +55,8 @@ TEST_PROGS += $(QEMU_PROBE) $(QEMU_PROBE_HOST)
 # Each test boots real guests under TCG; see qemu-scripts/tests/lib.sh.
 QEMU_TEST_ENV := HVT_OBJTREE=$(objtree)
 QEMU_TESTS := boot-probe two-guests teardown-stop teardown-sigint \
-	teardown-kill9 keep-area launcher-refusals kvm-probe
+	teardown-kill9 keep-area launcher-refusals kvm-probe kernel-ring \
+	kernel-ring-lost
 $(foreach t,$(QEMU_TESTS),$(eval $(call add-test,qemu/$(t),$(QEMU_TEST_ENV) $(srctree)/qemu-scripts/tests/$(t).sh)))
 
 BENCH_PROGS += $(QEMU_PROBE) $(QEMU_PROBE_HOST)

@@ -19,8 +19,11 @@
 #   hvtrace.agent64=B64        the same, base64-encoded
 #   hvtrace.ports=N1,N2        virtio-serial port names to wait for
 #   hvtrace.port_wait=SECONDS  how long to wait for them (default 10)
+#   hvtrace.kformats=SYS,...   print the guest kernel's event formats of
+#                              those systems on the console (see below)
 #
 # Console lines the host side relies on (see docs/qemu-rig.md):
+#   "hvtrace: kformats begin" ... "end"     the guest kernel's formats
 #   "hvtrace: guest ready"                  userspace is up
 #   "hvtrace: run exited with status N"     the command ended
 #   "hvtrace: powering off"                 poweroff follows
@@ -202,6 +205,41 @@ if [ -x /bin/hvtrace-agent ]; then
 	done
 	[ -S "$agent_sock" ] ||
 		say "warning: hvtrace-agent is not listening on $agent_sock after 5 s"
+fi
+
+# hvtrace.kformats=SYS1,SYS2: the guest kernel's event formats for the
+# host, which reads this kernel's own ring from guest RAM but cannot see
+# its tracefs: the headers, saved_cmdlines, printk_formats and the format
+# files of those event systems, as a gzip'd tar in base64 between two
+# console lines (hvtrace-guest kformats NAME DIR unpacks them).
+if kf=$(cmdline_get hvtrace.kformats) && [ -d /sys/kernel/tracing/events ]; then
+	t=/sys/kernel/tracing
+	d=/tmp/kformats
+	rm -rf "$d"
+	mkdir -p "$d/events"
+	for f in events/header_page events/header_event saved_cmdlines printk_formats; do
+		cat "$t/$f" >"$d/$f" 2>/dev/null
+	done
+	uname -r >"$d/release"
+	cat /proc/version >"$d/version"
+	for sys in $(echo "$kf" | tr ',' ' '); do
+		sys=${sys%%:*}
+		[ -d "$t/events/$sys" ] || continue
+		# libtracefs takes a folder with an enable file for a system
+		mkdir -p "$d/events/$sys"
+		cat "$t/events/$sys/enable" >"$d/events/$sys/enable" 2>/dev/null
+		for e in "$t/events/$sys"/*/; do
+			[ -f "$e/format" ] || continue
+			n=${e%/}
+			n=${n##*/}
+			mkdir -p "$d/events/$sys/$n"
+			cat "$e/format" >"$d/events/$sys/$n/format"
+		done
+	done
+	say "kformats begin"
+	tar -C "$d" -czf - . | base64
+	say "kformats end"
+	rm -rf "$d"
 fi
 
 read -r up _ </proc/uptime

@@ -90,4 +90,26 @@ struct hvt_cli_rec {
  */
 int hvt_cli_rec_run(const struct hvt_cli_rec *rec);
 
+/* --- the QEMU rig's launcher (launcher.c) -------------------------------- */
+
+/* The directory this hvtrace binary lives in: 0 or -ENOENT. */
+int hvt_cli_exe_dir(char *buf, size_t size);
+/* A regular file we may execute. */
+bool hvt_cli_executable(const char *path);
+/*
+ * The launcher: $HVT_GUEST_LAUNCHER, next to this binary, in
+ * ../libexec/hvtrace, in $HVT_SRCTREE, in the source tree this was built
+ * from, then "hvtrace-guest" for $PATH.  Returns 0, or -ENOENT when
+ * $HVT_GUEST_LAUNCHER names no executable.
+ */
+int hvt_cli_launcher(char *buf, size_t size);
+/* Point the launcher at this build (HVT_OBJTREE) unless it is set. */
+void hvt_cli_set_objtree(void);
+/*
+ * Run @argv (argv[0] through $PATH if it has no slash) and wait; with
+ * @out, its stdout is collected (NUL-terminated, malloc'd, at most 256
+ * KiB kept).  Returns the exit status, 128 + signal, or -errno.
+ */
+int hvt_cli_run(char *const argv[], char **out);
+
 #endif

@@ -31,7 +31,6 @@
 
 #define VERB	    "guest"
 #define GU_MAX_ARGS 256
-#define GU_OUT_MAX  (256u * 1024u)
 
 static const char guest_usage[] =
 	"usage: hvtrace guest start NAME [OPTIONS] [LAUNCHER-OPTIONS]\n"
@@ -70,6 +69,12 @@ static const char guest_usage[] =
 	"  --qemu-arg ARG  --accel auto|tcg|kvm  --keep-area  --log FILE\n"
 	"  (auto uses KVM where a probe boot of the kernel worked, else TCG;\n"
 	"  kvm fails where it did not, saying why)\n"
+	"  --kernel-events LIST  the guest kernel's own events (the\n"
+	"      kernel's syntax: sched,irq,ftrace:print) into a persistent\n"
+	"      ring the host reads from guest RAM (/dev/shm/hvtrace-NAME.ram):\n"
+	"      'hvtrace stream NAME --guest-kernel' shows them\n"
+	"  --kernel-buffer SIZE  that ring, all CPUs (default 8M)\n"
+	"  --keep-ram            keep the RAM file after the guest ends\n"
 	"\n"
 	"The guest kernel is Debian's 6.12 (qemu-scripts/fetch-kernel.sh,\n"
 	"cached in /var/cache/hvtrace); the launcher packs the initramfs at\n"
@@ -82,7 +87,8 @@ static const char guest_usage[] =
 static const char *const gu_valued[] = {
 	"--cpus",   "--mem",	  "--area-size", "--run",    "--agent-args",
 	"--kernel", "--initrd",	  "--add",	 "--module", "--port",
-	"--append", "--qemu-arg", "--accel",	 "--log",    NULL,
+	"--append", "--qemu-arg", "--accel",	 "--log",
+	"--kernel-events", "--kernel-buffer", NULL,
 };
 
 static void gu_sleep_ms(long ms)
@@ -108,165 +114,6 @@ static bool gu_name_ok(const char *n)
 	return true;
 }
 
-/* The directory this hvtrace binary lives in. */
-static int gu_exe_dir(char *buf, size_t size)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
-	char *slash;
-
-	if (n <= 0)
-		return -ENOENT;
-	buf[n] = '\0';
-	slash = strrchr(buf, '/');
-	if (!slash)
-		return -ENOENT;
-	*slash = '\0';
-	return 0;
-}
-
-static bool gu_executable(const char *p)
-{
-	struct stat st;
-
-	return !stat(p, &st) && S_ISREG(st.st_mode) && !access(p, X_OK);
-}
-
-/*
- * The launcher: $HVT_GUEST_LAUNCHER, next to this binary, in
- * ../libexec/hvtrace, in $HVT_SRCTREE, in the source tree this was built
- * from, then $PATH.
- */
-static int gu_launcher(char *buf, size_t size)
-{
-	const char *env = getenv("HVT_GUEST_LAUNCHER");
-	char dir[PATH_MAX - 64];
-
-	if (env && *env) {
-		snprintf(buf, size, "%s", env);
-		return gu_executable(buf) ? 0 : -ENOENT;
-	}
-	if (!gu_exe_dir(dir, sizeof(dir))) {
-		snprintf(buf, size, "%s/hvtrace-guest", dir);
-		if (gu_executable(buf))
-			return 0;
-		snprintf(buf, size, "%s/../libexec/hvtrace/hvtrace-guest", dir);
-		if (gu_executable(buf))
-			return 0;
-	}
-	env = getenv("HVT_SRCTREE");
-	if (env && *env) {
-		snprintf(buf, size, "%s/qemu-scripts/hvtrace-guest", env);
-		if (gu_executable(buf))
-			return 0;
-	}
-#ifdef HVT_GUEST_LAUNCHER_PATH
-	snprintf(buf, size, "%s", HVT_GUEST_LAUNCHER_PATH);
-	if (gu_executable(buf))
-		return 0;
-#endif
-	snprintf(buf, size, "hvtrace-guest");
-	return 0; /* execvp searches $PATH */
-}
-
-/*
- * Point the launcher at this build (its agent, workloads and .config)
- * unless HVT_OBJTREE says otherwise: a build tree has bin/hvtrace and
- * bin/hvtrace-agent side by side.
- */
-static void gu_set_objtree(void)
-{
-	char dir[PATH_MAX], agent[PATH_MAX + 32], *slash;
-	const char *env = getenv("HVT_OBJTREE");
-
-	if ((env && *env) || gu_exe_dir(dir, sizeof(dir)))
-		return;
-	snprintf(agent, sizeof(agent), "%s/hvtrace-agent", dir);
-	if (!gu_executable(agent))
-		return;
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return;
-	*slash = '\0';
-	setenv("HVT_OBJTREE", dir, 1);
-}
-
-/*
- * Run @argv (argv[0] through $PATH if it has no slash) and wait.  With
- * @out, its stdout is collected (NUL-terminated, malloc'd); stderr always
- * goes to ours.  Returns the exit status, 128 + signal, or -errno.
- */
-static int gu_run(char *const argv[], char **out)
-{
-	size_t have = 0, cap = 0;
-	char *buf = NULL;
-	int p[2] = {-1, -1}, st;
-	pid_t pid;
-
-	if (out && pipe(p))
-		return -errno;
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0) {
-		if (out) {
-			close(p[0]);
-			close(p[1]);
-		}
-		return -errno;
-	}
-	if (!pid) {
-		if (out) {
-			dup2(p[1], STDOUT_FILENO);
-			close(p[0]);
-			close(p[1]);
-		}
-		execvp(argv[0], argv);
-		fprintf(stderr, "hvtrace guest: cannot run %s: %s\n", argv[0],
-			strerror(errno));
-		_exit(127);
-	}
-	if (out) {
-		close(p[1]);
-		for (;;) {
-			char discard[4096];
-			ssize_t n;
-
-			if (have + 4096 > cap && cap < GU_OUT_MAX) {
-				char *nb = realloc(buf, cap + 65536);
-
-				if (nb) {
-					buf = nb;
-					cap += 65536;
-				}
-			}
-			/* Bounded: past GU_OUT_MAX the rest is read and
-			 * dropped, so the child never blocks on us. */
-			if (have + 1 < cap)
-				n = read(p[0], buf + have, cap - have - 1);
-			else
-				n = read(p[0], discard, sizeof(discard));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				break;
-			if (have + 1 < cap)
-				have += (size_t)n;
-		}
-		close(p[0]);
-	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR) {
-			free(buf);
-			return -errno;
-		}
-	if (out) {
-		if (!buf)
-			buf = calloc(1, 1);
-		else
-			buf[have] = '\0';
-		*out = buf;
-	}
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 /* The value of KEY in "key=value" lines, copied to @val. */
 static bool gu_kv(const char *text, const char *key, char *val, size_t size)
@@ -296,7 +143,7 @@ static bool gu_kv(const char *text, const char *key, char *val, size_t size)
 static int gu_status_text(const char *launcher, const char *name, char **out)
 {
 	char *argv[] = {(char *)launcher, "status", (char *)name, NULL};
-	int rc = gu_run(argv, out);
+	int rc = hvt_cli_run(argv, out);
 
 	if (rc && *out) {
 		free(*out);
@@ -320,9 +167,9 @@ static int gu_start_daemon(const char *sock)
 	char *argv[12];
 	int argc = 0, rc;
 
-	if (!gu_exe_dir(dir, sizeof(dir))) {
+	if (!hvt_cli_exe_dir(dir, sizeof(dir))) {
 		snprintf(path, sizeof(path), "%s/hvtraced", dir);
-		argv[argc++] = gu_executable(path) ? path : "hvtraced";
+		argv[argc++] = hvt_cli_executable(path) ? path : "hvtraced";
 	} else {
 		argv[argc++] = "hvtraced";
 	}
@@ -338,7 +185,7 @@ static int gu_start_daemon(const char *sock)
 		argv[argc++] = (char *)shm;
 	}
 	argv[argc] = NULL;
-	rc = gu_run(argv, NULL);
+	rc = hvt_cli_run(argv, NULL);
 	if (rc)
 		return hvt_cli_error(VERB,
 				     "could not start hvtraced (exit %d; "
@@ -474,15 +321,15 @@ static int gu_start(int argc, char **argv)
 	if (ret)
 		return ret;
 
-	gu_set_objtree();
-	gu_launcher(launcher, sizeof(launcher));
+	hvt_cli_set_objtree();
+	hvt_cli_launcher(launcher, sizeof(launcher));
 	largv[0] = launcher;
 	largv[1] = "start";
 	largv[2 + n++] = "--name";
 	largv[2 + n++] = (char *)name;
 	largv[2 + n] = NULL;
 	t0 = hvt_cli_now_ns() / 1000000;
-	rc = gu_run(largv, &st);
+	rc = hvt_cli_run(largv, &st);
 	if (rc) {
 		hvt_dclient_close(dc);
 		free(st);
@@ -504,6 +351,10 @@ static int gu_start(int argc, char **argv)
 		       "trace area %s (%llu KiB)\n",
 		       name, cpus, accel, mem, area,
 		       strtoull(size, NULL, 10) / 1024);
+		if (gu_kv(st, "ram", v, sizeof(v)) && v[0])
+			printf("hvtrace guest: guest RAM in %s: the guest "
+			       "kernel's ring is read from there\n",
+			       v);
 	}
 
 	/* A remote of that name left from an earlier guest: start afresh. */
@@ -550,7 +401,7 @@ static int gu_start(int argc, char **argv)
 				"'%s'\n",
 				name);
 			gu_attach(dc, name, HVT_MSG_DETACH, text, sizeof(text));
-			gu_run(sargv, NULL);
+			hvt_cli_run(sargv, NULL);
 			free(st);
 			hvt_dclient_close(dc);
 			return hvt_cli_stop_signal == SIGINT ? 130 : 143;
@@ -656,7 +507,7 @@ static int gu_stop(int argc, char **argv)
 		}
 		hvt_dclient_close(dc);
 	}
-	gu_launcher(launcher, sizeof(launcher));
+	hvt_cli_launcher(launcher, sizeof(launcher));
 	largv[n++] = launcher;
 	largv[n++] = "stop";
 	largv[n++] = (char *)name;
@@ -665,7 +516,7 @@ static int gu_stop(int argc, char **argv)
 		largv[n++] = (char *)timeout;
 	}
 	largv[n] = NULL;
-	rc = gu_run(largv, NULL);
+	rc = hvt_cli_run(largv, NULL);
 	if (rc)
 		return hvt_cli_error(VERB,
 				     "the launcher could not stop '%s' "
@@ -739,7 +590,7 @@ static int gu_status(int argc, char **argv)
 		return hvt_cli_usage(VERB, "status: which guest?");
 	if (!gu_name_ok(name))
 		return hvt_cli_usage(VERB, "'%s' is not a guest name", name);
-	gu_launcher(launcher, sizeof(launcher));
+	hvt_cli_launcher(launcher, sizeof(launcher));
 	if (gu_status_text(launcher, name, &st))
 		return hvt_cli_error(VERB,
 				     "no guest '%s' (hvtrace guest list "
@@ -769,8 +620,8 @@ static int gu_list(int argc, char **argv)
 			return hvt_cli_usage(VERB, "list: unexpected '%s'",
 					     argv[i]);
 	}
-	gu_launcher(launcher, sizeof(launcher));
-	rc = gu_run(largv, &rows);
+	hvt_cli_launcher(launcher, sizeof(launcher));
+	rc = hvt_cli_run(largv, &rows);
 	if (rc) {
 		free(rows);
 		return hvt_cli_error(VERB, "the launcher could not list the "

@@ -2,18 +2,24 @@
 /*
  * hvtrace stream: a live, consuming read, printed like trace_pipe.
  *
- * One path for areas and the host kernel: every CPU is an hvtrace_ring
+ * One path for areas, the host kernel and a guest kernel's ring read from
+ * guest RAM: every CPU is an hvtrace_ring
  * (the ring-buffer mmap view), the rings are merged by time
  * (hvtrace_merge, with a reorder window), and each record is printed by
  * the decoder (libtraceevent) exactly as the kernel's trace_pipe prints.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +39,8 @@ static const char st_usage[] =
 	"usage: hvtrace stream AREA [OPTIONS]\n"
 	"       hvtrace stream NAME [--socket PATH] [OPTIONS]\n"
 	"       hvtrace stream --kernel [--instance NAME] [OPTIONS]\n"
+	"       hvtrace stream RAMFILE|NAME --guest-kernel [--formats DIR]\n"
+	"                      [OPTIONS]\n"
 	"\n"
 	"Consume events as they are written and print them as the kernel's\n"
 	"trace_pipe does:\n"
@@ -68,8 +76,24 @@ static const char st_usage[] =
 	"ends once an area's writer stopped and was read to the end (unless\n"
 	"--follow) or when the remote is detached.\n"
 	"\n"
+	"--guest-kernel reads a guest kernel's own ftrace ring from its RAM\n"
+	"file, with no agent and after the guest died (a guest started with\n"
+	"'hvtrace guest start NAME --kernel-events LIST': NAME stands for\n"
+	"its RAM file /dev/shm/hvtrace-NAME.ram; a path ending in .ram needs\n"
+	"no --guest-kernel).  The guest's event formats come from --formats\n"
+	"DIR, a copy of the guest's tracefs files (docs/guest-kernel.md), or\n"
+	"for a running guest NAME from those it printed on its console at\n"
+	"boot, or else from the formats cache ($HVT_CACHE, default\n"
+	"/var/cache/hvtrace: 'hvtrace-guest kformats' without DIR fills it)\n"
+	"under the kernel version line found in guest RAM; without formats\n"
+	"events print as UNKNOWN id=N and --summary still counts them.\n"
+	"Timestamps are the guest's trace clock (guest-relative).\n"
+	"\n"
 	"options:\n"
 	"  --kernel            read the host kernel's ring buffer\n"
+	"  --guest-kernel      read a guest kernel's ring from guest RAM\n"
+	"  --formats DIR       the guest kernel's event formats (a directory\n"
+	"                      laid out like tracefs)\n"
 	"  --instance NAME     with --kernel: tracefs instance NAME (or a\n"
 	"                      path)\n"
 	"  --cpu N             only CPU N\n"
@@ -98,6 +122,7 @@ static const char st_usage[] =
 enum {
 	OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU, OPT_COUNT, OPT_TIMEOUT,
 	OPT_WINDOW, OPT_DRAIN, OPT_FOLLOW, OPT_RO, OPT_SUMMARY, OPT_SOCKET,
+	OPT_GUEST_KERNEL, OPT_FORMATS,
 };
 
 struct st_cpu {
@@ -119,9 +144,16 @@ struct st_state {
 	double timeout;
 	double window_ms;
 	bool drain, follow, read_only, summary;
+	bool guest_kernel;
+	const char *formats;
 
 	/* sources */
 	struct hvtrace_area *area;
+	struct hvtrace_kring *kring;
+	char ram[512];			/* guest kernel: its RAM file */
+	char qemu_pid[512];		/* ... and its rig's qemu.pid, if any */
+	char kformats[64];		/* ... formats unpacked from its console */
+	char cache_formats[PATH_MAX];	/* ... or found in the formats cache */
 	struct hvtrace_area_info info;
 	bool control;
 	bool syncing;
@@ -165,6 +197,8 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		{ "read-only", no_argument, NULL, OPT_RO },
 		{ "summary", no_argument, NULL, OPT_SUMMARY },
 		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "guest-kernel", no_argument, NULL, OPT_GUEST_KERNEL },
+		{ "formats", required_argument, NULL, OPT_FORMATS },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long long v;
@@ -226,6 +260,12 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		case OPT_SOCKET:
 			s->sock = optarg;
 			break;
+		case OPT_GUEST_KERNEL:
+			s->guest_kernel = true;
+			break;
+		case OPT_FORMATS:
+			s->formats = optarg;
+			break;
 		case ':':
 			return hvt_cli_usage(VERB, "option '%s' needs a value",
 					     argv[optind - 1]);
@@ -246,15 +286,59 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		return hvt_cli_usage(VERB, "no AREA given (or --kernel)");
 	if (s->instance && !s->kernel)
 		return hvt_cli_usage(VERB, "--instance goes with --kernel");
+	if (s->spec && strlen(s->spec) > 4 &&
+	    !strcmp(s->spec + strlen(s->spec) - 4, ".ram"))
+		s->guest_kernel = true;
+	if (s->guest_kernel && (s->kernel || !s->spec))
+		return hvt_cli_usage(VERB, "--guest-kernel needs a RAMFILE or "
+					   "a guest NAME, and not --kernel");
+	if (s->formats && !s->guest_kernel)
+		return hvt_cli_usage(VERB, "--formats goes with a guest "
+					   "kernel's ring (--guest-kernel)");
+	if (s->guest_kernel && s->read_only)
+		return hvt_cli_usage(VERB, "--read-only: a guest kernel's ring "
+					   "is always read read-only");
 	if (s->drain && s->follow)
 		return hvt_cli_usage(VERB, "--drain and --follow contradict "
 					   "each other");
 	return 0;
 }
 
+static int st_ring_area(void *src, int cpu, struct hvtrace_ring **out)
+{
+	return hvtrace_ring_open_area(src, cpu, out);
+}
+
+static int st_ring_kring(void *src, int cpu, struct hvtrace_ring **out)
+{
+	return hvtrace_ring_open_kring(src, cpu, out);
+}
+
+/* One ring per CPU first..last of @src, opened with @open. */
+static int st_open_rings(struct st_state *s, unsigned int first,
+			 unsigned int last,
+			 int (*open)(void *, int, struct hvtrace_ring **),
+			 void *src)
+{
+	unsigned int cpu;
+
+	s->cpus = calloc(last - first + 1, sizeof(*s->cpus));
+	if (!s->cpus)
+		return hvt_cli_error(VERB, "out of memory");
+	for (cpu = first; cpu <= last; cpu++) {
+		struct st_cpu *c = &s->cpus[s->nr];
+
+		c->cpu = (int)cpu;
+		if (open(src, (int)cpu, &c->ring))
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		s->nr++;
+	}
+	return 0;
+}
+
 static int st_open_area(struct st_state *s)
 {
-	unsigned int bit, cpu, first, last, i;
+	unsigned int bit, first, last, i;
 	int ret;
 
 	ret = -EPERM;
@@ -313,17 +397,8 @@ static int st_open_area(struct st_state *s)
 					     s->only_cpu, s->info.name, last);
 		first = last = (unsigned int)s->only_cpu;
 	}
-	s->cpus = calloc(last - first + 1, sizeof(*s->cpus));
-	if (!s->cpus)
-		return hvt_cli_error(VERB, "out of memory");
-	for (cpu = first; cpu <= last; cpu++) {
-		struct st_cpu *c = &s->cpus[s->nr];
-
-		c->cpu = (int)cpu;
-		if (hvtrace_ring_open_area(s->area, (int)cpu, &c->ring))
-			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
-		s->nr++;
-	}
+	if (st_open_rings(s, first, last, st_ring_area, s->area))
+		return HVT_EXIT_FAIL;
 	if (hvtrace_decoder_new_area(s->area, &s->dec))
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
 	return 0;
@@ -387,6 +462,174 @@ static int st_open_kernel(struct st_state *s)
 				path);
 		fclose(f);
 	}
+	return 0;
+}
+
+/*
+ * The formats a running rig guest printed on its console at boot, unpacked
+ * by its launcher (hvtrace-guest kformats NAME DIR) into a private folder.
+ */
+static int st_rig_formats(struct st_state *s)
+{
+	char launcher[PATH_MAX], *argv[6], *out = NULL;
+	int rc;
+
+	snprintf(s->kformats, sizeof(s->kformats), "/tmp/hvtrace-kformats.XXXXXX");
+	if (!mkdtemp(s->kformats)) {
+		s->kformats[0] = '\0';
+		return -errno;
+	}
+	hvt_cli_launcher(launcher, sizeof(launcher));
+	argv[0] = launcher;
+	argv[1] = "kformats";
+	argv[2] = (char *)s->spec;
+	argv[3] = s->kformats;
+	argv[4] = NULL;
+	rc = hvt_cli_run(argv, &out);
+	free(out);
+	if (rc) {
+		fprintf(stderr, "hvtrace stream: note: no event formats from "
+				"guest '%s' (%s kformats failed)\n",
+			s->spec, launcher);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/*
+ * The cache folder of the guest kernel build whose version line ("Linux
+ * version ...", the kernel's banner, in guest RAM) names one that
+ * hvtrace-guest kformats filled: $HVT_CACHE/kformats/<version line with
+ * every character outside [A-Za-z0-9._+-] as '_', at most 240>.  Reads
+ * the RAM file in bounded chunks and tries at most 64 banners.
+ */
+static int st_cached_formats(struct st_state *s)
+{
+	static const char tag[] = "Linux version ";
+	const char *cache = getenv("HVT_CACHE");
+	size_t chunk = 1u << 20, keep = 512, have = 0;
+	unsigned int tries = 0;
+	char *buf, key[241];
+	off_t off = 0;
+	int fd, found = -ENOENT;
+
+	fd = open(s->ram, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(chunk + keep);
+	while (buf && found && tries < 64) {
+		ssize_t n = pread(fd, buf + have, chunk, off);
+		char *p, *end;
+
+		if (n <= 0)
+			break;
+		off += n;
+		end = buf + have + (size_t)n;
+		for (p = buf; found && tries < 64 &&
+			      (p = memmem(p, (size_t)(end - p), tag,
+					  sizeof(tag) - 1));
+		     p++) {
+			char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t i, len;
+			struct stat st;
+
+			if (!nl || nl - p > (ptrdiff_t)keep)
+				continue;	/* cut by the chunk, or no line */
+			tries++;
+			len = (size_t)(nl - p) < 240 ? (size_t)(nl - p) : 240;
+			for (i = 0; i < len; i++)
+				key[i] = isalnum((unsigned char)p[i]) ||
+						 strchr("._+-", p[i]) ?
+					 p[i] : '_';
+			key[len] = '\0';
+			snprintf(s->cache_formats, sizeof(s->cache_formats),
+				 "%s/kformats/%s",
+				 cache && *cache ? cache : "/var/cache/hvtrace",
+				 key);
+			if (!stat(s->cache_formats, &st) && S_ISDIR(st.st_mode))
+				found = 0;
+		}
+		/* Keep the tail: a banner may straddle two chunks. */
+		have = (size_t)(end - buf) < keep ? (size_t)(end - buf) : keep;
+		memmove(buf, end - have, have);
+	}
+	free(buf);
+	close(fd);
+	return found;
+}
+
+/* Remove the folder st_rig_formats() made (files and folders we wrote). */
+static int st_rm_tree(const char *path)
+{
+	char cmd[PATH_MAX], *argv[4];
+
+	snprintf(cmd, sizeof(cmd), "%s", path);
+	argv[0] = "rm";
+	argv[1] = "-rf";
+	argv[2] = cmd;
+	argv[3] = NULL;
+	return hvt_cli_run(argv, NULL);
+}
+
+/*
+ * A guest kernel's ring in guest RAM: a RAM file, or a rig guest's NAME
+ * ($HVT_SHM_DIR/hvtrace-NAME.ram, stopped once its QEMU is gone).
+ */
+static int st_open_kring(struct st_state *s)
+{
+	struct hvtrace_kring_info ki;
+	unsigned int first, last;
+	const char *shm = getenv("HVT_SHM_DIR"), *run = getenv("HVT_RUNDIR");
+
+	if (strchr(s->spec, '/') || !access(s->spec, F_OK)) {
+		snprintf(s->ram, sizeof(s->ram), "%s", s->spec);
+	} else {
+		snprintf(s->ram, sizeof(s->ram), "%s/hvtrace-%s.ram",
+			 shm && *shm ? shm : "/dev/shm", s->spec);
+		snprintf(s->qemu_pid, sizeof(s->qemu_pid), "%s/%s/qemu.pid",
+			 run && *run ? run : "/run/hvtrace", s->spec);
+		if (access(s->ram, F_OK))
+			return hvt_cli_error(VERB, "no guest RAM file %s: was "
+						   "guest '%s' started with "
+						   "--kernel-events (and "
+						   "--keep-ram, once it "
+						   "ended)?",
+					     s->ram, s->spec);
+	}
+	if (hvtrace_kring_open(s->ram, 0, &s->kring))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	hvtrace_kring_get_info(s->kring, &ki);
+	first = 0;
+	last = ki.nr_cpus - 1;
+	if (s->only_cpu >= 0) {
+		if ((unsigned int)s->only_cpu > last)
+			return hvt_cli_usage(VERB, "--cpu %d: the guest kernel "
+						   "ring has CPUs 0..%u",
+					     s->only_cpu, last);
+		first = last = (unsigned int)s->only_cpu;
+	}
+	if (st_open_rings(s, first, last, st_ring_kring, s->kring))
+		return HVT_EXIT_FAIL;
+	snprintf(s->info.name, sizeof(s->info.name), "guest kernel");
+	if (!s->formats && s->qemu_pid[0] && !st_rig_formats(s))
+		s->formats = s->kformats;
+	if (!s->formats && !st_cached_formats(s)) {
+		s->formats = s->cache_formats;
+		fprintf(stderr, "hvtrace stream: the guest kernel's formats from "
+				"%s\n",
+			s->formats);
+	}
+	if (s->formats) {
+		if (hvtrace_decoder_new_kernel(s->formats, &s->dec))
+			return hvt_cli_error(VERB, "--formats %s: %s",
+					     s->formats, hvtrace_last_error());
+		return 0;
+	}
+	fprintf(stderr, "hvtrace stream: note: no event formats of the guest "
+			"kernel (--formats DIR): its events print as UNKNOWN "
+			"id=N; --summary counts them per CPU\n");
+	if (hvtrace_decoder_new(ki.subbuf_size, &s->dec))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
 	return 0;
 }
 
@@ -497,6 +740,22 @@ static int st_writer_done(struct st_state *s, bool *restarted)
 	*restarted = false;
 	if (s->kernel)
 		return 0;
+	if (s->kring) {
+		/* A rig guest has stopped once its QEMU is gone; a bare RAM
+		 * file gives no sign (use --drain for a post-mortem read). */
+		FILE *f;
+		int pid = 0;
+
+		if (!s->qemu_pid[0])
+			return 0;
+		f = fopen(s->qemu_pid, "r");
+		if (f) {
+			if (fscanf(f, "%d", &pid) != 1)
+				pid = 0;
+			fclose(f);
+		}
+		return pid <= 0 || (kill(pid, 0) && errno == ESRCH);
+	}
 	if (hvtrace_area_writer_state(s->area, &state, &gen)) {
 		*restarted = true;
 		return 1;
@@ -547,6 +806,21 @@ static void st_summary(struct st_state *s, double secs)
 			if (!hvtrace_cpu_get_stats(s->area, c->cpu, &st))
 				e += st.errors;
 		}
+		if (s->kring) {
+			struct hvtrace_kring_stats ks;
+
+			if (!hvtrace_kring_get_stats(s->kring, c->cpu, &ks)) {
+				e += ks.errors;
+				if (ks.lost_pages)
+					fprintf(stderr, "  cpu %d: at least "
+							"%llu pages "
+							"overwritten before "
+							"they were read\n",
+						c->cpu,
+						(unsigned long long)
+							ks.lost_pages);
+			}
+		}
 		errors += e;
 		fprintf(stderr, "  cpu %d: %llu events, %llu lost%s, %llu "
 				"errors\n",
@@ -569,6 +843,9 @@ static void st_cleanup(struct st_state *s)
 	free(s->cpus);
 	hvtrace_decoder_free(s->dec);
 	hvtrace_area_close(s->area);
+	hvtrace_kring_close(s->kring);
+	if (s->kformats[0] && !strncmp(s->kformats, "/tmp/hvtrace-kformats.", 22))
+		st_rm_tree(s->kformats);
 	free(s->line);
 }
 
@@ -685,7 +962,7 @@ static int cmd_stream(int argc, char **argv)
 	ret = st_parse(&s, argc, argv);
 	if (ret)
 		return ret;
-	if (!s.kernel && hvt_dname_is_remote(s.spec)) {
+	if (!s.kernel && !s.guest_kernel && hvt_dname_is_remote(s.spec)) {
 		struct hvt_rstream_opts o = {
 			.name = s.spec, .sock = s.sock, .cpu = s.only_cpu,
 			.count = s.count, .timeout = s.timeout,
@@ -706,7 +983,9 @@ static int cmd_stream(int argc, char **argv)
 	s.line = malloc(s.line_cap);
 	if (!s.line)
 		return hvt_cli_error(VERB, "out of memory");
-	ret = s.kernel ? st_open_kernel(&s) : st_open_area(&s);
+	ret = s.kernel	     ? st_open_kernel(&s) :
+	      s.guest_kernel ? st_open_kring(&s) :
+			       st_open_area(&s);
 	if (ret) {
 		st_cleanup(&s);
 		return ret;

@@ -362,6 +362,25 @@ struct hvtrace_ring;
 HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 				       struct hvtrace_ring **out);
 
+struct hvtrace_kring;
+
+/**
+ * hvtrace_ring_open_kring - present CPU @cpu of a guest kernel's ring (read
+ * from guest RAM, hvtrace_kring_open()) as the mmap ABI
+ * @k:   the ring (must outlive the view; the view reads through it)
+ * @cpu: CPU
+ * @out: the new handle
+ *
+ * The view has no writer sub-buffers, only two private reader pages (ids
+ * 0 and 1) that get-reader fills from hvtrace_kring_read_page().  Record
+ * timestamps are the guest's trace clock, not related to the host's:
+ * rec->host_ns equals rec->ts and hvtrace_ring_now_ns() returns 0.
+ *
+ * Return: 0, -EINVAL (no such CPU), -ENOMEM.
+ */
+HVTRACE_API int hvtrace_ring_open_kring(struct hvtrace_kring *k, int cpu,
+					struct hvtrace_ring **out);
+
 /**
  * hvtrace_ring_open_kernel - map a CPU buffer of the host kernel's tracing
  * @instance: NULL for the top-level buffer, an instance name ("foo" for
@@ -617,11 +636,17 @@ HVTRACE_API int hvtrace_decoder_new_area(const struct hvtrace_area *a,
 					 struct hvtrace_decoder **out);
 
 /**
- * hvtrace_decoder_new_kernel - a decoder for the host kernel's events
- * @tracefs: tracefs mount point, or NULL for the default
+ * hvtrace_decoder_new_kernel - a decoder for a kernel's events
+ * @tracefs: tracefs mount point, or NULL for the default; or a directory
+ *           laid out like tracefs holding another kernel's files (a guest
+ *           kernel's events/header_page, events/header_event,
+ *           events/SYSTEM/EVENT/format, saved_cmdlines, and optionally
+ *           kallsyms: see docs/guest-kernel.md)
  *
  * Loads every event format, the headers, saved_cmdlines (pid to comm)
- * and /proc/kallsyms when readable.
+ * and the symbols: /proc/kallsyms for the default tracefs, @tracefs/
+ * kallsyms when that file exists (never the host's symbols for another
+ * kernel's directory).
  */
 HVTRACE_API int hvtrace_decoder_new_kernel(const char *tracefs,
 					   struct hvtrace_decoder **out);
@@ -866,6 +891,113 @@ struct hvtrace_cpu_totals {
  */
 HVTRACE_API int hvtrace_cpu_get_totals(struct hvtrace_area *a, int cpu,
 				       struct hvtrace_cpu_totals *t);
+
+/* --- a guest kernel's own ftrace ring buffer, from guest RAM ------------- */
+
+/*
+ * A Linux guest (6.12 or later) started with reserve_mem= and
+ * trace_instance=NAME@LABEL keeps that tracing instance's ring buffer in a
+ * reserved physical range.  When the guest's RAM is a host file (a QEMU
+ * memory-backend-file), the host reads that ring in place: no agent, no
+ * copy in the guest, and after the guest died.  See docs/guest-kernel.md.
+ */
+struct hvtrace_kring;
+
+enum hvtrace_kring_layout {
+	HVTRACE_KRING_LAYOUT_6_12 = 1,	/* a ring_buffer_meta per CPU */
+	HVTRACE_KRING_LAYOUT_6_15 = 2,	/* global meta + per-CPU metas */
+};
+
+struct hvtrace_kring_info {
+	uint32_t layout;		/* enum hvtrace_kring_layout */
+	uint32_t nr_cpus;
+	uint32_t subbuf_size;
+	uint32_t nr_subbufs;		/* per CPU, the reader page included */
+	uint32_t cpu_meta_size;		/* header bytes before buffers[] */
+	uint32_t nr_magic;		/* meta magics the scan saw */
+	uint64_t offset;		/* file offset of the ring's first meta */
+	uint64_t size;			/* bytes from there to the end of the
+					 * last CPU's sub-buffers */
+};
+
+/* Counters of one CPU of a guest kernel ring, as this reader saw it. */
+struct hvtrace_kring_stats {
+	uint64_t read;		/* events returned */
+	uint64_t bytes;		/* data bytes returned */
+	uint64_t lost_events;	/* events reported lost with an exact count */
+	uint64_t lost_pages;	/* pages overwritten before they were read,
+				 * at least (whole laps of the ring leave no
+				 * trace); their events are reported lost,
+				 * count unknown */
+	uint64_t skipped_pages;	/* pages skipped as malformed */
+	uint64_t errors;	/* malformed metas, pages and events seen */
+	uint64_t retries;	/* copies thrown away because the guest
+				 * reused the page meanwhile */
+	uint64_t now_ts;	/* newest event returned (guest clock) */
+};
+
+/**
+ * hvtrace_kring_open - find a guest kernel's ftrace ring in a guest RAM file
+ * @path:   the guest RAM file (QEMU memory-backend-file, or a kept copy)
+ * @offset: file offset of the ring's first meta (the global meta for 6.15
+ *          and later, CPU 0's meta for 6.12), or 0 to scan the file for
+ *          it at every 4 KiB boundary
+ * @out:    the new handle
+ *
+ * Maps the file PROT_READ (the host never writes guest memory) and
+ * validates the ring's metas: magic, sizes, sub-buffer size and count,
+ * and that every CPU's block lies inside the file.  The scan costs one
+ * 4-byte read per 4 KiB of the file and takes the first ring it can
+ * validate.
+ *
+ * Return: 0; -ENOENT, -EACCES (the file), -ENODATA (no ring meta in the
+ * file: the guest was not started with reserve_mem= and trace_instance=,
+ * or has not booted that far), -EPROTONOSUPPORT (a meta of an unknown
+ * layout; hvtrace_last_error() names what was found), -EINVAL (a meta
+ * whose geometry does not fit the file).
+ */
+HVTRACE_API int hvtrace_kring_open(const char *path, uint64_t offset,
+				   struct hvtrace_kring **out);
+
+/** hvtrace_kring_close - unmap and free; NULL is a no-op */
+HVTRACE_API void hvtrace_kring_close(struct hvtrace_kring *k);
+
+/** hvtrace_kring_get_info - the layout and geometry found at open */
+HVTRACE_API int hvtrace_kring_get_info(const struct hvtrace_kring *k,
+				       struct hvtrace_kring_info *info);
+
+/**
+ * hvtrace_kring_read_page - the next events of one CPU of a guest kernel
+ * ring, as a validated, self-contained ftrace sub-buffer
+ * @k:    ring
+ * @cpu:  CPU
+ * @page: output, at least the ring's subbuf_size bytes
+ * @size: bytes at @page
+ * @info: filled when a page is returned (may be NULL); info->seq is the
+ *        sub-buffer's position in the ring
+ *
+ * Reads in ring order from the oldest page (the meta's head) to the one
+ * holding the commit, while the guest writes or after it died.  Each page
+ * is copied, then the copy is kept only if the guest did not reuse the
+ * page meanwhile (docs/design.md states the rule), and every event of it
+ * goes through the project's page walker.  Pages the guest overwrote
+ * before they were read are reported on the next page returned:
+ * RB_MISSED_EVENTS, and info->lost_events = HVTRACE_LOST_UNKNOWN (the
+ * ring does not record how many events they held; stats count the pages).
+ * Malformed metas and pages are counted as errors and skipped.
+ *
+ * Return: 1 when @page was filled, 0 when nothing new is committed,
+ * -EINVAL, -ENOSPC (@size too small), -EIO (the file shrank under the
+ * mapping).
+ */
+HVTRACE_API int hvtrace_kring_read_page(struct hvtrace_kring *k, int cpu,
+					void *page, size_t size,
+					struct hvtrace_page_info *info);
+
+/** hvtrace_kring_get_stats - what this reader saw of one CPU */
+HVTRACE_API int hvtrace_kring_get_stats(const struct hvtrace_kring *k,
+					int cpu,
+					struct hvtrace_kring_stats *st);
 
 #ifdef __cplusplus
 }

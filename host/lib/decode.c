@@ -18,11 +18,14 @@
  * are printed (decode.h).  Together that keeps libtraceevent inside memory
  * we own whatever the writer put in a record.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <tracefs.h>
@@ -34,6 +37,7 @@
 
 #define DEC_MAX_FORMAT		65536u
 #define DEC_MAX_FIELD_END	65536u
+#define DEC_TRACEFS_MAGIC	0x74726163	/* statfs f_type of tracefs */
 
 static int dec_alloc(struct hvtrace_decoder **out)
 {
@@ -80,10 +84,34 @@ static struct tep_handle *dec_tep_new(void)
 	return tep;
 }
 
+/* An empty decoder whose header_page is @text: 0, -ENOMEM, or -EINVAL when
+ * libtraceevent rejects the text (no message set). */
+static int dec_new_header(const char *text, size_t len,
+			  struct hvtrace_decoder **out)
+{
+	struct hvtrace_decoder *d;
+	int ret;
+
+	ret = dec_alloc(&d);
+	if (ret)
+		return ret;
+	d->tep = dec_tep_new();
+	if (!d->tep) {
+		hvtrace_decoder_free(d);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	if (tep_parse_header_page(d->tep, (char *)text, (unsigned long)len,
+				  8)) {
+		hvtrace_decoder_free(d);
+		return -EINVAL;
+	}
+	*out = d;
+	return 0;
+}
+
 HVTRACE_API int hvtrace_decoder_new(uint32_t subbuf_size,
 				    struct hvtrace_decoder **out)
 {
-	struct hvtrace_decoder *d;
 	char text[512];
 	int ret, len;
 
@@ -95,23 +123,14 @@ HVTRACE_API int hvtrace_decoder_new(uint32_t subbuf_size,
 		return hvt_err(-EINVAL, "sub-buffer size %u is not a power of "
 					"two in 4K..64K",
 			       subbuf_size);
-	ret = dec_alloc(&d);
-	if (ret)
-		return ret;
-	d->tep = dec_tep_new();
-	if (!d->tep) {
-		hvtrace_decoder_free(d);
-		return hvt_err(-ENOMEM, "out of memory");
-	}
 	len = hvtrace_header_page_text(subbuf_size, text, sizeof(text));
-	if (len < 0 || (size_t)len >= sizeof(text) ||
-	    tep_parse_header_page(d->tep, text, (unsigned long)len, 8)) {
-		hvtrace_decoder_free(d);
-		return hvt_err(-EINVAL, "libtraceevent rejected the generated "
-					"header_page");
-	}
-	*out = d;
-	return 0;
+	if (len < 0 || (size_t)len >= sizeof(text))
+		return hvt_err(-EINVAL, "cannot describe the header_page");
+	ret = dec_new_header(text, (size_t)len, out);
+	if (ret == -EINVAL)
+		return hvt_err(ret, "libtraceevent rejected the generated "
+				    "header_page");
+	return ret;
 }
 
 HVTRACE_API int hvtrace_decoder_new_area(const struct hvtrace_area *a,
@@ -173,7 +192,7 @@ static char *dec_slurp(const char *path, size_t max, size_t *len)
 
 static int dec_load_cmdlines(struct hvtrace_decoder *d, const char *root)
 {
-	char path[512], *buf, *line, *save = NULL;
+	char path[PATH_MAX + 32], *buf, *line, *save = NULL;
 	size_t len;
 
 	snprintf(path, sizeof(path), "%s/saved_cmdlines", root);
@@ -195,7 +214,7 @@ static int dec_load_cmdlines(struct hvtrace_decoder *d, const char *root)
 HVTRACE_API int hvtrace_decoder_load_cmdlines(struct hvtrace_decoder *d,
 					      const char *tracefs)
 {
-	char root[256];
+	char root[PATH_MAX];
 	int ret;
 
 	if (!d)
@@ -208,11 +227,71 @@ HVTRACE_API int hvtrace_decoder_load_cmdlines(struct hvtrace_decoder *d,
 	return dec_load_cmdlines(d, root);
 }
 
+/*
+ * Another kernel's formats from a directory laid out like tracefs (a
+ * guest kernel's copy): its header_page, then every
+ * events/SYSTEM/EVENT/format through hvtrace_decoder_add_format().  Not
+ * libtracefs's loader: that one also takes this host's /proc/kallsyms,
+ * which would name the wrong functions.
+ */
+static int dec_load_dir(const char *root, struct hvtrace_decoder **out)
+{
+	char path[PATH_MAX + 600], *text;
+	struct hvtrace_decoder *d = NULL;
+	struct dirent *se, *ee;
+	DIR *sd, *ed;
+	size_t len;
+	int ret, n = 0;
+
+	snprintf(path, sizeof(path), "%s/events/header_page", root);
+	text = dec_slurp(path, 64u << 10, &len);
+	ret = text ? dec_new_header(text, len, &d) : -EINVAL;
+	free(text);
+	if (ret == -EINVAL)
+		return hvt_err(ret, "%s: missing or not a header_page", path);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/events", root);
+	sd = opendir(path);
+	while (sd && (se = readdir(sd))) {
+		if (se->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/events/%s", root, se->d_name);
+		ed = opendir(path);
+		while (ed && (ee = readdir(ed))) {
+			if (ee->d_name[0] == '.')
+				continue;
+			if (snprintf(path, sizeof(path),
+				     "%s/events/%s/%s/format", root, se->d_name,
+				     ee->d_name) >= (int)sizeof(path))
+				continue;
+			text = dec_slurp(path, DEC_MAX_FORMAT, &len);
+			if (text && len &&
+			    !hvtrace_decoder_add_format(d, se->d_name, text,
+							len))
+				n++;
+			free(text);
+		}
+		if (ed)
+			closedir(ed);
+	}
+	if (sd)
+		closedir(sd);
+	if (!n) {
+		hvtrace_decoder_free(d);
+		return hvt_err(-ENOENT, "no event format under %s/events",
+			       root);
+	}
+	*out = d;
+	return 0;
+}
+
 HVTRACE_API int hvtrace_decoder_new_kernel(const char *tracefs,
 					   struct hvtrace_decoder **out)
 {
-	struct hvtrace_decoder *d;
-	char root[256];
+	struct hvtrace_decoder *d = NULL;
+	char root[PATH_MAX], path[PATH_MAX + 32];
+	struct statfs sfs;
 	size_t len;
 	char *syms;
 	int ret;
@@ -224,6 +303,21 @@ HVTRACE_API int hvtrace_decoder_new_kernel(const char *tracefs,
 		snprintf(root, sizeof(root), "%s", tracefs);
 	else if ((ret = hvt_tracefs_dir(root, sizeof(root))))
 		return ret;
+	if (tracefs && (statfs(root, &sfs) || sfs.f_type != DEC_TRACEFS_MAGIC)) {
+		/* Not a tracefs: another kernel's copy (a guest's). */
+		ret = dec_load_dir(root, &d);
+		if (ret)
+			return ret;
+		dec_load_cmdlines(d, root);	/* best effort */
+		snprintf(path, sizeof(path), "%s/kallsyms", root);
+		syms = dec_slurp(path, 256u << 20, &len);
+		if (syms) {
+			tep_parse_kallsyms(d->tep, syms);
+			free(syms);
+		}
+		*out = d;
+		return 0;
+	}
 	ret = dec_alloc(&d);
 	if (ret)
 		return ret;

@@ -40,6 +40,7 @@
 #include <hvtrace/ring_buffer.h>
 
 #include "internal.h"
+#include "subbuf.h"
 
 static inline const struct hvt_subbuf_desc *rd_desc(const struct hvt_rd_cpu *c,
 						    uint32_t seq)
@@ -219,30 +220,15 @@ static void rd_start_page(struct hvt_rd_cpu *c, uint64_t eb, uint64_t lb,
 	c->pos_ts = page_ts;
 }
 
-/* Build the output sub-buffer from c->copy[16 + pos, 16 + size). */
-static void rd_emit(struct hvt_rd_cpu *c, uint8_t *out, uint32_t size,
-		    uint32_t n, struct hvtrace_page_info *info, bool tail)
+/* Describe the page hvt_subbuf_take() built and forget the lost count. */
+static void rd_emitted(struct hvt_rd_cpu *c, const struct hvt_take *t,
+		       struct hvtrace_page_info *info, bool tail)
 {
-	uint32_t len = size - c->pos;
-	uint64_t commit = len, ts = c->pos_ts;
-
-	memcpy(out, &ts, 8);
-	memcpy(out + HVT_PAGE_HDR_SIZE, c->copy + HVT_PAGE_HDR_SIZE + c->pos,
-	       len);
-	if (c->pending_lost) {
-		commit |= HVT_MISSED_EVENTS;
-		if (len + 8 <= c->data_size) {
-			memcpy(out + HVT_PAGE_HDR_SIZE + len, &c->pending_lost,
-			       8);
-			commit |= HVT_MISSED_STORED;
-		}
-	}
-	memcpy(out + HVT_PAGE_COMMIT_OFF, &commit, 8);
 	if (info) {
 		info->lost_events = c->pending_lost;
-		info->first_ts = ts;
-		info->entries = n;
-		info->size = len;
+		info->first_ts = c->pos_ts;
+		info->entries = t->n;
+		info->size = t->end - c->pos;
 		info->seq = c->seq;
 		info->flags = tail ? HVTRACE_PAGE_TAIL : 0;
 	}
@@ -286,9 +272,9 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 	 * bounds the work of one call. */
 	for (iter = 0; iter < c->nr_subbufs + 4; iter++) {
 		const uint8_t *page;
-		struct hvt_page_iter it;
+		struct hvt_take t;
 		uint64_t w, eb = 0, lb = 0, commit, page_ts;
-		uint32_t tail, size, n = 0;
+		uint32_t tail, size;
 		int32_t d;
 		bool is_tail, finish;
 		int ret;
@@ -402,17 +388,11 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 			 * first event has written the time_stamp since. */
 			c->pos_ts = page_ts;
 
-		/* Validate and count the new events on the private copy. */
-		hvt_page_iter_init(&it, c->copy + HVT_PAGE_HDR_SIZE, size,
-				   c->pos_ts);
-		it.pos = c->pos;
-		while ((ret = hvt_page_next(&it)) > 0)
-			if (ret == HVT_ITEM_DATA)
-				n++;
-		if (ret == 0 && it.pos < size)
-			/* Ended at a bare 4-byte padding header: leave it out
-			 * of what we pass on (see hvt_page_next()). */
-			size = it.pos;
+		/* Validate the new events on the private copy and pass them
+		 * on (subbuf.c: the readers' one sub-buffer validation). */
+		ret = hvt_subbuf_take(c->copy + HVT_PAGE_HDR_SIZE, size,
+				      c->data_size, c->pos, c->pos_ts,
+				      c->pending_lost, out, &t);
 		if (ret < 0) {
 			/* Malformed: skip the rest of this page.  Events it
 			 * hid show up as a gap at the next page start. */
@@ -426,72 +406,25 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 			rd_next_page(a, c);
 			continue;
 		}
-		if (n == 0) {
+		if (ret == 0) {
 			/* Nothing but padding (or nothing) is new. */
-			c->pos = size;
-			c->pos_ts = it.ts;
+			c->pos = t.end;
+			c->pos_ts = t.end_ts;
 			if (is_tail)
 				return 0;
 			rd_next_page(a, c);
 			continue;
 		}
-		finish = !is_tail;
-		if (c->pending_lost && size - c->pos + 8 > c->data_size) {
-			/*
-			 * No room after the data for the lost count.  Return a
-			 * shorter page that ends at an event boundary with 8
-			 * bytes to spare, so readers always get the count
-			 * (RB_MISSED_STORED); the rest follows next call.
-			 */
-			uint32_t cut = c->pos, limit = c->pos + c->data_size - 8;
-
-			hvt_page_iter_init(&it, c->copy + HVT_PAGE_HDR_SIZE,
-					   size, c->pos_ts);
-			it.pos = c->pos;
-			n = 0;
-			for (;;) {
-				uint32_t before = it.pos;
-				uint64_t ts_before = it.ts;
-
-				ret = hvt_page_next(&it);
-				if (ret <= 0 || it.pos > limit) {
-					it.pos = before;
-					it.ts = ts_before;
-					break;
-				}
-				if (ret == HVT_ITEM_DATA)
-					n++;
-				cut = it.pos;
-			}
-			if (n > 0) {
-				size = cut;
-				finish = false;	/* the rest follows */
-			} else {
-				/*
-				 * Not even the first event leaves room for the
-				 * count: a writer never builds such a page
-				 * (the first event of a page has no
-				 * TIME_EXTEND).  Pass the page on with
-				 * RB_MISSED_EVENTS but no stored count rather
-				 * than stall on it.
-				 */
-				c->errors++;
-				hvt_page_iter_init(&it,
-						   c->copy + HVT_PAGE_HDR_SIZE,
-						   size, c->pos_ts);
-				it.pos = c->pos;
-				while ((ret = hvt_page_next(&it)) > 0)
-					if (ret == HVT_ITEM_DATA)
-						n++;
-			}
-		}
-		rd_emit(c, out, size, n, info, is_tail);
-		c->read += n;
-		c->tally_e += n;
-		c->bytes += size - c->pos;
-		c->pos = size;
-		c->pos_ts = it.ts;
-		c->last_ts = it.ts;
+		if (t.no_room)
+			c->errors++;
+		finish = !is_tail && !t.cut;
+		rd_emitted(c, &t, info, is_tail);
+		c->read += t.n;
+		c->tally_e += t.n;
+		c->bytes += t.end - c->pos;
+		c->pos = t.end;
+		c->pos_ts = t.end_ts;
+		c->last_ts = t.end_ts;
 		if (finish)
 			rd_next_page(a, c);
 		return 1;

@@ -20,6 +20,14 @@
  * (rather than the kernel's one) keep the kernel's rule that a new reader
  * page always has a new id, without remapping writer slots.
  *
+ * Guest kernel view: a CPU of a guest kernel's ring read from guest RAM
+ * (kring.c).  No writer slot is mapped (the ring's slots move with the
+ * guest's reader swaps); the view is the meta page and the two private
+ * reader pages, ids 0 and 1, filled by hvtrace_kring_read_page() with the
+ * same append-or-switch rule as the area view.  Timestamps stay in the
+ * guest's trace clock (guest-relative: host_ns == ts, and
+ * hvtrace_ring_now_ns() says 0, "not related to the host's clock").
+ *
  * Kernel view: per_cpu/cpuN/trace_pipe_raw mapped as the kernel lays it out
  * (meta page, then the sub-buffers) and TRACE_MMAP_IOCTL_GET_READER.
  *
@@ -91,8 +99,9 @@ struct hvtrace_ring {
 	uint8_t *resv;			/* area: the whole reservation */
 	size_t resv_len;
 
-	/* area backend */
+	/* area backend, or guest kernel backend (kring) */
 	struct hvtrace_area *area;
+	struct hvtrace_kring *kring;
 	uint32_t ring_nr;		/* writer slots */
 	bool page_valid;		/* the reader page holds events */
 	uint32_t page_seq;		/* writer sub-buffer it continues */
@@ -119,6 +128,18 @@ static void ring_area_counters(struct hvtrace_ring *r)
 {
 	struct hvtrace_cpu_stats st;
 
+	if (r->kring) {
+		struct hvtrace_kring_stats ks;
+
+		/* Only what this reader saw: the guest ring keeps no
+		 * totals (lost pages hold an unknown number of events). */
+		if (hvtrace_kring_get_stats(r->kring, r->cpu, &ks))
+			return;
+		r->meta->entries = ks.read + ks.lost_events;
+		r->meta->overrun = ks.lost_events;
+		r->meta->read = ks.read;
+		return;
+	}
 	if (hvtrace_cpu_get_stats(r->area, r->cpu, &st))
 		return;
 	/*
@@ -145,8 +166,12 @@ static int ring_area_get_reader(struct hvtrace_ring *r)
 	int ret;
 
 	/* The inactive reader page is ours to fill: nobody walks it now. */
-	ret = hvtrace_cpu_read_page(r->area, r->cpu, opage, r->subbuf_size,
-				    &info);
+	if (r->kring)
+		ret = hvtrace_kring_read_page(r->kring, r->cpu, opage,
+					      r->subbuf_size, &info);
+	else
+		ret = hvtrace_cpu_read_page(r->area, r->cpu, opage,
+					    r->subbuf_size, &info);
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {
@@ -174,6 +199,46 @@ static int ring_area_get_reader(struct hvtrace_ring *r)
 	return 0;
 }
 
+/* A zeroed handle for CPU @cpu with no descriptor open; NULL: no memory. */
+static struct hvtrace_ring *ring_new(int cpu)
+{
+	struct hvtrace_ring *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->fd = -1;
+	r->stats_fd = -1;
+	r->cpu = cpu;
+	r->page_size = (size_t)sysconf(_SC_PAGESIZE);
+	return r;
+}
+
+/*
+ * The private part of an area, guest kernel or kernel read view: one
+ * anonymous reservation of resv_len bytes, the meta page first, with the
+ * meta filled in and reader page A (id ring_nr) current and empty.
+ */
+static int ring_reserve(struct hvtrace_ring *r)
+{
+	void *p = mmap(NULL, r->resv_len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return hvt_err(-errno, "cannot reserve %zu bytes for the mmap "
+				       "view: %s",
+			       r->resv_len, strerror(errno));
+	r->resv = p;
+	r->meta = p;
+	r->data = (uint8_t *)p + r->meta_len;
+	r->meta->meta_page_size = (uint32_t)r->meta_len;
+	r->meta->meta_struct_len = sizeof(*r->meta);
+	r->meta->subbuf_size = r->subbuf_size;
+	r->meta->nr_subbufs = r->nr_subbufs;
+	r->meta->reader.id = r->ring_nr;	/* empty reader page A */
+	r->meta->reader.read = 0;
+	return 0;
+}
+
 HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 				       struct hvtrace_ring **out)
 {
@@ -189,14 +254,10 @@ HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 	if (cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
 		return hvt_err(-EINVAL, "no CPU %d in area '%s' (it has %u)",
 			       cpu, a->hdr.name, a->hdr.nr_cpus);
-	r = calloc(1, sizeof(*r));
+	r = ring_new(cpu);
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
-	r->fd = -1;
-	r->stats_fd = -1;
-	r->cpu = cpu;
 	r->area = a;
-	r->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	r->subbuf_size = a->hdr.subbuf_size;
 	r->ring_nr = a->hdr.nr_subbufs;
 	r->nr_subbufs = r->ring_nr + 2;
@@ -216,17 +277,9 @@ HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 	}
 
 	/* Reserve the whole view, then lay the pieces over it. */
-	p = mmap(NULL, r->resv_len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED) {
-		ret = hvt_err(-errno, "cannot reserve %zu bytes for the mmap "
-				      "view: %s",
-			      r->resv_len, strerror(errno));
+	ret = ring_reserve(r);
+	if (ret)
 		goto fail;
-	}
-	r->resv = p;
-	r->meta = p;
-	r->data = (uint8_t *)p + r->meta_len;
 	p = mmap(r->data, slots_len, PROT_READ, MAP_SHARED | MAP_FIXED, a->fd,
 		 (off_t)file_off);
 	if (p == MAP_FAILED) {
@@ -236,18 +289,47 @@ HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 		goto fail;
 	}
 
-	r->meta->meta_page_size = (uint32_t)r->meta_len;
-	r->meta->meta_struct_len = sizeof(*r->meta);
-	r->meta->subbuf_size = r->subbuf_size;
-	r->meta->nr_subbufs = r->nr_subbufs;
-	r->meta->reader.id = r->ring_nr;	/* empty reader page A */
-	r->meta->reader.read = 0;
 	ring_area_counters(r);
 	*out = r;
 	return 0;
 fail:
 	hvtrace_ring_close(r);
 	return ret;
+}
+
+HVTRACE_API int hvtrace_ring_open_kring(struct hvtrace_kring *k, int cpu,
+					struct hvtrace_ring **out)
+{
+	struct hvtrace_kring_info ki;
+	struct hvtrace_ring *r;
+	int ret;
+
+	if (!k || !out)
+		return hvt_err(-EINVAL,
+			       "hvtrace_ring_open_kring: NULL argument");
+	hvtrace_kring_get_info(k, &ki);
+	if (cpu < 0 || (uint32_t)cpu >= ki.nr_cpus)
+		return hvt_err(-EINVAL, "no CPU %d in the guest kernel ring "
+					"(it has %u)",
+			       cpu, ki.nr_cpus);
+	r = ring_new(cpu);
+	if (!r)
+		return hvt_err(-ENOMEM, "out of memory");
+	r->kring = k;
+	r->subbuf_size = ki.subbuf_size;
+	r->ring_nr = 0;			/* no writer slot in the view */
+	r->nr_subbufs = 2;
+	r->meta_len = r->page_size > 4096 ? r->page_size : 4096;
+	r->data_len = (size_t)r->nr_subbufs * r->subbuf_size;
+	r->resv_len = r->meta_len + r->data_len;
+	ret = ring_reserve(r);
+	if (ret) {
+		hvtrace_ring_close(r);
+		return ret;
+	}
+	ring_area_counters(r);
+	*out = r;
+	return 0;
 }
 
 /* --- kernel view ---------------------------------------------------------- */
@@ -435,7 +517,7 @@ static uint32_t ring_kread_subbuf_size(const struct hvtrace_ring *r,
 static int ring_kread_open(struct hvtrace_ring *r, const char *dir)
 {
 	char path[PATH_MAX];
-	void *p;
+	int ret;
 
 	r->kread = true;
 	snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/stats", dir, r->cpu);
@@ -448,21 +530,9 @@ static int ring_kread_open(struct hvtrace_ring *r, const char *dir)
 	r->meta_len = r->page_size > 4096 ? r->page_size : 4096;
 	r->data_len = (size_t)r->nr_subbufs * r->subbuf_size;
 	r->resv_len = r->meta_len + r->data_len;
-	p = mmap(NULL, r->resv_len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return hvt_err(-errno, "cannot reserve %zu bytes for the "
-				       "kernel ring view: %s",
-			       r->resv_len, strerror(errno));
-	r->resv = p;
-	r->meta = p;
-	r->data = (uint8_t *)p + r->meta_len;
-	r->meta->meta_page_size = (uint32_t)r->meta_len;
-	r->meta->meta_struct_len = sizeof(*r->meta);
-	r->meta->subbuf_size = r->subbuf_size;
-	r->meta->nr_subbufs = r->nr_subbufs;
-	r->meta->reader.id = 0;		/* an empty reader page */
-	r->meta->reader.read = 0;
+	ret = ring_reserve(r);	/* ring_nr 0: reader page id 0, empty */
+	if (ret)
+		return ret;
 	ring_kread_counters(r);
 	ring_kernel_read_clock(r, dir);
 	ring_kernel_clock_sync(r);
@@ -485,13 +555,10 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 	ret = hvt_tracefs_instance_dir(instance, dir, sizeof(dir));
 	if (ret)
 		return ret;
-	r = calloc(1, sizeof(*r));
+	r = ring_new(cpu);
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
 	r->kernel = true;
-	r->cpu = cpu;
-	r->stats_fd = -1;
-	r->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/trace_pipe_raw", dir,
 		 cpu);
 	snprintf(r->stats_path, sizeof(r->stats_path),
@@ -717,7 +784,7 @@ HVTRACE_API uint64_t hvtrace_ring_errors(const struct hvtrace_ring *r)
 
 HVTRACE_API uint64_t hvtrace_ring_take_trailing_lost(struct hvtrace_ring *r)
 {
-	if (!r || r->kernel)
+	if (!r || r->kernel || r->kring)
 		return 0;
 	return hvtrace_cpu_take_trailing_lost(r->area, r->cpu);
 }
@@ -735,6 +802,8 @@ HVTRACE_API uint64_t hvtrace_ring_now_ns(struct hvtrace_ring *r)
 			ring_kernel_clock_sync(r);
 		return r->clock_known ? now : 0;
 	}
+	if (r->kring)
+		return 0;	/* guest-relative: not the host's clock */
 	return r->area->clock.synced ? now : 0;
 }
 
@@ -742,6 +811,8 @@ static uint64_t ring_to_host(struct hvtrace_ring *r, uint64_t ts)
 {
 	if (r->kernel)
 		return r->clock_known ? ts - (uint64_t)r->clock_off : ts;
+	if (r->kring)
+		return ts;	/* guest-relative */
 	return hvtrace_area_to_host_ns(r->area, ts, NULL);
 }
 

@@ -64,3 +64,82 @@ HVTRACE_API int hvtrace_subbuf_next(struct hvtrace_subbuf_iter *it,
 	it->lost = 0;
 	return 1;
 }
+
+/* Walk [pos, limit) of @data; stop before an event that ends past @limit. */
+static int sb_count(const uint8_t *data, uint32_t size, uint32_t pos,
+		    uint64_t ts, uint32_t limit, struct hvt_take *t)
+{
+	struct hvt_page_iter it;
+	int ret;
+
+	hvt_page_iter_init(&it, data, size, ts);
+	it.pos = pos;
+	t->n = 0;
+	t->end = pos;
+	t->end_ts = ts;
+	for (;;) {
+		ret = hvt_page_next(&it);
+		if (ret < 0)
+			return ret;
+		if (ret == HVT_ITEM_END || it.pos > limit)
+			return 0;
+		if (ret == HVT_ITEM_DATA)
+			t->n++;
+		t->end = it.pos;
+		t->end_ts = it.ts;
+	}
+}
+
+int hvt_subbuf_take(const uint8_t *data, uint32_t size, uint32_t data_size,
+		    uint32_t pos, uint64_t pos_ts, uint64_t lost, uint8_t *out,
+		    struct hvt_take *t)
+{
+	uint64_t commit, ts = pos_ts;
+	bool store;
+	uint32_t len;
+
+	memset(t, 0, sizeof(*t));
+	if (size > data_size || pos > size)
+		return -EBADMSG;
+	/* Validate the whole new part first: a malformed event anywhere in
+	 * it makes the caller skip the page. */
+	if (sb_count(data, size, pos, pos_ts, size, t) < 0)
+		return -EBADMSG;
+	if (t->n == 0)
+		return 0;	/* only padding (or a bare padding header) */
+	store = lost && lost != HVTRACE_LOST_UNKNOWN;
+	if (store && t->end - pos + 8 > data_size) {
+		/*
+		 * No room after the data for the lost count: pass on a
+		 * shorter page that ends at an event boundary with 8 bytes to
+		 * spare, so readers always get the count; the rest follows.
+		 */
+		struct hvt_take c;
+
+		memset(&c, 0, sizeof(c));
+		sb_count(data, size, pos, pos_ts, pos + data_size - 8, &c);
+		if (c.n > 0) {
+			c.cut = true;
+			*t = c;
+		} else {
+			/* Not even the first event leaves room: a writer never
+			 * builds such a page.  Pass it on with
+			 * RB_MISSED_EVENTS but no count rather than stall. */
+			t->no_room = true;
+			store = false;
+		}
+	}
+	len = t->end - pos;
+	commit = len;
+	memcpy(out, &ts, 8);
+	memcpy(out + HVT_PAGE_HDR_SIZE, data + pos, len);
+	if (lost) {
+		commit |= HVT_MISSED_EVENTS;
+		if (store) {
+			memcpy(out + HVT_PAGE_HDR_SIZE + len, &lost, 8);
+			commit |= HVT_MISSED_STORED;
+		}
+	}
+	memcpy(out + HVT_PAGE_COMMIT_OFF, &commit, 8);
+	return 1;
+}

@@ -14,6 +14,7 @@
 #define HVT_HOST_SUBBUF_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -111,5 +112,46 @@ static inline int sb_header(const uint8_t *subbuf, size_t subbuf_size,
 	}
 	return 0;
 }
+
+/*
+ * What hvt_subbuf_take() passed on from a private page copy.
+ */
+struct hvt_take {
+	uint32_t end;		/* data offset after the last byte passed on */
+	uint64_t end_ts;	/* running timestamp there */
+	uint32_t n;		/* data events passed on */
+	bool cut;		/* stopped early so the lost count fits: the
+				 * rest of the page follows in a later call */
+	bool no_room;		/* not even one event left room for the
+				 * count: passed on without it (an error) */
+};
+
+/*
+ * hvt_subbuf_take - validate the new events of a private page copy and
+ * pass them on as a self-contained sub-buffer
+ * @data:      the copy's data (after its 16-byte header)
+ * @size:      committed data bytes in the copy
+ * @data_size: sub-buffer size - 16
+ * @pos:       data bytes already passed on (an event boundary)
+ * @pos_ts:    running timestamp at @pos
+ * @lost:      events lost before these (0, a count, HVTRACE_LOST_UNKNOWN)
+ * @out:       output sub-buffer of @data_size + 16 bytes
+ * @t:         what was passed on
+ *
+ * The one sub-buffer validation of the readers (trace areas, the guest
+ * kernel's ring): every event of [@pos, @size) goes through the page
+ * walker; a bare 4-byte padding header at the end is left out; a known
+ * lost count is stored after the data (RB_MISSED_STORED), cutting the page
+ * at an event boundary when it would not fit; an unknown one sets only
+ * RB_MISSED_EVENTS.
+ *
+ * Return: 1 with @out built; 0 when nothing but padding is new (t->end and
+ * t->end_ts say where that ends); -EBADMSG for a malformed event (nothing
+ * built).
+ */
+HVT_INTERNAL int hvt_subbuf_take(const uint8_t *data, uint32_t size,
+				 uint32_t data_size, uint32_t pos,
+				 uint64_t pos_ts, uint64_t lost, uint8_t *out,
+				 struct hvt_take *t);
 
 #endif /* HVT_HOST_SUBBUF_H */

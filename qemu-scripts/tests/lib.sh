@@ -106,6 +106,17 @@ assert_gone() {
 	return 0
 }
 
+# wait_line FILE REGEX SECONDS: wait (bounded) until a line of FILE
+# matches the extended REGEX; 1 if none did in time.
+wait_line() {
+	local tries=$(($3 * 10))
+	until grep -qaE -- "$2" "$1"; do
+		[ $tries -gt 0 ] || return 1
+		tries=$((tries - 1))
+		sleep 0.1
+	done
+}
+
 # Wait (bounded) until pid $1 is gone.
 wait_pid_gone() {
 	local pid=$1 tries=$(($2 * 20))

@@ -26,16 +26,9 @@
 #include <hvtrace.h>
 #include <hvtrace/page.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "hvt_fuzz.h"
 
-#define fuzz_assert(cond)                                                     \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "assertion failed: %s (line %d)\n",   \
-				#cond, __LINE__);                             \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check_page(const uint8_t *page, uint32_t subbuf,
 		       const struct hvtrace_page_info *info)
@@ -91,22 +84,12 @@ static void read_pass(struct hvtrace_area *a, int cpu, uint8_t *page,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static char path[64];
-	static int fd = -1;
+	const char *path = fuzz_memfd("hvt-fuzz-area", data, size, NULL);
 	struct hvtrace_area_info ai;
 	struct hvtrace_area *a;
 	uint8_t *page;
 	uint32_t cpu;
 
-	if (fd < 0) {
-		fd = memfd_create("hvt-fuzz-area", MFD_CLOEXEC);
-		if (fd < 0)
-			abort();
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	}
-	if (ftruncate(fd, 0) || ftruncate(fd, (off_t)size) ||
-	    (size && pwrite(fd, data, size, 0) != (ssize_t)size))
-		abort();
 	/* Odd sizes attach as the owner (control page mapped), even ones
 	 * read-only: both attach paths get fuzzed. */
 	if (hvtrace_area_open(path, 0, 0, (size & 1) ? HVTRACE_OPEN_CONTROL : 0,

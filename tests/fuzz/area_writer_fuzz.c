@@ -16,16 +16,9 @@
 
 #include <hvtrace/ring_buffer.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "hvt_fuzz.h"
 
-#define fuzz_assert(cond)                                                     \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "assertion failed: %s (line %d)\n",   \
-				#cond, __LINE__);                             \
-			abort();                                              \
-		}                                                             \
-	} while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

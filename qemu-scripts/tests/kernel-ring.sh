@@ -1,0 +1,133 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The guest kernel's own ftrace ring, read by the host from guest RAM with
+# no agent (--kernel-events; docs/guest-kernel.md), on the cached Debian
+# 6.12 guest kernel:
+#
+#   live      the guest writes N numbered lines to its instance's
+#             trace_marker while "hvtrace stream NAME --guest-kernel" runs
+#             (with the formats the guest printed at boot, found by
+#             stream itself); the stream shows every line exactly once, in
+#             order, with no loss, and ends by itself when the guest
+#             powers off
+#   panic     the guest writes M numbered lines, then panics (sysrq c);
+#             "hvtrace stream RAMFILE --drain" on the kept RAM file shows
+#             them all, with the formats given (--formats) and with the
+#             formats found in the cache from the kernel's banner
+#   SIGKILL   the same after QEMU is killed with SIGKILL
+#
+# Every check reads the numbers back from the decoded text (the guest's
+# own ftrace:print format, unpacked by hvtrace-guest kformats).
+#
+# Environment: HVT_KRING_LINES (N, default 10000), HVT_KRING_PM_LINES (M,
+# default 2000).
+. "$(dirname "$0")/lib.sh"
+t_require
+
+HVTRACE=$T_OBJTREE/bin/hvtrace
+[ -x "$HVTRACE" ] || fail "$HVTRACE is missing; build it with 'make O=$T_OBJTREE'"
+N=${HVT_KRING_LINES:-10000}
+M=${HVT_KRING_PM_LINES:-2000}
+initrd=$(t_initrd)
+
+# The guest writes lines "hvt-mark 0" .. "hvt-mark COUNT-1" to the
+# instance's trace_marker, from one CPU (guest CPU 0): the order of the
+# lines is then the ring's order, whatever the merge window across CPUs.
+marks() {
+	echo "taskset 1 sh -c 'T=/sys/kernel/tracing/instances/hvt; i=0; while [ \$i -lt $1 ]; do echo \"hvt-mark \$i\" >\$T/trace_marker; i=\$((i + 1)); done'"
+}
+
+# check_marks FILE COUNT: FILE holds exactly the lines hvt-mark 0..COUNT-1,
+# each once, in order, and no lost-events line.
+check_marks() {
+	local file=$1 count=$2 got
+	grep -q 'LOST' "$file" && fail "$file reports lost events: $(grep -m3 LOST "$file")"
+	got=$(grep -o 'hvt-mark [0-9]*' "$file" | awk -v n="$count" '
+		{ if ($2 != seen) { printf "line %d: hvt-mark %s where %d was due\n", NR, $2, seen; bad = 1; exit } seen++ }
+		END { if (!bad && seen != n) printf "%d of %d lines\n", seen, n; else if (!bad) print "ok" }')
+	[ "$got" = ok ] || fail "$file: $got"
+}
+
+# kformats NAME LOG DIR: unpack the guest's formats from its console.
+kformats() {
+	"$G" kformats --log "$2" "$3" >/dev/null || fail "kformats of $1 failed"
+	[ -f "$3/events/ftrace/print/format" ] || fail "no ftrace/print format in $3"
+}
+
+# drain NAME COUNT: read guest NAME's kept RAM file after it ended (its
+# console's formats) and check its COUNT lines; the text stays in
+# $T_TMP/NAME.txt.
+drain() {
+	kformats "$1" "$T_TMP/$1.log" "$T_TMP/fmt-$1"
+	"$HVTRACE" stream "$T_SHM/hvtrace-$1.ram" --drain --formats "$T_TMP/fmt-$1" \
+		--summary >"$T_TMP/$1.txt" 2>"$T_TMP/$1.err" ||
+		{ cat "$T_TMP/$1.err"; fail "post-mortem stream of $1 failed"; }
+	cat "$T_TMP/$1.err"
+	check_marks "$T_TMP/$1.txt" "$2"
+}
+
+info "live: $N lines through a running stream"
+t_name n live
+"$G" start --name "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
+	--kernel-events ftrace:print --run "sleep 1; $(marks "$N")" \
+	--wait-ready --timeout 120 >/dev/null || fail "start failed"
+kformats "$n" "$T_TMP/$n.log" "$T_TMP/fmt"
+ram=$(status_get "$n" ram)
+[ "$ram" = "$T_SHM/hvtrace-$n.ram" ] || fail "status names RAM '$ram'"
+[ "$(stat -c %a "$ram")" = 600 ] || fail "$ram has mode $(stat -c %a "$ram"), not 0600"
+# No --formats: stream takes the ones the running guest printed at boot.
+HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 600 "$HVTRACE" stream "$n" \
+	--guest-kernel --summary \
+	>"$T_TMP/live.txt" 2>"$T_TMP/live.err" ||
+	{ cat "$T_TMP/live.err"; fail "stream failed or did not end with the guest"; }
+cat "$T_TMP/live.err"
+grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$n.log" || fail "the guest's writer failed"
+check_marks "$T_TMP/live.txt" "$N"
+[ ! -e "$ram" ] || fail "$ram remains without --keep-ram"
+
+info "panic: $M lines, then sysrq c; read the kept RAM file"
+t_name p panic
+"$G" start --name "$p" --initrd "$initrd" --log "$T_TMP/$p.log" \
+	--kernel-events ftrace:print,sched --keep-ram \
+	--run "$(marks "$M"); echo c >/proc/sysrq-trigger" >/dev/null ||
+	fail "start failed"
+"$G" wait "$p" --poweroff --timeout 300 || fail "the guest did not end"
+grep -qa 'Kernel panic' "$T_TMP/$p.log" || fail "the guest did not panic"
+drain "$p" "$M"
+grep -q 'sched_switch' "$T_TMP/$p.txt" || fail "no sched_switch event in the kept ring"
+# The formats cache: kformats without DIR files them under the kernel's
+# version line, and stream finds them from the banner in guest RAM.
+HVT_CACHE=$T_TMP/cache "$G" kformats --log "$T_TMP/$p.log" >/dev/null ||
+	fail "kformats into the cache failed"
+HVT_CACHE=$T_TMP/cache "$HVTRACE" stream "$T_SHM/hvtrace-$p.ram" --drain \
+	>"$T_TMP/cached.txt" 2>"$T_TMP/cached.err" ||
+	{ cat "$T_TMP/cached.err"; fail "stream with cached formats failed"; }
+grep -q "formats from $T_TMP/cache/kformats/Linux_version_" "$T_TMP/cached.err" ||
+	fail "stream did not take the cached formats: $(cat "$T_TMP/cached.err")"
+check_marks "$T_TMP/cached.txt" "$M"
+
+info "SIGKILL of QEMU: $M lines; read the kept RAM file"
+t_name k kill
+"$G" start --name "$k" --initrd "$initrd" --log "$T_TMP/$k.log" \
+	--kernel-events ftrace:print --keep-ram \
+	--run "$(marks "$M"); echo hvt-marks-done; sleep 600" >/dev/null ||
+	fail "start failed"
+wait_line "$T_TMP/$k.log" '^hvt-marks-done' 300 ||
+	fail "the guest did not finish writing"
+qpid=$(status_get "$k" qemu_pid)
+[ -n "$qpid" ] || fail "no QEMU pid for $k"
+kill -KILL "$qpid"
+wait_pid_gone "$qpid" 30 || fail "QEMU $qpid did not die"
+tries=600
+while "$G" list --no-header | grep -q "^$k "; do
+	[ $tries -gt 0 ] || fail "the rig did not clean up after the killed guest"
+	tries=$((tries - 1))
+	sleep 0.1
+done
+drain "$k" "$M"
+
+"$G" cleanup --areas "$p" "$k" >/dev/null 2>&1
+[ ! -e "$T_SHM/hvtrace-$p.ram" ] && [ ! -e "$T_SHM/hvtrace-$k.ram" ] ||
+	fail "cleanup --areas left a kept RAM file"
+echo "PASS"
