@@ -519,6 +519,7 @@ static void tool_stats(struct conn *c, struct remote *r,
 			v[11] = st.writer_lost;
 			v[12] = st.oldest_ts;
 			v[13] = st.now_ts;
+			v[14] = st.unplaced;
 		}
 		conn_send(c, &out);
 	}

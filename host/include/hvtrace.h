@@ -274,6 +274,9 @@ struct hvtrace_cpu_stats {
 	uint64_t writer_lost;	/* the writer's own drop counter (meta->lost) */
 	uint64_t oldest_ts;	/* first event still readable, writer clock */
 	uint64_t now_ts;	/* newest committed event, writer clock */
+	uint64_t unplaced;	/* of dropped: events the writer could place
+				 * in no buffer (a CPU beyond the area, or a
+				 * write given up), reported */
 };
 
 /**
@@ -834,6 +837,8 @@ struct hvtrace_cpu_totals {
 	uint32_t tail_seq;	/* writer's current sub-buffer sequence */
 	uint32_t oldest_seq;	/* oldest sub-buffer still in the ring */
 	uint32_t consumer_seq;	/* owner's consumer position (consume mode) */
+	uint64_t unplaced;	/* events the writer could place in no buffer
+				 * (meta->unplaced), counted lost */
 };
 
 /**

@@ -123,7 +123,9 @@ struct hvt_rd_cpu {
 	/* accounting: events before the current page */
 	uint64_t base_e, base_l;	/* at attach */
 	uint64_t tally_e, tally_l;	/* accounted entries / drops */
+	uint64_t tally_u;		/* accounted meta->unplaced */
 	uint64_t read, overrun, dropped, skipped, discarded;
+	uint64_t unplaced;	/* reported (also counted in dropped) */
 	uint64_t bytes, errors;
 	uint64_t pending_lost;	/* to report with the next page */
 	uint64_t last_ts;

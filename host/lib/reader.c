@@ -27,6 +27,12 @@
  * and events the writer dropped.  The page we return next carries that
  * count in RB_MISSED_EVENTS/RB_MISSED_STORED, as Linux's reader pages do.
  *
+ * Events the writer could not place in any buffer (meta->unplaced, see
+ * hvt_rb_count_unplaced()) have no position in the ring: the increase of
+ * that counter is reported as lost with the buffer's next page, like a
+ * drop, and counted in 'dropped' and 'unplaced'.  The reader counts it
+ * from 0 (the writer's start), so a post-mortem read reports them all.
+ *
  * Every loop here is bounded by the ring length; a hostile writer can make
  * a CPU unreadable (and raise its error count), never make us hang or read
  * outside the mapping.
@@ -164,6 +170,33 @@ static void rd_next_page(struct hvtrace_area *a, struct hvt_rd_cpu *c)
 	hvt_area_publish_consumer(a, c->cpu, c->seq);
 }
 
+/* The writer's unplaced counter; relaxed, it orders nothing. */
+static uint64_t rd_unplaced_now(const struct hvt_rd_cpu *c)
+{
+	return __atomic_load_n(&c->meta->unplaced, __ATOMIC_RELAXED);
+}
+
+/*
+ * Unplaced events not reported yet: they go out as lost with the next
+ * page.  A counter that went backwards (a restarted writer or a corrupt
+ * meta) is an error; counting starts afresh from its value.
+ */
+static uint64_t rd_take_unplaced(struct hvt_rd_cpu *c)
+{
+	uint64_t u = rd_unplaced_now(c), d;
+
+	if (u < c->tally_u) {
+		c->errors++;
+		c->tally_u = u;
+		return 0;
+	}
+	d = u - c->tally_u;
+	c->tally_u = u;
+	c->unplaced += d;
+	c->dropped += d;
+	return d;
+}
+
 /*
  * Account a page start: everything the writer handled before it that we
  * have not accounted for was lost.  The page is c->seq.
@@ -212,6 +245,7 @@ static void rd_start_page(struct hvt_rd_cpu *c, uint64_t eb, uint64_t lb,
 		c->tally_e = eb;
 		c->tally_l = lb;
 	}
+	c->pending_lost += rd_take_unplaced(c);
 	c->gap_malformed = false;
 	c->last_start_seq = c->seq;
 	c->started = true;
@@ -570,7 +604,7 @@ static int rd_stats(struct hvtrace_area *a, int cpu,
 		    struct hvtrace_cpu_stats *st)
 {
 	struct hvt_rd_cpu *c;
-	uint64_t w, eb, lb, committed, wlost, oeb, olb;
+	uint64_t w, eb, lb, committed, wlost, oeb, olb, unpl;
 	uint32_t tail, oldest;
 	int tries;
 
@@ -591,6 +625,7 @@ static int rd_stats(struct hvtrace_area *a, int cpu,
 	st->overrun = c->overrun;
 	st->dropped = c->dropped;
 	st->skipped = c->skipped;
+	st->unplaced = c->unplaced;
 	st->now_ts = c->last_ts;
 
 	/* A consistent (word, tail descriptor) pair: retry if the writer
@@ -604,16 +639,20 @@ static int rd_stats(struct hvtrace_area *a, int cpu,
 			continue;
 		committed = eb + HVT_WORD_ENTRIES(w);
 		wlost = __atomic_load_n(&c->meta->lost, __ATOMIC_RELAXED);
+		unpl = rd_unplaced_now(c);
 		st->writer_lost = wlost;
 		if (wlost < lb || committed < c->tally_e ||
-		    wlost < c->tally_l) {
+		    wlost < c->tally_l || unpl < c->tally_u) {
 			/* Counters behind what we already accounted: a
 			 * corrupt meta or a restarted writer. */
 			c->errors++;
 			break;
 		}
-		st->written = committed - c->base_e + wlost - c->base_l;
-		st->trailing = wlost - c->tally_l;
+		/* Unplaced events count from the writer's start (0), as
+		 * the reader reports them. */
+		st->written = committed - c->base_e + wlost - c->base_l +
+			      (unpl - c->tally_u) + c->unplaced;
+		st->trailing = wlost - c->tally_l + (unpl - c->tally_u);
 		st->entries = committed - c->tally_e;
 		/*
 		 * Overwrite mode: pages older than the oldest one still in the
@@ -663,11 +702,11 @@ static uint64_t rd_take_trailing(struct hvtrace_area *a, int cpu)
 		return 0;
 	wlost = __atomic_load_n(&c->meta->lost, __ATOMIC_RELAXED);
 	if (wlost <= c->tally_l)
-		return 0;
+		return rd_take_unplaced(c);
 	wlost -= c->tally_l;
 	c->tally_l += wlost;
 	c->dropped += wlost;
-	return wlost;
+	return wlost + rd_take_unplaced(c);
 }
 
 static int rd_seek(struct hvtrace_area *a, int cpu, bool oldest)

@@ -230,5 +230,15 @@ int main(int argc, char **argv)
 	for (i = 0; i < 500; i++)
 		put(&s, 0);
 	seed_out(&s, argv[1], argv[2], "10-four-overwrite");
+
+	/* Unplaced events (a writer on a CPU beyond the area, or one that
+	 * gave up) between pages, reported with the next page. */
+	seed_new(&s, 2, 2, HVT_MODE_CONSUME, HVT_CLOCK_MONO_NS);
+	for (i = 0; i < 200; i++) {
+		put(&s, i % 2);
+		if (i % 50 == 7)
+			hvt_rb_count_unplaced(&s.cb[i % 2]);
+	}
+	seed_out(&s, argv[1], argv[2], "11-unplaced");
 	return 0;
 }
