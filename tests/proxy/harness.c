@@ -26,6 +26,7 @@
 char h_dir[64];
 char h_objtree[512];
 char h_dsock[300];
+pid_t h_dpid;
 
 static pid_t h_pids[64];
 static unsigned int h_nr_pids;
@@ -250,7 +251,7 @@ struct hvt_dclient *h_start(const char *extra)
 			argv[argc++] = tok;
 	}
 	argv[argc] = NULL;
-	h_spawn(argv, log, NULL);
+	h_dpid = h_spawn(argv, log, NULL);
 	/* Wait for the socket (bounded: 10 s). */
 	for (i = 0; i < 1000; i++) {
 		if (!access(h_dsock, F_OK) && !hvt_dclient_open(h_dsock, &dc))

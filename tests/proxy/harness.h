@@ -39,6 +39,7 @@ struct h_proc {
 extern char h_dir[64];
 extern char h_objtree[512];
 extern char h_dsock[300];
+extern pid_t h_dpid;		/* the hvtraced h_start() started */
 
 /* Create the directory, start hvtraced; returns a connected tool. */
 struct hvt_dclient *h_start(const char *extra_daemon_args);
