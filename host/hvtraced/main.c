@@ -391,8 +391,9 @@ int main(int argc, char **argv)
 		case 'C':
 		case 'G':
 			if (parse_u64(optarg, &v) || !v || v > (1u << 24)) {
-				fprintf(stderr, "hvtraced: --%s takes a number "
-						"from 1 to 16777216, not '%s'\n",
+				fprintf(stderr, "hvtraced: --%s takes a "
+						"number from 1 to 16777216, "
+						"not '%s'\n",
 					opt == 'C' ? "max-channels" :
 						     "max-registrations",
 					optarg);

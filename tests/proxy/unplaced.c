@@ -85,7 +85,8 @@ int main(void)
 	int ret;
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-		printf("SKIP: one online CPU: no CPU beyond a one-buffer area\n");
+		printf("SKIP: one online CPU: no CPU beyond a one-buffer "
+		       "area\n");
 		return 77;
 	}
 	dc = h_start(NULL);

@@ -8,7 +8,9 @@
  * (RB_MISSED_EVENTS with the count, which kbuffer decodes too), counts
  * them in dropped and unplaced, and read + lost == written holds with
  * written including them.  A second batch after the last page is
- * reported as trailing loss.  Needs two online CPUs.
+ * reported as trailing loss.  A counter that goes backwards costs an
+ * error count and counting restarts from its value.  Needs two online
+ * CPUs.
  */
 #include <kbuffer.h>
 
@@ -117,6 +119,28 @@ int main(void)
 	t_equ(rs.trailing, 0);
 	t_equ(rs.read + rs.lost, rs.written);
 	t_equ(rs.written, seq);
+
+	/* A counter that goes backwards (a restarted writer, or a guest
+	 * scribbling on its meta) is an error, not a huge loss. */
+	{
+		uint64_t errs = rs.errors;
+
+		th_meta(&ta, 0)->unplaced = 3;
+		write_on(0, &ev, 600, 0, &seq);
+		t_equ(drain(a, kb, &lost, &lossy), 600);
+		t_ok(hvtrace_cpu_get_stats(a, 0, &rs));
+		t_assert(rs.errors > errs);
+		t_equ(rs.unplaced, 42);
+		t_equ(rs.trailing, 0);
+		/* 3 -> 45: 42 more, counted. */
+		th_meta(&ta, 0)->unplaced = 42 + 3;
+		write_on(0, &ev, 600, 0, &seq);
+		t_equ(drain(a, kb, &lost, &lossy), 600);
+		t_ok(hvtrace_cpu_get_stats(a, 0, &rs));
+		t_equ(rs.unplaced, 42 + 42);
+		/* As it was, for the totals below. */
+		th_meta(&ta, 0)->unplaced = 42;
+	}
 
 	/* The writer-side totals (hvtrace stat AREA) show them too. */
 	{
