@@ -890,7 +890,7 @@ int hvt_area_validate(const struct hvt_area_header *h, uint64_t area_size,
 	else if (h->control_offset != HVT_CONTROL_OFFSET)
 		w = "control page offset is not 0x1000";
 	else if (h->cpu_offset != HVT_CPU_OFFSET)
-		w = "first CPU section is not at 0x3000";
+		w = "first CPU section is not at 0x5000";
 	else if (h->meta_size != hvt_meta_size(h->nr_subbufs))
 		w = "per-CPU meta size does not match the sub-buffer count";
 	else if (h->cpu_stride != hvt_cpu_stride(h->nr_subbufs, h->subbuf_size))

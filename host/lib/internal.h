@@ -171,6 +171,14 @@ hvt_area_cpu_meta(const struct hvtrace_area *a, uint32_t cpu);
 HVT_INTERNAL const uint8_t *hvt_area_cpu_pages(const struct hvtrace_area *a,
 					       uint32_t cpu);
 /* Post consumer progress for @cpu (owner only; release). */
+/*
+ * Post the owner's read position for @cpu (struct hvt_ctrl_pos): page
+ * @seq, @pos data bytes of it returned, @accounted events read or lost up
+ * to there, @unplaced unplaced events reported.  Owner only.
+ */
+HVT_INTERNAL void hvt_area_publish_pos(struct hvtrace_area *a, uint32_t cpu,
+				       uint32_t seq, uint32_t pos,
+				       uint64_t accounted, uint64_t unplaced);
 HVT_INTERNAL void hvt_area_publish_consumer(struct hvtrace_area *a,
 					    uint32_t cpu, uint32_t seq);
 

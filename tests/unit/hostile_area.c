@@ -271,6 +271,7 @@ static const struct hdr_case hdr_cases[] = {
 	{ "control at 0x3000", HF(control_offset), 0x3000, -EINVAL, "control" },
 	{ "CPUs at 0x2000", HF(cpu_offset), 0x2000, -EINVAL, "CPU section" },
 	{ "CPUs at 0x4000", HF(cpu_offset), 0x4000, -EINVAL, "CPU section" },
+	{ "CPUs at 0x6000", HF(cpu_offset), 0x6000, -EINVAL, "CPU section" },
 	{ "meta size 0", HF(meta_size), 0, -EINVAL, "meta size" },
 	{ "stride + 4096", HF(cpu_stride),
 	  0, /* patched below: real + 4096 */ -EINVAL, "stride" },
@@ -347,7 +348,7 @@ static void test_short_files(void)
 	} cuts[] = {
 		{ "empty file", 0, "" },
 		{ "header page only", 4096, "too small" },
-		{ "header and control only", 12288, "larger than the mapping" },
+		{ "header and control only", 20480, "larger than the mapping" },
 		{ "file one page short", -4096, "larger than the mapping" },
 		{ "file one byte short", -1, "larger than the mapping" },
 	};
