@@ -302,6 +302,11 @@ unsigned int held_take_owner(struct held_map *m, uint64_t owner, held_fn fn,
 unsigned int held_take_all(struct held_map *m, held_fn fn, void *arg);
 void held_free(struct held_map *m);
 
+/* state.c: what was attached, across a restart (RUN_DIR/hvtraced.state) */
+void state_changed(void);
+void state_save(void);		/* when changed, not while stopping */
+void state_restore(void);
+
 /* sync.c */
 void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 		 uint64_t recv);

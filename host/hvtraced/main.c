@@ -495,6 +495,7 @@ int main(int argc, char **argv)
 		else
 			d_log("%s", msg);
 	}
+	state_restore();
 	d_log("listening on %s (pid %d)", D->sock_path, (int)getpid());
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "y", 1) != 1)
@@ -532,6 +533,7 @@ int main(int argc, char **argv)
 			D->next_poll_us = d_now_us() + D->poll_us;
 		}
 		conns_reap();
+		state_save();
 	}
 
 	while (D->remotes)

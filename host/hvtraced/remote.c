@@ -234,6 +234,7 @@ int remote_new(const char *name, enum hvt_transport t, struct remote **out)
 		;
 	*pp = r;
 	*out = r;
+	state_changed();
 	return 0;
 }
 
@@ -270,6 +271,7 @@ void remote_destroy(struct remote *r)
 			break;
 		}
 	held_free(&r->held);
+	state_changed();
 	free(r->chg);
 	free(r->page);
 	free(r);
