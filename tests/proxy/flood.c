@@ -117,12 +117,6 @@ static int fl_connect(const char *area)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	static uint8_t buf[4096];
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} cm;
-	struct msghdr mh = { 0 };
-	struct iovec iov;
 	struct hvt_msg m;
 	int fd, afd, n;
 
@@ -146,17 +140,7 @@ static int fl_connect(const char *area)
 	m.u.hello.name.len = 5;
 	n = hvt_msg_encode(buf, sizeof(buf), &m);
 	t_assert(n > 0);
-	iov.iov_base = buf;
-	iov.iov_len = (size_t)n;
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cm.b;
-	mh.msg_controllen = sizeof(cm.b);
-	CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-	CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &afd, sizeof(int));
-	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != n)
+	if (h_send_with_fd(fd, buf, (size_t)n, afd) != n)
 		t_fail("sendmsg: %s", strerror(errno));
 	close(afd);
 	fcntl(fd, F_SETFL, O_NONBLOCK);
@@ -309,19 +293,6 @@ static void fl_run(int out)
 
 /* --- the test ------------------------------------------------------------ */
 
-static uint32_t subscribe(struct hvt_dclient *c, uint32_t remote)
-{
-	struct hvt_msg m, r;
-
-	memset(&m, 0, sizeof(m));
-	m.type = HVT_MSG_SUBSCRIBE;
-	m.chan = remote;
-	m.u.subscribe.cpu = -1;
-	t_ok(hvt_dclient_call(c, &m, &r, 10000, NULL, NULL));
-	t_eq(r.u.result.status, 0);
-	return r.u.result.id;
-}
-
 int main(void)
 {
 	struct hvt_dclient *dc = h_start(NULL);
@@ -342,7 +313,7 @@ int main(void)
 	/* 64 MiB: the workload's burst (about 10 MB) fits its rings
 	 * however slowly they are read, so every event must arrive. */
 	h_agent_start(&a, "good", "--size 64M");
-	g.sub = subscribe(dc, a.remote);
+	g.sub = h_subscribe(dc, a.remote, 0);
 	snprintf(count, sizeof(count), "%d", COUNT);
 	h_proc_start(&w, "guest/workloads/ue_writer", "--socket", a.sock,
 		     "--count", count, "--wait-enable", "30000", NULL);

@@ -74,7 +74,7 @@ int main(void)
 	struct tally y = { 0 };
 	struct h_agent a;
 	struct h_proc w;
-	struct hvt_msg m, r;
+	struct hvt_msg m;
 	char text[256], cmd[1024], out[8192], count[16];
 	unsigned long long wrote, dropped, skipped, failed;
 	long long unplaced, written, trailing, lost, readv;
@@ -91,13 +91,7 @@ int main(void)
 	}
 	dc = h_start(NULL);
 	h_agent_start(&a, "few", "--size 4M --cpus 1");
-	memset(&m, 0, sizeof(m));
-	m.type = HVT_MSG_SUBSCRIBE;
-	m.chan = a.remote;
-	m.u.subscribe.cpu = -1;
-	t_ok(hvt_dclient_call(dc, &m, &r, 10000, NULL, NULL));
-	t_eq(r.u.result.status, 0);
-	y.sub = r.u.result.id;
+	y.sub = h_subscribe(dc, a.remote, 0);
 
 	snprintf(count, sizeof(count), "%d", COUNT);
 	h_proc_start(&w, "guest/workloads/ue_seq", "--socket", a.sock,
