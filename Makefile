@@ -13,6 +13,7 @@
 #                     build, freestanding link check, end-to-end)
 #   bench             run the benchmarks (prints BENCH lines)
 #   demo              install what is missing and run the demo
+#   check-fresh       the README's two commands in a fresh Debian 12 root
 #   install           install to $(DESTDIR)$(PREFIX)
 #   deps              install missing Debian packages
 #   clean, distclean
@@ -95,12 +96,20 @@ $(KCONFIG_CONFIG): | $(objtree)/.dir
 	$(Q)$(KCONF_ENV) kconfig-conf --defconfig=$(srctree)/configs/$(DEFCONFIG) $(srctree)/Kconfig >/dev/null
 
 # silentoldconfig writes include/config/ and include/generated/ in the cwd.
+# Options that are new since the .config was written take their defaults
+# (olddefconfig) instead of stopping a non-interactive build with a prompt.
 $(AUTOHEADER) $(AUTOCONF): $(KCONFIG_CONFIG) $(shell find $(srctree) -name Kconfig -not -path '$(objtree)/*' 2>/dev/null)
 	$(quiet) KCONFIG include/generated/autoconf.h
+	$(Q)cd $(objtree) && $(KCONF_ENV) kconfig-conf --olddefconfig $(srctree)/Kconfig >/dev/null
 	$(Q)cd $(objtree) && $(KCONF_ENV) kconfig-conf --silentoldconfig $(srctree)/Kconfig
 	$(Q)touch $(AUTOHEADER) $(AUTOCONF)
 
-ifeq ($(filter $(config-targets) clean distclean deps help,$(MAKECMDGOALS)),)
+# demo, check, bench and check-fresh install the Debian packages first and
+# then do their work in a sub-make, so the configuration is read (and
+# kconfig-conf run) only once the tools are there.
+no-config-goals := $(config-targets) clean distclean deps help demo check \
+	bench check-fresh
+ifeq ($(filter $(no-config-goals),$(MAKECMDGOALS)),)
 -include $(AUTOCONF)
 endif
 
@@ -236,8 +245,12 @@ $(objtree)/bench.list: FORCE
 	$(file >$@,$(foreach n,$(BENCH_NAMES),$(n)|$(BENCH_CMD_$(subst /,_,$(n)))$(newline)))
 
 bench: deps
-	$(Q)$(MAKE) --no-print-directory all $(BENCH_PROGS)
+	$(Q)$(MAKE) --no-print-directory bench-build
 	$(Q)$(MAKE) --no-print-directory bench-run
+
+.PHONY: bench-build
+bench-build: all $(BENCH_PROGS)
+	@:
 
 .PHONY: bench-run
 bench-run: $(objtree)/bench.list
@@ -250,6 +263,12 @@ demo: deps
 
 deps:
 	$(Q)$(srctree)/scripts/install-deps.sh
+
+# The README's two commands in a fresh Debian 12 root (debootstrap), run
+# on a clone of the committed tree; see docs/testing.md.
+.PHONY: check-fresh
+check-fresh: deps
+	$(Q)$(srctree)/scripts/check-fresh.sh $(srctree)
 
 install: all
 	$(Q)HVT_OBJTREE=$(objtree) HVT_SRCTREE=$(srctree) DESTDIR="$(DESTDIR)" \
@@ -264,7 +283,7 @@ distclean:
 	$(Q)rm -rf $(objtree)
 
 help:
-	@sed -n '3,20p' $(srctree)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,21p' $(srctree)/Makefile | sed 's/^# \{0,1\}//'
 
 .SECONDARY:
 FORCE:

@@ -10,6 +10,8 @@ PKGS=(
 	# build
 	gcc make pkg-config clang libclang-rt-14-dev kconfig-frontends
 	libncurses-dev gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu
+	# the aarch64 C library headers: guest library and its tests for arm64
+	libc6-dev-arm64-cross
 	# host library: real ftrace decoding, tracefs, FUSE
 	libtraceevent-dev libtracefs-dev libfuse3-dev fuse3
 	# tools the tests check our files with
@@ -19,11 +21,14 @@ PKGS=(
 	qemu-user
 	# a peer to benchmark against
 	liblttng-ust-dev lttng-tools
-	# trace.dat tests: xwininfo checks KernelShark's windows
-	x11-utils
+	# trace.dat tests: xwininfo checks KernelShark's windows; x_close
+	# (libX11) closes it so it saves its session
+	x11-utils libx11-dev
 	man-db groff-base bsdextrautils
 	# the FUSE tests check poll() on trace_pipe with python3's select
 	python3-minimal
+	# make check-fresh: a fresh Debian 12 root to run the README in
+	debootstrap git
 )
 
 missing=()

@@ -50,3 +50,17 @@ for sec in 1 3 7 8; do
 		echo "  INSTALL $mandir/man$sec/$(basename "$m")"
 	done
 done
+
+# hvtraced serves root and the group hvtrace (its socket is 0660, owned by
+# that group): create the group on the machine itself, never in a staging
+# DESTDIR.
+if [ -n "$dest" ]; then
+	echo "  GROUP   skipped (DESTDIR is set): on the target, run 'groupadd --system hvtrace' as root"
+elif [ "$(id -u)" != 0 ]; then
+	echo "  GROUP   skipped (not root): run 'groupadd --system hvtrace' as root"
+elif getent group hvtrace >/dev/null; then
+	echo "  GROUP   hvtrace exists"
+else
+	groupadd --system hvtrace
+	echo "  GROUP   hvtrace created; add the users who trace: usermod -aG hvtrace USER"
+fi

@@ -68,6 +68,8 @@ static const char guest_usage[] =
 	"  --run 'CMD'  --agent-args 'ARGS'  --kernel FILE  --initrd FILE\n"
 	"  --add FILE[:DEST]  --module NAME  --port NAME  --append 'ARGS'\n"
 	"  --qemu-arg ARG  --accel auto|tcg|kvm  --keep-area  --log FILE\n"
+	"  (auto uses KVM where a probe boot of the kernel worked, else TCG;\n"
+	"  kvm fails where it did not, saying why)\n"
 	"\n"
 	"The guest kernel is Debian's 6.12 (qemu-scripts/fetch-kernel.sh,\n"
 	"cached in /var/cache/hvtrace); the launcher packs the initramfs at\n"

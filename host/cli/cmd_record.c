@@ -27,7 +27,9 @@ static const char record_usage[] =
 	"after its writer, each REMOTE in one named after it; the kernel's\n"
 	"events go in the top-level buffer.  All buffers share the host's\n"
 	"CLOCK_MONOTONIC: the kernel records with its 'mono' trace clock,\n"
-	"remote timestamps are converted.\n"
+	"remote timestamps are converted.  The kernel is read as 'hvtrace\n"
+	"stream --kernel' reads it: through the ring-buffer mmap, or, before\n"
+	"Linux 6.10, read() of trace_pipe_raw (said once on stderr).\n"
 	"\n"
 	"  -o, --output FILE     the trace.dat to write (required)\n"
 	"  -k, --kernel          record the host kernel's events too (with\n"
@@ -43,9 +45,11 @@ static const char record_usage[] =
 	"  -d, --duration S      stop after S seconds\n"
 	"  -n, --events N        stop once N events were recorded (what\n"
 	"                        is pending then is kept too)\n"
-	"      --no-control      attach areas read-only (no enabling, no\n"
-	"                        time sync; for post-mortem copies; not\n"
-	"                        with REMOTEs)\n"
+	"      --read-only, --no-control\n"
+	"                        attach areas read-only (no enabling, no\n"
+	"                        time sync, nothing written to the area;\n"
+	"                        beside another owner, or for post-mortem\n"
+	"                        copies; not with REMOTEs)\n"
 	"  -q, --quiet           no status line\n"
 	"      --socket PATH     hvtraced's socket, for REMOTEs (default\n"
 	"                        $HVTRACED_SOCKET or /run/hvtrace/hvtraced.sock)\n"
@@ -82,6 +86,7 @@ static int record_run(int argc, char **argv)
 		{"duration", required_argument, NULL, 'd'},
 		{"events", required_argument, NULL, 'n'},
 		{"no-control", no_argument, NULL, 'C'},
+		{"read-only", no_argument, NULL, 'C'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"socket", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
@@ -173,7 +178,7 @@ static int record_run(int argc, char **argv)
 		if (o.flags & HVTRACE_TDAT_REC_NO_CONTROL) {
 			free(events);
 			return hvt_cli_usage(
-				"record", "--no-control is for areas: hvtraced "
+				"record", "--read-only is for areas: hvtraced "
 					  "owns its remotes and reads them "
 					  "itself");
 		}

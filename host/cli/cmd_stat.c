@@ -25,7 +25,7 @@
 #define VERB "stat"
 
 static const char stat_usage[] =
-	"usage: hvtrace stat AREA [--cpu N]\n"
+	"usage: hvtrace stat AREA [--cpu N] [--read-only]\n"
 	"       hvtrace stat NAME [--cpu N] [--socket PATH]\n"
 	"       hvtrace stat --kernel [--instance NAME] [--cpu N]\n"
 	"\n"
@@ -64,10 +64,12 @@ static const char stat_usage[] =
 	"  --kernel            the host kernel's buffers\n"
 	"  --instance NAME     with --kernel: tracefs instance NAME\n"
 	"  --cpu N             only CPU N\n"
+	"  --read-only         accepted for symmetry with stream and\n"
+	"                      record: an AREA is always opened read-only\n"
 	"  --socket PATH       hvtraced's socket, for NAME\n"
 	"  -h, --help          this text\n";
 
-enum { OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU, OPT_SOCKET };
+enum { OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU, OPT_SOCKET, OPT_RO };
 
 static void stat_ts(const char *label, uint64_t ns)
 {
@@ -208,6 +210,7 @@ static int cmd_stat(int argc, char **argv)
 		{ "instance", required_argument, NULL, OPT_INSTANCE },
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "read-only", no_argument, NULL, OPT_RO },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spec = NULL, *instance = NULL, *sock = NULL;
@@ -228,6 +231,8 @@ static int cmd_stat(int argc, char **argv)
 		case OPT_SOCKET:
 			sock = optarg;
 			break;
+		case OPT_RO:
+			break;	/* an AREA is always opened read-only */
 		case OPT_CPU:
 			if (hvt_cli_parse_u64(optarg, &v) || v >= 4096)
 				return hvt_cli_usage(VERB, "bad --cpu '%s' (a "

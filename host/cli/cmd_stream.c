@@ -43,14 +43,20 @@ static const char st_usage[] =
 	"where events were lost.  AREA is PATH[@OFFSET[+SIZE]] (a /dev/shm\n"
 	"file, a QEMU memory-backend file, a post-mortem copy); --kernel\n"
 	"reads the host kernel's own ring buffer through the same code (the\n"
-	"trace_pipe_raw mmap).  Area timestamps are converted to the host's\n"
+	"trace_pipe_raw mmap; on kernels before 6.10, or a buffer with a\n"
+	"snapshot, read() of whole sub-buffers from trace_pipe_raw, said\n"
+	"once on stderr, with the same output; HVTRACE_KERNEL_RING=read\n"
+	"forces it).  Area timestamps are converted to the host's\n"
 	"CLOCK_MONOTONIC; kernel timestamps are printed in its trace clock,\n"
 	"as trace_pipe does.\n"
 	"\n"
 	"An area is opened as its owner (control page read-write): all its\n"
 	"events and tracing are enabled, consumer progress is published (so\n"
 	"a consume-mode writer can reuse what was read) and the writer's\n"
-	"clock is sampled.  A read-only file falls back to a read-only open,\n"
+	"clock is sampled.  One owner per area: while another process owns\n"
+	"it (another stream or record, hvtraced, a mount), stream refuses\n"
+	"and names it; read the area through hvtraced, or beside its owner\n"
+	"with --read-only.  A read-only file falls back to a read-only open,\n"
 	"with a note.  Stream exits by itself once a writer that stopped (or\n"
 	"died) has been read to the end, unless --follow.\n"
 	"\n"
@@ -75,10 +81,11 @@ static const char st_usage[] =
 	"  --drain             print what is there now and exit once every\n"
 	"                      CPU is empty (post-mortem reads)\n"
 	"  --follow            keep waiting after the writer stopped\n"
-	"  --read-only         do not take control of the area (no\n"
-	"                      enabling, no consumer progress: a\n"
-	"                      consume-mode writer then drops once its ring\n"
-	"                      is full)\n"
+	"  --read-only         do not take control of the area: nothing is\n"
+	"                      written to it (no enabling, no consumer\n"
+	"                      progress: without an owner a consume-mode\n"
+	"                      writer drops once its ring is full); works\n"
+	"                      beside an owner\n"
 	"  --summary           print per-CPU counts on stderr at the end\n"
 	"  --socket PATH       hvtraced's socket, for NAME (default\n"
 	"                      $HVTRACED_SOCKET or /run/hvtrace/hvtraced.sock)\n"
@@ -358,6 +365,11 @@ static int st_open_kernel(struct st_state *s)
 	}
 	if (err || !s->nr)
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	if (hvtrace_ring_fallback(s->cpus[0].ring))
+		fprintf(stderr,
+			"hvtrace: host kernel ring: trace_pipe_raw read() "
+			"(%s)\n",
+			hvtrace_ring_fallback(s->cpus[0].ring));
 	if (!hvtrace_ring_clock_is_ns(s->cpus[0].ring))
 		s->text_flags |= HVTRACE_TEXT_RAW_TS;
 	if (hvtrace_decoder_new_kernel(NULL, &s->dec))

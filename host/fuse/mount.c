@@ -150,8 +150,10 @@ int hvt_fz_run(const struct fz_options *o)
 	if (ret)
 		goto out;
 
+	/* Other users are let in only with the kernel checking the file
+	 * modes (0640/0440, the mounting user's): the view itself does not. */
 	snprintf(optstr, sizeof(optstr), "fsname=hvtrace,subtype=hvtrace%s",
-		 o->allow_other ? ",allow_other" : "");
+		 o->allow_other ? ",allow_other,default_permissions" : "");
 	if (fuse_opt_add_arg(&args, "hvtrace") ||
 	    fuse_opt_add_arg(&args, "-o") || fuse_opt_add_arg(&args, optstr) ||
 	    (o->debug && fuse_opt_add_arg(&args, "-d"))) {

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon.h"
 #include "../tracedat/tdat.h"
@@ -48,6 +49,10 @@
 struct area_remote {
 	char spec[4200];
 	uint32_t flags;		     /* HVT_ATTACH_* */
+	/* Who attached it, when not root: every (re)open is checked
+	 * against what that client may open (access.c). */
+	struct d_cred cred;
+	bool restricted;
 	struct hvt_tdat_catalog cat; /* static events of the writer kind */
 	uint32_t cat_kind;	     /* writer kind the catalog is for */
 	bool have_cat;
@@ -60,7 +65,7 @@ struct area_remote {
 	uint64_t next_sync_ms;
 	unsigned int burst_left;
 	unsigned int sync_misses; /* answers missed in a row */
-	char last_err[256];	  /* logged once per distinct error */
+	char last_err[512];	  /* logged once per distinct error */
 };
 
 const char *area_remote_spec(const struct remote *r)
@@ -177,11 +182,26 @@ static int ar_open(struct remote *r)
 	uint8_t *page;
 	int ret;
 
-	ret = hvtrace_area_open_spec(ar->spec, HVTRACE_OPEN_CONTROL, &a);
+	char via[sizeof(ar->spec) + 32], why[512];
+	int fd;
+
+	ret = access_area_open(ar->restricted ? &ar->cred : NULL, ar->spec,
+			       &fd, via, sizeof(via), why, sizeof(why));
+	if (!ret) {
+		ret = hvtrace_area_open_spec(via, HVTRACE_OPEN_CONTROL, &a);
+		/* Opened through a descriptor: name the file as given. */
+		if (ret && fd >= 0)
+			snprintf(why, sizeof(why), "%.200s (opened as %.40s): %s",
+				 ar->spec, via, hvtrace_last_error());
+		else if (ret)
+			snprintf(why, sizeof(why), "%s", hvtrace_last_error());
+		if (fd >= 0)
+			close(fd);	/* the area holds its own descriptor */
+	}
 	if (ret) {
-		if (strcmp(ar->last_err, hvtrace_last_error())) {
+		if (strcmp(ar->last_err, why)) {
 			snprintf(ar->last_err, sizeof(ar->last_err), "%s",
-				 hvtrace_last_error());
+				 why);
 			d_log("remote '%s': %s (retrying every %d ms)", r->name,
 			      ar->last_err, AR_RETRY_MS);
 		}
@@ -228,6 +248,7 @@ static int ar_open(struct remote *r)
 }
 
 int area_remote_attach(const char *name, const char *spec, uint32_t flags,
+		       const struct d_cred *cred,
 		       struct remote **out, char *msg, size_t msgsize)
 {
 	struct area_remote *ar;
@@ -260,6 +281,21 @@ int area_remote_attach(const char *name, const char *spec, uint32_t flags,
 	}
 	snprintf(ar->spec, sizeof(ar->spec), "%s", spec);
 	ar->flags = flags;
+	if (cred && !cred->root && cred->uid != geteuid()) {
+		char via[sizeof(ar->spec) + 32];
+		int fd;
+
+		/* Refused now, not retried: the client sees why. */
+		ar->cred = *cred;
+		ar->restricted = true;
+		ret = access_area_open(&ar->cred, spec, &fd, via, sizeof(via),
+				       msg, msgsize);
+		if (ret) {
+			free(ar);
+			return ret;
+		}
+		close(fd);
+	}
 	ret = remote_new(name, HVT_TRANSPORT_AREA, &r);
 	if (ret) {
 		free(ar);

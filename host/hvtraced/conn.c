@@ -319,6 +319,7 @@ void conns_reap(void)
 		if (c->next)
 			c->next->prev = c->prev;
 		D->nr_conns--;
+		free(c->denied);
 		free(c->rbuf);
 		free(c);
 	}
@@ -329,6 +330,7 @@ void conns_reap(void)
 static void conn_accept(struct conn *l)
 {
 	struct ucred cred;
+	char why[512];
 	socklen_t len;
 	struct conn *c;
 	int fd, i;
@@ -352,9 +354,23 @@ static void conn_accept(struct conn *l)
 			continue;
 		}
 		len = sizeof(cred);
-		if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
-			c->pid = cred.pid;
-			c->uid = cred.uid;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+			d_log("refusing a connection: no peer credentials "
+			      "(%s)",
+			      strerror(errno));
+			conn_close(c);
+			continue;
+		}
+		c->pid = cred.pid;
+		c->uid = cred.uid;
+		if (!access_peer_check(&c->cred, cred.pid, cred.uid, why,
+				       sizeof(why))) {
+			/* Answered at its HELLO, then closed. */
+			d_log("refusing connection %u (pid %d): %s", c->id,
+			      (int)cred.pid, why);
+			c->denied = strdup(why);
+			if (!c->denied)
+				conn_close(c);
 		}
 		d_dbg("connection %u from pid %d", c->id, (int)c->pid);
 	}
@@ -367,6 +383,42 @@ static void conn_protocol_error(struct conn *c, int err, const char *why)
 		c->remote->proto_errors++;
 	d_dbg("connection %u: %s (%s)", c->id, why ? why : "bad bytes",
 	      strerror(-err));
+}
+
+void conn_reply_hello(struct conn *c, const struct hvt_msg *m, uint32_t role,
+		      int status, const char *text)
+{
+	struct hvt_msg r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = HVT_MSG_HELLO;
+	r.flags = HVT_PF_REPLY;
+	r.req = m->req;
+	r.u.hello.min_version = HVT_PROTO_VERSION;
+	r.u.hello.max_version = HVT_PROTO_VERSION;
+	r.u.hello.role = role;
+	r.u.hello.pid = (uint32_t)getpid();
+	r.u.hello.status = status;
+	r.u.hello.text.ptr = text;
+	r.u.hello.text.len = (uint32_t)strnlen(text, HVT_PROTO_TEXT_MAX);
+	conn_send(c, &r);
+}
+
+/* A peer access_peer_check() refused: say why, in the answer its HELLO
+ * expects (or as an error), then close. */
+static void conn_refuse(struct conn *c, const struct hvt_msg *m)
+{
+	c->closing = true;
+	if (m->flags & HVT_PF_REPLY)
+		return;
+	if (m->type != HVT_MSG_HELLO)
+		conn_reply_error(c, m->req, m->chan, -EACCES, c->denied);
+	else
+		conn_reply_hello(c, m,
+				 m->u.hello.role == HVT_ROLE_AGENT ?
+					 HVT_ROLE_HOST :
+					 HVT_ROLE_DAEMON,
+				 -EACCES, c->denied);
 }
 
 static void conn_dispatch(struct conn *c, const struct hvt_frame *f)
@@ -386,6 +438,10 @@ static void conn_dispatch(struct conn *c, const struct hvt_frame *f)
 	}
 	switch (c->role) {
 	case CONN_NEW:
+		if (c->denied) {
+			conn_refuse(c, &m);
+			return;
+		}
 		if (m.type != HVT_MSG_HELLO || (m.flags & HVT_PF_REPLY)) {
 			conn_protocol_error(c, -EPROTO, "no HELLO first");
 			if (!(m.flags & HVT_PF_REPLY))

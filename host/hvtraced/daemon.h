@@ -28,6 +28,8 @@
 #define D_PAGES_PER_TICK	64	/* per CPU per poll round */
 #define D_CMDLINE_SLOTS		4096
 #define D_MAX_CONNS		1024
+#define D_CRED_GROUPS		64	/* groups of a peer looked at */
+#define D_MAX_AREA_DIRS		8
 #define D_TRIGGER_TIMEOUT_MS	2000
 #define D_HELLO_RETRY_MS	2000
 #define D_RECONNECT_MS		1000
@@ -70,6 +72,15 @@ enum conn_role {
 struct remote;
 struct sub;
 
+/* A socket peer's credentials (access.c). */
+struct d_cred {
+	uid_t uid;
+	gid_t gid;
+	bool root;
+	uint32_t nr_groups;
+	gid_t groups[D_CRED_GROUPS];
+};
+
 struct conn {
 	struct conn *next, *prev;
 	int fd;
@@ -77,6 +88,8 @@ struct conn {
 	uint32_t id;
 	pid_t pid;
 	uid_t uid;
+	struct d_cred cred;	/* socket peers (access.c) */
+	char *denied;		/* why access_peer_check() refused it */
 	uint32_t ev;		/* epoll events registered */
 	bool closing;		/* flush what is queued, then close */
 	bool dead;		/* close at the end of this round */
@@ -221,6 +234,9 @@ struct daemon {
 	unsigned int sock_mode;
 	const char *run_dir;
 	const char *shm_dir;
+	const char *area_dirs[D_MAX_AREA_DIRS];	/* for non-root ATTACH_AREA */
+	char area_dir_real[D_MAX_AREA_DIRS][PATH_MAX];
+	unsigned int nr_area_dirs;
 	size_t client_queue;
 	uint32_t sync_interval_ms;
 	uint32_t poll_min_us;
@@ -247,7 +263,18 @@ uint64_t d_now_ns(void);
 void d_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void d_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* access.c */
+void access_init(void);
+bool access_group_gid(gid_t *gid);
+bool access_peer_check(struct d_cred *cr, pid_t pid, uid_t uid, char *why,
+		       size_t size);
+int access_area_open(const struct d_cred *cr, const char *spec, int *fd_out,
+		     char *via, size_t via_size, char *msg, size_t msgsize);
+
 /* conn.c */
+/* Answer HELLO @m as @role with @status and @text. */
+void conn_reply_hello(struct conn *c, const struct hvt_msg *m, uint32_t role,
+		      int status, const char *text);
 struct conn *conn_new(int fd, enum conn_role role);
 void conn_update_events(struct conn *c);
 int conn_send(struct conn *c, const struct hvt_msg *m);
@@ -316,6 +343,7 @@ void tool_frame(struct conn *c, const struct hvt_msg *m);
 
 /* area_remote.c: remotes that are an area alone (hypervisor, loopback) */
 int area_remote_attach(const char *name, const char *spec, uint32_t flags,
+		       const struct d_cred *cred,
 		       struct remote **out, char *msg, size_t msgsize);
 void area_remote_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
 void area_remote_free(struct remote *r);

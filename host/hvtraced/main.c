@@ -10,10 +10,13 @@
  * someone subscribes) become the epoll timeout.  With nothing to do it
  * sleeps; an attached remote costs one ping per --sync-interval.
  *
- * Access: the socket is mode 0660 (--socket-mode), owned by group
+ * Access: the socket is created mode 0660 (--socket-mode), owned by group
  * "hvtrace" when that group exists (--group).  Tools and local agents of
- * that group, and root, can connect; agents inside guests reach the daemon
- * only through their virtio-serial port.
+ * that group, and root, can connect, and each connection's credentials are
+ * checked again (access.c); agents inside guests reach the daemon only
+ * through their virtio-serial port.  Areas attached by clients other than
+ * root must be regular files under --area-dir that they could write
+ * themselves.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +68,11 @@ static const char usage_text[] =
 	"                         daemon owns its control page\n"
 	"  --run-dir DIR          default " DEFAULT_RUN_DIR "\n"
 	"  --shm-dir DIR          default /dev/shm\n"
+	"  --area-dir DIR         a directory whose regular files clients\n"
+	"                         other than root may attach with 'hvtrace\n"
+	"                         daemon attach --area' (repeatable, at\n"
+	"                         most 8; default /dev/shm, --shm-dir and\n"
+	"                         --run-dir).  Root may attach any file\n"
 	"  --log FILE             where a detached daemon logs (default\n"
 	"                         RUN_DIR/hvtraced.log)\n"
 	"  --client-queue BYTES   pages queued per tool before dropping\n"
@@ -177,8 +185,10 @@ static int listen_socket(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[PATH_MAX], *slash;
-	struct group *gr;
+	mode_t old_mask;
 	struct stat st;
+	bool bound;
+	gid_t gid;
 	int fd, ret;
 
 	if (strlen(D->sock_path) >= sizeof(sa.sun_path)) {
@@ -219,19 +229,28 @@ static int listen_socket(void)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 128)) {
+	/* The socket is born with its final mode (never wider for an
+	 * instant), given to the group, and only then listens. */
+	old_mask = umask(~D->sock_mode & 0777);
+	ret = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+	umask(old_mask);
+	bound = !ret;
+	if (!ret && access_group_gid(&gid) &&
+	    chown(D->sock_path, (uid_t)-1, gid)) {
 		ret = -errno;
+		d_log("cannot give %s to group %s: %s (members could not "
+		      "connect; run hvtraced as root or pick --group)",
+		      D->sock_path, D->group, strerror(-ret));
+	}
+	if (!ret && listen(fd, 128))
+		ret = -errno;
+	if (ret) {
 		d_log("cannot listen on %s: %s", D->sock_path, strerror(-ret));
 		close(fd);
+		if (bound)
+			unlink(D->sock_path);
 		return ret;
 	}
-	gr = D->group ? getgrnam(D->group) : NULL;
-	if (gr && chown(D->sock_path, (uid_t)-1, gr->gr_gid))
-		d_log("warning: cannot give %s to group %s: %s", D->sock_path,
-		      D->group, strerror(errno));
-	if (chmod(D->sock_path, D->sock_mode))
-		d_log("warning: cannot chmod %s: %s", D->sock_path,
-		      strerror(errno));
 	if (!conn_new(fd, CONN_LISTEN)) {
 		close(fd);
 		return -ENOMEM;
@@ -276,6 +295,7 @@ int main(int argc, char **argv)
 		{ "attach-area", required_argument, NULL, 'a' },
 		{ "run-dir", required_argument, NULL, 'R' },
 		{ "shm-dir", required_argument, NULL, 's' },
+		{ "area-dir", required_argument, NULL, 'D' },
 		{ "log", required_argument, NULL, 'L' },
 		{ "client-queue", required_argument, NULL, 'Q' },
 		{ "sync-interval", required_argument, NULL, 'I' },
@@ -360,6 +380,17 @@ int main(int argc, char **argv)
 		case 's':
 			D->shm_dir = optarg;
 			break;
+		case 'D':
+			if (D->nr_area_dirs == D_MAX_AREA_DIRS ||
+			    optarg[0] != '/') {
+				fprintf(stderr, "hvtraced: --area-dir takes an "
+						"absolute directory (at most "
+						"%d)\n",
+					D_MAX_AREA_DIRS);
+				return 2;
+			}
+			D->area_dirs[D->nr_area_dirs++] = optarg;
+			break;
 		case 'L':
 			log_path = optarg;
 			break;
@@ -423,6 +454,12 @@ int main(int argc, char **argv)
 			argv[optind], usage_text);
 		return 2;
 	}
+	if (!D->nr_area_dirs) {
+		D->area_dirs[D->nr_area_dirs++] = "/dev/shm";
+		if (strcmp(D->shm_dir, "/dev/shm"))
+			D->area_dirs[D->nr_area_dirs++] = D->shm_dir;
+		D->area_dirs[D->nr_area_dirs++] = D->run_dir;
+	}
 	if (D->poll_max_us < D->poll_min_us)
 		D->poll_max_us = D->poll_min_us;
 	D->poll_us = D->poll_min_us;
@@ -473,6 +510,7 @@ int main(int argc, char **argv)
 		d_log("epoll/signalfd: %s", strerror(errno));
 		return 1;
 	}
+	access_init();
 	sc = conn_new(D->sfd, CONN_SIGNAL);
 	if (!sc || listen_socket())
 		return 1;
@@ -490,7 +528,8 @@ int main(int argc, char **argv)
 
 		snprintf(name, sizeof(name), "%.*s",
 			 (int)(eq - attach_area[i]), attach_area[i]);
-		if (area_remote_attach(name, eq + 1, 0, &r, msg, sizeof(msg)))
+		if (area_remote_attach(name, eq + 1, 0, NULL, &r, msg,
+				       sizeof(msg)))
 			d_log("--attach-area %s: %s", attach_area[i], msg);
 		else
 			d_log("%s", msg);

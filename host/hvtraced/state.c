@@ -161,7 +161,9 @@ void state_restore(void)
 			      name);
 			continue;
 		}
-		ret = spec ? area_remote_attach(name, spec, 0, &r, msg,
+		/* With the daemon's own authority, as --attach-area: the
+		 * entry was checked against its requester when it came. */
+		ret = spec ? area_remote_attach(name, spec, 0, NULL, &r, msg,
 						sizeof(msg)) :
 			     remote_attach_chardev(name, &r, msg, sizeof(msg));
 		if (ret)

@@ -51,23 +51,13 @@ static void send_text(struct conn *c, const struct hvt_msg *req, int status,
 
 static void tool_hello(struct conn *c, const struct hvt_msg *m)
 {
-	static const char text[] = "hvtraced " HVT_VERSION;
-	struct hvt_msg r;
-
-	memset(&r, 0, sizeof(r));
-	r.type = HVT_MSG_HELLO;
-	r.flags = HVT_PF_REPLY;
-	r.req = m->req;
-	r.u.hello.min_version = HVT_PROTO_VERSION;
-	r.u.hello.max_version = HVT_PROTO_VERSION;
-	r.u.hello.role = HVT_ROLE_DAEMON;
-	r.u.hello.pid = (uint32_t)getpid();
-	if (m->u.hello.min_version > HVT_PROTO_VERSION ||
-	    m->u.hello.max_version < HVT_PROTO_MIN_VERSION)
-		r.u.hello.status = -EPROTONOSUPPORT;
-	r.u.hello.text.ptr = text;
-	r.u.hello.text.len = sizeof(text) - 1;
-	conn_send(c, &r);
+	conn_reply_hello(c, m, HVT_ROLE_DAEMON,
+			 m->u.hello.min_version > HVT_PROTO_VERSION ||
+					 m->u.hello.max_version <
+						 HVT_PROTO_MIN_VERSION ?
+				 -EPROTONOSUPPORT :
+				 0,
+			 "hvtraced " HVT_VERSION);
 }
 
 static void tool_remotes(struct conn *c, const struct hvt_msg *m)

@@ -123,7 +123,11 @@ void tool_ext_attach_area(struct conn *c, const struct hvt_msg *m)
 		return;
 	}
 	*eq = '\0';
-	ret = area_remote_attach(s, eq + 1, m->u.arg.arg, &r, msg, sizeof(msg));
+	ret = area_remote_attach(s, eq + 1, m->u.arg.arg, &c->cred, &r, msg,
+				 sizeof(msg));
+	if (ret)
+		d_log("refused ATTACH_AREA %s from uid %u: %s", eq + 1,
+		      (unsigned int)c->cred.uid, msg);
 	if (!ret)
 		d_log("%s", msg);
 	conn_reply_result(c, m, HVT_MSG_ATTACH_AREA, ret, ret ? 0 : r->id, 0,

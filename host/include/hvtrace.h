@@ -332,16 +332,19 @@ HVTRACE_API int hvtrace_cpu_seek(struct hvtrace_area *a, int cpu, bool oldest);
  * (same id, reader.read grows), again as the kernel does.
  *
  * Kernel view: the real per_cpu/cpuN/trace_pipe_raw mapping and
- * TRACE_MMAP_IOCTL_GET_READER.
+ * TRACE_MMAP_IOCTL_GET_READER.  Where the kernel cannot map it (before
+ * Linux 6.10), ids 0 and 1 are two private reader pages that get-reader
+ * fills with read() of whole sub-buffers from trace_pipe_raw
+ * (hvtrace_ring_fallback() says so).
  *
- * Meta fields after get-reader, for both:
+ * Meta fields after get-reader, for all three:
  *   reader.id          sub-buffer id of the reader page
  *   reader.read        bytes of the reader page's data handed to the
  *                      consumer (counted as read); a consumer reads from
  *                      its own position (0 on a new id) up to this offset
  *   reader.lost_events events lost right before the reader page (the area
- *                      view sets it; the kernel stores the count in the
- *                      page instead and reports 0 here).  Both views mark
+ *                      and read() views set it; the kernel's mapping stores
+ *                      the count in the page and reports 0 here).  All mark
  *                      the page itself with RB_MISSED_EVENTS/_STORED.
  *   entries            events committed (the area view: since attach)
  *   overrun            events lost to overwriting (area: also events hidden
@@ -371,10 +374,17 @@ HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
  * @out:      the new handle
  *
  * Mounts tracefs at /sys/kernel/tracing first if it is not mounted.
+ * Where the kernel cannot map the buffer (before Linux 6.10, or a buffer
+ * with a snapshot), or the environment says HVTRACE_KERNEL_RING=read, the
+ * same view is kept with read() of whole sub-buffers from trace_pipe_raw
+ * (see hvtrace_ring_fallback()).  HVTRACE_KERNEL_RING=auto (or unset)
+ * tries the mmap first; HVTRACE_KERNEL_RING=mmap refuses the fallback.
  *
- * Return: 0; -ENOENT (no tracefs, instance or CPU), -EACCES, -ENODEV or
- * -EOPNOTSUPP (the kernel cannot mmap ring buffers: Linux 6.10 or later
- * is needed), -EBUSY (a snapshot or another user blocks mapping).
+ * Return: 0; -ENOENT (no tracefs, instance or CPU), -EACCES, -EINVAL (a
+ * bad HVTRACE_KERNEL_RING), -EPROTO (a meta page we do not understand),
+ * -ENOMEM; with HVTRACE_KERNEL_RING=mmap also -EOPNOTSUPP (the kernel
+ * cannot mmap ring buffers: Linux 6.10 or later is needed) or -EBUSY (a
+ * snapshot blocks mapping).
  */
 HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 					 struct hvtrace_ring **out);
@@ -423,6 +433,17 @@ HVTRACE_API int hvtrace_ring_cpu(const struct hvtrace_ring *r);
 
 /** hvtrace_ring_is_kernel - true for a host kernel buffer */
 HVTRACE_API bool hvtrace_ring_is_kernel(const struct hvtrace_ring *r);
+
+/**
+ * hvtrace_ring_fallback - why a kernel buffer is read without the mmap ABI
+ *
+ * Return: NULL for an area, or a kernel buffer mapped through the
+ * ring-buffer mmap ABI; else a short phrase saying why per_cpu/cpuN/
+ * trace_pipe_raw is read with read() instead ("no ring-buffer mmap on
+ * this kernel", "HVTRACE_KERNEL_RING=read", ...).  Valid until
+ * hvtrace_ring_close().
+ */
+HVTRACE_API const char *hvtrace_ring_fallback(const struct hvtrace_ring *r);
 
 /**
  * hvtrace_ring_clock_is_ns - whether record timestamps count nanoseconds
@@ -773,8 +794,9 @@ struct hvtrace_loopback_cpu_stats {
  * hvtrace_loopback_create - create, lock and format the area file
  *
  * Refuses (-EBUSY) when another live writer holds the file (writers keep
- * an exclusive flock() on it while they live).  The file is created 0644
- * and sized exactly for the geometry.
+ * an exclusive flock() on it while they live).  The file is created 0600
+ * (the writer's user only: hvtraced attaches it for others) and sized
+ * exactly for the geometry.
  *
  * Return: 0 or a negative errno (hvtrace_last_error() says why).
  */

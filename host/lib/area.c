@@ -11,7 +11,9 @@
  * host's view of the geometry.  The control page is mapped read-write only
  * for the owning host (HVTRACE_OPEN_CONTROL); the owner keeps its own copy
  * of everything it writes there and never reads its decisions back, since
- * a guest can scribble on that page too.
+ * a guest can scribble on that page too.  Only one owner at a time: the
+ * owner lock (owner.c) is taken before the control page is mapped
+ * read-write.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,7 +104,12 @@ static int area_take_control(struct hvtrace_area *a)
 {
 	uint32_t cpu;
 	void *p;
+	int ret;
 
+	/* One owner per area (owner.c): refused before any write. */
+	ret = hvt_area_owner_take(a);
+	if (ret)
+		return ret;
 	/*
 	 * Map it read-write in place of its read-only view, inside the
 	 * area's mapping: the SIGBUS guard's range then covers it too, and
@@ -180,6 +187,7 @@ HVTRACE_API int hvtrace_area_open(const char *path, uint64_t offset,
 		return hvt_err(-ENOMEM, "out of memory");
 	a->flags = flags;
 	a->offset = offset;
+	a->lock_fd = -1;
 	snprintf(a->path, sizeof(a->path), "%s", path);
 	a->fd = open(path, ((flags & HVTRACE_OPEN_CONTROL) ? O_RDWR : O_RDONLY) |
 				   O_CLOEXEC);
@@ -372,6 +380,7 @@ HVTRACE_API void hvtrace_area_close(struct hvtrace_area *a)
 	/* The control page, if mapped, lies inside the area mapping. */
 	if (a->ro)
 		munmap((void *)a->ro, a->size);
+	hvt_area_owner_drop(a);
 	if (a->fd >= 0)
 		close(a->fd);
 	free(a);

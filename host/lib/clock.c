@@ -6,24 +6,47 @@
  * asks the writer for its clock, and stamps again when the answer arrives.
  * The writer read its clock somewhere inside that bracket.
  *
- * Rate: the nominal period the writer declares (1e9 / clock_freq_hz),
- * refitted by least squares over the bracket midpoints of the fastest
- * quarter of the samples once they span at least 500 ms (a slow round trip
- * says little about where inside it the clock was read); this corrects
- * drift between the writer's counter and the host clock.
+ * The model, around the newest sample's writer time w_ref:
  *
- * Offset: with the rate fixed, each sample confines the offset to an
- * interval [host_send - d, host_recv - d] (d = the sample's writer time,
- * scaled).  The truth lies in every interval, hence in their intersection;
- * the model takes its middle and reports half its width as the error bound.
- * If the intervals do not intersect (the rate is off, or a sample is
- * bogus), it falls back to the tightest sample and widens the bound by the
- * disagreement.
+ *	host(w) = base_host + rate * (w - w_ref)     +- err(w)
+ *	err(w)  = err_ref + rate_err * |w - w_ref| + drift/2 * (w - w_ref)^2
+ *
+ * and err(w) is a bound, not an estimate: the true host time lies within
+ * it as long as the writer clock's rate changes by at most
+ * CONFIG_HVT_CLOCK_MAX_DRIFT_PPB_S per second (the "drift" term, in ns per
+ * tick per tick) and its declared frequency is within 5% of the truth.
+ *
+ *   rate   Any two samples i, j confine the rate: the writer ticks between
+ *	    them took at least host_send_j - host_recv_i and at most
+ *	    host_recv_j - host_send_i host ns, give or take what the rate may
+ *	    have drifted in between.  The intersection over every pair (and
+ *	    the 5% window around the nominal rate) is [lo, hi]; the model
+ *	    takes its middle, and rate_err is half its width.
+ *
+ *	      host
+ *	       |            [j]       a sample: the host bracket
+ *	       |        .-'  |        [send, recv] at the writer time
+ *	       |    .-'      |        it answered; every line through
+ *	       | [i]  <- the steepest and the flattest lines through
+ *	       +------------------ writer ticks   both brackets bound the rate
+ *
+ *   offset With the rate fixed, each sample confines base_host to its
+ *	    bracket moved to w_ref, widened by what the rate's uncertainty
+ *	    and the drift allow over that distance.  The truth lies in every
+ *	    such interval, hence in their intersection; base_host is its
+ *	    middle and err_ref half its width.
+ *
+ * Samples that no such clock fits (no rate in every pair's range, or an
+ * empty intersection: the rate stepped faster than the drift allows, or a
+ * bogus sample) make the model forget the older half of its window and
+ * fit again, down to the newest sample alone.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <hvtrace/config.h>
 
 #include "internal.h"
 
@@ -71,74 +94,97 @@ void hvt_clock_init(struct hvt_clock_model *m, uint32_t clock_id,
 	m->err_ns = m->synced ? 0 : UINT64_MAX;
 }
 
-static double clock_mid(const struct hvt_clock_sample *s)
+/* Rate change allowed per tick per tick (ns/tick^2): a relative change
+ * of CONFIG_HVT_CLOCK_MAX_DRIFT_PPB_S per second of host time. */
+static double clock_drift(const struct hvt_clock_model *m)
 {
-	return (double)s->host_send + (double)(s->host_recv - s->host_send) / 2;
+	double r = m->nominal_rate;
+
+	return r * r * (double)CONFIG_HVT_CLOCK_MAX_DRIFT_PPB_S * 1e-18;
 }
 
-static int clock_cmp_u64(const void *a, const void *b)
+/* The newest `use` samples, oldest first, as writer offsets from ref. */
+static const struct hvt_clock_sample *clock_nth(const struct hvt_clock_model *m,
+						unsigned int use,
+						unsigned int k)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	unsigned int newest = (m->next + HVT_CLOCK_SAMPLES - 1) % HVT_CLOCK_SAMPLES;
 
-	return x < y ? -1 : x > y;
+	return &m->s[(newest + HVT_CLOCK_SAMPLES - (use - 1 - k)) %
+		     HVT_CLOCK_SAMPLES];
 }
 
-/* Least-squares rate over the fastest quarter, or the nominal rate. */
-static double clock_fit_rate(const struct hvt_clock_model *m)
+/*
+ * Fit the newest `use` samples around ref = the newest writer time.
+ * Returns false if no clock within the model fits them all.
+ */
+static bool clock_fit(struct hvt_clock_model *m, unsigned int use)
 {
-	uint64_t rtts[HVT_CLOCK_SAMPLES], cut, wmin = UINT64_MAX, wmax = 0;
-	double sx = 0, sy = 0, sxx = 0, sxy = 0, den, r, y0 = 0;
-	unsigned int i, used = 0;
-	bool have_y0 = false;
+	double K2 = clock_drift(m) / 2;
+	double rlo = m->nominal_rate * 0.95, rhi = m->nominal_rate * 1.05;
+	double lo_max = -INFINITY, hi_min = INFINITY, r, rerr;
+	uint64_t ref = clock_nth(m, use, use - 1)->writer;
+	unsigned int i, j;
 
-	for (i = 0; i < m->nr; i++)
-		rtts[i] = m->s[i].host_recv - m->s[i].host_send;
-	qsort(rtts, m->nr, sizeof(rtts[0]), clock_cmp_u64);
-	cut = rtts[m->nr / 4];
-	for (i = 0; i < m->nr; i++) {
-		if (m->s[i].host_recv - m->s[i].host_send > cut)
-			continue;
-		used++;
-		if (m->s[i].writer < wmin)
-			wmin = m->s[i].writer;
-		if (m->s[i].writer > wmax)
-			wmax = m->s[i].writer;
-	}
-	/* A rate fitted over a short span is noisier than a good nominal
-	 * one: wait for half a second of samples. */
-	if (used < 8 || (double)(wmax - wmin) * m->nominal_rate < 500e6)
-		return m->nominal_rate;
-	for (i = 0; i < m->nr; i++) {
-		double x, y;
+	for (i = 0; i < use; i++) {
+		const struct hvt_clock_sample *a = clock_nth(m, use, i);
+		double da = (double)(int64_t)(a->writer - ref);
 
-		if (m->s[i].host_recv - m->s[i].host_send > cut)
-			continue;
-		if (!have_y0) {
-			y0 = clock_mid(&m->s[i]);
-			have_y0 = true;
+		for (j = i + 1; j < use; j++) {
+			const struct hvt_clock_sample *b = clock_nth(m, use, j);
+			double db = (double)(int64_t)(b->writer - ref);
+			double dw = db - da, slack = K2 * (da * da + db * db);
+			double span_min, span_max;
+
+			if (dw == 0)
+				continue;
+			/* Host ns between the two readings of the clock. */
+			span_min = (double)(int64_t)(b->host_send - a->host_recv) - slack;
+			span_max = (double)(int64_t)(b->host_recv - a->host_send) + slack;
+			if (dw < 0) {
+				double t = -span_min;
+
+				span_min = -span_max;
+				span_max = t;
+				dw = -dw;
+			}
+			if (span_min / dw > rlo)
+				rlo = span_min / dw;
+			if (span_max / dw < rhi)
+				rhi = span_max / dw;
 		}
-		/* Offsets from the first point keep the doubles exact. */
-		x = (double)(m->s[i].writer - wmin);
-		y = clock_mid(&m->s[i]) - y0;
-		sx += x;
-		sy += y;
-		sxx += x * x;
-		sxy += x * y;
 	}
-	den = used * sxx - sx * sx;
-	r = den > 0 ? (used * sxy - sx * sy) / den : m->nominal_rate;
-	/* Accept only a plausible rate: within 5% of the nominal one (a
-	 * guest's own frequency measurement can be off by a few percent on a
-	 * busy host; the fit corrects it). */
-	return fabs(r / m->nominal_rate - 1) < 0.05 ? r : m->nominal_rate;
+	if (rlo > rhi)
+		return false;
+	r = (rlo + rhi) / 2;
+	rerr = (rhi - rlo) / 2;
+
+	for (i = 0; i < use; i++) {
+		const struct hvt_clock_sample *a = clock_nth(m, use, i);
+		double d = (double)(int64_t)(a->writer - ref);
+		double widen = rerr * fabs(d) + K2 * d * d;
+		double lo = (double)a->host_send - d * r - widen;
+		double hi = (double)a->host_recv - d * r + widen;
+
+		if (lo > lo_max)
+			lo_max = lo;
+		if (hi < hi_min)
+			hi_min = hi;
+	}
+	if (lo_max > hi_min)
+		return false;
+	m->rate = r;
+	m->rate_err = rerr;
+	m->base_writer = ref;
+	m->base_host = (uint64_t)((lo_max + hi_min) / 2);
+	m->err_ns = (uint64_t)ceil((hi_min - lo_max) / 2) + 1;
+	m->used = use;
+	return true;
 }
 
 void hvt_clock_add(struct hvt_clock_model *m, const struct hvt_clock_sample *s)
 {
-	double lo_max = -INFINITY, hi_min = INFINITY, best_rtt = INFINITY;
-	double best_mid = 0;
-	uint64_t ref;
-	unsigned int i;
+	unsigned int use;
 
 	if (m->clock_id == HVT_CLOCK_HOST_NS || s->host_recv < s->host_send)
 		return;
@@ -146,33 +192,14 @@ void hvt_clock_add(struct hvt_clock_model *m, const struct hvt_clock_sample *s)
 	m->next = (m->next + 1) % HVT_CLOCK_SAMPLES;
 	if (m->nr < HVT_CLOCK_SAMPLES)
 		m->nr++;
-
-	m->rate = clock_fit_rate(m);
-	/* Express every bracket as an interval for the host time at the
-	 * newest sample's writer time. */
-	ref = s->writer;
-	for (i = 0; i < m->nr; i++) {
-		double d = (double)(int64_t)(m->s[i].writer - ref) * m->rate;
-		double lo = (double)m->s[i].host_send - d;
-		double hi = (double)m->s[i].host_recv - d;
-		double rtt = (double)(m->s[i].host_recv - m->s[i].host_send);
-
-		if (lo > lo_max)
-			lo_max = lo;
-		if (hi < hi_min)
-			hi_min = hi;
-		if (rtt < best_rtt) {
-			best_rtt = rtt;
-			best_mid = (lo + hi) / 2;
-		}
-	}
-	m->base_writer = ref;
-	if (lo_max <= hi_min) {
-		m->base_host = (uint64_t)((lo_max + hi_min) / 2);
-		m->err_ns = (uint64_t)ceil((hi_min - lo_max) / 2);
-	} else {
-		m->base_host = (uint64_t)best_mid;
-		m->err_ns = (uint64_t)ceil(best_rtt / 2 + (lo_max - hi_min));
+	/* Start from the window that fitted last time plus this sample; a
+	 * misfit halves it (the newest sample alone always fits). */
+	use = m->used + 1 < m->nr ? m->used + 1 : m->nr;
+	while (!clock_fit(m, use)) {
+		m->refits++;
+		use /= 2;
+		if (!use)
+			use = 1;
 	}
 	m->synced = true;
 }
@@ -180,7 +207,7 @@ void hvt_clock_add(struct hvt_clock_model *m, const struct hvt_clock_sample *s)
 uint64_t hvt_clock_to_host(const struct hvt_clock_model *m, uint64_t ts,
 			   uint64_t *err_ns)
 {
-	double v;
+	double v, d;
 
 	if (err_ns)
 		*err_ns = m->err_ns;
@@ -190,7 +217,13 @@ uint64_t hvt_clock_to_host(const struct hvt_clock_model *m, uint64_t ts,
 		/* No sample yet: the writer's own timeline, in ns. */
 		return (uint64_t)((double)ts * m->rate);
 	/* Subtract in integers first: counters exceed double precision. */
-	v = (double)m->base_host +
-	    (double)(int64_t)(ts - m->base_writer) * m->rate;
+	d = (double)(int64_t)(ts - m->base_writer);
+	v = (double)m->base_host + d * m->rate;
+	if (err_ns) {
+		double e = (double)m->err_ns + m->rate_err * fabs(d) +
+			   clock_drift(m) / 2 * d * d;
+
+		*err_ns = e < 1.8e19 ? (uint64_t)ceil(e) : UINT64_MAX;
+	}
 	return v < 0 ? 0 : (uint64_t)v;
 }

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <hvtrace.h>
 #include <hvtrace/abi.h>
@@ -63,8 +64,9 @@ struct hvt_clock_sample {
 /*
  * Maps writer timestamps to host CLOCK_MONOTONIC ns:
  *   host = base_host + (writer - base_writer) * rate
- * (see clock.c: rate fitted over the fastest samples, offset from the
- * intersection of every sample's bracket).
+ * within err_ns + rate_err * |writer - base_writer| + a drift term
+ * (see clock.c: rate and offset from the intersection of what every
+ * sample's bracket allows).
  */
 struct hvt_clock_model {
 	uint32_t clock_id;
@@ -73,7 +75,10 @@ struct hvt_clock_model {
 	double nominal_rate;
 	uint64_t base_writer;
 	uint64_t base_host;
-	uint64_t err_ns;		/* error bound of the current model */
+	uint64_t err_ns;		/* error bound at base_writer */
+	double rate_err;		/* bound of the rate's error */
+	unsigned int used;		/* newest samples the fit uses */
+	uint64_t refits;		/* windows cut: samples that misfit */
 	bool synced;
 	unsigned int nr;		/* samples kept (ring) */
 	unsigned int next;
@@ -164,12 +169,23 @@ struct hvtrace_area {
 
 	struct hvt_clock_model clock;
 	struct hvt_rd_cpu *cpus;
+
+	/* Ownership (owner.c): the descriptor holding the owner lock (-1:
+	 * not an owner), and this process's list of owning handles. */
+	int lock_fd;
+	dev_t owner_dev;
+	ino_t owner_ino;
+	struct hvtrace_area *owner_next;
 };
 
 HVT_INTERNAL const struct hvt_cpu_meta *
 hvt_area_cpu_meta(const struct hvtrace_area *a, uint32_t cpu);
 HVT_INTERNAL const uint8_t *hvt_area_cpu_pages(const struct hvtrace_area *a,
 					       uint32_t cpu);
+/* Take the area's owner lock, or fail with -EBUSY naming the holder
+ * (owner.c); drop it on close. */
+HVT_INTERNAL int hvt_area_owner_take(struct hvtrace_area *a);
+HVT_INTERNAL void hvt_area_owner_drop(struct hvtrace_area *a);
 /* Post consumer progress for @cpu (owner only; release). */
 /*
  * Post the owner's read position for @cpu (struct hvt_ctrl_pos): page

@@ -390,7 +390,7 @@ HVTRACE_API int hvtrace_loopback_create(const struct hvtrace_loopback_params *p,
 	lb->p = *p;
 	snprintf(lb->path, sizeof(lb->path), "%s", p->path);
 	lb->p.path = lb->path;
-	lb->fd = open(lb->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	lb->fd = open(lb->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lb->fd < 0) {
 		ret = hvt_err(-errno, "cannot create %s: %s", lb->path,
 			      strerror(errno));

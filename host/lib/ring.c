@@ -23,6 +23,16 @@
  * Kernel view: per_cpu/cpuN/trace_pipe_raw mapped as the kernel lays it out
  * (meta page, then the sub-buffers) and TRACE_MMAP_IOCTL_GET_READER.
  *
+ * Kernel view without the mmap ABI (before Linux 6.10, a buffer with a
+ * snapshot, or HVTRACE_KERNEL_RING=read): laid out as the area view's
+ * private part, a meta page of ours and two reader pages (ids 0 and 1).
+ * get-reader is one read() of trace_pipe_raw into the inactive page: the
+ * kernel hands over a self-contained sub-buffer (its own time_stamp, the
+ * RB_MISSED_EVENTS/STORED flags and count of the losses before it), which
+ * becomes reader.id with reader.read = its data bytes.  The counters come
+ * from per_cpu/cpuN/stats (entries = unread + overrun + read, as the
+ * kernel's meta page counts them).  Above get-reader nothing differs.
+ *
  * The cursor (hvtrace_ring_peek()/consume()) is the one consumer of both:
  *
  *   walk the reader page from our position up to reader.read
@@ -89,6 +99,9 @@ struct hvtrace_ring {
 
 	/* kernel backend */
 	int fd;
+	bool kread;			/* read() instead of the mmap ABI */
+	int stats_fd;			/* per_cpu/cpuN/stats (kread) */
+	char why[96];			/* why kread */
 	char stats_path[PATH_MAX];
 	bool clock_ns;			/* trace clock counts nanoseconds */
 	bool clock_mono;		/* ... and is CLOCK_MONOTONIC itself */
@@ -180,6 +193,7 @@ HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
 	r->fd = -1;
+	r->stats_fd = -1;
 	r->cpu = cpu;
 	r->area = a;
 	r->page_size = (size_t)sysconf(_SC_PAGESIZE);
@@ -319,6 +333,142 @@ static void ring_kernel_read_clock(struct hvtrace_ring *r, const char *dir)
 	r->clock_mono = !strcmp(b, "mono");
 }
 
+enum { RING_KAUTO, RING_KREAD, RING_KMMAP };
+
+/* HVTRACE_KERNEL_RING: "read" forces read(), "mmap" refuses the fallback,
+ * "auto" (or unset) maps where the kernel can and reads elsewhere. */
+static int ring_kernel_mode(struct hvtrace_ring *r)
+{
+	const char *e = getenv("HVTRACE_KERNEL_RING");
+
+	if (!e || !*e || !strcmp(e, "auto"))
+		return RING_KAUTO;
+	if (!strcmp(e, "mmap"))
+		return RING_KMMAP;
+	if (!strcmp(e, "read")) {
+		snprintf(r->why, sizeof(r->why), "HVTRACE_KERNEL_RING=read");
+		return RING_KREAD;
+	}
+	return hvt_err(-EINVAL, "HVTRACE_KERNEL_RING='%s': say 'auto' (the "
+				"mmap ABI where the kernel has it, else read()), "
+				"'mmap' or 'read'",
+		       e);
+}
+
+/* Why the mmap of trace_pipe_raw failed, for hvtrace_ring_fallback(). */
+static void ring_kernel_why(struct hvtrace_ring *r, int err)
+{
+	if (err == ENODEV || err == EINVAL || err == ENOTTY ||
+	    err == EOPNOTSUPP)
+		snprintf(r->why, sizeof(r->why),
+			 "no ring-buffer mmap on this kernel");
+	else if (err == EBUSY)
+		snprintf(r->why, sizeof(r->why),
+			 "the buffer has a snapshot, which blocks its mmap");
+	else
+		snprintf(r->why, sizeof(r->why), "its mmap failed: %s",
+			 strerror(err));
+}
+
+/* "NAME: N" in a stats file; 0 when absent. */
+static uint64_t ring_stats_field(const char *buf, const char *name)
+{
+	const char *p = buf;
+	size_t n = strlen(name);
+
+	while (p && *p) {
+		if (!strncmp(p, name, n) && p[n] == ':')
+			return strtoull(p + n + 1, NULL, 10);
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return 0;
+}
+
+/* The meta counters of the read() view, as the kernel's meta page has
+ * them: per_cpu stats "entries" is what is still unread. */
+static void ring_kread_counters(struct hvtrace_ring *r)
+{
+	char buf[1024];
+	uint64_t unread, overrun, read;
+	ssize_t n;
+
+	n = pread(r->stats_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	unread = ring_stats_field(buf, "entries");
+	overrun = ring_stats_field(buf, "overrun");
+	read = ring_stats_field(buf, "read events");
+	r->meta->entries = unread + overrun + read;
+	r->meta->overrun = overrun;
+	r->meta->read = read;
+}
+
+/* The sub-buffer size read() hands out: buffer_subbuf_size_kb (6.8+),
+ * else the page size. */
+static uint32_t ring_kread_subbuf_size(const struct hvtrace_ring *r,
+				       const char *dir)
+{
+	char path[PATH_MAX], buf[32];
+	unsigned long kb;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/buffer_subbuf_size_kb", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return (uint32_t)r->page_size;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return (uint32_t)r->page_size;
+	buf[n] = '\0';
+	kb = strtoul(buf, NULL, 10);
+	if (kb * 1024 < r->page_size || kb > 1024 || (kb & (kb - 1)))
+		return (uint32_t)r->page_size;
+	return (uint32_t)kb * 1024;
+}
+
+/* Set up the read() view of an open trace_pipe_raw (r->fd). */
+static int ring_kread_open(struct hvtrace_ring *r, const char *dir)
+{
+	char path[PATH_MAX];
+	void *p;
+
+	r->kread = true;
+	snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/stats", dir, r->cpu);
+	r->stats_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->stats_fd < 0)
+		return hvt_err(-errno, "cannot open %s: %s", path,
+			       strerror(errno));
+	r->subbuf_size = ring_kread_subbuf_size(r, dir);
+	r->nr_subbufs = 2;
+	r->meta_len = r->page_size > 4096 ? r->page_size : 4096;
+	r->data_len = (size_t)r->nr_subbufs * r->subbuf_size;
+	r->resv_len = r->meta_len + r->data_len;
+	p = mmap(NULL, r->resv_len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return hvt_err(-errno, "cannot reserve %zu bytes for the "
+				       "kernel ring view: %s",
+			       r->resv_len, strerror(errno));
+	r->resv = p;
+	r->meta = p;
+	r->data = (uint8_t *)p + r->meta_len;
+	r->meta->meta_page_size = (uint32_t)r->meta_len;
+	r->meta->meta_struct_len = sizeof(*r->meta);
+	r->meta->subbuf_size = r->subbuf_size;
+	r->meta->nr_subbufs = r->nr_subbufs;
+	r->meta->reader.id = 0;		/* an empty reader page */
+	r->meta->reader.read = 0;
+	ring_kread_counters(r);
+	ring_kernel_read_clock(r, dir);
+	ring_kernel_clock_sync(r);
+	return 0;
+}
+
 HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 					 struct hvtrace_ring **out)
 {
@@ -326,8 +476,8 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 	char dir[256], path[PATH_MAX];
 	struct hvtrace_ring *r;
 	uint64_t data_len;
+	int ret, mode;
 	void *p;
-	int ret;
 
 	if (!out || cpu < 0)
 		return hvt_err(-EINVAL,
@@ -340,6 +490,7 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 		return hvt_err(-ENOMEM, "out of memory");
 	r->kernel = true;
 	r->cpu = cpu;
+	r->stats_fd = -1;
 	r->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/trace_pipe_raw", dir,
 		 cpu);
@@ -355,16 +506,33 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 		goto fail;
 	}
 
-	p = mmap(NULL, r->page_size, PROT_READ, MAP_SHARED, r->fd, 0);
-	if (p == MAP_FAILED) {
+	mode = ring_kernel_mode(r);
+	if (mode < 0) {
+		ret = mode;
+		goto fail;
+	}
+	p = mode == RING_KREAD ?
+		    MAP_FAILED :
+		    mmap(NULL, r->page_size, PROT_READ, MAP_SHARED, r->fd, 0);
+	if (p == MAP_FAILED && mode == RING_KMMAP) {
 		ret = -errno;
 		hvt_err(ret, "cannot mmap %s: %s (the ring-buffer mmap needs "
 			     "Linux 6.10 or later, and no snapshot of this "
-			     "buffer)",
+			     "buffer; HVTRACE_KERNEL_RING=mmap refuses the "
+			     "read() fallback)",
 			path, strerror(errno));
-		if (ret == -EINVAL || ret == -ENODEV)
+		if (ret == -EINVAL || ret == -ENODEV || ret == -ENOTTY)
 			ret = -EOPNOTSUPP;
 		goto fail;
+	}
+	if (p == MAP_FAILED) {
+		if (mode == RING_KAUTO)
+			ring_kernel_why(r, errno);
+		ret = ring_kread_open(r, dir);
+		if (ret)
+			goto fail;
+		*out = r;
+		return 0;
 	}
 	r->meta = p;
 	r->meta_len = r->page_size;
@@ -434,22 +602,68 @@ static int ring_kernel_get_reader(struct hvtrace_ring *r)
 			       "interrupted");
 }
 
+/*
+ * read() view: one sub-buffer from trace_pipe_raw into the inactive reader
+ * page.  Nothing pending (EAGAIN) leaves the reader page as it is.
+ */
+static int ring_kread_get_reader(struct hvtrace_ring *r)
+{
+	struct hvt_trace_buffer_meta *m = r->meta;
+	uint32_t other = m->reader.id ? 0 : 1;
+	uint8_t *page = r->data + (size_t)other * r->subbuf_size;
+	uint32_t max = r->subbuf_size - HVT_PAGE_HDR_SIZE;
+	uint64_t commit, size, lost = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = read(r->fd, page, r->subbuf_size);
+		if (n >= 0 || errno != EINTR)
+			break;
+	}
+	if (n < 0 && errno != EAGAIN)
+		return hvt_err(-errno, "reading trace_pipe_raw of CPU %d: %s",
+			       r->cpu, strerror(errno));
+	if (n > 0 && (size_t)n < HVT_PAGE_HDR_SIZE) {
+		r->errors++;
+		return hvt_err(-EIO, "trace_pipe_raw of CPU %d: a %zd-byte "
+				     "sub-buffer",
+			       r->cpu, n);
+	}
+	if (n > 0) {
+		if ((size_t)n < r->subbuf_size)
+			memset(page + n, 0, r->subbuf_size - (size_t)n);
+		memcpy(&commit, page + HVT_PAGE_COMMIT_OFF, 8);
+		size = commit & HVT_COMMIT_SIZE_MASK;
+		if ((commit & HVT_MISSED_STORED) && size + 8 <= max)
+			memcpy(&lost, page + HVT_PAGE_HDR_SIZE + size, 8);
+		/* A size past the page is caught (and counted) by the
+		 * cursor when it loads the page. */
+		m->reader.id = other;
+		m->reader.read = size < max ? (uint32_t)size : max;
+		m->reader.lost_events = lost;
+	}
+	ring_kread_counters(r);
+	return 0;
+}
+
 /* --- common --------------------------------------------------------------- */
 
 HVTRACE_API void hvtrace_ring_close(struct hvtrace_ring *r)
 {
 	if (!r)
 		return;
-	if (r->kernel) {
+	if (r->resv) {
+		munmap(r->resv, r->resv_len);
+	} else if (r->kernel) {
 		if (r->data)
 			munmap(r->data, r->data_len);
 		if (r->meta)
 			munmap(r->meta, r->meta_len);
-		if (r->fd >= 0)
-			close(r->fd);
-	} else if (r->resv) {
-		munmap(r->resv, r->resv_len);
 	}
+	if (r->fd >= 0)
+		close(r->fd);
+	if (r->stats_fd >= 0)
+		close(r->stats_fd);
 	free(r);
 }
 
@@ -471,7 +685,14 @@ HVTRACE_API int hvtrace_ring_get_reader(struct hvtrace_ring *r)
 {
 	if (!r)
 		return hvt_err(-EINVAL, "hvtrace_ring_get_reader: no ring");
+	if (r->kread)
+		return ring_kread_get_reader(r);
 	return r->kernel ? ring_kernel_get_reader(r) : ring_area_get_reader(r);
+}
+
+HVTRACE_API const char *hvtrace_ring_fallback(const struct hvtrace_ring *r)
+{
+	return r && r->kread ? r->why : NULL;
 }
 
 HVTRACE_API int hvtrace_ring_cpu(const struct hvtrace_ring *r)
@@ -557,7 +778,11 @@ static void ring_load_page(struct hvtrace_ring *r, uint32_t id)
 		r->cur.pos = r->cur.limit;	/* nothing here is usable */
 	}
 	r->cur.ts = ts;
-	r->cur.lost = lost;
+	/* Losses before a page that had no events stay owed to the next. */
+	if (lost == HVTRACE_LOST_UNKNOWN || r->cur.lost == HVTRACE_LOST_UNKNOWN)
+		r->cur.lost = lost ? HVTRACE_LOST_UNKNOWN : r->cur.lost;
+	else
+		r->cur.lost += lost;
 }
 
 /* Take over whatever reader page the view has now: what was handed over

@@ -9,13 +9,12 @@
  * timestamps share one time base), enables the requested events and turns
  * tracing on; _stop() and _close() put back what it changed.
  *
- * Events are read through the host library's ring-buffer mmap view
- * (hvtrace_ring_open_kernel(): per_cpu/cpuN/trace_pipe_raw mapped, and
- * TRACE_MMAP_IOCTL_GET_READER), the same reader every other part of
- * hvtrace uses.  Kernels that cannot map their ring buffers (before 6.10,
- * or a buffer with a snapshot) fall back to read() on trace_pipe_raw,
- * which hands out self-contained sub-buffers with RB_MISSED_* set; those
- * are walked with the bounded page walker.
+ * Events are read through the host library's kernel ring
+ * (hvtrace_ring_open_kernel() and its cursor), the same reader every other
+ * part of hvtrace uses: per_cpu/cpuN/trace_pipe_raw mapped with
+ * TRACE_MMAP_IOCTL_GET_READER, or, on kernels that cannot map their ring
+ * buffers (before 6.10, or a buffer with a snapshot), read() of whole
+ * sub-buffers behind the same interface.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,20 +27,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <hvtrace/page.h>
-
 #include "tdat.h"
 
 #define KN_PATH_MAX 1024
-
-/* read() fallback: one page and a walker over it, per CPU. */
-struct kn_page {
-	uint8_t *page;
-	struct hvt_page_iter it;
-	bool open;
-	uint64_t lost;
-	bool lost_unknown;
-};
 
 struct kn_event {
 	char *system;
@@ -58,11 +46,8 @@ struct hvt_tdat_kernel {
 	bool started;
 	uint32_t nr_cpus;
 	uint32_t subbuf_size;
-	int *fd; /* trace_pipe_raw, per CPU (read() fallback) */
-	struct hvtrace_ring **ring; /* the mmap view, per CPU */
+	struct hvtrace_ring **ring; /* the kernel ring, per CPU */
 	bool *consume;		    /* a peeked ring record to consume */
-	struct kn_page *pg;
-	uint64_t errors;
 
 	char clock[32];	      /* clock to record with */
 	char saved_clock[32]; /* clock before, "" if unchanged */
@@ -274,28 +259,29 @@ int hvt_tdat_kernel_open(const struct hvt_tdat_kernel_opts *o,
 		if (kb >= 4 && kb <= 64 && !(kb & (kb - 1)))
 			k->subbuf_size = (uint32_t)kb * 1024;
 	}
-	k->fd = calloc(k->nr_cpus, sizeof(*k->fd));
 	k->ring = calloc(k->nr_cpus, sizeof(*k->ring));
 	k->consume = calloc(k->nr_cpus, sizeof(*k->consume));
-	k->pg = calloc(k->nr_cpus, sizeof(*k->pg));
-	if (!k->fd || !k->ring || !k->consume || !k->pg) {
+	if (!k->ring || !k->consume) {
 		ret = hvt_err(-ENOMEM, "out of memory");
 		goto fail;
 	}
-	for (cpu = 0; cpu < k->nr_cpus; cpu++)
-		k->fd[cpu] = -1;
+	/* Refuse now rather than after the instance was set up: the rings
+	 * are opened by _start(), once the buffer is cleared. */
 	for (cpu = 0; cpu < k->nr_cpus; cpu++) {
+		int fd;
+
 		if (kn_path(k, p, sizeof(p), false,
 			    "per_cpu/cpu%u/trace_pipe_raw", cpu))
 			continue;
-		k->fd[cpu] = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-		if (k->fd[cpu] < 0) {
+		fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0) {
 			ret = hvt_err(-errno,
 				      "cannot open %s: %s (recording "
 				      "the kernel needs root)",
 				      p, strerror(errno));
 			goto fail;
 		}
+		close(fd);
 	}
 	ret = kn_scan_events(k);
 	if (ret)
@@ -399,15 +385,19 @@ int hvt_tdat_kernel_start(struct hvt_tdat_kernel *k)
 	/* Start from an empty buffer, as trace-cmd record does. */
 	if (!kn_path(k, p, sizeof(p), false, "trace"))
 		kn_write(p, "");
-	/* Map the buffers now that the clock change and clear are done. */
+	/* Open the rings now that the clock change and clear are done. */
 	for (cpu = 0; cpu < k->nr_cpus; cpu++) {
-		if (hvtrace_ring_open_kernel(k->dir, (int)cpu, &k->ring[cpu])) {
-			k->ring[cpu] = NULL; /* keep reading with read() */
-			continue;
+		ret = hvtrace_ring_open_kernel(k->dir, (int)cpu, &k->ring[cpu]);
+		if (ret) {
+			k->ring[cpu] = NULL;
+			return ret;
 		}
-		close(k->fd[cpu]);
-		k->fd[cpu] = -1;
 	}
+	if (hvtrace_ring_fallback(k->ring[0]))
+		fprintf(stderr,
+			"hvtrace: host kernel ring: trace_pipe_raw read() "
+			"(%s)\n",
+			hvtrace_ring_fallback(k->ring[0]));
 	k->started = true;
 	if (!kn_path(k, p, sizeof(p), false, "tracing_on")) {
 		ret = kn_write(p, "1");
@@ -418,87 +408,15 @@ int hvt_tdat_kernel_start(struct hvt_tdat_kernel *k)
 	return 0;
 }
 
-bool hvt_tdat_kernel_mapped(const struct hvt_tdat_kernel *k)
-{
-	uint32_t cpu;
-
-	for (cpu = 0; cpu < k->nr_cpus; cpu++)
-		if (!k->ring[cpu])
-			return false;
-	return true;
-}
-
 uint64_t hvt_tdat_kernel_errors(const struct hvt_tdat_kernel *k)
 {
-	uint64_t n = k->errors;
+	uint64_t n = 0;
 	uint32_t cpu;
 
 	for (cpu = 0; cpu < k->nr_cpus; cpu++)
 		if (k->ring[cpu])
 			n += hvtrace_ring_errors(k->ring[cpu]);
 	return n;
-}
-
-/* read() fallback: the next data record of the CPU's pages. */
-static int kn_next_read(struct hvt_tdat_kernel *k, uint32_t cpu,
-			struct hvt_tdat_krec *rec)
-{
-	struct kn_page *p = &k->pg[cpu];
-	unsigned int pages;
-	int ret, item;
-
-	for (pages = 0; pages < 64; pages++) {
-		if (p->open) {
-			while ((item = hvt_page_next(&p->it)) > 0) {
-				if (item != HVT_ITEM_DATA)
-					continue;
-				rec->ts = p->it.ts;
-				rec->data = p->it.payload;
-				rec->size = p->it.len;
-				rec->lost = p->lost;
-				rec->lost_unknown = p->lost_unknown;
-				p->lost = 0;
-				p->lost_unknown = false;
-				return 1;
-			}
-			if (item < 0)
-				k->errors++;
-			p->open = false;
-		}
-		if (!p->page) {
-			p->page = malloc(k->subbuf_size);
-			if (!p->page)
-				return -ENOMEM;
-		}
-		ret = hvt_tdat_kernel_read_page(k, cpu, p->page);
-		if (ret <= 0)
-			return ret;
-		{
-			uint64_t commit =
-				hvt_rd64(p->page + HVT_PAGE_COMMIT_OFF);
-			uint32_t size =
-				(uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
-
-			if (size > k->subbuf_size - HVT_PAGE_HDR_SIZE) {
-				k->errors++;
-				continue;
-			}
-			if (commit & HVT_MISSED_EVENTS) {
-				if ((commit & HVT_MISSED_STORED) &&
-				    size + 8 <=
-					    k->subbuf_size - HVT_PAGE_HDR_SIZE)
-					p->lost += hvt_rd64(p->page +
-							    HVT_PAGE_HDR_SIZE +
-							    size);
-				else
-					p->lost_unknown = true;
-			}
-			hvt_page_iter_init(&p->it, p->page + HVT_PAGE_HDR_SIZE,
-					   size, hvt_rd64(p->page));
-			p->open = true;
-		}
-	}
-	return 0;
 }
 
 int hvt_tdat_kernel_next(struct hvt_tdat_kernel *k, uint32_t cpu,
@@ -510,7 +428,7 @@ int hvt_tdat_kernel_next(struct hvt_tdat_kernel *k, uint32_t cpu,
 	if (cpu >= k->nr_cpus)
 		return -EINVAL;
 	if (!k->ring[cpu])
-		return kn_next_read(k, cpu, rec);
+		return 0; /* not started */
 	if (k->consume[cpu]) {
 		hvtrace_ring_consume(k->ring[cpu]);
 		k->consume[cpu] = false;
@@ -568,18 +486,11 @@ void hvt_tdat_kernel_close(struct hvt_tdat_kernel *k)
 
 	if (!k)
 		return;
-	for (cpu = 0; k->fd && cpu < k->nr_cpus; cpu++)
-		if (k->fd[cpu] >= 0)
-			close(k->fd[cpu]);
 	for (cpu = 0; k->ring && cpu < k->nr_cpus; cpu++)
 		hvtrace_ring_close(k->ring[cpu]);
-	for (cpu = 0; k->pg && cpu < k->nr_cpus; cpu++)
-		free(k->pg[cpu].page);
-	free(k->fd);
 	free(k->ring);
 	free(k->consume);
-	free(k->pg);
-	k->fd = NULL;
+	k->ring = NULL;
 	kn_restore(k);
 	if (k->created && rmdir(k->dir) && errno != ENOENT)
 		fprintf(stderr,
@@ -612,34 +523,6 @@ const char *hvt_tdat_kernel_name(const struct hvt_tdat_kernel *k)
 bool hvt_tdat_kernel_has_id(const struct hvt_tdat_kernel *k, uint32_t id)
 {
 	return id <= 0xffff && (k->ids[id / 64] >> (id % 64)) & 1;
-}
-
-int hvt_tdat_kernel_read_page(struct hvt_tdat_kernel *k, uint32_t cpu,
-			      uint8_t *page)
-{
-	ssize_t r;
-
-	if (cpu >= k->nr_cpus || k->fd[cpu] < 0)
-		return -EINVAL;
-	for (;;) {
-		r = read(k->fd[cpu], page, k->subbuf_size);
-		if (r >= 0)
-			break;
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN)
-			return 0;
-		return hvt_err(-errno, "reading kernel CPU %u: %s", cpu,
-			       strerror(errno));
-	}
-	if (r == 0)
-		return 0;
-	if ((size_t)r < HVT_PAGE_HDR_SIZE)
-		return hvt_err(-EIO, "kernel CPU %u: short page (%zd bytes)",
-			       cpu, r);
-	if ((size_t)r < k->subbuf_size)
-		memset(page + r, 0, k->subbuf_size - (size_t)r);
-	return 1;
 }
 
 static int kn_add_format(struct hvt_tdat_kernel *k, const struct kn_event *e,

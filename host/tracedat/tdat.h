@@ -187,9 +187,6 @@ HVT_INTERNAL uint32_t hvt_tdat_kernel_nr_cpus(const struct hvt_tdat_kernel *k);
 HVT_INTERNAL uint32_t
 hvt_tdat_kernel_subbuf_size(const struct hvt_tdat_kernel *k);
 HVT_INTERNAL const char *hvt_tdat_kernel_name(const struct hvt_tdat_kernel *k);
-/* 1 with a page, 0 when nothing is pending, -errno on failure. */
-HVT_INTERNAL int hvt_tdat_kernel_read_page(struct hvt_tdat_kernel *k,
-					   uint32_t cpu, uint8_t *page);
 
 /* One kernel event; data valid until the next call for that CPU. */
 struct hvt_tdat_krec {
@@ -203,8 +200,6 @@ struct hvt_tdat_krec {
 /* 1 with @rec, 0 when nothing is pending, -errno on failure. */
 HVT_INTERNAL int hvt_tdat_kernel_next(struct hvt_tdat_kernel *k, uint32_t cpu,
 				      struct hvt_tdat_krec *rec);
-/* All CPUs read through the mmap view (else some use read()). */
-HVT_INTERNAL bool hvt_tdat_kernel_mapped(const struct hvt_tdat_kernel *k);
 /* Malformed data the kernel readers skipped. */
 HVT_INTERNAL uint64_t hvt_tdat_kernel_errors(const struct hvt_tdat_kernel *k);
 /* Is @id a kernel event id (as of open)? */

@@ -3,7 +3,8 @@
 #
 # Clock: CNTVCT timestamps converted with the host's sync model must fall
 # between the host's stamps around each trigger: ROUNDS round trips, zero
-# violations (see hvt-hyp causality), while the payload keeps CPU 0 busy.
+# violations of the rig's own model and of libhvtrace's (see hvt-hyp
+# causality), while the payload keeps CPU 0 busy.
 #
 #   causality.sh OBJTREE SRCTREE [ROUNDS]
 set -u

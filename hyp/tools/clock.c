@@ -20,8 +20,8 @@
  * bracket, hence in their intersection, so the model's offset is off by
  * at most half its width, and a converted event can only leave its own
  * window if its delays are below half the smallest seen so far.  The same
- * samples also go to libhvtrace's model (hvtrace_area_add_sync_sample);
- * its violations are reported for comparison.
+ * samples also go to libhvtrace's model (hvtrace_area_add_sync_sample),
+ * which the tools use: a violation of either model fails the run.
  *
  * At the end the model is turned into mult/shift/epoch (host_ns =
  * epoch_ns + ((cnt - epoch_cnt) * mult >> shift)), published in the
@@ -219,6 +219,15 @@ static const struct option cz_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+static void cz_violation(const char *who, uint64_t round, uint64_t t0,
+			 uint64_t t1, uint64_t conv)
+{
+	printf("%sviolation in round %llu: host %llu .. %llu, event converts to %llu (%+lld ns outside)\n",
+	       who, (unsigned long long)round, (unsigned long long)t0,
+	       (unsigned long long)t1, (unsigned long long)conv,
+	       conv < t0 ? -(long long)(t0 - conv) : (long long)(conv - t1));
+}
+
 int cmd_causality(int argc, char **argv)
 {
 	uint64_t rounds = 1000, calib = 64, v, i, viol = 0, viol_lib = 0;
@@ -320,14 +329,7 @@ int cmd_causality(int argc, char **argv)
 			max_err = fit->err;
 		if (conv < t0 || conv > z.found_at) {
 			if (viol < 5)
-				printf("violation in round %llu: host %llu .. %llu, event converts to %llu (%+lld ns outside)\n",
-				       (unsigned long long)i,
-				       (unsigned long long)t0,
-				       (unsigned long long)z.found_at,
-				       (unsigned long long)conv,
-				       conv < t0 ?
-					       -(long long)(t0 - conv) :
-					       (long long)(conv - z.found_at));
+				cz_violation("", i, t0, z.found_at, conv);
 			viol++;
 		} else {
 			if (conv - t0 < min_before)
@@ -337,8 +339,12 @@ int cmd_causality(int argc, char **argv)
 		}
 		lib = hvtrace_area_to_host_ns(model.a, z.found_ts, &e);
 		lib_err = e;
-		if (lib < t0 || lib > z.found_at)
+		if (lib < t0 || lib > z.found_at) {
+			if (viol_lib < 5)
+				cz_violation("libhvtrace ", i, t0, z.found_at,
+					     lib);
 			viol_lib++;
+		}
 		/* This round's two samples: the sync answer and the event. */
 		fit_add(fit, t0, c, t1s);
 		fit_add(fit, t0, z.found_ts, z.found_at);
@@ -394,6 +400,10 @@ int cmd_causality(int argc, char **argv)
 	       (unsigned long long)errs0, (unsigned long long)errs1);
 	if (viol) {
 		printf("FAIL: causality violations\n");
+		failures++;
+	}
+	if (viol_lib) {
+		printf("FAIL: causality violations of libhvtrace's model (the one hvtrace and hvtraced use)\n");
 		failures++;
 	}
 	if (!fit->consistent) {

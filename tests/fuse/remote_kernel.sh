@@ -123,7 +123,10 @@ running "$RP" && fail "record did not end after the remote's writer stopped"
 wait "$RP"
 rc=$?
 expect_eq "record exit status ($(cat "$TMP/rec.err"))" $rc 0
-[ -s "$TMP/rec.err" ] && fail "record complained: $(cat "$TMP/rec.err")"
+# The one line that says the kernel is read without its mmap (before
+# 6.10) is not a complaint.
+grep -v '^hvtrace: host kernel ring: trace_pipe_raw read() (' "$TMP/rec.err" >"$TMP/rec.err2"
+[ -s "$TMP/rec.err2" ] && fail "record complained: $(cat "$TMP/rec.err")"
 grep -q '\[local\]' $TRACEFS/trace_clock ||
 	fail "trace_clock not put back: $(cat $TRACEFS/trace_clock)"
 expect_eq "tracing_on put back" "$(cat $TRACEFS/tracing_on)" 0

@@ -8,7 +8,10 @@ set -euo pipefail
 : "${HVT_SRCTREE:?}" "${HVT_OBJTREE:?}"
 dest=$(mktemp -d /tmp/hvtrace-install.XXXXXX)
 trap 'rm -rf "$dest"' EXIT
-make -s -C "$HVT_SRCTREE" O="$HVT_OBJTREE" install DESTDIR="$dest" PREFIX=/usr >/dev/null
+out=$(make -s -C "$HVT_SRCTREE" O="$HVT_OBJTREE" install DESTDIR="$dest" PREFIX=/usr)
+# A staged install never touches the machine's groups, and says so.
+grep -q "GROUP   skipped (DESTDIR is set)" <<<"$out" ||
+	{ echo "install into DESTDIR did not say it left the hvtrace group alone" >&2; exit 1; }
 for f in usr/bin/hvtrace usr/lib/libhvtrace.a usr/lib/libhvtrace.so.1 \
 	 usr/include/hvtrace.h usr/include/hvtrace/abi.h \
 	 usr/lib/pkgconfig/hvtrace.pc; do

@@ -16,6 +16,15 @@ $(TDAT_WRITER): $(TDAT_DIR)/tdat_writer.o $(LIBHVTCORE)
 
 TEST_PROGS += $(TDAT_WRITER)
 
+# x_close: closes KernelShark's window the way a window manager does, so
+# it saves its session (t_kernelshark.sh); needs libX11 (libx11-dev).
+X11_LIBS := $(shell pkg-config --libs x11 2>/dev/null)
+ifneq ($(X11_LIBS),)
+$(TDAT_DIR)/x_close: $(TDAT_DIR)/x_close.o
+	$(call link,$<,$(X11_LIBS))
+TEST_PROGS += $(TDAT_DIR)/x_close
+endif
+
 # Every test gets the build's paths through the environment.
 TDAT_ENV := HVT_OBJTREE=$(objtree) HVT_SRCTREE=$(srctree)
 TDAT_TESTS := $(sort $(notdir $(basename $(wildcard $(srctree)/tests/tracedat/t_*.sh))))

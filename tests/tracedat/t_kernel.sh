@@ -1,11 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# The host kernel alone (--kernel through a tracefs instance, read with
-# the ring-buffer mmap view): trace_marker writes come out of trace-cmd
-# report in order with their text and the writer's process name, --events
-# stops the recording, a created instance is removed afterwards, and an
-# existing instance gets its trace clock, tracing_on and event enables back.
+# The host kernel alone (--kernel through a tracefs instance, read through
+# the kernel ring: its mmap, or read() before 6.10): trace_marker writes
+# come out of trace-cmd report in order with their text and the writer's
+# process name, --events stops the recording, a created instance is
+# removed afterwards, and an existing instance gets its trace clock,
+# tracing_on and event enables back.
 . "$(dirname "$0")/lib.sh"
 need_tools
 need_kernel

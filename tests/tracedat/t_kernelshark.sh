@@ -8,7 +8,12 @@
 # the file, no other window (an error dialog) appears, the process is
 # still running after loading, its log has no error besides the plugins
 # that opt out of streams without their events, and the screen is not
-# blank.  The screenshot is kept as $HVT_OBJTREE/tracedat-kernelshark.png.
+# blank.  Then it is closed as a window manager would (x_close), which
+# makes it save its session: the streams it opened must be the file's
+# buffers, and its model's time range, which it takes from the first and
+# last event it loaded, must cover the events trace-cmd reads from the
+# file and no more (up to its rounding to whole bins).  The screenshot is
+# kept as $HVT_OBJTREE/tracedat-kernelshark.png.
 . "$(dirname "$0")/lib.sh"
 need_tools
 command -v kernelshark >/dev/null ||
@@ -118,6 +123,45 @@ grep -q 'Loading' "$T/ks.log" || fail "KernelShark did not say it loaded the fil
 grep -viE '^QStandardPaths|^Loading |plugin "(kvm_combo|sched_events|missed_events|latency_plot|event_field_plot)" failed to initialize' \
 	"$T/ks.log" | grep -iE 'error|fail|could not|cannot|unable|invalid|bad ' &&
 	fail "KernelShark reported a problem loading the file"
+# KernelShark's own account of what it loaded: closed like a window
+# manager closes it, it saves its session, with the streams it opened and
+# its model's time range, which it sets from the first and last event it
+# loaded.  They must match the file as trace-cmd reads it.
+wid=$(awk -v t="\"$title\"" 'index($0, t) { print $1; exit }' "$T/windows.txt")
+[ -x "$OBJ/tests/tracedat/x_close" ] ||
+	skip "x_close was not built (libx11-dev is missing)"
+"$OBJ/tests/tracedat/x_close" "$wid" || fail "cannot close KernelShark's window $wid"
+wait_pid "$KP" 30
+session=$T/ks/home/.cache/kernelshark/lastsession.json
+[ -s "$session" ] || fail "KernelShark saved no session when closed ($(find "$T/ks/home" -type f | head -5))"
+trace-cmd report -t "$T/ks.dat" >"$T/tc.txt" 2>"$T/tc.err" ||
+	fail "trace-cmd report failed: $(head -3 "$T/tc.err")"
+read -r first last nev < <(awk '{
+	for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]:$/) {
+		t = $i; sub(/:$/, "", t); sub(/\./, "", t); t += 0
+		if (!n || t < lo) lo = t
+		if (!n || t > hi) hi = t
+		n++; break
+	} } END { printf "%.0f %.0f %d\n", lo, hi, n }' "$T/tc.txt")
+[ "$nev" -gt 0 ] || fail "trace-cmd shows no events in the recording"
+read -r rmin rmax < <(awk '/"range"/ { r = 1; next }
+	r && /[0-9]/ { gsub(/[ ,]/, ""); v[++k] = $0; if (k == 2) { print v[1], v[2]; exit } }' "$session")
+[ -n "${rmin:-}" ] && [ -n "${rmax:-}" ] ||
+	fail "the session has no model range: $(head -30 "$session")"
+span=$((last - first))
+echo "trace-cmd: $nev events from $first to $last ns; KernelShark's model: $rmin .. $rmax"
+# The range covers the events exactly, widened only by KernelShark's
+# rounding to whole bins (at most a few bins; 1% of the span here).
+[ "$rmin" -le "$first" ] && [ "$rmax" -ge "$last" ] ||
+	fail "KernelShark's range $rmin..$rmax misses events of the file ($first..$last): it did not load them all"
+[ $(( (first - rmin) + (rmax - last) )) -le $((span / 100)) ] ||
+	fail "KernelShark's range $rmin..$rmax is wider than the file's events ($first..$last): it did not load them"
+# Every buffer of the file is a stream of the session.
+awk -F'"' '/"name":/ { print $4 }' "$session" | sort >"$T/ks-streams.txt"
+{ grep -q '^cpus=' "$T/tc.txt" && [ ${#K[@]} -gt 0 ] && echo "top buffer"
+  echo hyp0; echo loop1; } | sort >"$T/want-streams.txt"
+diff "$T/want-streams.txt" "$T/ks-streams.txt" >/dev/null ||
+	fail "KernelShark opened the streams $(tr '\n' ' ' <"$T/ks-streams.txt"), expected $(tr '\n' ' ' <"$T/want-streams.txt")"
 colors=$(convert "$T/ks.png" -format %k info: 2>/dev/null || echo 0)
 [ "${colors:-0}" -gt 20 ] || fail "the screenshot is blank ($colors colors)"
-echo "PASS: KernelShark shows the file ($colors colors on screen)"
+echo "PASS: KernelShark loaded the file's $nev events (its range $rmin..$rmax covers $first..$last) in streams $(tr '\n' ' ' <"$T/ks-streams.txt")($colors colors on screen)"
