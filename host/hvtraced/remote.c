@@ -286,7 +286,8 @@ static int remote_open_area(struct remote *r, const char *path, char *msg,
 	uint8_t *page;
 	int ret;
 
-	ret = hvtrace_area_open(path, 0, 0, HVTRACE_OPEN_CONTROL, &a);
+	ret = hvtrace_area_open(path, 0, 0,
+				HVTRACE_OPEN_CONTROL | HVTRACE_OPEN_RESUME, &a);
 	if (ret) {
 		snprintf(msg, msgsize, "%s", hvtrace_last_error());
 		return ret;

@@ -49,6 +49,11 @@ enum hvtrace_open_flags {
 	/* Map the control page read-write: this host owns the area (enable
 	 * bits, consumer progress, time sync).  One owner per area. */
 	HVTRACE_OPEN_CONTROL = 1u << 0,
+	/* With HVTRACE_OPEN_CONTROL: post the readers' positions in the
+	 * control page, and start each reader after the last event a
+	 * previous owner opened with this flag returned (a restarted
+	 * daemon); without it, reading starts at the oldest data. */
+	HVTRACE_OPEN_RESUME = 1u << 1,
 };
 
 struct hvtrace_area_info {

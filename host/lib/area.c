@@ -57,7 +57,7 @@ void hvt_area_publish_pos(struct hvtrace_area *a, uint32_t cpu, uint32_t seq,
 {
 	struct hvt_ctrl_pos *p;
 
-	if (!a->ctrl)
+	if (!a->ctrl || !(a->flags & HVTRACE_OPEN_RESUME))
 		return;
 	p = &a->ctrl->read_pos[cpu];
 	__atomic_store_n(&p->accounted, accounted, __ATOMIC_RELAXED);
@@ -179,8 +179,11 @@ HVTRACE_API int hvtrace_area_open(const char *path, uint64_t offset,
 		return hvt_err(-EINVAL,
 			       "area offset 0x%llx is not a multiple of 4096",
 			       (unsigned long long)offset);
-	if (flags & ~HVTRACE_OPEN_CONTROL)
-		return hvt_err(-EINVAL, "unknown open flags 0x%x", flags);
+	if (flags & ~(HVTRACE_OPEN_CONTROL | HVTRACE_OPEN_RESUME) ||
+	    (flags & HVTRACE_OPEN_RESUME && !(flags & HVTRACE_OPEN_CONTROL)))
+		return hvt_err(-EINVAL, "unknown open flags 0x%x (RESUME goes "
+					"with CONTROL)",
+			       flags);
 
 	a = calloc(1, sizeof(*a));
 	if (!a)

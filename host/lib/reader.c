@@ -33,11 +33,12 @@
  * drop, and counted in 'dropped' and 'unplaced'.  The reader counts it
  * from 0 (the writer's start), so a post-mortem read reports them all.
  *
- * An owner also posts where it is (page, offset, events accounted) in the
- * control page after every page it returns; a successor -- the owner
- * restarted -- resumes there (rd_resume()), so no event is returned twice
- * and the gap to what is still in the ring is counted exactly, in both
- * ring modes.
+ * An owner that opened the area with HVTRACE_OPEN_RESUME (hvtraced) also
+ * posts where it is (page, offset, events accounted) in the control page
+ * after every page it returns; a successor opened the same way -- the
+ * daemon restarted -- resumes there (rd_resume()), so no event is
+ * returned twice and the gap to what is still in the ring is counted
+ * exactly, in both ring modes.
  *
  * Every loop here is bounded by the ring length; a hostile writer can make
  * a CPU unreadable (and raise its error count), never make us hang or read
@@ -220,7 +221,7 @@ int hvt_rd_init(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint32_t cpu)
 		c->resync = true;
 		return 0;
 	}
-	if (a->ctrl && rd_resume(a, c, w)) {
+	if (a->ctrl && (a->flags & HVTRACE_OPEN_RESUME) && rd_resume(a, c, w)) {
 		hvt_area_publish_consumer(a, cpu, c->seq);
 		return 0;
 	}

@@ -92,7 +92,8 @@ static struct hvtrace_area *owner(struct ctx *x)
 {
 	struct hvtrace_area *a;
 
-	if (hvtrace_area_open(x->path, 0, 0, HVTRACE_OPEN_CONTROL, &a))
+	if (hvtrace_area_open(x->path, 0, 0,
+			      HVTRACE_OPEN_CONTROL | HVTRACE_OPEN_RESUME, &a))
 		t_fail("open: %s", hvtrace_last_error());
 	return a;
 }
