@@ -797,6 +797,17 @@ uint64_t hvt_rb_entries(const struct hvt_rb_cpu *cb)
 	       HVT_WORD_ENTRIES(w);
 }
 
+void hvt_rb_count_unplaced(struct hvt_rb_cpu *cb)
+{
+	/*
+	 * Relaxed: the counter orders nothing else; any writer of the area
+	 * may add to it concurrently (hence the atomic add, the one
+	 * read-modify-write of the core).  The host loads it relaxed and
+	 * reports the increase with the buffer's next page.
+	 */
+	__atomic_fetch_add(&cb->meta->unplaced, 1, __ATOMIC_RELAXED);
+}
+
 int hvt_rb_poll_reset(struct hvt_rb_cpu *cb)
 {
 	struct hvt_cpu_meta *m = cb->meta;
@@ -869,7 +880,7 @@ int hvt_area_validate(const struct hvt_area_header *h, uint64_t area_size,
 		 h->subbuf_size > HVT_ABI_MAX_SUBBUF_SIZE)
 		w = "sub-buffer size is not a power of two in 4K..64K";
 	else if (h->nr_cpus == 0 || h->nr_cpus > HVT_ABI_MAX_CPUS)
-		w = "CPU count out of range 1..64";
+		w = "CPU count out of range 1..256";
 	else if (!rb_is_pow2(h->nr_subbufs) ||
 		 h->nr_subbufs < HVT_ABI_MIN_SUBBUFS ||
 		 h->nr_subbufs > HVT_ABI_MAX_SUBBUFS)
@@ -879,7 +890,7 @@ int hvt_area_validate(const struct hvt_area_header *h, uint64_t area_size,
 	else if (h->control_offset != HVT_CONTROL_OFFSET)
 		w = "control page offset is not 0x1000";
 	else if (h->cpu_offset != HVT_CPU_OFFSET)
-		w = "first CPU section is not at 0x2000";
+		w = "first CPU section is not at 0x5000";
 	else if (h->meta_size != hvt_meta_size(h->nr_subbufs))
 		w = "per-CPU meta size does not match the sub-buffer count";
 	else if (h->cpu_stride != hvt_cpu_stride(h->nr_subbufs, h->subbuf_size))

@@ -58,6 +58,9 @@ static const char usage_text[] =
 	"  --mode consume|overwrite   ring mode (default: configured)\n"
 	"  --subbuf-size BYTES  sub-buffer size (default: configured)\n"
 	"  --subbufs N          sub-buffers per CPU (default: as many as fit)\n"
+	"  --cpus N             CPU buffers (default: the CPUs configured\n"
+	"                       here, at most CONFIG_HVT_MAX_CPUS); writes on\n"
+	"                       a CPU without one are counted as lost\n"
 	"  --clock counter|mono writer clock (default: configured)\n"
 	"  --name NAME          writer name shown by the host (default: the\n"
 	"                       host name)\n"
@@ -224,6 +227,7 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "subbuf-size", required_argument, NULL, 'B' },
 		{ "subbufs", required_argument, NULL, 'N' },
+		{ "cpus", required_argument, NULL, 'P' },
 		{ "clock", required_argument, NULL, 'k' },
 		{ "name", required_argument, NULL, 'n' },
 		{ "control", required_argument, NULL, 'c' },
@@ -289,13 +293,17 @@ int main(int argc, char **argv)
 			break;
 		case 'B':
 		case 'N':
-			if (parse_size(optarg, &v) || v > UINT32_MAX) {
+		case 'P':
+			if (parse_size(optarg, &v) || v > UINT32_MAX ||
+			    (opt == 'P' && !v)) {
 				fprintf(stderr, "hvtrace-agent: bad number "
 						"'%s'\n", optarg);
 				return 2;
 			}
 			if (opt == 'B')
 				ag->fmt.subbuf_size = (uint32_t)v;
+			else if (opt == 'P')
+				ag->fmt.nr_cpus = (uint32_t)v;
 			else
 				ag->fmt.nr_subbufs = (uint32_t)v;
 			break;

@@ -269,7 +269,8 @@ static inline bool hvtg_enabled(const struct hvtg_event *ev)
  * sub-buffer; -EBADF for an unbound handle; -ENXIO when the thread runs on
  * a CPU the area has no buffer for; -ENOSYS without restartable sequences;
  * -EAGAIN if the write was retried 2^20 times in a row without committing
- * (something keeps rewriting the buffer).
+ * (something keeps rewriting the buffer).  -ENXIO and -EAGAIN events are
+ * counted in the area as unplaced, which the host reports as lost.
  */
 int hvtg_write(const struct hvtg_event *ev, const void *payload, size_t len);
 
@@ -295,6 +296,8 @@ struct hvtg_thread_stats {
 	uint64_t cpu_moved;	/* plans refused: the thread changed CPU */
 	uint64_t stale;		/* plans refused: another writer
 				 * committed first */
+	uint64_t unplaced;	/* events no CPU buffer took (-ENXIO,
+				 * -EAGAIN), counted lost in the area */
 };
 
 /** hvtg_get_thread_stats - the calling thread's counters */

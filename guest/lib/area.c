@@ -350,7 +350,7 @@ int hvtg_area_format(void *mem, uint64_t size, const struct hvtg_format *f)
 				p.subbuf_size, (unsigned long long)size);
 	if (ret)
 		return hvtg_err(-EINVAL,
-				"bad area geometry: %u CPUs (1..64), %u "
+				"bad area geometry: %u CPUs (1..256), %u "
 				"sub-buffers (power of two, 2..65536), "
 				"sub-buffer size %u (power of two, "
 				"4096..65536), mode %u",

@@ -19,6 +19,11 @@
  * failed comparison means another writer made progress, so writers as a
  * whole never stall; a single writer gives up with -EAGAIN only after
  * HVTG_MAX_TRIES consecutive failures.
+ *
+ * Nothing is lost silently: a write on a CPU the area has no buffer for,
+ * and a write that gives up, is counted in the area's 'unplaced' counter
+ * of a CPU buffer (hvt_rb_count_unplaced()), which the host reports as
+ * lost, before the error is returned.
  */
 #include <errno.h>
 
@@ -57,11 +62,15 @@ wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
 
 	for (tries = 0; tries < HVTG_MAX_TRIES; tries++) {
 		cpu = __atomic_load_n(&t->rs->cpu_id, __ATOMIC_RELAXED);
-		if (__builtin_expect(cpu >= a->nr_cpus, 0))
+		if (__builtin_expect(cpu >= a->nr_cpus, 0)) {
+			hvt_rb_count_unplaced(&a->cpus[cpu % a->nr_cpus]);
+			t->st.unplaced++;
 			return hvtg_err(-ENXIO,
 					"running on CPU %u but the area has "
-					"buffers for CPUs 0..%u only",
+					"buffers for CPUs 0..%u only (the "
+					"event is counted as lost)",
 					cpu, a->nr_cpus - 1);
+		}
 		ret = hvt_rb_plan_write(&a->cpus[cpu], &plan,
 					hvtg_clock_read(a->clock_id), &common,
 					iov, niov);
@@ -103,9 +112,12 @@ wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
 					"source)");
 		}
 	}
+	hvt_rb_count_unplaced(&a->cpus[cpu]);
+	t->st.unplaced++;
 	return hvtg_err(-EAGAIN,
 			"event not committed after %u attempts: the CPU "
-			"buffer keeps changing under this writer",
+			"buffer keeps changing under this writer (the event "
+			"is counted as lost)",
 			HVTG_MAX_TRIES);
 }
 

@@ -46,8 +46,11 @@ static const char stat_usage[] =
 	"  read events      events on sub-buffers the owner finished\n"
 	"                   (consume mode)\n"
 	"\n"
-	"followed by what an area adds: committed, written (committed +\n"
-	"dropped), the writer's sub-buffer positions and the hostile\n"
+	"followed by what an area adds: committed, unplaced (events the\n"
+	"writer could put in no CPU buffer: written on a CPU the area has\n"
+	"no buffer for, or given up; they count as lost), written\n"
+	"(committed + dropped + unplaced), the writer's sub-buffer\n"
+	"positions and the hostile\n"
 	"control values it rejected.  AREA is PATH[@OFFSET[+SIZE]]; it is\n"
 	"opened read-only and nothing is consumed.  --kernel prints the host\n"
 	"kernel's per_cpu stats files.  For an AREA the timestamps go\n"
@@ -150,8 +153,10 @@ static int stat_area(const char *spec, int only_cpu)
 		printf("dropped events: %llu\n", (unsigned long long)t.dropped);
 		printf("read events: %llu\n", (unsigned long long)t.consumed);
 		printf("committed: %llu\n", (unsigned long long)t.committed);
+		printf("unplaced: %llu\n", (unsigned long long)t.unplaced);
 		printf("written: %llu\n",
-		       (unsigned long long)(t.committed + t.dropped));
+		       (unsigned long long)(t.committed + t.dropped +
+					    t.unplaced));
 		printf("sub-buffers: tail %u, oldest %u, consumer %u\n",
 		       t.tail_seq, t.oldest_seq, t.consumer_seq);
 		printf("control errors: %llu\n",

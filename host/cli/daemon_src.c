@@ -648,6 +648,7 @@ int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
 		st_ts("oldest event ts:", v[1] ? ts[2 * i] : 0);
 		st_ts("now ts:", v[0] ? ts[2 * i + 1] : 0);
 		printf("dropped events: %llu\n", (unsigned long long)v[3]);
+		printf("unplaced: %llu\n", (unsigned long long)v[14]);
 		printf("read events: %llu\n", (unsigned long long)v[8]);
 		printf("written: %llu\n", (unsigned long long)v[0]);
 		printf("lost: %llu\n", (unsigned long long)v[5]);

@@ -188,7 +188,9 @@ static int ar_open(struct remote *r)
 	ret = access_area_open(ar->restricted ? &ar->cred : NULL, ar->spec,
 			       &fd, via, sizeof(via), why, sizeof(why));
 	if (!ret) {
-		ret = hvtrace_area_open_spec(via, HVTRACE_OPEN_CONTROL, &a);
+		ret = hvtrace_area_open_spec(via, HVTRACE_OPEN_CONTROL |
+						       HVTRACE_OPEN_RESUME,
+					     &a);
 		/* Opened through a descriptor: name the file as given. */
 		if (ret && fd >= 0)
 			snprintf(why, sizeof(why), "%.200s (opened as %.40s): %s",

@@ -110,10 +110,14 @@ struct conn {
 
 /* --- remotes -------------------------------------------------------------- */
 
-struct held {
-	uint64_t owner;
-	uint32_t id;
-	uint32_t count;
+/* Registrations held by an agent's clients (held.c). */
+struct held_ref;
+struct held_owner;
+struct held_map {
+	struct held_ref **rbuckets;
+	size_t nr_rbuckets, nr_refs;	/* distinct (owner, event id) */
+	struct held_owner **obuckets;
+	size_t nr_obuckets, nr_owners;	/* distinct owners (channels) */
 };
 
 struct cmdline {
@@ -154,8 +158,8 @@ struct remote {
 	bool have_instance;
 	uint32_t agent_pid;
 	uint64_t agent_gen;
-	struct held *held;
-	size_t nr_held, cap_held;
+	struct held_map held;
+	uint64_t refused_regs;		/* REGISTERs over the caps */
 
 	/* enable-bit changes reported by the registry hook */
 	struct { uint32_t bit; bool on; } *chg;
@@ -237,6 +241,10 @@ struct daemon {
 	uint32_t sync_interval_ms;
 	uint32_t poll_min_us;
 	uint32_t poll_max_us;
+	unsigned int max_channels;	/* per remote: client channels
+					 * holding registrations */
+	unsigned int max_registrations;	/* per remote: distinct (channel,
+					 * event) registrations */
 	int verbose;
 
 	/* page polling */
@@ -304,6 +312,27 @@ void remote_fill_rec(const struct remote *r, struct hvt_remote_rec *rec);
 const char *remote_comm(const struct remote *r, uint32_t pid);
 void remote_cmdline_set(struct remote *r, uint32_t pid, const char *comm,
 			size_t len);
+
+/* held.c */
+typedef void (*held_fn)(void *arg, uint64_t owner, uint32_t id);
+bool held_has(const struct held_map *m, uint64_t owner, uint32_t id);
+/* Before a registration: -EMFILE for a new owner over @max_owners,
+ * -ENOSPC when @max_refs are held; 0 when it may go ahead. */
+int held_admit(const struct held_map *m, uint64_t owner,
+	       unsigned int max_owners, unsigned int max_refs);
+int held_add(struct held_map *m, uint64_t owner, uint32_t id);
+void held_dec(struct held_map *m, uint64_t owner, uint32_t id);
+/* Forget every ref of @owner (of everyone), calling @fn for each; returns
+ * the references they held. */
+unsigned int held_take_owner(struct held_map *m, uint64_t owner, held_fn fn,
+			     void *arg);
+unsigned int held_take_all(struct held_map *m, held_fn fn, void *arg);
+void held_free(struct held_map *m);
+
+/* state.c: what was attached, across a restart (RUN_DIR/hvtraced.state) */
+void state_changed(void);
+void state_save(void);		/* when changed, not while stopping */
+void state_restore(void);
 
 /* sync.c */
 void sync_sample(struct remote *r, uint64_t send, uint64_t writer,

@@ -84,6 +84,14 @@ static const char usage_text[] =
 	"  --poll-max-us US       poll interval when idle (default 10000:\n"
 	"                         an event is seen within 10 ms; idle, with a\n"
 	"                         subscriber, about 0.3% of a CPU)\n"
+	"  --max-channels N       per remote: client channels that may hold\n"
+	"                         registrations (default\n"
+	"                         CONFIG_HVT_HOSTD_MAX_CHANNELS); a REGISTER\n"
+	"                         on one more is refused with EMFILE\n"
+	"  --max-registrations N  per remote: distinct (channel, event)\n"
+	"                         registrations held (default\n"
+	"                         CONFIG_HVT_HOSTD_MAX_REGISTRATIONS); beyond\n"
+	"                         it a REGISTER is refused with ENOSPC\n"
 	"  -v, --verbose          log more\n"
 	"  -h, --help             this text\n"
 	"  --version\n";
@@ -293,6 +301,8 @@ int main(int argc, char **argv)
 		{ "sync-interval", required_argument, NULL, 'I' },
 		{ "poll-us", required_argument, NULL, 'p' },
 		{ "poll-max-us", required_argument, NULL, 'P' },
+		{ "max-channels", required_argument, NULL, 'C' },
+		{ "max-registrations", required_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -321,6 +331,8 @@ int main(int argc, char **argv)
 	D->sync_interval_ms = 1000;
 	D->poll_min_us = CONFIG_HVT_HOST_POLL_US;
 	D->poll_max_us = 10000;
+	D->max_channels = CONFIG_HVT_HOSTD_MAX_CHANNELS;
+	D->max_registrations = CONFIG_HVT_HOSTD_MAX_REGISTRATIONS;
 
 	while ((opt = getopt_long(argc, argv, "fvh", opts, NULL)) != -1) {
 		switch (opt) {
@@ -406,6 +418,22 @@ int main(int argc, char **argv)
 				D->poll_min_us = (uint32_t)v;
 			else
 				D->poll_max_us = (uint32_t)v;
+			break;
+		case 'C':
+		case 'G':
+			if (parse_u64(optarg, &v) || !v || v > (1u << 24)) {
+				fprintf(stderr, "hvtraced: --%s takes a "
+						"number from 1 to 16777216, "
+						"not '%s'\n",
+					opt == 'C' ? "max-channels" :
+						     "max-registrations",
+					optarg);
+				return 2;
+			}
+			if (opt == 'C')
+				D->max_channels = (unsigned int)v;
+			else
+				D->max_registrations = (unsigned int)v;
 			break;
 		case 'v':
 			D->verbose = 1;
@@ -506,6 +534,7 @@ int main(int argc, char **argv)
 		else
 			d_log("%s", msg);
 	}
+	state_restore();
 	d_log("listening on %s (pid %d)", D->sock_path, (int)getpid());
 	if (ready_fd >= 0) {
 		if (write(ready_fd, "y", 1) != 1)
@@ -543,6 +572,7 @@ int main(int argc, char **argv)
 			D->next_poll_us = d_now_us() + D->poll_us;
 		}
 		conns_reap();
+		state_save();
 	}
 
 	while (D->remotes)

@@ -19,7 +19,10 @@
  * event ("held"), so that a replayed registration of a reference it still
  * holds is a no-op, and so that it can drop every reference of an agent
  * that restarted (a new pid or area generation in its HELLO) or of a
- * local agent whose process is gone.
+ * local agent whose process is gone.  The guest picks the channel
+ * numbers, so what it can make the daemon hold is capped per remote
+ * (channels and registrations, see held.c) and every lookup is O(1) or
+ * O(log n).
  *
  * Nothing an agent sends is trusted: names, definitions and counts are
  * validated by the codec and the registry; the area is validated by
@@ -160,82 +163,26 @@ int remote_set_tracing(struct remote *r, bool on)
 
 /* --- references held by the agent's clients ------------------------------- */
 
-static struct held *held_find(struct remote *r, uint64_t owner, uint32_t id)
+/* Give the registry back every reference @owner holds on event @id. */
+static void held_unregister(void *arg, uint64_t owner, uint32_t id)
 {
-	size_t i;
+	struct remote *r = arg;
 
-	for (i = 0; i < r->nr_held; i++)
-		if (r->held[i].owner == owner && r->held[i].id == id)
-			return &r->held[i];
-	return NULL;
-}
-
-static void held_add(struct remote *r, uint64_t owner, uint32_t id)
-{
-	struct held *h = held_find(r, owner, id);
-
-	if (h) {
-		h->count++;
-		return;
-	}
-	if (r->nr_held == r->cap_held) {
-		size_t cap = r->cap_held ? r->cap_held * 2 : 32;
-		struct held *n = realloc(r->held, cap * sizeof(*n));
-
-		if (!n)
-			return;
-		r->held = n;
-		r->cap_held = cap;
-	}
-	r->held[r->nr_held].owner = owner;
-	r->held[r->nr_held].id = id;
-	r->held[r->nr_held].count = 1;
-	r->nr_held++;
-}
-
-static void held_dec(struct remote *r, uint64_t owner, uint32_t id)
-{
-	struct held *h = held_find(r, owner, id);
-
-	if (h && !--h->count)
-		*h = r->held[--r->nr_held];
+	hvt_ue_unregister_owner_id(r->reg, owner, id);
 }
 
 static int held_drop_owner(struct remote *r, uint64_t owner)
 {
-	size_t i;
-	int n;
+	unsigned int n = held_take_owner(&r->held, owner, held_unregister, r);
 
-	n = hvt_ue_unregister_all(r->reg, owner);
-	for (i = 0; i < r->nr_held;) {
-		if (r->held[i].owner == owner)
-			r->held[i] = r->held[--r->nr_held];
-		else
-			i++;
-	}
 	remote_apply_changes(r);
-	return n;
+	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
 static void held_drop_all(struct remote *r)
 {
-	while (r->nr_held)
-		held_drop_owner(r, r->held[0].owner);
-}
-
-static unsigned int held_owners(const struct remote *r)
-{
-	unsigned int n = 0;
-	size_t i, j;
-
-	for (i = 0; i < r->nr_held; i++) {
-		for (j = 0; j < i; j++)
-			if (r->held[j].owner == r->held[i].owner)
-				break;
-		if (j == i)
-			n++;
-	}
-	return n;
+	held_take_all(&r->held, held_unregister, r);
+	remote_apply_changes(r);
 }
 
 /* --- comms ---------------------------------------------------------------- */
@@ -287,6 +234,7 @@ int remote_new(const char *name, enum hvt_transport t, struct remote **out)
 		;
 	*pp = r;
 	*out = r;
+	state_changed();
 	return 0;
 }
 
@@ -322,7 +270,8 @@ void remote_destroy(struct remote *r)
 			*pp = r->next;
 			break;
 		}
-	free(r->held);
+	held_free(&r->held);
+	state_changed();
 	free(r->chg);
 	free(r->page);
 	free(r);
@@ -337,7 +286,8 @@ static int remote_open_area(struct remote *r, const char *path, char *msg,
 	uint8_t *page;
 	int ret;
 
-	ret = hvtrace_area_open(path, 0, 0, HVTRACE_OPEN_CONTROL, &a);
+	ret = hvtrace_area_open(path, 0, 0,
+				HVTRACE_OPEN_CONTROL | HVTRACE_OPEN_RESUME, &a);
 	if (ret) {
 		snprintf(msg, msgsize, "%s", hvtrace_last_error());
 		return ret;
@@ -711,7 +661,7 @@ static bool replay_is_held(struct remote *r, uint64_t owner,
 	const char *args = NULL;
 
 	if (!(m->u.reg.flags & HVT_REG_REPLAY) ||
-	    !held_find(r, owner, m->u.reg.want_id) ||
+	    !held_has(&r->held, owner, m->u.reg.want_id) ||
 	    hvt_ue_lookup_id(r->reg, m->u.reg.want_id, &info))
 		return false;
 	memcpy(def, m->u.reg.def.ptr, m->u.reg.def.len);
@@ -738,6 +688,33 @@ static void agent_register(struct conn *c, struct remote *r,
 				  NULL);
 		return;
 	}
+	/*
+	 * Caps before the registry takes anything: the guest picks its
+	 * channel numbers and definitions, so what it can make us hold is
+	 * bounded per remote (hvtraced --max-channels, --max-registrations).
+	 */
+	ret = held_admit(&r->held, owner, D->max_channels,
+			 D->max_registrations);
+	if (ret) {
+		if (!r->refused_regs++)
+			d_log("remote '%s': refusing registrations over the "
+			      "cap of %u client channels and %u "
+			      "registrations (hvtraced --max-channels, "
+			      "--max-registrations); counted in 'hvtrace "
+			      "daemon info'",
+			      r->name, D->max_channels, D->max_registrations);
+		conn_reply_result(c, m, HVT_MSG_REGISTER, ret, 0, 0,
+				  ret == -EMFILE ?
+				  "remote '%s' has %u client channels holding "
+				  "registrations, the most hvtraced allows "
+				  "(--max-channels); close some clients" :
+				  "remote '%s' holds %u registrations, the "
+				  "most hvtraced allows (--max-registrations); "
+				  "unregister some events",
+				  r->name, ret == -EMFILE ? D->max_channels :
+				  D->max_registrations);
+		return;
+	}
 	memcpy(def, m->u.reg.def.ptr, m->u.reg.def.len);
 	def[m->u.reg.def.len] = '\0';
 	/*
@@ -762,7 +739,16 @@ static void agent_register(struct conn *c, struct remote *r,
 		      "%u but got id %u bit %u (taken by another event)",
 		      r->name, def, m->chan, m->u.reg.want_id,
 		      m->u.reg.want_bit, out.id, out.bit);
-	held_add(r, owner, out.id);
+	ret = held_add(&r->held, owner, out.id);
+	if (ret) {
+		/* Not remembered: give the reference back. */
+		hvt_ue_unregister(r->reg, owner, out.id, NULL);
+		remote_apply_changes(r);
+		conn_reply_result(c, m, HVT_MSG_REGISTER, ret, 0, 0,
+				  "hvtraced cannot track the registration: "
+				  "%s", strerror(-ret));
+		return;
+	}
 	d_dbg("remote '%s': client %u registered '%s' as id %u bit %u",
 	      r->name, m->chan, def, out.id, out.bit);
 	conn_reply_result(c, m, HVT_MSG_REGISTER, 0, out.id, out.bit, NULL);
@@ -785,7 +771,7 @@ static void agent_request(struct conn *c, struct remote *r,
 		ret = hvt_ue_unregister(r->reg, owner, m->u.unreg.id, &err);
 		remote_apply_changes(r);
 		if (!ret)
-			held_dec(r, owner, m->u.unreg.id);
+			held_dec(&r->held, owner, m->u.unreg.id);
 		conn_reply_result(c, m, HVT_MSG_UNREGISTER, ret, m->u.unreg.id,
 				  0, "%s", ret ? err.msg : "");
 		break;
@@ -1185,7 +1171,7 @@ void remote_fill_rec(const struct remote *r, struct hvt_remote_rec *rec)
 	rec->tracing_on = r->tracing_on;
 	rec->nr_events = hvt_ue_count(r->reg) + tool_ext_nr_formats(
 							  (struct remote *)r);
-	rec->nr_clients = held_owners(r);
+	rec->nr_clients = (uint32_t)r->held.nr_owners;
 	rec->sync_samples = r->sync_samples;
 	rec->proto_errors = r->proto_errors;
 	if (r->area) {

@@ -347,7 +347,10 @@ static void tool_text(struct conn *c, struct remote *r,
 				      "sync_window_ns: %llu\n"
 				      "clock_error_ns: %s\n"
 				      "protocol_errors: %llu\n"
-				      "pages_read: %llu\n",
+				      "pages_read: %llu\n"
+				      "registrations: %zu (at most %u on %u "
+				      "clients)\n"
+				      "registrations_refused: %llu\n",
 				      r->tracing_on ? "on" : "off",
 				      rec.nr_events, rec.nr_clients,
 				      (unsigned long long)r->sync_samples,
@@ -355,7 +358,10 @@ static void tool_text(struct conn *c, struct remote *r,
 				      (unsigned long long)r->sync_window_ns,
 				      err,
 				      (unsigned long long)r->proto_errors,
-				      (unsigned long long)r->pages_read);
+				      (unsigned long long)r->pages_read,
+				      r->held.nr_refs, D->max_registrations,
+				      D->max_channels,
+				      (unsigned long long)r->refused_regs);
 		if (n < 0 || n >= (int)sizeof(small))
 			n = (int)sizeof(small) - 1;
 		send_text(c, m, 0, small, (size_t)n);
@@ -509,6 +515,7 @@ static void tool_stats(struct conn *c, struct remote *r,
 			v[11] = st.writer_lost;
 			v[12] = st.oldest_ts;
 			v[13] = st.now_ts;
+			v[14] = st.unplaced;
 		}
 		conn_send(c, &out);
 	}

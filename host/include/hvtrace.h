@@ -49,6 +49,11 @@ enum hvtrace_open_flags {
 	/* Map the control page read-write: this host owns the area (enable
 	 * bits, consumer progress, time sync).  One owner per area. */
 	HVTRACE_OPEN_CONTROL = 1u << 0,
+	/* With HVTRACE_OPEN_CONTROL: post the readers' positions in the
+	 * control page, and start each reader after the last event a
+	 * previous owner opened with this flag returned (a restarted
+	 * daemon); without it, reading starts at the oldest data. */
+	HVTRACE_OPEN_RESUME = 1u << 1,
 };
 
 struct hvtrace_area_info {
@@ -274,6 +279,9 @@ struct hvtrace_cpu_stats {
 	uint64_t writer_lost;	/* the writer's own drop counter (meta->lost) */
 	uint64_t oldest_ts;	/* first event still readable, writer clock */
 	uint64_t now_ts;	/* newest committed event, writer clock */
+	uint64_t unplaced;	/* of dropped: events the writer could place
+				 * in no buffer (a CPU beyond the area, or a
+				 * write given up), reported */
 };
 
 /**
@@ -881,6 +889,8 @@ struct hvtrace_cpu_totals {
 	uint32_t tail_seq;	/* writer's current sub-buffer sequence */
 	uint32_t oldest_seq;	/* oldest sub-buffer still in the ring */
 	uint32_t consumer_seq;	/* owner's consumer position (consume mode) */
+	uint64_t unplaced;	/* events the writer could place in no buffer
+				 * (meta->unplaced), counted lost */
 };
 
 /**

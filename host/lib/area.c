@@ -52,6 +52,27 @@ void hvt_area_publish_consumer(struct hvtrace_area *a, uint32_t cpu,
 	__atomic_store_n(&a->ctrl->consumer[cpu], seq, __ATOMIC_RELEASE);
 }
 
+void hvt_area_publish_pos(struct hvtrace_area *a, uint32_t cpu, uint32_t seq,
+			  uint32_t pos, uint64_t accounted, uint64_t unplaced)
+{
+	struct hvt_ctrl_pos *p;
+
+	if (!a->ctrl || !(a->flags & HVTRACE_OPEN_RESUME))
+		return;
+	p = &a->ctrl->read_pos[cpu];
+	__atomic_store_n(&p->accounted, accounted, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->unplaced, unplaced, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->seq, seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->pos, (uint16_t)pos, __ATOMIC_RELAXED);
+	/* Release: a successor that loads 'check' with acquire and finds it
+	 * matching sees the fields it was computed from (unless a crash tore
+	 * them, which the check detects). */
+	__atomic_store_n(&p->check,
+			 hvt_ctrl_pos_check(accounted, unplaced, seq,
+					    (uint16_t)pos),
+			 __ATOMIC_RELEASE);
+}
+
 /* Rewrite the effective enable bitmap: requested bits, folded with
  * tracing_on so writers test a single bit. */
 static void area_write_enable(struct hvtrace_area *a)
@@ -158,8 +179,11 @@ HVTRACE_API int hvtrace_area_open(const char *path, uint64_t offset,
 		return hvt_err(-EINVAL,
 			       "area offset 0x%llx is not a multiple of 4096",
 			       (unsigned long long)offset);
-	if (flags & ~HVTRACE_OPEN_CONTROL)
-		return hvt_err(-EINVAL, "unknown open flags 0x%x", flags);
+	if (flags & ~(HVTRACE_OPEN_CONTROL | HVTRACE_OPEN_RESUME) ||
+	    (flags & HVTRACE_OPEN_RESUME && !(flags & HVTRACE_OPEN_CONTROL)))
+		return hvt_err(-EINVAL, "unknown open flags 0x%x (RESUME goes "
+					"with CONTROL)",
+			       flags);
 
 	a = calloc(1, sizeof(*a));
 	if (!a)

@@ -128,7 +128,9 @@ struct hvt_rd_cpu {
 	/* accounting: events before the current page */
 	uint64_t base_e, base_l;	/* at attach */
 	uint64_t tally_e, tally_l;	/* accounted entries / drops */
+	uint64_t tally_u;		/* accounted meta->unplaced */
 	uint64_t read, overrun, dropped, skipped, discarded;
+	uint64_t unplaced;	/* reported (also counted in dropped) */
 	uint64_t bytes, errors;
 	uint64_t pending_lost;	/* to report with the next page */
 	uint64_t last_ts;
@@ -185,6 +187,14 @@ HVT_INTERNAL const uint8_t *hvt_area_cpu_pages(const struct hvtrace_area *a,
 HVT_INTERNAL int hvt_area_owner_take(struct hvtrace_area *a);
 HVT_INTERNAL void hvt_area_owner_drop(struct hvtrace_area *a);
 /* Post consumer progress for @cpu (owner only; release). */
+/*
+ * Post the owner's read position for @cpu (struct hvt_ctrl_pos): page
+ * @seq, @pos data bytes of it returned, @accounted events read or lost up
+ * to there, @unplaced unplaced events reported.  Owner only.
+ */
+HVT_INTERNAL void hvt_area_publish_pos(struct hvtrace_area *a, uint32_t cpu,
+				       uint32_t seq, uint32_t pos,
+				       uint64_t accounted, uint64_t unplaced);
 HVT_INTERNAL void hvt_area_publish_consumer(struct hvtrace_area *a,
 					    uint32_t cpu, uint32_t seq);
 

@@ -27,6 +27,19 @@
  * and events the writer dropped.  The page we return next carries that
  * count in RB_MISSED_EVENTS/RB_MISSED_STORED, as Linux's reader pages do.
  *
+ * Events the writer could not place in any buffer (meta->unplaced, see
+ * hvt_rb_count_unplaced()) have no position in the ring: the increase of
+ * that counter is reported as lost with the buffer's next page, like a
+ * drop, and counted in 'dropped' and 'unplaced'.  The reader counts it
+ * from 0 (the writer's start), so a post-mortem read reports them all.
+ *
+ * An owner that opened the area with HVTRACE_OPEN_RESUME (hvtraced) also
+ * posts where it is (page, offset, events accounted) in the control page
+ * after every page it returns; a successor opened the same way -- the
+ * daemon restarted -- resumes there (rd_resume()), so no event is
+ * returned twice and the gap to what is still in the ring is counted
+ * exactly, in both ring modes.
+ *
  * Every loop here is bounded by the ring length; a hostile writer can make
  * a CPU unreadable (and raise its error count), never make us hang or read
  * outside the mapping.
@@ -100,6 +113,91 @@ static uint32_t rd_oldest(const struct hvt_rd_cpu *c, uint32_t tail)
 	return tail;
 }
 
+/* The writer's unplaced counter; relaxed, it orders nothing. */
+static uint64_t rd_unplaced_now(const struct hvt_rd_cpu *c)
+{
+	return __atomic_load_n(&c->meta->unplaced, __ATOMIC_RELAXED);
+}
+
+/*
+ * Resume where the previous owner stopped (struct hvt_ctrl_pos), so that
+ * a restarted owner returns no event twice.  The entry is a hint: it is
+ * used only when its check matches and, while its page is still in the
+ * ring, when the position falls on an event boundary of that page and
+ * the counts agree with the page's descriptor.  In overwrite mode a page
+ * overwritten since is not needed: reading goes on at the oldest page,
+ * whose start reports the events in between as lost (bounded by the pages
+ * in between, like any gap).  A guest can forge the entry; that can only
+ * hide its own events, as not writing them would.  Returns true when @c
+ * was set up from the entry.
+ */
+static bool rd_resume(struct hvtrace_area *a, struct hvt_rd_cpu *c,
+		      uint64_t w)
+{
+	const struct hvt_ctrl_pos *p = &a->ctrl->read_pos[c->cpu];
+	uint32_t seq, pos, size, n = 0, tail = HVT_WORD_SEQ(w), oldest;
+	uint64_t acc, unpl, eb, lb, commit, ts;
+	struct hvt_page_iter it;
+	uint16_t check;
+	int ret = 1;
+
+	/* Pairs with the release store of 'check' in hvt_area_publish_pos(). */
+	check = __atomic_load_n(&p->check, __ATOMIC_ACQUIRE);
+	acc = __atomic_load_n(&p->accounted, __ATOMIC_RELAXED);
+	unpl = __atomic_load_n(&p->unplaced, __ATOMIC_RELAXED);
+	seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
+	pos = __atomic_load_n(&p->pos, __ATOMIC_RELAXED);
+	if (!check || check != hvt_ctrl_pos_check(acc, unpl, seq,
+						  (uint16_t)pos) ||
+	    (int32_t)(tail - seq) < 0 || unpl > rd_unplaced_now(c))
+		return false;
+	oldest = rd_oldest(c, tail);
+	if ((uint32_t)(tail - seq) <= (uint32_t)(tail - oldest) &&
+	    rd_read_desc(c, seq, &eb, &lb)) {
+		const uint8_t *page = rd_page(c, seq);
+
+		memcpy(c->copy, page, HVT_PAGE_HDR_SIZE);
+		memcpy(&commit, c->copy + HVT_PAGE_COMMIT_OFF, 8);
+		size = seq == tail ? HVT_WORD_OFFSET(w) :
+				     (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
+		if (size > c->data_size || pos > size)
+			return false;
+		memcpy(c->copy + HVT_PAGE_HDR_SIZE, page + HVT_PAGE_HDR_SIZE,
+		       pos);
+		/* W2 pair: the copy is of our page only if seq still names
+		 * it afterwards. */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&rd_desc(c, seq)->seq, __ATOMIC_RELAXED) !=
+		    seq)
+			return false;
+		memcpy(&ts, c->copy, 8);
+		hvt_page_iter_init(&it, c->copy + HVT_PAGE_HDR_SIZE, pos, ts);
+		while (it.pos < pos && (ret = hvt_page_next(&it)) > 0)
+			if (ret == HVT_ITEM_DATA)
+				n++;
+		if (it.pos != pos || ret < 0 || eb + lb + n != acc)
+			return false;
+		c->seq = seq;
+		c->started = true;
+		c->pos = pos;
+		c->pos_ts = it.ts;
+		c->base_e = c->tally_e = eb + n;
+		c->base_l = c->tally_l = lb;
+	} else if (c->mode == HVT_MODE_OVERWRITE &&
+		   (int32_t)(oldest - seq) > 0) {
+		c->seq = oldest;
+		c->started = false;
+		c->pos = 0;
+		c->base_e = c->tally_e = acc;
+		c->base_l = c->tally_l = 0;
+	} else {
+		return false;
+	}
+	c->last_start_seq = seq;
+	c->tally_u = unpl;
+	return true;
+}
+
 int hvt_rd_init(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint32_t cpu)
 {
 	uint64_t w = 0, eb = 0, lb = 0;
@@ -122,6 +220,10 @@ int hvt_rd_init(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint32_t cpu)
 	if (rd_load_word(c, &w)) {
 		/* Unreadable now; start at seq 0 and let reads resync. */
 		c->resync = true;
+		return 0;
+	}
+	if (a->ctrl && (a->flags & HVTRACE_OPEN_RESUME) && rd_resume(a, c, w)) {
+		hvt_area_publish_consumer(a, cpu, c->seq);
 		return 0;
 	}
 	start = rd_oldest(c, HVT_WORD_SEQ(w));
@@ -163,6 +265,27 @@ static void rd_next_page(struct hvtrace_area *a, struct hvt_rd_cpu *c)
 	c->pos = 0;
 	c->started = false;
 	hvt_area_publish_consumer(a, c->cpu, c->seq);
+}
+
+/*
+ * Unplaced events not reported yet: they go out as lost with the next
+ * page.  A counter that went backwards (a restarted writer or a corrupt
+ * meta) is an error; counting starts afresh from its value.
+ */
+static uint64_t rd_take_unplaced(struct hvt_rd_cpu *c)
+{
+	uint64_t u = rd_unplaced_now(c), d;
+
+	if (u < c->tally_u) {
+		c->errors++;
+		c->tally_u = u;
+		return 0;
+	}
+	d = u - c->tally_u;
+	c->tally_u = u;
+	c->unplaced += d;
+	c->dropped += d;
+	return d;
 }
 
 /*
@@ -213,6 +336,7 @@ static void rd_start_page(struct hvt_rd_cpu *c, uint64_t eb, uint64_t lb,
 		c->tally_e = eb;
 		c->tally_l = lb;
 	}
+	c->pending_lost += rd_take_unplaced(c);
 	c->gap_malformed = false;
 	c->last_start_seq = c->seq;
 	c->started = true;
@@ -425,6 +549,8 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 		c->pos = t.end;
 		c->pos_ts = t.end_ts;
 		c->last_ts = t.end_ts;
+		hvt_area_publish_pos(a, c->cpu, c->seq, c->pos,
+				     c->tally_e + c->tally_l, c->tally_u);
 		if (finish)
 			rd_next_page(a, c);
 		return 1;
@@ -503,7 +629,7 @@ static int rd_stats(struct hvtrace_area *a, int cpu,
 		    struct hvtrace_cpu_stats *st)
 {
 	struct hvt_rd_cpu *c;
-	uint64_t w, eb, lb, committed, wlost, oeb, olb;
+	uint64_t w, eb, lb, committed, wlost, oeb, olb, unpl;
 	uint32_t tail, oldest;
 	int tries;
 
@@ -524,6 +650,7 @@ static int rd_stats(struct hvtrace_area *a, int cpu,
 	st->overrun = c->overrun;
 	st->dropped = c->dropped;
 	st->skipped = c->skipped;
+	st->unplaced = c->unplaced;
 	st->now_ts = c->last_ts;
 
 	/* A consistent (word, tail descriptor) pair: retry if the writer
@@ -537,16 +664,20 @@ static int rd_stats(struct hvtrace_area *a, int cpu,
 			continue;
 		committed = eb + HVT_WORD_ENTRIES(w);
 		wlost = __atomic_load_n(&c->meta->lost, __ATOMIC_RELAXED);
+		unpl = rd_unplaced_now(c);
 		st->writer_lost = wlost;
 		if (wlost < lb || committed < c->tally_e ||
-		    wlost < c->tally_l) {
+		    wlost < c->tally_l || unpl < c->tally_u) {
 			/* Counters behind what we already accounted: a
 			 * corrupt meta or a restarted writer. */
 			c->errors++;
 			break;
 		}
-		st->written = committed - c->base_e + wlost - c->base_l;
-		st->trailing = wlost - c->tally_l;
+		/* Unplaced events count from the writer's start (0), as
+		 * the reader reports them. */
+		st->written = committed - c->base_e + wlost - c->base_l +
+			      (unpl - c->tally_u) + c->unplaced;
+		st->trailing = wlost - c->tally_l + (unpl - c->tally_u);
 		st->entries = committed - c->tally_e;
 		/*
 		 * Overwrite mode: pages older than the oldest one still in the
@@ -596,11 +727,11 @@ static uint64_t rd_take_trailing(struct hvtrace_area *a, int cpu)
 		return 0;
 	wlost = __atomic_load_n(&c->meta->lost, __ATOMIC_RELAXED);
 	if (wlost <= c->tally_l)
-		return 0;
+		return rd_take_unplaced(c);
 	wlost -= c->tally_l;
 	c->tally_l += wlost;
 	c->dropped += wlost;
-	return wlost;
+	return wlost + rd_take_unplaced(c);
 }
 
 static int rd_seek(struct hvtrace_area *a, int cpu, bool oldest)

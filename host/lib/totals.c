@@ -127,6 +127,8 @@ static int tot_get(struct hvtrace_area *a, int cpu,
 
 		t->committed = committed;
 		t->dropped = __atomic_load_n(&c.meta->lost, __ATOMIC_RELAXED);
+		t->unplaced = __atomic_load_n(&c.meta->unplaced,
+					      __ATOMIC_RELAXED);
 		t->entries = committed - eb_start;
 		t->overrun = a->hdr.mode == HVT_MODE_OVERWRITE ? eb_old : 0;
 		t->consumed = a->hdr.mode == HVT_MODE_CONSUME ? eb_start : 0;

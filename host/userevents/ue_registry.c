@@ -16,6 +16,9 @@
  * Events hang in a 256-bucket table hashed with the kernel's jhash, new
  * entries first in their bucket, so user_events_status lists them in the
  * order a kernel would; a list in creation order serves dynamic_events.
+ * Lookups by id (a table over the id range) and by owner within an event
+ * (owners sorted, binary search) do not scan, since owners and ids can
+ * come from a hostile guest.
  *
  * Ids (common_type) come from [id_base, HVT_UE_ID_MAX], handed out in
  * increasing order and not reused until the range wraps, so records of a
@@ -78,6 +81,7 @@ struct hvt_ue_registry {
 	struct ue_event *head, *tail;
 	struct ue_event **by_bit;	/* max_events slots */
 	uint64_t *id_used;		/* bitmap over [id_base, ID_MAX] */
+	struct ue_event **by_id;	/* [id - id_base]: O(1) by id */
 	uint64_t *enabled;		/* bitmap over bits */
 	uint64_t gen;
 	void (*hook)(void *arg, uint32_t bit, bool on);
@@ -199,10 +203,8 @@ static struct ue_event *ue_find_id(struct hvt_ue_registry *r, uint32_t id)
 	if (id < r->id_base || id > HVT_UE_ID_MAX ||
 	    !ue_test_bit(r->id_used, id - r->id_base))
 		return NULL;
-	for (e = r->head; e; e = e->next)
-		if (e->id == id)
-			return e;
-	return NULL;
+	e = r->by_id[id - r->id_base];
+	return e && e->id == id ? e : NULL;
 }
 
 static bool ue_busy(const struct ue_event *e)
@@ -241,6 +243,7 @@ static void ue_destroy(struct hvt_ue_registry *r, struct ue_event *e)
 	else
 		r->tail = e->prev;
 	r->by_bit[e->bit] = NULL;
+	r->by_id[e->id - r->id_base] = NULL;
 	ue_assign_bit(r->id_used, e->id - r->id_base, false);
 	r->nr_events--;
 	free(e->owners);
@@ -256,18 +259,40 @@ static void ue_maybe_release(struct hvt_ue_registry *r, struct ue_event *e)
 		ue_destroy(r, e);
 }
 
+/*
+ * An event's owners are sorted by owner, so finding one is a binary search:
+ * a guest chooses its owners (client channels), and a linear scan per
+ * registration would let it buy quadratic work.  Returns the index of
+ * @owner, or where it would go (with *found false).
+ */
+static uint32_t ue_owner_pos(const struct ue_event *e, uint64_t owner,
+			     bool *found)
+{
+	uint32_t lo = 0, hi = e->nr_owners;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (e->owners[mid].owner < owner)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < e->nr_owners && e->owners[lo].owner == owner;
+	return lo;
+}
+
 static int ue_add_ref(struct ue_event *e, uint64_t owner)
 {
-	uint32_t i;
+	bool found;
+	uint32_t i = ue_owner_pos(e, owner, &found);
 
-	for (i = 0; i < e->nr_owners; i++) {
-		if (e->owners[i].owner == owner) {
-			if (e->owners[i].count == UINT32_MAX)
-				return -EOVERFLOW;
-			e->owners[i].count++;
-			e->refs++;
-			return 0;
-		}
+	if (found) {
+		if (e->owners[i].count == UINT32_MAX)
+			return -EOVERFLOW;
+		e->owners[i].count++;
+		e->refs++;
+		return 0;
 	}
 	if (e->nr_owners == e->cap_owners) {
 		uint32_t cap = e->cap_owners ? e->cap_owners * 2 : 4;
@@ -279,8 +304,10 @@ static int ue_add_ref(struct ue_event *e, uint64_t owner)
 		e->owners = o;
 		e->cap_owners = cap;
 	}
-	e->owners[e->nr_owners].owner = owner;
-	e->owners[e->nr_owners].count = 1;
+	memmove(&e->owners[i + 1], &e->owners[i],
+		(e->nr_owners - i) * sizeof(*e->owners));
+	e->owners[i].owner = owner;
+	e->owners[i].count = 1;
 	e->nr_owners++;
 	e->refs++;
 	return 0;
@@ -289,20 +316,20 @@ static int ue_add_ref(struct ue_event *e, uint64_t owner)
 /* Drop @n references of @owner (all if n == 0); returns how many went. */
 static uint32_t ue_drop_refs(struct ue_event *e, uint64_t owner, uint32_t n)
 {
-	uint32_t i, dropped;
+	bool found;
+	uint32_t i = ue_owner_pos(e, owner, &found), dropped;
 
-	for (i = 0; i < e->nr_owners; i++) {
-		if (e->owners[i].owner != owner)
-			continue;
-		dropped = n && n < e->owners[i].count ? n :
-							e->owners[i].count;
-		e->owners[i].count -= dropped;
-		e->refs -= dropped;
-		if (!e->owners[i].count)
-			e->owners[i] = e->owners[--e->nr_owners];
-		return dropped;
+	if (!found)
+		return 0;
+	dropped = n && n < e->owners[i].count ? n : e->owners[i].count;
+	e->owners[i].count -= dropped;
+	e->refs -= dropped;
+	if (!e->owners[i].count) {
+		e->nr_owners--;
+		memmove(&e->owners[i], &e->owners[i + 1],
+			(e->nr_owners - i) * sizeof(*e->owners));
 	}
-	return 0;
+	return dropped;
 }
 
 static int ue_alloc_id(struct hvt_ue_registry *r, uint32_t *id)
@@ -433,6 +460,7 @@ static int ue_define(struct hvt_ue_registry *r, const char *text,
 		r->head = e;
 	r->tail = e;
 	r->by_bit[bit] = e;
+	r->by_id[id - r->id_base] = e;
 	ue_assign_bit(r->id_used, id - r->id_base, true);
 	r->nr_events++;
 	*out = e;
@@ -484,11 +512,13 @@ int hvt_ue_registry_create(const struct hvt_ue_registry_config *cfg,
 	id_words = (HVT_UE_ID_MAX - base + 1 + 63) / 64;
 	r->by_bit = calloc(max, sizeof(*r->by_bit));
 	r->id_used = calloc(id_words, sizeof(uint64_t));
+	r->by_id = calloc(HVT_UE_ID_MAX - base + 1, sizeof(*r->by_id));
 	r->enabled = calloc((max + 63) / 64, sizeof(uint64_t));
-	if (!r->by_bit || !r->id_used || !r->enabled ||
+	if (!r->by_bit || !r->id_used || !r->by_id || !r->enabled ||
 	    pthread_mutex_init(&r->lock, NULL)) {
 		free(r->by_bit);
 		free(r->id_used);
+		free(r->by_id);
 		free(r->enabled);
 		free(r);
 		return -ENOMEM;
@@ -511,6 +541,7 @@ void hvt_ue_registry_destroy(struct hvt_ue_registry *r)
 	pthread_mutex_destroy(&r->lock);
 	free(r->by_bit);
 	free(r->id_used);
+	free(r->by_id);
 	free(r->enabled);
 	free(r);
 }
@@ -581,6 +612,23 @@ int hvt_ue_unregister(struct hvt_ue_registry *r, uint64_t owner, uint32_t id,
 		ue_maybe_release(r, e);
 	pthread_mutex_unlock(&r->lock);
 	return ret;
+}
+
+int hvt_ue_unregister_owner_id(struct hvt_ue_registry *r, uint64_t owner,
+			       uint32_t id)
+{
+	struct ue_event *e;
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&r->lock);
+	e = ue_find_id(r, id);
+	if (e) {
+		n = ue_drop_refs(e, owner, 0);
+		if (n)
+			ue_maybe_release(r, e);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
 int hvt_ue_unregister_all(struct hvt_ue_registry *r, uint64_t owner)

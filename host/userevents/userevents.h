@@ -269,6 +269,15 @@ int hvt_ue_unregister(struct hvt_ue_registry *reg, uint64_t owner,
 		      uint32_t id, struct hvt_ue_error *err);
 
 /**
+ * hvt_ue_unregister_owner_id - drop every reference an owner holds on one
+ * event (for a caller that tracks what each owner holds)
+ *
+ * Returns the number of references dropped (0 when there were none).
+ */
+int hvt_ue_unregister_owner_id(struct hvt_ue_registry *reg, uint64_t owner,
+			       uint32_t id);
+
+/**
  * hvt_ue_unregister_all - drop every reference of an owner (it went away)
  *
  * Returns the number of references dropped.

@@ -11,7 +11,8 @@ t_name n stop
 initrd=$(t_initrd)
 "$G" start --name "$n" --initrd "$initrd" --log "$T_TMP/$n.log" --wait-ready --timeout 60 >/dev/null ||
 	fail "start --wait-ready failed"
-grep -qa 'idling until stopped' "$T_TMP/$n.log" || fail "guest without --run does not idle"
+# The line follows "guest ready" on the console: wait for it.
+wait_line "$T_TMP/$n.log" 'idling until stopped' 20 || fail "guest without --run does not idle"
 qpid=$(status_get "$n" qemu_pid)
 spid=$(status_get "$n" supervisor_pid)
 [ -n "$qpid" ] && [ -n "$spid" ] || fail "status lacks the QEMU or supervisor pid"

@@ -90,9 +90,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *page;
 	uint32_t cpu;
 
-	/* Odd sizes attach as the owner (control page mapped), even ones
-	 * read-only: both attach paths get fuzzed. */
-	if (hvtrace_area_open(path, 0, 0, (size & 1) ? HVTRACE_OPEN_CONTROL : 0,
+	/* Odd sizes attach as the owner (control page mapped, resuming
+	 * from a read position in it), even ones read-only: both attach
+	 * paths get fuzzed. */
+	if (hvtrace_area_open(path, 0, 0,
+			      (size & 1) ? HVTRACE_OPEN_CONTROL |
+						   HVTRACE_OPEN_RESUME :
+					   0,
 			      &a))
 		return 0;
 	fuzz_assert(hvtrace_area_get_info(a, &ai) == 0);

@@ -4,7 +4,8 @@
  * small real areas (1 or 2 CPUs x 2 or 4 sub-buffers x 4 KiB) made by the
  * writer core in the states a reader meets -- empty, partly filled, full
  * with drops and a missed-events page, lapped in overwrite mode, with
- * TIME_EXTENDs and large events, after a reset, with a counter clock --
+ * TIME_EXTENDs and large events, after a reset, with a counter clock,
+ * with unplaced events, with an owner's read position to resume from --
  * and the committed data of their pages for the page walker.
  *
  *   area_seedgen AREA-DIR PAGE-DIR
@@ -101,6 +102,38 @@ static void write_file(const char *dir, const char *name, const void *buf,
 	if (write(fd, buf, len) != (ssize_t)len)
 		die(path);
 	close(fd);
+}
+
+/*
+ * Post a read position for CPU 0 as an owner would: @k events into page
+ * @seq.  The seed then gets one byte more, so that the fuzz target (odd
+ * sizes) attaches it as the owner and resumes from the position.
+ */
+static void set_read_pos(struct seed *s, uint32_t seq, uint32_t k)
+{
+	struct hvt_control *ctrl =
+		(struct hvt_control *)(s->area + HVT_CONTROL_OFFSET);
+	struct hvt_cpu_meta *m = fnd_meta(s->area, 0);
+	struct hvt_subbuf_desc *d = &m->desc[seq & (s->nr_subbufs - 1)];
+	const uint8_t *pg = fnd_page(s->area, 0, seq);
+	struct hvt_ctrl_pos *p = &ctrl->read_pos[0];
+	struct hvt_page_iter it;
+	uint32_t n = 0;
+	int ret;
+
+	hvt_page_iter_init(&it, pg + 16, SUBBUF - 16, hvt_rd64(pg));
+	while (n < k && (ret = hvt_page_next(&it)) > 0)
+		if (ret == HVT_ITEM_DATA)
+			n++;
+	p->accounted = d->entries_before + d->lost_before + n;
+	p->unplaced = 0;
+	p->seq = seq;
+	p->pos = (uint16_t)it.pos;
+	p->check = hvt_ctrl_pos_check(p->accounted, 0, seq, p->pos);
+	s->area = realloc(s->area, s->size + 1);
+	if (!s->area)
+		die("realloc");
+	s->area[s->size++] = 0;
 }
 
 /* The area, and each page with committed data as a page_walk seed. */
@@ -230,5 +263,31 @@ int main(int argc, char **argv)
 	for (i = 0; i < 500; i++)
 		put(&s, 0);
 	seed_out(&s, argv[1], argv[2], "10-four-overwrite");
+
+	/* Unplaced events (a writer on a CPU beyond the area, or one that
+	 * gave up) between pages, reported with the next page. */
+	seed_new(&s, 2, 2, HVT_MODE_CONSUME, HVT_CLOCK_MONO_NS);
+	for (i = 0; i < 200; i++) {
+		put(&s, i % 2);
+		if (i % 50 == 7)
+			hvt_rb_count_unplaced(&s.cb[i % 2]);
+	}
+	seed_out(&s, argv[1], argv[2], "11-unplaced");
+
+	/* An owner's read position in the middle of a final page, and one
+	 * on a page the writer has lapped since (overwrite). */
+	seed_new(&s, 1, 4, HVT_MODE_CONSUME, HVT_CLOCK_MONO_NS);
+	for (i = 0; i < 150; i++)
+		put(&s, 0);
+	set_read_pos(&s, 0, 20);
+	seed_out(&s, argv[1], argv[2], "12-resume");
+
+	seed_new(&s, 1, 4, HVT_MODE_OVERWRITE, HVT_CLOCK_MONO_NS);
+	for (i = 0; i < 60; i++)
+		put(&s, 0);
+	set_read_pos(&s, 0, 30);
+	for (i = 0; i < 500; i++)
+		put(&s, 0);
+	seed_out(&s, argv[1], argv[2], "13-resume-lapped");
 	return 0;
 }

@@ -62,21 +62,6 @@ static void take(struct tally *t, const struct hvt_msg *m)
 	h_decode_page(tep, &m->u.page, count_rec, t);
 }
 
-static uint32_t subscribe(struct hvt_dclient *c, uint32_t remote,
-			  uint32_t queue_kib)
-{
-	struct hvt_msg m, r;
-
-	memset(&m, 0, sizeof(m));
-	m.type = HVT_MSG_SUBSCRIBE;
-	m.chan = remote;
-	m.u.subscribe.cpu = -1;
-	m.u.subscribe.queue_kib = queue_kib;
-	t_ok(hvt_dclient_call(c, &m, &r, 10000, NULL, NULL));
-	t_eq(r.u.result.status, 0);
-	return r.u.result.id;
-}
-
 int main(void)
 {
 	struct hvt_dclient *dc = h_start(NULL);
@@ -94,8 +79,8 @@ int main(void)
 	h_agent_start(&a, "fan", "--size 16M");
 	if (hvt_dclient_open(h_dsock, &slow))
 		t_fail("%s", hvtrace_last_error());
-	fast.sub = subscribe(dc, a.remote, 0);
-	st.sub = subscribe(slow, a.remote, 64);
+	fast.sub = h_subscribe(dc, a.remote, 0);
+	st.sub = h_subscribe(slow, a.remote, 64);
 
 	snprintf(count, sizeof(count), "%d", COUNT);
 	h_proc_start(&w, "guest/workloads/ue_writer", "--socket", a.sock,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,6 +27,7 @@
 char h_dir[64];
 char h_objtree[512];
 char h_dsock[300];
+pid_t h_dpid;
 
 static pid_t h_pids[64];
 static unsigned int h_nr_pids;
@@ -250,7 +252,7 @@ struct hvt_dclient *h_start(const char *extra)
 			argv[argc++] = tok;
 	}
 	argv[argc] = NULL;
-	h_spawn(argv, log, NULL);
+	h_dpid = h_spawn(argv, log, NULL);
 	/* Wait for the socket (bounded: 10 s). */
 	for (i = 0; i < 1000; i++) {
 		if (!access(h_dsock, F_OK) && !hvt_dclient_open(h_dsock, &dc))
@@ -261,6 +263,41 @@ struct hvt_dclient *h_start(const char *extra)
 	if (!dc)
 		t_fail("hvtraced did not start: %s", hvtrace_last_error());
 	return dc;
+}
+
+uint32_t h_subscribe(struct hvt_dclient *dc, uint32_t remote,
+		     uint32_t queue_kib)
+{
+	struct hvt_msg m, r;
+
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_SUBSCRIBE;
+	m.chan = remote;
+	m.u.subscribe.cpu = -1;
+	m.u.subscribe.queue_kib = queue_kib;
+	t_ok(hvt_dclient_call(dc, &m, &r, 10000, NULL, NULL));
+	t_eq(r.u.result.status, 0);
+	return r.u.result.id;
+}
+
+ssize_t h_send_with_fd(int sock, const void *buf, size_t len, int fd)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct msghdr mh = { 0 };
+	struct iovec iov = { (void *)buf, len };
+
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.b;
+	mh.msg_controllen = sizeof(cm.b);
+	CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+	CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
+	return sendmsg(sock, &mh, MSG_NOSIGNAL);
 }
 
 void h_remote(struct hvt_dclient *dc, const char *name,
@@ -651,13 +688,7 @@ void h_causality(struct hvt_dclient *dc, const char *name, uint32_t remote,
 	res->rounds = rounds;
 	res->min_before = res->min_after = INT64_MAX;
 
-	memset(&m, 0, sizeof(m));
-	m.type = HVT_MSG_SUBSCRIBE;
-	m.chan = remote;
-	m.u.subscribe.cpu = -1;
-	t_ok(hvt_dclient_call(dc, &m, &r, 10000, NULL, NULL));
-	t_eq(r.u.result.status, 0);
-	f.sub = r.u.result.id;
+	f.sub = h_subscribe(dc, remote, 0);
 	f.tep = h_tep(dc, remote);
 	ev = tep_find_event_by_name(f.tep, "user_events", "hvtrace_trigger");
 	if (!ev)

@@ -39,6 +39,7 @@ struct h_proc {
 extern char h_dir[64];
 extern char h_objtree[512];
 extern char h_dsock[300];
+extern pid_t h_dpid;		/* the hvtraced h_start() started */
 
 /* Create the directory, start hvtraced; returns a connected tool. */
 struct hvt_dclient *h_start(const char *extra_daemon_args);
@@ -55,6 +56,15 @@ void h_proc_start(struct h_proc *p, const char *path_rel, ...);
 const char *h_proc_line(struct h_proc *p, int timeout_ms);
 /* Wait for exit; returns the exit status (or 128 + signal). */
 int h_proc_wait(struct h_proc *p, int timeout_ms);
+
+/* SUBSCRIBE to every CPU of @remote (@queue_kib: 0 for the daemon's
+ * default budget); returns the subscription id. */
+uint32_t h_subscribe(struct hvt_dclient *dc, uint32_t remote,
+		     uint32_t queue_kib);
+
+/* Send @len bytes with descriptor @fd attached (SCM_RIGHTS), as an agent
+ * sends its HELLO with the area; returns what sendmsg() returns. */
+ssize_t h_send_with_fd(int sock, const void *buf, size_t len, int fd);
 
 /* The remote record of @name (fails the test if it is missing). */
 void h_remote(struct hvt_dclient *dc, const char *name,

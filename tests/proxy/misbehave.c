@@ -258,12 +258,6 @@ static void attack_evil_agent(void)
 	char area[256];
 	struct hvt_remote_rec rec;
 	struct hvt_msg m;
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} cm;
-	struct msghdr mh = { 0 };
-	struct iovec iov;
 	int fd, afd, n, len, k;
 
 	snprintf(area, sizeof(area), "/dev/shm/hvtrace-t%d-evil",
@@ -277,17 +271,7 @@ static void attack_evil_agent(void)
 	hello_msg(&m, HVT_ROLE_AGENT, "evil");
 	m.u.hello.nr_fds = 1;
 	n = frame(buf, sizeof(buf), &m);
-	iov.iov_base = buf;
-	iov.iov_len = (size_t)n;
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cm.b;
-	mh.msg_controllen = sizeof(cm.b);
-	CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-	CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &afd, sizeof(int));
-	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != n)
+	if (h_send_with_fd(fd, buf, (size_t)n, afd) != n)
 		t_fail("sendmsg: %s", strerror(errno));
 	close(afd);
 	for (k = 0; k < 500; k++) {
@@ -388,13 +372,6 @@ static void attack_bad_hellos(void)
 	/* k = 0: zeros (not formatted yet); 1: a header that lies about its
 	 * geometry; 2: a good area under a name that is taken. */
 	for (k = 0; k < 3; k++) {
-		union {
-			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
-		} cm;
-		struct msghdr mh = { 0 };
-		struct iovec iov;
-
 		if (k == 1) {
 			uint64_t magic = HVT_AREA_MAGIC;
 			uint8_t junk[4096];
@@ -415,17 +392,7 @@ static void attack_bad_hellos(void)
 		hello_msg(&m, HVT_ROLE_AGENT, k == 2 ? good.name : "notarea");
 		m.u.hello.nr_fds = 1;
 		n = frame(buf, sizeof(buf), &m);
-		iov.iov_base = buf;
-		iov.iov_len = (size_t)n;
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = cm.b;
-		mh.msg_controllen = sizeof(cm.b);
-		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &tfd, sizeof(int));
-		t_eq(sendmsg(fd, &mh, MSG_NOSIGNAL), n);
+		t_eq(h_send_with_fd(fd, buf, (size_t)n, tfd), n);
 		hvt_proto_dec_init(&d, reply, sizeof(reply), sizeof(reply));
 		got = 0;
 		while (!got) {

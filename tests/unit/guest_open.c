@@ -151,7 +151,7 @@ int main(void)
 	v32 = 7;
 	bad_header(p, offsetof(struct hvt_area_header, mode), &v32, 4,
 		   "ring mode");
-	v64 = 0x3000;
+	v64 = 0x4000;
 	bad_header(p, offsetof(struct hvt_area_header, cpu_offset), &v64, 8,
 		   "first CPU section");
 	v64 = 1ull << 30;

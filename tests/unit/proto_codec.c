@@ -590,7 +590,7 @@ static void check_payload_errors(void)
 	sample(HVT_MSG_ATTACH, 0, &m);
 	REFUSE_ENC(m.u.arg.s = S("../etc"));
 	sample(HVT_MSG_SUBSCRIBE, 0, &m);
-	REFUSE_ENC(m.u.subscribe.cpu = 64);
+	REFUSE_ENC(m.u.subscribe.cpu = 256);
 	sample(HVT_MSG_PAGE, 0, &m);
 	REFUSE_ENC(m.u.page.len = 8);
 	sample(HVT_MSG_TEXT, 0, &m);
@@ -604,7 +604,7 @@ static void check_payload_errors(void)
 	sample(HVT_MSG_REGISTER, 1, &m);
 	REFUSE_ENC(m.u.result.status = -5000);
 	sample(HVT_MSG_TRIGGER_RUN, 1, &m);
-	REFUSE_ENC(trig_buf[32] = 64);	/* record cpu */
+	REFUSE_ENC(trig_buf[33] = 1);	/* record cpu 256 + */
 	sample(HVT_MSG_REMOTES, 1, &m);
 	REFUSE_ENC(rec_buf[4] = 9);	/* record state */
 	sample(HVT_MSG_REMOTES, 1, &m);
@@ -643,14 +643,14 @@ static void check_payload_errors(void)
 	REFUSE_DEC(HVT_MSG_PING, 1, 32, 9);		/* clock id */
 	REFUSE_DEC(HVT_MSG_PING, 1, 24, 0x00);	/* tx before rx */
 	REFUSE_DEC(HVT_MSG_PING, 1, 36, 1);		/* reserved */
-	REFUSE_DEC(HVT_MSG_TRIGGER, 1, 20, 64);		/* cpu */
+	REFUSE_DEC(HVT_MSG_TRIGGER, 1, 21, 1);		/* cpu 256 + */
 	REFUSE_DEC(HVT_MSG_TEXT, 0, 0, 99);		/* kind */
 	REFUSE_DEC(HVT_MSG_TEXT, 1, 4, 0xff);		/* text len */
 	REFUSE_DEC(HVT_MSG_REMOTES, 1, 0, 5);		/* count */
 	REFUSE_DEC(HVT_MSG_REMOTES, 1, 8 + 32, 0);	/* transport 0 */
 	REFUSE_DEC(HVT_MSG_FORMATS, 1, 8, 0xff);	/* name len */
-	REFUSE_DEC(HVT_MSG_STATS, 1, 4, 64);		/* cpu */
-	REFUSE_DEC(HVT_MSG_SUBSCRIBE, 0, 0, 0x40);	/* cpu 64 */
+	REFUSE_DEC(HVT_MSG_STATS, 1, 5, 1);		/* cpu 256 + */
+	REFUSE_DEC(HVT_MSG_SUBSCRIBE, 0, 1, 1);	/* cpu 256 */
 	REFUSE_DEC(HVT_MSG_PAGE, 0, 4, 2);		/* flags */
 	REFUSE_DEC(HVT_MSG_PAGE, 0, 49, 0x0f);	/* len mismatch */
 	REFUSE_DEC(HVT_MSG_TO_HOST, 0, 0, 6);		/* count */

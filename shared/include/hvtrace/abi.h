@@ -16,9 +16,10 @@
  *   0x0000  +-------------------------------+  writer-owned
  *           | struct hvt_area_header        |  geometry, clock, identity
  *   0x1000  +-------------------------------+  HOST-owned (writers map it RO)
- *           | struct hvt_control            |  enable bitmap, consumer
- *           |                               |  progress, sync mailbox, reset
- *   0x2000  +-------------------------------+  writer-owned, CPU 0 section
+ *           | struct hvt_control (4 pages)  |  enable bitmap, consumer
+ *           |                               |  progress, sync mailbox, reset,
+ *           |                               |  the owner's read positions
+ *   0x5000  +-------------------------------+  writer-owned, CPU 0 section
  *           | struct hvt_cpu_meta           |  commit word, counters,
  *           |   desc[nr_subbufs]            |  one descriptor per sub-buffer
  *           +-- (page aligned) -------------+
@@ -49,15 +50,20 @@
 #define HVT_AREA_MAGIC		0x0065636172747668ULL
 /* Written into the control page by the host once it has attached. */
 #define HVT_CONTROL_MAGIC	0x6c7274636e747668ULL	/* "hvtnctrl" */
-#define HVT_ABI_VERSION		1
+/*
+ * Version 2: up to 256 CPUs (the control region grew to four pages, the
+ * first CPU section moved to 0x5000), a per-CPU 'unplaced' counter, and
+ * the owner's read position per CPU (struct hvt_ctrl_pos).
+ */
+#define HVT_ABI_VERSION		2
 
 /* Granule of every section offset: the host maps sections separately. */
 #define HVT_AREA_ALIGN		4096u
 #define HVT_AREA_HEADER_SIZE	4096u
-#define HVT_CONTROL_SIZE	4096u
+#define HVT_CONTROL_SIZE	16384u
 
 /* Fixed ABI limits (the build-time Kconfig limits must not exceed them). */
-#define HVT_ABI_MAX_CPUS	64u
+#define HVT_ABI_MAX_CPUS	256u
 #define HVT_ABI_MAX_EVENTS	16384u
 #define HVT_ABI_MIN_SUBBUFS	2u
 #define HVT_ABI_MAX_SUBBUFS	65536u
@@ -196,6 +202,41 @@ struct hvt_ctrl_clock {
 HVT_STATIC_ASSERT(sizeof(struct hvt_ctrl_clock) == 32, "ctrl clock");
 
 /*
+ * Where the owner's reader is in a CPU buffer, so that a successor (the
+ * same daemon restarted) resumes after the last event it returned: no
+ * event twice, and the gap to what is still in the ring counted exactly.
+ * Host-only: writers never read it.  The owner stores the fields, then
+ * 'check' (a fold of the other fields, hvt_ctrl_pos_check()) with
+ * release; a successor trusts the entry only when 'check' matches and the
+ * position still names the same events in the ring (a torn entry left by
+ * a crash, or a guest's scribbling, is ignored).
+ */
+struct hvt_ctrl_pos {
+	uint64_t accounted;		/* 0x00 events read or reported lost
+					 * up to here: entries_before +
+					 * lost_before of the sub-buffer +
+					 * events read on it */
+	uint64_t unplaced;		/* 0x08 unplaced events reported */
+	uint32_t seq;			/* 0x10 the sub-buffer */
+	uint16_t pos;			/* 0x14 data bytes of it returned */
+	uint16_t check;			/* 0x16 written last */
+};
+HVT_STATIC_ASSERT(sizeof(struct hvt_ctrl_pos) == 24, "ctrl pos");
+
+static inline uint16_t hvt_ctrl_pos_check(uint64_t accounted,
+					  uint64_t unplaced, uint32_t seq,
+					  uint16_t pos)
+{
+	uint64_t x = accounted * 0x9e3779b97f4a7c15ULL ^ unplaced ^
+		     ((uint64_t)seq << 16) ^ pos;
+
+	x ^= x >> 32;
+	x ^= x >> 16;
+	/* Never 0: a zeroed control page holds no position. */
+	return (uint16_t)(x | 1);
+}
+
+/*
  * Writers treat every field here as hostile: a hypervisor must not fault or
  * loop on any value.  The host, in turn, never reads its own decisions back
  * from this page (a guest can scribble on it); it keeps private copies.
@@ -204,6 +245,23 @@ struct hvt_control {
 	uint64_t magic;			/* 0x000 HVT_CONTROL_MAGIC */
 	uint32_t abi_version;		/* 0x008 */
 	uint32_t tracing_on;		/* 0x00c informational; folded below */
+	/* Time-sync request: the host bumps it; the writer answers. */
+	uint64_t sync_req;		/* 0x010 */
+	/*
+	 * A command for the writer (HVT_CMD_*): the host stores cmd, then
+	 * bumps cmd_seq with release; a writer that sees a new cmd_seq
+	 * (acquire) acts on cmd once.  Unknown commands are ignored.
+	 */
+	uint32_t cmd_seq;		/* 0x018 */
+	uint32_t cmd;			/* 0x01c */
+	struct hvt_ctrl_clock clock;	/* 0x020 */
+	uint8_t reserved1[0x800 - 0x040];
+	/*
+	 * Effective enable bitmap, one bit per event (bit = the event's
+	 * enable index, not its id).  The host folds tracing_on into it, so
+	 * a writer's fast path is one load and a mask.
+	 */
+	uint64_t enable[HVT_ABI_MAX_EVENTS / 64];	/* 0x800 */
 	/*
 	 * Per-CPU consumer progress: sequence number of the oldest
 	 * sub-buffer the host has not finished reading.  Producer-consumer
@@ -211,35 +269,25 @@ struct hvt_control {
 	 * host stores it with release after its last read of the page; the
 	 * writer loads it with acquire before reusing the slot.
 	 */
-	uint32_t consumer[HVT_ABI_MAX_CPUS];	/* 0x010 */
+	uint32_t consumer[HVT_ABI_MAX_CPUS];	/* 0x1000 */
 	/* Per-CPU reset request generation (writer acks in hvt_cpu_meta). */
-	uint32_t reset_req[HVT_ABI_MAX_CPUS];	/* 0x110 */
-	/* Time-sync request: the host bumps it; the writer answers. */
-	uint64_t sync_req;		/* 0x210 */
-	/*
-	 * A command for the writer (HVT_CMD_*): the host stores cmd, then
-	 * bumps cmd_seq with release; a writer that sees a new cmd_seq
-	 * (acquire) acts on cmd once.  Unknown commands are ignored.
-	 */
-	uint32_t cmd_seq;		/* 0x218 */
-	uint32_t cmd;			/* 0x21c */
-	struct hvt_ctrl_clock clock;	/* 0x220 */
-	uint8_t reserved1[0x800 - 0x240];
-	/*
-	 * Effective enable bitmap, one bit per event (bit = the event's
-	 * enable index, not its id).  The host folds tracing_on into it, so
-	 * a writer's fast path is one load and a mask.
-	 */
-	uint64_t enable[HVT_ABI_MAX_EVENTS / 64];	/* 0x800 */
+	uint32_t reset_req[HVT_ABI_MAX_CPUS];	/* 0x1400 */
+	uint8_t reserved2[0x2000 - 0x1800];
+	/* The owner's read position per CPU (host-only, see above). */
+	struct hvt_ctrl_pos read_pos[HVT_ABI_MAX_CPUS];	/* 0x2000 */
+	uint8_t reserved3[0x4000 - 0x3800];
 };
 HVT_STATIC_ASSERT(sizeof(struct hvt_control) == HVT_CONTROL_SIZE,
-		  "control is one page");
-HVT_STATIC_ASSERT(offsetof(struct hvt_control, consumer) == 0x10, "consumer");
-HVT_STATIC_ASSERT(offsetof(struct hvt_control, reset_req) == 0x110, "reset");
-HVT_STATIC_ASSERT(offsetof(struct hvt_control, sync_req) == 0x210, "sync");
-HVT_STATIC_ASSERT(offsetof(struct hvt_control, cmd_seq) == 0x218, "cmd");
-HVT_STATIC_ASSERT(offsetof(struct hvt_control, clock) == 0x220, "clock");
+		  "control is four pages");
+HVT_STATIC_ASSERT(offsetof(struct hvt_control, sync_req) == 0x10, "sync");
+HVT_STATIC_ASSERT(offsetof(struct hvt_control, cmd_seq) == 0x18, "cmd");
+HVT_STATIC_ASSERT(offsetof(struct hvt_control, clock) == 0x20, "clock");
 HVT_STATIC_ASSERT(offsetof(struct hvt_control, enable) == 0x800, "enable");
+HVT_STATIC_ASSERT(offsetof(struct hvt_control, consumer) == 0x1000,
+		  "consumer");
+HVT_STATIC_ASSERT(offsetof(struct hvt_control, reset_req) == 0x1400, "reset");
+HVT_STATIC_ASSERT(offsetof(struct hvt_control, read_pos) == 0x2000,
+		  "read_pos");
 
 /* --- per-CPU meta (writer-owned) ------------------------------------ */
 
@@ -302,12 +350,21 @@ struct hvt_cpu_meta {
 	uint64_t ctrl_errors;		/* 0x28 hostile control values seen */
 	uint32_t reset_seq;		/* 0x30 first page after the last reset */
 	uint32_t reserved32;		/* 0x34 */
-	uint64_t reserved;		/* 0x38 */
+	/*
+	 * Events that could not be placed in any CPU buffer: written on a
+	 * CPU the area has no buffer for (counted in the buffer of
+	 * cpu % nr_cpus), or given up after too many failed attempts
+	 * (counted in the buffer tried).  Any writer of the area may add to
+	 * it, with a relaxed atomic add (hvt_rb_count_unplaced()); the host
+	 * reports the increase as lost with the buffer's next page.
+	 */
+	uint64_t unplaced;		/* 0x38 */
 	struct hvt_subbuf_desc desc[];	/* 0x40 nr_subbufs entries */
 };
 HVT_STATIC_ASSERT(offsetof(struct hvt_cpu_meta, write) == 0, "write");
 HVT_STATIC_ASSERT(offsetof(struct hvt_cpu_meta, lost) == 0x18, "lost");
 HVT_STATIC_ASSERT(offsetof(struct hvt_cpu_meta, reset_seq) == 0x30, "reset");
+HVT_STATIC_ASSERT(offsetof(struct hvt_cpu_meta, unplaced) == 0x38, "unplaced");
 HVT_STATIC_ASSERT(offsetof(struct hvt_cpu_meta, desc) == 0x40, "desc");
 
 #define HVT_TS_KEY_INVALID	(~0ULL)

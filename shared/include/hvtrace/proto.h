@@ -350,14 +350,14 @@ struct hvt_m_format {
 };
 
 /* One STATS record: struct hvtrace_cpu_stats of a CPU, in wire order. */
-#define HVT_STATS_FIELDS	14u
+#define HVT_STATS_FIELDS	15u
 struct hvt_m_stats {
 	int32_t status;
 	uint32_t cpu;
 	uint64_t v[HVT_STATS_FIELDS];	/* written, entries, overrun, dropped,
 					 * skipped, lost, trailing, discarded,
 					 * read, bytes, errors, writer_lost,
-					 * oldest_ts, now_ts */
+					 * oldest_ts, now_ts, unplaced */
 };
 
 struct hvt_m_subscribe {

@@ -207,6 +207,17 @@ void *hvt_rb_reserve(struct hvt_rb_cpu *cb, struct hvt_rb_reservation *r,
 void hvt_rb_commit(struct hvt_rb_cpu *cb, struct hvt_rb_reservation *r);
 
 /**
+ * hvt_rb_count_unplaced - count an event that no CPU buffer took
+ *
+ * For a writer running on a CPU the area has no buffer for (pass the
+ * buffer of cpu % nr_cpus) or one that gave up after too many failed
+ * attempts (pass the buffer it tried).  Adds one to meta->unplaced with a
+ * relaxed atomic add, safe from any number of writers at once; the host
+ * reports it as lost.
+ */
+void hvt_rb_count_unplaced(struct hvt_rb_cpu *cb);
+
+/**
  * hvt_rb_entries - events committed on this CPU buffer so far
  */
 uint64_t hvt_rb_entries(const struct hvt_rb_cpu *cb);

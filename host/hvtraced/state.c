@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtraced: what it had attached, kept across a restart.
+ *
+ * Guests attached by name and areas attached alone do not come back by
+ * themselves (a local agent reconnects on its own), so the daemon keeps
+ * the list in RUN_DIR/hvtraced.state, mode 0600, one entry a line:
+ *
+ *   guest<TAB>NAME
+ *   area<TAB>NAME<TAB>PATH[@OFFSET[+SIZE]]
+ *
+ * It is rewritten (a temporary file, then rename()) whenever a remote
+ * comes or goes, but not while the daemon shuts down, so that the next
+ * start finds what was attached when it stopped and attaches it again
+ * (logging each; a guest whose QEMU control socket is gone is skipped).  The areas' control pages carry each reader's position
+ * (struct hvt_ctrl_pos), so the new daemon resumes reading where the old
+ * one stopped.  The file is read back only if it is a regular file of
+ * this user that nobody else can write, and every entry goes through the
+ * same validation as an ATTACH request.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+#define STATE_FILE	"hvtraced.state"
+#define STATE_MAX	(1u << 20)	/* bytes read back */
+
+static bool state_dirty;
+
+void state_changed(void)
+{
+	state_dirty = true;
+}
+
+static void state_path(char *buf, size_t size, const char *suffix)
+{
+	snprintf(buf, size, "%s/%s%s", D->run_dir, STATE_FILE, suffix);
+}
+
+void state_save(void)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	struct remote *r;
+	FILE *f;
+	int fd;
+
+	if (!state_dirty || D->stop)
+		return;
+	state_dirty = false;
+	state_path(path, sizeof(path), "");
+	state_path(tmp, sizeof(tmp), ".tmp");
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0600);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		d_log("cannot write %s: %s; what is attached will not be "
+		      "attached again after a restart",
+		      tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	for (r = D->remotes; r; r = r->next) {
+		if (r->transport == HVT_TRANSPORT_CHARDEV)
+			fprintf(f, "guest\t%s\n", r->name);
+		else if (r->transport == HVT_TRANSPORT_AREA &&
+			 !strpbrk(area_remote_spec(r), "\t\n"))
+			fprintf(f, "area\t%s\t%s\n", r->name,
+				area_remote_spec(r));
+	}
+	if (fclose(f) || rename(tmp, path)) {
+		d_log("cannot write %s: %s", path, strerror(errno));
+		unlink(tmp);
+	}
+}
+
+static char *state_read(const char *path)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			d_log("cannot read %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & 077) ||
+	    st.st_size > STATE_MAX) {
+		d_log("ignoring %s: not a regular file of this user with mode "
+		      "0600 (at most %u bytes); remove it",
+		      path, STATE_MAX);
+		close(fd);
+		return NULL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return NULL;
+	}
+	n = read(fd, buf, (size_t)st.st_size);
+	close(fd);
+	if (n < 0)
+		n = 0;
+	buf[n] = '\0';
+	return buf;
+}
+
+/* A guest still runs while QEMU's control socket is there. */
+static bool state_guest_alive(const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!hvt_proto_name_ok(name, (uint32_t)strlen(name)))
+		return false;
+	snprintf(path, sizeof(path), "%s/%s/control.sock", D->run_dir, name);
+	return !lstat(path, &st) && S_ISSOCK(st.st_mode);
+}
+
+void state_restore(void)
+{
+	char path[PATH_MAX], msg[1024], *buf, *line, *save;
+	struct remote *r;
+
+	state_path(path, sizeof(path), "");
+	buf = state_read(path);
+	if (!buf)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *name = strchr(line, '\t'), *spec = NULL;
+		int ret;
+
+		if (!name)
+			continue;
+		*name++ = '\0';
+		if (!strcmp(line, "area")) {
+			spec = strchr(name, '\t');
+			if (!spec)
+				continue;
+			*spec++ = '\0';
+		} else if (strcmp(line, "guest")) {
+			continue;
+		}
+		if (remote_by_name(name))
+			continue;	/* attached by an option already */
+		if (!spec && !state_guest_alive(name)) {
+			d_log("not attaching guest '%s' again: its control "
+			      "socket is gone (the guest stopped)",
+			      name);
+			continue;
+		}
+		/* With the daemon's own authority, as --attach-area: the
+		 * entry was checked against its requester when it came. */
+		ret = spec ? area_remote_attach(name, spec, 0, NULL, &r, msg,
+						sizeof(msg)) :
+			     remote_attach_chardev(name, &r, msg, sizeof(msg));
+		if (ret)
+			d_log("could not attach %s '%s' again (it was "
+			      "attached when hvtraced stopped, %s): %s",
+			      line, name, path, msg);
+		else
+			d_log("attached %s '%s' again (it was attached when "
+			      "hvtraced stopped, %s)",
+			      line, name, path);
+	}
+	free(buf);
+	state_changed();
+}
