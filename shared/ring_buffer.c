@@ -628,31 +628,22 @@ void hvt_rb_plan_exec(const struct hvt_rb_plan *p)
 }
 
 /*
- * The direct path's common case: an APPEND without TIME_EXTEND to a tail
- * page that already holds an event.  Makes exactly the stores that
- * hvt_rb_plan_write() plans for it and hvt_rb_plan_exec() would run, in
- * the same order, without staging a plan.  Returns 0 when the event was
- * written, 1 when the case does not apply (the caller plans the write;
- * nothing was stored).  Only for a single writer per CPU: there is no
- * expected-word check.
+ * The decisions of the common write, an APPEND without TIME_EXTEND to a
+ * tail page that already holds an event, shared by the direct path's fused
+ * append (rb_write_append()) and the compact plan (hvt_rb_plan_append()):
+ * the same commit value, timestamp and event header hvt_rb_plan_write()
+ * computes for it.  Fills everything in @a but the expected lost count,
+ * the common fields, the payload and the CPU.  Returns 0, or 1 when the
+ * write is not that case (nothing is filled that matters then).
  */
-static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
-				  const struct hvt_common_fields *common,
-				  const struct hvt_iovec *iov, uint32_t niov)
+static __attribute__((always_inline)) inline int
+rb_append_prepare(struct hvt_rb_cpu *cb, struct hvt_rb_append *a, uint64_t ts,
+		  uint32_t rec_len)
 {
 	struct hvt_cpu_meta *m = cb->meta;
-	uint32_t rec_len = sizeof(*common), aligned, size, seq, off, end, i;
-	uint64_t w, last, delta, word;
-	uint8_t *dst;
+	uint32_t aligned = HVT_ALIGN4(rec_len), size, seq, off, end;
+	uint64_t w, last, delta;
 
-	if (niov > HVT_RB_MAX_IOV || (niov && !iov))
-		return 1;
-	for (i = 0; i < niov; i++) {
-		if (iov[i].len > cb->max_record)
-			return 1;
-		rec_len += iov[i].len;
-	}
-	aligned = HVT_ALIGN4(rec_len);
 	if (aligned > cb->max_record)
 		return 1;
 	size = rb_event_size(rec_len);
@@ -670,29 +661,79 @@ static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
 	delta = ts - last;
 	if (delta > HVT_TS_MASK || (uint64_t)off + size > end)
 		return 1;
-	word = HVT_WORD(seq, HVT_WORD_ENTRIES(w) + 1, off + size);
+
+	a->meta = m;
+	a->expect_write = w;
+	a->commit_val = HVT_WORD(seq, HVT_WORD_ENTRIES(w) + 1, off + size);
+	a->ts = ts;
+	a->dst = rb_page(cb, seq) + HVT_PAGE_HDR_SIZE + off;
+	/* The event header, as rb_plan_event() lays it out. */
+	if (aligned <= HVT_SMALL_DATA_MAX) {
+		a->hdr = (aligned / 4) | ((uint32_t)delta << HVT_TYPE_LEN_BITS);
+		a->hdr_len = 4;
+	} else {
+		a->hdr = ((uint32_t)delta << HVT_TYPE_LEN_BITS) |
+			 ((uint64_t)(aligned + 4) << 32);	/* array[0] */
+		a->hdr_len = 8;
+	}
+	a->pad = aligned - rec_len;
+	return 0;
+}
+
+int hvt_rb_plan_append(struct hvt_rb_cpu *cb, struct hvt_rb_append *a,
+		       uint64_t ts, const struct hvt_common_fields *common,
+		       const void *src, uint32_t len)
+{
+	if (len > cb->max_record || (len && !src))
+		return 1;
+	if (rb_append_prepare(cb, a, ts, (uint32_t)sizeof(*common) + len))
+		return 1;
+	/* After the acquire load of write, as in hvt_rb_plan_write(). */
+	a->expect_lost = __atomic_load_n(&cb->meta->lost, __ATOMIC_RELAXED);
+	a->common = *common;
+	a->src = src;
+	a->len = len;
+	a->cpu = cb->cpu;
+	return 0;
+}
+
+/*
+ * The direct path's common case (see rb_append_prepare()): makes exactly
+ * the stores that hvt_rb_plan_write() plans for it and hvt_rb_plan_exec()
+ * would run, in the same order, without staging a plan.  Returns 0 when
+ * the event was written, 1 when the case does not apply (the caller plans
+ * the write; nothing was stored).  Only for a single writer per CPU: there
+ * is no expected-word check.
+ */
+static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
+				  const struct hvt_common_fields *common,
+				  const struct hvt_iovec *iov, uint32_t niov)
+{
+	struct hvt_cpu_meta *m = cb->meta;
+	uint32_t rec_len = sizeof(*common), i;
+	struct hvt_rb_append a;
+	uint8_t *dst;
+
+	if (niov > HVT_RB_MAX_IOV || (niov && !iov))
+		return 1;
+	for (i = 0; i < niov; i++) {
+		if (iov[i].len > cb->max_record)
+			return 1;
+		rec_len += iov[i].len;
+	}
+	if (rb_append_prepare(cb, &a, ts, rec_len))
+		return 1;
 
 	/* W3: key invalid, ts, key = new word (rb_plan_ts()'s three ops);
 	 * pairs with rb_last_ts() of the next write. */
 	__atomic_store_n(&m->ts_key, HVT_TS_KEY_INVALID, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->ts, ts, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->ts_key, word, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->ts, a.ts, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->ts_key, a.commit_val, __ATOMIC_RELAXED);
 
 	/* The event, as rb_plan_event() lays it out. */
-	dst = rb_page(cb, seq) + HVT_PAGE_HDR_SIZE + off;
-	if (aligned <= HVT_SMALL_DATA_MAX) {
-		uint32_t hdr = (aligned / 4) |
-			       ((uint32_t)delta << HVT_TYPE_LEN_BITS);
-
-		rb_copy(dst, &hdr, 4);
-		dst += 4;
-	} else {
-		uint32_t hdr[2] = { (uint32_t)delta << HVT_TYPE_LEN_BITS,
-				    aligned + 4 };	/* array[0] */
-
-		rb_copy(dst, hdr, 8);
-		dst += 8;
-	}
+	dst = a.dst;
+	rb_copy(dst, &a.hdr, a.hdr_len);	/* little-endian */
+	dst += a.hdr_len;
 	rb_copy(dst, common, sizeof(*common));
 	dst += sizeof(*common);
 	for (i = 0; i < niov; i++) {
@@ -701,10 +742,10 @@ static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
 		rb_copy(dst, iov[i].base, iov[i].len);
 		dst += iov[i].len;
 	}
-	for (i = rec_len; i < aligned; i++)
+	for (i = 0; i < a.pad; i++)
 		*dst++ = 0;
 	/* W1: publish; pairs with the host's acquire load of the word. */
-	__atomic_store_n(&m->write, word, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->write, a.commit_val, __ATOMIC_RELEASE);
 	return 0;
 }
 

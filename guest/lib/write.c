@@ -13,6 +13,14 @@
  *   exec = hvtg_rseq_exec_asm(plan)          (checks cpu, write, lost;
  *                                             copies; commits)
  *
+ * The common write (one payload piece appended to a tail page that
+ * already holds an event, no TIME_EXTEND) takes a shorter road first: the
+ * core's compact plan (hvt_rb_plan_append(), a dozen words instead of a
+ * list of copies) and the executor made for it (hvtg_rseq_append_asm(),
+ * x86_64), with the same checks and the same single commit store.  Any
+ * other write, and an attempt of the short road that did not commit, goes
+ * through the general loop below.
+ *
  * An attempt that does not commit (the kernel aborted it, the thread
  * moved to another CPU, or another writer committed first) has changed
  * nothing a reader trusts, so retrying from the top is always safe.  Each
@@ -34,6 +42,67 @@ static int wr_unbound(void)
 				"hvtg_event_bind() first");
 }
 
+/* Count an attempt that did not commit; 0, or the executor's -EINVAL. */
+static inline int wr_count_retry(struct hvtg_tls *t, int r)
+{
+	switch (r) {
+	case HVTG_EXEC_ABORTED:
+		t->st.aborted++;
+		return 0;
+	case HVTG_EXEC_CPU:
+		t->st.cpu_moved++;
+		return 0;
+	case HVTG_EXEC_STALE:
+		t->st.stale++;
+		return 0;
+	default:
+		return hvtg_err(-EINVAL,
+				"the writer core produced a plan the "
+				"executor refuses (an op without a "
+				"source)");
+	}
+}
+
+#if HVTG_HAVE_APPEND_EXEC
+/*
+ * The short road: one attempt with the compact plan.  Returns 0 when the
+ * event committed, 1 when the general loop must write it (the case does
+ * not apply, or the attempt did not commit and was counted).
+ */
+static inline __attribute__((always_inline)) int
+wr_append(struct hvtg_area *a, uint32_t id, const void *payload,
+	  uint32_t len)
+{
+	struct hvtg_tls *t = &hvtg_tls;
+	struct hvtg_rseq_abi *rs = t->rs;
+	struct hvt_common_fields common;
+	struct hvt_rb_append ap;
+	uint32_t cpu;
+	int r;
+
+	if (__builtin_expect(!rs, 0))
+		return 1;	/* the general loop sets the thread up */
+	cpu = __atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
+	if (__builtin_expect(cpu >= a->nr_cpus, 0))
+		return 1;	/* the general loop reports it */
+	common.common_type = (uint16_t)id;
+	common.common_flags = 0;
+	common.common_preempt_count = 0;
+	common.common_pid = t->tid;
+	if (hvt_rb_plan_append(&a->cpus[cpu], &ap,
+			       hvtg_clock_read(a->clock_id), &common, payload,
+			       len))
+		return 1;
+	r = hvtg_rseq_append_asm(&ap, rs);
+	if (__builtin_expect(r == HVTG_EXEC_COMMITTED, 1)) {
+		t->st.committed++;
+		return 0;
+	}
+	wr_count_retry(t, r);	/* never a rejection: no op lists here */
+	return 1;
+}
+#endif
+
 /* Inlined into both entry points: the write path is one call deep. */
 static inline __attribute__((always_inline)) int
 wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
@@ -43,7 +112,7 @@ wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
 	struct hvt_common_fields common;
 	struct hvt_rb_plan plan;
 	uint32_t tries, cpu;
-	int ret;
+	int ret, r;
 
 	if (__builtin_expect(!t->rs, 0)) {
 		ret = hvtg_thread_init();
@@ -74,7 +143,8 @@ wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
 						     "max_payload)" :
 						     "bad payload pieces");
 
-		switch (hvtg_rseq_exec_asm(&plan, t->rs)) {
+		r = hvtg_rseq_exec_asm(&plan, t->rs);
+		switch (r) {
 		case HVTG_EXEC_COMMITTED:
 			if (__builtin_expect(plan.kind == HVT_PLAN_DROP, 0)) {
 				t->st.dropped++;
@@ -87,20 +157,11 @@ wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
 			}
 			t->st.committed++;	/* APPEND or SWITCH */
 			return 0;
-		case HVTG_EXEC_ABORTED:
-			t->st.aborted++;
-			break;
-		case HVTG_EXEC_CPU:
-			t->st.cpu_moved++;
-			break;
-		case HVTG_EXEC_STALE:
-			t->st.stale++;
-			break;
 		default:
-			return hvtg_err(-EINVAL,
-					"the writer core produced a plan the "
-					"executor refuses (an op without a "
-					"source)");
+			ret = wr_count_retry(t, r);
+			if (ret)
+				return ret;
+			break;
 		}
 	}
 	return hvtg_err(-EAGAIN,
@@ -119,6 +180,12 @@ int hvtg_write(const struct hvtg_event *ev, const void *payload, size_t len)
 		return -E2BIG;
 	if (__builtin_expect(len && !payload, 0))
 		return -EINVAL;
+#if HVTG_HAVE_APPEND_EXEC
+	if (__builtin_expect(!wr_append(ev->priv_area, ev->priv_id, payload,
+					(uint32_t)len),
+			     1))
+		return 0;
+#endif
 	iov.base = payload;
 	iov.len = (uint32_t)len;
 	return wr_commit(ev->priv_area, ev->priv_id, &iov, len ? 1 : 0);
