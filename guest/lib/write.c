@@ -43,17 +43,17 @@ static int wr_unbound(void)
 }
 
 /* Count an attempt that did not commit; 0, or the executor's -EINVAL. */
-static inline int wr_count_retry(struct hvtg_tls *t, int r)
+static inline int wr_count_retry(int r)
 {
 	switch (r) {
 	case HVTG_EXEC_ABORTED:
-		t->st.aborted++;
+		hvtg_tls.st.aborted++;
 		return 0;
 	case HVTG_EXEC_CPU:
-		t->st.cpu_moved++;
+		hvtg_tls.st.cpu_moved++;
 		return 0;
 	case HVTG_EXEC_STALE:
-		t->st.stale++;
+		hvtg_tls.st.stale++;
 		return 0;
 	default:
 		return hvtg_err(-EINVAL,
@@ -73,8 +73,8 @@ static inline __attribute__((always_inline)) int
 wr_append(struct hvtg_area *a, uint32_t id, const void *payload,
 	  uint32_t len)
 {
-	struct hvtg_tls *t = &hvtg_tls;
-	struct hvtg_rseq_abi *rs = t->rs;
+	struct hvtg_rseq_abi *rs = hvtg_tls.rs;
+	int32_t tid = hvtg_tls.tid;
 	struct hvt_common_fields common;
 	struct hvt_rb_append ap;
 	uint32_t cpu;
@@ -88,17 +88,17 @@ wr_append(struct hvtg_area *a, uint32_t id, const void *payload,
 	common.common_type = (uint16_t)id;
 	common.common_flags = 0;
 	common.common_preempt_count = 0;
-	common.common_pid = t->tid;
+	common.common_pid = tid;
 	if (hvt_rb_plan_append(&a->cpus[cpu], &ap,
 			       hvtg_clock_read(a->clock_id), &common, payload,
 			       len))
 		return 1;
 	r = hvtg_rseq_append_asm(&ap, rs);
 	if (__builtin_expect(r == HVTG_EXEC_COMMITTED, 1)) {
-		t->st.committed++;
+		hvtg_tls.st.committed++;
 		return 0;
 	}
-	wr_count_retry(t, r);	/* never a rejection: no op lists here */
+	wr_count_retry(r);	/* never a rejection: no op lists here */
 	return 1;
 }
 #endif
@@ -108,13 +108,12 @@ static inline __attribute__((always_inline)) int
 wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
 	  uint32_t niov)
 {
-	struct hvtg_tls *t = &hvtg_tls;
 	struct hvt_common_fields common;
 	struct hvt_rb_plan plan;
 	uint32_t tries, cpu;
 	int ret, r;
 
-	if (__builtin_expect(!t->rs, 0)) {
+	if (__builtin_expect(!hvtg_tls.rs, 0)) {
 		ret = hvtg_thread_init();
 		if (ret)
 			return ret;
@@ -122,10 +121,10 @@ wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
 	common.common_type = (uint16_t)id;
 	common.common_flags = 0;
 	common.common_preempt_count = 0;
-	common.common_pid = t->tid;
+	common.common_pid = hvtg_tls.tid;
 
 	for (tries = 0; tries < HVTG_MAX_TRIES; tries++) {
-		cpu = __atomic_load_n(&t->rs->cpu_id, __ATOMIC_RELAXED);
+		cpu = __atomic_load_n(&hvtg_tls.rs->cpu_id, __ATOMIC_RELAXED);
 		if (__builtin_expect(cpu >= a->nr_cpus, 0))
 			return hvtg_err(-ENXIO,
 					"running on CPU %u but the area has "
@@ -143,22 +142,22 @@ wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
 						     "max_payload)" :
 						     "bad payload pieces");
 
-		r = hvtg_rseq_exec_asm(&plan, t->rs);
+		r = hvtg_rseq_exec_asm(&plan, hvtg_tls.rs);
 		switch (r) {
 		case HVTG_EXEC_COMMITTED:
 			if (__builtin_expect(plan.kind == HVT_PLAN_DROP, 0)) {
-				t->st.dropped++;
+				hvtg_tls.st.dropped++;
 				return -ENOSPC;
 			}
 			if (__builtin_expect(plan.kind == HVT_PLAN_SEAL, 0)) {
 				/* The full page is closed; plan again. */
-				t->st.sealed++;
+				hvtg_tls.st.sealed++;
 				break;
 			}
-			t->st.committed++;	/* APPEND or SWITCH */
+			hvtg_tls.st.committed++;	/* APPEND or SWITCH */
 			return 0;
 		default:
-			ret = wr_count_retry(t, r);
+			ret = wr_count_retry(r);
 			if (ret)
 				return ret;
 			break;
