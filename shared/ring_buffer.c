@@ -269,10 +269,12 @@ static uint64_t rb_tail_ts_slow(const struct hvt_rb_cpu *cb, uint32_t seq,
 }
 
 /*
- * Load the last committed timestamp for commit word @w.
- * Pairs with W3 (see the top of this file).
+ * The timestamp cache for commit word @w: 0 with *@out the last committed
+ * timestamp, or 1 when the cache does not belong to @w (an aborted write
+ * left it).  Pairs with W3 (see the top of this file).
  */
-static __attribute__((always_inline)) inline uint64_t rb_last_ts(const struct hvt_rb_cpu *cb, uint64_t w)
+static __attribute__((always_inline)) inline int
+rb_cached_ts(const struct hvt_rb_cpu *cb, uint64_t w, uint64_t *out)
 {
 	struct hvt_cpu_meta *m = cb->meta;
 	uint64_t k1, k2, ts;
@@ -282,7 +284,17 @@ static __attribute__((always_inline)) inline uint64_t rb_last_ts(const struct hv
 	/* Order the ts load before the second key load (pairs with W3). */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	k2 = __atomic_load_n(&m->ts_key, __ATOMIC_RELAXED);
-	if (k1 == w && k2 == w)
+	*out = ts;
+	return !(k1 == w && k2 == w);
+}
+
+/* The last committed timestamp for commit word @w, walking the tail page
+ * when the cache does not hold it. */
+static __attribute__((always_inline)) inline uint64_t rb_last_ts(const struct hvt_rb_cpu *cb, uint64_t w)
+{
+	uint64_t ts;
+
+	if (!rb_cached_ts(cb, w, &ts))
 		return ts;
 	return rb_tail_ts_slow(cb, HVT_WORD_SEQ(w), HVT_WORD_OFFSET(w));
 }
@@ -634,11 +646,14 @@ void hvt_rb_plan_exec(const struct hvt_rb_plan *p)
  * the same commit value, timestamp and event header hvt_rb_plan_write()
  * computes for it.  Fills everything in @a but the expected lost count,
  * the common fields, the payload and the CPU.  Returns 0, or 1 when the
- * write is not that case (nothing is filled that matters then).
+ * write is not that case (nothing is filled that matters then).  With
+ * @walk 0 an invalid timestamp cache also returns 1 rather than walking
+ * the tail page: the compact plan stays a leaf function, and the general
+ * plan does the (rare) walk.
  */
 static __attribute__((always_inline)) inline int
 rb_append_prepare(struct hvt_rb_cpu *cb, struct hvt_rb_append *a, uint64_t ts,
-		  uint32_t rec_len)
+		  uint32_t rec_len, int walk)
 {
 	struct hvt_cpu_meta *m = cb->meta;
 	uint32_t aligned = HVT_ALIGN4(rec_len), size, seq, off, end;
@@ -655,7 +670,11 @@ rb_append_prepare(struct hvt_rb_cpu *cb, struct hvt_rb_append *a, uint64_t ts,
 	end = rb_page_end(cb, rb_desc_missed(rb_desc(cb, seq)));
 	if (off == 0 || off > end)
 		return 1;
-	last = rb_last_ts(cb, w);
+	if (walk) {
+		last = rb_last_ts(cb, w);
+	} else if (rb_cached_ts(cb, w, &last)) {
+		return 1;
+	}
 	if (ts < last)
 		ts = last;	/* clamp: pages stay monotonic */
 	delta = ts - last;
@@ -664,7 +683,12 @@ rb_append_prepare(struct hvt_rb_cpu *cb, struct hvt_rb_append *a, uint64_t ts,
 
 	a->meta = m;
 	a->expect_write = w;
-	a->commit_val = HVT_WORD(seq, HVT_WORD_ENTRIES(w) + 1, off + size);
+	/* HVT_WORD(seq, entries + 1, off + size): off + size <= end fits
+	 * the offset field, and the entries field has room (no page holds
+	 * 0xffff events; a word that says so takes the general plan). */
+	if (HVT_WORD_ENTRIES(w) == 0xffff)
+		return 1;
+	a->commit_val = w + (1u << 16) + size;
 	a->ts = ts;
 	a->dst = rb_page(cb, seq) + HVT_PAGE_HDR_SIZE + off;
 	/* The event header, as rb_plan_event() lays it out. */
@@ -680,13 +704,13 @@ rb_append_prepare(struct hvt_rb_cpu *cb, struct hvt_rb_append *a, uint64_t ts,
 	return 0;
 }
 
-int hvt_rb_plan_append(struct hvt_rb_cpu *cb, struct hvt_rb_append *a,
+int hvt_rb_plan_append(struct hvt_rb_cpu *cb, struct hvt_rb_append *__restrict a,
 		       uint64_t ts, const struct hvt_common_fields *common,
 		       const void *src, uint32_t len)
 {
 	if (len > cb->max_record || (len && !src))
 		return 1;
-	if (rb_append_prepare(cb, a, ts, (uint32_t)sizeof(*common) + len))
+	if (rb_append_prepare(cb, a, ts, (uint32_t)sizeof(*common) + len, 0))
 		return 1;
 	/* After the acquire load of write, as in hvt_rb_plan_write(). */
 	a->expect_lost = __atomic_load_n(&cb->meta->lost, __ATOMIC_RELAXED);
@@ -721,7 +745,7 @@ static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
 			return 1;
 		rec_len += iov[i].len;
 	}
-	if (rb_append_prepare(cb, &a, ts, rec_len))
+	if (rb_append_prepare(cb, &a, ts, rec_len, 1))
 		return 1;
 
 	/* W3: key invalid, ts, key = new word (rb_plan_ts()'s three ops);
@@ -732,7 +756,13 @@ static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
 
 	/* The event, as rb_plan_event() lays it out. */
 	dst = a.dst;
-	rb_copy(dst, &a.hdr, a.hdr_len);	/* little-endian */
+	if (a.hdr_len == 4) {
+		uint32_t hdr = (uint32_t)a.hdr;
+
+		rb_copy(dst, &hdr, 4);
+	} else {
+		rb_copy(dst, &a.hdr, 8);	/* little-endian */
+	}
 	dst += a.hdr_len;
 	rb_copy(dst, common, sizeof(*common));
 	dst += sizeof(*common);

@@ -103,8 +103,9 @@ wr_append(struct hvtg_area *a, uint32_t id, const void *payload,
 }
 #endif
 
-/* Inlined into both entry points: the write path is one call deep. */
-static inline __attribute__((always_inline)) int
+/* The general loop, out of line: the short road in hvtg_write() then needs
+ * no frame for a general plan and no callee-saved registers. */
+static __attribute__((noinline)) int
 wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
 	  uint32_t niov)
 {
