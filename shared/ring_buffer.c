@@ -704,9 +704,10 @@ rb_append_prepare(struct hvt_rb_cpu *cb, struct hvt_rb_append *a, uint64_t ts,
 	return 0;
 }
 
-int hvt_rb_plan_append(struct hvt_rb_cpu *cb, struct hvt_rb_append *__restrict a,
-		       uint64_t ts, const struct hvt_common_fields *common,
-		       const void *src, uint32_t len)
+int hvt_rb_plan_append(struct hvt_rb_cpu *cb,
+		       struct hvt_rb_append *__restrict a, uint64_t ts,
+		       const struct hvt_common_fields *common, const void *src,
+		       uint32_t len)
 {
 	if (len > cb->max_record || (len && !src))
 		return 1;

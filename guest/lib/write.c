@@ -103,9 +103,8 @@ wr_append(struct hvtg_area *a, uint32_t id, const void *payload,
 }
 #endif
 
-/* The general loop, out of line: the short road in hvtg_write() then needs
- * no frame for a general plan and no callee-saved registers. */
-static __attribute__((noinline)) int
+/* The general loop; inlined into both entry points. */
+static inline __attribute__((always_inline)) int
 wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
 	  uint32_t niov)
 {
@@ -170,10 +169,21 @@ wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
 			HVTG_MAX_TRIES);
 }
 
-int hvtg_write(const struct hvtg_event *ev, const void *payload, size_t len)
+/* hvtg_write() through the general loop, out of line: the short road
+ * then needs no frame for a general plan. */
+static __attribute__((noinline)) int
+wr_write_general(struct hvtg_area *a, uint32_t id, const void *payload,
+		 uint32_t len)
 {
 	struct hvt_iovec iov;
 
+	iov.base = payload;
+	iov.len = len;
+	return wr_commit(a, id, &iov, len ? 1 : 0);
+}
+
+int hvtg_write(const struct hvtg_event *ev, const void *payload, size_t len)
+{
 	if (__builtin_expect(!hvtg_enabled(ev), 0))
 		return ev->priv_area ? -ENODATA : wr_unbound();
 	if (__builtin_expect(len > UINT32_MAX, 0))
@@ -186,9 +196,8 @@ int hvtg_write(const struct hvtg_event *ev, const void *payload, size_t len)
 			     1))
 		return 0;
 #endif
-	iov.base = payload;
-	iov.len = (uint32_t)len;
-	return wr_commit(ev->priv_area, ev->priv_id, &iov, len ? 1 : 0);
+	return wr_write_general(ev->priv_area, ev->priv_id, payload,
+				(uint32_t)len);
 }
 
 int hvtg_writev(const struct hvtg_event *ev, const struct iovec *iov,
