@@ -77,7 +77,10 @@
  * case: an APPEND without TIME_EXTEND to a page that already has an event
  * is made in place by rb_write_append(), with the same stores in the same
  * order as the plan (ts cache, event, commit) but without staging them;
- * everything else goes through a plan.  The fused path is what makes a
+ * everything else goes through a plan.  For executors that can race, the
+ * same case has a compact plan (hvt_rb_plan_append(): the expected words,
+ * the commit value, the timestamp and the event header, a dozen words
+ * instead of a list of copies); both share rb_append_prepare().  The fused path is what makes a
  * direct write cost about a clock read plus a copy (make bench,
  * core_direct_* against floor_clock_memcpy_*).  Losses can
  * therefore only fall *between* pages, and the first page after a loss

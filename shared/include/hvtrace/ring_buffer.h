@@ -15,7 +15,9 @@
  *             a context that can abort and retry it as a whole (a Linux
  *             restartable sequence, see guest/lib/rseq_x86_64.S).  This is
  *             what lets any number of preemptible threads and processes
- *             share one CPU buffer without locks.
+ *             share one CPU buffer without locks.  hvt_rb_plan_append()
+ *             plans the common write in a compact form for such an
+ *             executor.
  *
  * Both paths produce the same bytes; the direct executor is simply
  * hvt_rb_plan_exec().
