@@ -53,7 +53,12 @@ static int run_direct(void *p, long n)
 
 static volatile long sink;
 
-static int run_disabled(void *p, long n)
+/*
+ * Aligned so that the loop (34 bytes) sits in one 64-byte line wherever
+ * unrelated code moves it: split over two lines it measured 0.55 ns
+ * instead of 0.40 on the development machine, with the same instructions.
+ */
+static __attribute__((aligned(64))) int run_disabled(void *p, long n)
 {
 	long i, hits = 0;
 
