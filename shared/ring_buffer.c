@@ -714,14 +714,15 @@ int hvt_rb_plan_append(struct hvt_rb_cpu *cb,
 {
 	if (len > cb->max_record || (len && !src))
 		return 1;
-	if (rb_append_prepare(cb, a, ts, (uint32_t)sizeof(*common) + len, 0))
-		return 1;
-	/* After the acquire load of write, as in hvt_rb_plan_write(). */
-	a->expect_lost = __atomic_load_n(&cb->meta->lost, __ATOMIC_RELAXED);
+	/* Stored first: fewer values to keep in registers below. */
 	a->common = *common;
 	a->src = src;
 	a->len = len;
 	a->cpu = cb->cpu;
+	if (rb_append_prepare(cb, a, ts, (uint32_t)sizeof(*common) + len, 0))
+		return 1;
+	/* After the acquire load of write, as in hvt_rb_plan_write(). */
+	a->expect_lost = __atomic_load_n(&a->meta->lost, __ATOMIC_RELAXED);
 	return 0;
 }
 
