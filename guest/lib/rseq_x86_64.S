@@ -105,6 +105,30 @@
 
 #if defined(__x86_64__)
 
+/* Copy the last (%r11d & 7) bytes from (%r10) to (%r9) with 4, 2 and
+ * 1-byte moves, forward, advancing both; clobbers %eax. */
+	.macro	COPY_BELOW8
+	testl	$4, %r11d
+	jz	7f
+	movl	(%r10), %eax
+	movl	%eax, (%r9)
+	addq	$4, %r10
+	addq	$4, %r9
+7:	testl	$2, %r11d
+	jz	8f
+	movzwl	(%r10), %eax
+	movw	%ax, (%r9)
+	addq	$2, %r10
+	addq	$2, %r9
+8:	testl	$1, %r11d
+	jz	9f
+	movzbl	(%r10), %eax
+	movb	%al, (%r9)
+	addq	$1, %r10
+	addq	$1, %r9
+9:
+	.endm
+
 	.section .data.rel.ro, "aw", @progbits
 	.p2align 5
 	.type	hvtg_rseq_cs, @object
@@ -175,23 +199,8 @@ hvtg_rseq_start_ip:
 	cmpl	$8, %r11d
 	jae	.Lcopy8
 .Ltail:
-	testl	$4, %r11d
-	jz	1f
-	movl	(%r10), %eax
-	movl	%eax, (%r9)
-	addq	$4, %r10
-	addq	$4, %r9
-1:	testl	$2, %r11d
-	jz	2f
-	movzwl	(%r10), %eax
-	movw	%ax, (%r9)
-	addq	$2, %r10
-	addq	$2, %r9
-2:	testl	$1, %r11d
-	jz	3f
-	movzbl	(%r10), %eax
-	movb	%al, (%r9)
-3:	addq	$OP_SIZE, %r8
+	COPY_BELOW8
+	addq	$OP_SIZE, %r8
 	decl	%ecx
 	jnz	.Lop
 .Lcommit:
@@ -313,23 +322,7 @@ hvtg_rseq_append_start_ip:
 	movq	%rax, (%r9)
 	addq	$8, %r10
 	addq	$8, %r9
-1:	testl	$4, %r11d
-	jz	2f
-	movl	(%r10), %eax
-	movl	%eax, (%r9)
-	addq	$4, %r10
-	addq	$4, %r9
-2:	testl	$2, %r11d
-	jz	3f
-	movzwl	(%r10), %eax
-	movw	%ax, (%r9)
-	addq	$2, %r10
-	addq	$2, %r9
-3:	testl	$1, %r11d
-	jz	.Lap_pad
-	movzbl	(%r10), %eax
-	movb	%al, (%r9)
-	addq	$1, %r9
+1:	COPY_BELOW8
 .Lap_pad:
 	/* Record padding: 0 to 3 zero bytes, exactly (the record may end
 	 * at the page's end). */
