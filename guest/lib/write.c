@@ -19,7 +19,8 @@
  * list of copies) and the executor made for it (hvtg_rseq_append_asm(),
  * x86_64), with the same checks and the same single commit store.  Any
  * other write, and an attempt of the short road that did not commit, goes
- * through the general loop below.
+ * through the general loop below.  hvtg_writev() with one piece takes the
+ * short road too.
  *
  * An attempt that does not commit (the kernel aborted it, the thread
  * moved to another CPU, or another writer committed first) has changed
@@ -218,5 +219,10 @@ int hvtg_writev(const struct hvtg_event *ev, const struct iovec *iov,
 		v[i].base = iov[i].iov_base;
 		v[i].len = (uint32_t)iov[i].iov_len;
 	}
+#if HVTG_HAVE_APPEND_EXEC
+	if (iovcnt == 1 &&
+	    !wr_append(ev->priv_area, ev->priv_id, v[0].base, v[0].len))
+		return 0;
+#endif
 	return wr_commit(ev->priv_area, ev->priv_id, v, (uint32_t)iovcnt);
 }
