@@ -80,9 +80,9 @@
  * everything else goes through a plan.  For executors that can race, the
  * same case has a compact plan (hvt_rb_plan_append(): the expected words,
  * the commit value, the timestamp and the event header, a dozen words
- * instead of a list of copies); both share rb_append_prepare().  The fused path is what makes a
- * direct write cost about a clock read plus a copy (make bench,
- * core_direct_* against floor_clock_memcpy_*).  Losses can
+ * instead of a list of copies); both share rb_append_prepare().  The
+ * fused path is what makes a direct write cost about a clock read plus a
+ * copy (make bench, core_direct_* against floor_clock_memcpy_*).  Losses can
  * therefore only fall *between* pages, and the first page after a loss
  * carries RB_MISSED_EVENTS | RB_MISSED_STORED with the count stored after
  * its data, exactly where Linux puts it (8 bytes are kept free on such a

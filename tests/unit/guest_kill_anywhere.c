@@ -90,6 +90,13 @@ static void find_insns(uintptr_t start, uintptr_t end, uintptr_t post_commit)
 		       nr_insns - first);
 }
 
+/* Is @a an instruction of the compact plan's executor? */
+static int in_compact(uintptr_t a)
+{
+	return a >= (uintptr_t)hvtg_rseq_append_asm &&
+	       a < (uintptr_t)hvtg_rseq_append_end;
+}
+
 static void payload(uint8_t *p, uint32_t len, uint32_t tag)
 {
 	uint32_t i;
@@ -234,7 +241,7 @@ int main(void)
 			struct th_area ta;
 			struct check c = { 0 };
 			uint64_t e0, l0, w0, e1, l1;
-			int killed, after, ret;
+			int killed, after, compact, ret;
 
 			setup(&ta, (enum scenario)sc);
 			e0 = th_entries(&ta, 0);
@@ -251,11 +258,9 @@ int main(void)
 			} else {
 				killed_total++;
 				committed_kills += after;
-				if (insn[i] >= (uintptr_t)hvtg_rseq_append_asm &&
-				    insn[i] < (uintptr_t)hvtg_rseq_append_end) {
-					compact_kills++;
-					compact_after += after;
-				}
+				compact = in_compact(insn[i]);
+				compact_kills += compact;
+				compact_after += compact && after;
 				switch (sc) {
 				case SC_APPEND:
 				case SC_SWITCH:

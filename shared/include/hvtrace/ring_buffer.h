@@ -187,7 +187,7 @@ struct hvt_rb_append {
 	const void *src;		/* payload */
 	uint32_t len;			/* payload bytes */
 	uint32_t hdr_len;		/* 4, or 8 for a record over 112 B */
-	uint32_t pad;			/* zero bytes after the payload, 0..3 */
+	uint32_t pad;			/* zero bytes after the payload */
 	uint32_t cpu;
 };
 
