@@ -77,9 +77,12 @@
  * case: an APPEND without TIME_EXTEND to a page that already has an event
  * is made in place by rb_write_append(), with the same stores in the same
  * order as the plan (ts cache, event, commit) but without staging them;
- * everything else goes through a plan.  The fused path is what makes a
- * direct write cost about a clock read plus a copy (make bench,
- * core_direct_* against floor_clock_memcpy_*).  Losses can
+ * everything else goes through a plan.  For executors that can race, the
+ * same case has a compact plan (hvt_rb_plan_append(): the expected words,
+ * the commit value, the timestamp and the event header, a dozen words
+ * instead of a list of copies); both share rb_append_prepare().  The
+ * fused path is what makes a direct write cost about a clock read plus a
+ * copy (make bench, core_direct_* against floor_clock_memcpy_*).  Losses can
  * therefore only fall *between* pages, and the first page after a loss
  * carries RB_MISSED_EVENTS | RB_MISSED_STORED with the count stored after
  * its data, exactly where Linux puts it (8 bytes are kept free on such a
@@ -269,10 +272,12 @@ static uint64_t rb_tail_ts_slow(const struct hvt_rb_cpu *cb, uint32_t seq,
 }
 
 /*
- * Load the last committed timestamp for commit word @w.
- * Pairs with W3 (see the top of this file).
+ * The timestamp cache for commit word @w: 0 with *@out the last committed
+ * timestamp, or 1 when the cache does not belong to @w (an aborted write
+ * left it).  Pairs with W3 (see the top of this file).
  */
-static __attribute__((always_inline)) inline uint64_t rb_last_ts(const struct hvt_rb_cpu *cb, uint64_t w)
+static __attribute__((always_inline)) inline int
+rb_cached_ts(const struct hvt_rb_cpu *cb, uint64_t w, uint64_t *out)
 {
 	struct hvt_cpu_meta *m = cb->meta;
 	uint64_t k1, k2, ts;
@@ -282,7 +287,17 @@ static __attribute__((always_inline)) inline uint64_t rb_last_ts(const struct hv
 	/* Order the ts load before the second key load (pairs with W3). */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	k2 = __atomic_load_n(&m->ts_key, __ATOMIC_RELAXED);
-	if (k1 == w && k2 == w)
+	*out = ts;
+	return !(k1 == w && k2 == w);
+}
+
+/* The last committed timestamp for commit word @w, walking the tail page
+ * when the cache does not hold it. */
+static __attribute__((always_inline)) inline uint64_t rb_last_ts(const struct hvt_rb_cpu *cb, uint64_t w)
+{
+	uint64_t ts;
+
+	if (!rb_cached_ts(cb, w, &ts))
 		return ts;
 	return rb_tail_ts_slow(cb, HVT_WORD_SEQ(w), HVT_WORD_OFFSET(w));
 }
@@ -628,31 +643,25 @@ void hvt_rb_plan_exec(const struct hvt_rb_plan *p)
 }
 
 /*
- * The direct path's common case: an APPEND without TIME_EXTEND to a tail
- * page that already holds an event.  Makes exactly the stores that
- * hvt_rb_plan_write() plans for it and hvt_rb_plan_exec() would run, in
- * the same order, without staging a plan.  Returns 0 when the event was
- * written, 1 when the case does not apply (the caller plans the write;
- * nothing was stored).  Only for a single writer per CPU: there is no
- * expected-word check.
+ * The decisions of the common write, an APPEND without TIME_EXTEND to a
+ * tail page that already holds an event, shared by the direct path's fused
+ * append (rb_write_append()) and the compact plan (hvt_rb_plan_append()):
+ * the same commit value, timestamp and event header hvt_rb_plan_write()
+ * computes for it.  Fills everything in @a but the expected lost count,
+ * the common fields, the payload and the CPU.  Returns 0, or 1 when the
+ * write is not that case (nothing is filled that matters then).  With
+ * @walk 0 an invalid timestamp cache also returns 1 rather than walking
+ * the tail page: the compact plan stays a leaf function, and the general
+ * plan does the (rare) walk.
  */
-static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
-				  const struct hvt_common_fields *common,
-				  const struct hvt_iovec *iov, uint32_t niov)
+static __attribute__((always_inline)) inline int
+rb_append_prepare(struct hvt_rb_cpu *cb, struct hvt_rb_append *a, uint64_t ts,
+		  uint32_t rec_len, int walk)
 {
 	struct hvt_cpu_meta *m = cb->meta;
-	uint32_t rec_len = sizeof(*common), aligned, size, seq, off, end, i;
-	uint64_t w, last, delta, word;
-	uint8_t *dst;
+	uint32_t aligned = HVT_ALIGN4(rec_len), size, seq, off, end;
+	uint64_t w, last, delta;
 
-	if (niov > HVT_RB_MAX_IOV || (niov && !iov))
-		return 1;
-	for (i = 0; i < niov; i++) {
-		if (iov[i].len > cb->max_record)
-			return 1;
-		rec_len += iov[i].len;
-	}
-	aligned = HVT_ALIGN4(rec_len);
 	if (aligned > cb->max_record)
 		return 1;
 	size = rb_event_size(rec_len);
@@ -664,35 +673,102 @@ static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
 	end = rb_page_end(cb, rb_desc_missed(rb_desc(cb, seq)));
 	if (off == 0 || off > end)
 		return 1;
-	last = rb_last_ts(cb, w);
+	if (walk) {
+		last = rb_last_ts(cb, w);
+	} else if (rb_cached_ts(cb, w, &last)) {
+		return 1;
+	}
 	if (ts < last)
 		ts = last;	/* clamp: pages stay monotonic */
 	delta = ts - last;
 	if (delta > HVT_TS_MASK || (uint64_t)off + size > end)
 		return 1;
-	word = HVT_WORD(seq, HVT_WORD_ENTRIES(w) + 1, off + size);
+
+	a->meta = m;
+	a->expect_write = w;
+	/* HVT_WORD(seq, entries + 1, off + size): off + size <= end fits
+	 * the offset field, and the entries field has room (no page holds
+	 * 0xffff events; a word that says so takes the general plan). */
+	if (HVT_WORD_ENTRIES(w) == 0xffff)
+		return 1;
+	a->commit_val = w + (1u << 16) + size;
+	a->ts = ts;
+	a->dst = rb_page(cb, seq) + HVT_PAGE_HDR_SIZE + off;
+	/* The event header, as rb_plan_event() lays it out. */
+	if (aligned <= HVT_SMALL_DATA_MAX) {
+		a->hdr = (aligned / 4) | ((uint32_t)delta << HVT_TYPE_LEN_BITS);
+		a->hdr_len = 4;
+	} else {
+		a->hdr = ((uint32_t)delta << HVT_TYPE_LEN_BITS) |
+			 ((uint64_t)(aligned + 4) << 32);	/* array[0] */
+		a->hdr_len = 8;
+	}
+	a->pad = aligned - rec_len;
+	return 0;
+}
+
+int hvt_rb_plan_append(struct hvt_rb_cpu *cb,
+		       struct hvt_rb_append *__restrict a, uint64_t ts,
+		       const struct hvt_common_fields *common, const void *src,
+		       uint32_t len)
+{
+	if (len > cb->max_record || (len && !src))
+		return 1;
+	/* Stored first: fewer values to keep in registers below. */
+	a->common = *common;
+	a->src = src;
+	a->len = len;
+	a->cpu = cb->cpu;
+	if (rb_append_prepare(cb, a, ts, (uint32_t)sizeof(*common) + len, 0))
+		return 1;
+	/* After the acquire load of write, as in hvt_rb_plan_write(). */
+	a->expect_lost = __atomic_load_n(&a->meta->lost, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * The direct path's common case (see rb_append_prepare()): makes exactly
+ * the stores that hvt_rb_plan_write() plans for it and hvt_rb_plan_exec()
+ * would run, in the same order, without staging a plan.  Returns 0 when
+ * the event was written, 1 when the case does not apply (the caller plans
+ * the write; nothing was stored).  Only for a single writer per CPU: there
+ * is no expected-word check.
+ */
+static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
+				  const struct hvt_common_fields *common,
+				  const struct hvt_iovec *iov, uint32_t niov)
+{
+	struct hvt_cpu_meta *m = cb->meta;
+	uint32_t rec_len = sizeof(*common), i;
+	struct hvt_rb_append a;
+	uint8_t *dst;
+
+	if (niov > HVT_RB_MAX_IOV || (niov && !iov))
+		return 1;
+	for (i = 0; i < niov; i++) {
+		if (iov[i].len > cb->max_record)
+			return 1;
+		rec_len += iov[i].len;
+	}
+	if (rb_append_prepare(cb, &a, ts, rec_len, 1))
+		return 1;
 
 	/* W3: key invalid, ts, key = new word (rb_plan_ts()'s three ops);
 	 * pairs with rb_last_ts() of the next write. */
 	__atomic_store_n(&m->ts_key, HVT_TS_KEY_INVALID, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->ts, ts, __ATOMIC_RELAXED);
-	__atomic_store_n(&m->ts_key, word, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->ts, a.ts, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->ts_key, a.commit_val, __ATOMIC_RELAXED);
 
 	/* The event, as rb_plan_event() lays it out. */
-	dst = rb_page(cb, seq) + HVT_PAGE_HDR_SIZE + off;
-	if (aligned <= HVT_SMALL_DATA_MAX) {
-		uint32_t hdr = (aligned / 4) |
-			       ((uint32_t)delta << HVT_TYPE_LEN_BITS);
+	dst = a.dst;
+	if (a.hdr_len == 4) {
+		uint32_t hdr = (uint32_t)a.hdr;
 
 		rb_copy(dst, &hdr, 4);
-		dst += 4;
 	} else {
-		uint32_t hdr[2] = { (uint32_t)delta << HVT_TYPE_LEN_BITS,
-				    aligned + 4 };	/* array[0] */
-
-		rb_copy(dst, hdr, 8);
-		dst += 8;
+		rb_copy(dst, &a.hdr, 8);	/* little-endian */
 	}
+	dst += a.hdr_len;
 	rb_copy(dst, common, sizeof(*common));
 	dst += sizeof(*common);
 	for (i = 0; i < niov; i++) {
@@ -701,10 +777,10 @@ static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
 		rb_copy(dst, iov[i].base, iov[i].len);
 		dst += iov[i].len;
 	}
-	for (i = rec_len; i < aligned; i++)
+	for (i = 0; i < a.pad; i++)
 		*dst++ = 0;
 	/* W1: publish; pairs with the host's acquire load of the word. */
-	__atomic_store_n(&m->write, word, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->write, a.commit_val, __ATOMIC_RELEASE);
 	return 0;
 }
 

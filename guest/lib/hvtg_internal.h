@@ -69,6 +69,24 @@ extern const char hvtg_rseq_start_ip[];
 extern const char hvtg_rseq_post_commit_ip[];
 
 /*
+ * The executor for the compact plan of the common write (struct
+ * hvt_rb_append), x86_64 only: the same checks, results and guarantees
+ * as hvtg_rseq_exec_asm().  Elsewhere every write uses the general plan.
+ */
+#if defined(__x86_64__)
+#define HVTG_HAVE_APPEND_EXEC	1
+int hvtg_rseq_append_asm(const struct hvt_rb_append *ap,
+			 struct hvtg_rseq_abi *rs);
+
+extern const char hvtg_rseq_append_end[];
+extern const char hvtg_rseq_append_abort_ip[];
+extern const char hvtg_rseq_append_start_ip[];
+extern const char hvtg_rseq_append_post_commit_ip[];
+#else
+#define HVTG_HAVE_APPEND_EXEC	0
+#endif
+
+/*
  * Make sure the calling thread has a registered rseq area (glibc's, or
  * one registered here).  Return: 0 or -ENOSYS/-EBUSY (message set).
  */

@@ -60,6 +60,23 @@ _Static_assert(sizeof(struct hvt_rb_op) == 24, "op");
 _Static_assert(offsetof(struct hvt_rb_op, src) == 8, "op");
 _Static_assert(offsetof(struct hvt_rb_op, len) == 16, "op");
 _Static_assert(HVT_RB_MAX_OPS == 20, "rseq_*.S PLAN_MAX_OPS");
+_Static_assert(offsetof(struct hvt_rb_append, meta) == 0, "append");
+_Static_assert(offsetof(struct hvt_rb_append, expect_write) == 8, "append");
+_Static_assert(offsetof(struct hvt_rb_append, expect_lost) == 16, "append");
+_Static_assert(offsetof(struct hvt_rb_append, commit_val) == 24, "append");
+_Static_assert(offsetof(struct hvt_rb_append, ts) == 32, "append");
+_Static_assert(offsetof(struct hvt_rb_append, dst) == 40, "append");
+_Static_assert(offsetof(struct hvt_rb_append, hdr) == 48, "append");
+_Static_assert(offsetof(struct hvt_rb_append, common) == 56, "append");
+_Static_assert(offsetof(struct hvt_rb_append, src) == 64, "append");
+_Static_assert(offsetof(struct hvt_rb_append, len) == 72, "append");
+_Static_assert(offsetof(struct hvt_rb_append, hdr_len) == 76, "append");
+_Static_assert(offsetof(struct hvt_rb_append, pad) == 80, "append");
+_Static_assert(offsetof(struct hvt_rb_append, cpu) == 84, "append");
+_Static_assert(offsetof(struct hvt_cpu_meta, ts_key) == 8 &&
+		       offsetof(struct hvt_cpu_meta, ts) == 16 &&
+		       offsetof(struct hvt_cpu_meta, lost) == 24,
+	       "meta offsets in rseq_x86_64.S");
 _Static_assert(offsetof(struct hvtg_rseq_abi, cpu_id) == 4, "rseq");
 _Static_assert(offsetof(struct hvtg_rseq_abi, rseq_cs) == 8, "rseq");
 /* The aarch64 executor orders stores into the first 64 meta bytes (W3). */

@@ -53,7 +53,12 @@ static int run_direct(void *p, long n)
 
 static volatile long sink;
 
-static int run_disabled(void *p, long n)
+/*
+ * Aligned so that the loop (34 bytes) sits in one 64-byte line wherever
+ * unrelated code moves it: split over two lines it measured 0.55 ns
+ * instead of 0.40 on the development machine, with the same instructions.
+ */
+static __attribute__((aligned(64))) int run_disabled(void *p, long n)
 {
 	long i, hits = 0;
 
@@ -166,10 +171,10 @@ int main(void)
 	printf("ratio: guest_write_32B / core_direct_32B_peer = %.2f, "
 	       "oversubscribed / single = %.2f\n",
 	       peer[1].best / peer[3].best, peer[5].best / peer[1].best);
-	printf("target guest_write_32B <= 25 ns/event: %s; disabled check "
-	       "< 1 ns: %s\n",
-	       peer[1].best <= 25.0 ? "met" : "not met",
-	       peer[4].best < 1.0 ? "met" : "not met");
+	printf("target guest_write_32B <= 1.4 x core_direct_32B_peer: %s; "
+	       "disabled check <= 0.35 ns: %s\n",
+	       peer[1].best <= 1.4 * peer[3].best ? "met" : "not met",
+	       peer[4].best <= 0.35 ? "met" : "not met");
 	th_area_free(&ta);
 	return 0;
 }

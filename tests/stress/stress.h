@@ -16,7 +16,10 @@
  *
  * Each record carries its writer id, sequence number, length and a
  * checksum over a body derived from both; it is written with
- * hvtg_writev() in one to three pieces.  Writers publish, in shared
+ * hvtg_writev() in one to three pieces, or with hvtg_write() (every other
+ * one-piece record), so that both the general plan and the compact one
+ * (single-piece appends) run under contention and kills.  Writers
+ * publish, in shared
  * memory, the sequence number they are writing ("started") before each
  * write and how many writes returned ("done") after, plus one bit per
  * event that returned -ENOSPC.  A killed writer thread thus leaves at most
@@ -212,7 +215,10 @@ static void *st_writer_thread(void *p)
 			iov[2] = (struct iovec){ buf + b, len - b };
 		}
 		__atomic_store_n(&s->started, seq + 1, __ATOMIC_RELAXED);
-		ret = hvtg_writev(c->ev, iov, n);
+		if (n == 1 && (seq / 3) % 2)
+			ret = hvtg_write(c->ev, buf, len);
+		else
+			ret = hvtg_writev(c->ev, iov, n);
 		if (ret == -ENOSPC) {
 			__atomic_fetch_or(&sh->drop_bits[(s->bit_off + seq) /
 							 64],

@@ -7,7 +7,10 @@
  * and in consume mode seals and drops); one through
  * hvtg_rseq_exec_asm(), the other through hvt_rb_plan_exec().  After every
  * event the two CPU sections must be byte-for-byte identical, and so must
- * the plans' kinds and commit values.
+ * the plans' kinds and commit values.  Events of at most one piece go, on
+ * x86_64, through the compact plan (hvt_rb_plan_append()) and its
+ * executor (hvtg_rseq_append_asm()) whenever it applies, as hvtg_write()
+ * sends them: the same bytes and commit value again.
  */
 #include "../stress/guest_harness.h"
 
@@ -31,11 +34,12 @@ static void run(uint32_t mode, int nevents)
 	struct hvt_rb_cpu ca, cb;
 	static uint8_t src[8192];
 	uint64_t ts = 1000, stride;
-	int i, kinds[5] = { 0 };
+	int i, kinds[5] = { 0 }, compact = 0;
 
 	th_area_new(&a, 1, 4, 4096, mode, HVT_CLOCK_COUNTER);
 	th_area_new(&b, 1, 4, 4096, mode, HVT_CLOCK_COUNTER);
 	t_ok(th_pin(0));
+	t_ok(hvtg_thread_init());
 	t_ok(hvt_area_cpu(a.mem, a.size, 0, &ca));
 	t_ok(hvt_area_cpu(b.mem, b.size, 0, &cb));
 	stride = hvt_cpu_stride(4, 4096);
@@ -47,6 +51,7 @@ static void run(uint32_t mode, int nevents)
 						    0, 1234 };
 		struct hvt_iovec iov[HVT_RB_MAX_IOV];
 		struct hvt_rb_plan pa, pb;
+		struct hvt_rb_append ap;
 		uint32_t niov = (uint32_t)(rnd() % (HVT_RB_MAX_IOV + 1)), k;
 		int ret;
 
@@ -62,8 +67,25 @@ static void run(uint32_t mode, int nevents)
 		ts += rnd() % 64 == 0 ? (1ull << 27) + rnd() % (1ull << 33) :
 					rnd() % 5000;
 
-		t_ok(hvt_rb_plan_write(&ca, &pa, ts, &common, iov, niov));
 		t_ok(hvt_rb_plan_write(&cb, &pb, ts, &common, iov, niov));
+#if HVTG_HAVE_APPEND_EXEC
+		if (niov <= 1 &&
+		    !hvt_rb_plan_append(&ca, &ap, ts, &common,
+					niov ? iov[0].base : NULL,
+					niov ? iov[0].len : 0)) {
+			t_equ(pb.kind, HVT_PLAN_APPEND);
+			t_equ(ap.commit_val, pb.commit_val);
+			kinds[pb.kind]++;
+			compact++;
+			do {
+				ret = hvtg_rseq_append_asm(&ap, hvtg_tls.rs);
+			} while (ret == HVTG_EXEC_ABORTED);
+			t_eq(ret, HVTG_EXEC_COMMITTED);
+			hvt_rb_plan_exec(&pb);
+			goto compare;
+		}
+#endif
+		t_ok(hvt_rb_plan_write(&ca, &pa, ts, &common, iov, niov));
 		t_equ(pa.kind, pb.kind);
 		t_equ(pa.commit_val, pb.commit_val);
 		t_equ(pa.nr_ops, pb.nr_ops);
@@ -75,6 +97,9 @@ static void run(uint32_t mode, int nevents)
 		} while (ret == HVTG_EXEC_ABORTED);
 		t_eq(ret, HVTG_EXEC_COMMITTED);
 		hvt_rb_plan_exec(&pb);
+#if HVTG_HAVE_APPEND_EXEC
+compare:
+#endif
 		if (memcmp(a.mem + HVT_CPU_OFFSET, b.mem + HVT_CPU_OFFSET,
 			   stride)) {
 			uint64_t j;
@@ -85,13 +110,16 @@ static void run(uint32_t mode, int nevents)
 					break;
 			t_fail("event %d (plan kind %u): sections differ at "
 			       "byte %llu",
-			       i, pa.kind, (unsigned long long)j);
+			       i, pb.kind, (unsigned long long)j);
 		}
 	}
-	printf("mode %u: %d plans: %d append, %d switch, %d seal, %d drop\n",
-	       mode, nevents, kinds[HVT_PLAN_APPEND], kinds[HVT_PLAN_SWITCH],
-	       kinds[HVT_PLAN_SEAL], kinds[HVT_PLAN_DROP]);
+	printf("mode %u: %d plans: %d append (%d compact), %d switch, %d seal, "
+	       "%d drop\n",
+	       mode, nevents, kinds[HVT_PLAN_APPEND], compact,
+	       kinds[HVT_PLAN_SWITCH], kinds[HVT_PLAN_SEAL],
+	       kinds[HVT_PLAN_DROP]);
 	t_assert(kinds[HVT_PLAN_APPEND] > 0 && kinds[HVT_PLAN_SWITCH] > 0);
+	t_assert(compact > 0 || !HVTG_HAVE_APPEND_EXEC);
 	if (mode == HVT_MODE_CONSUME)
 		t_assert(kinds[HVT_PLAN_SEAL] > 0 && kinds[HVT_PLAN_DROP] > 0);
 	/* The rseq-written ring reads back cleanly. */

@@ -6,7 +6,8 @@
  * checks come before the first store).  A plan with an op that has no
  * source is rejected without a commit; one with too many ops is rejected
  * before the critical section starts.  After every refusal the ring keeps
- * working and reads back cleanly.
+ * working and reads back cleanly.  On x86_64 the executor of the compact
+ * plan (hvtg_rseq_append_asm()) is held to the same checks.
  */
 #include "../stress/guest_harness.h"
 
@@ -68,6 +69,73 @@ static void refused(struct hvt_rb_plan *p, int want, const char *what)
 		unchanged(what);
 }
 
+#if HVTG_HAVE_APPEND_EXEC
+static void aplan(struct hvt_rb_cpu *cb, struct hvt_rb_append *a,
+		  uint32_t len)
+{
+	static uint8_t pay[256];
+	struct hvt_common_fields c = { 8, 0, 0, 98 };
+
+	memset(pay, 0x44, sizeof(pay));
+	t_eq(hvt_rb_plan_append(cb, a, now += 100, &c, pay, len), 0);
+}
+
+static int aexec(const struct hvt_rb_append *a)
+{
+	int ret;
+
+	do {
+		ret = hvtg_rseq_append_asm(a, hvtg_tls.rs);
+	} while (ret == HVTG_EXEC_ABORTED);
+	return ret;
+}
+
+static void arefused(const struct hvt_rb_append *a, int want,
+		     const char *what)
+{
+	int ret;
+
+	snapshot();
+	ret = aexec(a);
+	if (ret != want)
+		t_fail("%s: executor returned %d, expected %d", what, ret,
+		       want);
+	unchanged(what);
+}
+
+/* The compact plan's executor refuses exactly as the general one. */
+static void compact_checks(void)
+{
+	struct hvt_rb_append a1, a2;
+	uint64_t e0 = th_entries(&ta, 0);
+
+	aplan(&cpu0, &a1, 16);
+	aplan(&cpu0, &a2, 24);
+	t_eq(aexec(&a2), HVTG_EXEC_COMMITTED);
+	t_equ(th_entries(&ta, 0), e0 + 1);
+	arefused(&a1, HVTG_EXEC_STALE, "compact: write word moved on");
+	aplan(&cpu0, &a1, 16);
+	a1.expect_write ^= 1;
+	arefused(&a1, HVTG_EXEC_STALE, "compact: expect_write differs");
+	aplan(&cpu0, &a1, 16);
+	a1.expect_lost += 1;
+	arefused(&a1, HVTG_EXEC_STALE, "compact: expect_lost differs");
+	aplan(&cpu0, &a1, 16);
+	a1.cpu = 1;
+	arefused(&a1, HVTG_EXEC_CPU, "compact: labelled for another CPU");
+	/* An empty tail page is not the compact case. */
+	{
+		struct hvt_common_fields c = { 8, 0, 0, 98 };
+
+		t_eq(hvt_rb_plan_append(&cpu1, &a1, now += 100, &c, &c, 8),
+		     1);
+	}
+	aplan(&cpu0, &a1, 16);
+	t_eq(aexec(&a1), HVTG_EXEC_COMMITTED);
+	t_equ(th_entries(&ta, 0), e0 + 2);
+}
+#endif
+
 int main(void)
 {
 	struct hvt_rb_plan p1, p2;
@@ -105,6 +173,10 @@ int main(void)
 	plan(&cpu0, &p1, 16);
 	p1.cpu = 1;
 	refused(&p1, HVTG_EXEC_CPU, "plan labelled for another CPU");
+
+#if HVTG_HAVE_APPEND_EXEC
+	compact_checks();
+#endif
 
 	/* Too many ops: refused before the section. */
 	plan(&cpu0, &p1, 16);

@@ -11,7 +11,11 @@
  *   - only unprotecting the page (executor level, then API level);
  *   - yielding the CPU to a sibling thread on the same CPU, which commits
  *     its own event into the same buffer before the retry;
- *   - writing an event itself (a nested writer in the signal handler).
+ *   - writing an event itself (a nested writer in the signal handler);
+ *
+ * and once more through hvtg_write() with one piece that runs into the
+ * protected page, which on x86_64 takes the compact plan's executor
+ * (hvtg_rseq_append_asm()): its abort handler must be the interrupted IP.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -102,18 +106,23 @@ static void arm(void)
 	word_before = th_meta(&ta, 0)->write;
 }
 
-static void check_fault(void)
+static void check_fault_at(const char *abort_ip)
 {
 	t_eq(faults, 1);
-	if (fault_ip != (uintptr_t)hvtg_rseq_abort_ip)
+	if (fault_ip != (uintptr_t)abort_ip)
 		t_fail("SIGSEGV handler saw IP %#lx, expected the abort "
 		       "handler %p (the kernel did not abort the section)",
-		       (unsigned long)fault_ip, (void *)hvtg_rseq_abort_ip);
+		       (unsigned long)fault_ip, (const void *)abort_ip);
 	t_equ(fault_addr, (uintptr_t)(pages + 4096));
 	t_equ(fault_rseq_cs, 0);
 	t_assert(!fault_committed);
 	/* The section was stopped after storing, not before. */
 	t_assert(fault_ts_key_stale);
+}
+
+static void check_fault(void)
+{
+	check_fault_at(hvtg_rseq_abort_ip);
 }
 
 struct rec {
@@ -163,8 +172,10 @@ int main(void)
 	pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	t_assert(pages != MAP_FAILED);
-	for (i = 0; i < 16; i++)
+	for (i = 0; i < 16; i++) {
 		pages[i] = (uint8_t)(0xc0 + i);
+		pages[4080 + i] = (uint8_t)(0xd0 + i);
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_segv;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
@@ -228,8 +239,23 @@ int main(void)
 	check_fault();
 	t_eq(sib_ret, 0);
 
+	/* 5. One piece, the last 16 bytes of the readable page and the
+	 * first 16 of the protected one, through hvtg_write(). */
+	act = ACT_NONE;
+	arm();
+	t_ok(hvtg_get_thread_stats(&s0));
+	t_ok(hvtg_write(&ev, pages + 4080, 32));
+	t_ok(hvtg_get_thread_stats(&s1));
+#if HVTG_HAVE_APPEND_EXEC
+	check_fault_at(hvtg_rseq_append_abort_ip);
+#else
+	check_fault();
+#endif
+	t_assert(s1.aborted - s0.aborted >= 1);
+	t_equ(s1.committed - s0.committed, 1);
+
 	memset(&r, 0, sizeof(r));
-	t_equ(th_walk(&ta, 0, collect, &r, NULL), 7);
+	t_equ(th_walk(&ta, 0, collect, &r, NULL), 8);
 	t_equ(r.e[0].len, 4);
 	expect_event(&r, 1);			/* 1 */
 	expect_event(&r, 2);			/* 2 */
@@ -242,6 +268,8 @@ int main(void)
 	v = 0xfeedface;
 	t_memeq(r.e[5].p, &v, 4);
 	expect_event(&r, 6);
+	t_equ(r.e[7].len, 32);			/* 5 */
+	t_memeq(r.e[7].p, pages + 4080, 32);
 	th_area_free(&ta);
 	printf("PASS\n");
 	return 0;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * SIGKILL at every instruction of the executor.  For each instruction of
- * hvtg_rseq_exec_asm() (addresses from objdump) and for each kind of
+ * SIGKILL at every instruction of the executors.  For each instruction of
+ * hvtg_rseq_exec_asm() and of hvtg_rseq_append_asm(), the executor of the
+ * compact plan that plain appends take (addresses from objdump), and for
+ * each kind of
  * write (append, page switch with a slot claim, seal of a full page,
  * drop), a child process writes one event with a breakpoint planted at
  * that instruction and is SIGKILLed when it reaches it, i.e. with every
@@ -32,11 +34,11 @@ enum scenario { SC_APPEND, SC_SWITCH, SC_SEAL, SC_DROP, SC_NR };
 static const char *const sc_name[SC_NR] = { "append", "switch", "seal",
 					    "drop" };
 
-#define MAX_INSNS	128
+#define MAX_INSNS	256
 static uintptr_t insn[MAX_INSNS];	/* run-time addresses */
+static char insn_after[MAX_INSNS];	/* on the committed path, after the
+					 * commit store */
 static int nr_insns;
-static uintptr_t success_end;		/* first address after the
-					 * committed path's ret */
 
 static struct hvtg_event ev = HVTG_EVENT_INIT;
 
@@ -46,17 +48,17 @@ static int bias_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;	/* the first object is the program itself */
 }
 
-/* Instruction addresses of the executor, from objdump. */
-static void find_insns(void)
+/* Instruction addresses of one executor, from objdump. */
+static void find_insns(uintptr_t start, uintptr_t end, uintptr_t post_commit)
 {
 	uintptr_t bias = 0, lo, hi;
 	char cmd[512], line[512];
-	int after_commit = 0;
+	int after_commit = 0, first = nr_insns;
 	FILE *f;
 
 	dl_iterate_phdr(bias_cb, &bias);
-	lo = (uintptr_t)hvtg_rseq_exec_asm - bias;
-	hi = (uintptr_t)hvtg_rseq_exec_end - bias;
+	lo = start - bias;
+	hi = end - bias;
 	snprintf(cmd, sizeof(cmd),
 		 "objdump -d --no-show-raw-insn --start-address=%#lx "
 		 "--stop-address=%#lx /proc/%d/exe 2>/dev/null",
@@ -73,19 +75,26 @@ static void find_insns(void)
 			continue;
 		if (nr_insns == MAX_INSNS)
 			t_fail("more than %d instructions", MAX_INSNS);
-		insn[nr_insns++] = a + bias;
-		if (a + bias == (uintptr_t)hvtg_rseq_post_commit_ip)
+		/* From post_commit_ip up to its ret: after the commit. */
+		if (a + bias == post_commit)
 			after_commit = 1;
-		else if (after_commit == 1 && !strcmp(mnem, "ret"))
+		insn_after[nr_insns] = after_commit == 1;
+		insn[nr_insns++] = a + bias;
+		if (after_commit == 1 && !strcmp(mnem, "ret"))
 			after_commit = 2;
-		else if (after_commit == 2 && !success_end)
-			success_end = a + bias;
 	}
 	pclose(f);
-	if (nr_insns < 20 || !success_end)
+	if (nr_insns - first < 20 || after_commit != 2)
 		t_skip("objdump did not disassemble the executor (%d "
 		       "instructions found)",
-		       nr_insns);
+		       nr_insns - first);
+}
+
+/* Is @a an instruction of the compact plan's executor? */
+static int in_compact(uintptr_t a)
+{
+	return a >= (uintptr_t)hvtg_rseq_append_asm &&
+	       a < (uintptr_t)hvtg_rseq_append_end;
 }
 
 static void payload(uint8_t *p, uint32_t len, uint32_t tag)
@@ -219,25 +228,27 @@ static int run_child(uintptr_t at)
 int main(void)
 {
 	int i, sc, killed_total = 0, finished_total = 0;
-	int committed_kills = 0;
+	int committed_kills = 0, compact_kills = 0, compact_after = 0;
 
-	find_insns();
+	find_insns((uintptr_t)hvtg_rseq_exec_asm, (uintptr_t)hvtg_rseq_exec_end,
+		   (uintptr_t)hvtg_rseq_post_commit_ip);
+	find_insns((uintptr_t)hvtg_rseq_append_asm,
+		   (uintptr_t)hvtg_rseq_append_end,
+		   (uintptr_t)hvtg_rseq_append_post_commit_ip);
 	t_ok(th_pin(0));
 	for (sc = 0; sc < SC_NR; sc++) {
 		for (i = 0; i < nr_insns; i++) {
 			struct th_area ta;
 			struct check c = { 0 };
 			uint64_t e0, l0, w0, e1, l1;
-			int killed, after, ret;
+			int killed, after, compact, ret;
 
 			setup(&ta, (enum scenario)sc);
 			e0 = th_entries(&ta, 0);
 			l0 = th_lost(&ta, 0);
 			w0 = th_meta(&ta, 0)->write;
 			killed = run_child(insn[i]);
-			after = insn[i] >=
-					(uintptr_t)hvtg_rseq_post_commit_ip &&
-				insn[i] < success_end;
+			after = insn_after[i];
 			e1 = th_entries(&ta, 0);
 			l1 = th_lost(&ta, 0);
 			if (!killed) {
@@ -247,6 +258,9 @@ int main(void)
 			} else {
 				killed_total++;
 				committed_kills += after;
+				compact = in_compact(insn[i]);
+				compact_kills += compact;
+				compact_after += compact && after;
 				switch (sc) {
 				case SC_APPEND:
 				case SC_SWITCH:
@@ -300,7 +314,11 @@ int main(void)
 	       "%d runs never reached the breakpoint\n",
 	       nr_insns, SC_NR, killed_total, committed_kills,
 	       finished_total);
+	printf("in the compact plan's executor: %d kills (%d after the "
+	       "commit)\n",
+	       compact_kills, compact_after);
 	t_assert(killed_total > 0 && committed_kills > 0);
+	t_assert(compact_kills > 0 && compact_after > 0);
 	printf("PASS\n");
 	return 0;
 }

@@ -15,7 +15,9 @@
  *             a context that can abort and retry it as a whole (a Linux
  *             restartable sequence, see guest/lib/rseq_x86_64.S).  This is
  *             what lets any number of preemptible threads and processes
- *             share one CPU buffer without locks.
+ *             share one CPU buffer without locks.  hvt_rb_plan_append()
+ *             plans the common write in a compact form for such an
+ *             executor.
  *
  * Both paths produce the same bytes; the direct executor is simply
  * hvt_rb_plan_exec().
@@ -154,6 +156,60 @@ int hvt_rb_cpu_attach(struct hvt_rb_cpu *cb, struct hvt_cpu_meta *meta,
 int hvt_rb_plan_write(struct hvt_rb_cpu *cb, struct hvt_rb_plan *plan,
 		      uint64_t ts, const struct hvt_common_fields *common,
 		      const struct hvt_iovec *iov, uint32_t niov);
+
+/*
+ * A compact plan for the common write: an APPEND of one payload piece,
+ * without TIME_EXTEND, to a tail page that already holds an event.  Valid
+ * under the same conditions as struct hvt_rb_plan (meta->write ==
+ * expect_write, meta->lost == expect_lost, on CPU @cpu).  Executing it
+ * makes exactly the stores the general plan for the same write makes, in
+ * the same order:
+ *
+ *   meta->ts_key = HVT_TS_KEY_INVALID; meta->ts = ts;
+ *   meta->ts_key = commit_val;			(W3)
+ *   hdr_len bytes of hdr at dst; common after it; len bytes of src after
+ *   that; pad zero bytes;
+ *   meta->write = commit_val (release)		(W1)
+ *
+ * An executor may store all 8 bytes of hdr at dst when hdr_len is 4: the
+ * common fields overwrite the upper half next.  The layout is fixed
+ * (guest/lib/rseq_x86_64.S reads it; guest/lib/rseq.c checks offsets).
+ */
+struct hvt_rb_append {
+	struct hvt_cpu_meta *meta;	/* write, ts_key, ts, lost */
+	uint64_t expect_write;
+	uint64_t expect_lost;
+	uint64_t commit_val;		/* the new meta->write */
+	uint64_t ts;			/* for the ts cache */
+	uint8_t *dst;			/* the event header */
+	uint64_t hdr;			/* event header, little-endian */
+	struct hvt_common_fields common;
+	const void *src;		/* payload */
+	uint32_t len;			/* payload bytes */
+	uint32_t hdr_len;		/* 4, or 8 for a record over 112 B */
+	uint32_t pad;			/* zero bytes after the payload */
+	uint32_t cpu;
+};
+
+/**
+ * hvt_rb_plan_append - plan the common write compactly, if it applies
+ * @cb:     CPU buffer
+ * @a:      compact plan to fill
+ * @ts:     event timestamp (as for hvt_rb_plan_write())
+ * @common: common fields
+ * @src:    payload (one piece)
+ * @len:    payload bytes
+ *
+ * Makes the same decisions as hvt_rb_plan_write() (and the direct path's
+ * fused append): the same commit value, timestamp and bytes.
+ *
+ * Return: 0 with @a filled; 1 when the write is not that case (an empty
+ * or full tail page, a TIME_EXTEND, a record that never fits): plan it
+ * with hvt_rb_plan_write() instead, which also reports the errors.
+ */
+int hvt_rb_plan_append(struct hvt_rb_cpu *cb, struct hvt_rb_append *a,
+		       uint64_t ts, const struct hvt_common_fields *common,
+		       const void *src, uint32_t len);
 
 /**
  * hvt_rb_plan_exec - execute a plan as the only writer of its CPU buffer
