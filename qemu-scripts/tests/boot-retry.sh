@@ -1,0 +1,35 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# A guest kernel that panics while booting under TCG, before any of its
+# userspace ran, is booted once more by the supervisor, which says so on
+# stderr and in the console log; a second panic is final.  A panic after
+# userspace started (here: sysrq c from the guest's --run) is never
+# retried.
+. "$(dirname "$0")/lib.sh"
+t_require
+
+# 1. No init at all: the kernel panics before userspace, twice.
+t_name n boot
+"$G" start --name "$n" --accel tcg --foreground --quiet --log "$T_TMP/$n.log" \
+	--append 'rdinit=/nonexistent init=/nonexistent' 2>"$T_TMP/$n.err" </dev/null
+panics=$(grep -ac 'Kernel panic' "$T_TMP/$n.log")
+[ "$panics" = 2 ] || fail "a boot panic gave $panics panics on the console, not 2 (one retry)"
+grep -q "panicked while booting under TCG" "$T_TMP/$n.err" ||
+	fail "the retry was not said on stderr: $(cat "$T_TMP/$n.err")"
+[ "$(grep -ac 'booting once more' "$T_TMP/$n.log")" = 1 ] ||
+	fail "the console log does not mark the retry exactly once"
+assert_gone "$n"
+
+# 2. A panic once userspace ran: no retry.
+initrd=$(t_initrd)
+t_name m late
+"$G" start --name "$m" --accel tcg --foreground --quiet --log "$T_TMP/$m.log" \
+	--initrd "$initrd" --run 'echo c >/proc/sysrq-trigger' \
+	2>"$T_TMP/$m.err" </dev/null
+grep -qa 'Kernel panic' "$T_TMP/$m.log" || fail "sysrq c did not panic the guest"
+[ "$(grep -ac 'Kernel panic' "$T_TMP/$m.log")" = 1 ] ||
+	fail "a panic after userspace started was retried"
+grep -q "booting it once more" "$T_TMP/$m.err" && fail "a late panic was called a boot panic"
+assert_gone "$m"
+echo "PASS"
