@@ -198,9 +198,9 @@ static int record_run(int argc, char **argv)
 
 		if (threads_set) {
 			free(events);
-			return hvt_cli_usage(
-				"record", "--reader-threads is for areas: "
-					  "hvtraced reads its remotes");
+			return hvt_cli_usage("record",
+					     "--reader-threads is for areas: "
+					     "hvtraced reads its remotes");
 		}
 		if (o.flags & HVTRACE_TDAT_REC_NO_CONTROL) {
 			free(events);

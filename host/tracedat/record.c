@@ -80,6 +80,12 @@ struct rc_cpu {
 	char err[256];
 };
 
+/* CPU @cpu of area @s, read by thread (index in the list) % nr_readers. */
+struct rc_job {
+	struct rc_src *s;
+	uint32_t cpu;
+};
+
 /* A reader thread; the first one is the calling thread itself. */
 struct rc_thread {
 	struct hvtrace_tracedat_record *r;
@@ -135,10 +141,7 @@ struct hvtrace_tracedat_record {
 	unsigned int nr_readers;   /* with the calling thread */
 	struct rc_thread *th;
 	unsigned int nr_started; /* threads created, beside the caller */
-	struct {
-		struct rc_src *s;
-		uint32_t cpu;
-	} *jobs;
+	struct rc_job *jobs;
 	unsigned int nr_jobs;
 	pthread_mutex_t mu;
 	pthread_cond_t go;   /* pairs with the wait in rc_thread_main() */
@@ -678,7 +681,7 @@ static void *rc_thread_main(void *arg)
 
 	pthread_mutex_lock(&r->mu);
 	for (;;) {
-		/* Pairs with the broadcast in rc_pass() and rc_threads_stop(). */
+		/* Pairs with the broadcasts in rc_pass(), rc_threads_stop(). */
 		while (!r->quit && r->gen == seen)
 			pthread_cond_wait(&r->go, &r->mu);
 		if (r->quit)
