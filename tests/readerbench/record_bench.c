@@ -153,6 +153,8 @@ int main(void)
 	}
 	for (round = 0; round < ROUNDS && !ret; round++) {
 		for (i = 0; i < 2 && !ret; i++) {
+			/* A new file each time: no truncation timed. */
+			unlink(out[i]);
 			ret = record(area, out[i], (unsigned int)i + 1, &secs,
 				     &rd, &cpu, &b, &e);
 			if (ret)
