@@ -94,25 +94,25 @@ check lossy "$T/l.log" 3 no
 check full "$T/o.log" 5 yes
 [ "$(grep -c '^D' "$T/l.log")" -gt 0 ] || fail "the lossy writer dropped nothing"
 
-# The threads that run: a live area, recorded with N threads.
+# The threads that run: a live area (a paced writer, so that the drain
+# after the interrupt is short), recorded with N threads.
 area R running
-"$WRITER" --area "$R" --cpus 4 --subbufs 8 --mode overwrite --kind loopback \
-	--clock mono --name running --log "$T/r.log" -- run 0 >"$T/r.out" 2>&1 &
-WR=$!
+WR=$("$HVTRACE" loopback --area "$R" --cpus 4 --rate 2000 --background) ||
+	fail "the paced writer did not start"
 BGPIDS+=("$WR")
-wait_ready "$T/r.log"
 for n in 1 3 4; do
 	"$HVTRACE" record -q --read-only --reader-threads $n -o "$T/r$n.dat" \
 		"$R" 2>"$T/r$n.err" &
 	RP=$!
 	BGPIDS+=("$RP")
 	got=
-	for i in $(seq 1 100); do
+	# Counted once the output exists: started, not just forked.
+	for i in $(seq 1 200); do
 		got=$(ls /proc/$RP/task 2>/dev/null | wc -l)
-		[ "$got" = "$n" ] && break
+		[ -e "$T/r$n.dat" ] && [ "$got" = "$n" ] && break
 		sleep 0.05
 	done
-	kill -INT "$RP"
+	kill -TERM "$RP"
 	wait_pid "$RP" 30 || fail "record of the running area failed: $(cat "$T/r$n.err")"
 	[ "$got" = "$n" ] || fail "--reader-threads $n: $got threads run"
 done
