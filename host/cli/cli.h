@@ -52,6 +52,9 @@ void hvt_cli_print_usage(const char *verb);
  * Returns 0 or -EINVAL / -ERANGE. */
 int hvt_cli_parse_u64(const char *s, unsigned long long *out);
 
+/* Parse --reader-threads: "auto" (0) or 1..256; 0 or -EINVAL. */
+int hvt_cli_parse_reader_threads(const char *s, unsigned int *out);
+
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);
 

@@ -50,6 +50,14 @@ static const char record_usage[] =
 	"                        time sync, nothing written to the area;\n"
 	"                        beside another owner, or for post-mortem\n"
 	"                        copies; not with REMOTEs)\n"
+	"      --reader-threads N\n"
+	"                        read the areas' CPU buffers with N threads\n"
+	"                        (1..256, or 'auto', the default: one per\n"
+	"                        CPU buffer up to the online CPUs and 8);\n"
+	"                        the file is the same whatever N.  Raise it\n"
+	"                        for guests with many CPUs whose writers\n"
+	"                        outrun one reader (lost events); not with\n"
+	"                        REMOTEs (hvtraced reads them)\n"
 	"  -q, --quiet           no status line\n"
 	"      --socket PATH     hvtraced's socket, for REMOTEs (default\n"
 	"                        $HVTRACED_SOCKET or /run/hvtrace/hvtraced.sock)\n"
@@ -88,6 +96,7 @@ static int record_run(int argc, char **argv)
 		{"no-control", no_argument, NULL, 'C'},
 		{"read-only", no_argument, NULL, 'C'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"reader-threads", required_argument, NULL, 'R'},
 		{"socket", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -99,7 +108,8 @@ static int record_run(int argc, char **argv)
 	const char **events;
 	unsigned long long max_events = 0;
 	double duration = 0;
-	bool quiet = false;
+	bool quiet = false, threads_set = false;
+	unsigned int threads = 0;
 	const char *sock = NULL;
 	int nev = 0, c, i, ret;
 
@@ -153,6 +163,17 @@ static int record_run(int argc, char **argv)
 		case 'S':
 			sock = optarg;
 			break;
+		case 'R':
+			if (hvt_cli_parse_reader_threads(optarg, &threads)) {
+				free(events);
+				return hvt_cli_usage(
+					"record",
+					"bad --reader-threads '%s' (1..256 "
+					"or 'auto')",
+					optarg);
+			}
+			threads_set = true;
+			break;
 		case 'h':
 			free(events);
 			fputs(record_usage, stdout);
@@ -175,6 +196,12 @@ static int record_run(int argc, char **argv)
 			.kernel_instance = o.kernel_instance,
 		};
 
+		if (threads_set) {
+			free(events);
+			return hvt_cli_usage("record",
+					     "--reader-threads is for areas: "
+					     "hvtraced reads its remotes");
+		}
 		if (o.flags & HVTRACE_TDAT_REC_NO_CONTROL) {
 			free(events);
 			return hvt_cli_usage(
@@ -243,7 +270,9 @@ static int record_run(int argc, char **argv)
 			return HVT_EXIT_FAIL;
 		}
 	}
-	ret = hvtrace_tracedat_record_start(rec.r);
+	ret = hvtrace_tracedat_record_set_reader_threads(rec.r, threads);
+	if (!ret)
+		ret = hvtrace_tracedat_record_start(rec.r);
 	if (ret) {
 		hvt_cli_error("record", "%s", hvtrace_last_error());
 		hvtrace_tracedat_record_abort(rec.r);

@@ -126,6 +126,20 @@ int hvt_cli_parse_u64(const char *s, unsigned long long *out)
 	return 0;
 }
 
+int hvt_cli_parse_reader_threads(const char *s, unsigned int *out)
+{
+	unsigned long long v;
+
+	if (s && !strcmp(s, "auto")) {
+		*out = 0;
+		return 0;
+	}
+	if (hvt_cli_parse_u64(s, &v) || !v || v > 256)
+		return -EINVAL;
+	*out = (unsigned int)v;
+	return 0;
+}
+
 int hvt_cli_parse_seconds(const char *s, double *out)
 {
 	char *end;

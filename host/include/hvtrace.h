@@ -1089,6 +1089,33 @@ HVTRACE_API int hvtrace_tracedat_record_add_area(
 	struct hvtrace_tracedat_record *r, const char *spec, const char *name);
 
 /**
+ * hvtrace_tracedat_record_set_reader_threads - threads that read the areas
+ * @r: recording (before _start())
+ * @n: reader threads, the calling thread included; 0 (the default):
+ *     automatic, one per area CPU buffer up to the online CPUs and 8;
+ *     1: everything on the calling thread; at most 256
+ *
+ * The CPU buffers of all areas are dealt out to the threads; each CPU is
+ * always read by the same thread, so the file does not depend on @n.
+ * Never more threads than area CPU buffers.
+ *
+ * Return: 0 or a negative errno (-EBUSY once started, -EINVAL above 256).
+ */
+HVTRACE_API int
+hvtrace_tracedat_record_set_reader_threads(struct hvtrace_tracedat_record *r,
+					   unsigned int n);
+
+/**
+ * hvtrace_tracedat_record_reader_threads - reader threads in use
+ * @r: recording
+ *
+ * Return: the number of reader threads (the calling thread included)
+ * once started, 0 before.
+ */
+HVTRACE_API unsigned int
+hvtrace_tracedat_record_reader_threads(const struct hvtrace_tracedat_record *r);
+
+/**
  * hvtrace_tracedat_record_start - enable events, sync clocks, start reading
  *
  * Kernel: selects the mono trace clock, clears the buffer, enables the

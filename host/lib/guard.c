@@ -27,6 +27,7 @@ __thread struct hvt_guard *hvt_cur_guard;
 
 static struct sigaction guard_prev;
 static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+static bool guard_installed; /* written once, under guard_once */
 
 static void guard_handler(int sig, siginfo_t *si, void *uc)
 {
@@ -64,10 +65,17 @@ static void guard_install(void)
 	 * call on the fast path), so SIGBUS must not stay blocked. */
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGBUS, &sa, &guard_prev);
+	if (!sigaction(SIGBUS, &sa, &guard_prev))
+		guard_installed = true;
 }
 
 void hvt_guard_init(void)
 {
 	pthread_once(&guard_once, guard_install);
+}
+
+bool hvt_guard_armed(void)
+{
+	pthread_once(&guard_once, guard_install);
+	return guard_installed;
 }

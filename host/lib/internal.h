@@ -34,6 +34,8 @@ extern __thread struct hvt_guard *hvt_cur_guard HVT_INTERNAL;
 
 /* Install the process-wide SIGBUS handler (once). */
 HVT_INTERNAL void hvt_guard_init(void);
+/* Whether the handler was installed (not turned off by the environment). */
+HVT_INTERNAL bool hvt_guard_armed(void);
 
 /*
  * hvt_guard_enter(g, lo, len) evaluates to 0 when entered, and to non-zero

@@ -103,7 +103,8 @@ int hvt_tdat_pack_flush(struct hvt_tdat_pack *p)
 	p->missed = 0;
 	p->missed_set = false;
 	p->missed_unknown = false;
-	memset(p->page, 0, size);
+	/* No clearing: a page is written before it is emitted, and only
+	 * its @size bytes are (the writer pads the rest with zeros). */
 	return ret;
 }
 

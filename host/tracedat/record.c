@@ -32,8 +32,20 @@
  * int16_t (struct kshark_entry), so larger ids lose their names and
  * fields there.  Records of ids no format describes get one reserved id,
  * saved as the event hvtrace:unknown_event.
+ *
+ * Reader threads: an area's CPU buffers are independent, and so are the
+ * packers and temporary files of the writer's CPUs, so the CPUs of all
+ * areas are dealt out to reader threads (the calling thread being the
+ * first).  Each poll is one pass: the calling thread does what needs the
+ * whole recording (writer states, time sync, the kernel), then every
+ * thread reads and packs its CPUs, then the calling thread folds what the
+ * threads counted into the sources' counters and names the pids they met
+ * in CPU order.  A CPU is always read by the same thread, page after page,
+ * so the file is the same byte for byte whatever the number of threads;
+ * the clock models only change between passes.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +62,37 @@
 #define RC_PAGES_PER_POLL 64u /* per CPU, for fairness */
 #define RC_SYNC_PERIOD_NS 200000000ULL
 #define RC_SYNC_GIVE_UP	  5u
+#define RC_AUTO_THREADS	  8u   /* at most, when not asked */
+#define RC_MAX_THREADS	  256u /* at most, when asked */
+
+/*
+ * What a reader thread changes while it reads one CPU of an area: counter
+ * deltas (the packer's and ours), host pids met that the source has not
+ * named yet, and the result of the pass.  Folded into the source by the
+ * calling thread between passes.
+ */
+struct rc_cpu {
+	struct hvtrace_tracedat_source_stats d;
+	int last_pid;
+	int *pend; /* pids to name, in the order met */
+	unsigned int nr_pend;
+	int ret; /* pages read in the pass, or -errno */
+	char err[256];
+};
+
+/* CPU @cpu of area @s, read by thread (index in the list) % nr_readers. */
+struct rc_job {
+	struct rc_src *s;
+	uint32_t cpu;
+};
+
+/* A reader thread; the first one is the calling thread itself. */
+struct rc_thread {
+	struct hvtrace_tracedat_record *r;
+	unsigned int idx;
+	pthread_t th;
+	uint8_t *page; /* read buffer, one sub-buffer */
+};
 
 /* An area being recorded (the kernel is r->kern, record_common.c). */
 struct rc_src {
@@ -60,14 +103,15 @@ struct rc_src {
 	uint32_t nr_cpus;
 	uint32_t subbuf_size;
 	struct hvt_tdat_rcpu *cpu;
-	uint8_t *page; /* read buffer, one sub-buffer */
-	uint8_t *rec;  /* record copy for id rewriting */
+	struct rc_cpu *rc; /* per CPU: what the reader thread changes */
+	bool active;	   /* read in this pass */
 
 	struct hvtrace_area *area;
 	struct hvtrace_area_info info;
 	struct hvt_tdat_catalog cat; /* with the ids used in the file */
 	uint16_t *idmap;	     /* writer id -> file id */
 	bool stop_seen;
+	bool pass_stop; /* stop_seen before this pass */
 	bool finished;
 	bool gone; /* re-formatted or unreadable */
 	uint64_t next_sync;
@@ -90,6 +134,21 @@ struct hvtrace_tracedat_record {
 	bool stopped;
 	struct hvt_tdat_ids ids; /* file-wide event ids */
 	uint8_t *pid_named;	 /* pids named from /proc (bitmap) */
+
+	/* Reader threads: CPU j of the flattened list of all areas' CPUs
+	 * is read by thread j % nr_readers. */
+	unsigned int want_threads; /* 0: automatic */
+	unsigned int nr_readers;   /* with the calling thread */
+	struct rc_thread *th;
+	unsigned int nr_started; /* threads created, beside the caller */
+	struct rc_job *jobs;
+	unsigned int nr_jobs;
+	pthread_mutex_t mu;
+	pthread_cond_t go;   /* pairs with the wait in rc_thread_main() */
+	pthread_cond_t done; /* pairs with the wait in rc_pass() */
+	unsigned int gen;    /* passes started */
+	unsigned int busy;   /* threads still in this pass */
+	bool quit;
 };
 
 static void rc_free_src(struct rc_src *s)
@@ -100,9 +159,10 @@ static void rc_free_src(struct rc_src *s)
 		return;
 	for (c = 0; s->cpu && c < s->nr_cpus; c++)
 		hvt_tdat_rcpu_fini(&s->cpu[c]);
+	for (c = 0; s->rc && c < s->nr_cpus; c++)
+		free(s->rc[c].pend);
 	free(s->cpu);
-	free(s->page);
-	free(s->rec);
+	free(s->rc);
 	free(s->idmap);
 	hvt_tdat_pids_fini(&s->pids);
 	hvt_tdat_catalog_free(&s->cat);
@@ -110,10 +170,14 @@ static void rc_free_src(struct rc_src *s)
 	free(s);
 }
 
+static void rc_threads_stop(struct hvtrace_tracedat_record *r);
+static int rc_threads_start(struct hvtrace_tracedat_record *r);
+
 static void rc_free(struct hvtrace_tracedat_record *r)
 {
 	unsigned int i;
 
+	rc_threads_stop(r);
 	for (i = 0; i < r->nr_src; i++)
 		rc_free_src(r->src[i]);
 	hvt_tdat_rkernel_close(r->kern);
@@ -130,13 +194,12 @@ static int rc_src_alloc_cpus(struct rc_src *s)
 	int ret;
 
 	s->cpu = calloc(s->nr_cpus, sizeof(*s->cpu));
-	s->page = malloc(s->subbuf_size);
-	s->rec = malloc(s->subbuf_size);
-	if (!s->cpu || !s->page || !s->rec)
+	s->rc = calloc(s->nr_cpus, sizeof(*s->rc));
+	if (!s->cpu || !s->rc)
 		return -ENOMEM;
 	for (c = 0; c < s->nr_cpus; c++) {
 		ret = hvt_tdat_rcpu_init(&s->cpu[c], s->r->w, &s->buffer, c,
-					 s->subbuf_size, &s->st);
+					 s->subbuf_size, &s->rc[c].d);
 		if (ret)
 			return ret;
 	}
@@ -470,8 +533,10 @@ HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
 		}
 		hvtrace_area_set_tracing(s->area, true);
 	}
+	ret = rc_threads_start(r);
+	if (ret)
+		goto out;
 	r->started = true;
-	ret = 0;
 out:
 	free(hits);
 	return ret;
@@ -483,20 +548,55 @@ static void rc_note_pid(struct rc_src *s, int pid)
 	hvt_tdat_pids_note(&s->pids, s->r->w, s->r->pid_named, pid);
 }
 
+/*
+ * A pid in an event, on a reader thread: kept for the calling thread to
+ * name (rc_fold()) unless the source named it already.  The source's
+ * bitmap only changes between passes, so reading it here is safe.
+ */
+static void rc_cpu_note_pid(struct rc_src *s, struct rc_cpu *x, int pid)
+{
+	unsigned int i;
+
+	if (pid == x->last_pid)
+		return;
+	x->last_pid = pid;
+	if (pid <= 0 || pid >= HVT_TDAT_PID_MAX ||
+	    s->pids.nr >= HVT_TDAT_SRC_MAX_PIDS ||
+	    (s->pids.seen && ((s->pids.seen[pid / 8] >> (pid % 8)) & 1)))
+		return;
+	for (i = 0; i < x->nr_pend; i++)
+		if (x->pend[i] == pid)
+			return;
+	/* The source names at most HVT_TDAT_SRC_MAX_PIDS: no CPU can
+	 * bring more. */
+	if (x->nr_pend >= HVT_TDAT_SRC_MAX_PIDS)
+		return;
+	if (!x->pend) {
+		x->pend = malloc(HVT_TDAT_SRC_MAX_PIDS * sizeof(*x->pend));
+		if (!x->pend)
+			return; /* unnamed, as a pid /proc cannot name */
+	}
+	x->pend[x->nr_pend++] = pid;
+}
+
 /* One page from an area's reader: convert, remap, pack. */
-static int rc_area_page(struct rc_src *s, struct hvt_tdat_rcpu *c,
+static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 			const struct hvtrace_page_info *info)
 {
+	struct hvt_tdat_rcpu *c = &s->cpu[cpu];
+	struct rc_cpu *x = &s->rc[cpu];
+	uint16_t unknown_id = (uint16_t)s->r->ids.unknown_id;
+	bool loopback = s->info.writer_kind == HVT_WRITER_LOOPBACK;
 	struct hvt_page_iter it;
 	uint64_t commit, ts;
 	uint32_t size;
 	int ret, item;
 
-	memcpy(&ts, s->page, 8);
-	memcpy(&commit, s->page + HVT_PAGE_COMMIT_OFF, 8);
+	memcpy(&ts, page, 8);
+	memcpy(&commit, page + HVT_PAGE_COMMIT_OFF, 8);
 	size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
 	if (size > s->subbuf_size - HVT_PAGE_HDR_SIZE) {
-		s->st.errors++;
+		x->d.errors++;
 		return 0;
 	}
 	if (info->lost_events) {
@@ -505,64 +605,279 @@ static int rc_area_page(struct rc_src *s, struct hvt_tdat_rcpu *c,
 		if (ret)
 			return ret;
 	}
-	hvt_page_iter_init(&it, s->page + HVT_PAGE_HDR_SIZE, size, ts);
+	hvt_page_iter_init(&it, page + HVT_PAGE_HDR_SIZE, size, ts);
 	while ((item = hvt_page_next(&it)) > 0) {
 		uint16_t id, fid;
 
 		if (item != HVT_ITEM_DATA)
 			continue;
 		if (it.len < sizeof(struct hvt_common_fields)) {
-			s->st.errors++;
+			x->d.errors++;
 			continue;
 		}
-		memcpy(s->rec, it.payload, it.len);
-		memcpy(&id, s->rec, 2);
+		memcpy(&id, it.payload, 2);
 		fid = s->idmap[id];
-		if (fid == s->r->ids.unknown_id) {
-			s->st.unknown++;
-			s->r->ids.unknown_total++;
-		}
-		memcpy(s->rec, &fid, 2);
-		if (s->info.writer_kind == HVT_WRITER_LOOPBACK) {
+		if (fid == unknown_id)
+			x->d.unknown++;
+		if (loopback) {
 			int32_t pid;
 
-			memcpy(&pid, s->rec + 4, 4);
-			rc_note_pid(s, pid);
+			memcpy(&pid, it.payload + 4, 4);
+			rc_cpu_note_pid(s, x, pid);
 		}
-		ret = hvt_tdat_rcpu_put_event(
+		ret = hvt_tdat_rcpu_put_event_id(
 			c, hvtrace_area_to_host_ns(s->area, it.ts, NULL),
-			s->rec, it.len);
+			it.payload, it.len, fid);
 		if (ret)
 			return ret;
 	}
 	if (item < 0)
-		s->st.errors++; /* the reader validated it: not expected */
+		x->d.errors++; /* the reader validated it: not expected */
 	return 0;
 }
 
-/* Read what @s has pending; returns pages read or -errno. */
-static int rc_read_src(struct rc_src *s)
+/* Read what CPU @cpu of @s has pending (on a reader thread). */
+static void rc_read_cpu(struct rc_src *s, uint32_t cpu, uint8_t *page)
 {
 	struct hvtrace_page_info info;
-	unsigned int n = 0, k;
+	struct rc_cpu *x = &s->rc[cpu];
+	unsigned int k;
+	int ret = 0;
+
+	for (k = 0; k < RC_PAGES_PER_POLL; k++) {
+		ret = hvtrace_cpu_read_page(s->area, (int)cpu, page,
+					    s->subbuf_size, &info);
+		if (ret <= 0)
+			break;
+		ret = rc_area_page(s, cpu, page, &info);
+		if (ret)
+			break;
+	}
+	if (ret < 0) {
+		/* Error texts are per thread: keep it for the caller. */
+		snprintf(x->err, sizeof(x->err), "%s", hvtrace_last_error());
+		x->ret = ret;
+	} else {
+		x->ret = (int)k;
+	}
+}
+
+/* Thread @t's share of the pass: every nr_readers-th CPU. */
+static void rc_work(struct hvtrace_tracedat_record *r, unsigned int t)
+{
+	unsigned int j;
+
+	for (j = t; j < r->nr_jobs; j += r->nr_readers)
+		if (r->jobs[j].s->active)
+			rc_read_cpu(r->jobs[j].s, r->jobs[j].cpu,
+				    r->th[t].page);
+}
+
+static void *rc_thread_main(void *arg)
+{
+	struct rc_thread *t = arg;
+	struct hvtrace_tracedat_record *r = t->r;
+	unsigned int seen = 0;
+
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		/* Pairs with the broadcasts in rc_pass(), rc_threads_stop(). */
+		while (!r->quit && r->gen == seen)
+			pthread_cond_wait(&r->go, &r->mu);
+		if (r->quit)
+			break;
+		seen = r->gen;
+		pthread_mutex_unlock(&r->mu);
+		rc_work(r, t->idx);
+		pthread_mutex_lock(&r->mu);
+		/* Pairs with the wait in rc_pass(). */
+		if (!--r->busy)
+			pthread_cond_signal(&r->done);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+/* One pass over the CPUs of the active sources, on all reader threads. */
+static void rc_pass(struct hvtrace_tracedat_record *r)
+{
+	if (r->nr_started) {
+		pthread_mutex_lock(&r->mu);
+		r->gen++;
+		r->busy = r->nr_started;
+		pthread_cond_broadcast(&r->go);
+		pthread_mutex_unlock(&r->mu);
+	}
+	rc_work(r, 0);
+	if (r->nr_started) {
+		pthread_mutex_lock(&r->mu);
+		while (r->busy)
+			pthread_cond_wait(&r->done, &r->mu);
+		pthread_mutex_unlock(&r->mu);
+	}
+}
+
+/*
+ * After a pass (calling thread): the CPUs' counters into the source's,
+ * their pids named in CPU order.  Returns the pages read, or the first
+ * error of a CPU, with its text as the last error.
+ */
+static int rc_fold(struct rc_src *s)
+{
+	int ret = 0, n = 0;
+	unsigned int i;
 	uint32_t c;
-	int ret;
 
 	for (c = 0; c < s->nr_cpus; c++) {
-		for (k = 0; k < RC_PAGES_PER_POLL; k++) {
-			ret = hvtrace_cpu_read_page(s->area, (int)c, s->page,
-						    s->subbuf_size, &info);
-			if (ret < 0)
-				return ret;
-			if (!ret)
-				break;
-			n++;
-			ret = rc_area_page(s, &s->cpu[c], &info);
-			if (ret)
-				return ret;
+		struct rc_cpu *x = &s->rc[c];
+
+		s->st.events += x->d.events;
+		s->st.lost += x->d.lost;
+		s->st.lost_unknown += x->d.lost_unknown;
+		s->st.bytes += x->d.bytes;
+		s->st.errors += x->d.errors;
+		s->st.unknown += x->d.unknown;
+		s->st.clamped += x->d.clamped;
+		s->r->ids.unknown_total += x->d.unknown;
+		memset(&x->d, 0, sizeof(x->d));
+		for (i = 0; i < x->nr_pend; i++)
+			rc_note_pid(s, x->pend[i]);
+		x->nr_pend = 0;
+		if (x->ret < 0 && !ret) {
+			ret = hvt_err(x->ret, "%s", x->err);
+		} else if (x->ret > 0) {
+			n += x->ret;
+		}
+		x->ret = 0;
+	}
+	return ret ? ret : n;
+}
+
+static void rc_threads_stop(struct hvtrace_tracedat_record *r)
+{
+	unsigned int i;
+
+	if (r->nr_started) {
+		pthread_mutex_lock(&r->mu);
+		r->quit = true;
+		pthread_cond_broadcast(&r->go);
+		pthread_mutex_unlock(&r->mu);
+		for (i = 1; i <= r->nr_started; i++)
+			pthread_join(r->th[i].th, NULL);
+		r->nr_started = 0;
+	}
+	if (r->th) {
+		pthread_mutex_destroy(&r->mu);
+		pthread_cond_destroy(&r->go);
+		pthread_cond_destroy(&r->done);
+	}
+	for (i = 0; r->th && i < r->nr_readers; i++)
+		free(r->th[i].page);
+	free(r->th);
+	free(r->jobs);
+	r->th = NULL;
+	r->jobs = NULL;
+}
+
+/* How many: as asked, else one per area CPU up to the online CPUs and
+ * RC_AUTO_THREADS. */
+static unsigned int rc_nr_readers(const struct hvtrace_tracedat_record *r)
+{
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned int n = r->want_threads;
+
+	if (!n) {
+		n = RC_AUTO_THREADS;
+		if (online > 0 && (unsigned long)online < n)
+			n = (unsigned int)online;
+	}
+	if (n > r->nr_jobs)
+		n = r->nr_jobs;
+	return n ? n : 1;
+}
+
+static int rc_threads_start(struct hvtrace_tracedat_record *r)
+{
+	uint32_t sb = 0, c;
+	sigset_t all, old;
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < r->nr_src; i++) {
+		r->nr_jobs += r->src[i]->nr_cpus;
+		if (r->src[i]->subbuf_size > sb)
+			sb = r->src[i]->subbuf_size;
+	}
+	r->jobs = calloc(r->nr_jobs ? r->nr_jobs : 1, sizeof(*r->jobs));
+	r->nr_readers = rc_nr_readers(r);
+	r->th = calloc(r->nr_readers, sizeof(*r->th));
+	if (!r->jobs || !r->th) {
+		free(r->jobs);
+		free(r->th);
+		r->jobs = NULL;
+		r->th = NULL;
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->go, NULL);
+	pthread_cond_init(&r->done, NULL);
+	r->nr_jobs = 0;
+	for (i = 0; i < r->nr_src; i++) {
+		for (c = 0; c < r->src[i]->nr_cpus; c++) {
+			r->jobs[r->nr_jobs].s = r->src[i];
+			r->jobs[r->nr_jobs++].cpu = c;
 		}
 	}
-	return (int)n;
+	for (i = 0; i < r->nr_readers; i++) {
+		r->th[i].r = r;
+		r->th[i].idx = i;
+		r->th[i].page = malloc(sb ? sb : 1);
+		if (!r->th[i].page)
+			return hvt_err(-ENOMEM, "out of memory");
+	}
+	/* Signals stay with the calling thread (SIGBUS, synchronous, goes
+	 * to the thread that faults, and its guard is per thread). */
+	sigfillset(&all);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGFPE);
+	sigdelset(&all, SIGILL);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (i = 1; i < r->nr_readers; i++) {
+		ret = -pthread_create(&r->th[i].th, NULL, rc_thread_main,
+				      &r->th[i]);
+		if (ret)
+			break;
+		r->nr_started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		return hvt_err(ret, "cannot start reader thread %u: %s", i,
+			       strerror(-ret));
+	return 0;
+}
+
+HVTRACE_API int
+hvtrace_tracedat_record_set_reader_threads(struct hvtrace_tracedat_record *r,
+					   unsigned int n)
+{
+	if (!r)
+		return hvt_err(-EINVAL, "record: NULL");
+	if (r->started)
+		return hvt_err(-EBUSY, "record: reader threads are set before "
+				       "recording starts");
+	if (n > RC_MAX_THREADS)
+		return hvt_err(-EINVAL,
+			       "record: %u reader threads (at most %u)", n,
+			       RC_MAX_THREADS);
+	r->want_threads = n;
+	return 0;
+}
+
+HVTRACE_API unsigned int
+hvtrace_tracedat_record_reader_threads(const struct hvtrace_tracedat_record *r)
+{
+	return r && r->started ? r->nr_readers : 0;
 }
 
 static bool rc_writer_dead(const struct rc_src *s)
@@ -589,12 +904,13 @@ HVTRACE_API int hvtrace_tracedat_record_poll(struct hvtrace_tracedat_record *r,
 			return ret;
 		total += ret;
 	}
+	/* What needs the whole recording, before the threads read. */
 	for (i = 0; i < r->nr_src; i++) {
 		struct rc_src *s = r->src[i];
 		uint32_t state = 0;
-		bool stop_seen;
 
 		areas++;
+		s->active = false;
 		if (s->finished) {
 			done++;
 			continue;
@@ -613,12 +929,21 @@ HVTRACE_API int hvtrace_tracedat_record_poll(struct hvtrace_tracedat_record *r,
 			done++;
 			continue;
 		}
-		stop_seen = s->stop_seen;
+		/* Stopped before this pass: done once a pass finds nothing. */
+		s->active = true;
+		s->pass_stop = s->stop_seen;
 		if (state == HVT_STATE_STOPPED || rc_writer_dead(s))
 			s->stop_seen = true;
 		if (!s->stop_seen && !s->sync_off && now >= s->next_sync)
 			rc_sync(s, 1, 2);
-		ret = rc_read_src(s);
+	}
+	rc_pass(r);
+	for (i = 0; i < r->nr_src; i++) {
+		struct rc_src *s = r->src[i];
+
+		if (!s->active)
+			continue;
+		ret = rc_fold(s);
 		if (ret < 0) {
 			/* An area that cannot be read is this area's
 			 * problem, not the recording's. */
@@ -630,8 +955,7 @@ HVTRACE_API int hvtrace_tracedat_record_poll(struct hvtrace_tracedat_record *r,
 			continue;
 		}
 		total += ret;
-		/* Stopped before this pass, and the pass found nothing. */
-		if (stop_seen && ret == 0) {
+		if (s->pass_stop && ret == 0) {
 			s->finished = s->st.finished = true;
 			done++;
 		}
@@ -784,10 +1108,13 @@ HVTRACE_API int hvtrace_tracedat_record_stop(struct hvtrace_tracedat_record *r)
 	for (pass = 0; r->started && pass < 1024; pass++) {
 		int got = 0;
 
+		for (i = 0; i < r->nr_src; i++)
+			r->src[i]->active = !r->src[i]->gone;
+		rc_pass(r);
 		for (i = 0; i < r->nr_src; i++) {
-			if (r->src[i]->gone)
+			if (!r->src[i]->active)
 				continue;
-			rd = rc_read_src(r->src[i]);
+			rd = rc_fold(r->src[i]);
 			if (rd < 0) {
 				r->src[i]->st.errors++;
 				r->src[i]->gone = true;
@@ -816,6 +1143,7 @@ HVTRACE_API int hvtrace_tracedat_record_stop(struct hvtrace_tracedat_record *r)
 			}
 			ret = hvt_tdat_pack_flush(&s->cpu[c].pack);
 		}
+		rc_fold(s); /* the last pages' bytes */
 	}
 	return ret;
 }

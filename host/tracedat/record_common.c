@@ -73,6 +73,20 @@ int hvt_tdat_rcpu_put_event(struct hvt_tdat_rcpu *c, uint64_t ts,
 	return ret;
 }
 
+int hvt_tdat_rcpu_put_event_id(struct hvt_tdat_rcpu *c, uint64_t ts,
+			       const uint8_t *rec, uint32_t len, uint16_t id)
+{
+	struct hvt_tdat_pack *p = &c->pack;
+	uint64_t events = c->st->events;
+	int ret;
+
+	ret = hvt_tdat_rcpu_put_event(c, ts, rec, len);
+	/* Packed: the copy ends the open page's data. */
+	if (!ret && c->st->events != events)
+		memcpy(p->page + HVT_PAGE_HDR_SIZE + p->pos - len, &id, 2);
+	return ret;
+}
+
 int hvt_tdat_rcpu_put_lost(struct hvt_tdat_rcpu *c, uint64_t n, bool known)
 {
 	if (known)

@@ -250,6 +250,11 @@ HVT_INTERNAL void hvt_tdat_rcpu_fini(struct hvt_tdat_rcpu *c);
 /* One event at host time @ts; one the packer cannot take is counted. */
 HVT_INTERNAL int hvt_tdat_rcpu_put_event(struct hvt_tdat_rcpu *c, uint64_t ts,
 					 const uint8_t *rec, uint32_t len);
+/* The same, with the record's event id (its first two bytes) written as
+ * @id in the file: no copy of the record to rewrite it. */
+HVT_INTERNAL int hvt_tdat_rcpu_put_event_id(struct hvt_tdat_rcpu *c,
+					    uint64_t ts, const uint8_t *rec,
+					    uint32_t len, uint16_t id);
 /* @n events lost here (an unknown number when @known is false). */
 HVT_INTERNAL int hvt_tdat_rcpu_put_lost(struct hvt_tdat_rcpu *c, uint64_t n,
 					bool known);

@@ -52,10 +52,20 @@
 
 #define WR_OBUF_SIZE   (256u * 1024)
 #define WR_MAX_BUFFERS 256u
+#define WR_BATCH_SIZE  (64u * 1024) /* pages written at once, per CPU */
 
+/*
+ * One CPU of a buffer.  Its pages gather in @batch and go to the
+ * temporary file WR_BATCH_SIZE bytes at a time: one system call per page
+ * costs more than the page's copy.  Nothing but the CPU's own state is
+ * touched by _add_page(), so callers may add pages of different CPUs
+ * from different threads.
+ */
 struct wr_cpu {
-	int fd;	       /* temporary page file, -1 until first page */
-	uint64_t size; /* bytes in it */
+	int fd;	       /* temporary page file, -1 until first write */
+	uint64_t size; /* bytes added (in the file and in @batch) */
+	uint8_t *batch;
+	uint32_t batch_len;
 };
 
 struct wr_buffer {
@@ -463,14 +473,39 @@ static int wr_write_all(int fd, const struct iovec *iov, int n)
 	return 0;
 }
 
+/* The pages gathered for @c into its temporary file. */
+static int wr_cpu_flush(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
+{
+	struct iovec iov;
+	int ret;
+
+	if (!c->batch_len)
+		return 0;
+	if (c->fd < 0) {
+		c->fd = wr_tmpfile(w);
+		if (c->fd < 0)
+			return hvt_err(c->fd,
+				       "cannot create a temporary file in %s: "
+				       "%s",
+				       w->dir, strerror(-c->fd));
+	}
+	iov.iov_base = c->batch;
+	iov.iov_len = c->batch_len;
+	ret = wr_write_all(c->fd, &iov, 1);
+	if (ret)
+		return hvt_err(ret,
+			       "cannot write recorded pages next to %s: %s",
+			       w->path, strerror(-ret));
+	c->batch_len = 0;
+	return 0;
+}
+
 HVTRACE_API int
 hvtrace_tracedat_writer_add_page(struct hvtrace_tracedat_writer *w, int buffer,
 				 uint32_t cpu, const void *page, size_t size)
 {
-	static const uint8_t zeros[65536];
 	struct wr_buffer *b;
 	struct wr_cpu *c;
-	struct iovec iov[2];
 	int ret;
 
 	if (!w || !page || buffer < 0 || (unsigned int)buffer >= w->nr_buf)
@@ -485,24 +520,23 @@ hvtrace_tracedat_writer_add_page(struct hvtrace_tracedat_writer *w, int buffer,
 			       "buffer '%s': page of %zu bytes (page size %u)",
 			       b->name, size, b->page_size);
 	c = &b->cpu[cpu];
-	if (c->fd < 0) {
-		c->fd = wr_tmpfile(w);
-		if (c->fd < 0)
-			return hvt_err(c->fd,
-				       "cannot create a temporary file in %s: "
-				       "%s",
-				       w->dir, strerror(-c->fd));
+	if (!c->batch) {
+		/* A page size is at most 64 KiB (HVT_ABI_MAX_SUBBUF_SIZE). */
+		c->batch = malloc(WR_BATCH_SIZE > b->page_size ? WR_BATCH_SIZE
+							       : b->page_size);
+		if (!c->batch)
+			return hvt_err(-ENOMEM, "out of memory");
+	}
+	if (c->batch_len + b->page_size >
+	    (WR_BATCH_SIZE > b->page_size ? WR_BATCH_SIZE : b->page_size)) {
+		ret = wr_cpu_flush(w, c);
+		if (ret)
+			return ret;
 	}
 	/* Every page takes exactly page_size bytes in the file. */
-	iov[0].iov_base = (void *)page;
-	iov[0].iov_len = size;
-	iov[1].iov_base = (void *)zeros;
-	iov[1].iov_len = b->page_size - size;
-	ret = wr_write_all(c->fd, iov, iov[1].iov_len ? 2 : 1);
-	if (ret)
-		return hvt_err(ret,
-			       "cannot write recorded pages next to %s: %s",
-			       w->path, strerror(-ret));
+	memcpy(c->batch + c->batch_len, page, size);
+	memset(c->batch + c->batch_len + size, 0, b->page_size - size);
+	c->batch_len += b->page_size;
 	c->size += b->page_size;
 	return 0;
 }
@@ -859,6 +893,17 @@ hvtrace_tracedat_writer_finish(struct hvtrace_tracedat_writer *w)
 	}
 	w->off = 0;
 	w->olen = 0;
+	/* The pages still gathered, to their files before they are copied. */
+	for (i = 0; i < w->nr_buf && !err; i++)
+		for (c = 0; c < w->buf[i].nr_cpus && !err; c++)
+			err = wr_cpu_flush(w, &w->buf[i].cpu[c]);
+	if (err) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", hvtrace_last_error());
+		hvtrace_tracedat_writer_abort(w);
+		return hvt_err(err, "%s", why);
+	}
 
 	/* Initial format. */
 	wr_out(w, HVT_TDAT_MAGIC, HVT_TDAT_MAGIC_LEN);
@@ -1029,9 +1074,11 @@ hvtrace_tracedat_writer_abort(struct hvtrace_tracedat_writer *w)
 	if (!w->keep && w->path && w->created)
 		unlink(w->path);
 	for (i = 0; w->buf && i < w->nr_buf; i++) {
-		for (c = 0; c < w->buf[i].nr_cpus; c++)
+		for (c = 0; c < w->buf[i].nr_cpus; c++) {
 			if (w->buf[i].cpu[c].fd >= 0)
 				close(w->buf[i].cpu[c].fd);
+			free(w->buf[i].cpu[c].batch);
+		}
 		free(w->buf[i].cpu);
 		free(w->buf[i].name);
 		free(w->buf[i].clock);
