@@ -123,6 +123,7 @@ struct hvt_rd_cpu {
 	bool discard_resync;	/* ... and counts the jump as discarded */
 	bool gone;		/* section cut off the file */
 	bool gap_malformed;	/* skipped a malformed page since last start */
+	bool gap_from_start;	/* first page: all before it is a gap */
 	uint32_t bad_seq;	/* tail page found malformed */
 	bool bad_valid;
 	uint64_t last_bad_word;

@@ -202,6 +202,7 @@ int hvt_rd_init(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint32_t cpu)
 {
 	uint64_t w = 0, eb = 0, lb = 0;
 	uint32_t start, cons;
+	bool from_owner = false;
 
 	memset(c, 0, sizeof(*c));
 	c->meta = hvt_area_cpu_meta(a, cpu);
@@ -237,14 +238,29 @@ int hvt_rd_init(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint32_t cpu)
 				       __ATOMIC_RELAXED);
 		if ((uint32_t)(HVT_WORD_SEQ(w) - cons) <
 			    (uint32_t)(HVT_WORD_SEQ(w) - start) &&
-		    rd_read_desc(c, cons, &eb, &lb))
+		    rd_read_desc(c, cons, &eb, &lb)) {
 			start = cons;
+			from_owner = true;
+		}
 	}
 	c->seq = start;
 	c->last_start_seq = start;
 	if (rd_read_desc(c, start, &eb, &lb)) {
 		c->base_e = c->tally_e = eb;
 		c->base_l = c->tally_l = lb;
+		/*
+		 * Overwrite mode, at the oldest page, and no earlier owner's
+		 * position to go on from: what the writer wrote before that
+		 * page was overwritten unread.  Count it from the writer's
+		 * start, as ftrace's first read after an overrun does, so
+		 * read + lost == written holds for this reader too.
+		 */
+		if (c->mode == HVT_MODE_OVERWRITE && !from_owner &&
+		    eb + lb > 0) {
+			c->base_e = c->tally_e = 0;
+			c->base_l = c->tally_l = 0;
+			c->gap_from_start = true;
+		}
 	} else {
 		c->resync = true;
 	}
@@ -300,6 +316,13 @@ static void rd_start_page(struct hvt_rd_cpu *c, uint64_t eb, uint64_t lb,
 	 * least 8 bytes).  A descriptor claiming more lies. */
 	uint64_t max_ge = (uint64_t)(uint32_t)(c->seq - c->last_start_seq) *
 			  (c->data_size / 8);
+
+	/* Before the first page there is no ring to bound the gap by: it is
+	 * the writer's own count of its past events (hvt_rd_init()). */
+	if (c->gap_from_start) {
+		max_ge = UINT64_MAX;
+		c->gap_from_start = false;
+	}
 
 	if (c->resync) {
 		if (c->discard_resync) {
