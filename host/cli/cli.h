@@ -52,6 +52,9 @@ void hvt_cli_print_usage(const char *verb);
  * Returns 0 or -EINVAL / -ERANGE. */
 int hvt_cli_parse_u64(const char *s, unsigned long long *out);
 
+/* Parse a process id (decimal, above 0); returns 0 or -EINVAL. */
+int hvt_cli_parse_pid(const char *s, int *out);
+
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);
 
