@@ -7,7 +7,8 @@
  * (mapped PROT_READ through /proc/PID/fd/N).  The events read must equal
  * those read from the same image as a file, page for page.  Hostile
  * cases: a ring that crosses the end of its mapping (CPU 0's block, or
- * only CPU 1's) is refused with a message naming the mapping; metas of
+ * only CPU 1's, or a 6.15+ ring's total size) is refused with a message
+ * naming the mapping; metas of
  * garbage at every 4 KiB boundary of the populated part cost a refusal,
  * never a crash or a hang (alarm); a process that exits under the reader
  * gives -ESRCH.
@@ -208,6 +209,16 @@ int main(void)
 	/* CPU 0's block (0x3000..0x8000) does not fit either. */
 	refused("CPU 0 crosses", false, VM_LEN - 0x6000, 0x6000, -EINVAL,
 		"runs past the end of the mapping");
+
+	/* A 6.15+ global meta whose 0xa000-byte ring would run 0x4000 past
+	 * the mapping's end. */
+	img_new(SB);
+	w32(0, MAGIC);
+	w32(4, 32u | 24u << 16);	/* struct_sizes: 32-byte CPU metas */
+	w64(8, 0xa000);			/* total_size */
+	w64(16, 88);			/* buffers_offset */
+	refused("6.15 crosses", false, VM_LEN - 0x6000, img_size, -EINVAL,
+		"several mappings");
 
 	/* Garbage: a magic at every 4 KiB of 1 MiB, random words after it. */
 	img_new(1u << 20);
