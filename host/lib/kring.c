@@ -1185,7 +1185,10 @@ HVTRACE_API int hvtrace_kring_read_page(struct hvtrace_kring *k, int cpu,
 			return hvt_err(k->io_err == ESRCH ? -ESRCH : -EIO,
 				       "%s: cannot read it any more (%s): the "
 				       "VMM process has exited or unmapped "
-				       "its guest RAM",
+				       "this memory, and the ring went with "
+				       "it; events not read by then are "
+				       "lost (a memfd or file memory backend "
+				       "keeps them readable)",
 				       k->path, k->io_err == ESRCH ?
 							"end of its memory" :
 							strerror(k->io_err));
