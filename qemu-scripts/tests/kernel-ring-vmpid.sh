@@ -12,7 +12,9 @@
 #   CPU 0; "hvtrace stream --vm-pid PID" (live, ending at N events) and
 #   then "--drain" each show every line exactly once, in order, with no
 #   loss; "hvtrace stat --vm-pid PID" counts N events on CPU 0 and none on
-#   CPU 1.  No RAM file exists.
+#   CPU 1.  No RAM file exists.  A live stream running when QEMU ends
+#   reads a memfd to its end (all N lines, exit 0) and stops with an
+#   error that says so for anonymous RAM.
 #
 # A user without ptrace read access to QEMU, a pid that is gone, and a
 # process that is not a VMM are refused with messages that say so.
@@ -77,8 +79,25 @@ one() {
 	else
 		info "(not checked: the refusal without ptrace access; needs root and a build nobody can run)"
 	fi
+	# A live stream when QEMU ends: a memfd stays readable through the
+	# stream's own mapping (read to the end, exit 0); anonymous RAM goes
+	# with the process (the stream stops with an error saying so).
+	"$HVTRACE" stream --vm-pid "$qpid" --formats "$T_TMP/fmt-$n" \
+		>"$T_TMP/$n-end.txt" 2>"$T_TMP/$n-end.err" &
+	local spid=$!
+	T_PIDS+=("$spid")
 	"$G" stop "$n" >/dev/null || fail "stop failed"
 	wait_pid_gone "$qpid" 60 || fail "QEMU $qpid did not end"
+	local rc=0
+	wait "$spid" || rc=$?
+	if [ "$kind" = memfd ]; then
+		[ "$rc" = 0 ] || { cat "$T_TMP/$n-end.err"; fail "live stream ended with $rc after QEMU exited"; }
+		kring_check_marks "$T_TMP/$n-end.txt" "$N"
+	else
+		[ "$rc" != 0 ] || fail "live stream of anonymous RAM exited 0 after QEMU exited"
+		grep -q "the ring went with it" "$T_TMP/$n-end.err" ||
+			fail "anon end: $(cat "$T_TMP/$n-end.err")"
+	fi
 	if "$HVTRACE" stream --vm-pid "$qpid" --drain >/dev/null 2>"$T_TMP/gone.err"; then
 		fail "stream --vm-pid of a gone process succeeded"
 	fi
