@@ -277,8 +277,7 @@ static int stat_vm_pid(int pid, int only_cpu)
 		printf("bytes: %llu\n", (unsigned long long)st.bytes);
 		stat_ts("oldest event ts:", oldest);
 		stat_ts("now ts:", st.now_ts);
-		printf("lost pages: %llu\n",
-		       (unsigned long long)st.lost_pages);
+		printf("lost pages: %llu\n", (unsigned long long)st.lost_pages);
 		printf("skipped pages: %llu\n",
 		       (unsigned long long)st.skipped_pages);
 		printf("errors: %llu\n", (unsigned long long)st.errors);
