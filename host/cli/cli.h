@@ -55,6 +55,9 @@ int hvt_cli_parse_u64(const char *s, unsigned long long *out);
 /* Parse --reader-threads: "auto" (0) or 1..256; 0 or -EINVAL. */
 int hvt_cli_parse_reader_threads(const char *s, unsigned int *out);
 
+/* Parse a process id (decimal, above 0); returns 0 or -EINVAL. */
+int hvt_cli_parse_pid(const char *s, int *out);
+
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);
 

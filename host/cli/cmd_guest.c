@@ -75,6 +75,9 @@ static const char guest_usage[] =
 	"      'hvtrace stream NAME --guest-kernel' shows them\n"
 	"  --kernel-buffer SIZE  that ring, all CPUs (default 8M)\n"
 	"  --keep-ram            keep the RAM file after the guest ends\n"
+	"  --kernel-ram file|memfd|anon  guest RAM for --kernel-events: the\n"
+	"      RAM file (default), a memfd or QEMU's anonymous memory (no\n"
+	"      file: 'hvtrace stream --vm-pid QEMU-PID' reads the ring)\n"
 	"\n"
 	"The guest kernel is Debian's 6.12 (qemu-scripts/fetch-kernel.sh,\n"
 	"cached in /var/cache/hvtrace); the launcher packs the initramfs at\n"
@@ -88,7 +91,7 @@ static const char *const gu_valued[] = {
 	"--cpus",   "--mem",	  "--area-size", "--run",    "--agent-args",
 	"--kernel", "--initrd",	  "--add",	 "--module", "--port",
 	"--append", "--qemu-arg", "--accel",	 "--log",
-	"--kernel-events", "--kernel-buffer", NULL,
+	"--kernel-events", "--kernel-buffer", "--kernel-ram", NULL,
 };
 
 static void gu_sleep_ms(long ms)

@@ -28,6 +28,7 @@ static const char stat_usage[] =
 	"usage: hvtrace stat AREA [--cpu N] [--read-only]\n"
 	"       hvtrace stat NAME [--cpu N] [--socket PATH]\n"
 	"       hvtrace stat --kernel [--instance NAME] [--cpu N]\n"
+	"       hvtrace stat --vm-pid PID [--cpu N]\n"
 	"\n"
 	"Print per-CPU buffer counters, in the layout of tracefs\n"
 	"per_cpu/cpuN/stats:\n"
@@ -58,18 +59,24 @@ static const char stat_usage[] =
 	"sample is taken).  NAME is a remote of hvtraced (see\n"
 	"'hvtrace daemon status'): its summary, then the counters of the\n"
 	"daemon's reader (written, lost, errors added), timestamps on the\n"
-	"host clock through the daemon's clock model.\n"
+	"host clock through the daemon's clock model.  --vm-pid PID reads\n"
+	"the ring of the guest kernel that runs in VMM process PID (see\n"
+	"'hvtrace stream --vm-pid'): per CPU, the committed events from the\n"
+	"ring's head (entries, bytes, oldest and newest timestamp, guest\n"
+	"clock), then what the read met (lost pages, skipped pages,\n"
+	"errors); nothing in the guest is changed.\n"
 	"\n"
 	"options:\n"
 	"  --kernel            the host kernel's buffers\n"
 	"  --instance NAME     with --kernel: tracefs instance NAME\n"
+	"  --vm-pid PID        a guest kernel's ring in VMM process PID\n"
 	"  --cpu N             only CPU N\n"
 	"  --read-only         accepted for symmetry with stream and\n"
 	"                      record: an AREA is always opened read-only\n"
 	"  --socket PATH       hvtraced's socket, for NAME\n"
 	"  -h, --help          this text\n";
 
-enum { OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU, OPT_SOCKET, OPT_RO };
+enum { OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU, OPT_SOCKET, OPT_RO, OPT_VM_PID };
 
 static void stat_ts(const char *label, uint64_t ns)
 {
@@ -203,6 +210,83 @@ static int stat_kernel(const char *instance, int only_cpu)
 	return HVT_EXIT_OK;
 }
 
+/*
+ * A guest kernel's ring in VMM process @pid: read every CPU from its head
+ * to its commit (a private copy: nothing in the guest changes) and print
+ * what was there.
+ */
+static int stat_vm_pid(int pid, int only_cpu)
+{
+	struct hvtrace_kring_info ki;
+	struct hvtrace_kring_stats st;
+	struct hvtrace_page_info pi;
+	struct hvtrace_kring *k;
+	unsigned int cpu, first, last;
+	int ret = HVT_EXIT_OK;
+	uint8_t *page;
+
+	if (hvtrace_kring_open_pid(pid, &k))
+		return hvt_cli_error(VERB, "--vm-pid %d: %s", pid,
+				     hvtrace_last_error());
+	hvtrace_kring_get_info(k, &ki);
+	first = 0;
+	last = ki.nr_cpus - 1;
+	if (only_cpu >= 0) {
+		if ((unsigned int)only_cpu > last) {
+			hvtrace_kring_close(k);
+			return hvt_cli_usage(VERB, "--cpu %d: the guest kernel "
+						   "ring has CPUs 0..%u",
+					     only_cpu, last);
+		}
+		first = last = (unsigned int)only_cpu;
+	}
+	page = malloc(ki.subbuf_size);
+	if (!page) {
+		hvtrace_kring_close(k);
+		return hvt_cli_error(VERB, "out of memory");
+	}
+	printf("guest kernel ring: process %d, at 0x%llx (%s layout)\n", pid,
+	       (unsigned long long)ki.addr,
+	       ki.layout == HVTRACE_KRING_LAYOUT_6_12 ? "6.12" : "6.15+");
+	printf("geometry: %u CPUs x %u sub-buffers of %u bytes, overwrite "
+	       "mode\n",
+	       ki.nr_cpus, ki.nr_subbufs, ki.subbuf_size);
+	printf("clock: the guest's trace clock\n");
+	for (cpu = first; cpu <= last; cpu++) {
+		uint64_t oldest = 0, n = 0;
+		bool any = false;
+		int r = 0;
+
+		/* One lap of the ring: what was committed when stat began
+		 * (a guest writing meanwhile cannot keep it going). */
+		while (n++ < ki.nr_subbufs &&
+		       (r = hvtrace_kring_read_page(k, (int)cpu, page,
+						    ki.subbuf_size, &pi)) > 0)
+			if (!any) {
+				any = true;
+				oldest = pi.first_ts;
+			}
+		printf("\nCPU %u:\n", cpu);
+		if (r < 0) {
+			printf("unreadable: %s\n", hvtrace_last_error());
+			ret = HVT_EXIT_FAIL;
+			continue;
+		}
+		hvtrace_kring_get_stats(k, (int)cpu, &st);
+		printf("entries: %llu\n", (unsigned long long)st.read);
+		printf("bytes: %llu\n", (unsigned long long)st.bytes);
+		stat_ts("oldest event ts:", oldest);
+		stat_ts("now ts:", st.now_ts);
+		printf("lost pages: %llu\n", (unsigned long long)st.lost_pages);
+		printf("skipped pages: %llu\n",
+		       (unsigned long long)st.skipped_pages);
+		printf("errors: %llu\n", (unsigned long long)st.errors);
+	}
+	free(page);
+	hvtrace_kring_close(k);
+	return ret;
+}
+
 static int cmd_stat(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -211,12 +295,13 @@ static int cmd_stat(int argc, char **argv)
 		{ "cpu", required_argument, NULL, OPT_CPU },
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "read-only", no_argument, NULL, OPT_RO },
+		{ "vm-pid", required_argument, NULL, OPT_VM_PID },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *spec = NULL, *instance = NULL, *sock = NULL;
 	unsigned long long v;
 	bool kernel = false;
-	int c, cpu = -1;
+	int c, cpu = -1, vm_pid = 0;
 
 	opterr = 0;
 	optind = 1;
@@ -233,6 +318,12 @@ static int cmd_stat(int argc, char **argv)
 			break;
 		case OPT_RO:
 			break;	/* an AREA is always opened read-only */
+		case OPT_VM_PID:
+			if (hvt_cli_parse_pid(optarg, &vm_pid))
+				return hvt_cli_usage(VERB, "bad --vm-pid '%s' "
+							   "(a process id)",
+						     optarg);
+			break;
 		case OPT_CPU:
 			if (hvt_cli_parse_u64(optarg, &v) || v >= 4096)
 				return hvt_cli_usage(VERB, "bad --cpu '%s' (a "
@@ -253,6 +344,12 @@ static int cmd_stat(int argc, char **argv)
 	if (optind < argc)
 		return hvt_cli_usage(VERB, "unexpected argument '%s'",
 				     argv[optind]);
+	if (vm_pid) {
+		if (kernel || spec || instance || sock)
+			return hvt_cli_usage(VERB, "--vm-pid goes alone (with "
+						   "--cpu N at most)");
+		return stat_vm_pid(vm_pid, cpu);
+	}
 	if (kernel == !!spec)
 		return hvt_cli_usage(VERB, kernel ? "give an AREA or --kernel, "
 						    "not both"

@@ -41,6 +41,7 @@ static const char st_usage[] =
 	"       hvtrace stream --kernel [--instance NAME] [OPTIONS]\n"
 	"       hvtrace stream RAMFILE|NAME --guest-kernel [--formats DIR]\n"
 	"                      [OPTIONS]\n"
+	"       hvtrace stream --vm-pid PID [--formats DIR] [OPTIONS]\n"
 	"\n"
 	"Consume events as they are written and print them as the kernel's\n"
 	"trace_pipe does:\n"
@@ -89,9 +90,20 @@ static const char st_usage[] =
 	"events print as UNKNOWN id=N and --summary still counts them.\n"
 	"Timestamps are the guest's trace clock (guest-relative).\n"
 	"\n"
+	"--vm-pid PID reads the guest kernel's ring (implies --guest-kernel)\n"
+	"from the memory of VMM process PID, however it was started (QEMU\n"
+	"from libvirt or a command line): its shared RAM file or memfd is\n"
+	"mapped read-only, other RAM read through /proc/PID/mem.  It needs\n"
+	"ptrace read access to PID (root, or its user with\n"
+	"kernel.yama.ptrace_scope=0); formats come from --formats only.\n"
+	"When PID exits, a shared RAM file or memfd is read to its end;\n"
+	"anonymous RAM is gone with the process (stream stops with an\n"
+	"error).\n"
+	"\n"
 	"options:\n"
 	"  --kernel            read the host kernel's ring buffer\n"
 	"  --guest-kernel      read a guest kernel's ring from guest RAM\n"
+	"  --vm-pid PID        ... from the memory of VMM process PID\n"
 	"  --formats DIR       the guest kernel's event formats (a directory\n"
 	"                      laid out like tracefs)\n"
 	"  --instance NAME     with --kernel: tracefs instance NAME (or a\n"
@@ -122,7 +134,7 @@ static const char st_usage[] =
 enum {
 	OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU, OPT_COUNT, OPT_TIMEOUT,
 	OPT_WINDOW, OPT_DRAIN, OPT_FOLLOW, OPT_RO, OPT_SUMMARY, OPT_SOCKET,
-	OPT_GUEST_KERNEL, OPT_FORMATS,
+	OPT_GUEST_KERNEL, OPT_FORMATS, OPT_VM_PID,
 };
 
 struct st_cpu {
@@ -146,6 +158,7 @@ struct st_state {
 	bool drain, follow, read_only, summary;
 	bool guest_kernel;
 	const char *formats;
+	int vm_pid;			/* --vm-pid: the VMM process */
 
 	/* sources */
 	struct hvtrace_area *area;
@@ -199,6 +212,7 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "guest-kernel", no_argument, NULL, OPT_GUEST_KERNEL },
 		{ "formats", required_argument, NULL, OPT_FORMATS },
+		{ "vm-pid", required_argument, NULL, OPT_VM_PID },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long long v;
@@ -266,6 +280,13 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		case OPT_FORMATS:
 			s->formats = optarg;
 			break;
+		case OPT_VM_PID:
+			if (hvt_cli_parse_pid(optarg, &s->vm_pid))
+				return hvt_cli_usage(VERB, "bad --vm-pid '%s' "
+							   "(a process id)",
+						     optarg);
+			s->guest_kernel = true;
+			break;
 		case ':':
 			return hvt_cli_usage(VERB, "option '%s' needs a value",
 					     argv[optind - 1]);
@@ -279,17 +300,20 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 	if (optind < argc)
 		return hvt_cli_usage(VERB, "unexpected argument '%s'",
 				     argv[optind]);
+	if (s->vm_pid && (s->spec || s->kernel))
+		return hvt_cli_usage(VERB, "--vm-pid names the guest RAM: give "
+					   "no AREA, NAME or --kernel with it");
 	if (s->kernel && s->spec)
 		return hvt_cli_usage(VERB,
 				     "give an AREA or --kernel, not both");
-	if (!s->kernel && !s->spec)
+	if (!s->kernel && !s->spec && !s->vm_pid)
 		return hvt_cli_usage(VERB, "no AREA given (or --kernel)");
 	if (s->instance && !s->kernel)
 		return hvt_cli_usage(VERB, "--instance goes with --kernel");
 	if (s->spec && strlen(s->spec) > 4 &&
 	    !strcmp(s->spec + strlen(s->spec) - 4, ".ram"))
 		s->guest_kernel = true;
-	if (s->guest_kernel && (s->kernel || !s->spec))
+	if (s->guest_kernel && !s->vm_pid && (s->kernel || !s->spec))
 		return hvt_cli_usage(VERB, "--guest-kernel needs a RAMFILE or "
 					   "a guest NAME, and not --kernel");
 	if (s->formats && !s->guest_kernel)
@@ -581,7 +605,11 @@ static int st_open_kring(struct st_state *s)
 	unsigned int first, last;
 	const char *shm = getenv("HVT_SHM_DIR"), *run = getenv("HVT_RUNDIR");
 
-	if (strchr(s->spec, '/') || !access(s->spec, F_OK)) {
+	if (s->vm_pid) {
+		if (hvtrace_kring_open_pid(s->vm_pid, &s->kring))
+			return hvt_cli_error(VERB, "--vm-pid %d: %s", s->vm_pid,
+					     hvtrace_last_error());
+	} else if (strchr(s->spec, '/') || !access(s->spec, F_OK)) {
 		snprintf(s->ram, sizeof(s->ram), "%s", s->spec);
 	} else {
 		snprintf(s->ram, sizeof(s->ram), "%s/hvtrace-%s.ram",
@@ -596,7 +624,7 @@ static int st_open_kring(struct st_state *s)
 						   "ended)?",
 					     s->ram, s->spec);
 	}
-	if (hvtrace_kring_open(s->ram, 0, &s->kring))
+	if (!s->kring && hvtrace_kring_open(s->ram, 0, &s->kring))
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
 	hvtrace_kring_get_info(s->kring, &ki);
 	first = 0;
@@ -613,7 +641,9 @@ static int st_open_kring(struct st_state *s)
 	snprintf(s->info.name, sizeof(s->info.name), "guest kernel");
 	if (!s->formats && s->qemu_pid[0] && !st_rig_formats(s))
 		s->formats = s->kformats;
-	if (!s->formats && !st_cached_formats(s)) {
+	/* Not for --vm-pid: reading all guest RAM for the banner would
+	 * populate the untouched pages of a VMM's memfd. */
+	if (!s->formats && !s->vm_pid && !st_cached_formats(s)) {
 		s->formats = s->cache_formats;
 		fprintf(stderr, "hvtrace stream: the guest kernel's formats from "
 				"%s\n",
@@ -746,6 +776,8 @@ static int st_writer_done(struct st_state *s, bool *restarted)
 		FILE *f;
 		int pid = 0;
 
+		if (s->vm_pid)
+			return kill(s->vm_pid, 0) && errno == ESRCH;
 		if (!s->qemu_pid[0])
 			return 0;
 		f = fopen(s->qemu_pid, "r");

@@ -100,6 +100,21 @@ void hvt_cli_print_usage(const char *verb)
 		fputs(c->usage, stdout);
 }
 
+int hvt_cli_parse_pid(const char *s, int *out)
+{
+	char *end;
+	long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v <= 0 || v > INT_MAX)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
 int hvt_cli_parse_u64(const char *s, unsigned long long *out)
 {
 	unsigned long long v, mul = 1;

@@ -925,9 +925,13 @@ struct hvtrace_kring_info {
 	uint32_t nr_subbufs;		/* per CPU, the reader page included */
 	uint32_t cpu_meta_size;		/* header bytes before buffers[] */
 	uint32_t nr_magic;		/* meta magics the scan saw */
-	uint64_t offset;		/* file offset of the ring's first meta */
+	uint64_t offset;		/* offset of the ring's first meta in
+					 * the file (or in the VMM mapping) */
 	uint64_t size;			/* bytes from there to the end of the
 					 * last CPU's sub-buffers */
+	uint64_t addr;			/* hvtrace_kring_open_pid(): the VMM's
+					 * virtual address of the first meta;
+					 * 0 for a file */
 };
 
 /* Counters of one CPU of a guest kernel ring, as this reader saw it. */
@@ -968,6 +972,27 @@ struct hvtrace_kring_stats {
  */
 HVTRACE_API int hvtrace_kring_open(const char *path, uint64_t offset,
 				   struct hvtrace_kring **out);
+
+/**
+ * hvtrace_kring_open_pid - find a guest kernel's ftrace ring in the memory
+ * of a running VMM process (QEMU started by anything)
+ * @pid: the VMM process
+ * @out: the new handle
+ *
+ * Scans the writable mappings of 64 MiB or more of @pid for the meta magic
+ * at every 4 KiB boundary, independent of the guest's physical layout.  A
+ * shared file mapping (memory-backend-file, memfd) whose descriptor @pid
+ * holds is mapped PROT_READ through /proc/PID/fd/N; other memory is read
+ * through /proc/PID/mem with pread() (2 MiB reads during the scan, pages
+ * that /proc/PID/pagemap reports unpopulated skipped).  The ring must lie
+ * inside one mapping.  Needs ptrace read access to @pid.
+ *
+ * Return: 0; -ESRCH (no such process), -EACCES (no ptrace read access:
+ * hvtrace_last_error() says what to do), -ENODATA (no ring), and the
+ * errors of hvtrace_kring_open() for a ring found but refused (-EINVAL
+ * for one that crosses the end of its mapping).
+ */
+HVTRACE_API int hvtrace_kring_open_pid(int pid, struct hvtrace_kring **out);
 
 /** hvtrace_kring_close - unmap and free; NULL is a no-op */
 HVTRACE_API void hvtrace_kring_close(struct hvtrace_kring *k);

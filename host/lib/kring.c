@@ -5,7 +5,13 @@
  * Linux 6.12 and later can place a tracing instance's ring buffer in a
  * reserved physical range (reserve_mem= + trace_instance=NAME@LABEL).
  * With the guest's RAM in a host file, the host maps that file PROT_READ
- * and reads the ring in place, without the guest's help.  Two layouts:
+ * and reads the ring in place, without the guest's help.  A running VMM's
+ * RAM is a source too (hvtrace_kring_open_pid()): a shared memfd or file
+ * of the VMM is mapped the same way through /proc/PID/fd/N, and any other
+ * mapping is read through pread() of /proc/PID/mem.  kr_get() and the
+ * kr_rd*() loads are the one page reader of the parser over both; every
+ * offset is bounded by the source (the file, or the one VMM mapping the
+ * ring was found in: a ring crossing its end is refused).  Two layouts:
  *
  *   6.12   per CPU, one block after the other, the first at the range start:
  *            ring_buffer_meta   magic 0xBADFEED, struct_size 56, text and
@@ -53,7 +59,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,9 +113,17 @@ struct kr_cpu {
 
 struct hvtrace_kring {
 	int fd;
-	char path[256];
-	const uint8_t *map;	/* the whole file, PROT_READ */
-	uint64_t size;
+	char path[512];		/* what messages name the source by */
+	const char *unit;	/* "file" or "mapping" */
+	const uint8_t *map;	/* the source, PROT_READ; NULL: pread(mem) */
+	uint64_t size;		/* bytes of the source: bounds every offset */
+	uint64_t foff;		/* file offset of map[0] */
+	/* a VMM's anonymous memory: read with pread() of /proc/PID/mem */
+	int mem;		/* -1 when map is set */
+	int pid;
+	uint64_t base;		/* VMM virtual address of offset 0 */
+	int pagemap;		/* /proc/PID/pagemap, or -1 */
+	int io_err;		/* first failed read since the last check */
 	struct hvtrace_kring_info info;
 	uint32_t ring;		/* ring pages: nr_subbufs - 1 */
 	uint32_t data_size;
@@ -119,18 +135,63 @@ struct kr_snap {
 	uint32_t commit_id;	/* 0: the guest's reader page holds it */
 };
 
-/* Loads from guest memory: single, untorn loads (the guest writes them
- * with single stores too). */
-static inline uint32_t kr_rd32(const struct hvtrace_kring *k, uint64_t off)
+/*
+ * The one page reader of the parser: a mapped source (a RAM file, or a
+ * VMM's memfd) is loaded from in place; a VMM's anonymous RAM is copied
+ * with pread() of /proc/PID/mem (one system call, so one ordered copy per
+ * call).  A failed read yields zeros, which no check accepts, and is
+ * noted in io_err for the caller.
+ */
+static void kr_get(struct hvtrace_kring *k, uint64_t off, void *dst,
+		   size_t len)
 {
-	return __atomic_load_n((const uint32_t *)(k->map + off),
-			       __ATOMIC_RELAXED);
+	ssize_t n;
+
+	if (k->map) {
+		memcpy(dst, k->map + off, len);
+		return;
+	}
+	n = pread(k->mem, dst, len, (off_t)(k->base + off));
+	if (n != (ssize_t)len) {
+		if (!k->io_err)
+			k->io_err = n < 0 ? errno : ESRCH;
+		memset(dst, 0, len);
+	}
 }
 
-static inline uint64_t kr_rd64(const struct hvtrace_kring *k, uint64_t off)
+/* Loads from guest memory: single, untorn loads (the guest writes them
+ * with single stores too). */
+static inline uint32_t kr_rd32(struct hvtrace_kring *k, uint64_t off)
 {
-	return __atomic_load_n((const uint64_t *)(k->map + off),
-			       __ATOMIC_RELAXED);
+	uint32_t v;
+
+	if (k->map)
+		return __atomic_load_n((const uint32_t *)(k->map + off),
+				       __ATOMIC_RELAXED);
+	kr_get(k, off, &v, sizeof(v));
+	return v;
+}
+
+static inline uint64_t kr_rd64(struct hvtrace_kring *k, uint64_t off)
+{
+	uint64_t v;
+
+	if (k->map)
+		return __atomic_load_n((const uint64_t *)(k->map + off),
+				       __ATOMIC_RELAXED);
+	kr_get(k, off, &v, sizeof(v));
+	return v;
+}
+
+/* An acquire load: the guest stored what it covers before it (the fence
+ * after the load pairs with the guest's store order; a pread() copied
+ * before it). */
+static inline uint64_t kr_rd64_acq(struct hvtrace_kring *k, uint64_t off)
+{
+	uint64_t v = kr_rd64(k, off);
+
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return v;
 }
 
 static inline uint64_t kr_align(uint64_t v, uint64_t a)
@@ -188,6 +249,17 @@ static int kr_layout(struct hvtrace_kring *k, uint32_t nr_cpus, uint64_t m0,
 	return 0;
 }
 
+/* Why a ring can cross the end of its source, and what to do. */
+static const char *kr_cross_hint(const struct hvtrace_kring *k)
+{
+	if (k->pid)
+		return " (the guest's RAM is split over several mappings of "
+		       "the VMM there; back it with one memory backend, "
+		       "e.g. -object memory-backend-memfd, or move the "
+		       "reserve_mem= range)";
+	return " (a truncated copy of guest RAM?)";
+}
+
 /* CPU metas of the 6.12 layout at @off, one block after the other. */
 static int kr_parse_612(struct hvtrace_kring *k, uint64_t off)
 {
@@ -212,9 +284,26 @@ static int kr_parse_612(struct hvtrace_kring *k, uint64_t off)
 	if (!n)
 		return hvt_err(-EINVAL, "%s: 6.12 ring meta at 0x%llx: CPU 0's "
 					"%llu-byte block runs past the end of "
-					"the file",
+					"the %s%s",
 			       k->path, (unsigned long long)off,
-			       (unsigned long long)block);
+			       (unsigned long long)block, k->unit,
+			       kr_cross_hint(k));
+	/* A next CPU's meta whose block does not fit: refuse rather than
+	 * read some CPUs of the ring and leave the others unsaid. */
+	if (n < KR_CPUS_MAX && m + block > k->size &&
+	    m <= k->size - KR_SCAN_STEP && kr_rd32(k, m) == KR_MAGIC &&
+	    kr_rd32(k, m + 4) == KR_612_META_SIZE &&
+	    kr_rd32(k, m + KR_612_FIELDS + KR_F_SUBBUF) == subbuf &&
+	    kr_rd32(k, m + KR_612_FIELDS + KR_F_NR) == nr)
+		return hvt_err(-EINVAL, "%s: the guest kernel ring at 0x%llx "
+					"crosses the end of the %s: CPU %u's "
+					"block at 0x%llx needs %llu bytes, "
+					"%llu are left%s",
+			       k->path, (unsigned long long)off, k->unit, n,
+			       (unsigned long long)m,
+			       (unsigned long long)block,
+			       (unsigned long long)(k->size - m),
+			       kr_cross_hint(k));
 	k->info.layout = HVTRACE_KRING_LAYOUT_6_12;
 	k->info.subbuf_size = subbuf;
 	k->info.nr_subbufs = nr;
@@ -245,11 +334,13 @@ static int kr_parse_615(struct hvtrace_kring *k, uint64_t off)
 	    bo > total - KR_615_CPU_MIN)
 		return hvt_err(-EINVAL, "%s: ring meta at 0x%llx: total size "
 					"%llu or buffers offset %llu does not "
-					"fit the %llu bytes after it",
+					"fit the %llu bytes of the %s after "
+					"it%s",
 			       k->path, (unsigned long long)off,
 			       (unsigned long long)total,
 			       (unsigned long long)bo,
-			       (unsigned long long)(k->size - off));
+			       (unsigned long long)(k->size - off), k->unit,
+			       total > k->size - off ? kr_cross_hint(k) : "");
 	m0 = off + bo;
 	subbuf = kr_rd32(k, m0 + KR_F_SUBBUF);
 	nr = kr_rd32(k, m0 + KR_F_NR);
@@ -300,7 +391,7 @@ static int kr_try(struct hvtrace_kring *k, uint64_t off)
 	if ((second >> 16) == KR_615_GLOBAL_SIZE)
 		return kr_parse_615(k, off);
 	return hvt_err(-EPROTONOSUPPORT,
-		       "%s: ring meta magic 0x%x at file offset 0x%llx, but "
+		       "%s: ring meta magic 0x%x at offset 0x%llx, but "
 		       "its size word reads 0x%x: not the 6.12 layout "
 		       "(56-byte per-CPU meta) nor the 6.15+ one (24-byte "
 		       "global meta); this guest kernel's layout is not "
@@ -308,18 +399,135 @@ static int kr_try(struct hvtrace_kring *k, uint64_t off)
 		       k->path, KR_MAGIC, (unsigned long long)off, second);
 }
 
+/*
+ * A candidate meta at @off: 0 when a ring was found there, 1 to go on
+ * scanning (the first refusal is kept to report), <0 to stop (out of
+ * memory).
+ */
+static int kr_consider(struct hvtrace_kring *k, uint64_t off, int *first_ret,
+		       char *first_err, size_t len)
+{
+	int ret = kr_try(k, off);
+
+	if (ret == 0)
+		return 0;
+	if (ret != -ENODATA && !*first_ret) {
+		*first_ret = ret;
+		snprintf(first_err, len, "%s", hvtrace_last_error());
+	}
+	if (ret != -ENODATA && k->cpus)
+		return ret;	/* kr_layout() failed: out of memory */
+	return 1;
+}
+
+/*
+ * Scan a mapped source, skipping its holes (SEEK_DATA/SEEK_HOLE): a
+ * sparse tmpfs file or memfd would otherwise get a page allocated for
+ * every hole the scan touches.  Where the file system does not report
+ * holes, lseek() calls all of it data.
+ */
+static int kr_scan_map(struct hvtrace_kring *k, int *first_ret,
+		       char *first_err, size_t len)
+{
+	uint64_t off = 0, end = 0;
+	int ret;
+
+	while (off <= k->size - KR_SCAN_STEP) {
+		if (off >= end) {
+			off_t d = lseek(k->fd, (off_t)(k->foff + off),
+					SEEK_DATA);
+			off_t h;
+
+			if (d < 0 && errno == ENXIO)
+				break;	/* nothing but holes from here */
+			if (d < 0) {
+				end = k->size;	/* no hole information */
+			} else {
+				if ((uint64_t)d < k->foff)
+					d = (off_t)k->foff;
+				off = ((uint64_t)d - k->foff) &
+				      ~(uint64_t)(KR_SCAN_STEP - 1);
+				h = lseek(k->fd, d, SEEK_HOLE);
+				end = h < 0 ? k->size :
+					      (uint64_t)h - k->foff;
+				if (end <= off)
+					end = off + KR_SCAN_STEP;
+			}
+			continue;
+		}
+		ret = kr_consider(k, off, first_ret, first_err, len);
+		if (ret <= 0)
+			return ret;
+		off += KR_SCAN_STEP;
+	}
+	return 1;
+}
+
+#define KR_CHUNK	(2u << 20)	/* pread size of the memory scan */
+
+/*
+ * Scan a VMM mapping through /proc/PID/mem in 2 MiB reads, looking at
+ * the first 4 bytes of each 4 KiB.  /proc/PID/pagemap tells which pages
+ * are populated (present or swapped): a chunk without any is not read
+ * (untouched guest RAM is most of a large idle guest).  Without pagemap,
+ * every chunk is read.
+ */
+static int kr_scan_mem(struct hvtrace_kring *k, int *first_ret,
+		       char *first_err, size_t len)
+{
+	uint64_t pm[KR_CHUNK / KR_SCAN_STEP];
+	uint8_t *buf = malloc(KR_CHUNK);
+	uint64_t off, n, i;
+	int ret = 1;
+
+	if (!buf)
+		return hvt_err(-ENOMEM, "out of memory");
+	for (off = 0; ret > 0 && off < k->size; off += KR_CHUNK) {
+		bool any = k->pagemap < 0;
+
+		n = k->size - off < KR_CHUNK ? k->size - off : KR_CHUNK;
+		if (k->pagemap >= 0) {
+			ssize_t got = pread(k->pagemap, pm,
+					    n / KR_SCAN_STEP * 8,
+					    (off_t)((k->base + off) /
+						    KR_SCAN_STEP * 8));
+
+			if (got != (ssize_t)(n / KR_SCAN_STEP * 8))
+				any = true;	/* no answer: read it */
+			for (i = 0; !any && i < n / KR_SCAN_STEP; i++)
+				any = pm[i] >> 62;	/* present, swapped */
+		}
+		if (!any)
+			continue;
+		if (pread(k->mem, buf, n, (off_t)(k->base + off)) !=
+		    (ssize_t)n) {
+			continue;	/* unreadable (e.g. PROT_NONE) */
+		}
+		for (i = 0; ret > 0 && i + KR_SCAN_STEP <= n;
+		     i += KR_SCAN_STEP) {
+			uint32_t w;
+
+			memcpy(&w, buf + i, sizeof(w));
+			if (w == KR_MAGIC)
+				ret = kr_consider(k, off + i, first_ret,
+						  first_err, len);
+		}
+	}
+	free(buf);
+	return ret;
+}
+
 static int kr_find(struct hvtrace_kring *k, uint64_t offset)
 {
 	char first_err[512] = "";
 	int first_ret = 0, ret;
-	uint64_t off;
 
 	if (offset) {
 		if (offset % 8 || offset > k->size - KR_SCAN_STEP)
 			return hvt_err(-EINVAL, "%s: offset 0x%llx is not inside "
-						"the file or not 8-byte "
-						"aligned",
-				       k->path, (unsigned long long)offset);
+						"the %s or not 8-byte aligned",
+				       k->path, (unsigned long long)offset,
+				       k->unit);
 		ret = kr_try(k, offset);
 		if (ret == -ENODATA)
 			return hvt_err(-ENODATA, "%s: no ring meta (magic "
@@ -328,30 +536,22 @@ static int kr_find(struct hvtrace_kring *k, uint64_t offset)
 				       (unsigned long long)offset);
 		return ret;
 	}
-	/* One 4-byte load per 4 KiB: bounded by the file size. */
-	for (off = 0; off <= k->size - KR_SCAN_STEP; off += KR_SCAN_STEP) {
-		ret = kr_try(k, off);
-		if (ret == 0)
-			return 0;
-		if (ret != -ENODATA && !first_ret) {
-			first_ret = ret;
-			snprintf(first_err, sizeof(first_err), "%s",
-				 hvtrace_last_error());
-		}
-		if (ret != -ENODATA && k->cpus) {
-			/* kr_layout() failed: out of memory */
-			return ret;
-		}
-	}
+	/* One 4-byte load per 4 KiB: bounded by the source's size. */
+	ret = k->map ? kr_scan_map(k, &first_ret, first_err,
+				   sizeof(first_err)) :
+		       kr_scan_mem(k, &first_ret, first_err,
+				   sizeof(first_err));
+	if (ret <= 0)
+		return ret;
 	if (first_ret)
 		return hvt_err(first_ret, "%s", first_err);
 	return hvt_err(-ENODATA,
-		       "%s: no guest kernel ring buffer in this file (no meta "
+		       "%s: no guest kernel ring buffer in this %s (no meta "
 		       "magic 0x%x at any 4 KiB boundary); start the guest "
 		       "with reserve_mem=SIZE:4096:LABEL "
 		       "trace_instance=NAME@LABEL (hvtrace guest start "
 		       "--kernel-events) and let it boot",
-		       k->path, KR_MAGIC);
+		       k->path, k->unit, KR_MAGIC);
 }
 
 HVTRACE_API int hvtrace_kring_open(const char *path, uint64_t offset,
@@ -369,6 +569,9 @@ HVTRACE_API int hvtrace_kring_open(const char *path, uint64_t offset,
 	if (!k)
 		return hvt_err(-ENOMEM, "out of memory");
 	k->fd = -1;
+	k->mem = -1;
+	k->pagemap = -1;
+	k->unit = "file";
 	snprintf(k->path, sizeof(k->path), "%s", path);
 	/* Read-only: the host never writes guest memory. */
 	k->fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -409,6 +612,267 @@ fail:
 	return ret;
 }
 
+/* --- a running VMM's memory ----------------------------------------------- */
+
+#define KR_VM_MIN	(64ull << 20)	/* smaller mappings are not guest RAM */
+#define KR_VM_MAX	(1ull << 40)	/* larger ones are reservations */
+
+/* Explain a refused /proc/PID file: ptrace read access is needed. */
+static int kr_pid_err(int pid, const char *what, int err)
+{
+	if (err == ENOENT || err == ESRCH)
+		return hvt_err(-ESRCH, "no process %d (--vm-pid names the VMM "
+				       "process, e.g. QEMU's pid)",
+			       pid);
+	if (err == EACCES || err == EPERM)
+		return hvt_err(-EACCES, "cannot read %s of process %d: "
+					"reading a VMM's guest RAM needs "
+					"ptrace read access to it; run as "
+					"root, or as the VMM's user with "
+					"kernel.yama.ptrace_scope at 0 "
+					"(sysctl) and the VMM not marked "
+					"undumpable",
+			       what, pid);
+	return hvt_err(-err, "cannot read %s of process %d: %s", what, pid,
+		       strerror(err));
+}
+
+/* The descriptor of @pid that holds the file of a shared mapping. */
+static int kr_pid_fd(int pid, unsigned int maj, unsigned int min,
+		     unsigned long long ino, int *fdnum)
+{
+	char dir[64], p[96];
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+	int fd = -1;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	d = opendir(dir);
+	if (!d)
+		return -1;
+	while (fd < 0 && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%.24s", dir, e->d_name);
+		if (stat(p, &st) || !S_ISREG(st.st_mode) ||
+		    st.st_ino != ino || major(st.st_dev) != maj ||
+		    minor(st.st_dev) != min)
+			continue;
+		/* Read-only: the host never writes guest memory. */
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		*fdnum = atoi(e->d_name);
+	}
+	closedir(d);
+	return fd;
+}
+
+/*
+ * Look for the ring in one mapping of @pid.  A shared file mapping (a
+ * memory-backend-file or memfd) whose descriptor the VMM holds is mapped
+ * PROT_READ from that descriptor; any other mapping is read through
+ * /proc/PID/mem.  Offsets are relative to the mapping's start and bounded
+ * by its length: the ring must lie inside one mapping.
+ */
+static int kr_pid_try(int pid, uint64_t start, uint64_t end, bool shared,
+		      unsigned long long foff, unsigned int maj,
+		      unsigned int min, unsigned long long ino,
+		      const char *name, struct hvtrace_kring **out)
+{
+	struct hvtrace_kring *k = calloc(1, sizeof(*k));
+	char p[64];
+	int ret, fdnum = -1;
+
+	if (!k)
+		return hvt_err(-ENOMEM, "out of memory");
+	k->fd = -1;
+	k->mem = -1;
+	k->pagemap = -1;
+	k->pid = pid;
+	k->unit = "mapping";
+	k->base = start;
+	k->size = end - start;
+	if (shared && ino)
+		k->fd = kr_pid_fd(pid, maj, min, ino, &fdnum);
+	if (k->fd >= 0 && lseek(k->fd, (off_t)foff, SEEK_DATA) < 0 &&
+	    errno != ENXIO) {
+		/* No hole information (hugetlbfs): a scan of our own mapping
+		 * would allocate the holes; the VMM's page map tells. */
+		close(k->fd);
+		k->fd = -1;
+	}
+	if (k->fd >= 0) {
+		void *m = mmap(NULL, k->size, PROT_READ, MAP_SHARED, k->fd,
+			       (off_t)foff);
+
+		if (m != MAP_FAILED) {
+			k->map = m;
+			k->foff = foff;
+		}
+	}
+	if (k->map) {
+		struct hvt_guard g;
+
+		snprintf(k->path, sizeof(k->path),
+			 "process %d: fd %d (%s) mapped at 0x%llx", pid,
+			 fdnum, name, (unsigned long long)start);
+		hvt_guard_init();
+		if (hvt_guard_enter(&g, k->map, k->size)) {
+			ret = hvt_err(-EIO, "%s: the file shrank while it was "
+					    "scanned",
+				      k->path);
+			goto out;
+		}
+		ret = kr_find(k, 0);
+		hvt_guard_leave(&g);
+		goto out;
+	}
+	snprintf(k->path, sizeof(k->path),
+		 "process %d: memory 0x%llx-0x%llx (%s)", pid,
+		 (unsigned long long)start, (unsigned long long)end,
+		 *name ? name : "anonymous");
+	snprintf(p, sizeof(p), "/proc/%d/mem", pid);
+	k->mem = open(p, O_RDONLY | O_CLOEXEC);
+	if (k->mem < 0) {
+		ret = kr_pid_err(pid, "the memory", errno);
+		goto out;
+	}
+	snprintf(p, sizeof(p), "/proc/%d/pagemap", pid);
+	k->pagemap = open(p, O_RDONLY | O_CLOEXEC);
+	ret = kr_find(k, 0);
+out:
+	if (ret) {
+		hvtrace_kring_close(k);
+		return ret;
+	}
+	k->ring = k->info.nr_subbufs - 1;
+	k->data_size = k->info.subbuf_size - HVT_PAGE_HDR_SIZE;
+	k->info.addr = start + k->info.offset;
+	*out = k;
+	return 0;
+}
+
+struct kr_vma {
+	unsigned long long start, end, foff, ino, rss;
+	unsigned int maj, min;
+	bool shared;
+	char name[256];
+};
+
+/*
+ * The candidate mappings of @pid from /proc/PID/smaps: writable, 64 MiB
+ * to 1 TiB, with resident pages (the ring is written, so populated; the
+ * upper bound keeps out address-space reservations such as a sanitizer's
+ * shadow, whose page map alone would take minutes to read).
+ */
+static int kr_pid_vmas(int pid, struct kr_vma **out, unsigned int *nr,
+		       unsigned int *big)
+{
+	char p[64], line[512];
+	struct kr_vma *v = NULL, *cur = NULL;
+	unsigned int n = 0, cap = 0;
+	FILE *f;
+
+	*big = 0;
+	snprintf(p, sizeof(p), "/proc/%d/smaps", pid);
+	f = fopen(p, "re");
+	if (!f)
+		return kr_pid_err(pid, "the mappings", errno);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, foff, ino, kb;
+		unsigned int maj, min;
+		char perms[8];
+		int pos = 0;
+
+		if (cur && sscanf(line, "Rss: %llu kB", &kb) == 1) {
+			cur->rss = kb;
+			if (!kb)
+				n--;	/* nothing populated: drop it */
+			cur = NULL;
+			continue;
+		}
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start,
+			   &end, perms, &foff, &maj, &min, &ino, &pos) < 7)
+			continue;
+		cur = NULL;
+		if (end <= start || end - start < KR_VM_MIN ||
+		    perms[0] != 'r' || perms[1] != 'w')
+			continue;
+		if (end - start > KR_VM_MAX) {
+			(*big)++;
+			continue;
+		}
+		if (n == cap) {
+			struct kr_vma *nv;
+
+			cap = cap ? 2 * cap : 16;
+			nv = cap <= 65536 ? realloc(v, cap * sizeof(*v)) : NULL;
+			if (!nv) {
+				free(v);
+				fclose(f);
+				return hvt_err(-ENOMEM, "out of memory");
+			}
+			v = nv;
+		}
+		cur = &v[n++];
+		*cur = (struct kr_vma){ start, end, foff, ino, 0, maj, min,
+					perms[3] == 's', "" };
+		snprintf(cur->name, sizeof(cur->name), "%s", line + pos);
+		cur->name[strcspn(cur->name, "\n")] = '\0';
+	}
+	fclose(f);
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+HVTRACE_API int hvtrace_kring_open_pid(int pid, struct hvtrace_kring **out)
+{
+	char first_err[512] = "";
+	int ret = -ENODATA, first_ret = 0;
+	unsigned int nr = 0, big = 0, i;
+	struct kr_vma *v = NULL;
+
+	if (pid <= 0 || !out)
+		return hvt_err(-EINVAL, "hvtrace_kring_open_pid: bad pid %d or "
+					"NULL argument",
+			       pid);
+	ret = kr_pid_vmas(pid, &v, &nr, &big);
+	if (ret)
+		return ret;
+	ret = -ENODATA;
+	for (i = 0; i < nr; i++) {
+		ret = kr_pid_try(pid, v[i].start, v[i].end, v[i].shared,
+				 v[i].foff, v[i].maj, v[i].min, v[i].ino,
+				 v[i].name, out);
+		if (ret == 0 || ret == -ENOMEM || ret == -EACCES ||
+		    ret == -ESRCH)
+			break;
+		if (ret != -ENODATA && !first_ret) {
+			first_ret = ret;
+			snprintf(first_err, sizeof(first_err), "%s",
+				 hvtrace_last_error());
+		}
+	}
+	free(v);
+	if (ret == 0 || ret == -ENOMEM || ret == -EACCES || ret == -ESRCH)
+		return ret;
+	if (first_ret)
+		return hvt_err(first_ret, "%s", first_err);
+	if (!nr)
+		return hvt_err(-ENODATA, "process %d has no populated writable "
+					 "mapping of 64 MiB to 1 TiB%s: not a "
+					 "VMM with its guest's RAM",
+			       pid, big ? " (larger ones are not scanned)" :
+					  "");
+	return hvt_err(-ENODATA, "no guest kernel ring buffer in the memory of "
+				 "process %d (%u mappings of 64 MiB to 1 TiB "
+				 "scanned for the meta magic 0x%x); start the "
+				 "guest kernel with reserve_mem=SIZE:4096:LABEL "
+				 "trace_instance=NAME@LABEL and let it boot",
+		       pid, nr, KR_MAGIC);
+}
+
 HVTRACE_API void hvtrace_kring_close(struct hvtrace_kring *k)
 {
 	uint32_t i;
@@ -426,6 +890,10 @@ HVTRACE_API void hvtrace_kring_close(struct hvtrace_kring *k)
 		munmap((void *)k->map, k->size);
 	if (k->fd >= 0)
 		close(k->fd);
+	if (k->mem >= 0)
+		close(k->mem);
+	if (k->pagemap >= 0)
+		close(k->pagemap);
 	free(k);
 }
 
@@ -464,13 +932,11 @@ static int kr_snap(struct hvtrace_kring *k, struct kr_cpu *c,
 	first = kr_rd64(k, c->fields + KR_F_FIRST);
 	head = kr_rd64(k, c->fields + KR_F_HEAD);
 	/* The guest stores commit_buffer after the page commit it covers. */
-	commit = __atomic_load_n((const uint64_t *)(k->map + c->fields +
-						    KR_F_COMMIT),
-				 __ATOMIC_ACQUIRE);
+	commit = kr_rd64_acq(k, c->fields + KR_F_COMMIT);
 	if (kr_rd32(k, c->fields + KR_F_SUBBUF) != k->info.subbuf_size ||
 	    kr_rd32(k, c->fields + KR_F_NR) != nr)
 		return -EBADMSG;
-	memcpy(c->buffers, k->map + c->bufs, 4ull * nr);
+	kr_get(k, c->bufs, c->buffers, 4ull * nr);
 	memset(c->id_of, 0xff, 4ull * nr);
 	for (i = 0; i < nr; i++) {
 		int32_t b = c->buffers[i];
@@ -567,6 +1033,8 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 		int ret;
 
 		if (kr_snap(k, c, &s)) {
+			if (k->io_err)
+				return 0;	/* not the guest's fault */
 			c->st.errors++;
 			return 0;
 		}
@@ -606,9 +1074,7 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 		page = c->pages + (uint64_t)slot * k->info.subbuf_size;
 		/* The page commit: acquire, so the bytes it covers are there
 		 * (the guest stores the events before the commit). */
-		commit = __atomic_load_n((const uint64_t *)(k->map + page +
-							    HVT_PAGE_COMMIT_OFF),
-					 __ATOMIC_ACQUIRE);
+		commit = kr_rd64_acq(k, page + HVT_PAGE_COMMIT_OFF);
 		ts = kr_rd64(k, page);
 		size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
 		valid = size <= k->data_size &&
@@ -616,8 +1082,8 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 		if (c->page_started && ts != c->page_ts)
 			valid = true;	/* reused: handled after the check */
 		else if (valid && size > c->pos)
-			memcpy(c->copy + HVT_PAGE_HDR_SIZE + c->pos,
-			       k->map + page + HVT_PAGE_HDR_SIZE + c->pos,
+			kr_get(k, page + HVT_PAGE_HDR_SIZE + c->pos,
+			       c->copy + HVT_PAGE_HDR_SIZE + c->pos,
 			       size - c->pos);
 		if (!kr_copy_ok(k, c, &s, slot, page, ts)) {
 			c->st.retries++;
@@ -711,16 +1177,33 @@ HVTRACE_API int hvtrace_kring_read_page(struct hvtrace_kring *k, int cpu,
 		return hvt_err(-ENOSPC, "page buffer of %zu bytes is smaller "
 					"than the sub-buffer size %u",
 			       size, k->info.subbuf_size);
-	if (fstat(k->fd, &st) || (uint64_t)st.st_size < k->size) {
+	if (!k->map) {
+		/* A VMM's anonymous memory: gone with its process. */
+		k->io_err = 0;
+		ret = kr_read(k, &k->cpus[cpu], page, info);
+		if (k->io_err)
+			return hvt_err(k->io_err == ESRCH ? -ESRCH : -EIO,
+				       "%s: cannot read it any more (%s): the "
+				       "VMM process has exited or unmapped "
+				       "this memory, and the ring went with "
+				       "it; events not read by then are "
+				       "lost (a memfd or file memory backend "
+				       "keeps them readable)",
+				       k->path, k->io_err == ESRCH ?
+							"end of its memory" :
+							strerror(k->io_err));
+		return ret;
+	}
+	if (fstat(k->fd, &st) || (uint64_t)st.st_size < k->foff + k->size) {
 		k->cpus[cpu].st.errors++;
 		return hvt_err(-EIO, "%s shrank under the reader; reopen it",
 			       k->path);
 	}
 	if (hvt_guard_enter(&g, k->map, k->size)) {
 		k->cpus[cpu].st.errors++;
-		return hvt_err(-EIO, "%s: the file shrank under the reader "
+		return hvt_err(-EIO, "%s: the %s shrank under the reader "
 				     "(SIGBUS while copying); reopen it",
-			       k->path);
+			       k->path, k->unit);
 	}
 	ret = kr_read(k, &k->cpus[cpu], page, info);
 	hvt_guard_leave(&g);

@@ -31,24 +31,6 @@ N=${HVT_KRING_LINES:-10000}
 M=${HVT_KRING_PM_LINES:-2000}
 initrd=$(t_initrd)
 
-# The guest writes lines "hvt-mark 0" .. "hvt-mark COUNT-1" to the
-# instance's trace_marker, from one CPU (guest CPU 0): the order of the
-# lines is then the ring's order, whatever the merge window across CPUs.
-marks() {
-	echo "taskset 1 sh -c 'T=/sys/kernel/tracing/instances/hvt; i=0; while [ \$i -lt $1 ]; do echo \"hvt-mark \$i\" >\$T/trace_marker; i=\$((i + 1)); done'"
-}
-
-# check_marks FILE COUNT: FILE holds exactly the lines hvt-mark 0..COUNT-1,
-# each once, in order, and no lost-events line.
-check_marks() {
-	local file=$1 count=$2 got
-	grep -q 'LOST' "$file" && fail "$file reports lost events: $(grep -m3 LOST "$file")"
-	got=$(grep -o 'hvt-mark [0-9]*' "$file" | awk -v n="$count" '
-		{ if ($2 != seen) { printf "line %d: hvt-mark %s where %d was due\n", NR, $2, seen; bad = 1; exit } seen++ }
-		END { if (!bad && seen != n) printf "%d of %d lines\n", seen, n; else if (!bad) print "ok" }')
-	[ "$got" = ok ] || fail "$file: $got"
-}
-
 # kformats NAME LOG DIR: unpack the guest's formats from its console.
 kformats() {
 	"$G" kformats --log "$2" "$3" >/dev/null || fail "kformats of $1 failed"
@@ -64,13 +46,13 @@ drain() {
 		--summary >"$T_TMP/$1.txt" 2>"$T_TMP/$1.err" ||
 		{ cat "$T_TMP/$1.err"; fail "post-mortem stream of $1 failed"; }
 	cat "$T_TMP/$1.err"
-	check_marks "$T_TMP/$1.txt" "$2"
+	kring_check_marks "$T_TMP/$1.txt" "$2"
 }
 
 info "live: $N lines through a running stream"
 t_name n live
 "$G" start --name "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
-	--kernel-events ftrace:print --run "sleep 1; $(marks "$N")" \
+	--kernel-events ftrace:print --run "sleep 1; $(kring_marks "$N")" \
 	--wait-ready --timeout 120 >/dev/null || fail "start failed"
 kformats "$n" "$T_TMP/$n.log" "$T_TMP/fmt"
 ram=$(status_get "$n" ram)
@@ -83,14 +65,14 @@ HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 600 "$HVTRACE" stream "$n" \
 	{ cat "$T_TMP/live.err"; fail "stream failed or did not end with the guest"; }
 cat "$T_TMP/live.err"
 grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$n.log" || fail "the guest's writer failed"
-check_marks "$T_TMP/live.txt" "$N"
+kring_check_marks "$T_TMP/live.txt" "$N"
 [ ! -e "$ram" ] || fail "$ram remains without --keep-ram"
 
 info "panic: $M lines, then sysrq c; read the kept RAM file"
 t_name p panic
 "$G" start --name "$p" --initrd "$initrd" --log "$T_TMP/$p.log" \
 	--kernel-events ftrace:print,sched --keep-ram \
-	--run "$(marks "$M"); echo c >/proc/sysrq-trigger" >/dev/null ||
+	--run "$(kring_marks "$M"); echo c >/proc/sysrq-trigger" >/dev/null ||
 	fail "start failed"
 "$G" wait "$p" --poweroff --timeout 300 || fail "the guest did not end"
 grep -qa 'Kernel panic' "$T_TMP/$p.log" || fail "the guest did not panic"
@@ -105,13 +87,13 @@ HVT_CACHE=$T_TMP/cache "$HVTRACE" stream "$T_SHM/hvtrace-$p.ram" --drain \
 	{ cat "$T_TMP/cached.err"; fail "stream with cached formats failed"; }
 grep -q "formats from $T_TMP/cache/kformats/Linux_version_" "$T_TMP/cached.err" ||
 	fail "stream did not take the cached formats: $(cat "$T_TMP/cached.err")"
-check_marks "$T_TMP/cached.txt" "$M"
+kring_check_marks "$T_TMP/cached.txt" "$M"
 
 info "SIGKILL of QEMU: $M lines; read the kept RAM file"
 t_name k kill
 "$G" start --name "$k" --initrd "$initrd" --log "$T_TMP/$k.log" \
 	--kernel-events ftrace:print --keep-ram \
-	--run "$(marks "$M"); echo hvt-marks-done; sleep 600" >/dev/null ||
+	--run "$(kring_marks "$M"); echo hvt-marks-done; sleep 600" >/dev/null ||
 	fail "start failed"
 wait_line "$T_TMP/$k.log" '^hvt-marks-done' 300 ||
 	fail "the guest did not finish writing"

@@ -126,3 +126,22 @@ wait_pid_gone() {
 		sleep 0.05
 	done
 }
+
+# Guest kernel ring tests (--kernel-events): the --run command that writes
+# lines "hvt-mark 0" .. "hvt-mark COUNT-1" to the instance's trace_marker
+# from one CPU (guest CPU 0), so the order of the lines is the ring's
+# order, whatever the merge window across CPUs.
+kring_marks() {
+	echo "taskset 1 sh -c 'T=/sys/kernel/tracing/instances/hvt; i=0; while [ \$i -lt $1 ]; do echo \"hvt-mark \$i\" >\$T/trace_marker; i=\$((i + 1)); done'"
+}
+
+# kring_check_marks FILE COUNT: FILE holds exactly the lines hvt-mark
+# 0..COUNT-1, each once, in order, and no lost-events line.
+kring_check_marks() {
+	local file=$1 count=$2 got
+	grep -q 'LOST' "$file" && fail "$file reports lost events: $(grep -m3 LOST "$file")"
+	got=$(grep -o 'hvt-mark [0-9]*' "$file" | awk -v n="$count" '
+		{ if ($2 != seen) { printf "line %d: hvt-mark %s where %d was due\n", NR, $2, seen; bad = 1; exit } seen++ }
+		END { if (!bad && seen != n) printf "%d of %d lines\n", seen, n; else if (!bad) print "ok" }')
+	[ "$got" = ok ] || fail "$file: $got"
+}
