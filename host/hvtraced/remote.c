@@ -364,24 +364,13 @@ static void refuse_hello(struct conn *c, const struct hvt_msg *m, int status,
 			 const char *fmt, ...)
 {
 	char text[HVT_PROTO_TEXT_MAX + 1];
-	struct hvt_msg r;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	d_log("refusing an agent: %s", text);
-	memset(&r, 0, sizeof(r));
-	r.type = HVT_MSG_HELLO;
-	r.flags = HVT_PF_REPLY;
-	r.req = m->req;
-	r.u.hello.min_version = HVT_PROTO_VERSION;
-	r.u.hello.max_version = HVT_PROTO_VERSION;
-	r.u.hello.role = HVT_ROLE_HOST;
-	r.u.hello.status = status;
-	r.u.hello.text.ptr = text;
-	r.u.hello.text.len = (uint32_t)strlen(text);
-	conn_send(c, &r);
+	conn_reply_hello(c, m, HVT_ROLE_HOST, status, text);
 	if (c->role == CONN_NEW)
 		c->closing = true;
 }
