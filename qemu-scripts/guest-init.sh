@@ -179,39 +179,13 @@ if [ -x /bin/hvtrace-agent ] && [ -r $cs/current_clocksource ] &&
 	done
 fi
 
-agent_pid=
-if [ -x /bin/hvtrace-agent ]; then
-	agent_args=$(param hvtrace.agent)
-	say "starting hvtrace-agent${agent_args:+ $agent_args}"
-	eval "/bin/hvtrace-agent $agent_args </dev/null &"
-	agent_pid=$!
-	# Let the agent listen before the workload starts (up to 5 s): a
-	# client that connects too early would have to retry.  The agent
-	# formats the area first and listens once it is done; --socket in
-	# its arguments moves the socket.
-	agent_sock=/run/hvtrace/agent.sock
-	eval "set -- $agent_args"
-	while [ $# -gt 0 ]; do
-		case $1 in
-		--socket) [ $# -ge 2 ] && agent_sock=$2 ;;
-		--socket=*) agent_sock=${1#--socket=} ;;
-		esac
-		shift
-	done
-	tries=100
-	while [ $tries -gt 0 ] && alive "$agent_pid" && [ ! -S "$agent_sock" ]; do
-		tries=$((tries - 1))
-		sleep 0.05
-	done
-	[ -S "$agent_sock" ] ||
-		say "warning: hvtrace-agent is not listening on $agent_sock after 5 s"
-fi
-
 # hvtrace.kformats=SYS1,SYS2: the guest kernel's event formats for the
 # host, which reads this kernel's own ring from guest RAM but cannot see
 # its tracefs: the headers, saved_cmdlines, printk_formats and the format
 # files of those event systems, as a gzip'd tar in base64 between two
-# console lines (hvtrace-guest kformats NAME DIR unpacks them).
+# console lines (hvtrace-guest kformats NAME DIR unpacks them).  Printed
+# before the agent starts, so a host that sees the agent (hvtrace guest
+# start returns then) finds them on the console already.
 if kf=$(cmdline_get hvtrace.kformats) && [ -d /sys/kernel/tracing/events ]; then
 	t=/sys/kernel/tracing
 	d=/tmp/kformats
@@ -240,6 +214,34 @@ if kf=$(cmdline_get hvtrace.kformats) && [ -d /sys/kernel/tracing/events ]; then
 	tar -C "$d" -czf - . | base64
 	say "kformats end"
 	rm -rf "$d"
+fi
+
+agent_pid=
+if [ -x /bin/hvtrace-agent ]; then
+	agent_args=$(param hvtrace.agent)
+	say "starting hvtrace-agent${agent_args:+ $agent_args}"
+	eval "/bin/hvtrace-agent $agent_args </dev/null &"
+	agent_pid=$!
+	# Let the agent listen before the workload starts (up to 5 s): a
+	# client that connects too early would have to retry.  The agent
+	# formats the area first and listens once it is done; --socket in
+	# its arguments moves the socket.
+	agent_sock=/run/hvtrace/agent.sock
+	eval "set -- $agent_args"
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--socket) [ $# -ge 2 ] && agent_sock=$2 ;;
+		--socket=*) agent_sock=${1#--socket=} ;;
+		esac
+		shift
+	done
+	tries=100
+	while [ $tries -gt 0 ] && alive "$agent_pid" && [ ! -S "$agent_sock" ]; do
+		tries=$((tries - 1))
+		sleep 0.05
+	done
+	[ -S "$agent_sock" ] ||
+		say "warning: hvtrace-agent is not listening on $agent_sock after 5 s"
 fi
 
 read -r up _ </proc/uptime
