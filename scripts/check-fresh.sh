@@ -55,8 +55,8 @@ limit=${HVT_FRESH_TIMEOUT:-2700}
 inner() {
 	local root=$1 logs=$2 mirror rc
 
-	# No mount made here may reach the host namespace.
-	mount --make-rprivate / || return 2
+	# unshare --propagation private made every mount here private: no
+	# mount made below reaches the host namespace.
 	readlink /proc/self/ns/mnt >"$logs/mntns"
 
 	mirror=$(apt_mirror) || {
@@ -88,7 +88,11 @@ inner() {
 	done
 	cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null
 
-	mount -t proc proc "$root/proc" &&
+	# The root becomes a mount point of its own, as / is on a real
+	# machine (tools that change mount propagation, unshare(1) among
+	# them, need "/" to be one).
+	mount --bind "$root" "$root" &&
+		mount -t proc proc "$root/proc" &&
 		mount -t sysfs sysfs "$root/sys" &&
 		{ ! [ -d /sys/kernel/tracing/events ] ||
 			mount -t tracefs tracefs "$root/sys/kernel/tracing"; } &&
@@ -138,8 +142,10 @@ run_one() {
 	for t in $(sed -n 's/^failed tests: //p' "$logs/make-$goal.log" | tail -n1); do
 		t=${t//\//_}
 		[ -f "$root/root/hvtrace/build/test-logs/$t.log" ] || continue
-		echo "check-fresh: the end of $t's log:"
-		tail -n 25 "$root/root/hvtrace/build/test-logs/$t.log" | sed 's/^/  | /'
+		echo "check-fresh: $t's log: its FAIL lines, then its end:"
+		grep -a -m 5 'FAIL' "$root/root/hvtrace/build/test-logs/$t.log" | cut -c1-300 | sed 's/^/  | /'
+		echo "  | ..."
+		tail -n 25 "$root/root/hvtrace/build/test-logs/$t.log" | cut -c1-300 | sed 's/^/  | /'
 	done
 	return 1
 }

@@ -148,8 +148,14 @@ else
 	exec 3>&-
 	if [ "$(stat -Lc %a /dev/kvm)" != 666 ] && command -v setpriv >/dev/null &&
 		[ -r "$KERNEL" ]; then
+		# nobody may not reach the tree (a clone in /root): run a copy
+		# of the launcher from a folder nobody can enter.
+		nb=$(mktemp -d /tmp/hvt-kvm-nobody.XXXXXX) && chmod 755 "$nb" &&
+			cp "$G" "$nb/hvtrace-guest" && chmod 755 "$nb/hvtrace-guest" ||
+			fail "cannot copy the launcher for the check as nobody"
 		out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups \
-			env HVT_CACHE="$T_TMP/nobody-cache" "$G" kvm-probe --kernel "$KERNEL" 2>&1)
+			env HVT_CACHE="$nb/cache" "$nb/hvtrace-guest" kvm-probe --kernel "$KERNEL" 2>&1)
+		rm -rf "$nb"
 		grep -q "no permission to open /dev/kvm" <<<"$out" ||
 			fail "kvm-probe as nobody said '$out'; expected 'no permission to open /dev/kvm'"
 		echo "ok: as nobody, kvm-probe names the permission: $(tail -n1 <<<"$out")"
