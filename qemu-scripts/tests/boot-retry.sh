@@ -27,9 +27,11 @@ t_name m late
 "$G" start --name "$m" --accel tcg --foreground --quiet --log "$T_TMP/$m.log" \
 	--initrd "$initrd" --run 'echo c >/proc/sysrq-trigger' \
 	2>"$T_TMP/$m.err" </dev/null
-grep -qa 'Kernel panic' "$T_TMP/$m.log" || fail "sysrq c did not panic the guest"
-[ "$(grep -ac 'Kernel panic' "$T_TMP/$m.log")" = 1 ] ||
+grep -qa 'sysrq triggered crash' "$T_TMP/$m.log" || fail "sysrq c did not panic the guest"
+# (Its first boot may itself have hit the boot hazard and been retried:
+# what counts is that nothing follows the sysrq panic.)
+awk '/sysrq triggered crash/ { late = 1 } late && /booting once more|Linux version/ { bad = 1 }
+	END { exit bad }' "$T_TMP/$m.log" ||
 	fail "a panic after userspace started was retried"
-grep -q "booting it once more" "$T_TMP/$m.err" && fail "a late panic was called a boot panic"
 assert_gone "$m"
 echo "PASS"

@@ -86,6 +86,9 @@ one() {
 		>"$T_TMP/$n-end.txt" 2>"$T_TMP/$n-end.err" &
 	local spid=$!
 	T_PIDS+=("$spid")
+	# Stop QEMU only once the stream has found the ring and is reading.
+	wait_line "$T_TMP/$n-end.txt" 'hvt-mark' 60 ||
+		fail "the live stream by pid printed nothing: $(cat "$T_TMP/$n-end.err")"
 	"$G" stop "$n" >/dev/null || fail "stop failed"
 	wait_pid_gone "$qpid" 60 || fail "QEMU $qpid did not end"
 	local rc=0
