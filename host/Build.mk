@@ -3,7 +3,8 @@
 # host/: libhvtrace (the read-only host reader and everything built on it)
 # and the hvtrace CLI.
 #
-#   host/include/hvtrace.h   public API (installed)
+#   host/include/hvtrace.h   public API (installed); hvtrace-tracedat.h:
+#                            trace.dat files
 #   host/lib/                area attach, per-CPU reader, kernel mmap
 #                            backend, decoding, text output
 #   host/userevents/         user_events grammar, formats, registry
@@ -63,7 +64,8 @@ endif
 PROGS += $(LIBHVTRACE) $(LIBHVTRACE_SO) $(HVTRACE_BIN)
 INSTALL_BIN += $(HVTRACE_BIN)
 INSTALL_LIB += $(LIBHVTRACE) $(LIBHVTRACE_SO)
-INSTALL_HDR += $(srctree)/host/include/hvtrace.h
+INSTALL_HDR += $(srctree)/host/include/hvtrace.h \
+	$(srctree)/host/include/hvtrace-tracedat.h
 
 endif
 

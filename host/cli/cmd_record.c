@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <hvtrace.h>
+#include <hvtrace-tracedat.h>
 
 #include "cli.h"
 #include "daemon_src.h"

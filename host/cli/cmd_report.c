@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <hvtrace.h>
+#include <hvtrace-tracedat.h>
 
 #include "cli.h"
 

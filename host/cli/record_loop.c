@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <hvtrace.h>
+#include <hvtrace-tracedat.h>
 
 #include "cli.h"
 

@@ -4,7 +4,7 @@
  * (and the host kernel) into trace.dat (hvtrace_tracedat_drecord_*()),
  * with the same stops, signals and status line as recording areas.
  */
-#include <hvtrace.h>
+#include <hvtrace-tracedat.h>
 
 #include "cli.h"
 #include "daemon_src.h"

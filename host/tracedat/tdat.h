@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <hvtrace.h>
+#include <hvtrace-tracedat.h>
 
 #include "internal.h"
 

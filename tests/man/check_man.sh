@@ -8,7 +8,7 @@
 #     warning, and no rendered line is wider than 80 columns;
 #   - every .so link names a page that exists, and resolves in an
 #     installed layout (man -M DIR NAME);
-#   - every HVTRACE_API function of host/include/hvtrace.h and every
+#   - every HVTRACE_API function of host/include/hvtrace*.h and every
 #     function of guest/include/hvtrace-guest.h has a page, whose NAME
 #     lists it and whose SYNOPSIS shows exactly its prototype;
 #   - every hvtrace/hvtg/libhvtrace page a page refers to exists, and
@@ -196,7 +196,7 @@ check_functions() {
 	[ "$n" -gt 0 ] || fail "found no functions in $header"
 	# Cross-check the extraction for the host header: one declaration
 	# per HVTRACE_API.
-	if [ "$label" = libhvtrace ]; then
+	if [ "${label%%-*}" = libhvtrace ] && [ "$label" != libhvtrace-guest ]; then
 		api=$(grep -c '^HVTRACE_API' "$header")
 		[ "$n" -eq "$api" ] || fail "found $n declarations in $header, which has $api HVTRACE_API lines"
 	fi
@@ -205,6 +205,7 @@ check_functions() {
 }
 nr_funcs=0
 check_functions "$src/host/include/hvtrace.h" libhvtrace
+check_functions "$src/host/include/hvtrace-tracedat.h" libhvtrace-tracedat
 check_functions "$src/guest/include/hvtrace-guest.h" libhvtrace-guest
 
 # --- 3. cross references and errno names --------------------------------------

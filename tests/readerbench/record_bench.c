@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <hvtrace.h>
+#include <hvtrace-tracedat.h>
 #include <hvtrace/ring_buffer.h>
 
 #define NR_CPUS	   8u

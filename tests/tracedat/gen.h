@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hvtrace.h>
+#include <hvtrace-tracedat.h>
 
 #include "../../host/tracedat/tdat.h"
 #include "hvt_test.h"
