@@ -668,9 +668,12 @@ void e_guest_attach(struct e_guest *g)
 {
 	struct hvt_remote_rec rec;
 	char text[512];
-	int k;
+	int k, ret;
 
-	if (h_result(e_dc, HVT_MSG_ATTACH, 0, 0, g->name, text, sizeof(text)))
+	/* After e_daemon_restart() the new hvtraced may have re-attached
+	 * the guest from its state file already: that is the same state. */
+	ret = h_result(e_dc, HVT_MSG_ATTACH, 0, 0, g->name, text, sizeof(text));
+	if (ret && ret != -EEXIST)
 		t_fail("attach %s: %s", g->name, text);
 	for (k = 0; k < 3000; k++) {
 		h_remote(e_dc, g->name, &rec);
