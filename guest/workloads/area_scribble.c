@@ -7,8 +7,13 @@
  * count errors, skip what does not validate, and keep serving everyone
  * else.
  *
- *   area_scribble [--area PATH] [--seconds S] [--seed N] [--chunk BYTES]
- *                 [--full-every N]
+ *   area_scribble [--area PATH] [--offset OFF --size BYTES] [--seconds S]
+ *                 [--seed N] [--chunk BYTES] [--full-every N]
+ *
+ * --offset and --size scribble over a window of PATH instead of all of it,
+ * for files without a size: "--area /dev/mem --offset 0x10000000 --size
+ * 2M" overwrites a guest kernel's own persistent trace ring when the boot
+ * options put it in a memmap= reserved range (which /dev/mem may map).
  *
  * Each round fills a random range (up to --chunk bytes, default 64 KiB)
  * at a random offset; every Nth round (--full-every, default 64; 0:
@@ -69,11 +74,15 @@ int main(int argc, char **argv)
 		{"seed", required_argument, NULL, 'S'},
 		{"chunk", required_argument, NULL, 'c'},
 		{"full-every", required_argument, NULL, 'f'},
+		{"offset", required_argument, NULL, 'o'},
+		{"size", required_argument, NULL, 'z'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *path = "/dev/hvtrace-area";
 	double seconds = 10, end;
-	size_t chunk = 65536, size;
+	size_t chunk = 65536, size, win_size = 0;
+	off_t win_off = 0;
+	char *unit;
 	unsigned long long rounds = 0, bytes = 0, full_every = 64;
 	struct stat st;
 	uint8_t *mem;
@@ -96,21 +105,38 @@ int main(int argc, char **argv)
 		case 'f':
 			full_every = strtoull(optarg, NULL, 0);
 			break;
+		case 'o':
+			win_off = (off_t)strtoull(optarg, NULL, 0);
+			break;
+		case 'z':
+			win_size = strtoul(optarg, &unit, 0);
+			if (*unit == 'K')
+				win_size <<= 10;
+			else if (*unit == 'M')
+				win_size <<= 20;
+			break;
 		default:
 			fprintf(stderr, "usage: area_scribble [--area PATH] "
+					"[--offset OFF --size BYTES] "
 					"[--seconds S] [--seed N] "
 					"[--chunk BYTES] [--full-every N]\n");
 			return 2;
 		}
 	}
+	if ((win_off | (off_t)win_size) & 4095) {
+		fprintf(stderr, "area_scribble: --offset and --size must be "
+				"multiples of 4096\n");
+		return 2;
+	}
 	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) || st.st_size < 4096) {
+	if (fd < 0 || fstat(fd, &st) ||
+	    (!win_size && st.st_size < 4096)) {
 		fprintf(stderr, "area_scribble: cannot open %s: %s\n", path,
 			fd < 0 ? strerror(errno) : "too small");
 		return 1;
 	}
-	size = (size_t)st.st_size & ~(size_t)4095;
-	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	size = win_size ? win_size : (size_t)st.st_size & ~(size_t)4095;
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, win_off);
 	if (mem == MAP_FAILED) {
 		fprintf(stderr, "area_scribble: cannot map %s: %s\n", path,
 			strerror(errno));
