@@ -19,8 +19,8 @@
 #   hvtrace.agent64=B64        the same, base64-encoded
 #   hvtrace.ports=N1,N2        virtio-serial port names to wait for
 #   hvtrace.port_wait=SECONDS  how long to wait for them (default 10)
-#   hvtrace.kformats=SYS,...   print the guest kernel's event formats of
-#                              those systems on the console (see below)
+#   hvtrace.kformats=SYS[:EV],... print the guest kernel's event formats of
+#                              those systems or events on the console
 #
 # Console lines the host side relies on (see docs/qemu-rig.md):
 #   "hvtrace: kformats begin" ... "end"     the guest kernel's formats
@@ -179,10 +179,10 @@ if [ -x /bin/hvtrace-agent ] && [ -r $cs/current_clocksource ] &&
 	done
 fi
 
-# hvtrace.kformats=SYS1,SYS2: the guest kernel's event formats for the
+# hvtrace.kformats=SYS1,SYS2:EVENT: the guest kernel's event formats for the
 # host, which reads this kernel's own ring from guest RAM but cannot see
 # its tracefs: the headers, saved_cmdlines, printk_formats and the format
-# files of those event systems, as a gzip'd tar in base64 between two
+# files of those event systems and events, as a gzip'd tar in base64 between two
 # console lines (hvtrace-guest kformats NAME DIR unpacks them).  Printed
 # before the agent starts, so a host that sees the agent (hvtrace guest
 # start returns then) finds them on the console already.
@@ -196,13 +196,16 @@ if kf=$(cmdline_get hvtrace.kformats) && [ -d /sys/kernel/tracing/events ]; then
 	done
 	uname -r >"$d/release"
 	cat /proc/version >"$d/version"
-	for sys in $(echo "$kf" | tr ',' ' '); do
-		sys=${sys%%:*}
+	# An item is SYS (every event of it) or SYS:EVENT (that one only).
+	for item in $(echo "$kf" | tr ',' ' '); do
+		sys=${item%%:*}
+		ev='*'
+		[ "$item" = "$sys" ] || ev=${item#*:}
 		[ -d "$t/events/$sys" ] || continue
 		# libtracefs takes a folder with an enable file for a system
 		mkdir -p "$d/events/$sys"
 		cat "$t/events/$sys/enable" >"$d/events/$sys/enable" 2>/dev/null
-		for e in "$t/events/$sys"/*/; do
+		for e in "$t/events/$sys"/$ev/; do
 			[ -f "$e/format" ] || continue
 			n=${e%/}
 			n=${n##*/}
