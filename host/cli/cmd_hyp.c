@@ -74,9 +74,8 @@ static int hyp_open(const char *path, unsigned int flags, double wait_s,
 	       hvt_cli_now_ns() < end)
 		hyp_sleep_ms(2);
 	if (ret)
-		return hvt_cli_error(VERB, "no trace area in %s at 0x%x: %s",
-				     path, HVT_HYP_AREA_OFFSET,
-				     hvtrace_last_error());
+		return hvt_cli_error(VERB, "%s%s", hvtrace_last_error(),
+				     ret == -EAGAIN ? " (--wait S waits for the hypervisor to format it)" : "");
 	hvtrace_area_get_info(*a, info);
 	if (info->writer_kind != HVT_WRITER_HYP) {
 		hvtrace_area_close(*a);
@@ -147,9 +146,11 @@ static int hyp_enable(struct hvtrace_area *a, const char *list)
 
 	for (i = 0; i < hvt_hypevents_count() && !ret; i++)
 		ret = hvtrace_area_set_event(a, i, all);
-	if (ret || all)
-		return ret ? hvt_cli_error(VERB, "cannot enable events: %s",
-					   hvtrace_last_error()) : 0;
+	if (ret)
+		return hvt_cli_error(VERB, "cannot enable events: %s",
+				     hvtrace_last_error());
+	if (all)
+		return 0;
 	copy = strdup(list);
 	if (!copy)
 		return hvt_cli_error(VERB, "out of memory");

@@ -3,20 +3,26 @@
  * hvt-hyp-test causality: does a hypervisor timestamp, converted to host
  * time with libhvtrace's clock model, fall where it must?
  *
- * The pages carry raw CNTVCT.  A round trip: stamp CLOCK_MONOTONIC (t0),
- * post a time-sync request (hvtrace_area_sync: the trigger); the
- * hypervisor answers it and writes a selftest event carrying the
- * request's token; read CPU 0's pages until that event shows up and stamp
- * again (t1).  The hypervisor read its counter for the event inside
- * [t0, t1], so each round trip is itself a clock sample.
+ * The pages carry raw CNTVCT.  Host time comes from samples: the
+ * writer's counter c was read somewhere inside a host CLOCK_MONOTONIC
+ * bracket [t0, t1].  A time sync through the control page
+ * (hvtrace_area_sync) gives one: its answer (the header's sync_clock,
+ * read here under its seqcount) was read after the request was posted
+ * and before the answer was seen.
  *
- * The model under test is the library's (host/lib/clock.c), on a second,
- * read-only handle of the area that holds only the samples given to it
- * here (hvtrace_area_add_sync_sample): the round trips'.  After CALIBRATE
- * round trips that only feed it, every round converts its event's
+ * A round trip: stamp CLOCK_MONOTONIC (t0), post a sync request k (the
+ * trigger); the hypervisor answers it and writes a selftest event with
+ * id k; read CPU 0's pages until that event shows up and stamp again
+ * (t1).  The event is a sample too.
+ *
+ * The model under test is the library's (host/lib/clock.c, the one the
+ * tools use), on a second, read-only handle of the area that holds only
+ * the samples given to it here (hvtrace_area_add_sync_sample).  After
+ * CALIBRATE syncs that only feed it, every round converts its event's
  * timestamp with the model as it was *before* the round
- * (hvtrace_area_to_host_ns) and requires it in [t0, t1]; anything else is
- * a causality violation.
+ * (hvtrace_area_to_host_ns; the round's own two samples are added
+ * afterwards) and requires it in [t0, t1]; anything else is a causality
+ * violation.
  *
  * At the end the model is turned into mult/shift/epoch (host_ns =
  * epoch_ns + ((cnt - epoch_cnt) * mult >> shift)), published in the
@@ -35,7 +41,7 @@ struct cz_round {
 };
 
 struct cz {
-	uint64_t want;		/* the selftest event wanted: its number */
+	uint64_t want_id;
 	bool found;
 	uint64_t found_ts, found_at;
 	uint64_t selftests, out_of_order, last_id;
@@ -50,11 +56,10 @@ static int cz_event(void *ctx, const struct hyp_ev *ev, int cpu, uint64_t lost)
 	if (!ev || ev->type != HVT_HYP_EVENT_selftest)
 		return 0;
 	/* Ids are the host's sync tokens: increasing from one host. */
-	if (z->selftests && ev->u.selftest.id <= z->last_id)
+	if (z->selftests++ && ev->u.selftest.id <= z->last_id)
 		z->out_of_order++;
 	z->last_id = ev->u.selftest.id;
-	/* Each answered sync writes one selftest event, in order. */
-	if (++z->selftests == z->want) {
+	if (ev->u.selftest.id == z->want_id && !z->found) {
 		z->found_at = rig_now_ns();	/* t1: the host sees it */
 		z->found_ts = ev->ts;
 		z->found = true;
@@ -62,28 +67,48 @@ static int cz_event(void *ctx, const struct hyp_ev *ev, int cpu, uint64_t lost)
 	return 0;
 }
 
-/* One round trip through @own: sync, then wait for its selftest event. */
-static void cz_round_trip(struct hyp_rig *own, struct cz *z, uint64_t n,
-			  struct cz_round *rd)
+/*
+ * One sync through @own (which keeps it in its own model, unused here):
+ * the sample in *t0, *cnt, *t1 and the request's token in *id.
+ */
+static void cz_sync(struct hyp_rig *own, uint64_t n, uint64_t *t0,
+		    uint64_t *cnt, uint64_t *t1, uint64_t *id)
 {
-	uint64_t deadline;
+	const struct hvt_area_header *h = (const void *)own->ro;
+	uint64_t s1, s2;
 	int ret;
 
-	z->found = false;
-	z->want = z->selftests + 1;
-	rd->t0 = rig_now_ns();
+	*t0 = rig_now_ns();
 	ret = hvtrace_area_sync(own->a, 1000);
+	*t1 = rig_now_ns();
 	if (ret)
-		die("round trip %llu: time sync failed: %s",
-		    (unsigned long long)n, hvtrace_last_error());
-	deadline = rig_now_ns() + 2000000000ULL;
+		die("time sync %llu failed: %s", (unsigned long long)n,
+		    hvtrace_last_error());
+	/* W6 pair: seq (acquire), clock, seq again. */
+	s1 = __atomic_load_n(&h->sync_seq, __ATOMIC_ACQUIRE);
+	*cnt = __atomic_load_n(&h->sync_clock, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	s2 = __atomic_load_n(&h->sync_seq, __ATOMIC_RELAXED);
+	if (s1 != s2)
+		die("time sync %llu: the answer changed while it was read",
+		    (unsigned long long)n);
+	*id = s1;
+}
+
+/* Wait for the selftest event of sync @id: its timestamp and t1. */
+static void cz_wait_event(struct hyp_rig *own, struct cz *z, uint64_t n,
+			  uint64_t id, struct cz_round *rd)
+{
+	uint64_t deadline = rig_now_ns() + 2000000000ULL;
+
+	z->found = false;
+	z->want_id = id;
 	while (!z->found) {
 		if (rig_poll(own, cz_event, z) < 0)
-			die("round trip %llu: reading failed",
-			    (unsigned long long)n);
+			die("round %llu: reading failed", (unsigned long long)n);
 		if (!z->found && rig_now_ns() > deadline)
-			die("round trip %llu: no selftest event within 2 s (is the selftest event enabled?)",
-			    (unsigned long long)n);
+			die("round %llu: no selftest event with id %llu within 2 s (is the selftest event enabled?)",
+			    (unsigned long long)n, (unsigned long long)id);
 	}
 	rd->t1 = z->found_at;
 	rd->ts = z->found_ts;
@@ -140,44 +165,54 @@ int cmd_causality(int argc, char **argv)
 		return 1;
 	if (rig_enable(&own, events))
 		die("cannot enable events: %s", hvtrace_last_error());
-	rd = calloc(calib + rounds, sizeof(*rd));
+	rd = calloc(rounds, sizeof(*rd));
 	rtt = calloc(rounds, sizeof(*rtt));
 	if (!rd || !rtt)
 		die("out of memory");
 
-	for (i = 0; i < calib + rounds; i++) {
-		struct cz_round *r = &rd[i];
-		uint64_t conv;
+	/* Calibration: samples only, no checks. */
+	for (i = 0; i < calib; i++) {
+		uint64_t t0, c, t1, id;
 
-		cz_round_trip(&own, &z, i, r);
-		if (i >= calib) {
-			/* The model as it was before this round. */
-			conv = hvtrace_area_to_host_ns(model.a, r->ts, &err);
-			rtt[i - calib] = r->t1 - r->t0;
-			if (conv < r->t0 || conv > r->t1) {
-				if (viol < 5)
-					printf("violation in round %llu: host %llu .. %llu, event converts to %llu (%+lld ns outside)\n",
-					       (unsigned long long)(i - calib),
-					       (unsigned long long)r->t0,
-					       (unsigned long long)r->t1,
-					       (unsigned long long)conv,
-					       conv < r->t0 ?
-						       -(long long)(r->t0 - conv) :
-						       (long long)(conv - r->t1));
-				viol++;
-			} else {
-				if (conv - r->t0 < min_before)
-					min_before = conv - r->t0;
-				if (r->t1 - conv < min_after)
-					min_after = r->t1 - conv;
-			}
+		cz_sync(&own, i, &t0, &c, &t1, &id);
+		hvtrace_area_add_sync_sample(model.a, t0, c, t1);
+		rig_poll(&own, cz_event, &z);
+	}
+
+	for (i = 0; i < rounds; i++) {
+		struct cz_round *r = &rd[i];
+		uint64_t c, t1s, id, conv;
+
+		cz_sync(&own, calib + i, &r->t0, &c, &t1s, &id);
+		cz_wait_event(&own, &z, i, id, r);
+		rtt[i] = r->t1 - r->t0;
+		/* The model as it was before this round. */
+		conv = hvtrace_area_to_host_ns(model.a, r->ts, &err);
+		if (conv < r->t0 || conv > r->t1) {
+			if (viol < 5)
+				printf("violation in round %llu: host %llu .. %llu, event converts to %llu (%+lld ns outside)\n",
+				       (unsigned long long)i,
+				       (unsigned long long)r->t0,
+				       (unsigned long long)r->t1,
+				       (unsigned long long)conv,
+				       conv < r->t0 ?
+					       -(long long)(r->t0 - conv) :
+					       (long long)(conv - r->t1));
+			viol++;
+		} else {
+			if (conv - r->t0 < min_before)
+				min_before = conv - r->t0;
+			if (r->t1 - conv < min_after)
+				min_after = r->t1 - conv;
 		}
+		/* This round's two samples: the sync answer and the event. */
+		hvtrace_area_add_sync_sample(model.a, r->t0, c, t1s);
 		hvtrace_area_add_sync_sample(model.a, r->t0, r->ts, r->t1);
 	}
 
 	/* The model as mult/shift/epoch (its rate from two conversions
 	 * across the run), published for the hypervisor. */
-	epoch_cnt = rd[calib + rounds - 1].ts;
+	epoch_cnt = rd[rounds - 1].ts;
 	epoch_ns = hvtrace_area_to_host_ns(model.a, epoch_cnt, NULL);
 	first_ns = hvtrace_area_to_host_ns(model.a, rd[0].ts, NULL);
 	rate = epoch_cnt > rd[0].ts ? ((double)epoch_ns - (double)first_ns) /
@@ -187,7 +222,7 @@ int cmd_causality(int argc, char **argv)
 	     shift--)
 		;
 	mult = (uint32_t)llround(rate * ldexp(1.0, (int)shift));
-	for (i = 0; i < calib + rounds; i++) {
+	for (i = 0; i < rounds; i++) {
 		double diff = fabs(cz_encoded(rd[i].ts, epoch_cnt, epoch_ns,
 					      mult, shift) -
 				   (double)hvtrace_area_to_host_ns(model.a,
@@ -204,7 +239,7 @@ int cmd_causality(int argc, char **argv)
 	errs1 = rig_ctrl_errors(&own);
 
 	qsort(rtt, rounds, sizeof(*rtt), cmp_u64);
-	printf("causality: %llu round trips after %llu calibration round trips: %llu violations of libhvtrace's clock model\n",
+	printf("causality: %llu round trips after %llu calibration syncs: %llu violations of libhvtrace's clock model\n",
 	       (unsigned long long)rounds, (unsigned long long)calib,
 	       (unsigned long long)viol);
 	printf("round trip (trigger posted .. event seen): min %.1f us, median %.1f us, max %.1f us\n",
@@ -226,7 +261,7 @@ int cmd_causality(int argc, char **argv)
 	}
 	if (err == UINT64_MAX) {
 		printf("FAIL: libhvtrace's model has no error bound after %llu samples\n",
-		       (unsigned long long)(calib + rounds - 1));
+		       (unsigned long long)(calib + 2 * rounds - 2));
 		failures++;
 	}
 	if (max_enc > 2 * rate + 1) {

@@ -24,6 +24,17 @@ void ck_init(struct ck *c, struct hyp_rig *r, bool synced)
 		seq_init(&c->seq[cpu], cpu, true, synced);
 }
 
+void ck_attach(struct ck *c, struct hyp_rig *r, const char *file,
+	       double wait_s, pid_t pid, bool synced, const char *events)
+{
+	if (rig_open(r, file, true, wait_s))
+		exit(1);	/* rig_open() said why */
+	r->pid = pid;
+	ck_init(c, r, synced);
+	if (rig_enable(r, events))
+		die("cannot enable events: %s", hvtrace_last_error());
+}
+
 int ck_event(void *ctx, const struct hyp_ev *ev, int cpu, uint64_t lost)
 {
 	struct ck *c = ctx;
@@ -130,7 +141,6 @@ int cmd_check(int argc, char **argv)
 	struct hyp_rig r;
 	pid_t pid = 0;
 	int cpu, ret;
-
 	const struct drv_opt opts[] = {
 		{ "attach", DRV_FLAG, &attach },
 		{ "no-read", DRV_FLAG, &no_read },

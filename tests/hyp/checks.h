@@ -34,6 +34,9 @@ struct ck {
 
 /* @c reads @r; every CPU's checker strict, and @synced (see seq_init). */
 void ck_init(struct ck *c, struct hyp_rig *r, bool synced);
+/* Open @file as the area's owner, ck_init() and enable @events (or die). */
+void ck_attach(struct ck *c, struct hyp_rig *r, const char *file,
+	       double wait_s, pid_t pid, bool synced, const char *events);
 /* The rig_* callback: events and losses to the CPU's checker. */
 int ck_event(void *ctx, const struct hyp_ev *ev, int cpu, uint64_t lost);
 /* One time sync if c->sync_every_ns passed since the last one. */

@@ -85,7 +85,6 @@ int cmd_enable_test(int argc, char **argv)
 	struct ck c;
 	pid_t pid = 0;
 	int cpu, ret;
-
 	const struct drv_opt opts[] = {
 		{ "pid", DRV_PID, &pid },
 		{ "wait", DRV_SECONDS, &wait_s },
@@ -95,13 +94,9 @@ int cmd_enable_test(int argc, char **argv)
 		"usage: hvt-hyp-test enable-test FILE [--pid QEMU_PID] [--wait S]");
 
 	memset(&c, 0, sizeof(c));
-	if (rig_open(&r, file, true, wait_s))
-		return 1;
-	r.pid = pid;
-	ck_init(&c, &r, true);
+	ck_attach(&c, &r, file, wait_s, pid, true,
+		  "hyp_enter,hyp_exit,host_hcall");
 	c.want = EN_WANT;
-	if (rig_enable(&r, "hyp_enter,hyp_exit,host_hcall"))
-		die("cannot enable events: %s", hvtrace_last_error());
 	ck_mark(&c);
 	ret = rig_follow(&r, ck_event, &c, 120, en_stop, en_tick);
 	if (ret < 0) {

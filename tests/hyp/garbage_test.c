@@ -118,7 +118,6 @@ int cmd_garbage_test(int argc, char **argv)
 	struct ck c;
 	pid_t pid = 0;
 	int cpu, ret, fd;
-
 	const struct drv_opt opts[] = {
 		{ "pid", DRV_PID, &pid },
 		{ "seconds", DRV_SECONDS, &seconds },
@@ -130,13 +129,8 @@ int cmd_garbage_test(int argc, char **argv)
 
 	memset(&c, 0, sizeof(c));
 	/* 1: a normal run. */
-	if (rig_open(&r, path, true, wait_s))
-		return 1;
-	r.pid = pid;
-	ck_init(&c, &r, true);
+	ck_attach(&c, &r, path, wait_s, pid, true, "all");
 	c.want = 2000;
-	if (rig_enable(&r, "all"))
-		die("cannot enable events: %s", hvtrace_last_error());
 	ret = rig_follow(&r, ck_event, &c, 60, gb_stop, NULL);
 	if (ret < 0 || !gb_stop(&c))
 		die("the hypervisor did not trace %llu calls per CPU before the garbage phase",
@@ -185,12 +179,7 @@ int cmd_garbage_test(int argc, char **argv)
 	memset((void *)raw, 0, HVT_CONTROL_SIZE);
 	munmap((void *)raw, HVT_CONTROL_SIZE);
 	rig_close(&r);
-	if (rig_open(&r, path, true, wait_s))
-		return 1;
-	r.pid = pid;
-	ck_init(&c, &r, false);
-	if (rig_enable(&r, "all"))
-		die("cannot enable events: %s", hvtrace_last_error());
+	ck_attach(&c, &r, path, wait_s, pid, false, "all");
 	if (hvtrace_area_set_clock(r.a, r.info.clock_mult, r.info.clock_shift,
 				   0, 0))
 		die("cannot publish clock parameters: %s", hvtrace_last_error());
