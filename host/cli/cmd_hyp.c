@@ -136,36 +136,37 @@ static int hyp_formats(int argc, char **argv)
 	return HVT_EXIT_OK;
 }
 
-/* Enable a comma-separated list of event names ("all": every one). */
+/*
+ * Enable the events of a comma-separated list of names ("all": every
+ * one) and disable the others; nothing changes when a name is unknown.
+ */
 static int hyp_enable(struct hvtrace_area *a, const char *list)
 {
+	uint64_t want = 0;
 	char *copy, *tok, *save = NULL;
-	unsigned int i;
+	unsigned int i, n = hvt_hypevents_count();
 	int ret = 0;
-	bool all = !strcmp(list, "all");
 
-	for (i = 0; i < hvt_hypevents_count() && !ret; i++)
-		ret = hvtrace_area_set_event(a, i, all);
-	if (ret)
-		return hvt_cli_error(VERB, "cannot enable events: %s",
-				     hvtrace_last_error());
-	if (all)
-		return 0;
-	copy = strdup(list);
-	if (!copy)
+	if (!strcmp(list, "all"))
+		want = ~0ULL;
+	copy = want ? NULL : strdup(list);
+	if (!want && !copy)
 		return hvt_cli_error(VERB, "out of memory");
-	for (tok = strtok_r(copy, ",", &save); tok && !ret;
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !ret;
 	     tok = strtok_r(NULL, ",", &save)) {
 		const struct hvt_hypevent *e = hvt_hypevents_by_name(tok);
 
-		if (!e)
+		if (!e || e->index >= 64)
 			ret = hvt_cli_error(VERB, "no hypervisor event '%s' (see hvtrace hyp formats)",
 					    tok);
-		else if (hvtrace_area_set_event(a, e->index, true))
-			ret = hvt_cli_error(VERB, "cannot enable %s: %s", tok,
-					    hvtrace_last_error());
+		else
+			want |= 1ULL << e->index;
 	}
 	free(copy);
+	for (i = 0; i < n && !ret; i++)
+		if (hvtrace_area_set_event(a, i, i < 64 && (want >> i & 1)))
+			ret = hvt_cli_error(VERB, "cannot enable events: %s",
+					    hvtrace_last_error());
 	return ret;
 }
 
