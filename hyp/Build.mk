@@ -1,15 +1,16 @@
 # SPDX-License-Identifier: MIT
 #
-# hyp/: the EL2 rig.
+# hyp/: the EL2 rig's image, and nothing else.
 #
 #   hyp/el2/       the bare-metal aarch64 image (boots at EL2 on QEMU virt),
 #                  linked with the unchanged freestanding writer core
-#   hyp/include/   the rig's memory map and hypercall ABI (image + tools)
-#   hyp/tools/     host-side programs, built natively: hvt-hyp (control page,
-#                  reader, checks, clock) and the native benchmark twin
-#   hyp/tests/     end-to-end tests (QEMU TCG) and the benchmark script
+#   hyp/include/   the rig's memory map and hypercall ABI (the image, the
+#                  CLI's hyp verb and the test drivers)
 #
-# Outputs: $(O)/hyp/hvtrace-el2.elf, $(O)/hyp/tools/hvt-hyp.
+# The host side is 'hvtrace hyp' (host/cli/cmd_hyp.c); the test drivers,
+# the end-to-end tests and the benchmark are in tests/hyp/.
+#
+# Output: $(O)/hyp/hvtrace-el2.elf.
 
 ifeq ($(CONFIG_HVT_HYP),y)
 
@@ -48,68 +49,11 @@ $(HYP_ELF): $(HYP_OBJS) $(HYP_CORE) $(HYP_LDS)
 	$(Q)$(HYP_CC) -nostdlib -static -Wl,--build-id=none -Wl,-T,$(HYP_LDS) \
 		-o $@ $(HYP_OBJS) $(HYP_CORE)
 
-# --- host-side tools (native) ------------------------------------------
-
-# hvt-hyp reads through libhvtrace's public API (so it needs the host
-# library: CONFIG_HVT_HOST) and decodes with libtraceevent.
-ifeq ($(CONFIG_HVT_HOST),y)
-HYP_TOOL := $(objtree)/hyp/tools/hvt-hyp
-HYP_TOOL_SRCS := $(filter-out %/bench_native.c %/bench_native_loop.c,$(wildcard $(srctree)/hyp/tools/*.c))
-HYP_TOOL_OBJS := $(patsubst $(srctree)/%.c,$(objtree)/%.o,$(HYP_TOOL_SRCS))
-
-$(HYP_TOOL_OBJS): EXTRA_CFLAGS += -I$(srctree)/hyp/include \
-	-I$(srctree)/host/include $(TRACEEVENT_CFLAGS)
-
-$(HYP_TOOL): $(HYP_TOOL_OBJS) $(LIBHVTRACE) $(LIBHVTCORE)
-	$(call link,$(HYP_TOOL_OBJS),$(LIBHVTRACE) $(LIBHVTCORE) $(HOST_EXT_LIBS))
-PROGS += $(HYP_TOOL)
-endif
-
-# The benchmark's native twin: the same loop and emit code, and the same
-# freestanding core object (x86_64 flavour), timed natively.
-HYP_BENCH_NATIVE := $(objtree)/hyp/tools/hvt-hyp-bench-native
-HYP_BENCH_LOOP := $(objtree)/hyp/tools/bench_native_loop.o
-$(HYP_BENCH_LOOP): $(srctree)/hyp/tools/bench_native_loop.c $(AUTOHEADER)
-	@mkdir -p $(@D)
-	$(quiet) CC-FS $(patsubst $(objtree)/%,%,$@)
-	$(Q)$(FS_CC_x86_64) $(FS_CFLAGS) $(FS_CFLAGS_x86_64) \
-		-I$(srctree)/hyp/include -I$(objtree)/include -MMD -MP -c -o $@ $<
-$(objtree)/hyp/tools/bench_native.o: EXTRA_CFLAGS += -I$(srctree)/hyp/include
-$(HYP_BENCH_NATIVE): $(objtree)/hyp/tools/bench_native.o $(HYP_BENCH_LOOP) $(objtree)/freestanding/x86_64/hvtcore.o
-	@mkdir -p $(@D)
-	$(quiet) LD $(patsubst $(objtree)/%,%,$@)
-	$(Q)$(CC) $(LDFLAGS) -no-pie -o $@ $^
-
 PROGS += $(HYP_ELF)
-BENCH_PROGS += $(HYP_BENCH_NATIVE)
-
 .PHONY: hyp
-hyp: $(HYP_ELF) $(HYP_TOOL) $(HYP_BENCH_NATIVE)
-
-# --- tests and benchmark -------------------------------------------------
-#
-# End-to-end tests boot the image under QEMU TCG (each takes a few seconds;
-# a test exits 77 when qemu-system-aarch64 is missing).  They need the
-# host tool, so the host library too.
-HYP_T := $(srctree)/hyp/tests
-ifeq ($(CONFIG_HVT_TEST_QEMU)$(CONFIG_HVT_HOST),yy)
-$(eval $(call add-test,hyp/counts,$(HYP_T)/counts.sh $(objtree) $(srctree) 2 20000))
-# All the CPUs the configured image brings up (HVT_HYP_NR_CPUS, >= 2).
-ifneq ($(filter-out 1 2,$(CONFIG_HVT_HYP_NR_CPUS)),)
-$(eval $(call add-test,hyp/counts-$(CONFIG_HVT_HYP_NR_CPUS)cpu,$(HYP_T)/counts.sh $(objtree) $(srctree) $(CONFIG_HVT_HYP_NR_CPUS) 5000))
-endif
-$(eval $(call add-test,hyp/overwrite,$(HYP_T)/overwrite.sh $(objtree) $(srctree)))
-$(eval $(call add-test,hyp/postmortem-poweroff,$(HYP_T)/postmortem.sh $(objtree) $(srctree) poweroff))
-$(eval $(call add-test,hyp/postmortem-sigkill,$(HYP_T)/postmortem.sh $(objtree) $(srctree) sigkill))
-$(eval $(call add-test,hyp/enable,$(HYP_T)/enable.sh $(objtree) $(srctree)))
-$(eval $(call add-test,hyp/garbage,$(HYP_T)/garbage.sh $(objtree) $(srctree) 3))
-$(eval $(call add-test,hyp/causality,$(HYP_T)/causality.sh $(objtree) $(srctree) 1000))
-$(eval $(call add-test,hyp/bootargs,$(HYP_T)/bootargs.sh $(objtree) $(srctree)))
-$(eval $(call add-test,hyp/run-hyp,$(HYP_T)/run-hyp.sh $(objtree) $(srctree) hvt-hyp))
-$(eval $(call add-test,hyp/run-hyp-cli,$(HYP_T)/run-hyp.sh $(objtree) $(srctree) hvtrace))
-endif
-ifeq ($(CONFIG_HVT_HOST),y)
-$(eval $(call add-bench,hyp/writer,$(HYP_T)/bench.sh $(objtree) $(srctree)))
-endif
+hyp: $(HYP_ELF)
 
 endif
+
+# The CLI's hyp verb (host/cli/cmd_hyp.c) reads the rig's memory map.
+$(objtree)/host/cli/cmd_hyp.o: EXTRA_CFLAGS += -I$(srctree)/hyp/include

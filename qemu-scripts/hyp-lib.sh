@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
 #
 # Shell functions for running the EL2 rig under QEMU (sourced by
-# run-hyp.sh and by the tests in hyp/tests/).  Nothing here runs on its
+# run-hyp.sh and by the tests in tests/hyp/).  Nothing here runs on its
 # own.
 #
-#   hyp_init OBJTREE            locate the image and tool (exit 77 if QEMU
-#                               or the build is missing)
+#   hyp_init OBJTREE [driver]   locate the image and the hvtrace CLI, and
+#                               with "driver" the tests' driver (exit 77
+#                               if QEMU is missing, 1 if the build is)
 #   hyp_start NAME CPUS ARGS    boot the image; guest RAM in /dev/shm
 #   hyp_cmd CHARS               type a console command ('q' = power off)
 #   hyp_wait_exit SECONDS       wait for QEMU to end; sets HYP_RC
@@ -14,6 +15,8 @@
 #   hyp_cleanup                 stop QEMU, remove the RAM file (unless
 #                               HYP_KEEP=1) and the temporary directory
 #
+# After hyp_init: HYP_ELF, HYP_HVTRACE (the CLI: 'hyp info', 'hyp
+# attach', 'stream'), HYP_TOOL (tests/hyp's driver, with "driver").
 # After hyp_start: HYP_PID (QEMU), HYP_RAM (the guest-RAM file, the area
 # is at file offset 0x1000000), HYP_LOG (the console), HYP_DIR.
 #
@@ -31,18 +34,21 @@ HYP_RC=
 HYP_UART_FD=
 
 hyp_init() {
-	local objtree=$1
+	local objtree=$1 f
 
 	if ! command -v "$HYP_QEMU" >/dev/null 2>&1; then
 		echo "SKIP: $HYP_QEMU not installed (Debian: qemu-system-arm; make deps)"
 		exit 77
 	fi
 	HYP_ELF=$objtree/hyp/hvtrace-el2.elf
-	HYP_TOOL=$objtree/hyp/tools/hvt-hyp
-	if [ ! -f "$HYP_ELF" ] || [ ! -x "$HYP_TOOL" ]; then
-		echo "error: $HYP_ELF or $HYP_TOOL is missing: build with make O=$objtree (CONFIG_HVT_HYP and CONFIG_HVT_HOST)" >&2
+	HYP_HVTRACE=$objtree/bin/hvtrace
+	HYP_TOOL=
+	[ "${2:-}" = driver ] && HYP_TOOL=$objtree/tests/hyp/hvt-hyp-test
+	for f in "$HYP_ELF" "$HYP_HVTRACE" $HYP_TOOL; do
+		[ -f "$f" ] && continue
+		echo "error: $f is missing: build with make O=$objtree${HYP_TOOL:+ tests} (CONFIG_HVT_HYP and CONFIG_HVT_HOST)" >&2
 		exit 1
-	fi
+	done
 	trap hyp_cleanup EXIT
 }
 

@@ -3,11 +3,12 @@
 #
 # run-hyp.sh - run the EL2 hypervisor rig and stream its trace events.
 #
-# Builds what is missing (the EL2 image and the hvt-hyp host tool), boots
-# the image at EL2 under QEMU (TCG) with guest RAM in a /dev/shm file,
-# attaches to the trace area inside that file, enables the events and
-# prints them while the hypervisor runs, then powers it off and cleans up
-# (no QEMU left behind, no /dev/shm file unless --keep).
+# Builds what is missing (the EL2 image and the hvtrace CLI), boots the
+# image at EL2 under QEMU (TCG) with guest RAM in a /dev/shm file, and
+# prints its events with 'hvtrace stream' (trace_pipe lines, CPUs merged
+# by time) from the trace area inside that file while the hypervisor runs,
+# then powers it off and cleans up (no QEMU left behind, no /dev/shm file
+# unless --keep).
 #
 #   qemu-scripts/run-hyp.sh [OPTIONS]
 #
@@ -18,17 +19,16 @@
 #   --mode MODE         consume (default) or overwrite
 #   --subbufs N         sub-buffers per CPU (power of two; default: fill)
 #   --delay N           payload spin loops between hypercalls
-#   --reader R          who prints the events: hvtrace (the hvtrace CLI's
-#                       stream verb: trace_pipe lines, CPUs merged by
-#                       time) or hvt-hyp (the rig's own reader: trace
-#                       remotes lines, per CPU; needed for --events).
-#                       Default: hvtrace when it builds, else hvt-hyp.
 #   --events LIST       comma-separated events to enable (default all):
-#                       hyp_enter,hyp_exit,host_hcall,selftest
+#                       hyp_enter,hyp_exit,host_hcall,selftest; enabled
+#                       with 'hvtrace hyp attach', then read with
+#                       'hvtrace stream --read-only' (which publishes no
+#                       consumer progress: in consume mode a run longer
+#                       than the ring drops, counted as lost events)
 #   --seconds S         stop after S seconds
 #   --quiet             no event lines, only the summary
 #   --keep              keep the guest-RAM file (read it later with
-#                       hvt-hyp check/stream --read-only)
+#                       hvtrace stream FILE@0x1000000+16M --read-only)
 #   --no-build          do not run make
 #   -h, --help
 #
@@ -39,7 +39,7 @@ set -u
 srctree=$(cd "$(dirname "$0")/.." && pwd)
 objtree=${O:-$srctree/build}
 cpus=2 hcalls=2000 mode=consume subbufs=0 delay=0 events=all seconds=0
-quiet= build=1 reader=
+quiet= build=1
 
 usage() {
 	sed -n '3,/^set -u/p' "$0" | sed '/^set -u/d; s/^# \{0,1\}//'
@@ -54,7 +54,6 @@ while [ $# -gt 0 ]; do
 	--subbufs) subbufs=$2; shift ;;
 	--delay) delay=$2; shift ;;
 	--events) events=$2; shift ;;
-	--reader) reader=$2; shift ;;
 	--seconds) seconds=$2; shift ;;
 	--quiet) quiet=--quiet ;;
 	--keep) HYP_KEEP=1 ;;
@@ -73,13 +72,6 @@ done
 [[ $seconds =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
 	{ echo "run-hyp.sh: --seconds takes a number, not '$seconds'" >&2; exit 2; }
 case $objtree in /*) ;; *) objtree=$PWD/$objtree ;; esac
-case $reader in "" | hvtrace | hvt-hyp) ;; *)
-	echo "run-hyp.sh: --reader is hvtrace or hvt-hyp, not '$reader'" >&2; exit 2 ;;
-esac
-if [ "$reader" = hvtrace ] && [ "$events" != all ]; then
-	echo "run-hyp.sh: --events needs --reader hvt-hyp (hvtrace stream enables every event)" >&2
-	exit 2
-fi
 
 if [ -n "$build" ]; then
 	if ! command -v aarch64-linux-gnu-gcc >/dev/null ||
@@ -88,23 +80,10 @@ if [ -n "$build" ]; then
 		make -C "$srctree" --no-print-directory deps || exit 1
 	fi
 	make -C "$srctree" --no-print-directory O="$objtree" -j"$(nproc)" \
-		"$objtree/hyp/hvtrace-el2.elf" "$objtree/hyp/tools/hvt-hyp" || {
+		"$objtree/hyp/hvtrace-el2.elf" "$objtree/bin/hvtrace" || {
 		echo "run-hyp.sh: the build failed (see above)" >&2
 		exit 1
 	}
-	if [ "$reader" != hvt-hyp ] &&
-	   ! make -C "$srctree" --no-print-directory O="$objtree" \
-		-j"$(nproc)" "$objtree/bin/hvtrace" >/dev/null 2>&1; then
-		[ "$reader" = hvtrace ] && {
-			echo "run-hyp.sh: the hvtrace CLI does not build; use --reader hvt-hyp" >&2
-			exit 1
-		}
-		echo "run-hyp.sh: the hvtrace CLI does not build: printing with hvt-hyp"
-	fi
-fi
-if [ -z "$reader" ]; then
-	reader=hvt-hyp
-	[ "$events" = all ] && [ -x "$objtree/bin/hvtrace" ] && reader=hvtrace
 fi
 
 . "$srctree/qemu-scripts/hyp-lib.sh"
@@ -131,23 +110,23 @@ args="cpus=$cpus hcalls=$hcalls mode=$mode delay=$delay wait=30000"
 hyp_start run "$cpus" "$args" || exit 1
 
 status=0
-timeout_opt=()
-[ "$seconds" != 0 ] && timeout_opt=(--timeout "$seconds")
-if [ "$reader" = hvtrace ]; then
-	# The CLI attaches only to a formatted area: wait for the hypervisor
-	# to format it (it then waits for us to enable events).
-	"$HYP_TOOL" info "$HYP_RAM" --wait 30 >/dev/null || exit 1
-	if [ -n "$quiet" ]; then
-		run_reader "$objtree/bin/hvtrace" stream \
-			"$HYP_RAM@0x1000000+16M" "${timeout_opt[@]}" \
-			--summary >/dev/null
-	else
-		run_reader "$objtree/bin/hvtrace" stream \
-			"$HYP_RAM@0x1000000+16M" "${timeout_opt[@]}" --summary
-	fi
+stream_opt=(--summary)
+[ "$seconds" != 0 ] && stream_opt+=(--timeout "$seconds")
+# hvtrace stream attaches only to a formatted area: wait for the
+# hypervisor to format it (it then waits for an enabled event).  As the
+# area's owner, stream enables every event; a chosen set is enabled here
+# and read beside it.
+"$HYP_HVTRACE" hyp info "$HYP_RAM" --wait 30 >/dev/null || exit 1
+if [ "$events" != all ]; then
+	"$HYP_HVTRACE" hyp attach "$HYP_RAM" --events "$events" || exit 1
+	stream_opt+=(--read-only)
+fi
+if [ -n "$quiet" ]; then
+	run_reader "$HYP_HVTRACE" stream "$HYP_RAM@0x1000000+16M" \
+		"${stream_opt[@]}" >/dev/null
 else
-	run_reader "$HYP_TOOL" stream "$HYP_RAM" --pid "$HYP_PID" \
-		--events "$events" "${timeout_opt[@]}" $quiet
+	run_reader "$HYP_HVTRACE" stream "$HYP_RAM@0x1000000+16M" \
+		"${stream_opt[@]}"
 fi
 
 if [ -n "$HYP_PID" ] && kill -0 "$HYP_PID" 2>/dev/null; then
@@ -162,5 +141,5 @@ if grep -q PANIC "$HYP_LOG"; then
 	status=1
 fi
 [ "$HYP_KEEP" = 1 ] &&
-	echo "read it again: $HYP_TOOL stream $HYP_RAM --read-only"
+	echo "read it again: $HYP_HVTRACE stream $HYP_RAM@0x1000000+16M --read-only"
 exit $status

@@ -5,7 +5,7 @@
  * hypercall handler uses, timed with the counter, then N disabled calls
  * (the enable-bit check alone), prints the result and powers off.
  * Under TCG the numbers only mean something as a ratio against the same
- * code built natively (hyp/tools/hyp_bench_native.c) in the same run.
+ * code built natively (tests/hyp/bench_native.c) in the same run.
  */
 #include "trace.h"
 

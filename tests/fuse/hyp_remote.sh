@@ -27,7 +27,7 @@ H=1500
 fz_daemon
 fz_mount
 hyp_start fz 2 "cpus=2 hcalls=$H mode=consume wait=60000" || fail "QEMU"
-"$HYP_TOOL" info "$HYP_RAM" --wait 60 >/dev/null || fail "the hypervisor did not format its area"
+"$HYP_HVTRACE" hyp info "$HYP_RAM" --wait 60 >/dev/null || fail "the hypervisor did not format its area"
 "$HVTRACE" daemon attach --area "$HYP_RAM@0x1000000+16M" --name hyp --disabled \
 	>/dev/null || fail "attach the hypervisor"
 wait_for 10 test -e "$MNT/remotes/hyp/events/hypervisor/enable" ||

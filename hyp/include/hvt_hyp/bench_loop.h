@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The writer benchmark's inner loop, shared by the EL2 image (hyp/el2/
- * bench.c) and its native twin (hyp/tools/bench_native_loop.c) so both
+ * bench.c) and its native twin (tests/hyp/bench_native_loop.c) so both
  * time exactly the same source.  The includer defines HVT_HYP_WRITER and
  * the two platform hooks of <hvtrace/hyp_events.h> first.
  */

@@ -3,7 +3,7 @@
 #
 # Clock: CNTVCT timestamps converted with the host's sync model must fall
 # between the host's stamps around each trigger: ROUNDS round trips, zero
-# violations of the rig's own model and of libhvtrace's (see hvt-hyp
+# violations of the rig's own model and of libhvtrace's (see hvt-hyp-test
 # causality), while the payload keeps CPU 0 busy.
 #
 #   causality.sh OBJTREE SRCTREE [ROUNDS]
@@ -11,7 +11,7 @@ set -u
 objtree=$1 srctree=$2 rounds=${3:-1000}
 . "$srctree/qemu-scripts/hyp-lib.sh"
 HYP_SHOW_LOG=1
-hyp_init "$objtree"
+hyp_init "$objtree" driver
 
 # The payload makes a few calls and parks; CPU 0 then answers from the
 # hypervisor's idle loop, so the host is not starved of CPU time by two

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * hvt-hyp: attaching to the rig's trace area and reading it through
+ * hvt-hyp-test: attaching to the rig's trace area and reading it through
  * libhvtrace's public API (hvtrace_area_open, hvtrace_cpu_read_page).
  *
  * The area lives at HVT_HYP_AREA_OFFSET in the QEMU guest-RAM file; the
@@ -64,13 +64,13 @@ int rig_open(struct hyp_rig *r, const char *path, bool owner, double wait_s)
 		rig_sleep_us(2000);
 	}
 	if (ret) {
-		fprintf(stderr, "hvt-hyp: cannot attach to the trace area in %s at 0x%x: %s\n",
+		fprintf(stderr, "hvt-hyp-test: cannot attach to the trace area in %s at 0x%x: %s\n",
 			path, HVT_HYP_AREA_OFFSET, hvtrace_last_error());
 		return ret;
 	}
 	hvtrace_area_get_info(r->a, &r->info);
 	if (r->info.writer_kind != HVT_WRITER_HYP) {
-		fprintf(stderr, "hvt-hyp: %s holds a trace area of writer kind %u, not the hypervisor's (%u)\n",
+		fprintf(stderr, "hvt-hyp-test: %s holds a trace area of writer kind %u, not the hypervisor's (%u)\n",
 			path, r->info.writer_kind, HVT_WRITER_HYP);
 		hvtrace_area_close(r->a);
 		r->a = NULL;
@@ -87,7 +87,7 @@ int rig_open(struct hyp_rig *r, const char *path, bool owner, double wait_s)
 		close(fd);
 	}
 	if (!r->page || !r->ro) {
-		fprintf(stderr, "hvt-hyp: cannot map %s read-only\n", path);
+		fprintf(stderr, "hvt-hyp-test: cannot map %s read-only\n", path);
 		rig_close(r);
 		return -ENOMEM;
 	}
@@ -130,7 +130,7 @@ int rig_enable(struct hyp_rig *r, const char *list)
 		const struct hvt_hypevent *e = hvt_hypevents_by_name(tok);
 
 		if (!e) {
-			fprintf(stderr, "hvt-hyp: no hypervisor event '%s' (see hvt-hyp formats)\n",
+			fprintf(stderr, "hvt-hyp-test: no hypervisor event '%s' (see hvtrace hyp formats)\n",
 				tok);
 			ret = -ENOENT;
 			break;
@@ -189,14 +189,14 @@ static int rig_read_cpu(struct hyp_rig *r, int cpu, unsigned int max,
 		ret = hvtrace_cpu_read_page(r->a, cpu, r->page,
 					    r->info.subbuf_size, &info);
 		if (ret < 0) {
-			fprintf(stderr, "hvt-hyp: reading cpu%d: %s\n", cpu,
+			fprintf(stderr, "hvt-hyp-test: reading cpu%d: %s\n", cpu,
 				hvtrace_last_error());
 			return ret;
 		}
 		if (ret == 0)
 			break;
 		if (rig_debug)
-			fprintf(stderr, "hvt-hyp: cpu%d page seq %u entries %u size %u lost %llu ts %llu flags %u\n",
+			fprintf(stderr, "hvt-hyp-test: cpu%d page seq %u entries %u size %u lost %llu ts %llu flags %u\n",
 				cpu, info.seq, info.entries, info.size,
 				(unsigned long long)info.lost_events,
 				(unsigned long long)info.first_ts, info.flags);
@@ -231,7 +231,7 @@ static int rig_read_cpu(struct hyp_rig *r, int cpu, unsigned int max,
 				return ret;
 		}
 		if (ret < 0) {
-			fprintf(stderr, "hvt-hyp: cpu%d: malformed page from the reader\n",
+			fprintf(stderr, "hvt-hyp-test: cpu%d: malformed page from the reader\n",
 				cpu);
 			return -EBADMSG;
 		}
@@ -361,7 +361,18 @@ const struct hvt_cpu_meta *rig_meta(struct hyp_rig *r, int cpu)
 	return (const struct hvt_cpu_meta *)(r->ro + off);
 }
 
-const struct hvt_area_header *rig_header(struct hyp_rig *r)
+/* The hypervisor's count of bad control-page values, every CPU. */
+uint64_t rig_ctrl_errors(struct hyp_rig *r)
 {
-	return (const struct hvt_area_header *)r->ro;
+	uint64_t sum = 0;
+	int cpu;
+
+	for (cpu = 0; cpu < (int)r->info.nr_cpus; cpu++) {
+		const struct hvt_cpu_meta *m = rig_meta(r, cpu);
+
+		if (m)
+			sum += __atomic_load_n(&m->ctrl_errors,
+					       __ATOMIC_RELAXED);
+	}
+	return sum;
 }

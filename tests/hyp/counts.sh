@@ -13,7 +13,7 @@ set -u
 objtree=$1 srctree=$2 cpus=${3:-2} hcalls=${4:-20000}
 . "$srctree/qemu-scripts/hyp-lib.sh"
 HYP_SHOW_LOG=1
-hyp_init "$objtree"
+hyp_init "$objtree" driver
 
 hyp_start counts "$cpus" "cpus=$cpus hcalls=$hcalls mode=consume wait=30000" || exit 1
 "$HYP_TOOL" check "$HYP_RAM" --attach --pid "$HYP_PID" --hcalls "$hcalls" \

@@ -16,12 +16,12 @@ set -u
 objtree=$1 srctree=$2 how=$3 hcalls=20000
 . "$srctree/qemu-scripts/hyp-lib.sh"
 HYP_SHOW_LOG=1
-hyp_init "$objtree"
+hyp_init "$objtree" driver
 
 case $how in
 poweroff)
 	hyp_start pm-off 2 "cpus=2 hcalls=$hcalls mode=consume wait=30000" || exit 1
-	"$HYP_TOOL" attach "$HYP_RAM" --events all || exit 1
+	"$HYP_HVTRACE" hyp attach "$HYP_RAM" --events all || exit 1
 	hyp_wait_exit 60 || exit 1
 	hyp_check_clean_exit "run complete" || exit 1
 	"$HYP_TOOL" check "$HYP_RAM" --hcalls "$hcalls" --cpus 2 \
@@ -29,7 +29,7 @@ poweroff)
 	;;
 sigkill)
 	hyp_start pm-kill 2 "cpus=2 hcalls=0 mode=consume wait=30000" || exit 1
-	"$HYP_TOOL" attach "$HYP_RAM" --events all || exit 1
+	"$HYP_HVTRACE" hyp attach "$HYP_RAM" --events all || exit 1
 	"$HYP_TOOL" check "$HYP_RAM" --pid "$HYP_PID" --until-written 30000 \
 		--timeout 60 || exit 1
 	hyp_kill9

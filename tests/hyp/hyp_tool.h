@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hvt-hyp: the EL2 rig's host-side tool.  Reads the trace area inside the
- * QEMU guest-RAM file through libhvtrace's public API and decodes the
- * hypervisor events with libtraceevent from the generated format files.
+ * hvt-hyp-test: the EL2 rig's test driver.  Reads the trace area inside
+ * the QEMU guest-RAM file through libhvtrace's public API, decodes each
+ * record into the hypervisor event's own struct and checks what the
+ * payload must have written (the user's side of the rig is 'hvtrace hyp'
+ * and 'hvtrace stream').
  */
 #ifndef HVT_HYP_TOOL_H
 #define HVT_HYP_TOOL_H
@@ -10,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include <hvtrace.h>
@@ -56,36 +59,36 @@ int rig_follow(struct hyp_rig *r, hyp_ev_fn fn, void *ctx, double timeout_s,
 bool rig_writer_alive(struct hyp_rig *r);
 uint32_t rig_writer_state(struct hyp_rig *r);
 const struct hvt_cpu_meta *rig_meta(struct hyp_rig *r, int cpu);
-const struct hvt_area_header *rig_header(struct hyp_rig *r);
+uint64_t rig_ctrl_errors(struct hyp_rig *r);
 uint64_t rig_now_ns(void);
 void rig_sleep_us(unsigned int us);
 
-/* text.c */
-struct tep_handle;
-int text_init(void);
-void text_fini(void);
-int text_event_line(const struct hyp_ev *ev, uint64_t ns, char *buf,
-		    size_t len);
-struct tep_handle *text_tep(void);
-
-/* checks.c */
+/* check.c, enable_test.c, garbage_test.c, causality.c */
 int cmd_check(int argc, char **argv);
 int cmd_enable_test(int argc, char **argv);
 int cmd_garbage_test(int argc, char **argv);
-
-/* clock.c */
 int cmd_causality(int argc, char **argv);
 
-/* common option parsing */
-int opt_u64(const char *s, uint64_t *out);
-int opt_double(const char *s, double *out);
-/* These two die with a message naming the option and the bad value. */
-pid_t opt_pid(const char *s);
-double opt_seconds(const char *name, const char *s);
+/*
+ * Command lines: "--NAME VALUE" and "--NAME" (flags) in any order around
+ * one FILE.  drv_parse() stores each value in *val (bool, uint64_t,
+ * const char *, double seconds or pid_t by kind), returns FILE, and dies
+ * naming the option and the bad value, or with @usage.
+ */
+enum drv_kind { DRV_FLAG, DRV_U64, DRV_STR, DRV_SECONDS, DRV_PID };
+
+struct drv_opt {
+	const char *name;
+	enum drv_kind kind;
+	void *val;
+};
+
+const char *drv_parse(int argc, char **argv, const struct drv_opt *opts,
+		      const char *usage);
 
 #define die(...)							\
 	do {								\
-		fprintf(stderr, "hvt-hyp: " __VA_ARGS__);		\
+		fprintf(stderr, "hvt-hyp-test: " __VA_ARGS__);		\
 		fputc('\n', stderr);					\
 		exit(1);						\
 	} while (0)

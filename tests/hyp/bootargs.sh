@@ -11,7 +11,7 @@ set -u
 objtree=$1 srctree=$2
 . "$srctree/qemu-scripts/hyp-lib.sh"
 HYP_SHOW_LOG=1
-hyp_init "$objtree"
+hyp_init "$objtree" driver
 
 hyp_start bootargs 2 "cpus=1 hcalls=500 subbufs=3 mode=sideways cpus=99 hcalls=12x junk = wait=30000" || exit 1
 "$HYP_TOOL" check "$HYP_RAM" --attach --pid "$HYP_PID" --hcalls 500 \

@@ -14,7 +14,7 @@ objtree=$1 srctree=$2 n_el2=${3:-500000} n_native=${4:-5000000}
 . "$srctree/qemu-scripts/hyp-lib.sh"
 hyp_init "$objtree"
 
-native=$("$objtree/hyp/tools/hvt-hyp-bench-native" "$n_native") || {
+native=$("$objtree/tests/hyp/hvt-hyp-bench-native" "$n_native") || {
 	echo "error: the native benchmark failed: $native" >&2
 	exit 1
 }

@@ -12,7 +12,7 @@ set -u
 objtree=$1 srctree=$2 hcalls=20000
 . "$srctree/qemu-scripts/hyp-lib.sh"
 HYP_SHOW_LOG=1
-hyp_init "$objtree"
+hyp_init "$objtree" driver
 
 hyp_start overwrite 2 "cpus=2 hcalls=$hcalls mode=overwrite subbufs=8 wait=30000" || exit 1
 "$HYP_TOOL" check "$HYP_RAM" --attach --no-read --pid "$HYP_PID" \
