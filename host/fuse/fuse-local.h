@@ -170,4 +170,12 @@ void fz_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 void fz_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	      dev_t rdev);
 
+/* view.c */
+struct fz_ev *q_cur(struct fz_cpu *q, struct fz_chunk **cp);
+void q_advance(struct fz_cpu *q);
+uint64_t ev_clock(const struct fz_remote *r, const struct fz_ev *e);
+
+/* view_text.c */
+void fz_comm(struct fz_remote *r, const uint8_t *rec, uint32_t len);
+
 #endif /* HVT_FUSE_LOCAL_H */
