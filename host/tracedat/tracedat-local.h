@@ -127,4 +127,85 @@ int rd_op_add(struct hvtrace_tracedat_file *f, enum rd_op_kind kind,
 	      const char *system, char *text, size_t len);
 void rd_sandbox(struct hvtrace_tracedat_file *f);
 
+/* --- the writer -------------------------------------------------------- */
+
+#define WR_OBUF_SIZE   (256u * 1024)
+#define WR_MAX_BUFFERS 256u
+#define WR_BATCH_SIZE  (64u * 1024) /* pages written at once, per CPU */
+
+/*
+ * One CPU of a buffer.  Its pages gather in @batch and go to the
+ * temporary file WR_BATCH_SIZE bytes at a time: one system call per page
+ * costs more than the page's copy.  Nothing but the CPU's own state is
+ * touched by _add_page(), so callers may add pages of different CPUs
+ * from different threads.
+ */
+struct wr_cpu {
+	int fd;	       /* temporary page file, -1 until first write */
+	uint64_t size; /* bytes added (in the file and in @batch) */
+	uint8_t *batch;
+	uint32_t batch_len;
+};
+
+struct wr_buffer {
+	char *name;
+	char *clock;
+	uint32_t page_size;
+	uint32_t nr_cpus;
+	struct wr_cpu *cpu;
+	/* computed by _finish() */
+	uint64_t section_off;
+	uint64_t data_off;
+};
+
+struct wr_format {
+	char *system;
+	char *text;
+	size_t len;
+};
+
+struct wr_option {
+	uint16_t id;
+	uint32_t len;
+	void *data;
+};
+
+struct wr_cmdline {
+	int pid;
+	char comm[64];
+};
+
+struct hvtrace_tracedat_writer {
+	int fd;
+	char *path;
+	char *dir;
+	uint32_t page_size;
+
+	struct hvt_tdat_blob header_page;
+	struct hvt_tdat_blob header_event;
+	struct hvt_tdat_blob kallsyms;
+	struct hvt_tdat_blob printk;
+
+	struct wr_format *fmt;
+	unsigned int nr_fmt, cap_fmt;
+	struct wr_option *opt;
+	unsigned int nr_opt, cap_opt;
+	struct wr_cmdline *cmd;
+	unsigned int nr_cmd, cap_cmd;
+	struct wr_buffer *buf;
+	unsigned int nr_buf;
+
+	/* output state of _finish() */
+	struct hvt_tdat_blob strings;
+	uint8_t *obuf;
+	size_t olen;
+	uint64_t off; /* logical output offset */
+	int err;
+	bool keep;    /* the file is complete: do not unlink */
+	bool created; /* we created or truncated the output */
+};
+
+/* write.c */
+int wr_cpu_flush(struct hvtrace_tracedat_writer *w, struct wr_cpu *c);
+
 #endif /* HVT_TRACEDAT_LOCAL_H */
