@@ -138,44 +138,50 @@ static inline struct fz_view *req_view(fuse_req_t req)
 }
 
 /* fs.c */
-struct fz_node *node_of(struct fz_fs *fs, fuse_ino_t ino);
-const struct file_def *node_def(const struct fz_node *n);
-struct fz_remote *node_check(struct fz_view *v, const struct fz_node *n,
-			     bool *ok);
-void node_stat(struct fz_fs *fs, const struct fz_node *n, struct stat *st);
+HVT_INTERNAL struct fz_node *node_of(struct fz_fs *fs, fuse_ino_t ino);
+HVT_INTERNAL const struct file_def *node_def(const struct fz_node *n);
+HVT_INTERNAL struct fz_remote *node_check(struct fz_view *v,
+					  const struct fz_node *n, bool *ok);
+HVT_INTERNAL void node_stat(struct fz_fs *fs, const struct fz_node *n,
+			    struct stat *st);
 
 /* fs_io.c */
-void fz_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void fh_put(struct fz_fs *fs, struct fz_fh *fh);
-void fz_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void fz_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-	     struct fuse_file_info *fi);
-void fz_wake(struct fz_view *v, struct fz_remote *r);
-void fz_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-	     struct fuse_pollhandle *ph);
+HVT_INTERNAL void fz_open(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi);
+HVT_INTERNAL void fh_put(struct fz_fs *fs, struct fz_fh *fh);
+HVT_INTERNAL void fz_release(fuse_req_t req, fuse_ino_t ino,
+			     struct fuse_file_info *fi);
+HVT_INTERNAL void fz_read(fuse_req_t req, fuse_ino_t ino, size_t size,
+			  off_t off, struct fuse_file_info *fi);
+HVT_INTERNAL void fz_wake(struct fz_view *v, struct fz_remote *r);
+HVT_INTERNAL void fz_poll(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi,
+			  struct fuse_pollhandle *ph);
 
 /* fs_render.c */
-int parse_ulong(const char *s, size_t len, unsigned long *out);
-int fh_render(struct fz_view *v, struct fz_fh *fh);
-int fh_truncate(struct fz_view *v, struct fz_remote *r,
-		const struct fz_node *n);
+HVT_INTERNAL int parse_ulong(const char *s, size_t len, unsigned long *out);
+HVT_INTERNAL int fh_render(struct fz_view *v, struct fz_fh *fh);
+HVT_INTERNAL int fh_truncate(struct fz_view *v, struct fz_remote *r,
+			     const struct fz_node *n);
 
 /* fs_write.c */
-void fz_write(fuse_req_t req, fuse_ino_t ino, const char *data, size_t size,
-	      off_t off, struct fuse_file_info *fi);
-void fz_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-		struct fuse_file_info *fi);
-void fz_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-	       struct fuse_file_info *fi);
-void fz_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-	      dev_t rdev);
+HVT_INTERNAL void fz_write(fuse_req_t req, fuse_ino_t ino, const char *data,
+			   size_t size, off_t off, struct fuse_file_info *fi);
+HVT_INTERNAL void fz_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+			     int to_set, struct fuse_file_info *fi);
+HVT_INTERNAL void fz_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+			    mode_t mode, struct fuse_file_info *fi);
+HVT_INTERNAL void fz_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+			   mode_t mode, dev_t rdev);
 
 /* view.c */
-struct fz_ev *q_cur(struct fz_cpu *q, struct fz_chunk **cp);
-void q_advance(struct fz_cpu *q);
-uint64_t ev_clock(const struct fz_remote *r, const struct fz_ev *e);
+HVT_INTERNAL struct fz_ev *q_cur(struct fz_cpu *q, struct fz_chunk **cp);
+HVT_INTERNAL void q_advance(struct fz_cpu *q);
+HVT_INTERNAL uint64_t ev_clock(const struct fz_remote *r,
+			       const struct fz_ev *e);
 
 /* view_text.c */
-void fz_comm(struct fz_remote *r, const uint8_t *rec, uint32_t len);
+HVT_INTERNAL void fz_comm(struct fz_remote *r, const uint8_t *rec,
+			  uint32_t len);
 
 #endif /* HVT_FUSE_LOCAL_H */

@@ -105,27 +105,32 @@ struct rd_cur {
 };
 
 /* read_meta.c */
-int rd_at(struct hvtrace_tracedat_file *f, uint64_t off, void *buf, size_t len);
-uint32_t rd_le32(const uint8_t *p);
-uint64_t rd_le64(const uint8_t *p);
-int cur_read(struct rd_cur *c, void *buf, size_t len);
-int cur_u16(struct rd_cur *c, uint16_t *v);
-int cur_u32(struct rd_cur *c, uint32_t *v);
-int cur_u64(struct rd_cur *c, uint64_t *v);
-int cur_str(struct rd_cur *c, char *buf, size_t max);
-int rd_header_info(struct hvtrace_tracedat_file *f, struct rd_cur *c);
-int rd_ftrace_formats(struct hvtrace_tracedat_file *f, struct rd_cur *c);
-int rd_event_formats(struct hvtrace_tracedat_file *f, struct rd_cur *c);
-int rd_kallsyms(struct hvtrace_tracedat_file *f, struct rd_cur *c);
-int rd_printk(struct hvtrace_tracedat_file *f, struct rd_cur *c);
-int rd_cmdlines(struct hvtrace_tracedat_file *f, struct rd_cur *c);
-int rd_options(struct hvtrace_tracedat_file *f, struct rd_cur *c,
-	       uint64_t *next);
+HVT_INTERNAL int rd_at(struct hvtrace_tracedat_file *f, uint64_t off, void *buf,
+		       size_t len);
+HVT_INTERNAL uint32_t rd_le32(const uint8_t *p);
+HVT_INTERNAL uint64_t rd_le64(const uint8_t *p);
+HVT_INTERNAL int cur_read(struct rd_cur *c, void *buf, size_t len);
+HVT_INTERNAL int cur_u16(struct rd_cur *c, uint16_t *v);
+HVT_INTERNAL int cur_u32(struct rd_cur *c, uint32_t *v);
+HVT_INTERNAL int cur_u64(struct rd_cur *c, uint64_t *v);
+HVT_INTERNAL int cur_str(struct rd_cur *c, char *buf, size_t max);
+HVT_INTERNAL int rd_header_info(struct hvtrace_tracedat_file *f,
+				struct rd_cur *c);
+HVT_INTERNAL int rd_ftrace_formats(struct hvtrace_tracedat_file *f,
+				   struct rd_cur *c);
+HVT_INTERNAL int rd_event_formats(struct hvtrace_tracedat_file *f,
+				  struct rd_cur *c);
+HVT_INTERNAL int rd_kallsyms(struct hvtrace_tracedat_file *f, struct rd_cur *c);
+HVT_INTERNAL int rd_printk(struct hvtrace_tracedat_file *f, struct rd_cur *c);
+HVT_INTERNAL int rd_cmdlines(struct hvtrace_tracedat_file *f, struct rd_cur *c);
+HVT_INTERNAL int rd_options(struct hvtrace_tracedat_file *f, struct rd_cur *c,
+			    uint64_t *next);
 
 /* read_sandbox.c */
-int rd_op_add(struct hvtrace_tracedat_file *f, enum rd_op_kind kind,
-	      const char *system, char *text, size_t len);
-void rd_sandbox(struct hvtrace_tracedat_file *f);
+HVT_INTERNAL int rd_op_add(struct hvtrace_tracedat_file *f,
+			   enum rd_op_kind kind, const char *system, char *text,
+			   size_t len);
+HVT_INTERNAL void rd_sandbox(struct hvtrace_tracedat_file *f);
 
 /* --- the writer -------------------------------------------------------- */
 
@@ -206,6 +211,7 @@ struct hvtrace_tracedat_writer {
 };
 
 /* write.c */
-int wr_cpu_flush(struct hvtrace_tracedat_writer *w, struct wr_cpu *c);
+HVT_INTERNAL int wr_cpu_flush(struct hvtrace_tracedat_writer *w,
+			      struct wr_cpu *c);
 
 #endif /* HVT_TRACEDAT_LOCAL_H */
