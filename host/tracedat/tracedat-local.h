@@ -4,9 +4,9 @@
  * files share among themselves (hidden, never installed).  tdat.h is the
  * component's interface to its other files and to the recorders; this
  * header is the inside of the reader (read.c, read_meta.c,
- * read_sandbox.c, read_events.c) and of the writer (write.c and its
- * parts): their state structures and the functions one of their files
- * calls in another.
+ * read_sandbox.c, read_events.c) and of the writer (write.c,
+ * write_finish.c): their state structures and the functions one of their
+ * files calls in another.
  */
 #ifndef HVT_TRACEDAT_LOCAL_H
 #define HVT_TRACEDAT_LOCAL_H
