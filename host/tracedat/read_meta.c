@@ -231,37 +231,32 @@ static int rd_sized_text(struct rd_cur *c, bool wide, char **out)
 	return ret;
 }
 
-int rd_kallsyms(struct hvtrace_tracedat_file *f, struct rd_cur *c)
+/* A sized text (kallsyms, printk formats, cmdlines) queued as @kind. */
+static int rd_text_op(struct hvtrace_tracedat_file *f, struct rd_cur *c,
+		      bool wide, enum rd_op_kind kind)
 {
 	char *t = NULL;
-	int ret = rd_sized_text(c, false, &t);
+	int ret = rd_sized_text(c, wide, &t);
 
 	if (!ret && *t)
-		return rd_op_add(f, RD_OP_KALLSYMS, NULL, t, strlen(t));
+		return rd_op_add(f, kind, NULL, t, strlen(t));
 	free(t);
 	return ret;
+}
+
+int rd_kallsyms(struct hvtrace_tracedat_file *f, struct rd_cur *c)
+{
+	return rd_text_op(f, c, false, RD_OP_KALLSYMS);
 }
 
 int rd_printk(struct hvtrace_tracedat_file *f, struct rd_cur *c)
 {
-	char *t = NULL;
-	int ret = rd_sized_text(c, false, &t);
-
-	if (!ret && *t)
-		return rd_op_add(f, RD_OP_PRINTK, NULL, t, strlen(t));
-	free(t);
-	return ret;
+	return rd_text_op(f, c, false, RD_OP_PRINTK);
 }
 
 int rd_cmdlines(struct hvtrace_tracedat_file *f, struct rd_cur *c)
 {
-	char *t = NULL;
-	int ret = rd_sized_text(c, true, &t);
-
-	if (!ret && *t)
-		return rd_op_add(f, RD_OP_CMDLINES, NULL, t, strlen(t));
-	free(t);
-	return ret;
+	return rd_text_op(f, c, true, RD_OP_CMDLINES);
 }
 
 /* --- options
