@@ -197,4 +197,18 @@ void client_forget_reg(struct client *c, uint32_t id);
 void clients_notice(struct agent *ag, const struct hvt_msg *m);
 int read_comm(pid_t pid, pid_t tid, char *buf, size_t size);
 
+/* link.c, for link_frame.c */
+void pending_unlink(struct agent *ag, struct pending *p);
+void pending_fail(struct agent *ag, struct pending *p, int status,
+		  const char *text);
+int link_push(struct agent *ag, const struct hvt_msg *m);
+struct pending *pending_by_req(struct agent *ag, uint32_t req);
+void link_hello(struct agent *ag, const struct hvt_msg *answer_to);
+void link_replay(struct agent *ag);
+void link_fail_inflight(struct agent *ag, const char *why);
+void link_down(struct agent *ag, const char *why, bool close_fd);
+
+/* link_frame.c, for link.c */
+void link_frame(struct agent *ag, const struct hvt_frame *f);
+
 #endif /* HVT_AGENT_H */

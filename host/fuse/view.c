@@ -17,6 +17,9 @@
  * picks which one text and raw pages show; raw pages are re-encoded by
  * the trace.dat packer (deltas recomputed, TIME_EXTEND where needed), so
  * any clock comes out as valid ftrace sub-buffers.
+ *
+ * This file holds the remotes, ingest, consuming, raw pages and
+ * trace_clock; view_text.c renders the records as text.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -26,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fz.h"
+#include "fuse-local.h"
 #include "../proto/dfeed.h"
 #include "../tracedat/tdat.h"
 
@@ -267,8 +270,6 @@ bool fz_system_exists(const struct fz_remote *r, const char *system)
 }
 
 /* --- ingest ------------------------------------------------------------- */
-
-static void fz_comm(struct fz_remote *r, const uint8_t *rec, uint32_t len);
 
 static void lost_add(uint64_t *to, uint64_t n)
 {
@@ -516,7 +517,7 @@ void fz_ingest(struct fz_remote *r, uint32_t cpu, struct fz_chunk *c)
 /* --- consuming ---------------------------------------------------------- */
 
 /* The next unconsumed record of @q, or NULL. */
-static struct fz_ev *q_cur(struct fz_cpu *q, struct fz_chunk **cp)
+struct fz_ev *q_cur(struct fz_cpu *q, struct fz_chunk **cp)
 {
 	q_trim(q);
 	if (!q->head)
@@ -525,7 +526,7 @@ static struct fz_ev *q_cur(struct fz_cpu *q, struct fz_chunk **cp)
 	return &q->head->ev[q->head->pos];
 }
 
-static void q_advance(struct fz_cpu *q)
+void q_advance(struct fz_cpu *q)
 {
 	struct fz_chunk *c = q->head;
 	uint32_t b = ev_bytes(c->ev[c->pos].len);
@@ -571,7 +572,7 @@ void fz_reset(struct fz_remote *r, int cpu)
 	r->data_gen++;
 }
 
-static uint64_t ev_clock(const struct fz_remote *r, const struct fz_ev *e)
+uint64_t ev_clock(const struct fz_remote *r, const struct fz_ev *e)
 {
 	return r->clock == FZ_CLOCK_MONO ? e->host : e->ts;
 }
@@ -639,321 +640,6 @@ uint32_t fz_take_raw(struct fz_remote *r, uint32_t cpu, uint8_t *page)
 	memset(page + out.size, 0, r->subbuf_size - out.size);
 	r->data_gen++;
 	return r->subbuf_size;
-}
-
-/* --- text ----------------------------------------------------------------- */
-
-struct text_buf {
-	char *p;
-	size_t len, cap;
-};
-
-static int tb_reserve(struct text_buf *b, size_t n)
-{
-	if (b->len + n + 1 <= b->cap)
-		return 0;
-	{
-		size_t cap = (b->len + n + 1) * 2;
-		char *p = realloc(b->p, cap);
-
-		if (!p)
-			return -ENOMEM;
-		b->p = p;
-		b->cap = cap;
-	}
-	return 0;
-}
-
-static void tb_printf(struct text_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void tb_printf(struct text_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || tb_reserve(b, (size_t)n))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
-
-/* A loopback writer runs here: name its threads from /proc. */
-static void fz_comm(struct fz_remote *r, const uint8_t *rec, uint32_t len)
-{
-	int32_t pid;
-
-	if (len < 8 || r->writer_kind != HVT_WRITER_LOOPBACK)
-		return;
-	memcpy(&pid, rec + 4, 4);
-	hvt_dcomm_local(r->dec, pid);
-}
-
-/* One record (and the loss before it) as trace_pipe lines. */
-static int fz_line(struct fz_remote *r, uint32_t cpu, const struct fz_chunk *c,
-		   const struct fz_ev *e, struct text_buf *b)
-{
-	struct hvtrace_record rec;
-	unsigned int flags = 0;
-	int n;
-
-	if (e->lost) {
-		if (tb_reserve(b, 64))
-			return -ENOMEM;
-		n = hvtrace_format_lost((int)cpu,
-					e->lost == FZ_LOST_UNKNOWN
-						? HVTRACE_LOST_UNKNOWN
-						: e->lost,
-					b->p + b->len, 64);
-		if (n > 0 && n < 64)
-			b->len += (size_t)n;
-	}
-	if (!r->dec && fz_remote_decoder(r))
-		return -ENOMEM;
-	fz_comm(r, c->data + e->off, e->len);
-	memset(&rec, 0, sizeof(rec));
-	rec.ts = e->ts;
-	rec.host_ns = e->host;
-	rec.data = c->data + e->off;
-	rec.size = e->len;
-	rec.cpu = (int)cpu;
-	if (r->clock == FZ_CLOCK_NATIVE && r->clock_id == HVT_CLOCK_COUNTER)
-		flags |= HVTRACE_TEXT_RAW_TS;
-	for (;;) {
-		size_t room;
-
-		if (tb_reserve(b, 256))
-			return -ENOMEM;
-		room = b->cap - b->len;
-		n = hvtrace_decoder_format(r->dec, &rec, ev_clock(r, e), flags,
-					   b->p + b->len, room);
-		if (n < 0)
-			return n;
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return 0;
-		}
-		if (tb_reserve(b, (size_t)n + 1))
-			return -ENOMEM;
-	}
-}
-
-/* The CPU whose next record is the oldest (consuming cursor). */
-static int pick_cpu(struct fz_remote *r, int cpu)
-{
-	struct fz_chunk *c;
-	uint64_t best_ts = 0;
-	int best = -1;
-	unsigned int i;
-
-	for (i = 0; i < r->nr_cpus; i++) {
-		struct fz_ev *e;
-
-		if (cpu >= 0 && (unsigned int)cpu != i)
-			continue;
-		e = q_cur(&r->cpu[i], &c);
-		if (e && (best < 0 || ev_clock(r, e) < best_ts)) {
-			best = (int)i;
-			best_ts = ev_clock(r, e);
-		}
-	}
-	return best;
-}
-
-size_t fz_take_text(struct fz_remote *r, int cpu, char *buf, size_t size,
-		    char **rest, size_t *rest_len)
-{
-	struct text_buf line = {0};
-	size_t n = 0;
-
-	*rest = NULL;
-	*rest_len = 0;
-	if (!r->cpu)
-		return 0;
-	while (n < size) {
-		struct fz_chunk *c = NULL;
-		struct fz_ev *e;
-		int i = pick_cpu(r, cpu);
-
-		if (i < 0)
-			break;
-		e = q_cur(&r->cpu[i], &c);
-		if (!e)
-			break;
-		line.len = 0;
-		if (fz_line(r, (uint32_t)i, c, e, &line))
-			break;
-		if (n + line.len > size) {
-			if (n)
-				break; /* the next read gets it */
-			/* A read smaller than one line: the rest waits for
-			 * the next read. */
-			memcpy(buf, line.p, size);
-			*rest = malloc(line.len - size);
-			if (*rest) {
-				memcpy(*rest, line.p + size, line.len - size);
-				*rest_len = line.len - size;
-			}
-			n = size;
-			q_advance(&r->cpu[i]);
-			break;
-		}
-		memcpy(buf + n, line.p, line.len);
-		n += line.len;
-		q_advance(&r->cpu[i]);
-	}
-	free(line.p);
-	if (n)
-		r->data_gen++;
-	return n;
-}
-
-char *fz_trace_text(struct fz_remote *r, int cpu, size_t *len)
-{
-	struct text_buf b = {0};
-	struct cur {
-		struct fz_chunk *c;
-		uint32_t i;
-	} *cur = NULL;
-	uint64_t entries = 0, written = 0;
-	unsigned int i;
-
-	if (r->cpu)
-		cur = calloc(r->nr_cpus + 1, sizeof(*cur));
-	for (i = 0; r->cpu && i < r->nr_cpus; i++) {
-		if (cpu >= 0 && (unsigned int)cpu != i)
-			continue;
-		entries += r->cpu[i].queued;
-		written += r->cpu[i].queued + r->cpu[i].overrun;
-		if (cur) {
-			cur[i].c = r->cpu[i].head;
-			cur[i].i = cur[i].c ? cur[i].c->pos : 0;
-		}
-	}
-	tb_printf(&b,
-		  "# tracer: nop\n"
-		  "#\n"
-		  "# entries-in-buffer/entries-written: %llu/%llu   #P:%u\n"
-		  "#\n"
-		  "#                                _-----=> "
-		  "irqs-off/BH-disabled\n"
-		  "#                               / _----=> need-resched\n"
-		  "#                              | / _---=> hardirq/softirq\n"
-		  "#                              || / _--=> preempt-depth\n"
-		  "#                              ||| / _-=> migrate-disable\n"
-		  "#                              |||| /     delay\n"
-		  "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n"
-		  "#              | |         |   |||||     |         |\n",
-		  (unsigned long long)entries, (unsigned long long)written,
-		  r->nr_cpus);
-	/* Merge by time without consuming: a cursor per CPU. */
-	while (cur) {
-		int best = -1;
-		uint64_t best_ts = 0;
-
-		for (i = 0; i < r->nr_cpus; i++) {
-			struct cur *k = &cur[i];
-
-			if (cpu >= 0 && (unsigned int)cpu != i)
-				continue;
-			while (k->c && k->i >= k->c->n) {
-				k->c = k->c->next;
-				k->i = k->c ? k->c->pos : 0;
-			}
-			if (k->c && (best < 0 ||
-				     ev_clock(r, &k->c->ev[k->i]) < best_ts)) {
-				best = (int)i;
-				best_ts = ev_clock(r, &k->c->ev[k->i]);
-			}
-		}
-		if (best < 0)
-			break;
-		if (fz_line(r, (uint32_t)best, cur[best].c,
-			    &cur[best].c->ev[cur[best].i], &b))
-			break;
-		cur[best].i++;
-	}
-	free(cur);
-	if (!b.p)
-		tb_printf(&b, "%s", "");
-	*len = b.len;
-	return b.p;
-}
-
-static void ts_line(struct text_buf *b, const struct fz_remote *r,
-		    const char *label, uint64_t t)
-{
-	if (r->clock == FZ_CLOCK_NATIVE && r->clock_id == HVT_CLOCK_COUNTER)
-		tb_printf(b, "%s %llu\n", label, (unsigned long long)t);
-	else
-		tb_printf(b, "%s %5llu.%06llu\n", label,
-			  (unsigned long long)(t / 1000000000ULL),
-			  (unsigned long long)(t % 1000000000ULL / 1000));
-}
-
-char *fz_stats_text(struct fz_remote *r, uint32_t cpu, size_t *len)
-{
-	struct text_buf b = {0};
-	struct fz_cpu none = {0}, *q = &none;
-	struct fz_chunk *c;
-	struct fz_ev *e;
-	uint64_t oldest = 0, now;
-
-	if (r->cpu && cpu < r->nr_cpus)
-		q = &r->cpu[cpu];
-	e = q == &none ? NULL : q_cur(q, &c);
-	if (e)
-		oldest = ev_clock(r, e);
-	now = r->clock == FZ_CLOCK_MONO ? hvt_host_now_ns()
-	      : q->tail && q->tail->n	? q->tail->ev[q->tail->n - 1].ts
-					: 0;
-	tb_printf(&b,
-		  "entries: %llu\noverrun: %llu\ncommit overrun: 0\n"
-		  "bytes: %llu\n",
-		  (unsigned long long)q->queued, (unsigned long long)q->overrun,
-		  (unsigned long long)q->bytes);
-	ts_line(&b, r, "oldest event ts:", oldest);
-	ts_line(&b, r, "now ts:", now);
-	tb_printf(&b, "dropped events: %llu\nread events: %llu\n",
-		  (unsigned long long)q->dropped, (unsigned long long)q->read);
-	*len = b.len;
-	return b.p;
-}
-
-void fz_errlog_add(struct fz_remote *r, const char *loc, const char *msg,
-		   const char *cmd, unsigned int pos)
-{
-	struct text_buf b = {.p = r->errlog,
-			     .len = r->errlog_len,
-			     .cap = r->errlog ? r->errlog_len + 1 : 0};
-	uint64_t t = hvt_host_now_ns();
-	size_t cl = strcspn(cmd, "\n");
-
-	if (pos > cl)
-		pos = (unsigned int)cl;
-	/* The kernel keeps the last 16: drop the oldest entry. */
-	if (r->errlog_n >= FZ_ERRLOG_MAX && b.p) {
-		char *next = strstr(b.p + 1, "\n[");
-
-		if (next) {
-			next++;
-			b.len -= (size_t)(next - b.p);
-			memmove(b.p, next, b.len + 1);
-			r->errlog_n--;
-		}
-	}
-	tb_printf(&b, "[%5llu.%06llu] %s: error: %s\n  Command: %.*s\n%*s^\n",
-		  (unsigned long long)(t / 1000000000ULL),
-		  (unsigned long long)(t % 1000000000ULL / 1000), loc, msg,
-		  (int)cl, cmd, (int)pos + 11, "");
-	r->errlog = b.p;
-	r->errlog_len = b.len;
-	r->errlog_n++;
 }
 
 /* --- trace_clock ---------------------------------------------------------- */

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhvtrace: what the files of the guest kernel ring reader share
+ * (hidden, never installed): the reader's state, the layout constants of
+ * the kernel's ring_buffer_meta, and the one page reader of the parser
+ * (kr_get() and the kr_rd*() loads).  kring.c finds and opens the ring,
+ * kring_pid.c finds it in a running VMM, kring_read.c reads it.
+ */
+#ifndef HVT_KRING_LOCAL_H
+#define HVT_KRING_LOCAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+#define KR_MAGIC		0xBADFEEDu
+#define KR_SCAN_STEP		4096u
+#define KR_612_META_SIZE	56u	/* struct ring_buffer_meta, 6.12 */
+#define KR_612_FIELDS		24u	/* offset of first_buffer in it */
+#define KR_615_GLOBAL_SIZE	24u	/* struct ring_buffer_meta, 6.15+ */
+#define KR_615_CPU_MIN		32u	/* ring_buffer_cpu_meta up to nr_subbufs */
+#define KR_615_CPU_MAX		4096u
+#define KR_NR_MAX		(1u << 20)
+#define KR_CPUS_MAX		4096u
+
+/* Offsets inside the common part of a CPU meta (from first_buffer). */
+#define KR_F_FIRST	0u
+#define KR_F_HEAD	8u
+#define KR_F_COMMIT	16u
+#define KR_F_SUBBUF	24u
+#define KR_F_NR		28u
+
+struct kr_cpu {
+	uint64_t fields;	/* file offset of first_buffer */
+	uint64_t bufs;		/* file offset of buffers[] */
+	uint64_t pages;		/* file offset of sub-buffer slot 0 */
+
+	/* snapshot (private) */
+	int32_t *buffers;	/* nr entries */
+	uint32_t *id_of;	/* slot -> ring id */
+	uint64_t first;		/* first_buffer the cursor belongs to */
+
+	/* cursor */
+	bool started;		/* id is meaningful */
+	bool page_started;	/* page_ts, slot, pos are */
+	uint32_t id;
+	uint32_t slot;
+	uint64_t page_ts;
+	uint32_t pos;
+	uint64_t pos_ts;
+	bool bad;		/* the commit page at bad_id is malformed */
+	uint32_t bad_id;
+	uint64_t pending_lost;	/* 0 or HVTRACE_LOST_UNKNOWN */
+
+	uint8_t *copy;		/* private page copy */
+	struct hvtrace_kring_stats st;
+};
+
+struct hvtrace_kring {
+	int fd;
+	char path[512];		/* what messages name the source by */
+	const char *unit;	/* "file" or "mapping" */
+	const uint8_t *map;	/* the source, PROT_READ; NULL: pread(mem) */
+	uint64_t size;		/* bytes of the source: bounds every offset */
+	uint64_t foff;		/* file offset of map[0] */
+	/* a VMM's anonymous memory: read with pread() of /proc/PID/mem */
+	int mem;		/* -1 when map is set */
+	int pid;
+	uint64_t base;		/* VMM virtual address of offset 0 */
+	int pagemap;		/* /proc/PID/pagemap, or -1 */
+	int io_err;		/* first failed read since the last check */
+	struct hvtrace_kring_info info;
+	uint32_t ring;		/* ring pages: nr_subbufs - 1 */
+	uint32_t data_size;
+	struct kr_cpu *cpus;
+};
+
+struct kr_snap {
+	uint32_t head_id;
+	uint32_t commit_id;	/* 0: the guest's reader page holds it */
+};
+
+/* The one page reader of the parser (kring.c): a failed read yields zeros. */
+HVT_INTERNAL void kr_get(struct hvtrace_kring *k, uint64_t off, void *dst,
+			 size_t len);
+
+/* Loads from guest memory: single, untorn loads (the guest writes them
+ * with single stores too). */
+static inline uint32_t kr_rd32(struct hvtrace_kring *k, uint64_t off)
+{
+	uint32_t v;
+
+	if (k->map)
+		return __atomic_load_n((const uint32_t *)(k->map + off),
+				       __ATOMIC_RELAXED);
+	kr_get(k, off, &v, sizeof(v));
+	return v;
+}
+
+static inline uint64_t kr_rd64(struct hvtrace_kring *k, uint64_t off)
+{
+	uint64_t v;
+
+	if (k->map)
+		return __atomic_load_n((const uint64_t *)(k->map + off),
+				       __ATOMIC_RELAXED);
+	kr_get(k, off, &v, sizeof(v));
+	return v;
+}
+
+/* An acquire load: the guest stored what it covers before it (the fence
+ * after the load pairs with the guest's store order; a pread() copied
+ * before it). */
+static inline uint64_t kr_rd64_acq(struct hvtrace_kring *k, uint64_t off)
+{
+	uint64_t v = kr_rd64(k, off);
+
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return v;
+}
+
+static inline uint64_t kr_align(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+/* Ring distance from id @a forward to id @b (ids 1..ring). */
+static inline uint32_t kr_dist(uint32_t ring, uint32_t a, uint32_t b)
+{
+	return (b + ring - a) % ring;
+}
+
+/* kring.c */
+HVT_INTERNAL int kr_find(struct hvtrace_kring *k, uint64_t offset);
+
+
+#endif /* HVT_KRING_LOCAL_H */
