@@ -7,7 +7,10 @@
 # 6.12 kernel, this build's initramfs) whose workload serves "requests"
 # from four threads and records each as a user event; the host enables
 # the events, streams them as ftrace text while they happen, and ends with
-# a summary.  Uses its own hvtraced (socket and runtime folder in a
+# a summary.  The guest kernel also keeps its own ftrace ring (the
+# workers' sched_switch) in guest RAM; the finale panics the guest on
+# purpose and prints that kernel's last events from its RAM, read by the
+# host with no help from the dead guest.  Uses its own hvtraced (socket and runtime folder in a
 # temporary folder), so an hvtraced already running is not disturbed, and
 # leaves nothing behind: no QEMU, socket, /dev/shm file or folder.
 #
@@ -75,6 +78,7 @@ cleanup() {
 	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
 	"$H" guest stop "$NAME" >/dev/null 2>&1
 	"$H" daemon stop >/dev/null 2>&1
+	"$SRC/qemu-scripts/hvtrace-guest" cleanup --areas "$NAME" >/dev/null 2>&1
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -98,8 +102,11 @@ EOF
 
 say "1. Boot the guest; hvtraced is started and attaches it"
 tboot=$EPOCHREALTIME
+KT=/sys/kernel/tracing/instances/hvt
 run "$H" guest start "$NAME" \
-	--run "ue_demo --workers 4 --seconds $SECONDS_RUN --rate 5 --wait-enable 60000; sleep 600" ||
+	--kernel-events sched:sched_switch,ftrace:print --keep-ram --port panic \
+	--log "$TMP/console.log" \
+	--run "ue_demo --workers 4 --seconds $SECONDS_RUN --rate 5 --wait-enable 60000; until head -c 1 /dev/virtio-ports/panic | grep -q p; do sleep 0.1; done; echo 'hvt-demo: panicking on purpose' >$KT/trace_marker; echo c >/proc/sysrq-trigger" ||
 	die "the guest did not start"
 BOOT=$(since "$tboot")
 run "$H" list
@@ -107,7 +114,7 @@ run "$H" list
 # --- 2. the events it registered -------------------------------------------
 
 say "2. The workload registered its events with the host"
-LOG=$HVT_RUNDIR/$NAME/console.log
+LOG=$TMP/console.log
 # Registered, and its workers named (the host shows their comms).
 for _ in $(seq 300); do
 	grep -aq '^ue_demo: workers named' "$LOG" 2>/dev/null && break
@@ -184,18 +191,56 @@ printf '  wall time: %s s so far (boot and attach %s s, workload and stream %s s
 	"$(since "$T0")" "$BOOT" "$WORK"
 printf '             the guest has %s vCPUs under %s)\n' "$cpus" "$accel"
 
-# --- 6. stop ---------------------------------------------------------------------
+# --- 6. the guest kernel's own trace, after a panic --------------------------------
 
-say "6. Stop the guest and hvtraced"
+say "6. The guest kernel panics on purpose; the host reads its last events from guest RAM"
+# The guest panics once it reads a byte on its port "panic" (sent until it
+# takes it: a byte sent while the port is closed may be dropped).
+python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+for _ in range(600):
+    s.sendall(b"p")
+    time.sleep(0.1)
+    if b"Kernel panic" in open(sys.argv[2], "rb").read():
+        sys.exit(0)
+sys.exit(1)' "$HVT_RUNDIR/$NAME/port-panic.sock" "$LOG" ||
+	die "the guest did not panic"
+grep -a -m1 'Kernel panic' "$LOG"
+"$SRC/qemu-scripts/hvtrace-guest" wait "$NAME" --poweroff --timeout 60 >/dev/null ||
+	die "QEMU did not end after the panic"
+RAM=${HVT_SHM_DIR:-/dev/shm}/hvtrace-$NAME.ram
+# The formats the guest printed on its console at boot.
+"$SRC/qemu-scripts/hvtrace-guest" kformats --log "$LOG" "$TMP/kformats" >/dev/null ||
+	die "no guest kernel formats on the console ($LOG)"
+printf '%s$ %s%s
+' "$B" "$H stream $RAM --drain --formats DIR | grep 'demo-w\|hvt-demo' | tail -8" "$N"
+"$H" stream "$RAM" --drain --formats "$TMP/kformats" --summary \
+	>"$TMP/kring.out" 2>"$TMP/kring.err" || {
+	cat "$TMP/kring.err"
+	die "could not read the guest kernel's ring from $RAM"
+}
+grep -a 'demo-w\|hvt-demo' "$TMP/kring.out" | tail -8
+tail -1 "$TMP/kring.err"
+kswitch=$(grep -ac 'sched_switch:.*demo-w' "$TMP/kring.out")
+klast=$(grep -ac 'hvt-demo: panicking on purpose' "$TMP/kring.out")
+printf '  the guest kernel recorded %s switches of the workers; its last marker%s\n' \
+	"$kswitch" "$([ "$klast" = 1 ] && echo ' is there' || echo ' is MISSING')"
+
+# --- 7. stop ---------------------------------------------------------------------
+
+say "7. Stop the guest and hvtraced"
 run "$H" guest stop "$NAME"
 run "$H" daemon stop
+"$SRC/qemu-scripts/hvtrace-guest" cleanup --areas "$NAME" >/dev/null 2>&1
 left=
 pgrep -f -- "$HVT_RUNDIR/$NAME/" >/dev/null && left+=" QEMU"
 [ -e "/dev/shm/hvtrace-$NAME" ] && left+=" /dev/shm/hvtrace-$NAME"
+[ -e "$RAM" ] && left+=" $RAM"
 [ -e "$HVTRACED_SOCKET" ] && left+=" $HVTRACED_SOCKET"
 [ -e "$HVT_RUNDIR/$NAME" ] && left+=" $HVT_RUNDIR/$NAME"
 [ -z "$left" ] || die "left behind:$left"
 echo "nothing left behind (no QEMU, socket or /dev/shm file)"
-printf '\n%sdemo finished in %s s%s (events: %s written, %s streamed, %s LOST lines)\n' \
-	"$B" "$(since "$T0")" "$N" "$written" "$streamed" "$lost"
-[ "$streamed" = "$written" ] && [ "$lost" = 0 ]
+printf '\n%sdemo finished in %s s%s (events: %s written, %s streamed, %s LOST lines; guest kernel: %s worker switches, last marker %s)\n' \
+	"$B" "$(since "$T0")" "$N" "$written" "$streamed" "$lost" "$kswitch" "$klast"
+[ "$streamed" = "$written" ] && [ "$lost" = 0 ] && [ "$kswitch" -gt 0 ] && [ "$klast" = 1 ]

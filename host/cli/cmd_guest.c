@@ -74,6 +74,8 @@ static const char guest_usage[] =
 	"      ring the host reads from guest RAM (/dev/shm/hvtrace-NAME.ram):\n"
 	"      'hvtrace stream NAME --guest-kernel' shows them\n"
 	"  --kernel-buffer SIZE  that ring, all CPUs (default 8M)\n"
+	"  --kernel-formats LIST more events whose formats the guest prints\n"
+	"      at boot (for events it enables later itself)\n"
 	"  --keep-ram            keep the RAM file after the guest ends\n"
 	"  --kernel-ram file|memfd|anon  guest RAM for --kernel-events: the\n"
 	"      RAM file (default), a memfd or QEMU's anonymous memory (no\n"
@@ -91,7 +93,8 @@ static const char *const gu_valued[] = {
 	"--cpus",   "--mem",	  "--area-size", "--run",    "--agent-args",
 	"--kernel", "--initrd",	  "--add",	 "--module", "--port",
 	"--append", "--qemu-arg", "--accel",	 "--log",
-	"--kernel-events", "--kernel-buffer", "--kernel-ram", NULL,
+	"--kernel-events", "--kernel-buffer", "--kernel-ram", "--kernel-formats",
+	NULL,
 };
 
 static void gu_sleep_ms(long ms)
