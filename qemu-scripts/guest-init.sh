@@ -21,6 +21,7 @@
 #   hvtrace.port_wait=SECONDS  how long to wait for them (default 10)
 #   hvtrace.kformats=SYS[:EV],... print the guest kernel's event formats of
 #                              those systems or events on the console
+#   hvtrace.kclock=CLOCK       with kformats: set the ring's trace clock
 #
 # Console lines the host side relies on (see docs/qemu-rig.md):
 #   "hvtrace: kformats begin" ... "end"     the guest kernel's formats
@@ -191,6 +192,16 @@ if kf=$(cmdline_get hvtrace.kformats) && [ -d /sys/kernel/tracing/events ]; then
 	d=/tmp/kformats
 	rm -rf "$d"
 	mkdir -p "$d/events"
+	# hvtrace.kclock=CLOCK: the instance's trace clock, set before the
+	# workload runs (a change of clock empties the ring: the events of
+	# the boot so far go).  "mono" is the clock of the agent's area, so
+	# the guest's kernel and user events share one time base that the
+	# host's time sync maps.
+	if kc=$(cmdline_get hvtrace.kclock) && [ -w "$t/instances/hvt/trace_clock" ]; then
+		echo "$kc" >"$t/instances/hvt/trace_clock" ||
+			say "cannot set the guest kernel ring's clock to $kc"
+	fi
+	[ -r "$t/instances/hvt/trace_clock" ] && cat "$t/instances/hvt/trace_clock" >"$d/trace_clock"
 	for f in events/header_page events/header_event saved_cmdlines printk_formats; do
 		cat "$t/$f" >"$d/$f" 2>/dev/null
 	done
