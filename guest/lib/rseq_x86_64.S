@@ -129,6 +129,14 @@
 9:
 	.endm
 
+/* Leave an executor with @code in %eax: disarm the critical section first
+ * (rseq_cs := 0), so no descriptor address outlives the call. */
+	.macro	DISARM_RET code
+	movq	$0, RSEQ_CS(%rsi)
+	movl	$\code, %eax
+	ret
+	.endm
+
 	.section .data.rel.ro, "aw", @progbits
 	.p2align 5
 	.type	hvtg_rseq_cs, @object
@@ -211,18 +219,11 @@ hvtg_rseq_start_ip:
 	.globl	hvtg_rseq_post_commit_ip
 	.hidden	hvtg_rseq_post_commit_ip
 hvtg_rseq_post_commit_ip:
-	/* Disarm, so no descriptor address outlives the call. */
-	movq	$0, RSEQ_CS(%rsi)
-	movl	$EXEC_COMMITTED, %eax
-	ret
+	DISARM_RET EXEC_COMMITTED
 .Lcpu:
-	movq	$0, RSEQ_CS(%rsi)
-	movl	$EXEC_CPU, %eax
-	ret
+	DISARM_RET EXEC_CPU
 .Lstale:
-	movq	$0, RSEQ_CS(%rsi)
-	movl	$EXEC_STALE, %eax
-	ret
+	DISARM_RET EXEC_STALE
 .Lreject:
 	movq	$0, RSEQ_CS(%rsi)
 .Lreject_out:
@@ -342,17 +343,11 @@ hvtg_rseq_append_start_ip:
 	.globl	hvtg_rseq_append_post_commit_ip
 	.hidden	hvtg_rseq_append_post_commit_ip
 hvtg_rseq_append_post_commit_ip:
-	movq	$0, RSEQ_CS(%rsi)
-	movl	$EXEC_COMMITTED, %eax
-	ret
+	DISARM_RET EXEC_COMMITTED
 .Lap_cpu:
-	movq	$0, RSEQ_CS(%rsi)
-	movl	$EXEC_CPU, %eax
-	ret
+	DISARM_RET EXEC_CPU
 .Lap_stale:
-	movq	$0, RSEQ_CS(%rsi)
-	movl	$EXEC_STALE, %eax
-	ret
+	DISARM_RET EXEC_STALE
 	.byte	0x0f, 0xb9, 0x3d
 	.long	RSEQ_SIG
 	.globl	hvtg_rseq_append_abort_ip
