@@ -257,6 +257,7 @@ int main(int argc, char **argv)
 	ag->lfd = -1;
 	ag->area_fd = ag->ctrl_fd = -1;
 	ag->trig_ev = (struct hvtg_event)HVTG_EVENT_INIT;
+	hvt_util_log_setup("hvtrace-agent", 0);
 	default_name(ag);
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
@@ -346,7 +347,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'v':
-			agent_verbose = 1;
+			hvt_util_log_setup("hvtrace-agent", 1);
 			break;
 		case 'h':
 			fputs(usage_text, stdout);

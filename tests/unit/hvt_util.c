@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The hosted helpers of common/ (hvt_util.h): size and mode parsing, and
- * the socket chores around a server's bind() and a client's connect().
+ * The hosted helpers of common/ (hvt_util.h): size and mode parsing, the
+ * socket chores around a server's bind() and a client's connect(), and the
+ * log lines.
  */
 #include <hvtrace/config.h>
 
@@ -144,8 +145,38 @@ static void test_sock(void)
 	rmdir(dir);
 }
 
+/* Log lines go to stderr as "PROG: message"; debug ones only verbose. */
+static void test_log(void)
+{
+	char path[] = "/tmp/hvt-util-log-XXXXXX", buf[256];
+	int fd = mkstemp(path), saved = dup(2);
+	ssize_t n;
+
+	t_assert(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	t_assert(dup2(fd, 2) == 2);
+	hvt_util_log_setup("prog-a", 0);
+	t_eq(hvt_util_log_verbose(), 0);
+	hvt_util_log("one %d", 1);
+	hvt_util_dbg("hidden");
+	hvt_util_log_setup(NULL, 1);
+	t_eq(hvt_util_log_verbose(), 1);
+	hvt_util_dbg("two %s", "x");
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	unlink(path);
+	t_assert(n >= 0);
+	buf[n] = '\0';
+	if (strcmp(buf, "prog-a: one 1\nprog-a: two x\n"))
+		t_fail("log output '%s'", buf);
+}
+
 int main(void)
 {
+	test_log();
 	test_size();
 	test_mode();
 	test_sock();
