@@ -201,6 +201,7 @@ INSTALL_HDR :=
 CHECK_DEPS :=
 
 include $(srctree)/shared/Build.mk
+include $(srctree)/common/Build.mk
 include $(srctree)/host/Build.mk
 include $(srctree)/guest/Build.mk
 include $(srctree)/hyp/Build.mk

@@ -26,10 +26,11 @@ LIBHVTGUEST := $(objtree)/lib/libhvtrace-guest.a
 $(GUEST_LIB_OBJS): EXTRA_CFLAGS += $(GUEST_CFLAGS)
 
 ifneq ($(GUEST_LIB_SRCS),)
-$(LIBHVTGUEST): $(GUEST_LIB_OBJS) $(CORE_OBJS)
+$(LIBHVTGUEST): $(GUEST_LIB_OBJS) $(CORE_OBJS) $(UTIL_OBJS)
 	$(call archive,$^)
 PROGS += $(LIBHVTGUEST)
-# Self-contained: the archive carries the writer core it needs.
+# Self-contained: the archive carries the writer core and the hosted
+# helpers (common/) it needs.
 INSTALL_LIB += $(LIBHVTGUEST)
 INSTALL_HDR += $(srctree)/guest/include/hvtrace-guest.h
 endif

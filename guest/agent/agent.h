@@ -15,6 +15,7 @@
 
 #include <hvtrace/proto.h>
 
+#include "hvt_util.h"
 #include "hvtrace-guest.h"
 
 #define AGENT_MAX_CLIENTS	256
@@ -51,11 +52,11 @@ int outq_push(struct outq *q, const struct hvt_msg *m, const int *fds,
 int outq_flush(struct outq *q, int fd, bool is_socket);
 void outq_clear(struct outq *q);
 
-/* --- logging and time (util.c) ------------------------------------------ */
+/* --- logging (common/log.c) and time (util.c) --------------------------- */
 
-extern int agent_verbose;
-void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void agent_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Log lines "hvtrace-agent: ..." through common/ (hvt_util_log()). */
+#define agent_log hvt_util_log
+#define agent_dbg hvt_util_dbg
 uint64_t agent_now_ms(void);
 
 /* The area's clock (clock.c). */

@@ -32,30 +32,9 @@
 
 #include <hvtrace/abi.h>
 
+#include "hvt_util.h"
+
 #include "agent.h"
-
-static int mkdir_parent(const char *path)
-{
-	char dir[PATH_MAX], *p;
-
-	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
-		return -ENAMETOOLONG;
-	p = strrchr(dir, '/');
-	if (!p || p == dir)
-		return 0;
-	*p = '\0';
-	for (p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
 
 /*
  * The gid of group @name from /etc/group, or -1.  Parsed here rather than
@@ -91,41 +70,31 @@ static long group_gid(const char *name)
 
 int clients_listen(struct agent *ag)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct stat st;
+	struct sockaddr_un sa;
 	long gid;
 	int fd, ret;
 
-	if (strlen(ag->sock_path) >= sizeof(sa.sun_path)) {
+	ret = hvt_util_sock_prepare(ag->sock_path, &sa);
+	switch (ret) {
+	case 0:
+		break;
+	case -ENAMETOOLONG:
 		agent_log("socket path too long: %s", ag->sock_path);
-		return -ENAMETOOLONG;
-	}
-	strcpy(sa.sun_path, ag->sock_path);
-	ret = mkdir_parent(ag->sock_path);
-	if (ret) {
+		return ret;
+	case -EEXIST:
+		agent_log("%s exists and is not a socket: remove it or "
+			  "choose another --socket",
+			  ag->sock_path);
+		return ret;
+	case -EADDRINUSE:
+		agent_log("another hvtrace-agent is listening on %s: "
+			  "stop it first, or use another --socket",
+			  ag->sock_path);
+		return ret;
+	default:
 		agent_log("cannot create the directory of %s: %s",
 			  ag->sock_path, strerror(-ret));
 		return ret;
-	}
-	if (!lstat(ag->sock_path, &st)) {
-		if (!S_ISSOCK(st.st_mode)) {
-			agent_log("%s exists and is not a socket: remove it or "
-				  "choose another --socket",
-				  ag->sock_path);
-			return -EEXIST;
-		}
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0 &&
-		    !connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-			close(fd);
-			agent_log("another hvtrace-agent is listening on %s: "
-				  "stop it first, or use another --socket",
-				  ag->sock_path);
-			return -EADDRINUSE;
-		}
-		if (fd >= 0)
-			close(fd);
-		unlink(ag->sock_path);	/* stale */
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)

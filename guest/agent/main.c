@@ -34,6 +34,8 @@
 #include <hvtrace/abi.h>
 #include <hvtrace/config.h>
 
+#include "hvt_util.h"
+
 #include "agent.h"
 
 #define DEFAULT_AREA		"/dev/hvtrace-area"
@@ -84,23 +86,19 @@ static const char usage_text[] =
 	"  -v, --verbose        log more\n"
 	"  -h, --help           this text\n";
 
-static int parse_size(const char *s, uint64_t *out)
+/* --@opt takes @a (*out = @va) or @b (*out = @vb); 0, or -EINVAL said. */
+static int parse_choice(const char *opt, const char *s, const char *a,
+			uint32_t va, const char *b, uint32_t vb, uint32_t *out)
 {
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
+	if (!strcmp(s, a))
+		*out = va;
+	else if (!strcmp(s, b))
+		*out = vb;
+	else {
+		fprintf(stderr, "hvtrace-agent: --%s takes %s or %s\n", opt, a,
+			b);
 		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
 	}
-	if (*end)
-		return -EINVAL;
-	*out = v;
 	return 0;
 }
 
@@ -259,6 +257,7 @@ int main(int argc, char **argv)
 	ag->lfd = -1;
 	ag->area_fd = ag->ctrl_fd = -1;
 	ag->trig_ev = (struct hvtg_event)HVTG_EVENT_INIT;
+	hvt_util_log_setup("hvtrace-agent", 0);
 	default_name(ag);
 
 	while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
@@ -272,7 +271,7 @@ int main(int argc, char **argv)
 			ag->create = true;
 			break;
 		case 's':
-			if (parse_size(optarg, &ag->create_size) ||
+			if (hvt_util_size_parse(optarg, &ag->create_size) ||
 			    ag->create_size % HVT_AREA_ALIGN) {
 				fprintf(stderr, "hvtrace-agent: --size %s: "
 						"give a multiple of 4096 "
@@ -281,20 +280,15 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'm':
-			if (!strcmp(optarg, "consume"))
-				ag->fmt.mode = HVT_MODE_CONSUME;
-			else if (!strcmp(optarg, "overwrite"))
-				ag->fmt.mode = HVT_MODE_OVERWRITE;
-			else {
-				fprintf(stderr, "hvtrace-agent: --mode takes "
-						"consume or overwrite\n");
+			if (parse_choice("mode", optarg, "consume",
+					 HVT_MODE_CONSUME, "overwrite",
+					 HVT_MODE_OVERWRITE, &ag->fmt.mode))
 				return 2;
-			}
 			break;
 		case 'B':
 		case 'N':
 		case 'P':
-			if (parse_size(optarg, &v) || v > UINT32_MAX ||
+			if (hvt_util_size_parse(optarg, &v) || v > UINT32_MAX ||
 			    (opt == 'P' && !v)) {
 				fprintf(stderr, "hvtrace-agent: bad number "
 						"'%s'\n", optarg);
@@ -308,15 +302,10 @@ int main(int argc, char **argv)
 				ag->fmt.nr_subbufs = (uint32_t)v;
 			break;
 		case 'k':
-			if (!strcmp(optarg, "counter"))
-				ag->fmt.clock_id = HVT_CLOCK_COUNTER;
-			else if (!strcmp(optarg, "mono"))
-				ag->fmt.clock_id = HVT_CLOCK_MONO_NS;
-			else {
-				fprintf(stderr, "hvtrace-agent: --clock takes "
-						"counter or mono\n");
+			if (parse_choice("clock", optarg, "counter",
+					 HVT_CLOCK_COUNTER, "mono",
+					 HVT_CLOCK_MONO_NS, &ag->fmt.clock_id))
 				return 2;
-			}
 			break;
 		case 'n':
 			if (!hvt_proto_name_ok(optarg,
@@ -336,7 +325,7 @@ int main(int argc, char **argv)
 			host_socket = optarg;
 			break;
 		case 'W':
-			if (parse_size(optarg, &v) || v > 3600000) {
+			if (hvt_util_size_parse(optarg, &v) || v > 3600000) {
 				fprintf(stderr,
 					"hvtrace-agent: bad --host-wait '%s'\n",
 					optarg);
@@ -350,20 +339,15 @@ int main(int argc, char **argv)
 		case 'g':
 			ag->group = *optarg ? optarg : NULL;
 			break;
-		case 'M': {
-			char *end;
-			unsigned long m = strtoul(optarg, &end, 8);
-
-			if (*end || m > 0777) {
+		case 'M':
+			if (hvt_util_mode_parse(optarg, &ag->sock_mode)) {
 				fprintf(stderr, "hvtrace-agent: --socket-mode "
 						"takes an octal mode\n");
 				return 2;
 			}
-			ag->sock_mode = (unsigned int)m;
 			break;
-		}
 		case 'v':
-			agent_verbose = 1;
+			hvt_util_log_setup("hvtrace-agent", 1);
 			break;
 		case 'h':
 			fputs(usage_text, stdout);

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * hvtrace-agent: output queues, logging, time.
+ * hvtrace-agent: output queues, time.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,36 +12,6 @@
 #include <unistd.h>
 
 #include "agent.h"
-
-int agent_verbose;
-
-static void agent_vlog(const char *fmt, va_list ap)
-{
-	char buf[1024];
-
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	fprintf(stderr, "hvtrace-agent: %s\n", buf);
-}
-
-void agent_log(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	agent_vlog(fmt, ap);
-	va_end(ap);
-}
-
-void agent_dbg(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!agent_verbose)
-		return;
-	va_start(ap, fmt);
-	agent_vlog(fmt, ap);
-	va_end(ap);
-}
 
 uint64_t agent_now_ms(void)
 {

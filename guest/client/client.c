@@ -22,12 +22,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <hvtrace/abi.h>
 #include <hvtrace/proto.h>
+
+#include "hvt_util.h"
 
 #include "hvtrace-client.h"
 
@@ -237,7 +238,6 @@ static int cl_result_err(const struct hvt_msg *r, const char *what)
 
 int hvtc_open(const char *path, struct hvtc **out)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct hvtg_area_fds afds;
 	struct hvt_msg m, r;
 	struct hvtc *c;
@@ -250,10 +250,6 @@ int hvtc_open(const char *path, struct hvtc **out)
 		path = getenv("HVTRACE_AGENT_SOCKET");
 	if (!path || !*path)
 		path = HVTC_DEFAULT_SOCKET;
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return cl_err(-ENAMETOOLONG, "agent socket path too long: %s",
-			      path);
-	strcpy(sa.sun_path, path);
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -263,19 +259,21 @@ int hvtc_open(const char *path, struct hvtc **out)
 	pthread_mutex_init(&c->lock, NULL);
 	hvt_proto_dec_init(&c->dec, c->rbuf, sizeof(c->rbuf),
 			   sizeof(c->rbuf));
-	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	c->fd = hvt_util_sock_connect(path);
 	if (c->fd < 0) {
-		ret = cl_err(-errno, "socket: %s", strerror(errno));
-		goto fail;
-	}
-	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		ret = -errno;
-		if (ret == -EACCES || ret == -EPERM)
+		ret = c->fd;
+		c->fd = -1;
+		if (ret == -ENAMETOOLONG)
+			cl_err(ret, "agent socket path too long: %s", path);
+		else if (ret == -EACCES || ret == -EPERM)
 			cl_err(ret,
 			       "no permission to connect to the hvtrace agent "
 			       "at %s: join the socket's group (hvtrace) or "
 			       "run as root",
 			       path);
+		else if (ret == -EMFILE || ret == -ENFILE || ret == -ENOBUFS ||
+			 ret == -ENOMEM)
+			cl_err(ret, "socket: %s", strerror(-ret));
 		else
 			cl_err(ret,
 			       "the hvtrace agent is not running (%s: %s): "

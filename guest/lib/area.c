@@ -21,42 +21,11 @@
 
 #include <hvtrace/config.h>
 
+#include "hvt_util.h"
+
 #include "hvtg_internal.h"
 
 const uint64_t hvtg_disabled_word;
-
-/* "123", "0x1000", "16M": a byte count with an optional K/M/G suffix. */
-static int area_parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'K':
-	case 'k':
-		v <<= 10;
-		end++;
-		break;
-	case 'M':
-	case 'm':
-		v <<= 20;
-		end++;
-		break;
-	case 'G':
-	case 'g':
-		v <<= 30;
-		end++;
-		break;
-	}
-	if (*end && *end != '+')
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
 
 int hvtg_area_open(const char *spec, struct hvtg_area **out)
 {
@@ -80,13 +49,15 @@ int hvtg_area_open(const char *spec, struct hvtg_area **out)
 		char *plus;
 
 		*at++ = 0;
-		if (area_parse_size(at, &fds.area_offset))
+		plus = strchr(at, '+');
+		if (plus)
+			*plus++ = 0;
+		if (hvt_util_size_parse(at, &fds.area_offset))
 			return hvtg_err(-EINVAL,
 					"bad offset in area spec '%s': use "
 					"PATH[@OFFSET[+SIZE]]",
 					spec);
-		plus = strchr(at, '+');
-		if (plus && area_parse_size(plus + 1, &fds.area_size))
+		if (plus && hvt_util_size_parse(plus, &fds.area_size))
 			return hvtg_err(-EINVAL,
 					"bad size in area spec '%s': use "
 					"PATH[@OFFSET[+SIZE]]",

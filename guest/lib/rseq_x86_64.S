@@ -129,6 +129,25 @@
 9:
 	.endm
 
+/* Arm the critical section @cs and start it at the label @start: the
+ * arming store must be the instruction right before start_ip, so that a
+ * preemption after it finds the IP inside the range. */
+	.macro	ARM_SECTION cs, start
+	leaq	\cs(%rip), %rax
+	movq	%rax, RSEQ_CS(%rsi)
+	.globl	\start
+	.hidden	\start
+\start:
+	.endm
+
+/* Leave an executor with @code in %eax: disarm the critical section first
+ * (rseq_cs := 0), so no descriptor address outlives the call. */
+	.macro	DISARM_RET code
+	movq	$0, RSEQ_CS(%rsi)
+	movl	$\code, %eax
+	ret
+	.endm
+
 	.section .data.rel.ro, "aw", @progbits
 	.p2align 5
 	.type	hvtg_rseq_cs, @object
@@ -164,13 +183,7 @@ hvtg_rseq_exec_asm:
 	leaq	PLAN_OPS(%rdi), %r8
 	movq	PLAN_WRITE_PTR(%rdi), %r9
 	movq	PLAN_LOST_PTR(%rdi), %r10
-	leaq	hvtg_rseq_cs(%rip), %rax
-	/* Arm the section.  This must be the instruction right before
-	 * start_ip: a preemption after it finds the IP inside the range. */
-	movq	%rax, RSEQ_CS(%rsi)
-	.globl	hvtg_rseq_start_ip
-	.hidden	hvtg_rseq_start_ip
-hvtg_rseq_start_ip:
+	ARM_SECTION hvtg_rseq_cs, hvtg_rseq_start_ip
 	movl	RSEQ_CPU_ID(%rsi), %eax
 	cmpl	PLAN_CPU(%rdi), %eax
 	jne	.Lcpu
@@ -211,18 +224,11 @@ hvtg_rseq_start_ip:
 	.globl	hvtg_rseq_post_commit_ip
 	.hidden	hvtg_rseq_post_commit_ip
 hvtg_rseq_post_commit_ip:
-	/* Disarm, so no descriptor address outlives the call. */
-	movq	$0, RSEQ_CS(%rsi)
-	movl	$EXEC_COMMITTED, %eax
-	ret
+	DISARM_RET EXEC_COMMITTED
 .Lcpu:
-	movq	$0, RSEQ_CS(%rsi)
-	movl	$EXEC_CPU, %eax
-	ret
+	DISARM_RET EXEC_CPU
 .Lstale:
-	movq	$0, RSEQ_CS(%rsi)
-	movl	$EXEC_STALE, %eax
-	ret
+	DISARM_RET EXEC_STALE
 .Lreject:
 	movq	$0, RSEQ_CS(%rsi)
 .Lreject_out:
@@ -272,12 +278,7 @@ hvtg_rseq_append_asm:
 	movq	AP_SRC(%rdi), %r10
 	movl	AP_LEN(%rdi), %r11d
 	movl	AP_HDR_LEN(%rdi), %edx
-	leaq	hvtg_rseq_append_cs(%rip), %rax
-	/* Arm the section: the instruction right before start_ip. */
-	movq	%rax, RSEQ_CS(%rsi)
-	.globl	hvtg_rseq_append_start_ip
-	.hidden	hvtg_rseq_append_start_ip
-hvtg_rseq_append_start_ip:
+	ARM_SECTION hvtg_rseq_append_cs, hvtg_rseq_append_start_ip
 	movl	RSEQ_CPU_ID(%rsi), %eax
 	cmpl	AP_CPU(%rdi), %eax
 	jne	.Lap_cpu
@@ -342,17 +343,11 @@ hvtg_rseq_append_start_ip:
 	.globl	hvtg_rseq_append_post_commit_ip
 	.hidden	hvtg_rseq_append_post_commit_ip
 hvtg_rseq_append_post_commit_ip:
-	movq	$0, RSEQ_CS(%rsi)
-	movl	$EXEC_COMMITTED, %eax
-	ret
+	DISARM_RET EXEC_COMMITTED
 .Lap_cpu:
-	movq	$0, RSEQ_CS(%rsi)
-	movl	$EXEC_CPU, %eax
-	ret
+	DISARM_RET EXEC_CPU
 .Lap_stale:
-	movq	$0, RSEQ_CS(%rsi)
-	movl	$EXEC_STALE, %eax
-	ret
+	DISARM_RET EXEC_STALE
 	.byte	0x0f, 0xb9, 0x3d
 	.long	RSEQ_SIG
 	.globl	hvtg_rseq_append_abort_ip

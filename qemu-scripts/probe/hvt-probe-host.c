@@ -48,7 +48,8 @@ struct host {
 	size_t buf_len;
 };
 
-static void fail(const char *fmt, ...)
+static void __attribute__((noreturn, format(printf, 1, 2)))
+fail(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -60,49 +61,27 @@ static void fail(const char *fmt, ...)
 	exit(1);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *end || *s == '-')
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 static void area_map(struct host *h)
 {
-	struct stat st;
-	void *base;
-	int fd;
+	enum hvt_probe_map_step step;
+	int ret;
 
-	fd = open(h->area_path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
+	ret = hvt_probe_area_map(h->area_path, &h->area, &h->area_size, &step);
+	if (!ret)
+		return;
+	switch (step) {
+	case HVT_PROBE_MAP_OPEN:
 		fail("cannot open the area file %s: %s", h->area_path,
-		     strerror(errno));
-	if (fstat(fd, &st) < 0)
-		fail("cannot stat %s: %s", h->area_path, strerror(errno));
-	if ((uint64_t)st.st_size < HVT_PROBE_MIN_AREA)
-		fail("area file %s has %lld bytes, fewer than the probe's %u",
-		     h->area_path, (long long)st.st_size, HVT_PROBE_MIN_AREA);
-	base = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		    0);
-	if (base == MAP_FAILED)
-		fail("cannot map %s: %s", h->area_path, strerror(errno));
-	close(fd);
-	h->area = base;
-	h->area_size = st.st_size;
+		     strerror(-ret));
+	case HVT_PROBE_MAP_STAT:
+		fail("cannot stat %s: %s", h->area_path, strerror(-ret));
+	case HVT_PROBE_MAP_SMALL:
+		fail("area file %s has %" PRIu64 " bytes, fewer than the probe's %u",
+		     h->area_path, h->area_size, HVT_PROBE_MIN_AREA);
+	case HVT_PROBE_MAP_MMAP:
+		break;
+	}
+	fail("cannot map %s: %s", h->area_path, strerror(-ret));
 }
 
 /* Check header, counter and both pattern ranges; print what was found. */
@@ -169,13 +148,13 @@ static void area_check(struct host *h)
 static void sock_connect(struct host *h)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int64_t deadline = now_ms() + h->timeout_ms;
+	int64_t deadline = hvt_probe_now_ms() + h->timeout_ms;
 	int err = 0;
 
 	if (strlen(h->sock_path) >= sizeof(sa.sun_path))
 		fail("socket path %s is too long", h->sock_path);
 	strcpy(sa.sun_path, h->sock_path);
-	while (now_ms() < deadline) {
+	while (hvt_probe_now_ms() < deadline) {
 		h->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (h->fd < 0)
 			fail("socket: %s", strerror(errno));
@@ -208,30 +187,21 @@ static void sock_send(struct host *h, const char *line)
 static void sock_recv(struct host *h, char *line, size_t size,
 		      const char *waiting_for)
 {
-	int64_t deadline = now_ms() + h->timeout_ms;
+	int64_t deadline = hvt_probe_now_ms() + h->timeout_ms;
 
 	for (;;) {
-		char *nl = memchr(h->buf, '\n', h->buf_len);
 		struct pollfd pfd = { .fd = h->fd, .events = POLLIN };
 		int64_t left;
 		ssize_t n;
 
-		if (nl) {
-			size_t len = nl - h->buf;
-
-			if (len >= size)
-				fail("line of %zu bytes from the guest is too long",
-				     len);
-			memcpy(line, h->buf, len);
-			line[len] = '\0';
-			memmove(h->buf, nl + 1, h->buf_len - len - 1);
-			h->buf_len -= len + 1;
+		n = hvt_probe_line_take(h->buf, &h->buf_len, sizeof(h->buf),
+					line, size);
+		if (n > 0)
 			return;
-		}
-		if (h->buf_len == sizeof(h->buf))
-			fail("no end of line in %zu bytes from the guest",
-			     h->buf_len);
-		left = deadline - now_ms();
+		if (n < 0)
+			fail("a line from the guest is longer than %zu bytes",
+			     size - 1);
+		left = deadline - hvt_probe_now_ms();
 		if (left <= 0)
 			fail("no %s from the guest within %d ms", waiting_for,
 			     h->timeout_ms);
@@ -268,7 +238,7 @@ static void talk(struct host *h)
 	char line[HVT_PROBE_LINE_MAX], out[HVT_PROBE_LINE_MAX];
 	unsigned int version, i;
 	unsigned long long area, seed, count;
-	uint64_t rs = (uint64_t)now_ms() ^ ((uint64_t)getpid() << 32);
+	uint64_t rs = (uint64_t)hvt_probe_now_ms() ^ ((uint64_t)getpid() << 32);
 	uint64_t nonce;
 	int n;
 
@@ -372,22 +342,22 @@ int main(int argc, char **argv)
 			h.sock_path = optarg;
 			break;
 		case 's':
-			if (parse_u64(optarg, &h.seed))
+			if (hvt_probe_parse_u64(optarg, &h.seed))
 				fail("--seed takes a number, not '%s'", optarg);
 			h.have_seed = 1;
 			break;
 		case 'c':
-			if (parse_u64(optarg, &h.count))
+			if (hvt_probe_parse_u64(optarg, &h.count))
 				fail("--count takes a number, not '%s'", optarg);
 			h.have_count = 1;
 			break;
 		case 'e':
-			if (parse_u64(optarg, &v) || v > 100000)
+			if (hvt_probe_parse_u64(optarg, &v) || v > 100000)
 				fail("--echo takes 0..100000, not '%s'", optarg);
 			h.echo = (unsigned int)v;
 			break;
 		case 't':
-			if (parse_u64(optarg, &v) || !v || v > 3600)
+			if (hvt_probe_parse_u64(optarg, &v) || !v || v > 3600)
 				fail("--timeout takes 1..3600 seconds, not '%s'",
 				     optarg);
 			h.timeout_ms = (int)v * 1000;

@@ -54,65 +54,32 @@ static void msg(const char *fmt, ...)
 	va_end(ap);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *end || *s == '-')
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 static int area_map(struct probe *p)
 {
-	struct stat st;
-	void *base;
-	int fd;
+	enum hvt_probe_map_step step;
+	int ret;
 
-	fd = open(p->area_path, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		int err = errno;
-
+	ret = hvt_probe_area_map(p->area_path, &p->area, &p->area_size, &step);
+	if (!ret)
+		return 0;
+	switch (step) {
+	case HVT_PROBE_MAP_OPEN:
 		msg("cannot open the trace area %s: %s (is an ivshmem device attached? see docs/qemu-rig.md)",
-		    p->area_path, strerror(err));
-		return -err;
+		    p->area_path, strerror(-ret));
+		break;
+	case HVT_PROBE_MAP_STAT:
+		msg("cannot get the size of %s: %s", p->area_path,
+		    strerror(-ret));
+		break;
+	case HVT_PROBE_MAP_SMALL:
+		msg("trace area %s has %" PRIu64 " bytes; the probe needs at least %u",
+		    p->area_path, p->area_size, HVT_PROBE_MIN_AREA);
+		break;
+	case HVT_PROBE_MAP_MMAP:
+		msg("cannot map %s shared: %s", p->area_path, strerror(-ret));
+		break;
 	}
-	if (fstat(fd, &st) < 0 || st.st_size <= 0) {
-		msg("cannot get the size of %s", p->area_path);
-		close(fd);
-		return -EINVAL;
-	}
-	if ((uint64_t)st.st_size < HVT_PROBE_MIN_AREA) {
-		msg("trace area %s has %lld bytes; the probe needs at least %u",
-		    p->area_path, (long long)st.st_size, HVT_PROBE_MIN_AREA);
-		close(fd);
-		return -ENOSPC;
-	}
-	base = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		    0);
-	if (base == MAP_FAILED) {
-		int err = errno;
-
-		msg("cannot map %s shared: %s", p->area_path, strerror(err));
-		close(fd);
-		return -err;
-	}
-	close(fd);
-	p->area = base;
-	p->area_size = st.st_size;
-	return 0;
+	return ret;
 }
 
 static void area_write(struct probe *p)
@@ -148,7 +115,7 @@ static int port_wait(struct probe *p, short events, int64_t deadline)
 	struct pollfd pfd = { .fd = p->port_fd, .events = events };
 
 	for (;;) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - hvt_probe_now_ms();
 		int n;
 
 		if (left <= 0)
@@ -175,7 +142,7 @@ static int port_wait(struct probe *p, short events, int64_t deadline)
 static int port_send(struct probe *p, const char *line)
 {
 	size_t len = strlen(line), off = 0;
-	int64_t deadline = now_ms() + p->timeout_ms;
+	int64_t deadline = hvt_probe_now_ms() + p->timeout_ms;
 
 	while (off < len) {
 		ssize_t n;
@@ -197,26 +164,16 @@ static int port_send(struct probe *p, const char *line)
 /* Read one line (without its '\n') into 'line'; 0 or -errno. */
 static int port_recv(struct probe *p, char *line, size_t size)
 {
-	int64_t deadline = now_ms() + p->timeout_ms;
+	int64_t deadline = hvt_probe_now_ms() + p->timeout_ms;
 
 	for (;;) {
-		char *nl = memchr(p->buf, '\n', p->buf_len);
 		ssize_t n;
 		int ret;
 
-		if (nl) {
-			size_t len = nl - p->buf;
-
-			if (len >= size)
-				return -EMSGSIZE;
-			memcpy(line, p->buf, len);
-			line[len] = '\0';
-			memmove(p->buf, nl + 1, p->buf_len - len - 1);
-			p->buf_len -= len + 1;
-			return 0;
-		}
-		if (p->buf_len == sizeof(p->buf))
-			return -EMSGSIZE;
+		ret = hvt_probe_line_take(p->buf, &p->buf_len, sizeof(p->buf),
+					  line, size);
+		if (ret)
+			return ret < 0 ? ret : 0;
 		ret = port_wait(p, POLLIN, deadline);
 		if (ret)
 			return ret;
@@ -267,7 +224,7 @@ static int port_talk(struct probe *p)
 		if (!strncmp(line, "NONCE ", 6)) {
 			uint64_t want, seen;
 
-			if (parse_u64(line + 6, &want)) {
+			if (hvt_probe_parse_u64(line + 6, &want)) {
 				snprintf(out, sizeof(out), "ERR bad nonce\n");
 			} else {
 				/*
@@ -341,19 +298,19 @@ int main(int argc, char **argv)
 			p.port_path = NULL;
 			break;
 		case 'c':
-			if (parse_u64(optarg, &p.count) || p.count > (1ULL << 40)) {
+			if (hvt_probe_parse_u64(optarg, &p.count) || p.count > (1ULL << 40)) {
 				fprintf(stderr, "hvt-probe: --count takes a number up to 2^40, not '%s'\n", optarg);
 				return 2;
 			}
 			break;
 		case 's':
-			if (parse_u64(optarg, &p.seed)) {
+			if (hvt_probe_parse_u64(optarg, &p.seed)) {
 				fprintf(stderr, "hvt-probe: --seed takes a number, not '%s'\n", optarg);
 				return 2;
 			}
 			break;
 		case 't':
-			if (parse_u64(optarg, &v) || !v || v > 3600) {
+			if (hvt_probe_parse_u64(optarg, &v) || !v || v > 3600) {
 				fprintf(stderr, "hvt-probe: --timeout takes 1..3600 seconds, not '%s'\n", optarg);
 				return 2;
 			}

@@ -29,50 +29,40 @@ trace-cmd report "$T/a.dat" >"$T/a.txt" 2>"$T/a.err" ||
 	fail "trace-cmd report failed: $(head -3 "$T/a.err")"
 check_buffer "$T/a.log" "$T/a.txt" died exact
 
-# 2. A hung writer (alive, stopped): --duration ends the recording.
-area B hung
-"$WRITER" --area "$B" --cpus 2 --subbufs 8 --mode consume --kind hyp \
-	--clock mono --name hung --log "$T/b.log" -- \
-	wait-control write 100 sleep 60000 >"$T/b.out" 2>&1 &
-WP=$!
-BGPIDS+=("$WP")
-wait_ready "$T/b.log"
-"$HVTRACE" record -o "$T/b.dat" -d 1.5 "$B" >"$T/b.rec" 2>&1 &
-RP=$!
-BGPIDS+=("$RP")
-n=0
-until [ "$(grep -c '^W' "$T/b.log")" -ge 200 ]; do
-	n=$((n + 1))
-	[ $n -gt 200 ] && fail "the writer did not write"
-	sleep 0.05
-done
-kill -STOP "$WP"
-wait_pid "$RP" 15 || fail "record did not stop at --duration: $(cat "$T/b.rec")"
-trace-cmd report "$T/b.dat" >"$T/b.txt" 2>"$T/b.err" ||
-	fail "trace-cmd report failed: $(head -3 "$T/b.err")"
-check_buffer "$T/b.log" "$T/b.txt" hung exact
+# A writer of kind hyp (not known to be local) that SIGNAL stops once its
+# log shows 200 writes: --duration ends the recording, and
+# every event written before is in the file.
+#   stopped_writer FILE_LETTER NAME SIGNAL
+stopped_writer() {
+	local x=$1 name=$2 sig=$3 a n
+	area a "$name"
+	"$WRITER" --area "$a" --cpus 2 --subbufs 8 --mode consume \
+		--kind hyp --clock mono --name "$name" --log "$T/$x.log" -- \
+		wait-control write 100 sleep 60000 >"$T/$x.out" 2>&1 &
+	WP=$!
+	BGPIDS+=("$WP")
+	wait_ready "$T/$x.log"
+	"$HVTRACE" record -o "$T/$x.dat" -d 1.5 "$a" >"$T/$x.rec" 2>&1 &
+	RP=$!
+	BGPIDS+=("$RP")
+	n=0
+	until [ "$(grep -c '^W' "$T/$x.log")" -ge 200 ]; do
+		n=$((n + 1))
+		[ $n -gt 200 ] && fail "the $name writer did not write"
+		sleep 0.05
+	done
+	kill -"$sig" "$WP"
+	wait_pid "$RP" 15 ||
+		fail "record did not stop at --duration: $(cat "$T/$x.rec")"
+	trace-cmd report "$T/$x.dat" >"$T/$x.txt" 2>"$T/$x.err" ||
+		fail "trace-cmd report failed: $(head -3 "$T/$x.err")"
+	check_buffer "$T/$x.log" "$T/$x.txt" "$name" exact
+}
+
+# 2. A hung writer (alive, stopped).
+stopped_writer b hung STOP
 
 # 3. A writer killed with SIGKILL mid-run, area left RUNNING.
-area C killed
-"$WRITER" --area "$C" --cpus 2 --subbufs 8 --mode consume --kind hyp \
-	--clock mono --name killed --log "$T/c.log" -- \
-	wait-control write 100 sleep 60000 >"$T/c.out" 2>&1 &
-WP=$!
-BGPIDS+=("$WP")
-wait_ready "$T/c.log"
-"$HVTRACE" record -o "$T/c.dat" -d 1.5 "$C" >"$T/c.rec" 2>&1 &
-RP=$!
-BGPIDS+=("$RP")
-n=0
-until [ "$(grep -c '^W' "$T/c.log")" -ge 200 ]; do
-	n=$((n + 1))
-	[ $n -gt 200 ] && fail "the writer did not write"
-	sleep 0.05
-done
-kill -KILL "$WP"
-wait_pid "$RP" 15 || fail "record did not stop at --duration: $(cat "$T/c.rec")"
-trace-cmd report "$T/c.dat" >"$T/c.txt" 2>"$T/c.err" ||
-	fail "trace-cmd report failed: $(head -3 "$T/c.err")"
-check_buffer "$T/c.log" "$T/c.txt" killed exact
+stopped_writer c killed KILL
 same_report "$T/c.dat"
 echo PASS

@@ -88,6 +88,15 @@ static unsigned int next_enable;
 static const char *outdir;
 static FILE *results;
 
+/*
+ * The kernel's answer by name.  An independent copy of the names
+ * hvt_ue_errno_name() (host/userevents/ue_parse.c) gives, on purpose: this
+ * program records the kernel's truth that the host registry is compared
+ * against, so it shares no code with the code under test (and it links
+ * nothing beyond libc).  An errno neither knows is written as "errnoN",
+ * so a new kernel answer shows up in the golden diff instead of as
+ * EUNKNOWN.
+ */
 static const char *errname(int e)
 {
 	static char buf[32];

@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: MIT
+#
+# common/: small hosted helpers that both guest and host programs need
+# (parsing "16M" and octal modes, preparing and connecting UNIX sockets).
+# Linux user space only, so not shared/ (which holds what crosses contexts:
+# the ABI and the freestanding core).  guest/ and host/ may use it; it uses
+# neither.  Header: common/include/hvt_util.h.
+#
+# libhvtutil.a is internal (not installed).  libhvtrace-guest.a carries its
+# objects, as it carries the writer core, so the installed archive stays
+# self-contained.
+
+UTIL_SRCS := $(patsubst $(srctree)/%,%,$(wildcard $(srctree)/common/*.c))
+UTIL_OBJS := $(UTIL_SRCS:%.c=$(objtree)/%.o)
+LIBHVTUTIL := $(objtree)/lib/libhvtutil.a
+CPPFLAGS += -I$(srctree)/common/include
+
+$(LIBHVTUTIL): $(UTIL_OBJS)
+	$(call archive,$^)
+PROGS += $(LIBHVTUTIL)

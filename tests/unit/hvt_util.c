@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The hosted helpers of common/ (hvt_util.h): size and mode parsing, the
+ * socket chores around a server's bind() and a client's connect(), and the
+ * log lines.
+ */
+#include <hvtrace/config.h>
+
+#include "hvt_test.h"
+
+#if IS_ENABLED(CONFIG_HVT_GUEST)
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hvt_util.h"
+
+static void check_size(const char *s, int want_ret, uint64_t want)
+{
+	uint64_t v = 0xdeadbeef;
+	int ret = hvt_util_size_parse(s, &v);
+
+	if (ret != want_ret)
+		t_fail("size '%s': returned %d, expected %d", s ? s : "(null)",
+		       ret, want_ret);
+	if (!ret && v != want)
+		t_fail("size '%s': got %" PRIu64 ", expected %" PRIu64, s, v,
+		       want);
+	if (ret && v != 0xdeadbeef)
+		t_fail("size '%s': output changed on failure", s);
+}
+
+static void test_size(void)
+{
+	check_size("0", 0, 0);
+	check_size("4096", 0, 4096);
+	check_size("0x1000", 0, 4096);
+	check_size("010", 0, 8);
+	check_size("16M", 0, 16ull << 20);
+	check_size("3k", 0, 3072);
+	check_size("2G", 0, 2ull << 30);
+	check_size("18446744073709551615", 0, UINT64_MAX);
+	check_size("17179869183G", 0, 17179869183ull << 30);
+	check_size("17179869184G", -ERANGE, 0);
+	check_size("18446744073709551616", -ERANGE, 0);
+	check_size(NULL, -EINVAL, 0);
+	check_size("", -EINVAL, 0);
+	check_size("-1", -EINVAL, 0);
+	check_size("M", -EINVAL, 0);
+	check_size("16MB", -EINVAL, 0);
+	check_size("16 ", -EINVAL, 0);
+	check_size("1T", -EINVAL, 0);
+	check_size("4096+8", -EINVAL, 0);
+}
+
+static void test_mode(void)
+{
+	static const struct {
+		const char *s;
+		int ret;
+		unsigned int mode;
+	} cases[] = {
+		{"0660", 0, 0660},    {"600", 0, 0600},
+		{"0", 0, 0},	      {"777", 0, 0777},
+		{"1000", -EINVAL, 0}, {"", -EINVAL, 0},
+		{"068", -EINVAL, 0},  {"-1", -EINVAL, 0},
+		{" 660", -EINVAL, 0}, {"0660x", -EINVAL, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		unsigned int m = 01234;
+		int ret = hvt_util_mode_parse(cases[i].s, &m);
+
+		if (ret != cases[i].ret)
+			t_fail("mode '%s': returned %d, expected %d",
+			       cases[i].s, ret, cases[i].ret);
+		if (!ret && m != cases[i].mode)
+			t_fail("mode '%s': got %o, expected %o", cases[i].s, m,
+			       cases[i].mode);
+		if (ret && m != 01234)
+			t_fail("mode '%s': output changed on failure",
+			       cases[i].s);
+	}
+}
+
+static void test_sock(void)
+{
+	char dir[] = "/tmp/hvt-util-XXXXXX", path[256], file[256];
+	struct sockaddr_un sa;
+	struct stat st;
+	int lfd, cfd;
+
+	if (!mkdtemp(dir))
+		t_fail("mkdtemp: %s", strerror(errno));
+	snprintf(path, sizeof(path), "%s/a/b/s.sock", dir);
+
+	/* Nothing there: the directories are made, the address filled. */
+	t_eq(hvt_util_sock_prepare(path, &sa), 0);
+	t_assert(!strcmp(sa.sun_path, path));
+	t_eq(sa.sun_family, AF_UNIX);
+	snprintf(file, sizeof(file), "%s/a/b", dir);
+	t_assert(!stat(file, &st) && S_ISDIR(st.st_mode));
+
+	/* Nobody connected yet: a client is told there is no server. */
+	t_eq(hvt_util_sock_connect(path), -ENOENT);
+
+	/* A live server: refused, and left in place. */
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	t_assert(lfd >= 0);
+	t_ok(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0);
+	t_ok(listen(lfd, 4) ? -errno : 0);
+	cfd = hvt_util_sock_connect(path);
+	t_ok(cfd);
+	close(cfd);
+	t_eq(hvt_util_sock_prepare(path, &sa), -EADDRINUSE);
+	t_assert(!lstat(path, &st) && S_ISSOCK(st.st_mode));
+
+	/* The server gone: its socket is stale and removed. */
+	close(lfd);
+	t_eq(hvt_util_sock_connect(path), -ECONNREFUSED);
+	t_eq(hvt_util_sock_prepare(path, &sa), 0);
+	t_assert(lstat(path, &st) && errno == ENOENT);
+
+	/* A regular file is never removed. */
+	cfd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	t_assert(cfd >= 0);
+	close(cfd);
+	t_eq(hvt_util_sock_prepare(path, &sa), -EEXIST);
+	t_assert(!lstat(path, &st) && S_ISREG(st.st_mode));
+	unlink(path);
+
+	/* A path that does not fit a socket address. */
+	memset(file, 'x', sizeof(file) - 1);
+	file[0] = '/';
+	file[sizeof(file) - 1] = '\0';
+	t_eq(hvt_util_sock_prepare(file, &sa), -ENAMETOOLONG);
+	t_eq(hvt_util_sock_connect(file), -ENAMETOOLONG);
+
+	snprintf(file, sizeof(file), "%s/a/b", dir);
+	rmdir(file);
+	snprintf(file, sizeof(file), "%s/a", dir);
+	rmdir(file);
+	rmdir(dir);
+}
+
+/* Log lines go to stderr as "PROG: message"; debug ones only verbose. */
+static void test_log(void)
+{
+	char path[] = "/tmp/hvt-util-log-XXXXXX", buf[256];
+	int fd = mkstemp(path), saved = dup(2);
+	ssize_t n;
+
+	t_assert(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	t_assert(dup2(fd, 2) == 2);
+	hvt_util_log_setup("prog-a", 0);
+	t_eq(hvt_util_log_verbose(), 0);
+	hvt_util_log("one %d", 1);
+	hvt_util_dbg("hidden");
+	hvt_util_log_setup(NULL, 1);
+	t_eq(hvt_util_log_verbose(), 1);
+	hvt_util_dbg("two %s", "x");
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	unlink(path);
+	t_assert(n >= 0);
+	buf[n] = '\0';
+	if (strcmp(buf, "prog-a: one 1\nprog-a: two x\n"))
+		t_fail("log output '%s'", buf);
+}
+
+int main(void)
+{
+	test_log();
+	test_size();
+	test_mode();
+	test_sock();
+	printf("PASS\n");
+	return 0;
+}
+
+#else
+
+int main(void)
+{
+	t_skip("the hosted helpers are linked here through the guest library "
+	       "(CONFIG_HVT_GUEST)");
+}
+
+#endif
