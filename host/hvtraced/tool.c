@@ -172,70 +172,64 @@ static void tool_to_host(struct conn *c, struct remote *r,
 	free(buf);
 }
 
-static void tool_remote_request(struct conn *c, const struct hvt_msg *m)
+/* The remote a request names in 'chan', or NULL (answered). */
+static struct remote *tool_remote(struct conn *c, const struct hvt_msg *m)
 {
 	struct remote *r = remote_by_id(m->chan);
+	char text[128];
+
+	if (r)
+		return r;
+	snprintf(text, sizeof(text),
+		 "no remote with id %u (list them with 'hvtrace daemon "
+		 "status')",
+		 m->chan);
+	conn_reply_error(c, m->req, m->chan, -ENOENT, text);
+	return NULL;
+}
+
+static void tool_detach(struct conn *c, const struct hvt_msg *m)
+{
+	char name[HVT_PROTO_NAME_MAX + 1];
+	struct remote *r;
+
+	d_copy_str(name, sizeof(name), &m->u.arg.s);
+	r = remote_by_name(name);
+	if (!r) {
+		conn_reply_result(c, m, HVT_MSG_DETACH, -ENOENT, 0, 0,
+				  "no remote named '%s'", name);
+		return;
+	}
+	d_log("remote '%s': detached by a tool", r->name);
+	remote_destroy(r);
+	conn_reply_result(c, m, HVT_MSG_DETACH, 0, 0, 0, NULL);
+}
+
+static void tool_trigger(struct conn *c, struct remote *r,
+			 const struct hvt_msg *m)
+{
 	char msg[512];
 	int ret;
 
-	if (!r) {
-		char text[128];
-
-		snprintf(text, sizeof(text),
-			 "no remote with id %u (list them with 'hvtrace daemon "
-			 "status')",
-			 m->chan);
-		conn_reply_error(c, m->req, m->chan, -ENOENT, text);
-		return;
-	}
-	switch (m->type) {
-	case HVT_MSG_TEXT:
-		tool_text(c, r, m);
-		break;
-	case HVT_MSG_DEFINE:
-		tool_events_define(c, r, m);
-		break;
-	case HVT_MSG_DELETE:
-		tool_events_delete(c, r, m);
-		break;
-	case HVT_MSG_ENABLE:
-		tool_events_enable(c, r, m);
-		break;
-	case HVT_MSG_TRACING:
-		if (m->u.tracing.op != HVT_TRACING_QUERY)
-			remote_set_tracing(r,
-					   m->u.tracing.op == HVT_TRACING_ON);
-		conn_reply_result(c, m, HVT_MSG_TRACING, 0, r->tracing_on, 0,
-				  NULL);
-		break;
-	case HVT_MSG_FORMATS:
-		tool_formats(c, r, m);
-		break;
-	case HVT_MSG_STATS:
-		tool_stats(c, r, m);
-		break;
-	case HVT_MSG_SUBSCRIBE:
-	case HVT_MSG_DRAIN:
-		subs_request(c, r, m);
-		break;
-	case HVT_MSG_TO_HOST:
-		tool_to_host(c, r, m);
-		break;
-	case HVT_MSG_TRIGGER_RUN:
-		ret = trigger_start(r, c, m->req, m->u.trigger_run.count, msg,
-				    sizeof(msg));
-		if (ret)
-			conn_reply_error(c, m->req, m->chan, ret, msg);
-		break;
-	default:
-		c->errors++;
-		conn_reply_error(c, m->req, m->chan, -EOPNOTSUPP,
-				 "hvtraced does not take this message from "
-				 "a tool");
-		break;
-	}
+	ret = trigger_start(r, c, m->req, m->u.trigger_run.count, msg,
+			    sizeof(msg));
+	if (ret)
+		conn_reply_error(c, m->req, m->chan, ret, msg);
 }
 
+static void tool_tracing(struct conn *c, struct remote *r,
+			 const struct hvt_msg *m)
+{
+	if (m->u.tracing.op != HVT_TRACING_QUERY)
+		remote_set_tracing(r, m->u.tracing.op == HVT_TRACING_ON);
+	conn_reply_result(c, m, HVT_MSG_TRACING, 0, r->tracing_on, 0, NULL);
+}
+
+/*
+ * The tool role's one dispatch.  Requests about the daemon come first;
+ * the others name a remote, looked up (or answered ENOENT) before the
+ * request is handed to the file that owns its job.
+ */
 static void tool_frame(struct conn *c, const struct hvt_msg *m)
 {
 	char name[HVT_PROTO_NAME_MAX + 1], msg[1024];
@@ -270,20 +264,50 @@ static void tool_frame(struct conn *c, const struct hvt_msg *m)
 		tool_attach_area(c, m);
 		return;
 	case HVT_MSG_DETACH:
-		d_copy_str(name, sizeof(name), &m->u.arg.s);
-		r = remote_by_name(name);
-		if (!r) {
-			conn_reply_result(c, m, HVT_MSG_DETACH, -ENOENT, 0, 0,
-					  "no remote named '%s'", name);
-			return;
-		}
-		d_log("remote '%s': detached by a tool", r->name);
-		remote_destroy(r);
-		conn_reply_result(c, m, HVT_MSG_DETACH, 0, 0, 0, NULL);
+		tool_detach(c, m);
 		return;
+	}
+	r = tool_remote(c, m);
+	if (!r)
+		return;
+	switch (m->type) {
+	case HVT_MSG_TEXT:
+		tool_text(c, r, m);
+		break;
+	case HVT_MSG_FORMATS:
+		tool_formats(c, r, m);
+		break;
+	case HVT_MSG_DEFINE:
+		tool_events_define(c, r, m);
+		break;
+	case HVT_MSG_DELETE:
+		tool_events_delete(c, r, m);
+		break;
+	case HVT_MSG_ENABLE:
+		tool_events_enable(c, r, m);
+		break;
+	case HVT_MSG_TRACING:
+		tool_tracing(c, r, m);
+		break;
+	case HVT_MSG_STATS:
+		tool_stats(c, r, m);
+		break;
+	case HVT_MSG_TO_HOST:
+		tool_to_host(c, r, m);
+		break;
+	case HVT_MSG_SUBSCRIBE:
+	case HVT_MSG_DRAIN:
+		subs_request(c, r, m);
+		break;
+	case HVT_MSG_TRIGGER_RUN:
+		tool_trigger(c, r, m);
+		break;
 	default:
-		tool_remote_request(c, m);
-		return;
+		c->errors++;
+		conn_reply_error(c, m->req, m->chan, -EOPNOTSUPP,
+				 "hvtraced does not take this message from "
+				 "a tool");
+		break;
 	}
 }
 
