@@ -8,9 +8,12 @@
 # calls, a table or variable it uses) is defined by B.o, as `nm` reports
 # them.  Fails on any cycle, printing it; otherwise prints the graph in
 # layer order (each file calls only files printed before it).
-# docs/proxy.md, "Inside hvtraced", describes the layers.
 #
-#   callgraph.py OBJDIR SRCDIR
+# With DOC (docs/proxy.md), also checks the layer map of its "Inside
+# hvtraced" section (a code block naming one file a line, callers above
+# callees): every file is on it and no call goes up.
+#
+#   callgraph.py OBJDIR SRCDIR [DOC]
 
 import os
 import subprocess
@@ -71,10 +74,57 @@ def layers(graph):
     return order
 
 
+def doc_layers(doc):
+    """Files of the map in DOC's "Inside hvtraced", top to bottom."""
+    order, in_section, in_block = [], False, False
+    with open(doc) as f:
+        for line in f:
+            if line.startswith("#"):
+                in_section = line.strip() == "### Inside hvtraced"
+                continue
+            if not in_section:
+                continue
+            if line.startswith("```"):
+                if in_block:
+                    break
+                in_block = True
+                continue
+            words = line.split()
+            if in_block and words and words[0].endswith(".c"):
+                order.append(words[0][:-2])
+    return order
+
+
+def check_doc(graph, why, doc):
+    order = doc_layers(doc)
+    if not order:
+        sys.exit("FAIL: %s has no layer map under '### Inside hvtraced'"
+                 % doc)
+    bad = 0
+    for f in sorted(set(graph) - set(order)):
+        print("FAIL: %s does not place %s.c in its layer map" % (doc, f))
+        bad += 1
+    for f in sorted(set(order) - set(graph)):
+        print("FAIL: %s names %s.c, which is not a source of hvtraced" %
+              (doc, f))
+        bad += 1
+    rank = {f: i for i, f in enumerate(order)}
+    for f in sorted(graph):
+        for g in sorted(graph[f]):
+            if f in rank and g in rank and rank[g] <= rank[f]:
+                print("FAIL: %s.c calls %s.c (%s), which %s puts above it"
+                      % (f, g, why[(f, g)], doc))
+                bad += 1
+    if bad:
+        sys.exit(1)
+    print("%s: the layer map matches (%d files, no call goes up)" %
+          (doc, len(order)))
+
+
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: callgraph.py OBJDIR SRCDIR")
-    objdir, srcdir = sys.argv[1:]
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: callgraph.py OBJDIR SRCDIR [DOC]")
+    objdir, srcdir = sys.argv[1:3]
     try:
         subprocess.run(["nm", "--version"], check=True,
                        capture_output=True)
@@ -121,6 +171,8 @@ def main():
     for f in layers(graph):
         calls = " ".join(sorted(g + ".c" for g in graph[f]))
         print("  %-16s -> %s" % (f + ".c", calls or "(libraries only)"))
+    if len(sys.argv) == 4:
+        check_doc(graph, why, sys.argv[3])
     return 0
 
 
