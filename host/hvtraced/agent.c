@@ -46,11 +46,11 @@ void agent_send_hello(struct remote *r, const struct hvt_msg *answer,
 		m.req = remote_next_req(r);
 		m.u.hello.min_version = HVT_PROTO_MIN_VERSION;
 		m.u.hello.max_version = HVT_PROTO_VERSION;
-		r->hello_ms = d_now_ms();
+		r->agent.hello_ms = d_now_ms();
 	}
 	m.u.hello.role = HVT_ROLE_HOST;
 	m.u.hello.pid = (uint32_t)getpid();
-	m.u.hello.generation = r->session;
+	m.u.hello.generation = r->agent.session;
 	m.u.hello.status = status;
 	m.u.hello.name.ptr = r->name;
 	m.u.hello.name.len = (uint32_t)strlen(r->name);
@@ -89,9 +89,9 @@ static void refuse_hello(struct conn *c, const struct hvt_msg *m, int status,
  */
 static bool agent_identity(struct remote *r, const struct hvt_msg *m)
 {
-	bool restarted = r->have_instance &&
-			 (m->u.hello.pid != r->agent_pid ||
-			  m->u.hello.generation != r->agent_gen);
+	bool restarted = r->agent.have_instance &&
+			 (m->u.hello.pid != r->agent.pid ||
+			  m->u.hello.generation != r->agent.gen);
 
 	if (restarted) {
 		d_log("remote '%s': the agent restarted (pid %u, generation "
@@ -100,9 +100,9 @@ static bool agent_identity(struct remote *r, const struct hvt_msg *m)
 		      (unsigned long long)m->u.hello.generation);
 		remote_held_drop_all(r);
 	}
-	r->have_instance = true;
-	r->agent_pid = m->u.hello.pid;
-	r->agent_gen = m->u.hello.generation;
+	r->agent.have_instance = true;
+	r->agent.pid = m->u.hello.pid;
+	r->agent.gen = m->u.hello.generation;
 	return restarted;
 }
 
@@ -145,7 +145,7 @@ static void local_agent_hello(struct conn *c, const struct hvt_msg *m)
 		refuse_hello(c, m, -EADDRINUSE,
 			     "a remote named '%s' is connected already (pid "
 			     "%u); choose another --name",
-			     name, r->agent_pid);
+			     name, r->agent.pid);
 		return;
 	}
 	if (m->u.hello.nr_fds != 1 || (fd = conn_take_fd(c)) < 0) {
@@ -190,7 +190,7 @@ static void local_agent_hello(struct conn *c, const struct hvt_msg *m)
 	conn_bind(c, &agent_conn_ops);
 	c->remote = r;
 	r->conn = c;
-	r->session = d_now_ns();
+	r->agent.session = d_now_ns();
 	d_log("remote '%s': local agent pid %u connected (connection %u)",
 	      r->name, m->u.hello.pid, c->id);
 	agent_send_hello(r, m, 0, NULL);
@@ -434,7 +434,7 @@ static void agent_frame(struct conn *c, const struct hvt_msg *m)
 		agent_request(c, r, m);
 		return;
 	}
-	if (r->ping_req && m->req == r->ping_req &&
+	if (r->ping.req && m->req == r->ping.req &&
 	    (m->type == HVT_MSG_PING || m->type == HVT_MSG_ERROR)) {
 		ping_answer(r, m, c->rx_ns);
 		return;

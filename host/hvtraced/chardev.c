@@ -60,7 +60,7 @@ static void chardev_connect(struct remote *r)
 	}
 	c->remote = r;
 	r->conn = c;
-	r->session = d_now_ns();
+	r->agent.session = d_now_ns();
 	d_log("remote '%s': connected to %s", r->name, cr->ctl_path);
 	agent_send_hello(r, NULL, 0, NULL);
 }
@@ -124,12 +124,12 @@ static void chardev_tick(struct remote *r, uint64_t now, uint64_t *next)
 	if (!r->area)
 		d_due(next, cr->area_try_ms);
 	if (r->conn && r->state != HVT_REMOTE_CONNECTED &&
-	    now >= r->hello_ms + D_HELLO_RETRY_MS)
+	    now >= r->agent.hello_ms + D_HELLO_RETRY_MS)
 		agent_send_hello(r, NULL, 0, NULL);
 	if (!r->conn)
 		d_due(next, cr->next_try_ms);
 	else if (r->state != HVT_REMOTE_CONNECTED || !r->area)
-		d_due(next, r->hello_ms + D_HELLO_RETRY_MS);
+		d_due(next, r->agent.hello_ms + D_HELLO_RETRY_MS);
 }
 
 static void chardev_hello(struct remote *r, struct conn *c,

@@ -200,6 +200,30 @@ struct remote_ops {
 	int (*set_event)(struct remote *r, unsigned int i, bool on);
 };
 
+/* The agent session of a socket or chardev remote (agent.c). */
+struct agent_link {
+	bool have_instance;	/* the agent instance we hold references
+				 * for: */
+	uint32_t pid;
+	uint64_t gen;
+	uint32_t next_req;	/* the daemon's own requests */
+	uint64_t hello_ms;	/* our last HELLO */
+	uint64_t session;	/* our HELLOs' generation: one per
+				 * connection, so that HELLOs a guest port
+				 * delivers late are seen as repeats, not as
+				 * a new host */
+};
+
+/* Time-sync pings of an agent session (ping.c). */
+struct ping_state {
+	uint32_t req;		/* outstanding PING, 0: none */
+	uint64_t seq;
+	uint64_t sent_ns;
+	unsigned int idx;	/* position in the round's chain */
+	uint64_t next_ms;
+	unsigned int burst_left;
+};
+
 struct remote {
 	struct remote *next;
 	uint32_t id;
@@ -213,10 +237,7 @@ struct remote {
 	struct hvt_ue_registry *reg;
 	bool tracing_on;
 
-	/* the agent instance we hold references for */
-	bool have_instance;
-	uint32_t agent_pid;
-	uint64_t agent_gen;
+	struct agent_link agent;	/* agent.c; unused on an area */
 	struct held_map held;
 	uint64_t refused_regs;		/* REGISTERs over the caps */
 
@@ -224,14 +245,9 @@ struct remote {
 	struct { uint32_t bit; bool on; } *chg;
 	size_t nr_chg, cap_chg;
 
-	/* time sync */
-	uint32_t next_req;
-	uint32_t ping_req;		/* outstanding PING, 0: none */
-	uint64_t ping_seq;
-	uint64_t ping_sent_ns;
-	unsigned int ping_idx;		/* position in the round's chain */
-	uint64_t next_ping_ms;
-	unsigned int burst_left;
+	/* time sync: pings of an agent session (ping.c), samples (sync.c,
+	 * or the area's control page: area_remote.c) */
+	struct ping_state ping;
 	uint64_t sync_samples;
 	uint64_t sync_bad;
 	uint64_t sync_dropped;		/* contradicted by newer samples */
@@ -239,14 +255,7 @@ struct remote {
 	struct sync_raw raw[SYNC_WINDOW];
 	unsigned int raw_next, raw_nr;
 
-	struct trig_run *trig;
-
-	/* the agent session's HELLOs (agent.c) */
-	uint64_t hello_ms;
-	uint64_t session;		/* our HELLOs' generation: one per
-					 * connection, so that HELLOs a guest
-					 * port delivers late are seen as
-					 * repeats, not as a new host */
+	struct trig_run *trig;		/* trigger.c */
 
 	uint64_t proto_errors;
 	uint64_t pages_read;

@@ -11,7 +11,8 @@
  *
  * Each tool connection has a page budget (subs.c).  A page that does not
  * fit is dropped for that subscription only; its dropped_pages and
- * dropped_events counters grow and travel in every later PAGE, so the tool always knows what it missed.
+ * dropped_events counters grow and travel in every later PAGE, so the
+ * tool always knows what it missed.
  * When no page follows the drops, an empty PAGE (a sub-buffer with no
  * events) carries the counters as soon as the tool's queue has room.  A
  * slow tool therefore never holds up the others, the daemon, or the

@@ -19,14 +19,14 @@
 
 void ping_burst(struct remote *r)
 {
-	r->burst_left = D_SYNC_BURST;
-	r->next_ping_ms = d_now_ms();
+	r->ping.burst_left = D_SYNC_BURST;
+	r->ping.next_ms = d_now_ms();
 }
 
 void ping_reset(struct remote *r)
 {
-	r->ping_req = 0;
-	r->ping_idx = 0;
+	r->ping.req = 0;
+	r->ping.idx = 0;
 }
 
 static void ping_send(struct remote *r)
@@ -36,13 +36,13 @@ static void ping_send(struct remote *r)
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_PING;
 	m.req = remote_next_req(r);
-	m.u.ping.seq = ++r->ping_seq;
+	m.u.ping.seq = ++r->ping.seq;
 	m.u.ping.host_ns = d_now_ns();
 	if (conn_send(r->conn, &m))
 		return;
-	r->ping_req = m.req;
+	r->ping.req = m.req;
 	/* The sample's send time: right before the bytes leave. */
-	r->ping_sent_ns = d_now_ns();
+	r->ping.sent_ns = d_now_ns();
 	conn_flush(r->conn);
 }
 
@@ -70,10 +70,10 @@ static void ping_pong(struct remote *r, const struct hvt_msg *m,
 {
 	uint64_t now = d_now_ms(), busy, send, recv;
 
-	r->ping_req = 0;
-	if (m->type == HVT_MSG_ERROR || m->u.pong.seq != r->ping_seq ||
+	r->ping.req = 0;
+	if (m->type == HVT_MSG_ERROR || m->u.pong.seq != r->ping.seq ||
 	    !r->area || m->u.pong.clock_id != r->info.clock_id ||
-	    recv_ns < r->ping_sent_ns) {
+	    recv_ns < r->ping.sent_ns) {
 		r->sync_bad++;
 		goto next;
 	}
@@ -85,7 +85,7 @@ static void ping_pong(struct remote *r, const struct hvt_msg *m,
 	 * longer includes the agent's own processing.
 	 */
 	busy = ticks_to_ns(r, m->u.pong.writer_tx - m->u.pong.writer_rx);
-	if (busy > recv_ns - r->ping_sent_ns) {
+	if (busy > recv_ns - r->ping.sent_ns) {
 		r->sync_bad++;	/* slower than the round trip: bogus */
 		goto next;
 	}
@@ -96,9 +96,9 @@ static void ping_pong(struct remote *r, const struct hvt_msg *m,
 	 * half the difference.  Pings sent right after an answer find the
 	 * agent awake, with legs of the same length: only those are used.
 	 */
-	if (r->ping_idx == 0)
+	if (r->ping.idx == 0)
 		goto next;
-	send = r->ping_sent_ns + busy / 2;
+	send = r->ping.sent_ns + busy / 2;
 	recv = recv_ns - busy / 2;
 	sync_sample(r, send,
 		    m->u.pong.writer_rx +
@@ -106,28 +106,28 @@ static void ping_pong(struct remote *r, const struct hvt_msg *m,
 		    recv);
 	r->sync_samples++;
 next:
-	if (++r->ping_idx < D_SYNC_CHAIN) {
-		r->next_ping_ms = now;	/* the chain goes on at once */
+	if (++r->ping.idx < D_SYNC_CHAIN) {
+		r->ping.next_ms = now;	/* the chain goes on at once */
 		return;
 	}
-	r->ping_idx = 0;
-	if (r->burst_left) {
-		r->burst_left--;
-		r->next_ping_ms = now + D_SYNC_BURST_GAP_MS;
+	r->ping.idx = 0;
+	if (r->ping.burst_left) {
+		r->ping.burst_left--;
+		r->ping.next_ms = now + D_SYNC_BURST_GAP_MS;
 	} else {
-		r->next_ping_ms = D->sync_interval_ms ?
+		r->ping.next_ms = D->sync_interval_ms ?
 					  now + D->sync_interval_ms :
 					  UINT64_MAX;
 	}
-	if (r->trig && r->next_ping_ms > now + 50)
-		r->next_ping_ms = now + 50;	/* keep the model fresh */
+	if (r->trig && r->ping.next_ms > now + 50)
+		r->ping.next_ms = now + 50;	/* keep the model fresh */
 }
 
 void ping_answer(struct remote *r, const struct hvt_msg *m, uint64_t recv_ns)
 {
 	ping_pong(r, m, recv_ns);
 	/* Continue a chain right away, without a trip through the loop. */
-	if (r->ping_idx && !r->ping_req && r->conn &&
+	if (r->ping.idx && !r->ping.req && r->conn &&
 	    r->state == HVT_REMOTE_CONNECTED && r->area)
 		ping_send(r);
 }
@@ -137,15 +137,15 @@ void ping_tick(struct remote *r, uint64_t now, uint64_t *next)
 {
 	if (!r->conn || r->state != HVT_REMOTE_CONNECTED || !r->area)
 		return;
-	if (r->ping_req &&
-	    now >= r->ping_sent_ns / 1000000 + D_PING_TIMEOUT_MS) {
+	if (r->ping.req &&
+	    now >= r->ping.sent_ns / 1000000 + D_PING_TIMEOUT_MS) {
 		ping_reset(r);
 		r->sync_bad++;
 	}
-	if (!r->ping_req && now >= r->next_ping_ms)
+	if (!r->ping.req && now >= r->ping.next_ms)
 		ping_send(r);
-	if (r->ping_req)
-		d_due(next, r->ping_sent_ns / 1000000 + D_PING_TIMEOUT_MS);
+	if (r->ping.req)
+		d_due(next, r->ping.sent_ns / 1000000 + D_PING_TIMEOUT_MS);
 	else
-		d_due(next, r->next_ping_ms);
+		d_due(next, r->ping.next_ms);
 }

@@ -218,7 +218,7 @@ int remote_new(const char *name, const struct remote_ops *ops, void *priv,
 	r->priv = priv;
 	r->state = HVT_REMOTE_WAITING;
 	r->tracing_on = true;
-	r->next_req = 1;
+	r->agent.next_req = 1;
 	for (pp = &D->remotes; *pp; pp = &(*pp)->next)
 		;
 	*pp = r;
@@ -285,9 +285,9 @@ int remote_open_area(struct remote *r, const char *path, char *msg,
  * (never 0, which marks "none outstanding"). */
 uint32_t remote_next_req(struct remote *r)
 {
-	uint32_t req = r->next_req++;
+	uint32_t req = r->agent.next_req++;
 
 	if (!req)
-		req = r->next_req++;
+		req = r->agent.next_req++;
 	return req;
 }

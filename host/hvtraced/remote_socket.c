@@ -53,9 +53,9 @@ static void sock_conn_lost(struct remote *r)
 	r->state = HVT_REMOTE_DISCONNECTED;
 	d_log("remote '%s': local agent disconnected", r->name);
 	/* An agent that is gone took its clients' connections with it. */
-	if (r->agent_pid && kill((pid_t)r->agent_pid, 0) && errno == ESRCH) {
+	if (r->agent.pid && kill((pid_t)r->agent.pid, 0) && errno == ESRCH) {
 		remote_held_drop_all(r);
-		r->have_instance = false;
+		r->agent.have_instance = false;
 	}
 }
 
