@@ -20,7 +20,6 @@
  * --max-registrations).
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
