@@ -320,7 +320,8 @@ extern struct daemon *D;
 
 /*
  * The files, from the bottom of the call graph up: a file calls only
- * files listed before it (tests/hvtraced/callgraph.sh).
+ * files listed before it (docs/proxy.md has the map that
+ * tests/hvtraced/callgraph.py checks against the objects).
  */
 
 /* daemon.c */
