@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * hvtraced: remotes that are an area alone.
+ * hvtraced: the area transport -- remotes that are an area alone.
  *
  * A hypervisor (its trace area in a range of its guest-RAM file) and the
  * loopback writer (a /dev/shm file) have no agent and no control
  * channel: everything the daemon says to them goes through the area's
  * control page, which it owns (HVTRACE_OPEN_CONTROL).  Such a remote is
  * attached by name with "PATH[@OFFSET[+SIZE]]" and then served like a
- * guest: the same subscriptions and fan-out, the same tools.
+ * guest: the same subscriptions and fan-out, the same tools.  Its
+ * remote_ops (area_ops, at the end) keep this file's struct area_remote in
+ * r->priv and give the tool role the static events instead of user events.
  *
  *   events     the writer kind's static table: the built-in "hvtrace"
  *              events (a loopback writer's selftest, enable bit 0) and,
@@ -68,14 +70,30 @@ struct area_remote {
 	char last_err[512];	  /* logged once per distinct error */
 };
 
-const char *area_remote_spec(const struct remote *r)
+static const struct remote_ops area_ops;
+
+static const char *ar_spec(const struct remote *r)
 {
-	return r->ar ? r->ar->spec : "";
+	const struct area_remote *ar = r->priv;
+
+	return ar->spec;
+}
+
+static const char *ar_control(const struct remote *r)
+{
+	(void)r;
+	return "(the area's control page)";
+}
+
+static void ar_save(const struct remote *r, FILE *f)
+{
+	if (!strpbrk(ar_spec(r), "\t\n"))
+		fprintf(f, "area\t%s\t%s\n", r->name, ar_spec(r));
 }
 
 static int ar_load_catalog(struct remote *r)
 {
-	struct area_remote *ar = r->ar;
+	struct area_remote *ar = r->priv;
 	bool *on;
 	int ret;
 
@@ -98,23 +116,27 @@ static int ar_load_catalog(struct remote *r)
 	return 0;
 }
 
-const struct hvt_tdat_catalog *area_remote_catalog(struct remote *r)
+static const struct hvt_tdat_catalog *ar_catalog(struct remote *r)
 {
-	if (!r->ar || !r->area || ar_load_catalog(r))
+	struct area_remote *ar = r->priv;
+
+	if (!r->area || ar_load_catalog(r))
 		return NULL;
-	return &r->ar->cat;
+	return &ar->cat;
 }
 
-bool area_remote_event_on(const struct remote *r, unsigned int i)
+static bool ar_event_on(const struct remote *r, unsigned int i)
 {
-	return r->ar && r->ar->have_cat && i < r->ar->cat.nr && r->ar->on[i];
+	const struct area_remote *ar = r->priv;
+
+	return ar->have_cat && i < ar->cat.nr && ar->on[i];
 }
 
-int area_remote_set_event(struct remote *r, unsigned int i, bool on)
+static int ar_set_event(struct remote *r, unsigned int i, bool on)
 {
-	struct area_remote *ar = r->ar;
+	struct area_remote *ar = r->priv;
 
-	if (!ar || !ar->have_cat || i >= ar->cat.nr || ar->cat.bit[i] < 0)
+	if (!ar->have_cat || i >= ar->cat.nr || ar->cat.bit[i] < 0)
 		return -EINVAL;
 	ar->on[i] = on;
 	if (!r->area)
@@ -126,7 +148,7 @@ int area_remote_set_event(struct remote *r, unsigned int i, bool on)
 /* The whole static bitmap and tracing_on, from the daemon's record. */
 static void ar_write_control(struct remote *r)
 {
-	struct area_remote *ar = r->ar;
+	struct area_remote *ar = r->priv;
 	unsigned int i;
 
 	if (!ar->have_cat)
@@ -175,11 +197,10 @@ static void ar_set_state(struct remote *r, uint32_t writer_state)
 /* (Re)attach the area; 0, or the error (logged once per distinct one). */
 static int ar_open(struct remote *r)
 {
-	struct area_remote *ar = r->ar;
+	struct area_remote *ar = r->priv;
 	struct hvtrace_area_info info;
 	struct hvtrace_area *a;
 	uint32_t state = 0;
-	uint8_t *page;
 	int ret;
 
 	char via[sizeof(ar->spec) + 32], why[512];
@@ -210,21 +231,10 @@ static int ar_open(struct remote *r)
 		return ret;
 	}
 	ar->last_err[0] = '\0';
-	hvtrace_area_get_info(a, &info);
-	page = realloc(r->page, info.subbuf_size);
-	if (!page) {
-		hvtrace_area_close(a);
-		return -ENOMEM;
-	}
-	r->page = page;
-	/* Subscriptions stay; the new area's readers start at its oldest
-	 * data. */
-	hvtrace_area_close(r->area);
-	r->area = a;
-	r->info = info;
-	r->sync_samples = 0;
-	r->raw_nr = 0;
-	r->raw_next = 0;
+	ret = remote_set_area(r, a);
+	if (ret)
+		return ret;
+	info = r->info;
 	ret = ar_load_catalog(r);
 	if (ret) {
 		d_log("remote '%s': cannot load its event table: %s", r->name,
@@ -298,15 +308,13 @@ int area_remote_attach(const char *name, const char *spec, uint32_t flags,
 		}
 		close(fd);
 	}
-	ret = remote_new(name, HVT_TRANSPORT_AREA, &r);
+	ret = remote_new(name, &area_ops, ar, &r);
 	if (ret) {
 		free(ar);
 		snprintf(msg, msgsize, "cannot create remote: %s",
 			 strerror(-ret));
 		return ret;
 	}
-	r->ar = ar;
-	snprintf(r->area_path, sizeof(r->area_path), "%s", spec);
 	ret = ar_open(r);
 	if (ret) {
 		ar->next_open_ms = d_now_ms() + AR_RETRY_MS;
@@ -321,16 +329,13 @@ int area_remote_attach(const char *name, const char *spec, uint32_t flags,
 	return 0;
 }
 
-void area_remote_free(struct remote *r)
+static void ar_free(struct remote *r)
 {
-	struct area_remote *ar = r->ar;
+	struct area_remote *ar = r->priv;
 
-	if (!ar)
-		return;
 	hvt_tdat_catalog_free(&ar->cat);
 	free(ar->on);
 	free(ar);
-	r->ar = NULL;
 }
 
 /* One time-sync sample, as the writer allows; true when one was taken. */
@@ -360,7 +365,7 @@ static bool ar_sync_once(struct remote *r)
 
 static void ar_sync(struct remote *r, uint64_t now)
 {
-	struct area_remote *ar = r->ar;
+	struct area_remote *ar = r->priv;
 	uint64_t gap;
 
 	if (r->state != HVT_REMOTE_CONNECTED) {
@@ -387,15 +392,13 @@ static void ar_sync(struct remote *r, uint64_t now)
 	ar->next_sync_ms = now + gap;
 }
 
-void area_remote_tick(struct remote *r, uint64_t now, uint64_t *next)
+static void ar_tick(struct remote *r, uint64_t now, uint64_t *next)
 {
-	struct area_remote *ar = r->ar;
+	struct area_remote *ar = r->priv;
 	uint32_t state = 0;
 	uint64_t gen = 0;
 	int ret;
 
-	if (!ar)
-		return;
 	if (!r->area) {
 		if (now >= ar->next_open_ms) {
 			ar->next_open_ms = now + AR_RETRY_MS;
@@ -444,3 +447,18 @@ void area_remote_tick(struct remote *r, uint64_t now, uint64_t *next)
 	if (*next > ar->next_sync_ms)
 		*next = ar->next_sync_ms;
 }
+
+static const struct remote_ops area_ops = {
+	.transport = HVT_TRANSPORT_AREA,
+	.name = "area",
+	.attached_as = "the area",
+	.control = ar_control,
+	.area_path = ar_spec,
+	.where = ar_spec,
+	.save = ar_save,
+	.tick = ar_tick,
+	.free = ar_free,
+	.catalog = ar_catalog,
+	.event_on = ar_event_on,
+	.set_event = ar_set_event,
+};

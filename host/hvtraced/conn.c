@@ -12,6 +12,15 @@
  * lets that much pile up is disconnected.  Bytes that do not decode cost
  * an error count; a local agent or tool that keeps sending them is
  * disconnected, a guest's chardev never is (the decoder resynchronises).
+ *
+ * This layer knows no role.  A connection starts unbound: it must say
+ * HELLO within D_HELLO_DEADLINE_MS, and a peer that access.c refused gets
+ * its refusal as the answer.  The HELLO's role picks the handler
+ * registered for it (conn_role_register()), which binds the connection to
+ * itself (conn_bind()) or refuses it; from then on every decoded frame
+ * goes to that handler, and the limits above are the ones its struct
+ * conn_ops names.  Connections the daemon opens itself (a guest's
+ * chardev) are created bound.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -26,9 +35,34 @@
 #include "daemon.h"
 
 #define CONN_BUF		(64u * 1024u)
-#define CONN_AGENT_BUF		HVT_PROTO_AGENT_FRAME
+#define CONN_MAX_ROLES		8
 
-struct conn *conn_new(int fd, enum conn_role role)
+static void conn_first_frame(struct conn *c, const struct hvt_msg *m);
+
+/* Accepted, no HELLO yet: held to a local agent's limits. */
+static const struct conn_ops conn_unbound_ops = {
+	.name = "new",
+	.frame = conn_first_frame,
+	.rbuf_size = CONN_BUF,
+	.max_errors = D_AGENT_MAX_ERRORS,
+	.takes_fds = true,
+	.pauses = true,
+};
+
+static const struct conn_ops *conn_roles[CONN_MAX_ROLES];
+
+void conn_role_register(const struct conn_ops *ops)
+{
+	if (ops->hello_role < CONN_MAX_ROLES)
+		conn_roles[ops->hello_role] = ops;
+}
+
+void conn_bind(struct conn *c, const struct conn_ops *ops)
+{
+	c->ops = ops;
+}
+
+struct conn *conn_new(int fd, const struct conn_ops *ops)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	uint32_t bufsize;
@@ -38,11 +72,11 @@ struct conn *conn_new(int fd, enum conn_role role)
 	if (!c)
 		return NULL;
 	c->fd = fd;
-	c->role = role;
+	c->ops = ops ? ops : &conn_unbound_ops;
 	c->id = ++D->next_conn_id;
 	c->created_ms = d_now_ms();
-	if (role != CONN_LISTEN && role != CONN_SIGNAL) {
-		bufsize = role == CONN_CHARDEV ? CONN_AGENT_BUF : CONN_BUF;
+	if (!c->ops->event) {
+		bufsize = c->ops->rbuf_size;
 		c->rbuf = malloc(bufsize);
 		if (!c->rbuf) {
 			free(c);
@@ -77,7 +111,7 @@ void conn_update_events(struct conn *c)
 		want |= EPOLLIN;
 	if (c->q.head)
 		want |= EPOLLOUT;
-	if (c->role == CONN_LISTEN || c->role == CONN_SIGNAL)
+	if (c->ops->event)
 		want = EPOLLIN;
 	if (want == c->ev)
 		return;
@@ -142,16 +176,16 @@ static int conn_push(struct conn *c, const struct hvt_msg *m, bool page)
 
 int conn_send(struct conn *c, const struct hvt_msg *m)
 {
-	if (c->role == CONN_TOOL &&
-	    c->q.bytes - c->q.page_bytes > D_TOOL_REPLY_SLACK) {
-		d_log("tool connection %u does not read its replies: "
+	const struct conn_ops *o = c->ops;
+
+	if (o->reply_slack && c->q.bytes - c->q.page_bytes > o->reply_slack) {
+		d_log("%s connection %u does not read its replies: "
 		      "disconnecting it",
-		      c->id);
+		      o->name, c->id);
 		conn_close(c);
 		return -ENOBUFS;
 	}
-	if ((c->role == CONN_AGENT || c->role == CONN_CHARDEV) &&
-	    c->q.bytes > D_AGENT_QUEUE)
+	if (o->queue_max && c->q.bytes > o->queue_max)
 		return -ENOBUFS;
 	return conn_push(c, m, false);
 }
@@ -267,14 +301,8 @@ void conn_close(struct conn *c)
 	if (c->dead)
 		return;
 	c->dead = true;
-	if (c->role == CONN_AGENT || c->role == CONN_CHARDEV) {
-		if (c->remote)
-			remote_conn_lost(c->remote, c);
-		c->remote = NULL;
-	} else if (c->role == CONN_TOOL) {
-		subs_drop_tool(c);
-		remote_tool_gone(c);
-	}
+	if (c->ops->closed)
+		c->ops->closed(c);
 }
 
 /* New connections must say HELLO in time; returns the next deadline. */
@@ -285,7 +313,7 @@ void conns_deadlines(uint64_t now, uint64_t *next)
 	for (c = D->conns; c; c = c->next) {
 		uint64_t due = c->created_ms + D_HELLO_DEADLINE_MS;
 
-		if (c->role != CONN_NEW || c->dead)
+		if (c->ops != &conn_unbound_ops || c->dead)
 			continue;
 		if (now >= due) {
 			d_log("connection %u (pid %d) sent no HELLO within %d "
@@ -348,7 +376,7 @@ static void conn_accept(struct conn *l)
 			close(fd);
 			continue;
 		}
-		c = conn_new(fd, CONN_NEW);
+		c = conn_new(fd, NULL);
 		if (!c) {
 			close(fd);
 			continue;
@@ -379,8 +407,8 @@ static void conn_accept(struct conn *l)
 static void conn_protocol_error(struct conn *c, int err, const char *why)
 {
 	c->errors++;
-	if (c->remote)
-		c->remote->proto_errors++;
+	if (c->ops->bad_frame)
+		c->ops->bad_frame(c);
 	d_dbg("connection %u: %s (%s)", c->id, why ? why : "bad bytes",
 	      strerror(-err));
 }
@@ -406,8 +434,15 @@ void conn_reply_hello(struct conn *c, const struct hvt_msg *m, uint32_t role,
 
 /* A peer access_peer_check() refused: say why, in the answer its HELLO
  * expects (or as an error), then close. */
+static const struct conn_ops *conn_role(uint32_t hello_role)
+{
+	return hello_role < CONN_MAX_ROLES ? conn_roles[hello_role] : NULL;
+}
+
 static void conn_refuse(struct conn *c, const struct hvt_msg *m)
 {
+	const struct conn_ops *role = conn_role(m->u.hello.role);
+
 	c->closing = true;
 	if (m->flags & HVT_PF_REPLY)
 		return;
@@ -415,10 +450,54 @@ static void conn_refuse(struct conn *c, const struct hvt_msg *m)
 		conn_reply_error(c, m->req, m->chan, -EACCES, c->denied);
 	else
 		conn_reply_hello(c, m,
-				 m->u.hello.role == HVT_ROLE_AGENT ?
-					 HVT_ROLE_HOST :
-					 HVT_ROLE_DAEMON,
+				 role ? role->reply_role : HVT_ROLE_DAEMON,
 				 -EACCES, c->denied);
+}
+
+/* "hvtraced takes agents (role 1) and tools (role 4) on this socket" */
+static void conn_wrong_role(struct conn *c, const struct hvt_msg *m)
+{
+	char text[HVT_PROTO_TEXT_MAX + 1];
+	size_t len;
+	uint32_t i;
+	int n;
+
+	len = (size_t)snprintf(text, sizeof(text), "hvtraced takes");
+	for (i = 0, n = 0; i < CONN_MAX_ROLES && len < sizeof(text); i++) {
+		if (!conn_roles[i])
+			continue;
+		len += (size_t)snprintf(text + len, sizeof(text) - len,
+					"%s %ss (role %u)", n++ ? " and" : "",
+					conn_roles[i]->name, i);
+	}
+	if (len < sizeof(text))
+		snprintf(text + len, sizeof(text) - len, " on this socket");
+	conn_reply_error(c, m->req, 0, -EPROTO, text);
+	c->closing = true;
+}
+
+/* An unbound connection: HELLO first, then the role it asks for. */
+static void conn_first_frame(struct conn *c, const struct hvt_msg *m)
+{
+	const struct conn_ops *role;
+
+	if (c->denied) {
+		conn_refuse(c, m);
+		return;
+	}
+	if (m->type != HVT_MSG_HELLO || (m->flags & HVT_PF_REPLY)) {
+		conn_protocol_error(c, -EPROTO, "no HELLO first");
+		if (!(m->flags & HVT_PF_REPLY))
+			conn_reply_error(c, m->req, m->chan, -EPROTO,
+					 "send HELLO first");
+		return;
+	}
+	role = conn_role(m->u.hello.role);
+	if (!role || !role->hello) {
+		conn_wrong_role(c, m);
+		return;
+	}
+	role->hello(c, m);
 }
 
 static void conn_dispatch(struct conn *c, const struct hvt_frame *f)
@@ -436,44 +515,7 @@ static void conn_dispatch(struct conn *c, const struct hvt_frame *f)
 					 why ? why : "malformed message");
 		return;
 	}
-	switch (c->role) {
-	case CONN_NEW:
-		if (c->denied) {
-			conn_refuse(c, &m);
-			return;
-		}
-		if (m.type != HVT_MSG_HELLO || (m.flags & HVT_PF_REPLY)) {
-			conn_protocol_error(c, -EPROTO, "no HELLO first");
-			if (!(m.flags & HVT_PF_REPLY))
-				conn_reply_error(c, m.req, m.chan, -EPROTO,
-						 "send HELLO first");
-			return;
-		}
-		if (m.u.hello.role == HVT_ROLE_AGENT) {
-			remote_agent_hello(c, &m);
-		} else if (m.u.hello.role == HVT_ROLE_TOOL) {
-			c->role = CONN_TOOL;
-			tool_frame(c, &m);
-		} else {
-			conn_reply_error(c, m.req, 0, -EPROTO,
-					 "hvtraced takes agents (role 1) and "
-					 "tools (role 4) on this socket");
-			c->closing = true;
-		}
-		break;
-	case CONN_AGENT:
-	case CONN_CHARDEV:
-		if (m.type == HVT_MSG_HELLO)
-			remote_agent_hello(c, &m);
-		else if (c->remote)
-			remote_agent_frame(c, &m);
-		break;
-	case CONN_TOOL:
-		tool_frame(c, &m);
-		break;
-	default:
-		break;
-	}
+	c->ops->frame(c, &m);
 }
 
 static void conn_read(struct conn *c)
@@ -516,8 +558,7 @@ static void conn_read(struct conn *c)
 		nfd = (ch->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		for (k = 0; k < nfd; k++) {
 			/* Only agents pass descriptors, and only one. */
-			if ((c->role == CONN_NEW || c->role == CONN_AGENT) &&
-			    c->nr_fds < 2)
+			if (c->ops->takes_fds && c->nr_fds < 2)
 				c->fds[c->nr_fds++] = fds[k];
 			else
 				close(fds[k]);
@@ -545,10 +586,8 @@ static void conn_read(struct conn *c)
 	 * many bad frames, or too many bytes that were no frame at all.  A
 	 * guest's chardev never is: the decoder resynchronises instead.
 	 */
-	if ((c->role == CONN_AGENT || c->role == CONN_NEW ||
-	     c->role == CONN_TOOL) &&
-	    (c->errors > (c->role == CONN_TOOL ? D_TOOL_MAX_ERRORS :
-						 D_AGENT_MAX_ERRORS) ||
+	if (c->ops->max_errors &&
+	    (c->errors > c->ops->max_errors ||
 	     c->dec.skipped > D_MAX_GARBAGE) &&
 	    !c->closing) {
 		struct hvt_msg bye;
@@ -567,7 +606,7 @@ static void conn_read(struct conn *c)
 		conn_update_events(c);
 	}
 	/* Stop reading a peer that does not drain what it provokes. */
-	if (c->q.bytes > D_AGENT_QUEUE && c->role != CONN_TOOL && !c->paused) {
+	if (c->q.bytes > D_AGENT_QUEUE && c->ops->pauses && !c->paused) {
 		c->paused = true;
 		conn_update_events(c);
 	}
@@ -577,21 +616,9 @@ void conn_handle(struct conn *c, uint32_t events)
 {
 	if (c->dead)
 		return;
-	switch (c->role) {
-	case CONN_LISTEN:
-		conn_accept(c);
+	if (c->ops->event) {
+		c->ops->event(c, events);
 		return;
-	case CONN_SIGNAL: {
-		struct signalfd_siginfo si;
-
-		while (read(c->fd, &si, sizeof(si)) == sizeof(si)) {
-			d_log("signal %u: shutting down", si.ssi_signo);
-			D->stop = 1;
-		}
-		return;
-	}
-	default:
-		break;
 	}
 	if (events & EPOLLOUT)
 		conn_flush(c);
@@ -603,4 +630,41 @@ void conn_handle(struct conn *c, uint32_t events)
 	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
 		conn_read(c);
+}
+
+static void conn_signal_event(struct conn *c, uint32_t events)
+{
+	struct signalfd_siginfo si;
+
+	(void)events;
+	while (read(c->fd, &si, sizeof(si)) == sizeof(si)) {
+		d_log("signal %u: shutting down", si.ssi_signo);
+		D->stop = 1;
+	}
+}
+
+static void conn_listen_event(struct conn *c, uint32_t events)
+{
+	(void)events;
+	conn_accept(c);
+}
+
+static const struct conn_ops conn_listen_ops = {
+	.name = "listen",
+	.event = conn_listen_event,
+};
+
+static const struct conn_ops conn_signal_ops = {
+	.name = "signal",
+	.event = conn_signal_event,
+};
+
+struct conn *conn_listen(int fd)
+{
+	return conn_new(fd, &conn_listen_ops);
+}
+
+struct conn *conn_signal(int fd)
+{
+	return conn_new(fd, &conn_signal_ops);
 }

@@ -2,7 +2,9 @@
 /*
  * hvtraced internals.  One thread, one epoll loop (main.c); every
  * connection is non-blocking and every queue is bounded.  See
- * docs/proxy.md for the architecture.
+ * docs/proxy.md for the architecture, and its "Inside hvtraced" for the
+ * files' layers: a file calls only files below it (tests/hvtraced/
+ * callgraph checks that no call goes back up).
  */
 #ifndef HVTRACED_DAEMON_H
 #define HVTRACED_DAEMON_H
@@ -10,6 +12,8 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include <hvtrace.h>
@@ -60,17 +64,40 @@ struct outq {
 
 /* --- connections ---------------------------------------------------------- */
 
-enum conn_role {
-	CONN_LISTEN = 1,
-	CONN_NEW,		/* accepted, no HELLO yet */
-	CONN_AGENT,		/* a local agent on our socket */
-	CONN_TOOL,		/* a client of the daemon */
-	CONN_CHARDEV,		/* we connected to a guest's chardev socket */
-	CONN_SIGNAL,		/* the signalfd */
-};
-
+struct conn;
 struct remote;
 struct sub;
+struct hvt_tdat_catalog;
+
+/*
+ * What a connection is to the connection layer (conn.c): the role handler
+ * its frames go to, and the limits it is held to.  conn.c knows no role:
+ * agent.c and tool.c each define theirs and register them by the role a
+ * HELLO asks for (conn_role_register()).
+ */
+struct conn_ops {
+	const char *name;	/* "agent", "tool": HELLO refusals */
+	uint32_t hello_role;	/* HVT_ROLE_* a HELLO asks for */
+	uint32_t reply_role;	/* HVT_ROLE_* the daemon answers as */
+	/* The first HELLO of an unbound connection that asks for this role:
+	 * bind it (conn_bind()) or refuse it. */
+	void (*hello)(struct conn *c, const struct hvt_msg *m);
+	/* A decoded frame of a bound connection. */
+	void (*frame)(struct conn *c, const struct hvt_msg *m);
+	/* A frame that did not decode (counted on the connection). */
+	void (*bad_frame)(struct conn *c);
+	/* The connection closes (once; its descriptor goes later). */
+	void (*closed)(struct conn *c);
+	/* Not a peer: the listening socket or the signalfd. */
+	void (*event)(struct conn *c, uint32_t events);
+	uint32_t rbuf_size;	/* receive buffer */
+	size_t queue_max;	/* conn_send() refuses beyond; 0: no limit */
+	size_t reply_slack;	/* non-page bytes that disconnect; 0: none */
+	unsigned int max_errors;	/* bad frames that disconnect; 0:
+					 * never (the decoder resynchronises) */
+	bool takes_fds;		/* descriptors passed with frames */
+	bool pauses;		/* stops being read while its queue is full */
+};
 
 /* A socket peer's credentials (access.c). */
 struct d_cred {
@@ -84,7 +111,7 @@ struct d_cred {
 struct conn {
 	struct conn *next, *prev;
 	int fd;
-	enum conn_role role;
+	const struct conn_ops *ops;
 	uint32_t id;
 	pid_t pid;
 	uid_t uid;
@@ -100,9 +127,10 @@ struct conn {
 	uint64_t created_ms;
 	int fds[2];		/* descriptors received, not yet used */
 	int nr_fds;
-	struct remote *remote;	/* CONN_AGENT, CONN_CHARDEV */
-	struct sub *subs;	/* CONN_TOOL */
-	size_t page_budget;	/* CONN_TOOL: page bytes it may have queued */
+	/* role state, never touched by conn.c */
+	struct remote *remote;	/* agent: the remote it feeds */
+	struct sub *subs;	/* tool: its page subscriptions */
+	size_t page_budget;	/* tool: page bytes it may have queued */
 	struct hvt_proto_dec dec;
 	struct outq q;
 	uint8_t *rbuf;
@@ -111,12 +139,11 @@ struct conn {
 /* --- remotes -------------------------------------------------------------- */
 
 /* Registrations held by an agent's clients (held.c). */
-struct held_ref;
-struct held_owner;
+struct held_link;
 struct held_map {
-	struct held_ref **rbuckets;
+	struct held_link **rbuckets;
 	size_t nr_rbuckets, nr_refs;	/* distinct (owner, event id) */
-	struct held_owner **obuckets;
+	struct held_link **obuckets;
 	size_t nr_obuckets, nr_owners;	/* distinct owners (channels) */
 };
 
@@ -142,11 +169,67 @@ struct trig_run {
 	struct hvt_trigger_rec *recs;
 };
 
+/*
+ * How a remote is reached: one per transport, with the transport's own
+ * state in r->priv.  Only the implementations know a transport; the rest
+ * of the daemon goes through these.
+ */
+struct remote_ops {
+	enum hvt_transport transport;	/* what REMOTES reports */
+	const char *name;		/* "socket", "chardev", "area" */
+	const char *attached_as;	/* "a guest on", "the area" */
+	const char *(*control)(const struct remote *r); /* TEXT INFO */
+	const char *(*area_path)(const struct remote *r); /* "": a passed
+							    * descriptor */
+	const char *(*where)(const struct remote *r);	/* after attached_as */
+	/* Its line in the state file (state.c); NULL: not kept. */
+	void (*save)(const struct remote *r, FILE *f);
+	void (*tick)(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
+	void (*free)(struct remote *r);	/* r->priv */
+
+	/* Transports with an agent session (agent.c). */
+	void (*hello)(struct remote *r, struct conn *c,
+		      const struct hvt_msg *m, bool restarted);
+	void (*bye)(struct remote *r, struct conn *c);
+	void (*conn_lost)(struct remote *r);
+
+	/* A remote without an agent: the static events of its writer kind
+	 * (by catalog index) instead of user events.  NULL: user events. */
+	const struct hvt_tdat_catalog *(*catalog)(struct remote *r);
+	bool (*event_on)(const struct remote *r, unsigned int i);
+	int (*set_event)(struct remote *r, unsigned int i, bool on);
+};
+
+/* The agent session of a socket or chardev remote (agent.c). */
+struct agent_link {
+	bool have_instance;	/* the agent instance we hold references
+				 * for: */
+	uint32_t pid;
+	uint64_t gen;
+	uint32_t next_req;	/* the daemon's own requests */
+	uint64_t hello_ms;	/* our last HELLO */
+	uint64_t session;	/* our HELLOs' generation: one per
+				 * connection, so that HELLOs a guest port
+				 * delivers late are seen as repeats, not as
+				 * a new host */
+};
+
+/* Time-sync pings of an agent session (ping.c). */
+struct ping_state {
+	uint32_t req;		/* outstanding PING, 0: none */
+	uint64_t seq;
+	uint64_t sent_ns;
+	unsigned int idx;	/* position in the round's chain */
+	uint64_t next_ms;
+	unsigned int burst_left;
+};
+
 struct remote {
 	struct remote *next;
 	uint32_t id;
 	char name[HVT_PROTO_NAME_MAX + 1];
-	enum hvt_transport transport;
+	const struct remote_ops *ops;
+	void *priv;			/* the transport's state */
 	enum hvt_remote_state state;
 	struct conn *conn;		/* the agent session, or NULL */
 	struct hvtrace_area *area;
@@ -154,10 +237,7 @@ struct remote {
 	struct hvt_ue_registry *reg;
 	bool tracing_on;
 
-	/* the agent instance we hold references for */
-	bool have_instance;
-	uint32_t agent_pid;
-	uint64_t agent_gen;
+	struct agent_link agent;	/* agent.c; unused on an area */
 	struct held_map held;
 	uint64_t refused_regs;		/* REGISTERs over the caps */
 
@@ -165,14 +245,9 @@ struct remote {
 	struct { uint32_t bit; bool on; } *chg;
 	size_t nr_chg, cap_chg;
 
-	/* time sync */
-	uint32_t next_req;
-	uint32_t ping_req;		/* outstanding PING, 0: none */
-	uint64_t ping_seq;
-	uint64_t ping_sent_ns;
-	unsigned int ping_idx;		/* position in the round's chain */
-	uint64_t next_ping_ms;
-	unsigned int burst_left;
+	/* time sync: pings of an agent session (ping.c), samples (sync.c,
+	 * or the area's control page: area_remote.c) */
+	struct ping_state ping;
 	uint64_t sync_samples;
 	uint64_t sync_bad;
 	uint64_t sync_dropped;		/* contradicted by newer samples */
@@ -180,26 +255,12 @@ struct remote {
 	struct sync_raw raw[SYNC_WINDOW];
 	unsigned int raw_next, raw_nr;
 
-	struct trig_run *trig;
-
-	/* a guest's chardev (HVT_TRANSPORT_CHARDEV) */
-	char ctl_path[PATH_MAX];
-	char area_path[PATH_MAX];
-	uint64_t next_try_ms;
-	uint64_t area_try_ms;
-	uint64_t hello_ms;
-	uint64_t session;		/* our HELLOs' generation: one per
-					 * connection, so that HELLOs a guest
-					 * port delivers late are seen as
-					 * repeats, not as a new host */
+	struct trig_run *trig;		/* trigger.c */
 
 	uint64_t proto_errors;
 	uint64_t pages_read;
 	struct cmdline cmdlines[D_CMDLINE_SLOTS];
 	uint8_t *page;			/* read buffer, subbuf_size */
-
-	/* HVT_TRANSPORT_AREA: the area alone (area_remote.c) */
-	struct area_remote *ar;
 };
 
 /* A page subscription of a tool. */
@@ -246,6 +307,7 @@ struct daemon {
 	unsigned int max_registrations;	/* per remote: distinct (channel,
 					 * event) registrations */
 	int verbose;
+	bool state_dirty;		/* remotes came or went (state.c) */
 
 	/* page polling */
 	uint32_t poll_us;		/* current interval */
@@ -256,62 +318,40 @@ struct daemon {
 
 extern struct daemon *D;
 
-/* main.c */
+/*
+ * The files, from the bottom of the call graph up: a file calls only
+ * files listed before it (docs/proxy.md has the map that
+ * tests/hvtraced/callgraph.py checks against the objects).
+ */
+
+/* daemon.c */
 uint64_t d_now_ms(void);
 uint64_t d_now_us(void);
 uint64_t d_now_ns(void);
 void d_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void d_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* access.c */
-void access_init(void);
-bool access_group_gid(gid_t *gid);
-bool access_peer_check(struct d_cred *cr, pid_t pid, uid_t uid, char *why,
-		       size_t size);
-int access_area_open(const struct d_cred *cr, const char *spec, int *fd_out,
-		     char *via, size_t via_size, char *msg, size_t msgsize);
+/* Lower *@next to the deadline @t. */
+static inline void d_due(uint64_t *next, uint64_t t)
+{
+	if (*next > t)
+		*next = t;
+}
 
-/* conn.c */
-/* Answer HELLO @m as @role with @status and @text. */
-void conn_reply_hello(struct conn *c, const struct hvt_msg *m, uint32_t role,
-		      int status, const char *text);
-struct conn *conn_new(int fd, enum conn_role role);
-void conn_update_events(struct conn *c);
-int conn_send(struct conn *c, const struct hvt_msg *m);
-int conn_send_page(struct conn *c, const struct hvt_msg *m);
-void conn_flush(struct conn *c);
-void conn_handle(struct conn *c, uint32_t events);
-void conn_close(struct conn *c);
-void conn_reply_result(struct conn *c, const struct hvt_msg *req,
-		       uint16_t type, int status, uint32_t id, uint32_t bit,
-		       const char *fmt, ...)
-	__attribute__((format(printf, 7, 8)));
-void conn_reply_error(struct conn *c, uint32_t req, uint32_t chan, int status,
-		      const char *text);
-int conn_take_fd(struct conn *c);
-void conns_reap(void);
-void conns_deadlines(uint64_t now_ms, uint64_t *next_ms);
+/* A protocol string into @dst, cut to @size - 1 bytes. */
+static inline void d_copy_str(char *dst, size_t size, const struct hvt_str *s)
+{
+	size_t n = s->len < size - 1 ? s->len : size - 1;
 
-/* remote.c */
-int remote_new(const char *name, enum hvt_transport t, struct remote **out);
-struct remote *remote_by_id(uint32_t id);
-struct remote *remote_by_name(const char *name);
-int remote_attach_chardev(const char *name, struct remote **out,
-			  char *msg, size_t msgsize);
-void remote_destroy(struct remote *r);
-void remote_agent_hello(struct conn *c, const struct hvt_msg *m);
-void remote_agent_frame(struct conn *c, const struct hvt_msg *m);
-void remote_conn_lost(struct remote *r, struct conn *c);
-void remote_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
-void remote_apply_changes(struct remote *r);
-int remote_set_tracing(struct remote *r, bool on);
-int remote_trigger_start(struct remote *r, struct conn *tool, uint32_t req,
-			 uint32_t count, char *msg, size_t msgsize);
-void remote_tool_gone(struct conn *tool);
-void remote_fill_rec(const struct remote *r, struct hvt_remote_rec *rec);
-const char *remote_comm(const struct remote *r, uint32_t pid);
-void remote_cmdline_set(struct remote *r, uint32_t pid, const char *comm,
-			size_t len);
+	memcpy(dst, s->ptr, n);
+	dst[n] = '\0';
+}
+
+/* What is attached changed: state.c rewrites its file. */
+static inline void state_changed(void)
+{
+	D->state_dirty = true;
+}
 
 /* held.c */
 typedef void (*held_fn)(void *arg, uint64_t owner, uint32_t id);
@@ -329,50 +369,134 @@ unsigned int held_take_owner(struct held_map *m, uint64_t owner, held_fn fn,
 unsigned int held_take_all(struct held_map *m, held_fn fn, void *arg);
 void held_free(struct held_map *m);
 
-/* state.c: what was attached, across a restart (RUN_DIR/hvtraced.state) */
-void state_changed(void);
-void state_save(void);		/* when changed, not while stopping */
-void state_restore(void);
+/* access.c */
+void access_init(void);
+bool access_group_gid(gid_t *gid);
+bool access_peer_check(struct d_cred *cr, pid_t pid, uid_t uid, char *why,
+		       size_t size);
+int access_area_open(const struct d_cred *cr, const char *spec, int *fd_out,
+		     char *via, size_t via_size, char *msg, size_t msgsize);
+
+/* conn.c: the connection layer */
+void conn_role_register(const struct conn_ops *ops);
+struct conn *conn_new(int fd, const struct conn_ops *ops); /* NULL: unbound */
+struct conn *conn_listen(int fd);
+struct conn *conn_signal(int fd);
+void conn_bind(struct conn *c, const struct conn_ops *ops);
+/* Answer HELLO @m as @role with @status and @text. */
+void conn_reply_hello(struct conn *c, const struct hvt_msg *m, uint32_t role,
+		      int status, const char *text);
+void conn_update_events(struct conn *c);
+int conn_send(struct conn *c, const struct hvt_msg *m);
+int conn_send_page(struct conn *c, const struct hvt_msg *m);
+void conn_flush(struct conn *c);
+void conn_handle(struct conn *c, uint32_t events);
+void conn_close(struct conn *c);
+void conn_reply_result(struct conn *c, const struct hvt_msg *req,
+		       uint16_t type, int status, uint32_t id, uint32_t bit,
+		       const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+void conn_reply_error(struct conn *c, uint32_t req, uint32_t chan, int status,
+		      const char *text);
+int conn_take_fd(struct conn *c);
+void conns_reap(void);
+void conns_deadlines(uint64_t now_ms, uint64_t *next_ms);
 
 /* sync.c */
 void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 		 uint64_t recv);
 
-/* tool.c */
-void tool_frame(struct conn *c, const struct hvt_msg *m);
-
-/* area_remote.c: remotes that are an area alone (hypervisor, loopback) */
-int area_remote_attach(const char *name, const char *spec, uint32_t flags,
-		       const struct d_cred *cred,
-		       struct remote **out, char *msg, size_t msgsize);
-void area_remote_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
-void area_remote_free(struct remote *r);
-const char *area_remote_spec(const struct remote *r);
-/* Static events (built-in, hypervisor) of a remote, by writer kind. */
-struct hvt_tdat_catalog;
-const struct hvt_tdat_catalog *area_remote_catalog(struct remote *r);
-bool area_remote_event_on(const struct remote *r, unsigned int i);
-int area_remote_set_event(struct remote *r, unsigned int i, bool on);
-
-/* tool_ext.c: tool requests beyond the user-event ones; returns true
- * when it answered @m */
-bool tool_ext_request(struct conn *c, struct remote *r,
-		      const struct hvt_msg *m);
-void tool_ext_attach_area(struct conn *c, const struct hvt_msg *m);
-/* Extra FORMAT replies (static events) for FORMATS; returns how many. */
-unsigned int tool_ext_nr_formats(struct remote *r);
-void tool_ext_send_formats(struct conn *c, struct remote *r,
-			   const struct hvt_msg *m, bool more_after);
-
 /* fanout.c */
-struct sub *sub_new(struct conn *tool, struct remote *r, int cpu,
-		   uint32_t queue_kib);
-int sub_remove(struct conn *tool, uint32_t id);
-void subs_drop_tool(struct conn *tool);
-void subs_drop_remote(struct remote *r);
 void fanout_poll(void);
 bool fanout_active(void);
 /* Read every page of @r that a subscription wants, now; returns pages. */
 int fanout_drain_remote(struct remote *r);
+
+/* subs.c: the subscriber role */
+void subs_request(struct conn *c, struct remote *r, const struct hvt_msg *m);
+void subs_drop_tool(struct conn *tool);
+void subs_drop_remote(struct remote *r);
+
+/* remote.c: what every remote has */
+int remote_new(const char *name, const struct remote_ops *ops, void *priv,
+	       struct remote **out);
+struct remote *remote_by_id(uint32_t id);
+struct remote *remote_by_name(const char *name);
+int remote_set_area(struct remote *r, struct hvtrace_area *a);
+int remote_open_area(struct remote *r, const char *path, char *msg,
+		     size_t msgsize);
+void remote_apply_changes(struct remote *r);
+int remote_set_tracing(struct remote *r, bool on);
+int remote_held_drop_owner(struct remote *r, uint64_t owner);
+void remote_held_drop_all(struct remote *r);
+uint32_t remote_next_req(struct remote *r);
+void remote_cmdline_set(struct remote *r, uint32_t pid, const char *comm,
+			size_t len);
+
+/* Whether @r has static events (an area) rather than user events. */
+static inline bool remote_static_events(const struct remote *r)
+{
+	return r->ops->catalog != NULL;
+}
+
+/* ping.c: time-sync pings of an agent session */
+void ping_burst(struct remote *r);
+void ping_reset(struct remote *r);
+void ping_answer(struct remote *r, const struct hvt_msg *m, uint64_t recv_ns);
+void ping_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
+
+/* trigger.c */
+int trigger_start(struct remote *r, struct conn *tool, uint32_t req,
+		  uint32_t count, char *msg, size_t msgsize);
+void trigger_answer(struct remote *r, const struct hvt_msg *m,
+		    uint64_t recv_ns);
+void trigger_cancel(struct remote *r, int status);
+void trigger_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
+void trigger_tool_gone(struct conn *tool);
+
+/* remote_life.c */
+void remote_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
+void remote_destroy(struct remote *r);
+
+/* remote_socket.c: the socket transport */
+extern const struct remote_ops remote_socket_ops;
+
+/* agent.c: the agent role */
+extern const struct conn_ops agent_conn_ops;
+extern const struct conn_ops agent_chardev_conn_ops;
+/* Say HELLO to @r's agent: an answer to @answer, or a new one. */
+void agent_send_hello(struct remote *r, const struct hvt_msg *answer,
+		      int status, const char *text);
+
+/* chardev.c: the chardev transport */
+int remote_attach_chardev(const char *name, struct remote **out,
+			  char *msg, size_t msgsize);
+
+/* area_remote.c: the area transport (hypervisor, loopback) */
+int area_remote_attach(const char *name, const char *spec, uint32_t flags,
+		       const struct d_cred *cred,
+		       struct remote **out, char *msg, size_t msgsize);
+
+/* tool_events.c, tool_text.c, tool.c: the tool role */
+void tool_events_define(struct conn *c, struct remote *r,
+			const struct hvt_msg *m);
+void tool_events_delete(struct conn *c, struct remote *r,
+			const struct hvt_msg *m);
+void tool_events_enable(struct conn *c, struct remote *r,
+			const struct hvt_msg *m);
+void tool_events_text(struct conn *c, struct remote *r,
+		      const struct hvt_msg *m);
+/* The static events' FORMAT replies; returns how many (nr_static). */
+unsigned int tool_events_nr_static(struct remote *r);
+void tool_events_send_static(struct conn *c, struct remote *r,
+			     const struct hvt_msg *m, bool more_after);
+void tool_fill_rec(const struct remote *r, struct hvt_remote_rec *rec);
+void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m);
+void tool_formats(struct conn *c, struct remote *r, const struct hvt_msg *m);
+extern const struct conn_ops tool_conn_ops;
+
+/* state.c: what was attached, across a restart (RUN_DIR/hvtraced.state) */
+void state_save(void);		/* when changed, not while stopping */
+void state_restore(void);
 
 #endif /* HVTRACED_DAEMON_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * hvtraced: page subscriptions and fan-out.
+ * hvtraced: fan-out -- reading the rings and handing pages to subscribers.
  *
  * The daemon is the only consumer of each area it owns: it reads pages
  * with hvtrace_cpu_read_page() (which publishes consumer progress, so a
@@ -9,11 +9,10 @@
  * reads a CPU only while someone subscribes to it, so an unwatched area
  * keeps its data for the first subscriber.
  *
- * Each tool connection has a page budget: --client-queue bytes waiting
- * in its queue, or less if a SUBSCRIBE asked for less (a live viewer that
- * prefers dropping to lagging).  A page that does not fit is dropped for that
- * subscription only; its dropped_pages/dropped_events counters grow and
- * travel in every later PAGE, so the tool always knows what it missed.
+ * Each tool connection has a page budget (subs.c).  A page that does not
+ * fit is dropped for that subscription only; its dropped_pages and
+ * dropped_events counters grow and travel in every later PAGE, so the
+ * tool always knows what it missed.
  * When no page follows the drops, an empty PAGE (a sub-buffer with no
  * events) carries the counters as soon as the tool's queue has room.  A
  * slow tool therefore never holds up the others, the daemon, or the
@@ -29,80 +28,6 @@
 
 #include "daemon.h"
 
-struct sub *sub_new(struct conn *tool, struct remote *r, int cpu,
-		   uint32_t queue_kib)
-{
-	struct sub *s = calloc(1, sizeof(*s));
-
-	if (!s)
-		return NULL;
-	if (!tool->page_budget)
-		tool->page_budget = D->client_queue;
-	if (queue_kib && (size_t)queue_kib * 1024 < tool->page_budget)
-		tool->page_budget = (size_t)queue_kib * 1024;
-	/* At least one page of the largest size fits. */
-	if (tool->page_budget < 2 * HVT_PROTO_MAX_PAGE)
-		tool->page_budget = 2 * HVT_PROTO_MAX_PAGE;
-	s->id = ++D->next_sub_id;
-	if (!s->id)
-		s->id = ++D->next_sub_id;
-	s->tool = tool;
-	s->remote = r;
-	s->cpu = cpu;
-	s->next = tool->subs;
-	tool->subs = s;
-	D->nr_subs++;
-	D->poll_us = D->poll_min_us;
-	D->next_poll_us = d_now_us();
-	return s;
-}
-
-int sub_remove(struct conn *tool, uint32_t id)
-{
-	struct sub **pp, *s;
-
-	for (pp = &tool->subs; (s = *pp); pp = &s->next)
-		if (s->id == id) {
-			*pp = s->next;
-			free(s);
-			D->nr_subs--;
-			return 0;
-		}
-	return -ENOENT;
-}
-
-void subs_drop_tool(struct conn *tool)
-{
-	struct sub *s, *n;
-
-	for (s = tool->subs; s; s = n) {
-		n = s->next;
-		free(s);
-		D->nr_subs--;
-	}
-	tool->subs = NULL;
-}
-
-void subs_drop_remote(struct remote *r)
-{
-	struct conn *c;
-	struct sub **pp, *s;
-
-	for (c = D->conns; c; c = c->next) {
-		if (c->role != CONN_TOOL)
-			continue;
-		for (pp = &c->subs; (s = *pp);) {
-			if (s->remote == r) {
-				*pp = s->next;
-				free(s);
-				D->nr_subs--;
-			} else {
-				pp = &s->next;
-			}
-		}
-	}
-}
-
 bool fanout_active(void)
 {
 	return D->nr_subs > 0;
@@ -115,7 +40,7 @@ static uint64_t wanted_cpus(const struct remote *r)
 	uint64_t want = 0;
 
 	for (c = D->conns; c; c = c->next) {
-		if (c->role != CONN_TOOL || c->dead)
+		if (!c->subs || c->dead)
 			continue;
 		for (s = c->subs; s; s = s->next)
 			if (s->remote == r)
@@ -138,7 +63,7 @@ static void deliver(struct remote *r, uint32_t cpu,
 	if (len > r->info.subbuf_size)
 		len = r->info.subbuf_size;
 	for (c = D->conns; c; c = c->next) {
-		if (c->role != CONN_TOOL || c->dead)
+		if (!c->subs || c->dead)
 			continue;
 		for (s = c->subs; s; s = s->next) {
 			struct hvt_msg m;
@@ -249,7 +174,7 @@ void fanout_poll(void)
 		struct sub *s;
 
 		for (c = D->conns; c; c = c->next) {
-			if (c->role != CONN_TOOL || c->dead)
+			if (!c->subs || c->dead)
 				continue;
 			for (s = c->subs; s; s = s->next) {
 				struct hvt_msg m;
@@ -283,7 +208,7 @@ void fanout_poll(void)
 		struct conn *c;
 
 		for (c = D->conns; c; c = c->next)
-			if (c->role == CONN_TOOL && c->q.head && !c->dead)
+			if (c->subs && c->q.head && !c->dead)
 				conn_flush(c);
 	}
 }

@@ -19,8 +19,14 @@
 
 #include "daemon.h"
 
+/* A hash chain link, first in each entry; keeps the entry's hash. */
+struct held_link {
+	struct held_link *next;
+	uint64_t hash;
+};
+
 struct held_ref {
-	struct held_ref *hnext;		/* hash chain */
+	struct held_link h;		/* hash chain: first */
 	struct held_ref *onext, *oprev;	/* the owner's refs */
 	struct held_owner *o;
 	uint32_t id;
@@ -28,7 +34,7 @@ struct held_ref {
 };
 
 struct held_owner {
-	struct held_owner *hnext;
+	struct held_link h;		/* first */
 	uint64_t owner;
 	struct held_ref *refs;
 	uint32_t nr_refs;
@@ -49,91 +55,90 @@ static uint64_t held_mix(uint64_t x)
 	return x;
 }
 
-static size_t ref_slot(const struct held_map *m, uint64_t owner, uint32_t id)
+static uint64_t ref_hash(uint64_t owner, uint32_t id)
 {
-	return (size_t)(held_mix(owner * 0x9e3779b97f4a7c15ULL ^ id) &
-			(m->nr_rbuckets - 1));
+	return held_mix(owner * 0x9e3779b97f4a7c15ULL ^ id);
 }
 
-static size_t owner_slot(const struct held_map *m, uint64_t owner)
+/* The chain of @hash in @t (a table of @nr buckets, a power of two). */
+static struct held_link **held_chain(struct held_link **t, size_t nr,
+				     uint64_t hash)
 {
-	return (size_t)(held_mix(owner) & (m->nr_obuckets - 1));
+	return &t[hash & (nr - 1)];
 }
 
 /* Double a table once it holds as many entries as buckets (or create
  * it); keeps the old one when memory is short (chains just grow). */
-static int held_grow_refs(struct held_map *m)
+static int held_grow(struct held_link ***tp, size_t *nrp, size_t used)
 {
-	size_t n = m->nr_rbuckets ? m->nr_rbuckets * 2 : HELD_MIN_BUCKETS;
-	struct held_ref **b, **old = m->rbuckets, *e, *next;
-	size_t i, oldn = m->nr_rbuckets;
+	size_t n = *nrp ? *nrp * 2 : HELD_MIN_BUCKETS, i, oldn = *nrp;
+	struct held_link **b, **old = *tp, *e, *next;
 
-	if (m->nr_rbuckets && m->nr_refs < m->nr_rbuckets)
+	if (oldn && used < oldn)
 		return 0;
 	b = calloc(n, sizeof(*b));
 	if (!b)
-		return m->nr_rbuckets ? 0 : -ENOMEM;
-	m->rbuckets = b;
-	m->nr_rbuckets = n;
+		return oldn ? 0 : -ENOMEM;
 	for (i = 0; i < oldn; i++)
 		for (e = old[i]; e; e = next) {
-			size_t s = ref_slot(m, e->o->owner, e->id);
+			struct held_link **c = held_chain(b, n, e->hash);
 
-			next = e->hnext;
-			e->hnext = b[s];
-			b[s] = e;
+			next = e->next;
+			e->next = *c;
+			*c = e;
 		}
+	*tp = b;
+	*nrp = n;
 	free(old);
 	return 0;
 }
 
-static int held_grow_owners(struct held_map *m)
+static void held_link_in(struct held_link **t, size_t nr, struct held_link *e,
+			 uint64_t hash)
 {
-	size_t n = m->nr_obuckets ? m->nr_obuckets * 2 : HELD_MIN_BUCKETS;
-	struct held_owner **b, **old = m->obuckets, *e, *next;
-	size_t i, oldn = m->nr_obuckets;
+	struct held_link **c = held_chain(t, nr, hash);
 
-	if (m->nr_obuckets && m->nr_owners < m->nr_obuckets)
-		return 0;
-	b = calloc(n, sizeof(*b));
-	if (!b)
-		return m->nr_obuckets ? 0 : -ENOMEM;
-	m->obuckets = b;
-	m->nr_obuckets = n;
-	for (i = 0; i < oldn; i++)
-		for (e = old[i]; e; e = next) {
-			size_t s = owner_slot(m, e->owner);
+	e->hash = hash;
+	e->next = *c;
+	*c = e;
+}
 
-			next = e->hnext;
-			e->hnext = b[s];
-			b[s] = e;
-		}
-	free(old);
-	return 0;
+static void held_link_out(struct held_link **t, size_t nr, struct held_link *e)
+{
+	struct held_link **pp = held_chain(t, nr, e->hash);
+
+	while (*pp != e)
+		pp = &(*pp)->next;
+	*pp = e->next;
 }
 
 static struct held_owner *owner_find(const struct held_map *m, uint64_t owner)
 {
-	struct held_owner *o;
+	uint64_t hash = held_mix(owner);
+	struct held_link *l;
 
 	if (!m->nr_obuckets)
 		return NULL;
-	for (o = m->obuckets[owner_slot(m, owner)]; o; o = o->hnext)
-		if (o->owner == owner)
-			return o;
+	for (l = *held_chain(m->obuckets, m->nr_obuckets, hash); l; l = l->next)
+		if (((struct held_owner *)l)->owner == owner)
+			return (struct held_owner *)l;
 	return NULL;
 }
 
 static struct held_ref *ref_find(const struct held_map *m, uint64_t owner,
 				 uint32_t id)
 {
-	struct held_ref *e;
+	uint64_t hash = ref_hash(owner, id);
+	struct held_link *l;
 
 	if (!m->nr_rbuckets)
 		return NULL;
-	for (e = m->rbuckets[ref_slot(m, owner, id)]; e; e = e->hnext)
+	for (l = *held_chain(m->rbuckets, m->nr_rbuckets, hash); l; l = l->next) {
+		struct held_ref *e = (struct held_ref *)l;
+
 		if (e->id == id && e->o->owner == owner)
 			return e;
+	}
 	return NULL;
 }
 
@@ -156,7 +161,6 @@ int held_add(struct held_map *m, uint64_t owner, uint32_t id)
 {
 	struct held_owner *o;
 	struct held_ref *e = ref_find(m, owner, id);
-	size_t s;
 
 	if (e) {
 		if (e->count == UINT32_MAX)
@@ -164,7 +168,8 @@ int held_add(struct held_map *m, uint64_t owner, uint32_t id)
 		e->count++;
 		return 0;
 	}
-	if (held_grow_refs(m) || held_grow_owners(m))
+	if (held_grow(&m->rbuckets, &m->nr_rbuckets, m->nr_refs) ||
+	    held_grow(&m->obuckets, &m->nr_obuckets, m->nr_owners))
 		return -ENOMEM;
 	o = owner_find(m, owner);
 	if (!o) {
@@ -172,9 +177,8 @@ int held_add(struct held_map *m, uint64_t owner, uint32_t id)
 		if (!o)
 			return -ENOMEM;
 		o->owner = owner;
-		s = owner_slot(m, owner);
-		o->hnext = m->obuckets[s];
-		m->obuckets[s] = o;
+		held_link_in(m->obuckets, m->nr_obuckets, &o->h,
+			     held_mix(owner));
 		m->nr_owners++;
 	}
 	e = calloc(1, sizeof(*e));
@@ -186,9 +190,7 @@ int held_add(struct held_map *m, uint64_t owner, uint32_t id)
 	e->o = o;
 	e->id = id;
 	e->count = 1;
-	s = ref_slot(m, owner, id);
-	e->hnext = m->rbuckets[s];
-	m->rbuckets[s] = e;
+	held_link_in(m->rbuckets, m->nr_rbuckets, &e->h, ref_hash(owner, id));
 	e->onext = o->refs;
 	if (o->refs)
 		o->refs->oprev = e;
@@ -200,11 +202,7 @@ int held_add(struct held_map *m, uint64_t owner, uint32_t id)
 
 static void ref_unlink(struct held_map *m, struct held_ref *e)
 {
-	struct held_ref **pp = &m->rbuckets[ref_slot(m, e->o->owner, e->id)];
-
-	while (*pp != e)
-		pp = &(*pp)->hnext;
-	*pp = e->hnext;
+	held_link_out(m->rbuckets, m->nr_rbuckets, &e->h);
 	if (e->oprev)
 		e->oprev->onext = e->onext;
 	else
@@ -217,11 +215,7 @@ static void ref_unlink(struct held_map *m, struct held_ref *e)
 
 static void owner_unlink(struct held_map *m, struct held_owner *o)
 {
-	struct held_owner **pp = &m->obuckets[owner_slot(m, o->owner)];
-
-	while (*pp != o)
-		pp = &(*pp)->hnext;
-	*pp = o->hnext;
+	held_link_out(m->obuckets, m->nr_obuckets, &o->h);
 	m->nr_owners--;
 	free(o);
 }
@@ -275,7 +269,8 @@ unsigned int held_take_all(struct held_map *m, held_fn fn, void *arg)
 
 	for (i = 0; i < m->nr_obuckets; i++)
 		while (m->obuckets[i])
-			n += owner_take(m, m->obuckets[i], fn, arg);
+			n += owner_take(m, (struct held_owner *)m->obuckets[i],
+					fn, arg);
 	return n;
 }
 

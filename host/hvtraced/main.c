@@ -23,7 +23,6 @@
 #include <getopt.h>
 #include <grp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +31,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <hvtrace/config.h>
@@ -41,8 +39,6 @@
 
 #define DEFAULT_RUN_DIR		"/run/hvtrace"
 #define DEFAULT_SOCKET		DEFAULT_RUN_DIR "/hvtraced.sock"
-
-struct daemon *D;
 
 static const char usage_text[] =
 	"usage: hvtraced [OPTIONS]\n"
@@ -95,52 +91,6 @@ static const char usage_text[] =
 	"  -v, --verbose          log more\n"
 	"  -h, --help             this text\n"
 	"  --version\n";
-
-uint64_t d_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t d_now_us(void)
-{
-	return d_now_ns() / 1000;
-}
-
-uint64_t d_now_ms(void)
-{
-	return d_now_ns() / 1000000;
-}
-
-static void d_vlog(const char *fmt, va_list ap)
-{
-	char buf[1024];
-
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	fprintf(stderr, "hvtraced: %s\n", buf);
-}
-
-void d_log(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	d_vlog(fmt, ap);
-	va_end(ap);
-}
-
-void d_dbg(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!D || !D->verbose)
-		return;
-	va_start(ap, fmt);
-	d_vlog(fmt, ap);
-	va_end(ap);
-}
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -251,7 +201,7 @@ static int listen_socket(void)
 			unlink(D->sock_path);
 		return ret;
 	}
-	if (!conn_new(fd, CONN_LISTEN)) {
+	if (!conn_listen(fd)) {
 		close(fd);
 		return -ENOMEM;
 	}
@@ -511,7 +461,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	access_init();
-	sc = conn_new(D->sfd, CONN_SIGNAL);
+	conn_role_register(&agent_conn_ops);
+	conn_role_register(&tool_conn_ops);
+	sc = conn_signal(D->sfd);
 	if (!sc || listen_socket())
 		return 1;
 	for (i = 0; i < nr_attach; i++) {

@@ -31,13 +31,6 @@
 #define STATE_FILE	"hvtraced.state"
 #define STATE_MAX	(1u << 20)	/* bytes read back */
 
-static bool state_dirty;
-
-void state_changed(void)
-{
-	state_dirty = true;
-}
-
 static void state_path(char *buf, size_t size, const char *suffix)
 {
 	snprintf(buf, size, "%s/%s%s", D->run_dir, STATE_FILE, suffix);
@@ -50,9 +43,9 @@ void state_save(void)
 	FILE *f;
 	int fd;
 
-	if (!state_dirty || D->stop)
+	if (!D->state_dirty || D->stop)
 		return;
-	state_dirty = false;
+	D->state_dirty = false;
 	state_path(path, sizeof(path), "");
 	state_path(tmp, sizeof(tmp), ".tmp");
 	unlink(tmp);
@@ -67,14 +60,9 @@ void state_save(void)
 			close(fd);
 		return;
 	}
-	for (r = D->remotes; r; r = r->next) {
-		if (r->transport == HVT_TRANSPORT_CHARDEV)
-			fprintf(f, "guest\t%s\n", r->name);
-		else if (r->transport == HVT_TRANSPORT_AREA &&
-			 !strpbrk(area_remote_spec(r), "\t\n"))
-			fprintf(f, "area\t%s\t%s\n", r->name,
-				area_remote_spec(r));
-	}
+	for (r = D->remotes; r; r = r->next)
+		if (r->ops->save)
+			r->ops->save(r, f);
 	if (fclose(f) || rename(tmp, path)) {
 		d_log("cannot write %s: %s", path, strerror(errno));
 		unlink(tmp);

@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtraced: the agent role -- frames from an agent, local or in a guest.
+ *
+ * An agent's session starts with HELLO, in either direction: a local agent
+ * connects to the daemon's socket and says HELLO first, naming its remote
+ * and passing its area's descriptor (local_agent_hello() creates or
+ * re-binds a socket remote); the daemon connects to a guest's chardev
+ * itself (chardev.c) and says HELLO until the guest's agent answers.
+ * Either way the agent says who it is (pid, area generation): another
+ * instance than the one the daemon holds references for means the agent
+ * restarted, and its old clients' references are dropped.  What differs
+ * between the two is the transport's (r->ops: hello, bye, conn_lost).
+ *
+ * Once the session is up, agent_frame() takes the agent's requests on
+ * behalf of its client channels (REGISTER, UNREGISTER, DELETE,
+ * CLIENT_GONE, CMDLINE, BYE) and the answers to the daemon's own PINGs
+ * (ping.c) and TRIGGERs (trigger.c).  What a guest can make the daemon
+ * hold is capped per remote (held.c, --max-channels,
+ * --max-registrations).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+void agent_send_hello(struct remote *r, const struct hvt_msg *answer,
+		      int status, const char *text)
+{
+	struct hvt_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_HELLO;
+	if (answer) {
+		m.flags = HVT_PF_REPLY;
+		m.req = answer->req;
+		m.u.hello.min_version = HVT_PROTO_VERSION;
+		m.u.hello.max_version = HVT_PROTO_VERSION;
+	} else {
+		m.req = remote_next_req(r);
+		m.u.hello.min_version = HVT_PROTO_MIN_VERSION;
+		m.u.hello.max_version = HVT_PROTO_VERSION;
+		r->agent.hello_ms = d_now_ms();
+	}
+	m.u.hello.role = HVT_ROLE_HOST;
+	m.u.hello.pid = (uint32_t)getpid();
+	m.u.hello.generation = r->agent.session;
+	m.u.hello.status = status;
+	m.u.hello.name.ptr = r->name;
+	m.u.hello.name.len = (uint32_t)strlen(r->name);
+	if (text) {
+		m.u.hello.text.ptr = text;
+		m.u.hello.text.len = (uint32_t)strnlen(text,
+						       HVT_PROTO_TEXT_MAX);
+	}
+	conn_send(r->conn, &m);
+	conn_flush(r->conn);
+}
+
+static void refuse_hello(struct conn *c, const struct hvt_msg *m, int status,
+			 const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void refuse_hello(struct conn *c, const struct hvt_msg *m, int status,
+			 const char *fmt, ...)
+{
+	char text[HVT_PROTO_TEXT_MAX + 1];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	d_log("refusing an agent: %s", text);
+	conn_reply_hello(c, m, HVT_ROLE_HOST, status, text);
+	if (!c->remote)		/* not bound yet */
+		c->closing = true;
+}
+
+/*
+ * The agent said who it is.  A different process or area generation than
+ * the one we hold references for means the agent restarted: its old
+ * clients are gone, so are their references.
+ */
+static bool agent_identity(struct remote *r, const struct hvt_msg *m)
+{
+	bool restarted = r->agent.have_instance &&
+			 (m->u.hello.pid != r->agent.pid ||
+			  m->u.hello.generation != r->agent.gen);
+
+	if (restarted) {
+		d_log("remote '%s': the agent restarted (pid %u, generation "
+		      "%llu): dropping the registrations of its old clients",
+		      r->name, m->u.hello.pid,
+		      (unsigned long long)m->u.hello.generation);
+		remote_held_drop_all(r);
+	}
+	r->agent.have_instance = true;
+	r->agent.pid = m->u.hello.pid;
+	r->agent.gen = m->u.hello.generation;
+	return restarted;
+}
+
+static void agent_session_up(struct remote *r)
+{
+	bool was = r->state == HVT_REMOTE_CONNECTED;
+
+	r->state = HVT_REMOTE_CONNECTED;
+	if (!was) {
+		d_log("remote '%s': agent session up", r->name);
+		ping_burst(r);
+		remote_set_tracing(r, r->tracing_on);
+	}
+}
+
+static void local_agent_hello(struct conn *c, const struct hvt_msg *m)
+{
+	char name[HVT_PROTO_NAME_MAX + 1], path[64], msg[512];
+	struct remote *r;
+	struct stat st;
+	bool restarted, fresh = false;
+	int fd, ret;
+
+	if (!m->u.hello.name.len) {
+		refuse_hello(c, m, -EINVAL,
+			     "a local agent must name its remote (--name)");
+		return;
+	}
+	memcpy(name, m->u.hello.name.ptr, m->u.hello.name.len);
+	name[m->u.hello.name.len] = '\0';
+	r = remote_by_name(name);
+	if (r && r->ops != &remote_socket_ops) {
+		refuse_hello(c, m, -EEXIST,
+			     "'%s' is attached as %s %s; choose another "
+			     "--name",
+			     name, r->ops->attached_as, r->ops->where(r));
+		return;
+	}
+	if (r && r->conn && r->conn != c) {
+		refuse_hello(c, m, -EADDRINUSE,
+			     "a remote named '%s' is connected already (pid "
+			     "%u); choose another --name",
+			     name, r->agent.pid);
+		return;
+	}
+	if (m->u.hello.nr_fds != 1 || (fd = conn_take_fd(c)) < 0) {
+		refuse_hello(c, m, -EINVAL,
+			     "a local agent must pass its area descriptor "
+			     "with HELLO");
+		return;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)HVT_CPU_OFFSET) {
+		close(fd);
+		refuse_hello(c, m, -EINVAL,
+			     "the descriptor passed with HELLO is not a "
+			     "trace area file");
+		return;
+	}
+	if (!r) {
+		ret = remote_new(name, &remote_socket_ops, NULL, &r);
+		if (ret) {
+			close(fd);
+			refuse_hello(c, m, ret, "cannot create remote: %s",
+				     strerror(-ret));
+			return;
+		}
+		fresh = true;
+	}
+	restarted = agent_identity(r, m);
+	if (!r->area || restarted || fresh ||
+	    r->info.generation != m->u.hello.generation) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		ret = remote_open_area(r, path, msg, sizeof(msg));
+		if (ret) {
+			close(fd);
+			refuse_hello(c, m, ret, "cannot attach the area: %s",
+				     msg);
+			if (fresh)
+				remote_destroy(r);
+			return;
+		}
+	}
+	close(fd);
+	conn_bind(c, &agent_conn_ops);
+	c->remote = r;
+	r->conn = c;
+	r->agent.session = d_now_ns();
+	d_log("remote '%s': local agent pid %u connected (connection %u)",
+	      r->name, m->u.hello.pid, c->id);
+	agent_send_hello(r, m, 0, NULL);
+	agent_session_up(r);
+}
+
+static void agent_hello(struct conn *c, const struct hvt_msg *m)
+{
+	struct remote *r = c->remote;
+	bool restarted;
+
+	if (!(m->flags & HVT_PF_REPLY) &&
+	    (m->u.hello.min_version > HVT_PROTO_VERSION ||
+	     m->u.hello.max_version < HVT_PROTO_MIN_VERSION)) {
+		refuse_hello(c, m, -EPROTONOSUPPORT,
+			     "hvtraced speaks protocol version %u; the agent "
+			     "offers %u..%u",
+			     HVT_PROTO_VERSION, m->u.hello.min_version,
+			     m->u.hello.max_version);
+		return;
+	}
+	if (m->u.hello.role != HVT_ROLE_AGENT) {
+		c->errors++;
+		return;
+	}
+	if (!r) {		/* not bound yet: a local agent */
+		local_agent_hello(c, m);
+		return;
+	}
+	if (m->flags & HVT_PF_REPLY && m->u.hello.status) {
+		d_log("remote '%s': the agent refused the session: %.*s",
+		      r->name, (int)m->u.hello.text.len, m->u.hello.text.ptr);
+		return;
+	}
+	restarted = agent_identity(r, m);
+	r->ops->hello(r, c, m, restarted);
+	if (!(m->flags & HVT_PF_REPLY))
+		agent_send_hello(r, m, 0, NULL);
+	agent_session_up(r);
+}
+
+/* The agent connection is gone. */
+static void agent_closed(struct conn *c)
+{
+	struct remote *r = c->remote;
+
+	c->remote = NULL;
+	if (!r || r->conn != c)
+		return;
+	r->conn = NULL;
+	ping_reset(r);
+	trigger_cancel(r, -ECONNRESET);
+	r->ops->conn_lost(r);
+}
+
+static void agent_bad_frame(struct conn *c)
+{
+	if (c->remote)
+		c->remote->proto_errors++;
+}
+
+/* --- the agent's requests ------------------------------------------------- */
+
+static bool replay_is_held(struct remote *r, uint64_t owner,
+			   const struct hvt_msg *m, struct hvt_ue_reg *out)
+{
+	struct hvt_ue_event_info info;
+	char name[256], def[HVT_PROTO_DEF_MAX + 1];
+	const char *args = NULL;
+
+	if (!(m->u.reg.flags & HVT_REG_REPLAY) ||
+	    !held_has(&r->held, owner, m->u.reg.want_id) ||
+	    hvt_ue_lookup_id(r->reg, m->u.reg.want_id, &info))
+		return false;
+	memcpy(def, m->u.reg.def.ptr, m->u.reg.def.len);
+	def[m->u.reg.def.len] = '\0';
+	if (hvt_ue_split_name(def, name, sizeof(name), &args, NULL) ||
+	    strcmp(name, info.name) || !hvt_ue_match_args(info.def, args))
+		return false;
+	out->id = info.id;
+	out->bit = info.bit;
+	return true;
+}
+
+static void agent_register(struct conn *c, struct remote *r,
+			   const struct hvt_msg *m)
+{
+	uint64_t owner = (uint64_t)m->chan + 1;
+	char def[HVT_PROTO_DEF_MAX + 1];
+	struct hvt_ue_error err = { 0 };
+	struct hvt_ue_reg out = { 0 };
+	int ret;
+
+	if (replay_is_held(r, owner, m, &out)) {
+		conn_reply_result(c, m, HVT_MSG_REGISTER, 0, out.id, out.bit,
+				  NULL);
+		return;
+	}
+	/*
+	 * Caps before the registry takes anything: the guest picks its
+	 * channel numbers and definitions, so what it can make us hold is
+	 * bounded per remote (hvtraced --max-channels, --max-registrations).
+	 */
+	ret = held_admit(&r->held, owner, D->max_channels,
+			 D->max_registrations);
+	if (ret) {
+		if (!r->refused_regs++)
+			d_log("remote '%s': refusing registrations over the "
+			      "cap of %u client channels and %u "
+			      "registrations (hvtraced --max-channels, "
+			      "--max-registrations); counted in 'hvtrace "
+			      "daemon info'",
+			      r->name, D->max_channels, D->max_registrations);
+		conn_reply_result(c, m, HVT_MSG_REGISTER, ret, 0, 0,
+				  ret == -EMFILE ?
+				  "remote '%s' has %u client channels holding "
+				  "registrations, the most hvtraced allows "
+				  "(--max-channels); close some clients" :
+				  "remote '%s' holds %u registrations, the "
+				  "most hvtraced allows (--max-registrations); "
+				  "unregister some events",
+				  r->name, ret == -EMFILE ? D->max_channels :
+				  D->max_registrations);
+		return;
+	}
+	memcpy(def, m->u.reg.def.ptr, m->u.reg.def.len);
+	def[m->u.reg.def.len] = '\0';
+	/*
+	 * A replay names the binding the client's handle already holds (from
+	 * an earlier daemon or session): ask the registry for exactly that,
+	 * so running writers keep working after a daemon restart.
+	 */
+	if (m->u.reg.flags & HVT_REG_REPLAY)
+		ret = hvt_ue_register_at(r->reg, owner, def, m->u.reg.want_id,
+					 m->u.reg.want_bit, &out, &err);
+	else
+		ret = hvt_ue_register(r->reg, owner, def, &out, &err);
+	remote_apply_changes(r);
+	if (ret) {
+		conn_reply_result(c, m, HVT_MSG_REGISTER, ret, 0, 0, "%s",
+				  err.msg[0] ? err.msg : strerror(-ret));
+		return;
+	}
+	if ((m->u.reg.flags & HVT_REG_REPLAY) &&
+	    (out.id != m->u.reg.want_id || out.bit != m->u.reg.want_bit))
+		d_log("remote '%s': replayed '%s' of client %u wanted id %u bit "
+		      "%u but got id %u bit %u (taken by another event)",
+		      r->name, def, m->chan, m->u.reg.want_id,
+		      m->u.reg.want_bit, out.id, out.bit);
+	ret = held_add(&r->held, owner, out.id);
+	if (ret) {
+		/* Not remembered: give the reference back. */
+		hvt_ue_unregister(r->reg, owner, out.id, NULL);
+		remote_apply_changes(r);
+		conn_reply_result(c, m, HVT_MSG_REGISTER, ret, 0, 0,
+				  "hvtraced cannot track the registration: "
+				  "%s", strerror(-ret));
+		return;
+	}
+	d_dbg("remote '%s': client %u registered '%s' as id %u bit %u",
+	      r->name, m->chan, def, out.id, out.bit);
+	conn_reply_result(c, m, HVT_MSG_REGISTER, 0, out.id, out.bit, NULL);
+}
+
+static void agent_request(struct conn *c, struct remote *r,
+			  const struct hvt_msg *m)
+{
+	uint64_t owner = (uint64_t)m->chan + 1;
+	struct hvt_ue_error err = { 0 };
+	char name[HVT_PROTO_DEF_MAX + 1];
+	const char *n;
+	int ret;
+
+	switch (m->type) {
+	case HVT_MSG_REGISTER:
+		agent_register(c, r, m);
+		break;
+	case HVT_MSG_UNREGISTER:
+		ret = hvt_ue_unregister(r->reg, owner, m->u.unreg.id, &err);
+		remote_apply_changes(r);
+		if (!ret)
+			held_dec(&r->held, owner, m->u.unreg.id);
+		conn_reply_result(c, m, HVT_MSG_UNREGISTER, ret, m->u.unreg.id,
+				  0, "%s", ret ? err.msg : "");
+		break;
+	case HVT_MSG_DELETE:
+		memcpy(name, m->u.arg.s.ptr, m->u.arg.s.len);
+		name[m->u.arg.s.len] = '\0';
+		n = strncmp(name, HVT_UE_PREFIX, 2) ? name : name + 2;
+		ret = hvt_ue_delete(r->reg, n, &err);
+		remote_apply_changes(r);
+		conn_reply_result(c, m, HVT_MSG_DELETE, ret, 0, 0, "%s",
+				  ret ? err.msg : "");
+		break;
+	case HVT_MSG_CLIENT_GONE:
+		ret = remote_held_drop_owner(r, owner);
+		d_dbg("remote '%s': client %u gone, %d references dropped",
+		      r->name, m->chan, ret);
+		conn_reply_result(c, m, HVT_MSG_CLIENT_GONE, ret < 0 ? ret : 0,
+				  ret < 0 ? 0 : (uint32_t)ret, 0, NULL);
+		break;
+	case HVT_MSG_CMDLINE:
+		remote_cmdline_set(r, m->u.cmdline.pid, m->u.cmdline.comm.ptr,
+				   m->u.cmdline.comm.len);
+		break;
+	case HVT_MSG_BYE:
+		d_log("remote '%s': the agent said goodbye", r->name);
+		r->ops->bye(r, c);
+		break;
+	default:
+		c->errors++;
+		r->proto_errors++;
+		conn_reply_error(c, m->req, m->chan, -EOPNOTSUPP,
+				 "hvtraced does not take this message from "
+				 "an agent");
+		break;
+	}
+}
+
+
+/* The agent role's frames: HELLO, its requests, answers to ours. */
+static void agent_frame(struct conn *c, const struct hvt_msg *m)
+{
+	struct remote *r = c->remote;
+
+	if (m->type == HVT_MSG_HELLO) {
+		agent_hello(c, m);
+		return;
+	}
+	if (!r)
+		return;
+	if (!(m->flags & HVT_PF_REPLY)) {
+		if (r->state != HVT_REMOTE_CONNECTED &&
+		    m->type != HVT_MSG_BYE) {
+			c->errors++;
+			r->proto_errors++;
+			conn_reply_error(c, m->req, m->chan, -EPROTO,
+					 "send HELLO first");
+			return;
+		}
+		agent_request(c, r, m);
+		return;
+	}
+	if (r->ping.req && m->req == r->ping.req &&
+	    (m->type == HVT_MSG_PING || m->type == HVT_MSG_ERROR)) {
+		ping_answer(r, m, c->rx_ns);
+		return;
+	}
+	if (r->trig && r->trig->req && m->req == r->trig->req &&
+	    (m->type == HVT_MSG_TRIGGER || m->type == HVT_MSG_ERROR)) {
+		trigger_answer(r, m, c->rx_ns);
+		return;
+	}
+	/* A late reply to a request given up on, or an answer to nothing:
+	 * both harmless. */
+	if (m->type != HVT_MSG_ERROR) {
+		c->errors++;
+		r->proto_errors++;
+	}
+}
+
+
+/* A local agent on the daemon's socket, bound at its HELLO. */
+const struct conn_ops agent_conn_ops = {
+	.name = "agent",
+	.hello_role = HVT_ROLE_AGENT,
+	.reply_role = HVT_ROLE_HOST,
+	.hello = agent_hello,
+	.frame = agent_frame,
+	.bad_frame = agent_bad_frame,
+	.closed = agent_closed,
+	.queue_max = D_AGENT_QUEUE,
+	.max_errors = D_AGENT_MAX_ERRORS,
+	.takes_fds = true,
+	.pauses = true,
+};
+
+/* A guest's agent through its chardev (chardev.c connects it): never
+ * dropped for bad bytes, the decoder resynchronises. */
+const struct conn_ops agent_chardev_conn_ops = {
+	.name = "chardev",
+	.reply_role = HVT_ROLE_HOST,
+	.frame = agent_frame,
+	.bad_frame = agent_bad_frame,
+	.closed = agent_closed,
+	.rbuf_size = HVT_PROTO_AGENT_FRAME,
+	.queue_max = D_AGENT_QUEUE,
+	.pauses = true,
+};

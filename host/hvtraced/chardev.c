@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtraced: the chardev transport -- a guest attached by name.
+ *
+ * The daemon connects to QEMU's chardev socket RUN_DIR/NAME/control.sock
+ * (the host end of the guest's virtio-serial port) and opens the area
+ * SHM_DIR/hvtrace-NAME.  The guest's agent may not run yet, or restart,
+ * or the port may deliver bytes of an earlier session late, so the
+ * daemon keeps trying: it reconnects every D_RECONNECT_MS when the socket
+ * goes away, retries the area every D_RECONNECT_MS until it opens, and
+ * says HELLO again every D_HELLO_RETRY_MS until the agent answers.  A
+ * HELLO of an agent instance the daemon has not seen, or of another area
+ * generation, re-opens the area.  Guests attached this way are kept in
+ * the state file (state.c) as "guest NAME".
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+struct chardev_remote {
+	char ctl_path[PATH_MAX];
+	char area_path[PATH_MAX];
+	uint64_t next_try_ms;	/* reconnect */
+	uint64_t area_try_ms;	/* area retry */
+};
+
+static const struct remote_ops chardev_ops;
+
+static void chardev_connect(struct remote *r)
+{
+	struct chardev_remote *cr = r->priv;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct conn *c;
+	int fd;
+
+	cr->next_try_ms = d_now_ms() + D_RECONNECT_MS;
+	if (strlen(cr->ctl_path) >= sizeof(sa.sun_path))
+		return;
+	strcpy(sa.sun_path, cr->ctl_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		d_dbg("remote '%s': %s: %s", r->name, cr->ctl_path,
+		      strerror(errno));
+		close(fd);
+		return;
+	}
+	c = conn_new(fd, &agent_chardev_conn_ops);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->remote = r;
+	r->conn = c;
+	r->agent.session = d_now_ns();
+	d_log("remote '%s': connected to %s", r->name, cr->ctl_path);
+	agent_send_hello(r, NULL, 0, NULL);
+}
+
+int remote_attach_chardev(const char *name, struct remote **out, char *msg,
+			  size_t msgsize)
+{
+	struct chardev_remote *cr;
+	struct remote *r;
+	char tmp[512];
+	int ret;
+
+	if (!hvt_proto_name_ok(name, (uint32_t)strlen(name))) {
+		snprintf(msg, msgsize, "'%s' is not a guest name: use 1..31 "
+				       "of [A-Za-z0-9._-]",
+			 name);
+		return -EINVAL;
+	}
+	if (remote_by_name(name)) {
+		snprintf(msg, msgsize, "'%s' is attached already", name);
+		return -EEXIST;
+	}
+	cr = calloc(1, sizeof(*cr));
+	if (!cr) {
+		snprintf(msg, msgsize, "out of memory");
+		return -ENOMEM;
+	}
+	ret = remote_new(name, &chardev_ops, cr, &r);
+	if (ret) {
+		free(cr);
+		snprintf(msg, msgsize, "cannot create remote: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	snprintf(cr->ctl_path, sizeof(cr->ctl_path), "%s/%s/control.sock",
+		 D->run_dir, name);
+	snprintf(cr->area_path, sizeof(cr->area_path), "%s/hvtrace-%s",
+		 D->shm_dir, name);
+	if (remote_open_area(r, cr->area_path, tmp, sizeof(tmp)))
+		d_dbg("remote '%s': %s (retrying)", name, tmp);
+	chardev_connect(r);
+	*out = r;
+	snprintf(msg, msgsize, "attached '%s' (control %s, area %s)", name,
+		 cr->ctl_path, cr->area_path);
+	return 0;
+}
+
+
+static void chardev_tick(struct remote *r, uint64_t now, uint64_t *next)
+{
+	struct chardev_remote *cr = r->priv;
+	char msg[512];
+
+	if (!r->conn && now >= cr->next_try_ms)
+		chardev_connect(r);
+	if (!r->area && now >= cr->area_try_ms) {
+		cr->area_try_ms = now + D_RECONNECT_MS;
+		if (!remote_open_area(r, cr->area_path, msg, sizeof(msg)))
+			d_log("remote '%s': area attached", r->name);
+	}
+	if (!r->area)
+		d_due(next, cr->area_try_ms);
+	if (r->conn && r->state != HVT_REMOTE_CONNECTED &&
+	    now >= r->agent.hello_ms + D_HELLO_RETRY_MS)
+		agent_send_hello(r, NULL, 0, NULL);
+	if (!r->conn)
+		d_due(next, cr->next_try_ms);
+	else if (r->state != HVT_REMOTE_CONNECTED || !r->area)
+		d_due(next, r->agent.hello_ms + D_HELLO_RETRY_MS);
+}
+
+static void chardev_hello(struct remote *r, struct conn *c,
+			  const struct hvt_msg *m, bool restarted)
+{
+	struct chardev_remote *cr = r->priv;
+	char msg[512];
+
+	(void)c;
+	if (restarted) {
+		hvtrace_area_close(r->area);
+		r->area = NULL;
+	}
+	if (!r->area || r->info.generation != m->u.hello.generation) {
+		if (remote_open_area(r, cr->area_path, msg, sizeof(msg)))
+			d_log("remote '%s': %s (retrying)", r->name, msg);
+	}
+}
+
+static void chardev_bye(struct remote *r, struct conn *c)
+{
+	(void)c;
+	r->state = HVT_REMOTE_WAITING;
+}
+
+static void chardev_conn_lost(struct remote *r)
+{
+	struct chardev_remote *cr = r->priv;
+
+	r->state = HVT_REMOTE_WAITING;
+	cr->next_try_ms = d_now_ms() + D_RECONNECT_MS;
+	d_log("remote '%s': lost %s; reconnecting", r->name, cr->ctl_path);
+}
+
+static const char *chardev_control(const struct remote *r)
+{
+	const struct chardev_remote *cr = r->priv;
+
+	return cr->ctl_path;
+}
+
+static const char *chardev_area_path(const struct remote *r)
+{
+	const struct chardev_remote *cr = r->priv;
+
+	return cr->area_path;
+}
+
+static void chardev_save(const struct remote *r, FILE *f)
+{
+	fprintf(f, "guest\t%s\n", r->name);
+}
+
+static void chardev_free(struct remote *r)
+{
+	free(r->priv);
+}
+
+static const struct remote_ops chardev_ops = {
+	.transport = HVT_TRANSPORT_CHARDEV,
+	.name = "chardev",
+	.attached_as = "a guest on",
+	.control = chardev_control,
+	.area_path = chardev_area_path,
+	.where = chardev_control,
+	.save = chardev_save,
+	.tick = chardev_tick,
+	.free = chardev_free,
+	.hello = chardev_hello,
+	.bye = chardev_bye,
+	.conn_lost = chardev_conn_lost,
+};

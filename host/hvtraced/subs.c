@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtraced: the subscriber role -- a tool's page subscriptions.
+ *
+ * A tool becomes a subscriber with SUBSCRIBE (a remote, one CPU or all):
+ * from then on fanout.c hands it every page of that CPU that the daemon
+ * reads, as PAGE messages whose 'req' is the subscription id.  The tool
+ * role (tool.c) passes SUBSCRIBE, UNSUBSCRIBE and DRAIN here; this file
+ * owns the subscription lists (on the tool's connection) and their
+ * budget: --client-queue bytes of pages waiting in the tool's queue, or
+ * less if a SUBSCRIBE asked for less (a live viewer that prefers
+ * dropping to lagging), but always room for two of the largest pages.
+ * DRAIN reads the remote's subscribed rings at once and answers after
+ * the pages: a tool that gets the RESULT has every page committed before
+ * it asked.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "daemon.h"
+
+static struct sub *sub_new(struct conn *tool, struct remote *r, int cpu,
+		   uint32_t queue_kib)
+{
+	struct sub *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	if (!tool->page_budget)
+		tool->page_budget = D->client_queue;
+	if (queue_kib && (size_t)queue_kib * 1024 < tool->page_budget)
+		tool->page_budget = (size_t)queue_kib * 1024;
+	/* At least one page of the largest size fits. */
+	if (tool->page_budget < 2 * HVT_PROTO_MAX_PAGE)
+		tool->page_budget = 2 * HVT_PROTO_MAX_PAGE;
+	s->id = ++D->next_sub_id;
+	if (!s->id)
+		s->id = ++D->next_sub_id;
+	s->tool = tool;
+	s->remote = r;
+	s->cpu = cpu;
+	s->next = tool->subs;
+	tool->subs = s;
+	D->nr_subs++;
+	D->poll_us = D->poll_min_us;
+	D->next_poll_us = d_now_us();
+	return s;
+}
+
+static int sub_remove(struct conn *tool, uint32_t id)
+{
+	struct sub **pp, *s;
+
+	for (pp = &tool->subs; (s = *pp); pp = &s->next)
+		if (s->id == id) {
+			*pp = s->next;
+			free(s);
+			D->nr_subs--;
+			return 0;
+		}
+	return -ENOENT;
+}
+
+void subs_drop_tool(struct conn *tool)
+{
+	struct sub *s, *n;
+
+	for (s = tool->subs; s; s = n) {
+		n = s->next;
+		free(s);
+		D->nr_subs--;
+	}
+	tool->subs = NULL;
+}
+
+void subs_drop_remote(struct remote *r)
+{
+	struct conn *c;
+	struct sub **pp, *s;
+
+	for (c = D->conns; c; c = c->next) {
+		for (pp = &c->subs; (s = *pp);) {
+			if (s->remote == r) {
+				*pp = s->next;
+				free(s);
+				D->nr_subs--;
+			} else {
+				pp = &s->next;
+			}
+		}
+	}
+}
+
+/* SUBSCRIBE, DRAIN (on remote @r) and UNSUBSCRIBE (@r NULL) of tool @c. */
+void subs_request(struct conn *c, struct remote *r, const struct hvt_msg *m)
+{
+	struct sub *s;
+	int ret;
+
+	switch (m->type) {
+	case HVT_MSG_SUBSCRIBE:
+		if (!r->area) {
+			conn_reply_error(c, m->req, m->chan, -ENODEV,
+					 "the remote has no area attached "
+					 "yet");
+			break;
+		}
+		if (m->u.subscribe.cpu >= (int32_t)r->info.nr_cpus) {
+			conn_reply_error(c, m->req, m->chan, -EINVAL,
+					 "no such CPU in this remote");
+			break;
+		}
+		s = sub_new(c, r, m->u.subscribe.cpu,
+			    m->u.subscribe.queue_kib);
+		if (!s)
+			conn_reply_error(c, m->req, m->chan, -ENOMEM,
+					 "out of memory");
+		else
+			conn_reply_result(c, m, HVT_MSG_SUBSCRIBE, 0, s->id, 0,
+					  NULL);
+		break;
+	case HVT_MSG_UNSUBSCRIBE:
+		ret = sub_remove(c, m->u.unsubscribe.sub);
+		conn_reply_result(c, m, HVT_MSG_UNSUBSCRIBE, ret,
+				  m->u.unsubscribe.sub, 0, "%s",
+				  ret ? "no such subscription on this "
+					"connection" :
+					"");
+		break;
+	case HVT_MSG_DRAIN:
+		ret = fanout_drain_remote(r);
+		conn_reply_result(c, m, HVT_MSG_DRAIN, 0, (uint32_t)ret, 0,
+				  NULL);
+		conn_flush(c);
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtraced: the texts a tool asks of a remote (TEXT, FORMATS, and the
+ * REMOTES record).  The texts are the kernel's own shapes
+ * (user_events_status, dynamic_events, saved_cmdlines, header_page,
+ * header_event, format files) so a client can feed them to libtraceevent
+ * unchanged; TEXT INFO is the remote's "key: value" summary.  Long texts
+ * travel as several TEXT replies with HVT_PF_MORE on all but the last,
+ * split at line ends.  The event lists (TEXT EVENTS, an area's STATUS,
+ * the static formats) are tool_events.c's.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+
+#define TEXT_PART	(192u * 1024u)
+
+static void send_text(struct conn *c, const struct hvt_msg *req, int status,
+		      const char *text, size_t len)
+{
+	struct hvt_msg m;
+	size_t off = 0;
+
+	/* Bounded: every part consumes at least one byte (or is the last). */
+	do {
+		size_t n = len - off;
+
+		if (n > TEXT_PART) {
+			n = TEXT_PART;
+			while (n > 1 && text[off + n - 1] != '\n')
+				n--;
+			if (n <= 1)
+				n = TEXT_PART;
+		}
+		memset(&m, 0, sizeof(m));
+		m.type = HVT_MSG_TEXT;
+		m.flags = HVT_PF_REPLY | (off + n < len ? HVT_PF_MORE : 0);
+		m.req = req->req;
+		m.chan = req->chan;
+		m.u.text.status = status;
+		m.u.text.text.ptr = text + off;
+		m.u.text.text.len = (uint32_t)n;
+		if (conn_send(c, &m))
+			return;
+		off += n;
+	} while (off < len);
+}
+
+void tool_fill_rec(const struct remote *r, struct hvt_remote_rec *rec)
+{
+	uint64_t err = UINT64_MAX;
+
+	memset(rec, 0, sizeof(*rec));
+	rec->id = r->id;
+	rec->state = r->state;
+	rec->transport = r->ops->transport;
+	rec->tracing_on = r->tracing_on;
+	rec->nr_events = hvt_ue_count(r->reg) +
+			 tool_events_nr_static((struct remote *)r);
+	rec->nr_clients = (uint32_t)r->held.nr_owners;
+	rec->sync_samples = r->sync_samples;
+	rec->proto_errors = r->proto_errors;
+	if (r->area) {
+		rec->writer_kind = r->info.writer_kind;
+		rec->nr_cpus = r->info.nr_cpus;
+		rec->nr_subbufs = r->info.nr_subbufs;
+		rec->subbuf_size = r->info.subbuf_size;
+		rec->mode = r->info.mode;
+		rec->clock_id = r->info.clock_id;
+		rec->generation = r->info.generation;
+		if (r->sync_samples || r->info.clock_id == HVT_CLOCK_HOST_NS)
+			hvtrace_area_to_host_ns(r->area, 0, &err);
+	}
+	rec->clock_err_ns = err;
+	snprintf(rec->name, sizeof(rec->name), "%s", r->name);
+}
+
+
+void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
+{
+	char *text = NULL, small[8192];
+	size_t len = 0;
+	int status = 0, n;
+
+	if (m->u.text_req.kind == HVT_TEXT_EVENTS ||
+	    (m->u.text_req.kind == HVT_TEXT_STATUS &&
+	     remote_static_events(r))) {
+		tool_events_text(c, r, m);
+		return;
+	}
+	switch (m->u.text_req.kind) {
+	case HVT_TEXT_STATUS:
+		text = hvt_ue_status_text(r->reg);
+		break;
+	case HVT_TEXT_DYNAMIC_EVENTS:
+		text = hvt_ue_dyn_events_text(r->reg);
+		break;
+	case HVT_TEXT_CMDLINES: {
+		size_t cap = 1, i;
+
+		for (i = 0; i < D_CMDLINE_SLOTS; i++)
+			if (r->cmdlines[i].pid)
+				cap += 32;
+		text = malloc(cap);
+		if (!text)
+			break;
+		text[0] = '\0';
+		for (i = 0; i < D_CMDLINE_SLOTS; i++)
+			if (r->cmdlines[i].pid)
+				len += (size_t)snprintf(text + len, cap - len,
+							"%u %s\n",
+							r->cmdlines[i].pid,
+							r->cmdlines[i].comm);
+		break;
+	}
+	case HVT_TEXT_HEADER_PAGE:
+	case HVT_TEXT_HEADER_EVENT:
+		if (m->u.text_req.kind == HVT_TEXT_HEADER_PAGE && !r->area) {
+			conn_reply_error(c, m->req, m->chan, -ENODEV,
+					 "the remote has no area attached yet");
+			return;
+		}
+		n = m->u.text_req.kind == HVT_TEXT_HEADER_PAGE ?
+			    hvtrace_header_page_text(r->info.subbuf_size, small,
+						     sizeof(small)) :
+			    hvtrace_header_event_text(small, sizeof(small));
+		if (n < 0 || (size_t)n >= sizeof(small)) {
+			conn_reply_error(c, m->req, m->chan,
+					 n < 0 ? n : -EOVERFLOW,
+					 "cannot produce the header text");
+			return;
+		}
+		send_text(c, m, 0, small, (size_t)n);
+		return;
+	case HVT_TEXT_INFO: {
+		struct hvt_remote_rec rec;
+		char err[32];
+
+		tool_fill_rec(r, &rec);
+		if (rec.clock_err_ns == UINT64_MAX)
+			snprintf(err, sizeof(err), "unknown");
+		else
+			snprintf(err, sizeof(err), "%llu",
+				 (unsigned long long)rec.clock_err_ns);
+		n = snprintf(small, sizeof(small),
+			     "name: %s\nid: %u\nstate: %s\ntransport: %s\n"
+			     "control: %s\narea: %s\n",
+			     r->name, r->id,
+			     r->state == HVT_REMOTE_CONNECTED ? "connected" :
+			     r->state == HVT_REMOTE_WAITING ? "waiting" :
+							      "disconnected",
+			     r->ops->name, r->ops->control(r),
+			     !r->area ? "(not attached yet)" :
+			     r->ops->area_path(r)[0] ?
+					       r->ops->area_path(r) :
+					       "(descriptor from the agent)");
+		if (r->area && n > 0 && n < (int)sizeof(small))
+			n += snprintf(small + n, sizeof(small) - (size_t)n,
+				      "cpus: %u\nsubbufs: %u\nsubbuf_size: %u\n"
+				      "mode: %s\nclock: %s\ngeneration: %llu\n",
+				      rec.nr_cpus, rec.nr_subbufs,
+				      rec.subbuf_size,
+				      rec.mode == HVT_MODE_OVERWRITE ?
+					      "overwrite" : "consume",
+				      rec.clock_id == HVT_CLOCK_COUNTER ?
+					      "counter" :
+				      rec.clock_id == HVT_CLOCK_MONO_NS ?
+					      "mono" : "host",
+				      (unsigned long long)rec.generation);
+		if (n > 0 && n < (int)sizeof(small))
+			n += snprintf(small + n, sizeof(small) - (size_t)n,
+				      "tracing: %s\nevents: %u\nclients: %u\n"
+				      "sync_samples: %llu\nsync_failed: %llu\n"
+				      "sync_window_ns: %llu\n"
+				      "clock_error_ns: %s\n"
+				      "protocol_errors: %llu\n"
+				      "pages_read: %llu\n"
+				      "registrations: %zu (at most %u on %u "
+				      "clients)\n"
+				      "registrations_refused: %llu\n",
+				      r->tracing_on ? "on" : "off",
+				      rec.nr_events, rec.nr_clients,
+				      (unsigned long long)r->sync_samples,
+				      (unsigned long long)r->sync_bad,
+				      (unsigned long long)r->sync_window_ns,
+				      err,
+				      (unsigned long long)r->proto_errors,
+				      (unsigned long long)r->pages_read,
+				      r->held.nr_refs, D->max_registrations,
+				      D->max_channels,
+				      (unsigned long long)r->refused_regs);
+		if (n < 0 || n >= (int)sizeof(small))
+			n = (int)sizeof(small) - 1;
+		send_text(c, m, 0, small, (size_t)n);
+		return;
+	}
+	}
+	if (!text) {
+		conn_reply_error(c, m->req, m->chan, -ENOMEM, "out of memory");
+		return;
+	}
+	if (!len)
+		len = strlen(text);
+	send_text(c, m, status, text, len);
+	free(text);
+}
+
+struct fmt_list {
+	struct hvt_m_format *v;
+	char **bufs;
+	size_t n, cap;
+};
+
+static int collect_formats(const struct hvt_ue_event_info *info, void *arg)
+{
+	struct fmt_list *fl = arg;
+	size_t nl, fmtl;
+	char *b;
+
+	if (!info->format)
+		return 0;
+	if (fl->n == fl->cap) {
+		size_t cap = fl->cap ? fl->cap * 2 : 32;
+		struct hvt_m_format *v = realloc(fl->v, cap * sizeof(*v));
+		char **bufs;
+
+		if (!v)
+			return -ENOMEM;
+		fl->v = v;
+		bufs = realloc(fl->bufs, cap * sizeof(*bufs));
+		if (!bufs)
+			return -ENOMEM;
+		fl->bufs = bufs;
+		fl->cap = cap;
+	}
+	nl = strlen(info->name);
+	fmtl = strlen(info->format);
+	if (nl > HVT_PROTO_EVNAME_MAX)
+		nl = HVT_PROTO_EVNAME_MAX;
+	b = malloc(nl + fmtl + 1);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, info->name, nl);
+	memcpy(b + nl, info->format, fmtl + 1);
+	memset(&fl->v[fl->n], 0, sizeof(fl->v[0]));
+	fl->v[fl->n].id = info->id;
+	fl->v[fl->n].name.ptr = b;
+	fl->v[fl->n].name.len = (uint32_t)nl;
+	fl->v[fl->n].text.ptr = b + nl;
+	fl->v[fl->n].text.len = (uint32_t)fmtl;
+	fl->bufs[fl->n] = b;
+	fl->n++;
+	return 0;
+}
+
+void tool_formats(struct conn *c, struct remote *r, const struct hvt_msg *m)
+{
+	struct fmt_list fl = { 0 };
+	char hp[8192], he[8192];
+	struct hvt_msg out;
+	int nhp = -1, nhe;
+	size_t i;
+	int ret;
+
+	if (r->area)
+		nhp = hvtrace_header_page_text(r->info.subbuf_size, hp,
+					       sizeof(hp));
+	nhe = hvtrace_header_event_text(he, sizeof(he));
+	ret = hvt_ue_foreach(r->reg, collect_formats, &fl);
+	memset(&out, 0, sizeof(out));
+	out.type = HVT_MSG_FORMATS;
+	out.req = m->req;
+	out.chan = m->chan;
+	if (nhp >= 0 && (size_t)nhp < sizeof(hp)) {
+		out.flags = HVT_PF_REPLY | HVT_PF_MORE;
+		out.u.format.name.ptr = "header_page";
+		out.u.format.name.len = 11;
+		out.u.format.text.ptr = hp;
+		out.u.format.text.len = (uint32_t)nhp;
+		conn_send(c, &out);
+	}
+	if (nhe >= 0 && (size_t)nhe < sizeof(he)) {
+		out.flags = HVT_PF_REPLY |
+			    ((fl.n || tool_events_nr_static(r)) ? HVT_PF_MORE :
+								0);
+		out.u.format.name.ptr = "header_event";
+		out.u.format.name.len = 12;
+		out.u.format.text.ptr = he;
+		out.u.format.text.len = (uint32_t)nhe;
+		out.u.format.status = ret < 0 ? ret : 0;
+		conn_send(c, &out);
+	}
+	tool_events_send_static(c, r, m, fl.n > 0);
+	for (i = 0; i < fl.n; i++) {
+		fl.v[i].status = 0;
+		out.flags = HVT_PF_REPLY | (i + 1 < fl.n ? HVT_PF_MORE : 0);
+		out.u.format = fl.v[i];
+		conn_send(c, &out);
+		free(fl.bufs[i]);
+	}
+	free(fl.v);
+	free(fl.bufs);
+}
+

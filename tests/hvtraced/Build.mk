@@ -1,0 +1,10 @@
+# SPDX-License-Identifier: MIT
+#
+# tests/hvtraced/: the daemon's structure.  callgraph derives the
+# file-level call graph of host/hvtraced from its objects and fails on a
+# cycle, or on a call that goes up the layer map of docs/proxy.md
+# ("Inside hvtraced").
+
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-test,hvtraced/callgraph,python3 $(srctree)/tests/hvtraced/callgraph.py $(objtree)/host/hvtraced $(srctree)/host/hvtraced $(srctree)/docs/proxy.md))
+endif
