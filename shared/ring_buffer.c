@@ -142,6 +142,7 @@
  */
 #include <hvtrace/ring_buffer.h>
 #include <hvtrace/page.h>
+#include <hvtrace/ring_slot.h>
 
 #define HVT_ALIGN4(x)		(((x) + 3u) & ~3u)
 #define HVT_SMALL_DATA_MAX	(HVT_TYPE_DATA_MAX * 4u)	/* 112 */
@@ -208,14 +209,14 @@ static inline int rb_is_pow2(uint32_t v)
 
 static inline uint8_t *rb_page(const struct hvt_rb_cpu *cb, uint32_t seq)
 {
-	return cb->pages + (uint64_t)(seq & (cb->nr_subbufs - 1)) *
-				   cb->subbuf_size;
+	return cb->pages +
+	       hvt_slot_page_off(cb->nr_subbufs, cb->subbuf_size, seq);
 }
 
 static inline struct hvt_subbuf_desc *rb_desc(const struct hvt_rb_cpu *cb,
 					      uint32_t seq)
 {
-	return &cb->meta->desc[seq & (cb->nr_subbufs - 1)];
+	return &cb->meta->desc[hvt_slot(cb->nr_subbufs, seq)];
 }
 
 static inline void rb_op(struct hvt_rb_plan *p, void *dst, const void *src,
