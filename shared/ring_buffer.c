@@ -339,49 +339,94 @@ static uint32_t rb_plan_finish(struct hvt_rb_cpu *cb, struct hvt_rb_plan *p,
 	return size;
 }
 
-/* Add the copies of the event itself at @dst. */
-static __attribute__((always_inline)) inline void rb_plan_event(struct hvt_rb_plan *p, uint8_t *dst, uint64_t delta,
-			  const struct hvt_common_fields *common,
-			  const struct hvt_iovec *iov, uint32_t niov,
-			  uint32_t rec_len)
+/*
+ * The one encoding of an event header, for a record of @aligned bytes
+ * @delta after the previous event: a TIME_EXTEND first when the delta does
+ * not fit the header, then the type_len word, and array[0] for a record
+ * over HVT_SMALL_DATA_MAX.  The plan (rb_plan_event()) and the fused
+ * append (rb_append_prepare()) both take their header from here.  Fills
+ * @hw (up to 4 words) and returns the header's bytes.
+ */
+static __attribute__((always_inline)) inline uint32_t
+rb_event_hdr(uint32_t *hw, uint32_t aligned, uint64_t delta)
 {
-	uint32_t aligned = HVT_ALIGN4(rec_len);
-	uint32_t nw = 0, hdr_len, i;
+	uint32_t nw = 0;
 
 	if (delta > HVT_TS_MASK) {
 		/* TIME_EXTEND: delta = array[0] << 27 | time_delta. */
 		if (delta >> (HVT_TS_BITS + 32))
 			delta = (1ULL << (HVT_TS_BITS + 32)) - 1;
-		p->s.evt[nw++] = HVT_TYPE_TIME_EXTEND |
-				 ((uint32_t)(delta & HVT_TS_MASK)
-				  << HVT_TYPE_LEN_BITS);
-		p->s.evt[nw++] = (uint32_t)(delta >> HVT_TS_BITS);
+		hw[nw++] = HVT_TYPE_TIME_EXTEND |
+			   ((uint32_t)(delta & HVT_TS_MASK) << HVT_TYPE_LEN_BITS);
+		hw[nw++] = (uint32_t)(delta >> HVT_TS_BITS);
 		delta = 0;
 	}
 	if (aligned <= HVT_SMALL_DATA_MAX) {
-		p->s.evt[nw++] = (aligned / 4) |
-				 ((uint32_t)delta << HVT_TYPE_LEN_BITS);
+		hw[nw++] = (aligned / 4) | ((uint32_t)delta << HVT_TYPE_LEN_BITS);
 	} else {
-		p->s.evt[nw++] = (uint32_t)delta << HVT_TYPE_LEN_BITS;
-		p->s.evt[nw++] = aligned + 4;	/* array[0] = length + 4 */
+		hw[nw++] = (uint32_t)delta << HVT_TYPE_LEN_BITS;
+		hw[nw++] = aligned + 4;	/* array[0] = length + 4 */
 	}
-	hdr_len = nw * 4;
-	rb_op(p, dst, p->s.evt, hdr_len);
-	dst += hdr_len;
+	return nw * 4;
+}
 
-	p->s.common = *common;
-	rb_op(p, dst, &p->s.common, sizeof(p->s.common));
-	dst += sizeof(p->s.common);
+/* A plan's op, or with no plan (the fused append) the copy itself. */
+static __attribute__((always_inline)) inline void
+rb_put(struct hvt_rb_plan *p, uint8_t *dst, const void *src, uint32_t len)
+{
+	if (p)
+		rb_op(p, dst, src, len);
+	else
+		rb_copy(dst, src, len);
+}
+
+/*
+ * The one layout of an event at @dst: header, common fields, payload, then
+ * @pad zero bytes to the 4-byte boundary.  With a plan @p each piece is an
+ * op, whose source must live as long as the plan (the header and common
+ * fields are in its scratch then); with none (a constant NULL, folded
+ * away) the bytes are stored now, in the same order.
+ */
+static __attribute__((always_inline)) inline void
+rb_lay_event(struct hvt_rb_plan *p, uint8_t *dst, const void *hdr,
+	     uint32_t hdr_len, const struct hvt_common_fields *common,
+	     const struct hvt_iovec *iov, uint32_t niov, uint32_t pad)
+{
+	uint32_t i;
+
+	rb_put(p, dst, hdr, hdr_len);
+	dst += hdr_len;
+	rb_put(p, dst, common, sizeof(*common));
+	dst += sizeof(*common);
 	for (i = 0; i < niov; i++) {
 		if (!iov[i].len)
 			continue;
-		rb_op(p, dst, iov[i].base, iov[i].len);
+		rb_put(p, dst, iov[i].base, iov[i].len);
 		dst += iov[i].len;
 	}
-	if (aligned != rec_len) {
+	if (!pad)
+		return;
+	if (p) {
 		p->s.zero = 0;
-		rb_op(p, dst, &p->s.zero, aligned - rec_len);
+		rb_op(p, dst, &p->s.zero, pad);
+	} else {
+		for (i = 0; i < pad; i++)
+			*dst++ = 0;
 	}
+}
+
+/* Add the copies of the event itself at @dst. */
+static __attribute__((always_inline)) inline void
+rb_plan_event(struct hvt_rb_plan *p, uint8_t *dst, uint64_t delta,
+	      const struct hvt_common_fields *common,
+	      const struct hvt_iovec *iov, uint32_t niov, uint32_t rec_len)
+{
+	uint32_t aligned = HVT_ALIGN4(rec_len);
+	uint32_t hdr_len = rb_event_hdr(p->s.evt, aligned, delta);
+
+	p->s.common = *common;
+	rb_lay_event(p, dst, p->s.evt, hdr_len, &p->s.common, iov, niov,
+		     aligned - rec_len);
 }
 
 /* Bytes an event occupies on a page (without TIME_EXTEND). */
@@ -660,7 +705,7 @@ rb_append_prepare(struct hvt_rb_cpu *cb, struct hvt_rb_append *a, uint64_t ts,
 		  uint32_t rec_len, int walk)
 {
 	struct hvt_cpu_meta *m = cb->meta;
-	uint32_t aligned = HVT_ALIGN4(rec_len), size, seq, off, end;
+	uint32_t aligned = HVT_ALIGN4(rec_len), size, seq, off, end, hw[4];
 	uint64_t w, last, delta;
 
 	if (aligned > cb->max_record)
@@ -695,15 +740,10 @@ rb_append_prepare(struct hvt_rb_cpu *cb, struct hvt_rb_append *a, uint64_t ts,
 	a->commit_val = w + (1u << 16) + size;
 	a->ts = ts;
 	a->dst = rb_page(cb, seq) + HVT_PAGE_HDR_SIZE + off;
-	/* The event header, as rb_plan_event() lays it out. */
-	if (aligned <= HVT_SMALL_DATA_MAX) {
-		a->hdr = (aligned / 4) | ((uint32_t)delta << HVT_TYPE_LEN_BITS);
-		a->hdr_len = 4;
-	} else {
-		a->hdr = ((uint32_t)delta << HVT_TYPE_LEN_BITS) |
-			 ((uint64_t)(aligned + 4) << 32);	/* array[0] */
-		a->hdr_len = 8;
-	}
+	/* The event header from the one encoding; delta fits, so there is
+	 * no TIME_EXTEND and it is one or two words. */
+	a->hdr_len = rb_event_hdr(hw, aligned, delta);
+	a->hdr = hw[0] | (a->hdr_len == 8 ? (uint64_t)hw[1] << 32 : 0);
 	a->pad = aligned - rec_len;
 	return 0;
 }
@@ -742,7 +782,6 @@ static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
 	struct hvt_cpu_meta *m = cb->meta;
 	uint32_t rec_len = sizeof(*common), i;
 	struct hvt_rb_append a;
-	uint8_t *dst;
 
 	if (niov > HVT_RB_MAX_IOV || (niov && !iov))
 		return 1;
@@ -760,26 +799,8 @@ static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
 	__atomic_store_n(&m->ts, a.ts, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->ts_key, a.commit_val, __ATOMIC_RELAXED);
 
-	/* The event, as rb_plan_event() lays it out. */
-	dst = a.dst;
-	if (a.hdr_len == 4) {
-		uint32_t hdr = (uint32_t)a.hdr;
-
-		rb_copy(dst, &hdr, 4);
-	} else {
-		rb_copy(dst, &a.hdr, 8);	/* little-endian */
-	}
-	dst += a.hdr_len;
-	rb_copy(dst, common, sizeof(*common));
-	dst += sizeof(*common);
-	for (i = 0; i < niov; i++) {
-		if (!iov[i].len)
-			continue;
-		rb_copy(dst, iov[i].base, iov[i].len);
-		dst += iov[i].len;
-	}
-	for (i = 0; i < a.pad; i++)
-		*dst++ = 0;
+	/* The event, in the one layout (rb_lay_event(), no plan). */
+	rb_lay_event(NULL, a.dst, &a.hdr, a.hdr_len, common, iov, niov, a.pad);
 	/* W1: publish; pairs with the host's acquire load of the word. */
 	__atomic_store_n(&m->write, a.commit_val, __ATOMIC_RELEASE);
 	return 0;
