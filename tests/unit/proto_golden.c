@@ -9,14 +9,24 @@
  * directions; this does not.  The REMOTES and TRIGGER_RUN records are
  * checked the same way through their accessors.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <hvtrace/abi.h>
+#include <hvtrace/errno.h>
 #include <hvtrace/proto.h>
 
 #include "hvt_test.h"
+
+/* The freestanding codec returns <hvtrace/errno.h> values; callers compare
+ * them with <errno.h> names. */
+_Static_assert(HVT_EINVAL == EINVAL && HVT_EBADMSG == EBADMSG &&
+		       HVT_EMSGSIZE == EMSGSIZE &&
+		       HVT_EPROTONOSUPPORT == EPROTONOSUPPORT &&
+		       HVT_EOPNOTSUPP == EOPNOTSUPP,
+	       "hvtrace/errno.h differs from errno.h");
 
 /* One documented field: wire offset and width, the member, its value. */
 struct gf {
