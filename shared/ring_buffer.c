@@ -356,13 +356,14 @@ rb_event_hdr(uint32_t *hw, uint32_t aligned, uint64_t delta)
 		/* TIME_EXTEND: delta = array[0] << 27 | time_delta. */
 		if (delta >> (HVT_TS_BITS + 32))
 			delta = (1ULL << (HVT_TS_BITS + 32)) - 1;
-		hw[nw++] = HVT_TYPE_TIME_EXTEND |
-			   ((uint32_t)(delta & HVT_TS_MASK) << HVT_TYPE_LEN_BITS);
+		hw[nw++] = HVT_TYPE_TIME_EXTEND | ((uint32_t)(delta & HVT_TS_MASK)
+						   << HVT_TYPE_LEN_BITS);
 		hw[nw++] = (uint32_t)(delta >> HVT_TS_BITS);
 		delta = 0;
 	}
 	if (aligned <= HVT_SMALL_DATA_MAX) {
-		hw[nw++] = (aligned / 4) | ((uint32_t)delta << HVT_TYPE_LEN_BITS);
+		hw[nw++] = (aligned / 4) |
+			   ((uint32_t)delta << HVT_TYPE_LEN_BITS);
 	} else {
 		hw[nw++] = (uint32_t)delta << HVT_TYPE_LEN_BITS;
 		hw[nw++] = aligned + 4;	/* array[0] = length + 4 */

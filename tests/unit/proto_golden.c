@@ -177,7 +177,8 @@ static void case_var(const struct gcase *c, const uint8_t **var,
 	} else if (!strcmp(c->name, "TRIGGER_RUN_REPLY")) {
 		*var = trig_bytes;
 		*len = sizeof(trig_bytes);
-	} else if (!strcmp(c->name, "PAGE") || !strncmp(c->name, "TO_HOST", 7)) {
+	} else if (!strcmp(c->name, "PAGE") ||
+		   !strncmp(c->name, "TO_HOST", 7)) {
 		*var = blob;
 		*len = sizeof(blob);
 	}
@@ -248,7 +249,8 @@ static void check_case(const struct gcase *c)
 	t_eq(n, (int)len);
 	for (i = 0; i < len; i++)
 		if (out[i] != frame[i])
-			t_fail("%s: encoded byte %u is 0x%02x, documented 0x%02x",
+			t_fail("%s: encoded byte %u is 0x%02x, documented "
+			       "0x%02x",
 			       c->name, i, out[i], frame[i]);
 }
 
