@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 #
 # shared/: what crosses contexts -- the ABI headers, the writer core
-# (ring_buffer.c), and the proxy protocol codec (proto.c, proto_frame.c)
+# (ring_buffer.c), and the proxy protocol codec (proto*.c)
 # that the guest agent and the host daemon both speak.
 #
 # Every shared/*.c is built three ways:
