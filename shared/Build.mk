@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 #
 # shared/: what crosses contexts -- the ABI headers, the writer core
-# (ring_buffer.c) and the area container around its rings (area.c), and
+# (ring_buffer.c) and the area container around its rings (trace_area.c), and
 # the proxy protocol codec (proto*.c) that the guest agent and the host
 # daemon both speak.
 #
@@ -40,14 +40,14 @@ FS_HDRS := $(wildcard $(srctree)/shared/include/hvtrace/*.h $(srctree)/shared/*.
 # $(1): arch.  Every shared/*.c, freestanding; then two relocatable
 # objects per arch: hvtcore.o, the writer core an EL2 image links, and
 # hvtshared.o, all of shared/, which the link check inspects.  hvtcore.o is
-# the writer core and its area container (ring_buffer.c, area.c).
+# the writer core and its area container (ring_buffer.c, trace_area.c).
 define fs-arch
 $(FS_NAMES:%=$(objtree)/freestanding/$(1)/%.o): $(objtree)/freestanding/$(1)/%.o: $(srctree)/shared/%.c $(FS_HDRS)
 	@mkdir -p $$(@D)
 	$$(quiet) CC-FS $$(patsubst $(objtree)/%,%,$$@)
 	$$(Q)$$(FS_CC_$(1)) $$(FS_CFLAGS) $$(FS_CFLAGS_$(1)) -c -o $$@ $$<
 
-$(objtree)/freestanding/$(1)/hvtcore.o: $(objtree)/freestanding/$(1)/ring_buffer.o $(objtree)/freestanding/$(1)/area.o
+$(objtree)/freestanding/$(1)/hvtcore.o: $(objtree)/freestanding/$(1)/ring_buffer.o $(objtree)/freestanding/$(1)/trace_area.o
 	$$(quiet) LD-R $$(patsubst $(objtree)/%,%,$$@)
 	$$(Q)$$(FS_LD_$(1)) -r -o $$@ $$^
 

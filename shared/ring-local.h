@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private to the writer core (ring_buffer.c) and the area container
- * (area.c): the byte loops and checks both need.  Freestanding.
+ * (trace_area.c): the byte loops and checks both need.  Freestanding.
  */
 #ifndef HVT_SHARED_RING_LOCAL_H
 #define HVT_SHARED_RING_LOCAL_H
