@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hvtrace ring slots (freestanding): the primitives the writer
- * (shared/ring_buffer.c) and every reader of a CPU buffer (the host's page
- * reader, its totals, the hypervisor's own checks) share.
+ * (shared/ring_buffer.c) and the readers of a CPU buffer (the host's page
+ * reader and its totals, host/lib/reader*.c and totals.c) share.
  *
  *   slot(seq)   = seq & (nr_subbufs - 1)     nr_subbufs is a power of two
  *   page(seq)   = pages + slot(seq) * subbuf_size
