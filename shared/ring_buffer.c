@@ -6,6 +6,12 @@
  * atomics.  The same object is linked into the EL2 hypervisor image, the
  * guest writer library, the loopback writer and the host's tests.
  *
+ * About 900 lines, on purpose: the plan, the fused append and the
+ * executors share always-inline helpers (rb_event_hdr(), rb_lay_event(),
+ * rb_append_prepare()) that must stay in this one translation unit for the
+ * direct write to compile to straight-line code (make bench, core_direct).
+ * The area container around the rings is trace_area.c.
+ *
  * Design
  * ======
  *
