@@ -6,6 +6,12 @@
  * atomics.  The same object is linked into the EL2 hypervisor image, the
  * guest writer library, the loopback writer and the host's tests.
  *
+ * About 900 lines, on purpose: the plan, the fused append and the
+ * executors share always-inline helpers (rb_event_hdr(), rb_lay_event(),
+ * rb_append_prepare()) that must stay in this one translation unit for the
+ * direct write to compile to straight-line code (make bench, core_direct).
+ * The area container around the rings is trace_area.c.
+ *
  * Design
  * ======
  *
@@ -142,80 +148,25 @@
  */
 #include <hvtrace/ring_buffer.h>
 #include <hvtrace/page.h>
+#include <hvtrace/ring_slot.h>
+
+#include "ring-local.h"
 
 #define HVT_ALIGN4(x)		(((x) + 3u) & ~3u)
 #define HVT_SMALL_DATA_MAX	(HVT_TYPE_DATA_MAX * 4u)	/* 112 */
 
 /* rb_: internal helpers ------------------------------------------------ */
 
-/*
- * Copy for plan ops.  Hosted builds use the C library; the freestanding
- * build (hypervisor, link-checked by scripts/check-freestanding.sh) uses
- * aligned word loops so that no memcpy() symbol is needed and no unaligned
- * access is made (EL2 may run with strict alignment).
- */
-static void rb_copy(void *dst, const void *src, uint32_t len)
-{
-#if __STDC_HOSTED__
-	/* Most ops are a word or two (time stamp cache, event header,
-	 * common fields): copy those inline rather than call memcpy(). */
-	switch (len) {
-	case 4:
-		__builtin_memcpy(dst, src, 4);
-		return;
-	case 8:
-		__builtin_memcpy(dst, src, 8);
-		return;
-	case 16:
-		__builtin_memcpy(dst, src, 16);
-		return;
-	}
-	__builtin_memcpy(dst, src, len);
-#else
-	uint8_t *d = dst;
-	const uint8_t *s = src;
-	uintptr_t mis = (uintptr_t)d | (uintptr_t)s;
-
-	if ((mis & 7) == 0) {
-		for (; len >= 8; d += 8, s += 8, len -= 8)
-			*(uint64_t *)d = *(const uint64_t *)s;
-	}
-	if ((mis & 3) == 0) {
-		for (; len >= 4; d += 4, s += 4, len -= 4)
-			*(uint32_t *)d = *(const uint32_t *)s;
-	}
-	for (; len; len--)
-		*d++ = *s++;
-#endif
-}
-
-static void rb_zero(void *dst, uint64_t len)
-{
-	uint8_t *d = dst;
-
-	for (; len && ((uintptr_t)d & 7); len--)
-		*d++ = 0;
-	for (; len >= 8; d += 8, len -= 8)
-		*(uint64_t *)d = 0;
-	for (; len; len--)
-		*d++ = 0;
-}
-
-static inline int rb_is_pow2(uint32_t v)
-{
-	return v && !(v & (v - 1));
-}
-
 static inline uint8_t *rb_page(const struct hvt_rb_cpu *cb, uint32_t seq)
 {
-	return cb->pages + (uint64_t)(seq & (cb->nr_subbufs - 1)) *
-				   cb->subbuf_size;
+	return cb->pages +
+	       hvt_slot_page_off(cb->nr_subbufs, cb->subbuf_size, seq);
 }
 
 static inline struct hvt_subbuf_desc *rb_desc(const struct hvt_rb_cpu *cb,
 					      uint32_t seq)
 {
-	return &cb->meta->desc[seq & (cb->nr_subbufs - 1)];
+	return &cb->meta->desc[hvt_slot(cb->nr_subbufs, seq)];
 }
 
 static inline void rb_op(struct hvt_rb_plan *p, void *dst, const void *src,
@@ -338,49 +289,95 @@ static uint32_t rb_plan_finish(struct hvt_rb_cpu *cb, struct hvt_rb_plan *p,
 	return size;
 }
 
-/* Add the copies of the event itself at @dst. */
-static __attribute__((always_inline)) inline void rb_plan_event(struct hvt_rb_plan *p, uint8_t *dst, uint64_t delta,
-			  const struct hvt_common_fields *common,
-			  const struct hvt_iovec *iov, uint32_t niov,
-			  uint32_t rec_len)
+/*
+ * The one encoding of an event header, for a record of @aligned bytes
+ * @delta after the previous event: a TIME_EXTEND first when the delta does
+ * not fit the header, then the type_len word, and array[0] for a record
+ * over HVT_SMALL_DATA_MAX.  The plan (rb_plan_event()) and the fused
+ * append (rb_append_prepare()) both take their header from here.  Fills
+ * @hw (up to 4 words) and returns the header's bytes.
+ */
+static __attribute__((always_inline)) inline uint32_t
+rb_event_hdr(uint32_t *hw, uint32_t aligned, uint64_t delta)
 {
-	uint32_t aligned = HVT_ALIGN4(rec_len);
-	uint32_t nw = 0, hdr_len, i;
+	uint32_t nw = 0;
 
 	if (delta > HVT_TS_MASK) {
 		/* TIME_EXTEND: delta = array[0] << 27 | time_delta. */
 		if (delta >> (HVT_TS_BITS + 32))
 			delta = (1ULL << (HVT_TS_BITS + 32)) - 1;
-		p->s.evt[nw++] = HVT_TYPE_TIME_EXTEND |
-				 ((uint32_t)(delta & HVT_TS_MASK)
-				  << HVT_TYPE_LEN_BITS);
-		p->s.evt[nw++] = (uint32_t)(delta >> HVT_TS_BITS);
+		hw[nw++] = HVT_TYPE_TIME_EXTEND | ((uint32_t)(delta & HVT_TS_MASK)
+						   << HVT_TYPE_LEN_BITS);
+		hw[nw++] = (uint32_t)(delta >> HVT_TS_BITS);
 		delta = 0;
 	}
 	if (aligned <= HVT_SMALL_DATA_MAX) {
-		p->s.evt[nw++] = (aligned / 4) |
-				 ((uint32_t)delta << HVT_TYPE_LEN_BITS);
+		hw[nw++] = (aligned / 4) |
+			   ((uint32_t)delta << HVT_TYPE_LEN_BITS);
 	} else {
-		p->s.evt[nw++] = (uint32_t)delta << HVT_TYPE_LEN_BITS;
-		p->s.evt[nw++] = aligned + 4;	/* array[0] = length + 4 */
+		hw[nw++] = (uint32_t)delta << HVT_TYPE_LEN_BITS;
+		hw[nw++] = aligned + 4;	/* array[0] = length + 4 */
 	}
-	hdr_len = nw * 4;
-	rb_op(p, dst, p->s.evt, hdr_len);
-	dst += hdr_len;
+	return nw * 4;
+}
 
-	p->s.common = *common;
-	rb_op(p, dst, &p->s.common, sizeof(p->s.common));
-	dst += sizeof(p->s.common);
+/* A plan's op, or with no plan (the fused append) the copy itself. */
+static __attribute__((always_inline)) inline void
+rb_put(struct hvt_rb_plan *p, uint8_t *dst, const void *src, uint32_t len)
+{
+	if (p)
+		rb_op(p, dst, src, len);
+	else
+		rb_copy(dst, src, len);
+}
+
+/*
+ * The one layout of an event at @dst: header, common fields, payload, then
+ * @pad zero bytes to the 4-byte boundary.  With a plan @p each piece is an
+ * op, whose source must live as long as the plan (the header and common
+ * fields are in its scratch then); with none (a constant NULL, folded
+ * away) the bytes are stored now, in the same order.
+ */
+static __attribute__((always_inline)) inline void
+rb_lay_event(struct hvt_rb_plan *p, uint8_t *dst, const void *hdr,
+	     uint32_t hdr_len, const struct hvt_common_fields *common,
+	     const struct hvt_iovec *iov, uint32_t niov, uint32_t pad)
+{
+	uint32_t i;
+
+	rb_put(p, dst, hdr, hdr_len);
+	dst += hdr_len;
+	rb_put(p, dst, common, sizeof(*common));
+	dst += sizeof(*common);
 	for (i = 0; i < niov; i++) {
 		if (!iov[i].len)
 			continue;
-		rb_op(p, dst, iov[i].base, iov[i].len);
+		rb_put(p, dst, iov[i].base, iov[i].len);
 		dst += iov[i].len;
 	}
-	if (aligned != rec_len) {
+	if (!pad)
+		return;
+	if (p) {
 		p->s.zero = 0;
-		rb_op(p, dst, &p->s.zero, aligned - rec_len);
+		rb_op(p, dst, &p->s.zero, pad);
+	} else {
+		for (i = 0; i < pad; i++)
+			*dst++ = 0;
 	}
+}
+
+/* Add the copies of the event itself at @dst. */
+static __attribute__((always_inline)) inline void
+rb_plan_event(struct hvt_rb_plan *p, uint8_t *dst, uint64_t delta,
+	      const struct hvt_common_fields *common,
+	      const struct hvt_iovec *iov, uint32_t niov, uint32_t rec_len)
+{
+	uint32_t aligned = HVT_ALIGN4(rec_len);
+	uint32_t hdr_len = rb_event_hdr(p->s.evt, aligned, delta);
+
+	p->s.common = *common;
+	rb_lay_event(p, dst, p->s.evt, hdr_len, &p->s.common, iov, niov,
+		     aligned - rec_len);
 }
 
 /* Bytes an event occupies on a page (without TIME_EXTEND). */
@@ -659,7 +656,7 @@ rb_append_prepare(struct hvt_rb_cpu *cb, struct hvt_rb_append *a, uint64_t ts,
 		  uint32_t rec_len, int walk)
 {
 	struct hvt_cpu_meta *m = cb->meta;
-	uint32_t aligned = HVT_ALIGN4(rec_len), size, seq, off, end;
+	uint32_t aligned = HVT_ALIGN4(rec_len), size, seq, off, end, hw[4];
 	uint64_t w, last, delta;
 
 	if (aligned > cb->max_record)
@@ -694,15 +691,10 @@ rb_append_prepare(struct hvt_rb_cpu *cb, struct hvt_rb_append *a, uint64_t ts,
 	a->commit_val = w + (1u << 16) + size;
 	a->ts = ts;
 	a->dst = rb_page(cb, seq) + HVT_PAGE_HDR_SIZE + off;
-	/* The event header, as rb_plan_event() lays it out. */
-	if (aligned <= HVT_SMALL_DATA_MAX) {
-		a->hdr = (aligned / 4) | ((uint32_t)delta << HVT_TYPE_LEN_BITS);
-		a->hdr_len = 4;
-	} else {
-		a->hdr = ((uint32_t)delta << HVT_TYPE_LEN_BITS) |
-			 ((uint64_t)(aligned + 4) << 32);	/* array[0] */
-		a->hdr_len = 8;
-	}
+	/* The event header from the one encoding; delta fits, so there is
+	 * no TIME_EXTEND and it is one or two words. */
+	a->hdr_len = rb_event_hdr(hw, aligned, delta);
+	a->hdr = hw[0] | (a->hdr_len == 8 ? (uint64_t)hw[1] << 32 : 0);
 	a->pad = aligned - rec_len;
 	return 0;
 }
@@ -741,7 +733,6 @@ static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
 	struct hvt_cpu_meta *m = cb->meta;
 	uint32_t rec_len = sizeof(*common), i;
 	struct hvt_rb_append a;
-	uint8_t *dst;
 
 	if (niov > HVT_RB_MAX_IOV || (niov && !iov))
 		return 1;
@@ -759,26 +750,8 @@ static inline int rb_write_append(struct hvt_rb_cpu *cb, uint64_t ts,
 	__atomic_store_n(&m->ts, a.ts, __ATOMIC_RELAXED);
 	__atomic_store_n(&m->ts_key, a.commit_val, __ATOMIC_RELAXED);
 
-	/* The event, as rb_plan_event() lays it out. */
-	dst = a.dst;
-	if (a.hdr_len == 4) {
-		uint32_t hdr = (uint32_t)a.hdr;
-
-		rb_copy(dst, &hdr, 4);
-	} else {
-		rb_copy(dst, &a.hdr, 8);	/* little-endian */
-	}
-	dst += a.hdr_len;
-	rb_copy(dst, common, sizeof(*common));
-	dst += sizeof(*common);
-	for (i = 0; i < niov; i++) {
-		if (!iov[i].len)
-			continue;
-		rb_copy(dst, iov[i].base, iov[i].len);
-		dst += iov[i].len;
-	}
-	for (i = 0; i < a.pad; i++)
-		*dst++ = 0;
+	/* The event, in the one layout (rb_lay_event(), no plan). */
+	rb_lay_event(NULL, a.dst, &a.hdr, a.hdr_len, common, iov, niov, a.pad);
 	/* W1: publish; pairs with the host's acquire load of the word. */
 	__atomic_store_n(&m->write, a.commit_val, __ATOMIC_RELEASE);
 	return 0;
@@ -929,208 +902,5 @@ int hvt_rb_poll_reset(struct hvt_rb_cpu *cb)
 	/* W7: publish reset_seq with the ack; pairs with the host's acquire
 	 * load of reset_ack in rd_check_reset(). */
 	__atomic_store_n(&m->reset_ack, req, __ATOMIC_RELEASE);
-	return 1;
-}
-
-/* hvt_area_: whole-area helpers --------------------------------------- */
-
-int hvt_area_validate(const struct hvt_area_header *h, uint64_t area_size,
-		      const char **why)
-{
-	const char *w = NULL;
-
-	if (h->magic != HVT_AREA_MAGIC)
-		w = "bad magic (not an hvtrace area, or not formatted yet)";
-	else if (h->abi_version != HVT_ABI_VERSION)
-		w = "unsupported ABI version";
-	else if (h->endian != HVT_AREA_LITTLE_ENDIAN)
-		w = "unsupported byte order (only little-endian writers)";
-	else if (h->long_size != 8)
-		w = "unsupported long size (only 64-bit writers)";
-	else if (h->header_size != sizeof(struct hvt_area_header))
-		w = "header size mismatch";
-	else if (h->page_size != HVT_AREA_ALIGN)
-		w = "section alignment is not 4096";
-	else if (!rb_is_pow2(h->subbuf_size) ||
-		 h->subbuf_size < HVT_ABI_MIN_SUBBUF_SIZE ||
-		 h->subbuf_size > HVT_ABI_MAX_SUBBUF_SIZE)
-		w = "sub-buffer size is not a power of two in 4K..64K";
-	else if (h->nr_cpus == 0 || h->nr_cpus > HVT_ABI_MAX_CPUS)
-		w = "CPU count out of range 1..256";
-	else if (!rb_is_pow2(h->nr_subbufs) ||
-		 h->nr_subbufs < HVT_ABI_MIN_SUBBUFS ||
-		 h->nr_subbufs > HVT_ABI_MAX_SUBBUFS)
-		w = "sub-buffer count is not a power of two in 2..65536";
-	else if (h->mode != HVT_MODE_CONSUME && h->mode != HVT_MODE_OVERWRITE)
-		w = "unknown ring mode";
-	else if (h->control_offset != HVT_CONTROL_OFFSET)
-		w = "control page offset is not 0x1000";
-	else if (h->cpu_offset != HVT_CPU_OFFSET)
-		w = "first CPU section is not at 0x5000";
-	else if (h->meta_size != hvt_meta_size(h->nr_subbufs))
-		w = "per-CPU meta size does not match the sub-buffer count";
-	else if (h->cpu_stride != hvt_cpu_stride(h->nr_subbufs, h->subbuf_size))
-		w = "CPU section stride does not match the geometry";
-	else if (hvt_area_size(h->nr_cpus, h->nr_subbufs, h->subbuf_size) >
-		 h->area_size)
-		w = "geometry is larger than the declared area size";
-	else if (h->area_size > area_size)
-		w = "declared area size is larger than the mapping";
-	else if (h->clock_id < HVT_CLOCK_COUNTER ||
-		 h->clock_id > HVT_CLOCK_HOST_NS)
-		w = "unknown clock";
-	else if (h->clock_shift >= 64)
-		w = "clock shift out of range";
-	else if (h->clock_id == HVT_CLOCK_COUNTER && !h->clock_freq_hz)
-		w = "counter clock without a frequency";
-	if (why)
-		*why = w;
-	return w ? -HVT_EINVAL : 0;
-}
-
-int hvt_area_format(void *area, const struct hvt_area_params *ps)
-{
-	struct hvt_area_header *h = area;
-	struct hvt_control *ctrl;
-	uint32_t nr = ps->nr_subbufs, cpu, i;
-	uint64_t gen;
-	int ret;
-
-	if (!area || !ps->nr_cpus || ps->nr_cpus > HVT_ABI_MAX_CPUS ||
-	    !rb_is_pow2(ps->subbuf_size) ||
-	    ps->subbuf_size < HVT_ABI_MIN_SUBBUF_SIZE ||
-	    ps->subbuf_size > HVT_ABI_MAX_SUBBUF_SIZE)
-		return -HVT_EINVAL;
-	if (!nr) {
-		/* Largest power of two that fits. */
-		nr = HVT_ABI_MAX_SUBBUFS;
-		while (nr >= HVT_ABI_MIN_SUBBUFS &&
-		       hvt_area_size(ps->nr_cpus, nr, ps->subbuf_size) >
-			       ps->area_size)
-			nr >>= 1;
-		if (nr < HVT_ABI_MIN_SUBBUFS)
-			return -HVT_ENOSPC;	/* not even two sub-buffers */
-	}
-	if (!rb_is_pow2(nr) || nr < HVT_ABI_MIN_SUBBUFS ||
-	    nr > HVT_ABI_MAX_SUBBUFS)
-		return -HVT_EINVAL;
-	if (hvt_area_size(ps->nr_cpus, nr, ps->subbuf_size) > ps->area_size)
-		return -HVT_ENOSPC;
-
-	gen = h->magic == HVT_AREA_MAGIC ? h->generation + 1 : 1;
-	/*
-	 * Unpublish first: a host must not see a half-formatted area.  The
-	 * release fence orders the cleared magic before every store below;
-	 * it pairs with the acquire fence a host issues between copying the
-	 * header and re-checking magic and generation (hvtrace_area_open).
-	 */
-	__atomic_store_n(&h->magic, 0, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	rb_zero((uint8_t *)h + sizeof(h->magic),
-		sizeof(*h) - sizeof(h->magic));
-	h->abi_version = HVT_ABI_VERSION;
-	h->endian = HVT_AREA_LITTLE_ENDIAN;
-	h->long_size = 8;
-	h->header_size = sizeof(*h);
-	h->area_size = ps->area_size;
-	h->page_size = HVT_AREA_ALIGN;
-	h->subbuf_size = ps->subbuf_size;
-	h->nr_cpus = ps->nr_cpus;
-	h->nr_subbufs = nr;
-	h->mode = ps->mode;
-	h->writer_kind = ps->writer_kind;
-	h->control_offset = HVT_CONTROL_OFFSET;
-	h->cpu_offset = HVT_CPU_OFFSET;
-	h->cpu_stride = hvt_cpu_stride(nr, ps->subbuf_size);
-	h->meta_size = hvt_meta_size(nr);
-	h->state = HVT_STATE_RUNNING;
-	h->clock_id = ps->clock_id;
-	h->clock_shift = ps->clock_shift;
-	h->clock_freq_hz = ps->clock_freq_hz;
-	h->clock_mult = ps->clock_mult;
-	h->writer_pid = ps->writer_pid;
-	for (i = 0; ps->name && ps->name[i] && i < sizeof(h->name) - 1; i++)
-		h->name[i] = ps->name[i];
-	h->generation = gen;
-
-	ctrl = (struct hvt_control *)((uint8_t *)area + HVT_CONTROL_OFFSET);
-	for (cpu = 0; cpu < ps->nr_cpus; cpu++) {
-		uint8_t *sec = (uint8_t *)area + HVT_CPU_OFFSET +
-			       (uint64_t)cpu * h->cpu_stride;
-		struct hvt_rb_cpu cb;
-
-		ret = hvt_rb_cpu_init(&cb, (struct hvt_cpu_meta *)sec,
-				      sec + h->meta_size, ctrl, cpu, nr,
-				      ps->subbuf_size, ps->mode);
-		if (ret)
-			return ret;
-	}
-	/* W5: publish the header and every CPU buffer behind it. */
-	__atomic_store_n(&h->magic, HVT_AREA_MAGIC, __ATOMIC_RELEASE);
-	return 0;
-}
-
-int hvt_area_cpu(void *area, uint64_t area_size, uint32_t cpu,
-		 struct hvt_rb_cpu *cb)
-{
-	const struct hvt_area_header *h = area;
-	struct hvt_area_header snap;
-	uint8_t *sec;
-
-	if (!area || area_size < HVT_CPU_OFFSET)
-		return -HVT_EINVAL;
-	/* W5: acquire the magic, then take one snapshot and trust only it. */
-	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != HVT_AREA_MAGIC)
-		return -HVT_EINVAL;
-	rb_copy(&snap, h, sizeof(snap));
-	if (hvt_area_validate(&snap, area_size, NULL))
-		return -HVT_EINVAL;
-	if (cpu >= snap.nr_cpus)
-		return -HVT_EINVAL;
-	sec = (uint8_t *)area + snap.cpu_offset + (uint64_t)cpu * snap.cpu_stride;
-	return hvt_rb_cpu_attach(cb, (struct hvt_cpu_meta *)sec,
-				 sec + snap.meta_size,
-				 (const struct hvt_control *)((uint8_t *)area +
-							      snap.control_offset),
-				 cpu, snap.nr_subbufs, snap.subbuf_size,
-				 snap.mode);
-}
-
-int hvt_area_sync_pending(const void *area, uint64_t *req)
-{
-	const struct hvt_area_header *h = area;
-	const struct hvt_control *ctrl =
-		(const struct hvt_control *)((const uint8_t *)area +
-					     HVT_CONTROL_OFFSET);
-	/*
-	 * Acquire: orders later memory accesses after this load.  A clock
-	 * read is not a memory access: a writer that needs the answer to
-	 * postdate the request must also serialise its clock read (ISB
-	 * before CNTVCT on aarch64, LFENCE before RDTSC on x86).
-	 */
-	uint64_t r = __atomic_load_n(&ctrl->sync_req, __ATOMIC_ACQUIRE);
-
-	if (r == __atomic_load_n(&h->sync_seq, __ATOMIC_RELAXED))
-		return 0;
-	*req = r;
-	return 1;
-}
-
-void hvt_area_sync_answer(void *area, uint64_t req, uint64_t clock)
-{
-	struct hvt_area_header *h = area;
-
-	__atomic_store_n(&h->sync_clock, clock, __ATOMIC_RELAXED);
-	/* W6: the clock value is visible before the answer's seq. */
-	__atomic_store_n(&h->sync_seq, req, __ATOMIC_RELEASE);
-}
-
-int hvt_area_sync_poll(void *area, uint64_t clock)
-{
-	uint64_t req;
-
-	if (!hvt_area_sync_pending(area, &req))
-		return 0;
-	hvt_area_sync_answer(area, req, clock);
 	return 1;
 }

@@ -42,7 +42,8 @@
  *
  * Every loop here is bounded by the ring length; a hostile writer can make
  * a CPU unreadable (and raise its error count), never make us hang or read
- * outside the mapping.
+ * outside the mapping.  Attaching (where reading starts, resuming a
+ * previous owner's position) is reader_attach.c's.
  */
 #include <errno.h>
 #include <sys/stat.h>
@@ -51,228 +52,11 @@
 
 #include <hvtrace/page.h>
 #include <hvtrace/ring_buffer.h>
+#include <hvtrace/ring_slot.h>
 
 #include "internal.h"
+#include "reader.h"
 #include "subbuf.h"
-
-static inline const struct hvt_subbuf_desc *rd_desc(const struct hvt_rd_cpu *c,
-						    uint32_t seq)
-{
-	return &c->meta->desc[seq & (c->nr_subbufs - 1)];
-}
-
-static inline const uint8_t *rd_page(const struct hvt_rd_cpu *c, uint32_t seq)
-{
-	return c->pages + (uint64_t)(seq & (c->nr_subbufs - 1)) * c->subbuf_size;
-}
-
-/* Load the commit word; 0 with *w set, or -EBADMSG when it is impossible. */
-static int rd_load_word(struct hvt_rd_cpu *c, uint64_t *w)
-{
-	/* W1 pair: everything the writer published up to this word. */
-	uint64_t v = __atomic_load_n(&c->meta->write, __ATOMIC_ACQUIRE);
-
-	if (HVT_WORD_OFFSET(v) > c->data_size) {
-		if (v != c->last_bad_word) {
-			c->errors++;
-			c->last_bad_word = v;
-		}
-		return -EBADMSG;
-	}
-	*w = v;
-	return 0;
-}
-
-/*
- * Read the descriptor of @seq consistently: its seq field before and after
- * the other fields (W2 pair).  Returns false if the slot holds another page.
- */
-static bool rd_read_desc(const struct hvt_rd_cpu *c, uint32_t seq,
-			 uint64_t *eb, uint64_t *lb)
-{
-	const struct hvt_subbuf_desc *d = rd_desc(c, seq);
-
-	if (__atomic_load_n(&d->seq, __ATOMIC_ACQUIRE) != seq)
-		return false;
-	*eb = __atomic_load_n(&d->entries_before, __ATOMIC_RELAXED);
-	*lb = __atomic_load_n(&d->lost_before, __ATOMIC_RELAXED);
-	/* Order the field loads before re-checking seq (W2 pair). */
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	return __atomic_load_n(&d->seq, __ATOMIC_RELAXED) == seq;
-}
-
-/* Oldest page of the ring whose descriptor still names it. */
-static uint32_t rd_oldest(const struct hvt_rd_cpu *c, uint32_t tail)
-{
-	uint32_t s = tail - (c->nr_subbufs - 1), i;
-	uint64_t eb, lb;
-
-	for (i = 0; i < c->nr_subbufs; i++, s++)
-		if (rd_read_desc(c, s, &eb, &lb))
-			return s;
-	return tail;
-}
-
-/* The writer's unplaced counter; relaxed, it orders nothing. */
-static uint64_t rd_unplaced_now(const struct hvt_rd_cpu *c)
-{
-	return __atomic_load_n(&c->meta->unplaced, __ATOMIC_RELAXED);
-}
-
-/*
- * Resume where the previous owner stopped (struct hvt_ctrl_pos), so that
- * a restarted owner returns no event twice.  The entry is a hint: it is
- * used only when its check matches and, while its page is still in the
- * ring, when the position falls on an event boundary of that page and
- * the counts agree with the page's descriptor.  In overwrite mode a page
- * overwritten since is not needed: reading goes on at the oldest page,
- * whose start reports the events in between as lost (bounded by the pages
- * in between, like any gap).  A guest can forge the entry; that can only
- * hide its own events, as not writing them would.  Returns true when @c
- * was set up from the entry.
- */
-static bool rd_resume(struct hvtrace_area *a, struct hvt_rd_cpu *c,
-		      uint64_t w)
-{
-	const struct hvt_ctrl_pos *p = &a->ctrl->read_pos[c->cpu];
-	uint32_t seq, pos, size, n = 0, tail = HVT_WORD_SEQ(w), oldest;
-	uint64_t acc, unpl, eb, lb, commit, ts;
-	struct hvt_page_iter it;
-	uint16_t check;
-	int ret = 1;
-
-	/* Pairs with the release store of 'check' in hvt_area_publish_pos(). */
-	check = __atomic_load_n(&p->check, __ATOMIC_ACQUIRE);
-	acc = __atomic_load_n(&p->accounted, __ATOMIC_RELAXED);
-	unpl = __atomic_load_n(&p->unplaced, __ATOMIC_RELAXED);
-	seq = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
-	pos = __atomic_load_n(&p->pos, __ATOMIC_RELAXED);
-	if (!check || check != hvt_ctrl_pos_check(acc, unpl, seq,
-						  (uint16_t)pos) ||
-	    (int32_t)(tail - seq) < 0 || unpl > rd_unplaced_now(c))
-		return false;
-	oldest = rd_oldest(c, tail);
-	if ((uint32_t)(tail - seq) <= (uint32_t)(tail - oldest) &&
-	    rd_read_desc(c, seq, &eb, &lb)) {
-		const uint8_t *page = rd_page(c, seq);
-
-		memcpy(c->copy, page, HVT_PAGE_HDR_SIZE);
-		memcpy(&commit, c->copy + HVT_PAGE_COMMIT_OFF, 8);
-		size = seq == tail ? HVT_WORD_OFFSET(w) :
-				     (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
-		if (size > c->data_size || pos > size)
-			return false;
-		memcpy(c->copy + HVT_PAGE_HDR_SIZE, page + HVT_PAGE_HDR_SIZE,
-		       pos);
-		/* W2 pair: the copy is of our page only if seq still names
-		 * it afterwards. */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&rd_desc(c, seq)->seq, __ATOMIC_RELAXED) !=
-		    seq)
-			return false;
-		memcpy(&ts, c->copy, 8);
-		hvt_page_iter_init(&it, c->copy + HVT_PAGE_HDR_SIZE, pos, ts);
-		while (it.pos < pos && (ret = hvt_page_next(&it)) > 0)
-			if (ret == HVT_ITEM_DATA)
-				n++;
-		if (it.pos != pos || ret < 0 || eb + lb + n != acc)
-			return false;
-		c->seq = seq;
-		c->started = true;
-		c->pos = pos;
-		c->pos_ts = it.ts;
-		c->base_e = c->tally_e = eb + n;
-		c->base_l = c->tally_l = lb;
-	} else if (c->mode == HVT_MODE_OVERWRITE &&
-		   (int32_t)(oldest - seq) > 0) {
-		c->seq = oldest;
-		c->started = false;
-		c->pos = 0;
-		c->base_e = c->tally_e = acc;
-		c->base_l = c->tally_l = 0;
-	} else {
-		return false;
-	}
-	c->last_start_seq = seq;
-	c->tally_u = unpl;
-	return true;
-}
-
-int hvt_rd_init(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint32_t cpu)
-{
-	uint64_t w = 0, eb = 0, lb = 0;
-	uint32_t start, cons;
-	bool from_owner = false;
-
-	memset(c, 0, sizeof(*c));
-	c->meta = hvt_area_cpu_meta(a, cpu);
-	c->pages = hvt_area_cpu_pages(a, cpu);
-	c->cpu = cpu;
-	c->nr_subbufs = a->hdr.nr_subbufs;
-	c->subbuf_size = a->hdr.subbuf_size;
-	c->data_size = a->hdr.subbuf_size - HVT_PAGE_HDR_SIZE;
-	c->mode = a->hdr.mode;
-	c->copy = malloc(c->subbuf_size + 16);
-	if (!c->copy)
-		return hvt_err(-ENOMEM, "out of memory");
-	c->reset_req = c->reset_done =
-		__atomic_load_n(&c->meta->reset_ack, __ATOMIC_RELAXED);
-
-	if (rd_load_word(c, &w)) {
-		/* Unreadable now; start at seq 0 and let reads resync. */
-		c->resync = true;
-		return 0;
-	}
-	if (a->ctrl && (a->flags & HVTRACE_OPEN_RESUME) && rd_resume(a, c, w)) {
-		hvt_area_publish_consumer(a, cpu, c->seq);
-		return 0;
-	}
-	start = rd_oldest(c, HVT_WORD_SEQ(w));
-	if (a->ctrl) {
-		/*
-		 * Owner: continue from the consumer position a previous owner
-		 * published, if it is plausible.  The value comes from shared
-		 * memory, so it is only a hint.
-		 */
-		cons = __atomic_load_n(&a->ctrl->consumer[cpu],
-				       __ATOMIC_RELAXED);
-		if ((uint32_t)(HVT_WORD_SEQ(w) - cons) <
-			    (uint32_t)(HVT_WORD_SEQ(w) - start) &&
-		    rd_read_desc(c, cons, &eb, &lb)) {
-			start = cons;
-			from_owner = true;
-		}
-	}
-	c->seq = start;
-	c->last_start_seq = start;
-	if (rd_read_desc(c, start, &eb, &lb)) {
-		c->base_e = c->tally_e = eb;
-		c->base_l = c->tally_l = lb;
-		/*
-		 * Overwrite mode, at the oldest page, and no earlier owner's
-		 * position to go on from: what the writer wrote before that
-		 * page was overwritten unread.  Count it from the writer's
-		 * start, as ftrace's first read after an overrun does, so
-		 * read + lost == written holds for this reader too.
-		 */
-		if (c->mode == HVT_MODE_OVERWRITE && !from_owner &&
-		    eb + lb > 0) {
-			c->base_e = c->tally_e = 0;
-			c->base_l = c->tally_l = 0;
-			c->gap_from_start = true;
-		}
-	} else {
-		c->resync = true;
-	}
-	hvt_area_publish_consumer(a, cpu, start);
-	return 0;
-}
-
-void hvt_rd_fini(struct hvt_rd_cpu *c)
-{
-	free(c->copy);
-	c->copy = NULL;
-}
 
 /* Move on to the next page. */
 static void rd_next_page(struct hvtrace_area *a, struct hvt_rd_cpu *c)
@@ -409,6 +193,194 @@ static void rd_check_reset(struct hvtrace_area *a, struct hvt_rd_cpu *c)
 	hvt_area_publish_consumer(a, c->cpu, c->seq);
 }
 
+/*
+ * One read is four steps on the page at c->seq, each of which may end the
+ * call or move on to another page:
+ *
+ *   rd_locate()    where the page stands against the commit word (lapped,
+ *                  waiting after a reset, a tail found malformed before);
+ *   rd_copy()      the W2-checked private copy of the page and the counts
+ *                  of its descriptor;
+ *   rd_validate()  the copy's size, the page start's accounting, and the
+ *                  validation of the new events (hvt_subbuf_take());
+ *   rd_trim()      what was passed on moves the position and the tallies.
+ *
+ * A step's verdict: go on to the next step, look again (the loop), move to
+ * the next page and look again, or stop with nothing to return.
+ */
+enum rd_step { RD_GO, RD_AGAIN, RD_NEXT, RD_STOP };
+
+/* The private copy of a page and what its descriptor said. */
+struct rd_copy {
+	uint64_t w;		/* commit word the copy belongs to */
+	uint64_t eb, lb;	/* descriptor counts */
+	uint32_t size;		/* data bytes committed; UINT32_MAX: bad */
+	bool is_tail;
+};
+
+static enum rd_step rd_locate(struct hvtrace_area *a, struct hvt_rd_cpu *c,
+			      struct rd_copy *k)
+{
+	uint32_t tail;
+	int32_t d;
+
+	if (rd_load_word(c, &k->w))
+		return RD_STOP;
+	tail = HVT_WORD_SEQ(k->w);
+	d = (int32_t)(tail - c->seq);
+	if (d == -1)
+		/* We wait at the page after the tail: a reset closed the
+		 * tail page and the writer has not started the next one yet
+		 * (it may be waiting for our consumer update).  Nothing to
+		 * read. */
+		return RD_STOP;
+	if (d < 0 || (uint32_t)d >= c->nr_subbufs) {
+		/*
+		 * Our page is gone.  In overwrite mode the writer lapped us;
+		 * in consume mode it must not, so the word is corrupt or the
+		 * writer restarted.  Either way, continue at the oldest page
+		 * still there.  Only an owner of a consume-mode ring can
+		 * tell: the writer waits for it, so being lapped is corrupt.
+		 */
+		if (d < 0 || (c->mode == HVT_MODE_CONSUME && a->ctrl))
+			c->errors++;
+		if (d < 0)
+			c->resync = true;
+		c->seq = rd_oldest(c, tail);
+		c->pos = 0;
+		c->started = false;
+		hvt_area_publish_consumer(a, c->cpu, c->seq);
+		return RD_AGAIN;
+	}
+	k->is_tail = d == 0;
+	if (c->bad_valid && c->bad_seq == c->seq) {
+		if (k->is_tail)
+			return RD_STOP;	/* wait for the writer to move */
+		c->bad_valid = false;
+		return RD_NEXT;
+	}
+	return RD_GO;
+}
+
+/* Copy the page into c->copy under the W2 pair (ring_slot.h). */
+static enum rd_step rd_copy(struct hvt_rd_cpu *c, struct rd_copy *k)
+{
+	const struct hvt_subbuf_desc *desc = rd_desc(c, c->seq);
+	const uint8_t *page = rd_page(c, c->seq);
+	uint64_t commit, w2;
+
+	if (!hvt_slot_claimed(desc, c->seq)) {
+		if (!k->is_tail)
+			return RD_NEXT;	/* lapped: gap counted later */
+		/*
+		 * Overwrite mode: the writer may have lapped the whole ring
+		 * since we loaded the word.  Only a page that is still the
+		 * tail and does not name itself is malformed.
+		 */
+		if (!rd_load_word(c, &w2) && HVT_WORD_SEQ(w2) != c->seq)
+			return RD_AGAIN;
+		/* The writer always names its tail page. */
+		c->bad_valid = true;
+		c->bad_seq = c->seq;
+		c->errors++;
+		return RD_STOP;
+	}
+	k->eb = __atomic_load_n(&desc->entries_before, __ATOMIC_RELAXED);
+	k->lb = __atomic_load_n(&desc->lost_before, __ATOMIC_RELAXED);
+	memcpy(c->copy, page, HVT_PAGE_HDR_SIZE);
+	memcpy(&commit, c->copy + HVT_PAGE_COMMIT_OFF, 8);
+	if (k->is_tail) {
+		k->size = HVT_WORD_OFFSET(k->w);
+		/* An empty tail page (a fresh ring) has no header time stamp
+		 * yet: the first event writes it.  Do not start the page
+		 * before that. */
+		if (k->size == 0 && !c->started)
+			return RD_STOP;
+	} else {
+		k->size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
+		if (k->size > c->data_size ||
+		    (commit & ~(HVT_COMMIT_SIZE_MASK | HVT_COMMIT_FLAGS)))
+			k->size = UINT32_MAX;	/* rd_validate() */
+	}
+	if (k->size != UINT32_MAX)
+		memcpy(c->copy + HVT_PAGE_HDR_SIZE, page + HVT_PAGE_HDR_SIZE,
+		       k->size);
+	if (!hvt_slot_kept(desc, c->seq))
+		return RD_NEXT;	/* overwritten while copying */
+	return RD_GO;
+}
+
+/* A malformed page: skip the rest; what it hid is a gap at the next start. */
+static enum rd_step rd_malformed(struct hvt_rd_cpu *c, bool is_tail)
+{
+	c->errors++;
+	c->gap_malformed = true;
+	if (is_tail) {
+		c->bad_valid = true;
+		c->bad_seq = c->seq;
+		return RD_STOP;
+	}
+	return RD_NEXT;
+}
+
+/* Validate the copy and pass its new events on into @out (@t). */
+static enum rd_step rd_validate(struct hvt_rd_cpu *c, const struct rd_copy *k,
+				uint8_t *out, struct hvt_take *t)
+{
+	uint64_t page_ts;
+	int ret;
+
+	if (k->size == UINT32_MAX || k->size < c->pos) {
+		/* A final page with an impossible size. */
+		c->errors++;
+		c->gap_malformed = true;
+		if (!c->started)
+			rd_start_page(c, k->eb, k->lb, 0);
+		return RD_NEXT;
+	}
+	memcpy(&page_ts, c->copy, 8);
+	if (!c->started)
+		rd_start_page(c, k->eb, k->lb, page_ts);
+	else if (c->pos == 0)
+		/* Nothing consumed yet (a seek to an empty tail): the first
+		 * event has written the time_stamp since. */
+		c->pos_ts = page_ts;
+
+	/* The readers' one sub-buffer validation (subbuf.c). */
+	ret = hvt_subbuf_take(c->copy + HVT_PAGE_HDR_SIZE, k->size,
+			      c->data_size, c->pos, c->pos_ts,
+			      c->pending_lost, out, t);
+	if (ret < 0)
+		return rd_malformed(c, k->is_tail);
+	if (ret == 0) {
+		/* Nothing but padding (or nothing) is new. */
+		c->pos = t->end;
+		c->pos_ts = t->end_ts;
+		return k->is_tail ? RD_STOP : RD_NEXT;
+	}
+	return RD_GO;
+}
+
+/* Move past what @t passed on; the page is done unless more may follow. */
+static void rd_trim(struct hvtrace_area *a, struct hvt_rd_cpu *c,
+		    const struct hvt_take *t, struct hvtrace_page_info *info,
+		    bool is_tail)
+{
+	if (t->no_room)
+		c->errors++;
+	rd_emitted(c, t, info, is_tail);
+	c->read += t->n;
+	c->tally_e += t->n;
+	c->bytes += t->end - c->pos;
+	c->pos = t->end;
+	c->pos_ts = t->end_ts;
+	c->last_ts = t->end_ts;
+	hvt_area_publish_pos(a, c->cpu, c->seq, c->pos, c->tally_e + c->tally_l,
+			     c->tally_u);
+	if (!is_tail && !t->cut)
+		rd_next_page(a, c);
+}
+
 static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 		   struct hvtrace_page_info *info)
 {
@@ -418,164 +390,22 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 	/* Each iteration consumes or skips a page, so the ring length
 	 * bounds the work of one call. */
 	for (iter = 0; iter < c->nr_subbufs + 4; iter++) {
-		const uint8_t *page;
+		struct rd_copy k = { 0 };
 		struct hvt_take t;
-		uint64_t w, eb = 0, lb = 0, commit, page_ts;
-		uint32_t tail, size;
-		int32_t d;
-		bool is_tail, finish;
-		int ret;
+		enum rd_step st;
 
-		if (rd_load_word(c, &w))
+		st = rd_locate(a, c, &k);
+		if (st == RD_GO)
+			st = rd_copy(c, &k);
+		if (st == RD_GO)
+			st = rd_validate(c, &k, out, &t);
+		if (st == RD_STOP)
 			return 0;
-		tail = HVT_WORD_SEQ(w);
-		d = (int32_t)(tail - c->seq);
-		if (d == -1)
-			/* We wait at the page after the tail: a reset closed
-			 * the tail page and the writer has not started the
-			 * next one yet (it may be waiting for our consumer
-			 * update).  Nothing to read. */
-			return 0;
-		if (d < 0 || (uint32_t)d >= c->nr_subbufs) {
-			/*
-			 * Our page is gone.  In overwrite mode the writer
-			 * lapped us; in consume mode it must not, so the
-			 * word is corrupt or the writer restarted.  Either
-			 * way, continue at the oldest page still there.
-			 */
-			/* Only an owner of a consume-mode ring can tell: the
-			 * writer waits for it, so being lapped is corrupt. */
-			if (d < 0 || (c->mode == HVT_MODE_CONSUME && a->ctrl))
-				c->errors++;
-			if (d < 0)
-				c->resync = true;
-			c->seq = rd_oldest(c, tail);
-			c->pos = 0;
-			c->started = false;
-			hvt_area_publish_consumer(a, c->cpu, c->seq);
-			continue;
-		}
-		is_tail = d == 0;
-		if (c->bad_valid && c->bad_seq == c->seq) {
-			if (is_tail)
-				return 0;	/* wait for the writer to move */
-			c->bad_valid = false;
+		if (st == RD_NEXT)
 			rd_next_page(a, c);
+		if (st != RD_GO)
 			continue;
-		}
-
-		page = rd_page(c, c->seq);
-		/* W2 pair, first half: the slot must hold our page. */
-		if (__atomic_load_n(&rd_desc(c, c->seq)->seq,
-				    __ATOMIC_ACQUIRE) != c->seq) {
-			if (is_tail) {
-				uint64_t w2;
-
-				/*
-				 * Overwrite mode: the writer may have lapped
-				 * the whole ring since we loaded the word.
-				 * Only a page that is still the tail and does
-				 * not name itself is malformed.
-				 */
-				if (!rd_load_word(c, &w2) &&
-				    HVT_WORD_SEQ(w2) != c->seq)
-					continue;
-				/* The writer always names its tail page. */
-				c->bad_valid = true;
-				c->bad_seq = c->seq;
-				c->errors++;
-				return 0;
-			}
-			rd_next_page(a, c);	/* lapped: gap counted later */
-			continue;
-		}
-		eb = __atomic_load_n(&rd_desc(c, c->seq)->entries_before,
-				     __ATOMIC_RELAXED);
-		lb = __atomic_load_n(&rd_desc(c, c->seq)->lost_before,
-				     __ATOMIC_RELAXED);
-		memcpy(c->copy, page, HVT_PAGE_HDR_SIZE);
-		memcpy(&commit, c->copy + HVT_PAGE_COMMIT_OFF, 8);
-		if (is_tail) {
-			size = HVT_WORD_OFFSET(w);
-			/* An empty tail page (a fresh ring) has no header
-			 * time stamp yet: the first event writes it.  Do not
-			 * start the page before that. */
-			if (size == 0 && !c->started)
-				return 0;
-		} else {
-			size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
-			if (size > c->data_size ||
-			    (commit & ~(HVT_COMMIT_SIZE_MASK | HVT_COMMIT_FLAGS)))
-				size = UINT32_MAX;	/* checked below */
-		}
-		if (size != UINT32_MAX)
-			memcpy(c->copy + HVT_PAGE_HDR_SIZE,
-			       page + HVT_PAGE_HDR_SIZE, size);
-		/* W2 pair, second half: order the copy before re-checking. */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&rd_desc(c, c->seq)->seq,
-				    __ATOMIC_RELAXED) != c->seq) {
-			rd_next_page(a, c);	/* overwritten while copying */
-			continue;
-		}
-		if (size == UINT32_MAX || size < c->pos) {
-			/* A final page with an impossible size. */
-			c->errors++;
-			c->gap_malformed = true;
-			if (!c->started)
-				rd_start_page(c, eb, lb, 0);
-			rd_next_page(a, c);
-			continue;
-		}
-		memcpy(&page_ts, c->copy, 8);
-		if (!c->started)
-			rd_start_page(c, eb, lb, page_ts);
-		else if (c->pos == 0)
-			/* Nothing consumed yet (a seek to an empty tail): the
-			 * first event has written the time_stamp since. */
-			c->pos_ts = page_ts;
-
-		/* Validate the new events on the private copy and pass them
-		 * on (subbuf.c: the readers' one sub-buffer validation). */
-		ret = hvt_subbuf_take(c->copy + HVT_PAGE_HDR_SIZE, size,
-				      c->data_size, c->pos, c->pos_ts,
-				      c->pending_lost, out, &t);
-		if (ret < 0) {
-			/* Malformed: skip the rest of this page.  Events it
-			 * hid show up as a gap at the next page start. */
-			c->errors++;
-			c->gap_malformed = true;
-			if (is_tail) {
-				c->bad_valid = true;
-				c->bad_seq = c->seq;
-				return 0;
-			}
-			rd_next_page(a, c);
-			continue;
-		}
-		if (ret == 0) {
-			/* Nothing but padding (or nothing) is new. */
-			c->pos = t.end;
-			c->pos_ts = t.end_ts;
-			if (is_tail)
-				return 0;
-			rd_next_page(a, c);
-			continue;
-		}
-		if (t.no_room)
-			c->errors++;
-		finish = !is_tail && !t.cut;
-		rd_emitted(c, &t, info, is_tail);
-		c->read += t.n;
-		c->tally_e += t.n;
-		c->bytes += t.end - c->pos;
-		c->pos = t.end;
-		c->pos_ts = t.end_ts;
-		c->last_ts = t.end_ts;
-		hvt_area_publish_pos(a, c->cpu, c->seq, c->pos,
-				     c->tally_e + c->tally_l, c->tally_u);
-		if (finish)
-			rd_next_page(a, c);
+		rd_trim(a, c, &t, info, k.is_tail);
 		return 1;
 	}
 	return 0;
@@ -798,9 +628,7 @@ static int rd_seek(struct hvtrace_area *a, int cpu, bool oldest)
 		memcpy(c->copy, rd_page(c, tail), HVT_PAGE_HDR_SIZE + off);
 		/* W2 pair: the copy is intact only if the slot still holds
 		 * the tail page afterwards. */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&rd_desc(c, tail)->seq, __ATOMIC_RELAXED) !=
-			    tail ||
+		if (!hvt_slot_kept(rd_desc(c, tail), tail) ||
 		    rd_load_word(c, &w2) || HVT_WORD_SEQ(w2) != tail)
 			continue;
 		memcpy(&ts, c->copy, 8);

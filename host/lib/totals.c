@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <hvtrace/page.h>
+#include <hvtrace/ring_slot.h>
 
 #include "internal.h"
 
@@ -27,19 +28,15 @@ struct tot_cpu {
 
 static bool tot_desc(const struct tot_cpu *c, uint32_t seq, uint64_t *eb)
 {
-	const struct hvt_subbuf_desc *d = &c->meta->desc[seq & (c->nr - 1)];
+	uint64_t lb;
 
-	/* W2 pair: seq, fields, fence, seq again. */
-	if (__atomic_load_n(&d->seq, __ATOMIC_ACQUIRE) != seq)
-		return false;
-	*eb = __atomic_load_n(&d->entries_before, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	return __atomic_load_n(&d->seq, __ATOMIC_RELAXED) == seq;
+	return hvt_slot_read_desc(&c->meta->desc[hvt_slot(c->nr, seq)], seq,
+				  eb, &lb);
 }
 
 static const uint8_t *tot_page(const struct tot_cpu *c, uint32_t seq)
 {
-	return c->pages + (size_t)(seq & (c->nr - 1)) * c->subbuf_size;
+	return c->pages + hvt_slot_page_off(c->nr, c->subbuf_size, seq);
 }
 
 /* Newest committed timestamp: walk a private copy of the tail page. */

@@ -543,72 +543,54 @@ static void check_payload_errors(void)
 	const char *why;
 	int la;
 
-#define REFUSE_ENC(expr)                                                       \
+/* A sample message of (type, reply) with @expr applied is refused. */
+#define REFUSE_ENC(type, reply, expr)                                          \
 	do {                                                                   \
+		sample(type, reply, &m);                                       \
 		expr;                                                          \
 		t_eq(hvt_msg_encode(a, sizeof(a), &m), -EINVAL);               \
 	} while (0)
 
-	sample(HVT_MSG_HELLO, 0, &m);
-	REFUSE_ENC(m.u.hello.role = 9);
-	sample(HVT_MSG_HELLO, 0, &m);
-	REFUSE_ENC(m.u.hello.min_version = 4);
-	sample(HVT_MSG_HELLO, 0, &m);
-	REFUSE_ENC(m.u.hello.nr_fds = 3);
-	sample(HVT_MSG_HELLO, 0, &m);
-	REFUSE_ENC(m.u.hello.name = S("bad/name"));
-	sample(HVT_MSG_HELLO, 0, &m);
-	REFUSE_ENC(m.u.hello.name = S(".hidden"));
-	sample(HVT_MSG_HELLO, 0, &m);
-	REFUSE_ENC(m.u.hello.name = S("0123456789012345678901234567890123"));
-	sample(HVT_MSG_HELLO, 0, &m);
-	REFUSE_ENC(m.u.hello.area_offset = 100);
-	sample(HVT_MSG_HELLO, 0, &m);
-	REFUSE_ENC(m.u.hello.status = 5);
-	sample(HVT_MSG_REGISTER, 0, &m);
-	REFUSE_ENC(m.u.reg.flags = 2);
-	sample(HVT_MSG_REGISTER, 0, &m);
-	REFUSE_ENC(m.u.reg.def = S("with\0nul"));
-	sample(HVT_MSG_REGISTER, 0, &m);
-	REFUSE_ENC(m.u.reg.def = S("new\nline"));
-	sample(HVT_MSG_REGISTER, 0, &m);
-	REFUSE_ENC(m.u.reg.def.len = 0);
-	sample(HVT_MSG_REGISTER, 0, &m);
-	REFUSE_ENC(m.u.reg.want_bit = HVT_ABI_MAX_EVENTS);
-	sample(HVT_MSG_REGISTER, 0, &m);
-	REFUSE_ENC((m.u.reg.flags = 0, m.u.reg.want_id = 1));
-	sample(HVT_MSG_CMDLINE, 0, &m);
-	REFUSE_ENC(m.u.cmdline.comm = S("a-very-long-command-name"));
-	sample(HVT_MSG_CMDLINE, 0, &m);
-	REFUSE_ENC(m.u.cmdline.comm = S("tab\there"));
-	sample(HVT_MSG_EVENT_STATE, 0, &m);
-	REFUSE_ENC(m.u.event_state.enabled = 2);
-	sample(HVT_MSG_TRACING, 0, &m);
-	REFUSE_ENC(m.u.tracing.op = 3);
-	sample(HVT_MSG_ENABLE, 0, &m);
-	REFUSE_ENC(m.u.arg.arg = 2);
-	sample(HVT_MSG_ATTACH, 0, &m);
-	REFUSE_ENC(m.u.arg.s = S("../etc"));
-	sample(HVT_MSG_SUBSCRIBE, 0, &m);
-	REFUSE_ENC(m.u.subscribe.cpu = 256);
-	sample(HVT_MSG_PAGE, 0, &m);
-	REFUSE_ENC(m.u.page.len = 8);
-	sample(HVT_MSG_TEXT, 0, &m);
-	REFUSE_ENC(m.u.text_req.kind = 0);
-	sample(HVT_MSG_TO_HOST, 0, &m);
-	REFUSE_ENC(m.u.to_host.ts.count = 0);
-	sample(HVT_MSG_PING, 1, &m);
-	REFUSE_ENC(m.u.pong.clock_id = 0);
-	sample(HVT_MSG_PING, 1, &m);
-	REFUSE_ENC(m.u.pong.writer_tx = m.u.pong.writer_rx - 1);
-	sample(HVT_MSG_REGISTER, 1, &m);
-	REFUSE_ENC(m.u.result.status = -5000);
-	sample(HVT_MSG_TRIGGER_RUN, 1, &m);
-	REFUSE_ENC(trig_buf[33] = 1);	/* record cpu 256 + */
-	sample(HVT_MSG_REMOTES, 1, &m);
-	REFUSE_ENC(rec_buf[4] = 9);	/* record state */
-	sample(HVT_MSG_REMOTES, 1, &m);
-	REFUSE_ENC(rec_buf[80 + 31] = 'x');	/* name not terminated */
+	REFUSE_ENC(HVT_MSG_HELLO, 0, m.u.hello.role = 9);
+	REFUSE_ENC(HVT_MSG_HELLO, 0, m.u.hello.min_version = 4);
+	REFUSE_ENC(HVT_MSG_HELLO, 0, m.u.hello.nr_fds = 3);
+	REFUSE_ENC(HVT_MSG_HELLO, 0, m.u.hello.name = S("bad/name"));
+	REFUSE_ENC(HVT_MSG_HELLO, 0, m.u.hello.name = S(".hidden"));
+	REFUSE_ENC(HVT_MSG_HELLO, 0,
+		   m.u.hello.name = S("0123456789012345678901234567890123"));
+	REFUSE_ENC(HVT_MSG_HELLO, 0, m.u.hello.area_offset = 100);
+	REFUSE_ENC(HVT_MSG_HELLO, 0, m.u.hello.status = 5);
+	REFUSE_ENC(HVT_MSG_REGISTER, 0, m.u.reg.flags = 2);
+	REFUSE_ENC(HVT_MSG_REGISTER, 0, m.u.reg.def = S("with\0nul"));
+	REFUSE_ENC(HVT_MSG_REGISTER, 0, m.u.reg.def = S("new\nline"));
+	REFUSE_ENC(HVT_MSG_REGISTER, 0, m.u.reg.def.len = 0);
+	REFUSE_ENC(HVT_MSG_REGISTER, 0, m.u.reg.want_bit = HVT_ABI_MAX_EVENTS);
+	REFUSE_ENC(HVT_MSG_REGISTER, 0,
+		   (m.u.reg.flags = 0, m.u.reg.want_id = 1));
+	REFUSE_ENC(HVT_MSG_CMDLINE, 0,
+		   m.u.cmdline.comm = S("a-very-long-command-name"));
+	REFUSE_ENC(HVT_MSG_CMDLINE, 0, m.u.cmdline.comm = S("tab\there"));
+	REFUSE_ENC(HVT_MSG_EVENT_STATE, 0, m.u.event_state.enabled = 2);
+	REFUSE_ENC(HVT_MSG_TRACING, 0, m.u.tracing.op = 3);
+	REFUSE_ENC(HVT_MSG_ENABLE, 0, m.u.arg.arg = 2);
+	REFUSE_ENC(HVT_MSG_ATTACH, 0, m.u.arg.s = S("../etc"));
+	REFUSE_ENC(HVT_MSG_SUBSCRIBE, 0, m.u.subscribe.cpu = 256);
+	REFUSE_ENC(HVT_MSG_PAGE, 0, m.u.page.len = 8);
+	REFUSE_ENC(HVT_MSG_TEXT, 0, m.u.text_req.kind = 0);
+	REFUSE_ENC(HVT_MSG_TO_HOST, 0, m.u.to_host.ts.count = 0);
+	REFUSE_ENC(HVT_MSG_PING, 1, m.u.pong.clock_id = 0);
+	REFUSE_ENC(HVT_MSG_PING, 1,
+		   m.u.pong.writer_tx = m.u.pong.writer_rx - 1);
+	REFUSE_ENC(HVT_MSG_REGISTER, 1, m.u.result.status = -5000);
+	REFUSE_ENC(HVT_MSG_TRIGGER_RUN, 1,
+		   trig_buf[33] = 1);	/* record cpu 256 + */
+	REFUSE_ENC(HVT_MSG_REMOTES, 1, rec_buf[4] = 9); /* record state */
+	REFUSE_ENC(HVT_MSG_REMOTES, 1,
+		   rec_buf[80 + 31] = 'x');	/* name not terminated */
+	REFUSE_ENC(HVT_MSG_REMOTES, 1, m.u.remotes.recs.ptr = NULL);
+	REFUSE_ENC(HVT_MSG_PAGE, 0, m.u.page.data = NULL);
+	REFUSE_ENC(HVT_MSG_FORMATS, 1, m.u.format.name.ptr = NULL);
+	REFUSE_ENC(HVT_MSG_DEFINE, 0, m.u.arg.s.len = 70000);
 	sample(HVT_MSG_REGISTER, 0, &m);
 	m.flags = HVT_PF_MORE;
 	t_eq(hvt_msg_encode(a, sizeof(a), &m), -EINVAL);

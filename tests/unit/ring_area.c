@@ -143,6 +143,33 @@ static void check_unread(struct ctx *x, struct hvtrace_ring *r, int cpu)
 	t_equ(m->entries - m->overrun - m->read, st.entries);
 }
 
+/*
+ * Read @r to its end: every event's id (the payload's second u64) is the
+ * one after the last, plus the events reported lost before it.  Adds the
+ * events read to *got and the events reported lost to *lost.
+ */
+static void drain_in_order(struct hvtrace_ring *r, uint64_t *got,
+			   uint64_t *lost)
+{
+	struct hvtrace_record rec;
+	uint64_t expect = 0, id;
+	int ret;
+
+	while ((ret = hvtrace_ring_peek(r, &rec)) == 1) {
+		memcpy(&id, (const uint8_t *)rec.data + 8, 8);
+		if (rec.lost_before) {
+			t_assert(rec.lost_before != HVTRACE_LOST_UNKNOWN);
+			*lost += rec.lost_before;
+			expect += rec.lost_before;
+		}
+		t_equ(id, expect);
+		expect++;
+		(*got)++;
+		hvtrace_ring_consume(r);
+	}
+	t_eq(ret, 0);
+}
+
 static void test_layout_and_append(void)
 {
 	const struct hvt_trace_buffer_meta *m;
@@ -320,9 +347,9 @@ static void test_overwrite(void)
 	const struct hvt_trace_buffer_meta *m;
 	struct hvtrace_record rec;
 	struct hvtrace_ring *r;
-	uint64_t expect = 0, got = 0, lost = 0;
+	uint64_t got = 0, lost = 0;
 	struct ctx x;
-	int i, ret;
+	int i;
 
 	setup(&x, HVT_MODE_OVERWRITE);
 	t_ok(hvtrace_ring_open_area(x.a, 0, &r));
@@ -337,21 +364,7 @@ static void test_overwrite(void)
 	t_equ(m->reader.lost_events, m->overrun);
 	t_equ(m->entries, 5000);
 	check_unread(&x, r, 0);
-	while ((ret = hvtrace_ring_peek(r, &rec)) == 1) {
-		uint64_t id;
-
-		memcpy(&id, (const uint8_t *)rec.data + 8, 8);
-		if (rec.lost_before) {
-			t_assert(rec.lost_before != HVTRACE_LOST_UNKNOWN);
-			lost += rec.lost_before;
-			expect += rec.lost_before;
-		}
-		t_equ(id, expect);
-		expect++;
-		got++;
-		hvtrace_ring_consume(r);
-	}
-	t_eq(ret, 0);
+	drain_in_order(r, &got, &lost);
 	t_equ(got + lost, 5000);
 	t_equ(lost, m->overrun);
 	t_equ(m->read, got);
@@ -401,13 +414,12 @@ static void test_merge(void)
  * pages around it, reports the hidden events as lost, counts an error. */
 static void test_hostile(void)
 {
-	struct hvtrace_record rec;
 	struct hvtrace_cpu_stats st;
 	struct hvtrace_ring *r;
-	uint64_t expect = 0, got = 0, lost = 0;
+	uint64_t got = 0, lost = 0;
 	struct ctx x;
 	uint8_t *page1;
-	int i, ret;
+	int i;
 
 	setup(&x, HVT_MODE_CONSUME);
 	t_ok(hvtrace_ring_open_area(x.a, 0, &r));
@@ -418,21 +430,7 @@ static void test_hostile(void)
 	memset(page1 + 16 + 200, 0, 8);
 	page1[16 + 200 + 4] = 0xff;
 	page1[16 + 200 + 5] = 0xff;
-	while ((ret = hvtrace_ring_peek(r, &rec)) == 1) {
-		uint64_t id;
-
-		memcpy(&id, (const uint8_t *)rec.data + 8, 8);
-		if (rec.lost_before) {
-			t_assert(rec.lost_before != HVTRACE_LOST_UNKNOWN);
-			lost += rec.lost_before;
-			expect += rec.lost_before;
-		}
-		t_equ(id, expect);
-		expect++;
-		got++;
-		hvtrace_ring_consume(r);
-	}
-	t_eq(ret, 0);
+	drain_in_order(r, &got, &lost);
 	t_ok(hvtrace_cpu_get_stats(x.a, 0, &st));
 	t_assert(st.errors >= 1);
 	t_assert(lost > 0);

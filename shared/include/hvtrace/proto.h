@@ -450,8 +450,8 @@ struct hvt_msg {
 
 /*
  * Which payload layout a (type, flags) pair uses.  Encoders and decoders
- * both go through it, so the table in proto.c is the one definition of
- * the catalogue.
+ * both go through it, so the table in proto_layouts.c is the one
+ * definition of the catalogue.
  */
 enum hvt_layout {
 	HVT_L_NONE = 0,		/* not a valid message */
