@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libhvtrace: the tracefs-style view of remotes (hvtrace mount).
- * Internal to libhvtrace (hidden visibility); docs/fuse.md describes the
+ * libhvtrace-fuse: the tracefs-style view of remotes (hvtrace mount); the
+ * library's private header (<hvtrace-fuse.h> is its API); docs/fuse.md describes the
  * file tree and the semantics of each file.
  *
  *   view.c        the model: remotes, their events, per-CPU queues of
@@ -11,7 +11,7 @@
  *                 connection for everything else
  *   src_area.c    areas opened directly (hvtrace mount --area NAME=SPEC)
  *   fs.c          the libfuse3 low-level file system on top of the view
- *   mount.c       hvt_fz_run(): mounting, threads, signals, teardown
+ *   mount.c       hvtrace_fuse_run(): mounting, threads, signals, teardown
  *
  * Locking: one view lock protects every remote, queue and open file
  * state.  Sources ingest under it; file operations read and consume
@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include <hvtrace.h>
+#include <hvtrace-fuse.h>
 
 #include "internal.h"
 
@@ -250,33 +251,11 @@ HVT_INTERNAL void fz_areas_stop(struct fz_areas *a);
 
 /* --- the file system (fs.c) and the mount (mount.c) --------------------- */
 
-struct fz_options {
-	const char *mountpoint;
-	const char *sock; /* hvtraced's socket (NULL: default) */
-	bool no_daemon;
-	char *const *areas; /* NAME=SPEC */
-	unsigned int nr_areas;
-	bool allow_other;
-	bool debug;
-	/* Called once the file system is mounted and ready (before the
-	 * loop runs): detaching, telling a parent. */
-	void (*ready)(void *arg);
-	void *ready_arg;
-};
-
 struct fuse_lowlevel_ops;
 HVT_INTERNAL const struct fuse_lowlevel_ops *fz_fs_ops(void);
 HVT_INTERNAL int fz_fs_init(struct fz_view *v);
 HVT_INTERNAL void fz_fs_fini(struct fz_view *v);
 /* Answer every parked read with the end of file (lock held). */
 HVT_INTERNAL void fz_fs_release_waiters(struct fz_view *v);
-
-/**
- * hvt_fz_run - mount the view and serve it until unmounted or signalled
- *
- * Return: 0 after a clean shutdown, or a negative errno (with
- * hvtrace_last_error() set).
- */
-HVT_INTERNAL int hvt_fz_run(const struct fz_options *o);
 
 #endif /* HVT_FZ_H */

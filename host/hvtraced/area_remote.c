@@ -38,7 +38,6 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "../tracedat/tdat.h"
 
 #define AR_STATE_MS	       200  /* writer state poll */
 #define AR_RETRY_MS	       1000 /* area not there or not formatted yet */
@@ -53,7 +52,7 @@ struct area_remote {
 	 * against what that client may open (access.c). */
 	struct d_cred cred;
 	bool restricted;
-	struct hvt_tdat_catalog cat; /* static events of the writer kind */
+	struct hvtrace_catalog cat; /* static events of the writer kind */
 	uint32_t cat_kind;	     /* writer kind the catalog is for */
 	bool have_cat;
 	/* The daemon's own record of the static events' state, by catalog
@@ -81,12 +80,12 @@ static int ar_load_catalog(struct remote *r)
 
 	if (ar->have_cat && ar->cat_kind == r->info.writer_kind)
 		return 0;
-	hvt_tdat_catalog_free(&ar->cat);
+	hvtrace_catalog_free(&ar->cat);
 	ar->have_cat = false;
 	free(ar->on);
 	ar->on = NULL;
 	ar->defaults_applied = false;
-	ret = hvt_tdat_catalog_for_writer(&ar->cat, r->info.writer_kind);
+	ret = hvtrace_catalog_add_writer(&ar->cat, r->info.writer_kind);
 	if (ret)
 		return ret;
 	on = calloc(ar->cat.nr + 1, sizeof(*on));
@@ -98,7 +97,7 @@ static int ar_load_catalog(struct remote *r)
 	return 0;
 }
 
-const struct hvt_tdat_catalog *area_remote_catalog(struct remote *r)
+const struct hvtrace_catalog *area_remote_catalog(struct remote *r)
 {
 	if (!r->ar || !r->area || ar_load_catalog(r))
 		return NULL;
@@ -327,7 +326,7 @@ void area_remote_free(struct remote *r)
 
 	if (!ar)
 		return;
-	hvt_tdat_catalog_free(&ar->cat);
+	hvtrace_catalog_free(&ar->cat);
 	free(ar->on);
 	free(ar);
 	r->ar = NULL;

@@ -15,7 +15,7 @@
 #include <hvtrace.h>
 #include <hvtrace/proto.h>
 
-#include "../userevents/userevents.h"
+#include <hvtrace-userevents.h>
 
 #define D_AGENT_QUEUE		(1024u * 1024u)	/* bytes to an agent */
 #define D_TOOL_REPLY_SLACK	(16u * 1024u * 1024u)	/* replies beyond the
@@ -151,7 +151,7 @@ struct remote {
 	struct conn *conn;		/* the agent session, or NULL */
 	struct hvtrace_area *area;
 	struct hvtrace_area_info info;
-	struct hvt_ue_registry *reg;
+	struct hvtrace_ue_registry *reg;
 	bool tracing_on;
 
 	/* the agent instance we hold references for */
@@ -349,8 +349,8 @@ void area_remote_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
 void area_remote_free(struct remote *r);
 const char *area_remote_spec(const struct remote *r);
 /* Static events (built-in, hypervisor) of a remote, by writer kind. */
-struct hvt_tdat_catalog;
-const struct hvt_tdat_catalog *area_remote_catalog(struct remote *r);
+struct hvtrace_catalog;
+const struct hvtrace_catalog *area_remote_catalog(struct remote *r);
 bool area_remote_event_on(const struct remote *r, unsigned int i);
 int area_remote_set_event(struct remote *r, unsigned int i, bool on);
 

@@ -91,7 +91,7 @@ struct find_bit {
 	uint32_t id;
 };
 
-static int find_bit_cb(const struct hvt_ue_event_info *info, void *arg)
+static int find_bit_cb(const struct hvtrace_ue_event_info *info, void *arg)
 {
 	struct find_bit *fb = arg;
 
@@ -111,7 +111,7 @@ static void remote_write_bitmap(struct remote *r)
 	if (!r->area)
 		return;
 	memset(words, 0, sizeof(words));
-	n = hvt_ue_enable_snapshot(r->reg, words, HVT_ABI_MAX_EVENTS / 64,
+	n = hvtrace_ue_enable_snapshot(r->reg, words, HVT_ABI_MAX_EVENTS / 64,
 				   NULL);
 	for (bit = 0; bit < HVT_ABI_MAX_EVENTS; bit++)
 		if ((int)(bit / 64) < n)
@@ -134,7 +134,7 @@ void remote_apply_changes(struct remote *r)
 					       r->chg[i].on);
 		if (!r->conn || r->state != HVT_REMOTE_CONNECTED)
 			continue;
-		hvt_ue_foreach(r->reg, find_bit_cb, &fb);
+		hvtrace_ue_foreach(r->reg, find_bit_cb, &fb);
 		memset(&m, 0, sizeof(m));
 		m.type = HVT_MSG_EVENT_STATE;
 		m.u.event_state.id = fb.id;
@@ -168,7 +168,7 @@ static void held_unregister(void *arg, uint64_t owner, uint32_t id)
 {
 	struct remote *r = arg;
 
-	hvt_ue_unregister_owner_id(r->reg, owner, id);
+	hvtrace_ue_unregister_owner_id(r->reg, owner, id);
 }
 
 static int held_drop_owner(struct remote *r, uint64_t owner)
@@ -218,12 +218,12 @@ int remote_new(const char *name, enum hvt_transport t, struct remote **out)
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	ret = hvt_ue_registry_create(NULL, &r->reg);
+	ret = hvtrace_ue_registry_create(NULL, &r->reg);
 	if (ret) {
 		free(r);
 		return ret;
 	}
-	hvt_ue_set_enable_hook(r->reg, remote_enable_hook, r);
+	hvtrace_ue_set_enable_hook(r->reg, remote_enable_hook, r);
 	r->id = ++D->next_remote_id;
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->transport = t;
@@ -262,8 +262,8 @@ void remote_destroy(struct remote *r)
 		conn_close(c);
 	}
 	held_drop_all(r);
-	hvt_ue_set_enable_hook(r->reg, NULL, NULL);
-	hvt_ue_registry_destroy(r->reg);
+	hvtrace_ue_set_enable_hook(r->reg, NULL, NULL);
+	hvtrace_ue_registry_destroy(r->reg);
 	hvtrace_area_close(r->area);
 	for (pp = &D->remotes; *pp; pp = &(*pp)->next)
 		if (*pp == r) {
@@ -643,20 +643,20 @@ int remote_attach_chardev(const char *name, struct remote **out, char *msg,
 /* --- the agent's requests ------------------------------------------------- */
 
 static bool replay_is_held(struct remote *r, uint64_t owner,
-			   const struct hvt_msg *m, struct hvt_ue_reg *out)
+			   const struct hvt_msg *m, struct hvtrace_ue_reg *out)
 {
-	struct hvt_ue_event_info info;
+	struct hvtrace_ue_event_info info;
 	char name[256], def[HVT_PROTO_DEF_MAX + 1];
 	const char *args = NULL;
 
 	if (!(m->u.reg.flags & HVT_REG_REPLAY) ||
 	    !held_has(&r->held, owner, m->u.reg.want_id) ||
-	    hvt_ue_lookup_id(r->reg, m->u.reg.want_id, &info))
+	    hvtrace_ue_lookup_id(r->reg, m->u.reg.want_id, &info))
 		return false;
 	memcpy(def, m->u.reg.def.ptr, m->u.reg.def.len);
 	def[m->u.reg.def.len] = '\0';
-	if (hvt_ue_split_name(def, name, sizeof(name), &args, NULL) ||
-	    strcmp(name, info.name) || !hvt_ue_match_args(info.def, args))
+	if (hvtrace_ue_split_name(def, name, sizeof(name), &args, NULL) ||
+	    strcmp(name, info.name) || !hvtrace_ue_match_args(info.def, args))
 		return false;
 	out->id = info.id;
 	out->bit = info.bit;
@@ -668,8 +668,8 @@ static void agent_register(struct conn *c, struct remote *r,
 {
 	uint64_t owner = (uint64_t)m->chan + 1;
 	char def[HVT_PROTO_DEF_MAX + 1];
-	struct hvt_ue_error err = { 0 };
-	struct hvt_ue_reg out = { 0 };
+	struct hvtrace_ue_error err = { 0 };
+	struct hvtrace_ue_reg out = { 0 };
 	int ret;
 
 	if (replay_is_held(r, owner, m, &out)) {
@@ -712,10 +712,10 @@ static void agent_register(struct conn *c, struct remote *r,
 	 * so running writers keep working after a daemon restart.
 	 */
 	if (m->u.reg.flags & HVT_REG_REPLAY)
-		ret = hvt_ue_register_at(r->reg, owner, def, m->u.reg.want_id,
+		ret = hvtrace_ue_register_at(r->reg, owner, def, m->u.reg.want_id,
 					 m->u.reg.want_bit, &out, &err);
 	else
-		ret = hvt_ue_register(r->reg, owner, def, &out, &err);
+		ret = hvtrace_ue_register(r->reg, owner, def, &out, &err);
 	remote_apply_changes(r);
 	if (ret) {
 		conn_reply_result(c, m, HVT_MSG_REGISTER, ret, 0, 0, "%s",
@@ -731,7 +731,7 @@ static void agent_register(struct conn *c, struct remote *r,
 	ret = held_add(&r->held, owner, out.id);
 	if (ret) {
 		/* Not remembered: give the reference back. */
-		hvt_ue_unregister(r->reg, owner, out.id, NULL);
+		hvtrace_ue_unregister(r->reg, owner, out.id, NULL);
 		remote_apply_changes(r);
 		conn_reply_result(c, m, HVT_MSG_REGISTER, ret, 0, 0,
 				  "hvtraced cannot track the registration: "
@@ -747,7 +747,7 @@ static void agent_request(struct conn *c, struct remote *r,
 			  const struct hvt_msg *m)
 {
 	uint64_t owner = (uint64_t)m->chan + 1;
-	struct hvt_ue_error err = { 0 };
+	struct hvtrace_ue_error err = { 0 };
 	char name[HVT_PROTO_DEF_MAX + 1];
 	const char *n;
 	int ret;
@@ -757,7 +757,7 @@ static void agent_request(struct conn *c, struct remote *r,
 		agent_register(c, r, m);
 		break;
 	case HVT_MSG_UNREGISTER:
-		ret = hvt_ue_unregister(r->reg, owner, m->u.unreg.id, &err);
+		ret = hvtrace_ue_unregister(r->reg, owner, m->u.unreg.id, &err);
 		remote_apply_changes(r);
 		if (!ret)
 			held_dec(&r->held, owner, m->u.unreg.id);
@@ -768,7 +768,7 @@ static void agent_request(struct conn *c, struct remote *r,
 		memcpy(name, m->u.arg.s.ptr, m->u.arg.s.len);
 		name[m->u.arg.s.len] = '\0';
 		n = strncmp(name, HVT_UE_PREFIX, 2) ? name : name + 2;
-		ret = hvt_ue_delete(r->reg, n, &err);
+		ret = hvtrace_ue_delete(r->reg, n, &err);
 		remote_apply_changes(r);
 		conn_reply_result(c, m, HVT_MSG_DELETE, ret, 0, 0, "%s",
 				  ret ? err.msg : "");
@@ -912,13 +912,13 @@ static void remote_ping_chain(struct remote *r)
 static void trig_finish(struct remote *r, int status)
 {
 	struct trig_run *t = r->trig;
-	struct hvt_ue_error err;
+	struct hvtrace_ue_error err;
 	struct hvt_msg m;
 	uint8_t *buf = NULL;
 	uint32_t i;
 
 	r->trig = NULL;
-	hvt_ue_set_enabled(r->reg, D_TRIGGER_EVENT, HVT_UE_USED_OTHER, false,
+	hvtrace_ue_set_enabled(r->reg, D_TRIGGER_EVENT, HVT_UE_USED_OTHER, false,
 			   &err);
 	remote_apply_changes(r);
 	if (t->tool) {
@@ -1002,7 +1002,7 @@ static void trig_ack(struct remote *r, const struct hvt_msg *m,
 int remote_trigger_start(struct remote *r, struct conn *tool, uint32_t req,
 			 uint32_t count, char *msg, size_t msgsize)
 {
-	struct hvt_ue_error err = { 0 };
+	struct hvtrace_ue_error err = { 0 };
 	struct trig_run *t;
 	int ret;
 
@@ -1020,7 +1020,7 @@ int remote_trigger_start(struct remote *r, struct conn *tool, uint32_t req,
 		snprintf(msg, msgsize, "tracing is off on '%s'", r->name);
 		return -ENODATA;
 	}
-	ret = hvt_ue_set_enabled(r->reg, D_TRIGGER_EVENT, HVT_UE_USED_OTHER,
+	ret = hvtrace_ue_set_enabled(r->reg, D_TRIGGER_EVENT, HVT_UE_USED_OTHER,
 				 true, &err);
 	remote_apply_changes(r);
 	if (ret) {
@@ -1158,7 +1158,7 @@ void remote_fill_rec(const struct remote *r, struct hvt_remote_rec *rec)
 	rec->state = r->state;
 	rec->transport = r->transport;
 	rec->tracing_on = r->tracing_on;
-	rec->nr_events = hvt_ue_count(r->reg) + tool_ext_nr_formats(
+	rec->nr_events = hvtrace_ue_count(r->reg) + tool_ext_nr_formats(
 							  (struct remote *)r);
 	rec->nr_clients = (uint32_t)r->held.nr_owners;
 	rec->sync_samples = r->sync_samples;

@@ -117,8 +117,8 @@ static void tool_define(struct conn *c, struct remote *r,
 			const struct hvt_msg *m)
 {
 	char s[HVT_PROTO_DEF_MAX + 1], line[HVT_PROTO_DEF_MAX + 8], name[256];
-	struct hvt_ue_error err = { 0 };
-	struct hvt_ue_event_info info;
+	struct hvtrace_ue_error err = { 0 };
+	struct hvtrace_ue_event_info info;
 	const char *args;
 	int ret;
 
@@ -128,7 +128,7 @@ static void tool_define(struct conn *c, struct remote *r,
 		snprintf(line, sizeof(line), "%s", s);
 	else
 		snprintf(line, sizeof(line), "u:%s", s);
-	ret = hvt_ue_dyn_apply(r->reg, line, &err);
+	ret = hvtrace_ue_dyn_apply(r->reg, line, &err);
 	remote_apply_changes(r);
 	if (ret) {
 		conn_reply_result(c, m, HVT_MSG_DEFINE, ret, 0, 0, "%s",
@@ -136,8 +136,8 @@ static void tool_define(struct conn *c, struct remote *r,
 		return;
 	}
 	if (line[0] == 'u' &&
-	    !hvt_ue_split_name(line + 2, name, sizeof(name), &args, NULL) &&
-	    !hvt_ue_lookup(r->reg, name, &info)) {
+	    !hvtrace_ue_split_name(line + 2, name, sizeof(name), &args, NULL) &&
+	    !hvtrace_ue_lookup(r->reg, name, &info)) {
 		conn_reply_result(c, m, HVT_MSG_DEFINE, 0, info.id, info.bit,
 				  "%s", name);
 		return;
@@ -149,22 +149,22 @@ static void tool_delete(struct conn *c, struct remote *r,
 			const struct hvt_msg *m)
 {
 	char s[HVT_PROTO_DEF_MAX + 8], line[HVT_PROTO_DEF_MAX + 16];
-	struct hvt_ue_error err = { 0 };
+	struct hvtrace_ue_error err = { 0 };
 	const char *n;
 	int ret;
 
 	copy_str(s, sizeof(s), &m->u.arg.s);
 	if (s[0] == '!' || s[0] == '-') {
-		ret = hvt_ue_dyn_apply(r->reg, s, &err);
+		ret = hvtrace_ue_dyn_apply(r->reg, s, &err);
 	} else {
 		n = event_name(s);
 		if (strchr(n, ' ') || strchr(n, '\t')) {
 			/* "NAME fields": the dynamic_events delete form,
 			 * which checks the fields. */
 			snprintf(line, sizeof(line), "!u:%s", n);
-			ret = hvt_ue_dyn_apply(r->reg, line, &err);
+			ret = hvtrace_ue_dyn_apply(r->reg, line, &err);
 		} else {
-			ret = hvt_ue_delete(r->reg, n, &err);
+			ret = hvtrace_ue_delete(r->reg, n, &err);
 		}
 	}
 	remote_apply_changes(r);
@@ -177,7 +177,7 @@ struct names {
 	size_t n, cap;
 };
 
-static int collect_names(const struct hvt_ue_event_info *info, void *arg)
+static int collect_names(const struct hvtrace_ue_event_info *info, void *arg)
 {
 	struct names *ns = arg;
 
@@ -209,8 +209,8 @@ static void names_free(struct names *ns)
 static void tool_enable(struct conn *c, struct remote *r,
 			const struct hvt_msg *m)
 {
-	struct hvt_ue_error err = { 0 };
-	struct hvt_ue_event_info info;
+	struct hvtrace_ue_error err = { 0 };
+	struct hvtrace_ue_event_info info;
 	char s[HVT_PROTO_DEF_MAX + 1];
 	struct names ns = { 0 };
 	const char *n;
@@ -220,9 +220,9 @@ static void tool_enable(struct conn *c, struct remote *r,
 	copy_str(s, sizeof(s), &m->u.arg.s);
 	n = event_name(s);
 	if (!strcmp(n, "*")) {
-		ret = hvt_ue_foreach(r->reg, collect_names, &ns);
+		ret = hvtrace_ue_foreach(r->reg, collect_names, &ns);
 		for (i = 0; !ret && i < ns.n; i++)
-			ret = hvt_ue_set_enabled(r->reg, ns.v[i],
+			ret = hvtrace_ue_set_enabled(r->reg, ns.v[i],
 						 HVT_UE_USED_FTRACE,
 						 m->u.arg.arg, &err);
 		remote_apply_changes(r);
@@ -231,7 +231,7 @@ static void tool_enable(struct conn *c, struct remote *r,
 		names_free(&ns);
 		return;
 	}
-	ret = hvt_ue_set_enabled(r->reg, n, HVT_UE_USED_FTRACE, m->u.arg.arg,
+	ret = hvtrace_ue_set_enabled(r->reg, n, HVT_UE_USED_FTRACE, m->u.arg.arg,
 				 &err);
 	remote_apply_changes(r);
 	if (ret) {
@@ -239,7 +239,7 @@ static void tool_enable(struct conn *c, struct remote *r,
 				  err.msg[0] ? err.msg : strerror(-ret));
 		return;
 	}
-	if (!hvt_ue_lookup(r->reg, n, &info))
+	if (!hvtrace_ue_lookup(r->reg, n, &info))
 		conn_reply_result(c, m, HVT_MSG_ENABLE, 0, info.id, info.bit,
 				  NULL);
 	else	/* disabling deleted it (nobody held it) */
@@ -257,10 +257,10 @@ static void tool_text(struct conn *c, struct remote *r,
 
 	switch (m->u.text_req.kind) {
 	case HVT_TEXT_STATUS:
-		text = hvt_ue_status_text(r->reg);
+		text = hvtrace_ue_status_text(r->reg);
 		break;
 	case HVT_TEXT_DYNAMIC_EVENTS:
-		text = hvt_ue_dyn_events_text(r->reg);
+		text = hvtrace_ue_dyn_events_text(r->reg);
 		break;
 	case HVT_TEXT_CMDLINES: {
 		size_t cap = 1, i;
@@ -384,7 +384,7 @@ struct fmt_list {
 	size_t n, cap;
 };
 
-static int collect_formats(const struct hvt_ue_event_info *info, void *arg)
+static int collect_formats(const struct hvtrace_ue_event_info *info, void *arg)
 {
 	struct fmt_list *fl = arg;
 	size_t nl, fmtl;
@@ -440,7 +440,7 @@ static void tool_formats(struct conn *c, struct remote *r,
 		nhp = hvtrace_header_page_text(r->info.subbuf_size, hp,
 					       sizeof(hp));
 	nhe = hvtrace_header_event_text(he, sizeof(he));
-	ret = hvt_ue_foreach(r->reg, collect_formats, &fl);
+	ret = hvtrace_ue_foreach(r->reg, collect_formats, &fl);
 	memset(&out, 0, sizeof(out));
 	out.type = HVT_MSG_FORMATS;
 	out.req = m->req;

@@ -32,7 +32,6 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "../tracedat/tdat.h"
 
 struct ext_buf {
 	char *p;
@@ -154,7 +153,7 @@ static bool ext_match(const char *pat, const char *sys, const char *name)
 static void ext_enable(struct conn *c, struct remote *r,
 		       const struct hvt_msg *m)
 {
-	const struct hvt_tdat_catalog *cat = area_remote_catalog(r);
+	const struct hvtrace_catalog *cat = area_remote_catalog(r);
 	char s[HVT_PROTO_DEF_MAX + 1];
 	uint32_t hits = 0, id = 0, bit = 0;
 	size_t n =
@@ -201,7 +200,7 @@ static void ext_enable(struct conn *c, struct remote *r,
 		conn_reply_result(c, m, HVT_MSG_ENABLE, 0, hits, 0, NULL);
 }
 
-static int ext_list_user(const struct hvt_ue_event_info *info, void *arg)
+static int ext_list_user(const struct hvtrace_ue_event_info *info, void *arg)
 {
 	eb_printf(arg, "%s %s %u %u %u\n", HVT_UE_SYSTEM, info->name, info->id,
 		  info->bit, info->enabled ? 1u : 0u);
@@ -210,7 +209,7 @@ static int ext_list_user(const struct hvt_ue_event_info *info, void *arg)
 
 static void ext_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 {
-	const struct hvt_tdat_catalog *cat = area_remote_catalog(r);
+	const struct hvtrace_catalog *cat = area_remote_catalog(r);
 	struct ext_buf b = {0};
 	unsigned int i, active = 0, busy = 0;
 
@@ -232,7 +231,7 @@ static void ext_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 		}
 	}
 	if (m->u.text_req.kind == HVT_TEXT_EVENTS)
-		hvt_ue_foreach(r->reg, ext_list_user, &b);
+		hvtrace_ue_foreach(r->reg, ext_list_user, &b);
 	else
 		eb_printf(&b, "\nActive: %u\nBusy: %u\n", active, busy);
 	send_text_reply(c, m, &b);
@@ -241,7 +240,7 @@ static void ext_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 
 unsigned int tool_ext_nr_formats(struct remote *r)
 {
-	const struct hvt_tdat_catalog *cat = area_remote_catalog(r);
+	const struct hvtrace_catalog *cat = area_remote_catalog(r);
 	unsigned int i, n = 0;
 
 	for (i = 0; cat && i < cat->nr; i++)
@@ -252,7 +251,7 @@ unsigned int tool_ext_nr_formats(struct remote *r)
 void tool_ext_send_formats(struct conn *c, struct remote *r,
 			   const struct hvt_msg *m, bool more_after)
 {
-	const struct hvt_tdat_catalog *cat = area_remote_catalog(r);
+	const struct hvtrace_catalog *cat = area_remote_catalog(r);
 	unsigned int i, left = tool_ext_nr_formats(r);
 	char name[HVT_PROTO_EVNAME_MAX + 1];
 	struct hvt_msg out;
@@ -284,7 +283,7 @@ void tool_ext_send_formats(struct conn *c, struct remote *r,
 
 bool tool_ext_request(struct conn *c, struct remote *r, const struct hvt_msg *m)
 {
-	struct hvt_ue_error err = {0};
+	struct hvtrace_ue_error err = {0};
 	int ret;
 
 	switch (m->type) {
@@ -317,7 +316,7 @@ bool tool_ext_request(struct conn *c, struct remote *r, const struct hvt_msg *m)
 		}
 		if (m->type == HVT_MSG_DELETE && m->u.arg.s.len == 1 &&
 		    m->u.arg.s.ptr[0] == '*') {
-			ret = hvt_ue_dyn_clear(r->reg, &err);
+			ret = hvtrace_ue_dyn_clear(r->reg, &err);
 			remote_apply_changes(r);
 			conn_reply_result(c, m, HVT_MSG_DELETE,
 					  ret < 0 ? ret : 0,

@@ -1034,6 +1034,101 @@ HVTRACE_API int hvtrace_kring_get_stats(const struct hvtrace_kring *k,
 					int cpu,
 					struct hvtrace_kring_stats *st);
 
+/* --- event catalogs ---------------------------------------------------- */
+
+/* One event format as a tracefs format file would show it. */
+struct hvtrace_catalog_format {
+	char *system;
+	char *name;
+	uint32_t id;
+	char *text; /* the whole format file */
+};
+
+/*
+ * A list of event formats: what a buffer's pages refer to.  Zero it
+ * before the first use; hvtrace_catalog_free() empties it again.
+ */
+struct hvtrace_catalog {
+	struct hvtrace_catalog_format *fmt;
+	unsigned int nr;
+	unsigned int cap;
+	int *bit; /* enable bit of each format (remote writers), or -1 */
+};
+
+/**
+ * hvtrace_catalog_add - append a copy of one format
+ * @bit: its enable bit in the writer's control page, or -1
+ */
+HVTRACE_API int hvtrace_catalog_add(struct hvtrace_catalog *c,
+				    const char *system, const char *name,
+				    uint32_t id, const char *text, int bit);
+
+/**
+ * hvtrace_catalog_add_writer - append the formats a writer of @writer_kind
+ * (HVT_WRITER_*) uses: the built-in "hvtrace" events, and a hypervisor's
+ * events for HVT_WRITER_HYP
+ */
+HVTRACE_API int hvtrace_catalog_add_writer(struct hvtrace_catalog *c,
+					   uint32_t writer_kind);
+
+/** hvtrace_catalog_find - the format of event @id (NULL: none), its bit */
+HVTRACE_API const struct hvtrace_catalog_format *
+hvtrace_catalog_find(const struct hvtrace_catalog *c, uint32_t id, int *bit);
+
+/** hvtrace_catalog_free - free every format; the catalog is empty after */
+HVTRACE_API void hvtrace_catalog_free(struct hvtrace_catalog *c);
+
+/* --- packing events into sub-buffers ------------------------------------ */
+
+/*
+ * Builds ftrace sub-buffers from events: the page header time_stamp is
+ * the first event's timestamp, later events carry deltas (TIME_EXTEND
+ * when a delta needs more than 27 bits), and a page that follows lost
+ * events carries RB_MISSED_EVENTS (and RB_MISSED_STORED with the count, 8
+ * bytes kept free for it).  Full pages go to @emit.  The fields are the
+ * packer's; read pages and the counters only.
+ */
+struct hvtrace_pack {
+	uint8_t *page;
+	uint32_t page_size;
+	uint32_t data_size; /* page_size - 16 */
+	uint32_t pos;	    /* data bytes used */
+	bool open;	    /* the page has at least one event */
+	uint64_t last_ts;   /* timestamp of the last event packed */
+	uint64_t missed;    /* lost events before this page */
+	bool missed_set;
+	bool missed_unknown; /* lost, count not known */
+	uint64_t pages;	     /* pages emitted */
+	int (*emit)(void *ctx, const uint8_t *page, uint32_t size);
+	void *ctx;
+};
+
+/** hvtrace_pack_init - a packer of @page_size sub-buffers */
+HVTRACE_API int hvtrace_pack_init(struct hvtrace_pack *p, uint32_t page_size,
+				  int (*emit)(void *ctx, const uint8_t *page,
+					      uint32_t size),
+				  void *ctx);
+
+/** hvtrace_pack_fini - free the packer (pages not flushed are dropped) */
+HVTRACE_API void hvtrace_pack_fini(struct hvtrace_pack *p);
+
+/**
+ * hvtrace_pack_add_event - pack one event at @ts
+ * @rec: the record (common fields first), @len bytes, a multiple of 4
+ */
+HVTRACE_API int hvtrace_pack_add_event(struct hvtrace_pack *p, uint64_t ts,
+				       const uint8_t *rec, uint32_t len);
+
+/**
+ * hvtrace_pack_add_lost - events were lost here: close the page; the next
+ * one reports @count (or "an unknown number" when @known is false)
+ */
+HVTRACE_API int hvtrace_pack_add_lost(struct hvtrace_pack *p, uint64_t count,
+				      bool known);
+
+/** hvtrace_pack_flush - emit the page being filled, if it has events */
+HVTRACE_API int hvtrace_pack_flush(struct hvtrace_pack *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,10 +3,10 @@
  * libhvtrace trace.dat component: internals shared by host/tracedat files.
  *
  *   write.c    the trace.dat v7 writer (sections, options, buffers)
- *   pack.c     the page packer: re-encodes events into output sub-buffers
- *              with converted timestamps and remapped event ids
  *   kernel.c   the host kernel's ftrace as a page source (tracefs)
- *   catalog.c  event formats of remote writers, header_page/header_event
+ *   formats.c  format texts: "name:"/"ID:" heads, header_page/header_event
+ *              and unknown-id placeholders as blobs (the event catalogs
+ *              and the page packer are the core library's)
  *   record.c   the recording engine (sources, polling, finishing)
  *   record_daemon.c  recording remotes of hvtraced (same file layout)
  *   record_common.c  what the two recorders share: per-CPU packing,
@@ -76,72 +76,8 @@ HVT_INTERNAL void hvt_tdat_blob_free(struct hvt_tdat_blob *b);
 HVT_INTERNAL int hvt_tdat_read_file(const char *path, struct hvt_tdat_blob *b,
 				    size_t max);
 
-/* --- page packer (pack.c) ------------------------------------------------ */
+/* --- format texts (formats.c); the catalogs are <hvtrace.h>'s ------------ */
 
-/*
- * Builds output sub-buffers from events: the page header time_stamp is the
- * first event's timestamp, later events carry deltas (TIME_EXTEND when a
- * delta needs more than 27 bits), and a page that follows lost events
- * carries RB_MISSED_EVENTS (and RB_MISSED_STORED with the count, 8 bytes
- * kept free for it).  Full pages go to @emit.
- */
-struct hvt_tdat_pack {
-	uint8_t *page;
-	uint32_t page_size;
-	uint32_t data_size; /* page_size - 16 */
-	uint32_t pos;	    /* data bytes used */
-	bool open;	    /* the page has at least one event */
-	uint64_t last_ts;   /* timestamp of the last event packed */
-	uint64_t missed;    /* lost events before this page */
-	bool missed_set;
-	bool missed_unknown; /* lost, count not known */
-	uint64_t pages;	     /* pages emitted */
-	int (*emit)(void *ctx, const uint8_t *page, uint32_t size);
-	void *ctx;
-};
-
-HVT_INTERNAL int hvt_tdat_pack_init(struct hvt_tdat_pack *p, uint32_t page_size,
-				    int (*emit)(void *ctx, const uint8_t *page,
-						uint32_t size),
-				    void *ctx);
-HVT_INTERNAL void hvt_tdat_pack_fini(struct hvt_tdat_pack *p);
-/* @rec: the record (common fields first), @len bytes, a multiple of 4. */
-HVT_INTERNAL int hvt_tdat_pack_event(struct hvt_tdat_pack *p, uint64_t ts,
-				     const uint8_t *rec, uint32_t len);
-/* Events were lost here: close the page; the next one reports @count
- * (or "an unknown number" when @known is false). */
-HVT_INTERNAL int hvt_tdat_pack_lost(struct hvt_tdat_pack *p, uint64_t count,
-				    bool known);
-HVT_INTERNAL int hvt_tdat_pack_flush(struct hvt_tdat_pack *p);
-
-/* --- event catalogs (catalog.c) --------------------------------------------
- */
-
-/* One event format as a tracefs format file would show it. */
-struct hvt_tdat_format {
-	char *system;
-	char *name;
-	uint32_t id;
-	char *text; /* the whole format file */
-};
-
-struct hvt_tdat_catalog {
-	struct hvt_tdat_format *fmt;
-	unsigned int nr;
-	unsigned int cap;
-	/* enable bit of each format (remote writers), or -1 */
-	int *bit;
-};
-
-HVT_INTERNAL int hvt_tdat_catalog_add(struct hvt_tdat_catalog *c,
-				      const char *system, const char *name,
-				      uint32_t id, const char *text, int bit);
-HVT_INTERNAL void hvt_tdat_catalog_free(struct hvt_tdat_catalog *c);
-HVT_INTERNAL const struct hvt_tdat_format *
-hvt_tdat_catalog_by_id(const struct hvt_tdat_catalog *c, uint32_t id, int *bit);
-/* The formats a writer of @writer_kind uses. */
-HVT_INTERNAL int hvt_tdat_catalog_for_writer(struct hvt_tdat_catalog *c,
-					     uint32_t writer_kind);
 /* The format saved for records of ids no format describes. */
 HVT_INTERNAL int hvt_tdat_unknown_format_text(struct hvt_tdat_blob *b,
 					      uint32_t id);
@@ -209,7 +145,7 @@ HVT_INTERNAL bool hvt_tdat_kernel_has_id(const struct hvt_tdat_kernel *k,
  * the events enabled now.  @seen is a 65536-bit map. */
 HVT_INTERNAL int hvt_tdat_kernel_formats(struct hvt_tdat_kernel *k,
 					 const uint64_t *seen,
-					 struct hvt_tdat_catalog *c);
+					 struct hvtrace_catalog *c);
 /* tracefs file of the instance (or top-level for printk_formats etc.). */
 HVT_INTERNAL int hvt_tdat_kernel_file(struct hvt_tdat_kernel *k,
 				      const char *name, bool top,
@@ -235,7 +171,7 @@ struct hvt_tdat_rcpu {
 	struct hvtrace_tracedat_writer *w;
 	const int *buffer;
 	uint32_t cpu;
-	struct hvt_tdat_pack pack;
+	struct hvtrace_pack pack;
 	uint64_t last_ts;
 	bool have_ts;
 	struct hvtrace_tracedat_source_stats *st;
@@ -381,7 +317,7 @@ struct hvt_tdat_rkernel {
 	bool started;
 	bool stopped;
 	uint64_t seen[65536 / 64];   /* ids of the events read */
-	struct hvt_tdat_catalog cat; /* the formats saved */
+	struct hvtrace_catalog cat; /* the formats saved */
 	struct hvt_tdat_pids pids;
 	uint8_t *named; /* the recorder's bitmap of pids /proc named */
 	struct hvtrace_tracedat_source_stats st;

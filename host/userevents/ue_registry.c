@@ -37,8 +37,7 @@
 #include <hvtrace/abi.h>
 #include <hvtrace/hyp_events.h>
 
-#include "ue_internal.h"
-#include "userevents.h"
+#include "userevents-local.h"
 
 HVT_STATIC_ASSERT(HVT_UE_ID_MAX < HVTRACE_BUILTIN_ID_BASE &&
 			  HVT_UE_ID_MAX < HVT_HYP_ID_BASE,
@@ -55,7 +54,7 @@ struct ue_owner_ref {
 };
 
 struct ue_event {
-	struct hvt_ue_def *def;
+	struct hvtrace_ue_def *def;
 	char *format;
 	uint32_t id;
 	uint32_t bit;
@@ -70,7 +69,7 @@ struct ue_event {
 	uint32_t bucket;
 };
 
-struct hvt_ue_registry {
+struct hvtrace_ue_registry {
 	pthread_mutex_t lock;
 	unsigned int max_events;	/* enable bits: by_bit[] slots */
 	unsigned int limit;		/* events allowed, <= max_events */
@@ -86,9 +85,9 @@ struct hvt_ue_registry {
 	uint64_t gen;
 	void (*hook)(void *arg, uint32_t bit, bool on);
 	void *hook_arg;
-	/* hvt_ue_register_at(): the binding the event it creates should
+	/* hvtrace_ue_register_at(): the binding the event it creates should
 	 * get; set only for that call, under the lock. */
-	const struct hvt_ue_reg *want;
+	const struct hvtrace_ue_reg *want;
 };
 
 /* --- jhash (include/linux/jhash.h) ------------------------------------ */
@@ -186,7 +185,7 @@ static inline void ue_assign_bit(uint64_t *map, uint32_t n, bool on)
 
 /* --- events ------------------------------------------------------------- */
 
-static struct ue_event *ue_find(struct hvt_ue_registry *r, const char *name)
+static struct ue_event *ue_find(struct hvtrace_ue_registry *r, const char *name)
 {
 	struct ue_event *e;
 
@@ -196,7 +195,7 @@ static struct ue_event *ue_find(struct hvt_ue_registry *r, const char *name)
 	return NULL;
 }
 
-static struct ue_event *ue_find_id(struct hvt_ue_registry *r, uint32_t id)
+static struct ue_event *ue_find_id(struct hvtrace_ue_registry *r, uint32_t id)
 {
 	struct ue_event *e;
 
@@ -212,7 +211,7 @@ static bool ue_busy(const struct ue_event *e)
 	return e->refs || e->used_by;
 }
 
-static void ue_set_enable(struct hvt_ue_registry *r, struct ue_event *e,
+static void ue_set_enable(struct hvtrace_ue_registry *r, struct ue_event *e,
 			  bool on)
 {
 	if (ue_test_bit(r->enabled, e->bit) == on)
@@ -223,7 +222,7 @@ static void ue_set_enable(struct hvt_ue_registry *r, struct ue_event *e,
 		r->hook(r->hook_arg, e->bit, on);
 }
 
-static void ue_destroy(struct hvt_ue_registry *r, struct ue_event *e)
+static void ue_destroy(struct hvtrace_ue_registry *r, struct ue_event *e)
 {
 	struct ue_event **pp;
 
@@ -253,7 +252,7 @@ static void ue_destroy(struct hvt_ue_registry *r, struct ue_event *e)
 }
 
 /* Delete an event nobody uses unless dynamic_events made it persistent. */
-static void ue_maybe_release(struct hvt_ue_registry *r, struct ue_event *e)
+static void ue_maybe_release(struct hvtrace_ue_registry *r, struct ue_event *e)
 {
 	if (!e->persistent && !ue_busy(e))
 		ue_destroy(r, e);
@@ -332,7 +331,7 @@ static uint32_t ue_drop_refs(struct ue_event *e, uint64_t owner, uint32_t n)
 	return dropped;
 }
 
-static int ue_alloc_id(struct hvt_ue_registry *r, uint32_t *id)
+static int ue_alloc_id(struct hvtrace_ue_registry *r, uint32_t *id)
 {
 	uint32_t span = HVT_UE_ID_MAX - r->id_base + 1, i, cand;
 
@@ -350,7 +349,7 @@ static int ue_alloc_id(struct hvt_ue_registry *r, uint32_t *id)
 	return -ENOSPC;
 }
 
-static int ue_alloc_bit(struct hvt_ue_registry *r, uint32_t *bit)
+static int ue_alloc_bit(struct hvtrace_ue_registry *r, uint32_t *bit)
 {
 	uint32_t b;
 
@@ -364,15 +363,15 @@ static int ue_alloc_bit(struct hvt_ue_registry *r, uint32_t *bit)
 }
 
 /*
- * A preferred binding (hvt_ue_register_at()) replaces the one just
+ * A preferred binding (hvtrace_ue_register_at()) replaces the one just
  * allocated when its id and its bit are both free; the allocation is then
  * undone (@next_id: the allocator's position before it).  Ids keep
  * growing: the next new event gets an id above the preferred one.
  */
-static void ue_apply_want(struct hvt_ue_registry *r, uint32_t next_id,
+static void ue_apply_want(struct hvtrace_ue_registry *r, uint32_t next_id,
 			  uint32_t *id, uint32_t *bit)
 {
-	const struct hvt_ue_reg *w = r->want;
+	const struct hvtrace_ue_reg *w = r->want;
 
 	if (!w || w->id < r->id_base || w->id > HVT_UE_ID_MAX ||
 	    w->bit >= r->max_events)
@@ -391,30 +390,30 @@ static void ue_apply_want(struct hvt_ue_registry *r, uint32_t next_id,
  * by name and the field match first, then the parse, then the limits.
  * On success *out is the event (new or existing) and *created says which.
  */
-static int ue_define(struct hvt_ue_registry *r, const char *text,
+static int ue_define(struct hvtrace_ue_registry *r, const char *text,
 		     bool persistent, struct ue_event **out, bool *created,
-		     struct hvt_ue_error *err)
+		     struct hvtrace_ue_error *err)
 {
 	char name[HVT_UE_MAX_LINE + 1];
-	struct hvt_ue_def *def;
+	struct hvtrace_ue_def *def;
 	struct ue_event *e;
 	const char *args;
 	uint32_t id, bit, next_id;
 	int ret;
 
 	*created = false;
-	ret = hvt_ue_split_name(text, name, sizeof(name), &args, err);
+	ret = hvtrace_ue_split_name(text, name, sizeof(name), &args, err);
 	if (ret)
 		return ret;
 	e = ue_find(r, name);
 	if (e) {
 		char *line;
 
-		if (hvt_ue_match_args(e->def, args)) {
+		if (hvtrace_ue_match_args(e->def, args)) {
 			*out = e;
 			return 0;
 		}
-		line = hvt_ue_dyn_line(e->def);
+		line = hvtrace_ue_dyn_line(e->def);
 		ret = ue_err(err, -EADDRINUSE,
 			     "event \"%s\" is in use with other fields (%s); register the same fields or use another name",
 			     name, line ? line : "?");
@@ -469,7 +468,7 @@ static int ue_define(struct hvt_ue_registry *r, const char *text,
 }
 
 static void ue_fill_info(const struct ue_event *e,
-			 struct hvt_ue_event_info *info)
+			 struct hvtrace_ue_event_info *info)
 {
 	info->name = e->def->name;
 	info->id = e->id;
@@ -483,7 +482,7 @@ static void ue_fill_info(const struct ue_event *e,
 	info->format = e->format;
 }
 
-static void ue_clear_err(struct hvt_ue_error *err)
+static void ue_clear_err(struct hvtrace_ue_error *err)
 {
 	if (err) {
 		err->code = 0;
@@ -493,14 +492,14 @@ static void ue_clear_err(struct hvt_ue_error *err)
 
 /* --- public API ---------------------------------------------------------- */
 
-int hvt_ue_registry_create(const struct hvt_ue_registry_config *cfg,
-			   struct hvt_ue_registry **out)
+int hvtrace_ue_registry_create(const struct hvtrace_ue_registry_config *cfg,
+			   struct hvtrace_ue_registry **out)
 {
 	unsigned int max = cfg && cfg->max_events ? cfg->max_events :
 						    HVT_ABI_MAX_EVENTS;
 	unsigned int base = cfg && cfg->id_base ? cfg->id_base :
 						  HVT_UE_ID_BASE;
-	struct hvt_ue_registry *r;
+	struct hvtrace_ue_registry *r;
 	size_t id_words;
 
 	if (max > HVT_ABI_MAX_EVENTS || base > HVT_UE_ID_MAX ||
@@ -531,7 +530,7 @@ int hvt_ue_registry_create(const struct hvt_ue_registry_config *cfg,
 	return 0;
 }
 
-void hvt_ue_registry_destroy(struct hvt_ue_registry *r)
+void hvtrace_ue_registry_destroy(struct hvtrace_ue_registry *r)
 {
 	if (!r)
 		return;
@@ -546,9 +545,9 @@ void hvt_ue_registry_destroy(struct hvt_ue_registry *r)
 	free(r);
 }
 
-static int ue_register(struct hvt_ue_registry *r, uint64_t owner,
-		       const char *def, const struct hvt_ue_reg *want,
-		       struct hvt_ue_reg *out, struct hvt_ue_error *err)
+static int ue_register(struct hvtrace_ue_registry *r, uint64_t owner,
+		       const char *def, const struct hvtrace_ue_reg *want,
+		       struct hvtrace_ue_reg *out, struct hvtrace_ue_error *err)
 {
 	struct ue_event *e;
 	bool created;
@@ -580,24 +579,24 @@ static int ue_register(struct hvt_ue_registry *r, uint64_t owner,
 	return ret;
 }
 
-int hvt_ue_register(struct hvt_ue_registry *r, uint64_t owner,
-		    const char *def, struct hvt_ue_reg *out,
-		    struct hvt_ue_error *err)
+int hvtrace_ue_register(struct hvtrace_ue_registry *r, uint64_t owner,
+		    const char *def, struct hvtrace_ue_reg *out,
+		    struct hvtrace_ue_error *err)
 {
 	return ue_register(r, owner, def, NULL, out, err);
 }
 
-int hvt_ue_register_at(struct hvt_ue_registry *r, uint64_t owner,
+int hvtrace_ue_register_at(struct hvtrace_ue_registry *r, uint64_t owner,
 		       const char *def, uint32_t want_id, uint32_t want_bit,
-		       struct hvt_ue_reg *out, struct hvt_ue_error *err)
+		       struct hvtrace_ue_reg *out, struct hvtrace_ue_error *err)
 {
-	struct hvt_ue_reg want = { want_id, want_bit };
+	struct hvtrace_ue_reg want = { want_id, want_bit };
 
 	return ue_register(r, owner, def, &want, out, err);
 }
 
-int hvt_ue_unregister(struct hvt_ue_registry *r, uint64_t owner, uint32_t id,
-		      struct hvt_ue_error *err)
+int hvtrace_ue_unregister(struct hvtrace_ue_registry *r, uint64_t owner, uint32_t id,
+		      struct hvtrace_ue_error *err)
 {
 	struct ue_event *e;
 	int ret = 0;
@@ -614,7 +613,7 @@ int hvt_ue_unregister(struct hvt_ue_registry *r, uint64_t owner, uint32_t id,
 	return ret;
 }
 
-int hvt_ue_unregister_owner_id(struct hvt_ue_registry *r, uint64_t owner,
+int hvtrace_ue_unregister_owner_id(struct hvtrace_ue_registry *r, uint64_t owner,
 			       uint32_t id)
 {
 	struct ue_event *e;
@@ -631,7 +630,7 @@ int hvt_ue_unregister_owner_id(struct hvt_ue_registry *r, uint64_t owner,
 	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
-int hvt_ue_unregister_all(struct hvt_ue_registry *r, uint64_t owner)
+int hvt_ue_unregister_all(struct hvtrace_ue_registry *r, uint64_t owner)
 {
 	struct ue_event *e, *next;
 	uint32_t total = 0;
@@ -651,8 +650,8 @@ int hvt_ue_unregister_all(struct hvt_ue_registry *r, uint64_t owner)
 	return total > INT32_MAX ? INT32_MAX : (int)total;
 }
 
-int hvt_ue_delete(struct hvt_ue_registry *r, const char *name,
-		  struct hvt_ue_error *err)
+int hvtrace_ue_delete(struct hvtrace_ue_registry *r, const char *name,
+		  struct hvtrace_ue_error *err)
 {
 	struct ue_event *e;
 	int ret = 0;
@@ -673,8 +672,8 @@ int hvt_ue_delete(struct hvt_ue_registry *r, const char *name,
 }
 
 /* dyn_event_release() with user_event_match(): "!u:NAME args" */
-static int ue_dyn_delete(struct hvt_ue_registry *r, const char *line,
-			 struct hvt_ue_error *err)
+static int ue_dyn_delete(struct hvtrace_ue_registry *r, const char *line,
+			 struct hvtrace_ue_error *err)
 {
 	char **argv, *event, *system = NULL, *slash;
 	struct ue_event *e;
@@ -727,7 +726,7 @@ static int ue_dyn_delete(struct hvt_ue_registry *r, const char *line,
 			ret = 0;
 		}
 	} else if (e) {
-		char *have = hvt_ue_dyn_line(e->def);
+		char *have = hvtrace_ue_dyn_line(e->def);
 
 		ret = ue_err(err, -ENOENT,
 			     "no event \"%s\" with these fields; the delete command must repeat them (%s)",
@@ -741,8 +740,8 @@ out:
 	return ret;
 }
 
-static int ue_dyn_apply_locked(struct hvt_ue_registry *r, const char *line,
-			       size_t len, struct hvt_ue_error *err)
+static int ue_dyn_apply_locked(struct hvtrace_ue_registry *r, const char *line,
+			       size_t len, struct hvtrace_ue_error *err)
 {
 	char *copy, *hash;
 	struct ue_event *e;
@@ -785,8 +784,8 @@ static int ue_dyn_apply_locked(struct hvt_ue_registry *r, const char *line,
 	return ret;
 }
 
-int hvt_ue_dyn_apply(struct hvt_ue_registry *r, const char *line,
-		     struct hvt_ue_error *err)
+int hvtrace_ue_dyn_apply(struct hvtrace_ue_registry *r, const char *line,
+		     struct hvtrace_ue_error *err)
 {
 	int ret;
 
@@ -797,8 +796,8 @@ int hvt_ue_dyn_apply(struct hvt_ue_registry *r, const char *line,
 	return ret;
 }
 
-long hvt_ue_dyn_write(struct hvt_ue_registry *r, const char *buf, size_t len,
-		      struct hvt_ue_error *err)
+long hvt_ue_dyn_write(struct hvtrace_ue_registry *r, const char *buf, size_t len,
+		      struct hvtrace_ue_error *err)
 {
 	size_t pos = 0;
 	int ret = 0;
@@ -821,7 +820,7 @@ long hvt_ue_dyn_write(struct hvt_ue_registry *r, const char *buf, size_t len,
 	return ret ? ret : (long)len;
 }
 
-int hvt_ue_dyn_clear(struct hvt_ue_registry *r, struct hvt_ue_error *err)
+int hvtrace_ue_dyn_clear(struct hvtrace_ue_registry *r, struct hvtrace_ue_error *err)
 {
 	struct ue_event *e;
 	int n = 0, ret = 0;
@@ -844,9 +843,9 @@ int hvt_ue_dyn_clear(struct hvt_ue_registry *r, struct hvt_ue_error *err)
 	return ret ? ret : n;
 }
 
-int hvt_ue_set_enabled(struct hvt_ue_registry *r, const char *name,
+int hvtrace_ue_set_enabled(struct hvtrace_ue_registry *r, const char *name,
 		       unsigned int consumer, bool on,
-		       struct hvt_ue_error *err)
+		       struct hvtrace_ue_error *err)
 {
 	struct ue_event *e;
 	int ret = 0;
@@ -873,8 +872,8 @@ int hvt_ue_set_enabled(struct hvt_ue_registry *r, const char *name,
 	return ret;
 }
 
-int hvt_ue_lookup(struct hvt_ue_registry *r, const char *name,
-		  struct hvt_ue_event_info *info)
+int hvtrace_ue_lookup(struct hvtrace_ue_registry *r, const char *name,
+		  struct hvtrace_ue_event_info *info)
 {
 	struct ue_event *e;
 
@@ -886,8 +885,8 @@ int hvt_ue_lookup(struct hvt_ue_registry *r, const char *name,
 	return e ? 0 : -ENOENT;
 }
 
-int hvt_ue_lookup_id(struct hvt_ue_registry *r, uint32_t id,
-		     struct hvt_ue_event_info *info)
+int hvtrace_ue_lookup_id(struct hvtrace_ue_registry *r, uint32_t id,
+		     struct hvtrace_ue_event_info *info)
 {
 	struct ue_event *e;
 
@@ -899,11 +898,11 @@ int hvt_ue_lookup_id(struct hvt_ue_registry *r, uint32_t id,
 	return e ? 0 : -ENOENT;
 }
 
-int hvt_ue_foreach(struct hvt_ue_registry *r,
-		   int (*fn)(const struct hvt_ue_event_info *info, void *arg),
+int hvtrace_ue_foreach(struct hvtrace_ue_registry *r,
+		   int (*fn)(const struct hvtrace_ue_event_info *info, void *arg),
 		   void *arg)
 {
-	struct hvt_ue_event_info info;
+	struct hvtrace_ue_event_info info;
 	struct ue_event *e;
 	int ret = 0;
 
@@ -916,7 +915,7 @@ int hvt_ue_foreach(struct hvt_ue_registry *r,
 	return ret;
 }
 
-int hvt_ue_set_limit(struct hvt_ue_registry *r, unsigned int limit)
+int hvt_ue_set_limit(struct hvtrace_ue_registry *r, unsigned int limit)
 {
 	if (limit > r->max_events)
 		return -EINVAL;
@@ -926,7 +925,7 @@ int hvt_ue_set_limit(struct hvt_ue_registry *r, unsigned int limit)
 	return 0;
 }
 
-unsigned int hvt_ue_count(struct hvt_ue_registry *r)
+unsigned int hvtrace_ue_count(struct hvtrace_ue_registry *r)
 {
 	unsigned int n;
 
@@ -936,7 +935,7 @@ unsigned int hvt_ue_count(struct hvt_ue_registry *r)
 	return n;
 }
 
-char *hvt_ue_status_text(struct hvt_ue_registry *r)
+char *hvtrace_ue_status_text(struct hvtrace_ue_registry *r)
 {
 	struct ue_buf b = { 0 };
 	struct ue_event *e;
@@ -965,7 +964,7 @@ char *hvt_ue_status_text(struct hvt_ue_registry *r)
 	return ue_buf_finish(&b);
 }
 
-char *hvt_ue_dyn_events_text(struct hvt_ue_registry *r)
+char *hvtrace_ue_dyn_events_text(struct hvtrace_ue_registry *r)
 {
 	struct ue_buf b = { 0 };
 	struct ue_event *e;
@@ -979,7 +978,7 @@ char *hvt_ue_dyn_events_text(struct hvt_ue_registry *r)
 	return ue_buf_finish(&b);
 }
 
-char *hvt_ue_format_of(struct hvt_ue_registry *r, const char *name)
+char *hvt_ue_format_of(struct hvtrace_ue_registry *r, const char *name)
 {
 	struct ue_event *e;
 	char *s = NULL;
@@ -993,7 +992,7 @@ char *hvt_ue_format_of(struct hvt_ue_registry *r, const char *name)
 	return s;
 }
 
-int hvt_ue_enable_snapshot(struct hvt_ue_registry *r, uint64_t *words,
+int hvtrace_ue_enable_snapshot(struct hvtrace_ue_registry *r, uint64_t *words,
 			   size_t nwords, uint64_t *gen)
 {
 	size_t have, i;
@@ -1008,7 +1007,7 @@ int hvt_ue_enable_snapshot(struct hvt_ue_registry *r, uint64_t *words,
 	return nwords > INT32_MAX ? INT32_MAX : (int)nwords;
 }
 
-uint64_t hvt_ue_enable_generation(struct hvt_ue_registry *r)
+uint64_t hvt_ue_enable_generation(struct hvtrace_ue_registry *r)
 {
 	uint64_t g;
 
@@ -1018,7 +1017,7 @@ uint64_t hvt_ue_enable_generation(struct hvt_ue_registry *r)
 	return g;
 }
 
-void hvt_ue_set_enable_hook(struct hvt_ue_registry *r,
+void hvtrace_ue_set_enable_hook(struct hvtrace_ue_registry *r,
 			    void (*fn)(void *arg, uint32_t bit, bool on),
 			    void *arg)
 {
