@@ -45,121 +45,6 @@ HVT_STATIC_ASSERT(HVT_UE_ID_MAX < HVTRACE_BUILTIN_ID_BASE &&
 HVT_STATIC_ASSERT(HVT_UE_ID_MAX - HVT_UE_ID_BASE + 1 >= HVT_ABI_MAX_EVENTS,
 		  "room for an id per event");
 
-#define UE_HASH_BITS	8
-#define UE_HASH_SIZE	(1u << UE_HASH_BITS)
-
-struct ue_owner_ref {
-	uint64_t owner;
-	uint32_t count;
-};
-
-struct ue_event {
-	struct hvtrace_ue_def *def;
-	char *format;
-	uint32_t id;
-	uint32_t bit;
-	uint8_t used_by;
-	bool persistent;
-	uint32_t refs;			/* sum of owners[].count */
-	struct ue_owner_ref *owners;
-	uint32_t nr_owners;
-	uint32_t cap_owners;
-	struct ue_event *hnext;		/* bucket chain, newest first */
-	struct ue_event *prev, *next;	/* creation order */
-	uint32_t bucket;
-};
-
-struct hvtrace_ue_registry {
-	pthread_mutex_t lock;
-	unsigned int max_events;	/* enable bits: by_bit[] slots */
-	unsigned int limit;		/* events allowed, <= max_events */
-	uint32_t id_base;
-	uint32_t next_id;
-	unsigned int nr_events;
-	struct ue_event *buckets[UE_HASH_SIZE];
-	struct ue_event *head, *tail;
-	struct ue_event **by_bit;	/* max_events slots */
-	uint64_t *id_used;		/* bitmap over [id_base, ID_MAX] */
-	struct ue_event **by_id;	/* [id - id_base]: O(1) by id */
-	uint64_t *enabled;		/* bitmap over bits */
-	uint64_t gen;
-	void (*hook)(void *arg, uint32_t bit, bool on);
-	void *hook_arg;
-	/* hvtrace_ue_register_at(): the binding the event it creates should
-	 * get; set only for that call, under the lock. */
-	const struct hvtrace_ue_reg *want;
-};
-
-/* --- jhash (include/linux/jhash.h) ------------------------------------ */
-
-static inline uint32_t ue_rol32(uint32_t w, unsigned int s)
-{
-	return (w << s) | (w >> (32 - s));
-}
-
-#define UE_JHASH_MIX(a, b, c)						\
-	do {								\
-		a -= c; a ^= ue_rol32(c, 4); c += b;			\
-		b -= a; b ^= ue_rol32(a, 6); a += c;			\
-		c -= b; c ^= ue_rol32(b, 8); b += a;			\
-		a -= c; a ^= ue_rol32(c, 16); c += b;			\
-		b -= a; b ^= ue_rol32(a, 19); a += c;			\
-		c -= b; c ^= ue_rol32(b, 4); b += a;			\
-	} while (0)
-
-#define UE_JHASH_FINAL(a, b, c)						\
-	do {								\
-		c ^= b; c -= ue_rol32(b, 14);				\
-		a ^= c; a -= ue_rol32(c, 11);				\
-		b ^= a; b -= ue_rol32(a, 25);				\
-		c ^= b; c -= ue_rol32(b, 16);				\
-		a ^= c; a -= ue_rol32(c, 4);				\
-		b ^= a; b -= ue_rol32(a, 14);				\
-		c ^= b; c -= ue_rol32(b, 24);				\
-	} while (0)
-
-static uint32_t ue_le32(const uint8_t *k)
-{
-	return (uint32_t)k[0] | (uint32_t)k[1] << 8 | (uint32_t)k[2] << 16 |
-	       (uint32_t)k[3] << 24;
-}
-
-uint32_t ue_jhash(const void *key, uint32_t length, uint32_t initval)
-{
-	const uint8_t *k = key;
-	uint32_t a, b, c;
-
-	a = b = c = 0xdeadbeef + length + initval;
-	while (length > 12) {
-		a += ue_le32(k);
-		b += ue_le32(k + 4);
-		c += ue_le32(k + 8);
-		UE_JHASH_MIX(a, b, c);
-		length -= 12;
-		k += 12;
-	}
-	switch (length) {
-	case 12: c += (uint32_t)k[11] << 24; /* fall through */
-	case 11: c += (uint32_t)k[10] << 16; /* fall through */
-	case 10: c += (uint32_t)k[9] << 8; /* fall through */
-	case 9: c += k[8]; /* fall through */
-	case 8: b += (uint32_t)k[7] << 24; /* fall through */
-	case 7: b += (uint32_t)k[6] << 16; /* fall through */
-	case 6: b += (uint32_t)k[5] << 8; /* fall through */
-	case 5: b += k[4]; /* fall through */
-	case 4: a += (uint32_t)k[3] << 24; /* fall through */
-	case 3: a += (uint32_t)k[2] << 16; /* fall through */
-	case 2: a += (uint32_t)k[1] << 8; /* fall through */
-	case 1:
-		a += k[0];
-		UE_JHASH_FINAL(a, b, c);
-		break;
-	case 0:
-		break;
-	}
-	return c;
-}
-
 /* hash_min(jhash(name), 8): hash_32() with the golden ratio. */
 static uint32_t ue_bucket(const char *name)
 {
@@ -185,7 +70,7 @@ static inline void ue_assign_bit(uint64_t *map, uint32_t n, bool on)
 
 /* --- events ------------------------------------------------------------- */
 
-static struct ue_event *ue_find(struct hvtrace_ue_registry *r, const char *name)
+struct ue_event *ue_find(struct hvtrace_ue_registry *r, const char *name)
 {
 	struct ue_event *e;
 
@@ -206,7 +91,7 @@ static struct ue_event *ue_find_id(struct hvtrace_ue_registry *r, uint32_t id)
 	return e && e->id == id ? e : NULL;
 }
 
-static bool ue_busy(const struct ue_event *e)
+bool ue_busy(const struct ue_event *e)
 {
 	return e->refs || e->used_by;
 }
@@ -222,7 +107,7 @@ static void ue_set_enable(struct hvtrace_ue_registry *r, struct ue_event *e,
 		r->hook(r->hook_arg, e->bit, on);
 }
 
-static void ue_destroy(struct hvtrace_ue_registry *r, struct ue_event *e)
+void ue_destroy(struct hvtrace_ue_registry *r, struct ue_event *e)
 {
 	struct ue_event **pp;
 
@@ -390,7 +275,7 @@ static void ue_apply_want(struct hvtrace_ue_registry *r, uint32_t next_id,
  * by name and the field match first, then the parse, then the limits.
  * On success *out is the event (new or existing) and *created says which.
  */
-static int ue_define(struct hvtrace_ue_registry *r, const char *text,
+int ue_define(struct hvtrace_ue_registry *r, const char *text,
 		     bool persistent, struct ue_event **out, bool *created,
 		     struct hvtrace_ue_error *err)
 {
@@ -482,7 +367,7 @@ static void ue_fill_info(const struct ue_event *e,
 	info->format = e->format;
 }
 
-static void ue_clear_err(struct hvtrace_ue_error *err)
+void ue_clear_err(struct hvtrace_ue_error *err)
 {
 	if (err) {
 		err->code = 0;
@@ -671,178 +556,6 @@ int hvtrace_ue_delete(struct hvtrace_ue_registry *r, const char *name,
 	return ret;
 }
 
-/* dyn_event_release() with user_event_match(): "!u:NAME args" */
-static int ue_dyn_delete(struct hvtrace_ue_registry *r, const char *line,
-			 struct hvtrace_ue_error *err)
-{
-	char **argv, *event, *system = NULL, *slash;
-	struct ue_event *e;
-	int argc = 0, ret = -ENOENT;
-
-	argv = ue_argv_split(line, &argc);
-	if (!argv)
-		return ue_err(err, -ENOMEM, "out of memory");
-	if (argv[0][0] == '-') {
-		if (argv[0][1] != ':') {
-			ret = ue_err(err, -EINVAL,
-				     "bad delete command \"%s\": use -:NAME or !u:NAME",
-				     argv[0]);
-			goto out;
-		}
-		event = &argv[0][2];
-	} else {
-		event = strchr(argv[0], ':');
-		if (!event) {
-			ret = ue_err(err, -EINVAL,
-				     "bad delete command \"%s\": use !u:NAME [fields]",
-				     argv[0]);
-			goto out;
-		}
-		event++;
-	}
-	slash = strchr(event, '/');
-	if (slash) {
-		system = event;
-		event = slash + 1;
-		*slash = '\0';
-	}
-	if (!system && event[0] == '\0') {
-		ret = ue_err(err, -EINVAL, "delete command names no event");
-		goto out;
-	}
-	if (system && strcmp(system, HVT_UE_SYSTEM) &&
-	    strcmp(system, HVT_UE_SYSTEM_MULTI))
-		e = NULL;
-	else
-		e = ue_find(r, event);
-	if (e && hvt_ue_match_argv(e->def, argc - 1, argv + 1)) {
-		if (ue_busy(e)) {
-			ret = ue_err(err, -EBUSY,
-				     "event \"%s\" is in use (%u registrations%s); it can be deleted once unused",
-				     event, e->refs,
-				     e->used_by ? ", enabled" : "");
-		} else {
-			ue_destroy(r, e);
-			ret = 0;
-		}
-	} else if (e) {
-		char *have = hvtrace_ue_dyn_line(e->def);
-
-		ret = ue_err(err, -ENOENT,
-			     "no event \"%s\" with these fields; the delete command must repeat them (%s)",
-			     event, have ? have : "?");
-		free(have);
-	} else {
-		ret = ue_err(err, -ENOENT, "no event \"%s\"", event);
-	}
-out:
-	free(argv);
-	return ret;
-}
-
-static int ue_dyn_apply_locked(struct hvtrace_ue_registry *r, const char *line,
-			       size_t len, struct hvtrace_ue_error *err)
-{
-	char *copy, *hash;
-	struct ue_event *e;
-	bool created;
-	int ret;
-
-	if (len > HVT_UE_MAX_LINE)
-		return ue_err(err, -E2BIG,
-			      "line is %zu bytes; dynamic_events lines are limited to %u",
-			      len, HVT_UE_MAX_LINE);
-	if (memchr(line, '\0', len) || memchr(line, '\n', len))
-		return ue_err(err, -EINVAL,
-			      "a line must not contain NUL or newline bytes");
-	copy = malloc(len + 1);
-	if (!copy)
-		return ue_err(err, -ENOMEM, "out of memory");
-	memcpy(copy, line, len);
-	copy[len] = '\0';
-	/* Comments run from '#' to the end of the line. */
-	hash = strchr(copy, '#');
-	if (hash)
-		*hash = '\0';
-
-	if (copy[0] == '-' || copy[0] == '!') {
-		ret = ue_dyn_delete(r, copy, err);
-	} else if (*ue_skip_spaces(copy) == '\0') {
-		ret = 0;
-	} else if (strncmp(copy, HVT_UE_PREFIX, 2)) {
-		char ex[64];
-
-		ue_excerpt(ex, sizeof(ex), copy, strlen(copy));
-		ret = ue_err(err, -EINVAL,
-			     "\"%s\" is not a user_events command: write u:NAME [fields] to define an event, !u:NAME [fields] to delete one",
-			     ex);
-	} else {
-		ret = ue_define(r, ue_skip_spaces(copy + 2), true, &e,
-				&created, err);
-	}
-	free(copy);
-	return ret;
-}
-
-int hvtrace_ue_dyn_apply(struct hvtrace_ue_registry *r, const char *line,
-		     struct hvtrace_ue_error *err)
-{
-	int ret;
-
-	ue_clear_err(err);
-	pthread_mutex_lock(&r->lock);
-	ret = ue_dyn_apply_locked(r, line, strlen(line), err);
-	pthread_mutex_unlock(&r->lock);
-	return ret;
-}
-
-long hvt_ue_dyn_write(struct hvtrace_ue_registry *r, const char *buf, size_t len,
-		      struct hvtrace_ue_error *err)
-{
-	size_t pos = 0;
-	int ret = 0;
-
-	ue_clear_err(err);
-	if (memchr(buf, '\0', len))
-		return ue_err(err, -EINVAL,
-			      "dynamic_events text must not contain NUL bytes");
-	pthread_mutex_lock(&r->lock);
-	while (pos < len) {
-		const char *nl = memchr(buf + pos, '\n', len - pos);
-		size_t n = nl ? (size_t)(nl - (buf + pos)) : len - pos;
-
-		ret = ue_dyn_apply_locked(r, buf + pos, n, err);
-		if (ret)
-			break;
-		pos += n + (nl ? 1 : 0);
-	}
-	pthread_mutex_unlock(&r->lock);
-	return ret ? ret : (long)len;
-}
-
-int hvtrace_ue_dyn_clear(struct hvtrace_ue_registry *r, struct hvtrace_ue_error *err)
-{
-	struct ue_event *e;
-	int n = 0, ret = 0;
-
-	ue_clear_err(err);
-	pthread_mutex_lock(&r->lock);
-	for (e = r->head; e; e = e->next) {
-		if (ue_busy(e)) {
-			ret = ue_err(err, -EBUSY,
-				     "event \"%s\" is in use; nothing was deleted",
-				     e->def->name);
-			break;
-		}
-	}
-	while (!ret && r->head) {
-		ue_destroy(r, r->head);
-		n++;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return ret ? ret : n;
-}
-
 int hvtrace_ue_set_enabled(struct hvtrace_ue_registry *r, const char *name,
 		       unsigned int consumer, bool on,
 		       struct hvtrace_ue_error *err)
@@ -961,20 +674,6 @@ char *hvtrace_ue_status_text(struct hvtrace_ue_registry *r)
 	}
 	pthread_mutex_unlock(&r->lock);
 	ue_buf_printf(&b, "\nActive: %u\nBusy: %u\n", active, busy);
-	return ue_buf_finish(&b);
-}
-
-char *hvtrace_ue_dyn_events_text(struct hvtrace_ue_registry *r)
-{
-	struct ue_buf b = { 0 };
-	struct ue_event *e;
-
-	pthread_mutex_lock(&r->lock);
-	for (e = r->head; e; e = e->next) {
-		ue_dyn_line_into(&b, e->def);
-		ue_buf_put(&b, "\n", 1);
-	}
-	pthread_mutex_unlock(&r->lock);
 	return ue_buf_finish(&b);
 }
 

@@ -7,6 +7,7 @@
 #ifndef HVT_USEREVENTS_LOCAL_H
 #define HVT_USEREVENTS_LOCAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -152,5 +153,69 @@ void ue_dyn_line_into(struct ue_buf *b, const struct hvtrace_ue_def *def);
 /* Bob Jenkins' lookup3 as the kernel's jhash(): the user_events table
  * hashes event names with it, which fixes the user_events_status order. */
 uint32_t ue_jhash(const void *key, uint32_t length, uint32_t initval);
+
+/* --- registry internals (ue_registry.c; ue_dynevents.c uses them) ------ */
+
+#define UE_HASH_BITS	8
+#define UE_HASH_SIZE	(1u << UE_HASH_BITS)
+
+struct ue_owner_ref {
+	uint64_t owner;
+	uint32_t count;
+};
+
+struct ue_event {
+	struct hvtrace_ue_def *def;
+	char *format;
+	uint32_t id;
+	uint32_t bit;
+	uint8_t used_by;
+	bool persistent;
+	uint32_t refs;			/* sum of owners[].count */
+	struct ue_owner_ref *owners;
+	uint32_t nr_owners;
+	uint32_t cap_owners;
+	struct ue_event *hnext;		/* bucket chain, newest first */
+	struct ue_event *prev, *next;	/* creation order */
+	uint32_t bucket;
+};
+
+struct hvtrace_ue_registry {
+	pthread_mutex_t lock;
+	unsigned int max_events;	/* enable bits: by_bit[] slots */
+	unsigned int limit;		/* events allowed, <= max_events */
+	uint32_t id_base;
+	uint32_t next_id;
+	unsigned int nr_events;
+	struct ue_event *buckets[UE_HASH_SIZE];
+	struct ue_event *head, *tail;
+	struct ue_event **by_bit;	/* max_events slots */
+	uint64_t *id_used;		/* bitmap over [id_base, ID_MAX] */
+	struct ue_event **by_id;	/* [id - id_base]: O(1) by id */
+	uint64_t *enabled;		/* bitmap over bits */
+	uint64_t gen;
+	void (*hook)(void *arg, uint32_t bit, bool on);
+	void *hook_arg;
+	/* hvtrace_ue_register_at(): the binding the event it creates should
+	 * get; set only for that call, under the lock. */
+	const struct hvtrace_ue_reg *want;
+};
+
+/* The event named @name, or NULL (lock held). */
+struct ue_event *ue_find(struct hvtrace_ue_registry *r, const char *name);
+/* Whether an owner or a consumer uses @e. */
+bool ue_busy(const struct ue_event *e);
+/* Unlink and free @e (lock held). */
+void ue_destroy(struct hvtrace_ue_registry *r, struct ue_event *e);
+/*
+ * Find or create the event of definition @text (lock held): the name and
+ * field match first, then the parse, then the limits.  On success *out is
+ * the event (new or existing) and *created says which.
+ */
+int ue_define(struct hvtrace_ue_registry *r, const char *text,
+	      bool persistent, struct ue_event **out, bool *created,
+	      struct hvtrace_ue_error *err);
+/* Clear @err (may be NULL). */
+void ue_clear_err(struct hvtrace_ue_error *err);
 
 #endif /* HVT_USEREVENTS_LOCAL_H */
