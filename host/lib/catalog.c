@@ -4,9 +4,9 @@
  *
  * A catalog is the list of event formats (tracefs format file texts) a
  * buffer's pages refer to; trace.dat files, the tracefs-style view and
- * hvtraced's area remotes build theirs here.  Remote writers get theirs by writer kind: the
- * built-in "hvtrace" events (hvtrace_builtin_format()), plus the
- * hypervisor's events for HVT_WRITER_HYP areas (<hvtrace/hyp_events.h>).
+ * hvtraced's area remotes build theirs here.  Remote writers get theirs by
+ * writer kind: the built-in "hvtrace" events (hvtrace_builtin_format()), plus
+ * the hypervisor's events for HVT_WRITER_HYP areas (<hvtrace/hyp_events.h>).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,8 +18,8 @@
 #include "internal.h"
 
 int hvtrace_catalog_add(struct hvtrace_catalog *c, const char *system,
-			 const char *name, uint32_t id, const char *text,
-			 int bit)
+			const char *name, uint32_t id, const char *text,
+			int bit)
 {
 	struct hvtrace_catalog_format *f;
 	int *b;
@@ -81,8 +81,7 @@ hvtrace_catalog_find(const struct hvtrace_catalog *c, uint32_t id, int *bit)
 	return NULL;
 }
 
-int hvtrace_catalog_add_writer(struct hvtrace_catalog *c,
-				uint32_t writer_kind)
+int hvtrace_catalog_add_writer(struct hvtrace_catalog *c, uint32_t writer_kind)
 {
 	const char *text, *name;
 	unsigned int i, id;
@@ -105,7 +104,7 @@ int hvtrace_catalog_add_writer(struct hvtrace_catalog *c,
 		if (!ev || !ev->format)
 			continue;
 		ret = hvtrace_catalog_add(c, ev->system, ev->name, ev->id,
-					   ev->format, (int)ev->index);
+					  ev->format, (int)ev->index);
 		if (ret)
 			return ret;
 	}

@@ -45,9 +45,9 @@ static void pk_put64(uint8_t *p, uint64_t v)
 }
 
 int hvtrace_pack_init(struct hvtrace_pack *p, uint32_t page_size,
-		       int (*emit)(void *ctx, const uint8_t *page,
-				   uint32_t size),
-		       void *ctx)
+		      int (*emit)(void *ctx, const uint8_t *page,
+				  uint32_t size),
+		      void *ctx)
 {
 	memset(p, 0, sizeof(*p));
 	if (page_size < HVT_ABI_MIN_SUBBUF_SIZE ||
@@ -128,7 +128,7 @@ int hvtrace_pack_add_lost(struct hvtrace_pack *p, uint64_t count, bool known)
 }
 
 int hvtrace_pack_add_event(struct hvtrace_pack *p, uint64_t ts,
-			const uint8_t *rec, uint32_t len)
+			   const uint8_t *rec, uint32_t len)
 {
 	uint32_t need, hdr_len, limit, at;
 	uint64_t delta;
