@@ -13,8 +13,8 @@
 # Dependencies point down only: tracedat -> daemon -> core, fuse -> daemon
 # -> core; the core links neither FUSE nor any other host library
 # (tests/foundation/layering checks it).  Each library has a private
-# header of its own (host/lib/internal.h, host/tracedat/tdat.h,
-# host/proto/dfeed.h, host/fuse/fz.h, host/userevents/userevents-local.h);
+# header of its own (host/lib/hvtrace-local.h, host/tracedat/tracedat-local.h,
+# host/proto/dfeed.h, host/fuse/fuse-local.h, host/userevents/userevents-local.h);
 # programs see host/include only.  Every library is built static and
 # shared, with a symbol map (host/<lib>.map) and a pkg-config file
 # (host/<name>.pc.in).

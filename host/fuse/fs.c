@@ -36,7 +36,7 @@
 #include <fuse_lowlevel.h>
 #include <hvtrace/proto.h>
 
-#include "fz.h"
+#include "fuse-local.h"
 
 enum fz_kind {
 	K_NONE = 0,

@@ -30,7 +30,7 @@
 
 #include <fuse_lowlevel.h>
 
-#include "fz.h"
+#include "fuse-local.h"
 
 struct fz_watch {
 	pthread_t thr;

@@ -25,7 +25,7 @@
 
 #include <hvtrace/proto.h>
 
-#include "fz.h"
+#include "fuse-local.h"
 
 #define FZA_PAGES	 64 /* per CPU per round */
 #define FZA_POLL_MAX_US	 50000

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fz.h"
+#include "fuse-local.h"
 #include "../proto/dfeed.h"
 
 #define FZD_REFRESH_NS	  300000000ULL	/* remotes list */

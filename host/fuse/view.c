@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libhvtrace: the model behind hvtrace mount (see fz.h, docs/fuse.md).
+ * libhvtrace: the model behind hvtrace mount (see fuse-local.h, docs/fuse.md).
  *
  * Each remote has, per CPU, a queue of the records its source delivered:
  * that queue is what the view shows as the remote's ring buffer.  `trace`
@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fz.h"
+#include "fuse-local.h"
 #include "../proto/dfeed.h"
 
 int fz_view_init(struct fz_view *v)

@@ -15,7 +15,7 @@
 
 #include <hvtrace/hyp_events.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 int hvtrace_catalog_add(struct hvtrace_catalog *c, const char *system,
 			const char *name, uint32_t id, const char *text,

@@ -65,7 +65,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 #include "subbuf.h"
 
 #define KR_MAGIC		0xBADFEEDu

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 #define PK_SMALL_MAX (HVT_TYPE_DATA_MAX * 4u) /* 112 */
 

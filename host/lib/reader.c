@@ -52,7 +52,7 @@
 #include <hvtrace/page.h>
 #include <hvtrace/ring_buffer.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 #include "subbuf.h"
 
 static inline const struct hvt_subbuf_desc *rd_desc(const struct hvt_rd_cpu *c,

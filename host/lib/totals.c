@@ -16,7 +16,7 @@
 
 #include <hvtrace/page.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 struct tot_cpu {
 	const struct hvt_cpu_meta *meta;

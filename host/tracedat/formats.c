@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tdat.h"
+#include "tracedat-local.h"
 
 int hvt_tdat_format_parse_head(const char *text, char *name, size_t name_len,
 			       uint32_t *id)

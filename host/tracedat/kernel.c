@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tdat.h"
+#include "tracedat-local.h"
 
 #define KN_PATH_MAX 1024
 

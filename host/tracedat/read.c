@@ -40,7 +40,7 @@
 
 #include <hvtrace/page.h>
 
-#include "tdat.h"
+#include "tracedat-local.h"
 
 #define RD_MAX_TEXT	    (512u << 20) /* one metadata text */
 #define RD_MAX_OPTION	    (64u << 20)

@@ -56,7 +56,7 @@
 #include <hvtrace/config.h>
 #include <hvtrace/page.h>
 
-#include "tdat.h"
+#include "tracedat-local.h"
 
 #define RC_MAX_SOURCES	  64u
 #define RC_PAGES_PER_POLL 64u /* per CPU, for fairness */

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-#include "tdat.h"
+#include "tracedat-local.h"
 
 /* --- per-CPU packing ------------------------------------------------------ */
 

@@ -38,7 +38,7 @@
 
 #include <hvtrace/config.h>
 
-#include "tdat.h"
+#include "tracedat-local.h"
 #include "../proto/dfeed.h"
 
 #define DR_MAX_REMOTES 64u

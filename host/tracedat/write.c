@@ -48,7 +48,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "tdat.h"
+#include "tracedat-local.h"
 
 #define WR_OBUF_SIZE   (256u * 1024)
 #define WR_MAX_BUFFERS 256u

@@ -143,7 +143,7 @@ done < <(sources shared hyp guest | grep -v '^tests/' |
 echo "include directions: $nr project includes of shared/, hyp/ and guest/ checked"
 
 # --- 3. the core includes nothing of the libraries above it ----------------
-upper='hvtrace-tracedat\.h|hvtrace-daemon\.h|hvtrace-fuse\.h|tdat\.h|dfeed\.h|fz\.h'
+upper='hvtrace-tracedat\.h|hvtrace-daemon\.h|hvtrace-fuse\.h|tracedat-local\.h|dfeed\.h|fuse-local\.h'
 nr=0
 while IFS= read -r hit; do
 	fail "$hit: the core library includes a header of a library above it"

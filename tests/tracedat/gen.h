@@ -24,7 +24,7 @@
 
 #include <hvtrace-tracedat.h>
 
-#include "../../host/tracedat/tdat.h"
+#include "../../host/tracedat/tracedat-local.h"
 #include "hvt_test.h"
 
 #define GEN_MAX_EVENTS 4096

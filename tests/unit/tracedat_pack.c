@@ -17,7 +17,7 @@
 
 #include <kbuffer.h>
 
-#include "../../host/tracedat/tdat.h"
+#include "../../host/tracedat/tracedat-local.h"
 #include "hvt_test.h"
 
 #define PAGE   4096u

@@ -14,8 +14,8 @@
  *              source, metadata and finishing
  *   read.c     the trace.dat v6/v7 reader and trace-cmd style printing
  */
-#ifndef HVT_TDAT_H
-#define HVT_TDAT_H
+#ifndef HVT_TRACEDAT_LOCAL_H
+#define HVT_TRACEDAT_LOCAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -23,7 +23,7 @@
 
 #include <hvtrace-tracedat.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 /* trace-cmd option and section ids (lib/trace-cmd/include/trace-cmd.h). */
 enum {
@@ -361,4 +361,4 @@ HVT_INTERNAL void hvt_tdat_rkernel_close(struct hvt_tdat_rkernel *rk);
  */
 HVT_INTERNAL int hvt_tdat_rec_end(struct hvtrace_tracedat_writer *w, int ret);
 
-#endif /* HVT_TDAT_H */
+#endif /* HVT_TRACEDAT_LOCAL_H */

@@ -3,8 +3,8 @@
  * libhvtrace internals shared by the files of host/lib and the other host
  * components compiled into the library.
  */
-#ifndef HVT_HOST_INTERNAL_H
-#define HVT_HOST_INTERNAL_H
+#ifndef HVT_HVTRACE_LOCAL_H
+#define HVT_HVTRACE_LOCAL_H
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -207,4 +207,4 @@ HVT_INTERNAL void hvt_area_publish_pos(struct hvtrace_area *a, uint32_t cpu,
 HVT_INTERNAL void hvt_area_publish_consumer(struct hvtrace_area *a,
 					    uint32_t cpu, uint32_t seq);
 
-#endif /* HVT_HOST_INTERNAL_H */
+#endif /* HVT_HVTRACE_LOCAL_H */

@@ -21,8 +21,8 @@
  * ever taken inside the view lock (replying, checking an interrupt), never
  * the other way round.
  */
-#ifndef HVT_FZ_H
-#define HVT_FZ_H
+#ifndef HVT_FUSE_LOCAL_H
+#define HVT_FUSE_LOCAL_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -32,7 +32,7 @@
 #include <hvtrace.h>
 #include <hvtrace-fuse.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 #define FZ_CLOCK_NATIVE 0 /* the writer's own clock */
 #define FZ_CLOCK_MONO	1 /* host CLOCK_MONOTONIC (the clock model) */
@@ -258,4 +258,4 @@ HVT_INTERNAL void fz_fs_fini(struct fz_view *v);
 /* Answer every parked read with the end of file (lock held). */
 HVT_INTERNAL void fz_fs_release_waiters(struct fz_view *v);
 
-#endif /* HVT_FZ_H */
+#endif /* HVT_FUSE_LOCAL_H */
