@@ -3,9 +3,11 @@
 # host/: the host libraries, split by job, and the programs built on them.
 #
 #   library               sources                         public header
-#   libhvtrace            host/lib, userevents, hypevents hvtrace.h,
-#     (the core: areas, rings, page reader, decoding,    hvtrace-userevents.h
-#      text, event catalogs, page packing, user events)
+#   libhvtrace            host/lib, userevents, hypevents hvtrace.h (includes
+#     (the core: areas, rings, page reader, decoding,    hvtrace-ring.h,
+#      text, event catalogs, page packing, user events)  hvtrace-events.h,
+#                                                        hvtrace-loopback.h),
+#                                                        hvtrace-userevents.h
 #   libhvtrace-tracedat   host/tracedat                   hvtrace-tracedat.h
 #   libhvtrace-daemon     host/proto (hvtraced client)    hvtrace-daemon.h
 #   libhvtrace-fuse       host/fuse (hvtrace mount)       hvtrace-fuse.h

@@ -199,13 +199,16 @@ check_map() {
 		fail "host/lib$lib.map exports $s, which no public header of lib$lib declares"
 	done < <(comm -13 <(api_of "$@") <(map_of "$map"))
 }
-check_map hvtrace host/include/hvtrace.h host/include/hvtrace-userevents.h
+check_map hvtrace host/include/hvtrace.h host/include/hvtrace-ring.h \
+	host/include/hvtrace-events.h host/include/hvtrace-loopback.h \
+	host/include/hvtrace-userevents.h
 check_map hvtrace-tracedat host/include/hvtrace-tracedat.h
 check_map hvtrace-daemon host/include/hvtrace-daemon.h
 check_map hvtrace-fuse host/include/hvtrace-fuse.h
 for h in host/include/hvtrace*.h; do
 	case ${h##*/} in
-	hvtrace.h | hvtrace-userevents.h | hvtrace-tracedat.h | hvtrace-daemon.h | hvtrace-fuse.h) ;;
+	hvtrace.h | hvtrace-ring.h | hvtrace-events.h | hvtrace-loopback.h) ;;
+	hvtrace-userevents.h | hvtrace-tracedat.h | hvtrace-daemon.h | hvtrace-fuse.h) ;;
 	*) fail "$h belongs to no library this test knows: add it to check_map" ;;
 	esac
 done
