@@ -106,7 +106,8 @@ endif
 
 PROGS += $(HVTRACE_BIN)
 INSTALL_BIN += $(HVTRACE_BIN)
-INSTALL_HDR += $(wildcard $(srctree)/host/include/hvtrace*.h)
+INSTALL_HDR += $(filter-out $(if $(LIBHVT_FUSE),,%/hvtrace-fuse.h),\
+	$(wildcard $(srctree)/host/include/hvtrace*.h))
 
 endif
 
