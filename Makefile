@@ -198,6 +198,7 @@ BENCH_PROGS :=
 INSTALL_BIN :=
 INSTALL_LIB :=
 INSTALL_HDR :=
+INSTALL_PC :=		# pkg-config templates (NAME.pc.in)
 CHECK_DEPS :=
 
 include $(srctree)/shared/Build.mk
@@ -275,7 +276,7 @@ install: all
 	$(Q)HVT_OBJTREE=$(objtree) HVT_SRCTREE=$(srctree) DESTDIR="$(DESTDIR)" \
 		PREFIX="$(PREFIX)" INSTALL_BIN="$(INSTALL_BIN)" \
 		INSTALL_LIB="$(INSTALL_LIB)" INSTALL_HDR="$(INSTALL_HDR)" \
-		$(srctree)/scripts/install.sh
+		INSTALL_PC="$(INSTALL_PC)" $(srctree)/scripts/install.sh
 
 clean:
 	$(Q)rm -rf $(filter-out $(objtree)/.config $(objtree)/include,$(wildcard $(objtree)/*))

@@ -1,71 +1,113 @@
 # SPDX-License-Identifier: MIT
 #
-# host/: libhvtrace (the read-only host reader and everything built on it)
-# and the hvtrace CLI.
+# host/: the host libraries, split by job, and the programs built on them.
 #
-#   host/include/hvtrace.h   public API (installed); hvtrace-tracedat.h:
-#                            trace.dat files
-#   host/lib/                area attach, per-CPU reader, kernel mmap
-#                            backend, decoding, text output
-#   host/userevents/         user_events grammar, formats, registry
-#   host/<component>/        further library components (globbed below)
-#   host/cli/                the hvtrace command; one cmd_*.c per verb
-#   host/hvtraced/           the host daemon
+#   library               sources                         public header
+#   libhvtrace            host/lib, userevents, hypevents hvtrace.h (includes
+#     (the core: areas, rings, page reader, decoding,    hvtrace-ring.h,
+#      text, event catalogs, page packing, user events)  hvtrace-events.h,
+#                                                        hvtrace-loopback.h),
+#                                                        hvtrace-userevents.h
+#   libhvtrace-tracedat   host/tracedat                   hvtrace-tracedat.h
+#   libhvtrace-daemon     host/proto (hvtraced client)    hvtrace-daemon.h
+#   libhvtrace-fuse       host/fuse (hvtrace mount)       hvtrace-fuse.h
+#
+# Dependencies point down only: tracedat -> daemon -> core, fuse -> daemon
+# -> core; the core links neither FUSE nor any other host library
+# (tests/foundation/layering checks it).  Each library has a private
+# header of its own (host/lib/hvtrace-local.h, host/tracedat/tracedat-local.h,
+# host/proto/dfeed.h, host/fuse/fuse-local.h, host/userevents/userevents-local.h);
+# programs see host/include only.  Every library is built static and
+# shared, with a symbol map (host/<lib>.map) and a pkg-config file
+# (host/<name>.pc.in).
+#
+#   host/cli/        the hvtrace command; one cmd_*.c per verb
+#   host/hvtraced/   the host daemon
 
 ifeq ($(CONFIG_HVT_HOST),y)
 
-HOST_LIB_DIRS := lib userevents hypevents proto tracedat
+HOST_LIB_CFLAGS := -fPIC -fvisibility=hidden -I$(srctree)/host/include \
+	-I$(srctree)/host/lib $(TRACEEVENT_CFLAGS) -DHVT_BUILD_LIB
+HOST_PROG_CFLAGS := -I$(srctree)/host/include $(TRACEEVENT_CFLAGS)
+
+# $(call host-lib,VAR,NAME,DIRS,EXTRA_CFLAGS,SHARED_LIBS)
+#   VAR:   make variable prefix (LIBHVT_CORE ...)
+#   NAME:  library name (hvtrace, hvtrace-tracedat, ...): lib$(NAME).a,
+#          lib$(NAME).so.1 linked with host/lib$(NAME).map
+#   DIRS:  host/ folders whose *.c it holds
+#   SHARED_LIBS: what the shared object links
+define host-lib
+$(1)_SRCS := $$(foreach d,$(3),$$(wildcard $$(srctree)/host/$$(d)/*.c))
+$(1)_OBJS := $$(patsubst $$(srctree)/%.c,$$(objtree)/%.o,$$($(1)_SRCS))
+$(1) := $$(objtree)/lib/lib$(2).a
+$(1)_SO := $$(objtree)/lib/lib$(2).so.1
+$$($(1)_OBJS): EXTRA_CFLAGS += $$(HOST_LIB_CFLAGS) $(4)
+$$($(1)): $$($(1)_OBJS)
+	$$(call archive,$$^)
+$$($(1)_SO): $$($(1)_OBJS) $$(srctree)/host/lib$(2).map $(filter %.a %.so.1,$(5))
+	@mkdir -p $$(@D)
+	$$(quiet) LD $$(patsubst $$(objtree)/%,%,$$@)
+	$$(Q)$$(CC) $$(LDFLAGS) -shared -Wl,-soname,lib$(2).so.1 \
+		-Wl,--version-script=$$(srctree)/host/lib$(2).map -Wl,--no-undefined \
+		-o $$@ $$($(1)_OBJS) $(5)
+	$$(Q)ln -sf lib$(2).so.1 $$(objtree)/lib/lib$(2).so
+PROGS += $$($(1)) $$($(1)_SO)
+INSTALL_LIB += $$($(1)) $$($(1)_SO)
+INSTALL_PC += $$(srctree)/host/$(2).pc.in
+endef
+
+# The core; host/lib holds the shared objects' private symbols (the
+# HVTRACE_PRIVATE node of its map) that the other libraries call.
+$(eval $(call host-lib,LIBHVT_CORE,hvtrace,lib userevents hypevents,$(TRACEFS_CFLAGS),\
+	$(LIBHVTCORE) $(TRACEEVENT_LIBS) $(TRACEFS_LIBS) -pthread))
+# The page feed of host/proto/dfeed.h is called by the tracedat and FUSE
+# libraries and declares no visibility: default, limited by the map.
+$(eval $(call host-lib,LIBHVT_DAEMON,hvtrace-daemon,proto,-fvisibility=default,\
+	$(LIBHVTCORE) $(objtree)/lib/libhvtrace.so.1 -pthread))
+$(eval $(call host-lib,LIBHVT_TRACEDAT,hvtrace-tracedat,tracedat,,\
+	$(LIBHVTCORE) $(objtree)/lib/libhvtrace-daemon.so.1 \
+	$(objtree)/lib/libhvtrace.so.1 $(TRACEEVENT_LIBS) -pthread))
 ifeq ($(CONFIG_HVT_HOST_FUSE),y)
-HOST_LIB_DIRS += fuse
+$(eval $(call host-lib,LIBHVT_FUSE,hvtrace-fuse,fuse,\
+	$(FUSE_CFLAGS) -DFUSE_USE_VERSION=35,\
+	$(LIBHVTCORE) $(objtree)/lib/libhvtrace-daemon.so.1 \
+	$(objtree)/lib/libhvtrace.so.1 $(FUSE_LIBS) -pthread))
 endif
-LIBHVTRACE_SRCS := $(foreach d,$(HOST_LIB_DIRS),$(wildcard $(srctree)/host/$(d)/*.c))
-LIBHVTRACE_OBJS := $(patsubst $(srctree)/%.c,$(objtree)/%.o,$(LIBHVTRACE_SRCS))
-LIBHVTRACE := $(objtree)/lib/libhvtrace.a
-LIBHVTRACE_SO := $(objtree)/lib/libhvtrace.so.1
-HOST_EXT_LIBS := $(TRACEEVENT_LIBS) $(TRACEFS_LIBS) $(FUSE_LIBS) -lm
-HOST_CFLAGS := -fPIC -fvisibility=hidden -I$(srctree)/host/include \
-	-I$(srctree)/host/lib $(TRACEEVENT_CFLAGS) $(TRACEFS_CFLAGS) $(FUSE_CFLAGS) \
-	-DHVT_BUILD_LIB
 
-$(LIBHVTRACE_OBJS): EXTRA_CFLAGS += $(HOST_CFLAGS)
-$(objtree)/host/fuse/%.o: EXTRA_CFLAGS += -DFUSE_USE_VERSION=35
-
-$(LIBHVTRACE): $(LIBHVTRACE_OBJS) $(CORE_OBJS)
-	$(call archive,$^)
-
-$(LIBHVTRACE_SO): $(LIBHVTRACE_OBJS) $(CORE_OBJS)
-	@mkdir -p $(@D)
-	$(quiet) LD $(patsubst $(objtree)/%,%,$@)
-	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libhvtrace.so.1 -o $@ $^ $(HOST_EXT_LIBS)
-	$(Q)ln -sf libhvtrace.so.1 $(objtree)/lib/libhvtrace.so
+# The core archive alone (tests/foundation/layering reads it), and every
+# host archive in link order, for the tests and tools that use them all.
+LIBHVTRACE_CORE := $(LIBHVT_CORE)
+LIBHVTRACE := $(LIBHVT_FUSE) $(LIBHVT_TRACEDAT) $(LIBHVT_DAEMON) $(LIBHVT_CORE)
+HOST_EXT_LIBS := $(TRACEEVENT_LIBS) $(TRACEFS_LIBS) \
+	$(if $(LIBHVT_FUSE),$(FUSE_LIBS)) -lm
 
 # The CLI: host/cli/*.c; verbs register themselves (see host/cli/cli.h).
 CLI_SRCS := $(wildcard $(srctree)/host/cli/*.c)
 CLI_OBJS := $(patsubst $(srctree)/%.c,$(objtree)/%.o,$(CLI_SRCS))
 HVTRACE_BIN := $(objtree)/bin/hvtrace
-$(CLI_OBJS): EXTRA_CFLAGS += -I$(srctree)/host/include -I$(srctree)/host/cli \
-	-I$(srctree)/host/lib $(TRACEEVENT_CFLAGS)
-
-$(HVTRACE_BIN): $(CLI_OBJS) $(LIBHVTRACE) $(LIBHVTCORE)
-	$(call link,$(CLI_OBJS),$(LIBHVTRACE) $(LIBHVTCORE) $(HOST_EXT_LIBS))
+CLI_LIBS := $(LIBHVT_FUSE) $(LIBHVT_TRACEDAT) $(LIBHVT_DAEMON) $(LIBHVT_CORE) \
+	$(LIBHVTCORE)
+$(CLI_OBJS): EXTRA_CFLAGS += $(HOST_PROG_CFLAGS) -I$(srctree)/host/cli
+$(HVTRACE_BIN): $(CLI_OBJS) $(CLI_LIBS)
+	$(call link,$(CLI_OBJS),$(CLI_LIBS) $(HOST_EXT_LIBS))
 
 # The daemon.
 HVTRACED_SRCS := $(wildcard $(srctree)/host/hvtraced/*.c)
 ifneq ($(HVTRACED_SRCS),)
 HVTRACED_OBJS := $(patsubst $(srctree)/%.c,$(objtree)/%.o,$(HVTRACED_SRCS))
 HVTRACED_BIN := $(objtree)/bin/hvtraced
-$(HVTRACED_OBJS): EXTRA_CFLAGS += -I$(srctree)/host/include -I$(srctree)/host/lib $(TRACEEVENT_CFLAGS)
-$(HVTRACED_BIN): $(HVTRACED_OBJS) $(LIBHVTRACE) $(LIBHVTCORE)
-	$(call link,$(HVTRACED_OBJS),$(LIBHVTRACE) $(LIBHVTCORE) $(HOST_EXT_LIBS))
+HVTRACED_LIBS := $(LIBHVT_CORE) $(LIBHVTCORE)
+$(HVTRACED_OBJS): EXTRA_CFLAGS += $(HOST_PROG_CFLAGS)
+$(HVTRACED_BIN): $(HVTRACED_OBJS) $(HVTRACED_LIBS)
+	$(call link,$(HVTRACED_OBJS),$(HVTRACED_LIBS) $(TRACEEVENT_LIBS) $(TRACEFS_LIBS))
 PROGS += $(HVTRACED_BIN)
 INSTALL_BIN += $(HVTRACED_BIN)
 endif
 
-PROGS += $(LIBHVTRACE) $(LIBHVTRACE_SO) $(HVTRACE_BIN)
+PROGS += $(HVTRACE_BIN)
 INSTALL_BIN += $(HVTRACE_BIN)
-INSTALL_LIB += $(LIBHVTRACE) $(LIBHVTRACE_SO)
-INSTALL_HDR += $(srctree)/host/include/hvtrace.h \
-	$(srctree)/host/include/hvtrace-tracedat.h
+INSTALL_HDR += $(filter-out $(if $(LIBHVT_FUSE),,%/hvtrace-fuse.h),\
+	$(wildcard $(srctree)/host/include/hvtrace*.h))
 
 endif
 

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# make install: the host library (static and shared), its headers, a
-# pkg-config file, the hvtrace CLI, hvtraced, and the man pages.
+# make install: the host libraries (static and shared), their headers,
+# their pkg-config files, the hvtrace CLI, hvtraced, and the man pages.
 # Honours DESTDIR and PREFIX.
 set -euo pipefail
 : "${HVT_OBJTREE:?}" "${HVT_SRCTREE:?}"
@@ -24,7 +24,8 @@ for f in $INSTALL_LIB; do
 	case $f in
 	*.so.*)
 		install -m 0755 "$f" "$libdir/"
-		ln -sf "$(basename "$f")" "$libdir/libhvtrace.so"
+		b=$(basename "$f")
+		ln -sf "$b" "$libdir/${b%%.so.*}.so"
 		;;
 	*) install -m 0644 "$f" "$libdir/" ;;
 	esac
@@ -34,13 +35,18 @@ for f in $INSTALL_HDR; do
 	install -m 0644 "$f" "$incdir/"
 	echo "  INSTALL $incdir/$(basename "$f")"
 done
-# The public header includes the ABI header.
-install -m 0644 "$HVT_SRCTREE/shared/include/hvtrace/abi.h" "$incdir/hvtrace/abi.h"
-echo "  INSTALL $incdir/hvtrace/abi.h"
+# The public headers include the ABI header; <hvtrace-daemon.h> the
+# protocol's.
+for h in abi.h proto.h; do
+	install -m 0644 "$HVT_SRCTREE/shared/include/hvtrace/$h" "$incdir/hvtrace/$h"
+	echo "  INSTALL $incdir/hvtrace/$h"
+done
 
-sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" \
-	"$HVT_SRCTREE/host/hvtrace.pc.in" >"$pcdir/hvtrace.pc"
-echo "  INSTALL $pcdir/hvtrace.pc"
+for f in $INSTALL_PC; do
+	pc=$(basename "$f" .in)
+	sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" "$f" >"$pcdir/$pc"
+	echo "  INSTALL $pcdir/$pc"
+done
 
 for sec in 1 3 7 8; do
 	for m in "$HVT_SRCTREE"/docs/man/*.$sec; do

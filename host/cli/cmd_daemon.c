@@ -16,7 +16,7 @@
 #include <hvtrace.h>
 
 #include "cli.h"
-#include "../proto/dclient.h"
+#include <hvtrace-daemon.h>
 
 static const char daemon_usage[] =
 	"usage: hvtrace daemon [start] [--foreground] [--socket PATH]\n"
@@ -53,7 +53,7 @@ static const char daemon_usage[] =
 	"         wait until it is gone\n"
 	"\n"
 	"--socket PATH   hvtraced's socket (default $HVTRACED_SOCKET or\n"
-	"                " HVT_DCLIENT_DEFAULT_SOCKET ")\n";
+	"                " HVTRACE_DAEMON_DEFAULT_SOCKET ")\n";
 
 static int daemon_start(int argc, char **argv)
 {
@@ -109,14 +109,14 @@ static const char *state_name(uint32_t s)
 					   "disconnected";
 }
 
-static int daemon_status(struct hvt_dclient *dc)
+static int daemon_status(struct hvtrace_daemon *dc)
 {
 	struct hvt_msg m, r;
 	uint32_t i;
 
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_REMOTES;
-	if (hvt_dclient_call(dc, &m, &r, HVT_DCLIENT_TIMEOUT_MS, NULL, NULL))
+	if (hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL))
 		return hvt_cli_error("daemon", "%s", hvtrace_last_error());
 	if (r.type != HVT_MSG_REMOTES)
 		return hvt_cli_error("daemon", "unexpected reply");
@@ -145,18 +145,18 @@ static int daemon_status(struct hvt_dclient *dc)
 }
 
 /* The daemon's pid is its socket peer's; SIGTERM ends it cleanly. */
-static int daemon_stop(struct hvt_dclient *dc, const char *sock)
+static int daemon_stop(struct hvtrace_daemon *dc, const char *sock)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct timespec ts = { 0, 20000000 };
 	int i;
 
-	if (getsockopt(hvt_dclient_fd(dc), SOL_SOCKET, SO_PEERCRED, &cred,
+	if (getsockopt(hvtrace_daemon_fd(dc), SOL_SOCKET, SO_PEERCRED, &cred,
 		       &len) || cred.pid <= 0)
 		return hvt_cli_error("daemon", "cannot tell hvtraced's pid: %s",
 				     strerror(errno));
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	if (kill(cred.pid, SIGTERM))
 		return hvt_cli_error("daemon", "cannot stop hvtraced (pid %d): "
 					       "%s",
@@ -165,7 +165,7 @@ static int daemon_stop(struct hvt_dclient *dc, const char *sock)
 	for (i = 0; i < 500; i++) {
 		if (kill(cred.pid, 0) && errno == ESRCH) {
 			printf("hvtraced (pid %d, %s) stopped\n", (int)cred.pid,
-			       sock ? sock : hvt_dclient_default_socket());
+			       sock ? sock : hvtrace_daemon_default_socket());
 			return HVT_EXIT_OK;
 		}
 		nanosleep(&ts, NULL);
@@ -179,7 +179,7 @@ static int daemon_run(int argc, char **argv)
 {
 	const char *sock = NULL, *remote = NULL, *cmd = "start", *area = NULL;
 	bool disabled = false;
-	struct hvt_dclient *dc;
+	struct hvtrace_daemon *dc;
 	struct hvt_remote_rec rec;
 	int i, rc, first = 1;
 
@@ -223,10 +223,10 @@ static int daemon_run(int argc, char **argv)
 				     area ? "--name " : "guest ");
 	if (disabled && !area)
 		return hvt_cli_usage("daemon", "--disabled goes with --area");
-	if (hvt_dclient_open(sock, &dc)) {
+	if (hvtrace_daemon_open(sock, &dc)) {
 		if (!strcmp(cmd, "stop")) {
 			printf("hvtraced is not running (%s)\n",
-			       sock ? sock : hvt_dclient_default_socket());
+			       sock ? sock : hvtrace_daemon_default_socket());
 			return HVT_EXIT_OK;
 		}
 		return hvt_cli_error("daemon", "%s", hvtrace_last_error());
@@ -239,8 +239,8 @@ static int daemon_run(int argc, char **argv)
 		char *t;
 		size_t len;
 
-		if (hvt_dclient_remote(dc, remote, &rec) ||
-		    hvt_dclient_text(dc, rec.id, HVT_TEXT_INFO, &t, &len)) {
+		if (hvtrace_daemon_find_remote(dc, remote, &rec) ||
+		    hvtrace_daemon_get_text(dc, rec.id, HVT_TEXT_INFO, &t, &len)) {
 			rc = hvt_cli_error("daemon", "%s",
 					   hvtrace_last_error());
 		} else {
@@ -262,7 +262,7 @@ static int daemon_run(int argc, char **argv)
 		if (area && hvt_proto_name_ok(remote, m.u.arg.s.len)) {
 			/* NAME=AREA: a remote that is an area alone. */
 			if (asprintf(&spec, "%s=%s", remote, area) < 0) {
-				hvt_dclient_close(dc);
+				hvtrace_daemon_close(dc);
 				return hvt_cli_error("daemon", "out of memory");
 			}
 			m.type = HVT_MSG_ATTACH_AREA;
@@ -275,7 +275,7 @@ static int daemon_run(int argc, char **argv)
 						     "name (1..31 of "
 						     "[A-Za-z0-9._-])",
 					   remote);
-		} else if (hvt_dclient_result(dc, &m, NULL, text,
+		} else if (hvtrace_daemon_call_result(dc, &m, NULL, text,
 					      sizeof(text))) {
 			rc = hvt_cli_error("daemon", "%s %s: %s", cmd, remote,
 					   hvtrace_last_error());
@@ -286,7 +286,7 @@ static int daemon_run(int argc, char **argv)
 		}
 		free(spec);
 	}
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	return rc;
 }
 

@@ -14,8 +14,8 @@
 #include <hvtrace.h>
 
 #include "cli.h"
-#include "../proto/dclient.h"
-#include "../userevents/userevents.h"
+#include <hvtrace-daemon.h>
+#include <hvtrace-userevents.h>
 
 static const char events_usage[] =
 	"usage: hvtrace events COMMAND [--remote NAME] [--socket PATH] [ARGS]\n"
@@ -50,7 +50,7 @@ static const char events_usage[] =
 	"options:\n"
 	"  --remote NAME       the remote (needed when hvtraced has several)\n"
 	"  --socket PATH       hvtraced's socket (default $HVTRACED_SOCKET or\n"
-	"                      " HVT_DCLIENT_DEFAULT_SOCKET ")\n"
+	"                      " HVTRACE_DAEMON_DEFAULT_SOCKET ")\n"
 	"  -v, --verbose       print what each change did\n"
 	"\n"
 	"examples:\n"
@@ -61,7 +61,7 @@ static const char events_usage[] =
 	"          '!u:myapp_req u32 id; __rel_loc char[] path'\n";
 
 struct ev_ctx {
-	struct hvt_dclient *dc;
+	struct hvtrace_daemon *dc;
 	struct hvt_remote_rec rec;
 	int verbose;
 };
@@ -78,7 +78,7 @@ static int ev_print_text(struct ev_ctx *x, uint32_t kind)
 	char *t;
 	int ret;
 
-	ret = hvt_dclient_text(x->dc, x->rec.id, kind, &t, &len);
+	ret = hvtrace_daemon_get_text(x->dc, x->rec.id, kind, &t, &len);
 	if (ret)
 		return ev_fail(NULL);
 	fwrite(t, 1, len, stdout);
@@ -104,11 +104,11 @@ static int ev_result(struct ev_ctx *x, uint16_t type, uint32_t arg,
 	m.u.arg.arg = arg;
 	m.u.arg.s.ptr = s;
 	m.u.arg.s.len = (uint32_t)strlen(s);
-	ret = hvt_dclient_result(x->dc, &m, &res, text, sizeof(text));
+	ret = hvtrace_daemon_call_result(x->dc, &m, &res, text, sizeof(text));
 	if (ret) {
 		hvt_cli_error("events", "%s '%s': %s (%s)", what, s,
 			      text[0] ? text : strerror(-ret),
-			      hvt_ue_errno_name(ret));
+			      hvtrace_ue_errno_name(ret));
 		return HVT_EXIT_FAIL;
 	}
 	if (x->verbose) {
@@ -215,7 +215,7 @@ static int ev_format_cb_print(struct ev_ctx *x, int argc, char **argv)
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_FORMATS;
 	m.chan = x->rec.id;
-	ret = hvt_dclient_call(x->dc, &m, &r, HVT_DCLIENT_TIMEOUT_MS, NULL,
+	ret = hvtrace_daemon_call(x->dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL,
 			       NULL);
 	for (parts = 0; !ret && parts < 65536; parts++) {
 		bool want = !argc;
@@ -243,8 +243,8 @@ static int ev_format_cb_print(struct ev_ctx *x, int argc, char **argv)
 		if (!(r.flags & HVT_PF_MORE))
 			break;
 		do {
-			ret = hvt_dclient_recv(x->dc, &r,
-					       HVT_DCLIENT_TIMEOUT_MS);
+			ret = hvtrace_daemon_recv(x->dc, &r,
+					       HVTRACE_DAEMON_TIMEOUT_MS);
 		} while (ret == 1 && r.req != m.req);
 		ret = ret == 1 ? 0 : ret ? ret : -ETIMEDOUT;
 	}
@@ -337,9 +337,9 @@ static int events_run(int argc, char **argv)
 	    strcmp(cmd, "cmdlines"))
 		return hvt_cli_usage("events", "unknown command '%s'", cmd);
 
-	if (hvt_dclient_open(sock, &x.dc))
+	if (hvtrace_daemon_open(sock, &x.dc))
 		return ev_fail(NULL);
-	if (hvt_dclient_remote(x.dc, remote, &x.rec)) {
+	if (hvtrace_daemon_find_remote(x.dc, remote, &x.rec)) {
 		rc = ev_fail(NULL);
 		goto out;
 	}
@@ -389,7 +389,7 @@ static int events_run(int argc, char **argv)
 			rc = hvt_cli_usage("events", "tracing takes on or off");
 			goto out;
 		}
-		if (hvt_dclient_result(x.dc, &m, &res, text, sizeof(text))) {
+		if (hvtrace_daemon_call_result(x.dc, &m, &res, text, sizeof(text))) {
 			rc = ev_fail("tracing");
 			goto out;
 		}
@@ -398,7 +398,7 @@ static int events_run(int argc, char **argv)
 		rc = HVT_EXIT_OK;
 	}
 out:
-	hvt_dclient_close(x.dc);
+	hvtrace_daemon_close(x.dc);
 	return rc;
 }
 

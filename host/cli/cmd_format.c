@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "../userevents/userevents.h"
+#include <hvtrace-userevents.h>
 
 #define FORMAT_USAGE							\
 	"usage: hvtrace format [--id N] [--print-fmt | --dyn] DEFINITION...\n" \
@@ -46,12 +46,12 @@
 
 enum format_mode { FMT_FILE, FMT_PRINT, FMT_DYN };
 
-static int format_one(struct hvt_ue_registry *reg, const char *verb,
+static int format_one(struct hvtrace_ue_registry *reg, const char *verb,
 		      const char *def, enum format_mode mode, int *printed)
 {
-	struct hvt_ue_event_info info;
-	struct hvt_ue_error err;
-	struct hvt_ue_reg r;
+	struct hvtrace_ue_event_info info;
+	struct hvtrace_ue_error err;
+	struct hvtrace_ue_reg r;
 	char *text;
 	int ret;
 
@@ -60,18 +60,18 @@ static int format_one(struct hvt_ue_registry *reg, const char *verb,
 		while (*def == ' ' || *def == '\t')
 			def++;
 	}
-	ret = hvt_ue_register(reg, 1, def, &r, &err);
+	ret = hvtrace_ue_register(reg, 1, def, &r, &err);
 	if (ret)
 		return hvt_cli_error(verb, "%s (%s)", err.msg,
-				     hvt_ue_errno_name(ret));
-	if (hvt_ue_lookup_id(reg, r.id, &info))
+				     hvtrace_ue_errno_name(ret));
+	if (hvtrace_ue_lookup_id(reg, r.id, &info))
 		return hvt_cli_error(verb, "event vanished");
 	if (mode == FMT_FILE)
 		text = strdup(info.format);
 	else if (mode == FMT_PRINT)
-		text = hvt_ue_print_fmt(info.def);
+		text = hvtrace_ue_print_fmt(info.def);
 	else
-		text = hvt_ue_dyn_line(info.def);
+		text = hvtrace_ue_dyn_line(info.def);
 	if (!text)
 		return hvt_cli_error(verb, "out of memory");
 	if ((*printed)++ && mode == FMT_FILE)
@@ -85,10 +85,10 @@ static int format_one(struct hvt_ue_registry *reg, const char *verb,
 
 static int format_run(int argc, char **argv)
 {
-	struct hvt_ue_registry_config cfg = { 0 };
+	struct hvtrace_ue_registry_config cfg = { 0 };
 	enum format_mode mode = FMT_FILE;
 	unsigned long long id = HVT_UE_ID_BASE;
-	struct hvt_ue_registry *reg;
+	struct hvtrace_ue_registry *reg;
 	int i, ret, ndefs = 0, printed = 0, only_defs = 0;
 	const char **defs;
 	const char *verb = argv[0];
@@ -139,7 +139,7 @@ static int format_run(int argc, char **argv)
 
 	cfg.id_base = (unsigned int)id;
 	cfg.max_events = (unsigned int)ndefs;
-	ret = hvt_ue_registry_create(&cfg, &reg);
+	ret = hvtrace_ue_registry_create(&cfg, &reg);
 	if (ret) {
 		free(defs);
 		return hvt_cli_error(verb, "cannot create a registry: %s",
@@ -149,7 +149,7 @@ static int format_run(int argc, char **argv)
 	ret = HVT_EXIT_OK;
 	for (i = 0; i < ndefs && ret == HVT_EXIT_OK; i++)
 		ret = format_one(reg, verb, defs[i], mode, &printed);
-	hvt_ue_registry_destroy(reg);
+	hvtrace_ue_registry_destroy(reg);
 	free(defs);
 	if (ret == HVT_EXIT_OK && fflush(stdout))
 		return hvt_cli_error(verb, "cannot write the output: %s",

@@ -27,7 +27,7 @@
 #include <hvtrace/proto.h>
 
 #include "cli.h"
-#include "../proto/dclient.h"
+#include <hvtrace-daemon.h>
 
 #define VERB	    "guest"
 #define GU_MAX_ARGS 256
@@ -61,7 +61,7 @@ static const char guest_usage[] =
 	"  --no-wait           return once the guest is launched and attached\n"
 	"  --timeout S         how long to wait for the agent (default 120)\n"
 	"  --socket PATH       hvtraced's socket (default $HVTRACED_SOCKET or\n"
-	"                      " HVT_DCLIENT_DEFAULT_SOCKET ")\n"
+	"                      " HVTRACE_DAEMON_DEFAULT_SOCKET ")\n"
 	"launcher options (passed on; see qemu-scripts/hvtrace-guest --help):\n"
 	"  --cpus N (>= 2)  --mem MB  --area-size SIZE (a power of two)\n"
 	"  --run 'CMD'  --agent-args 'ARGS'  --kernel FILE  --initrd FILE\n"
@@ -160,9 +160,9 @@ static int gu_status_text(const char *launcher, const char *name, char **out)
 
 /* --- hvtraced ------------------------------------------------------------ */
 
-static int gu_connect(const char *sock, struct hvt_dclient **dc)
+static int gu_connect(const char *sock, struct hvtrace_daemon **dc)
 {
-	return hvt_dclient_open(sock, dc);
+	return hvtrace_daemon_open(sock, dc);
 }
 
 /* Start hvtraced (it detaches once it listens). */
@@ -181,7 +181,7 @@ static int gu_start_daemon(const char *sock)
 	}
 	/* hvtraced does not read $HVTRACED_SOCKET: always say where. */
 	argv[argc++] = "--socket";
-	argv[argc++] = (char *)(sock ? sock : hvt_dclient_default_socket());
+	argv[argc++] = (char *)(sock ? sock : hvtrace_daemon_default_socket());
 	if (run && *run) {
 		argv[argc++] = "--run-dir";
 		argv[argc++] = (char *)run;
@@ -201,13 +201,13 @@ static int gu_start_daemon(const char *sock)
 				     rc, run && *run ? run : "/run/hvtrace");
 	printf("hvtrace guest: started hvtraced (socket %s, log "
 	       "%s/hvtraced.log)\n",
-	       sock ? sock : hvt_dclient_default_socket(),
+	       sock ? sock : hvtrace_daemon_default_socket(),
 	       run && *run ? run : "/run/hvtrace");
 	return 0;
 }
 
 static int gu_ensure_daemon(const char *sock, bool may_start,
-			    struct hvt_dclient **dc)
+			    struct hvtrace_daemon **dc)
 {
 	int ret = gu_connect(sock, dc);
 
@@ -221,7 +221,7 @@ static int gu_ensure_daemon(const char *sock, bool may_start,
 				     "start it with 'hvtrace daemon', "
 				     "or leave out --no-daemon",
 				     sock ? sock
-					  : hvt_dclient_default_socket());
+					  : hvtrace_daemon_default_socket());
 	ret = gu_start_daemon(sock);
 	if (ret)
 		return ret;
@@ -233,7 +233,7 @@ static int gu_ensure_daemon(const char *sock, bool may_start,
 	return 0;
 }
 
-static int gu_attach(struct hvt_dclient *dc, const char *name, uint32_t type,
+static int gu_attach(struct hvtrace_daemon *dc, const char *name, uint32_t type,
 		     char *text, size_t size)
 {
 	struct hvt_msg m;
@@ -242,7 +242,7 @@ static int gu_attach(struct hvt_dclient *dc, const char *name, uint32_t type,
 	m.type = (uint16_t)type;
 	m.u.arg.s.ptr = name;
 	m.u.arg.s.len = (uint32_t)strlen(name);
-	return hvt_dclient_result(dc, &m, NULL, text, size);
+	return hvtrace_daemon_call_result(dc, &m, NULL, text, size);
 }
 
 static const char *gu_state_name(uint32_t s)
@@ -261,7 +261,7 @@ static int gu_start(int argc, char **argv)
 	char *largv[GU_MAX_ARGS + 8], *st = NULL, v[PATH_MAX];
 	const char *name = NULL, *sock = NULL;
 	bool may_start = true, wait = true;
-	struct hvt_dclient *dc = NULL;
+	struct hvtrace_daemon *dc = NULL;
 	struct hvt_remote_rec rec;
 	double timeout = 120;
 	uint64_t t0, deadline, next_check = 0;
@@ -337,7 +337,7 @@ static int gu_start(int argc, char **argv)
 	t0 = hvt_cli_now_ns() / 1000000;
 	rc = hvt_cli_run(largv, &st);
 	if (rc) {
-		hvt_dclient_close(dc);
+		hvtrace_daemon_close(dc);
 		free(st);
 		return hvt_cli_error(VERB,
 				     "the launcher (%s) could not start "
@@ -364,7 +364,7 @@ static int gu_start(int argc, char **argv)
 	}
 
 	/* A remote of that name left from an earlier guest: start afresh. */
-	if (!hvt_dclient_remote(dc, name, &rec))
+	if (!hvtrace_daemon_find_remote(dc, name, &rec))
 		gu_attach(dc, name, HVT_MSG_DETACH, text, sizeof(text));
 	ret = gu_attach(dc, name, HVT_MSG_ATTACH, text, sizeof(text));
 	if (ret) {
@@ -374,7 +374,7 @@ static int gu_start(int argc, char **argv)
 			      "stop %s')",
 			      name, text[0] ? text : strerror(-ret), name);
 		free(st);
-		hvt_dclient_close(dc);
+		hvtrace_daemon_close(dc);
 		return HVT_EXIT_FAIL;
 	}
 	/* hvtraced and the launcher must agree on where the guest is. */
@@ -390,7 +390,7 @@ static int gu_start(int argc, char **argv)
 	fflush(stdout);
 	if (!wait) {
 		free(st);
-		hvt_dclient_close(dc);
+		hvtrace_daemon_close(dc);
 		return HVT_EXIT_OK;
 	}
 	deadline = t0 + (uint64_t)(timeout * 1000);
@@ -409,11 +409,11 @@ static int gu_start(int argc, char **argv)
 			gu_attach(dc, name, HVT_MSG_DETACH, text, sizeof(text));
 			hvt_cli_run(sargv, NULL);
 			free(st);
-			hvt_dclient_close(dc);
+			hvtrace_daemon_close(dc);
 			return hvt_cli_stop_signal == SIGINT ? 130 : 143;
 		}
 
-		if (!hvt_dclient_remote(dc, name, &rec) &&
+		if (!hvtrace_daemon_find_remote(dc, name, &rec) &&
 		    rec.state == HVT_REMOTE_CONNECTED)
 			break;
 		if (now >= next_check) {
@@ -434,7 +434,7 @@ static int gu_start(int argc, char **argv)
 						: "?");
 				free(s2);
 				free(st);
-				hvt_dclient_close(dc);
+				hvtrace_daemon_close(dc);
 				return HVT_EXIT_FAIL;
 			}
 			free(s2);
@@ -451,7 +451,7 @@ static int gu_start(int argc, char **argv)
 					      : "?",
 				      name);
 			free(st);
-			hvt_dclient_close(dc);
+			hvtrace_daemon_close(dc);
 			return HVT_EXIT_FAIL;
 		}
 		gu_sleep_ms(100);
@@ -462,7 +462,7 @@ static int gu_start(int argc, char **argv)
 	       name, (double)(hvt_cli_now_ns() / 1000000 - t0) / 1000.0, rec.nr_cpus,
 	       rec.nr_subbufs, rec.subbuf_size, name, name, name);
 	free(st);
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	return HVT_EXIT_OK;
 }
 
@@ -473,7 +473,7 @@ static int gu_stop(int argc, char **argv)
 {
 	char launcher[PATH_MAX], text[HVT_PROTO_TEXT_MAX + 1];
 	const char *name = NULL, *sock = NULL, *timeout = NULL;
-	struct hvt_dclient *dc;
+	struct hvtrace_daemon *dc;
 	struct hvt_remote_rec rec;
 	char *largv[8];
 	int i, n = 0, rc;
@@ -498,7 +498,7 @@ static int gu_stop(int argc, char **argv)
 		return hvt_cli_usage(VERB, "'%s' is not a guest name", name);
 	/* Detach first, so that hvtraced does not keep reconnecting. */
 	if (!gu_connect(sock, &dc)) {
-		if (!hvt_dclient_remote(dc, name, &rec)) {
+		if (!hvtrace_daemon_find_remote(dc, name, &rec)) {
 			if (gu_attach(dc, name, HVT_MSG_DETACH, text,
 				      sizeof(text)))
 				fprintf(stderr,
@@ -511,7 +511,7 @@ static int gu_stop(int argc, char **argv)
 				       "hvtraced\n",
 				       name);
 		}
-		hvt_dclient_close(dc);
+		hvtrace_daemon_close(dc);
 	}
 	hvt_cli_launcher(launcher, sizeof(launcher));
 	largv[n++] = launcher;
@@ -532,7 +532,7 @@ static int gu_stop(int argc, char **argv)
 	return HVT_EXIT_OK;
 }
 
-static void gu_print_remote(struct hvt_dclient *dc, const char *name,
+static void gu_print_remote(struct hvtrace_daemon *dc, const char *name,
 			    const char *sock)
 {
 	struct hvt_remote_rec rec;
@@ -540,12 +540,12 @@ static void gu_print_remote(struct hvt_dclient *dc, const char *name,
 	if (!dc) {
 		printf("hvtraced=not running (%s; start it with 'hvtrace "
 		       "daemon')\n",
-		       sock ? sock : hvt_dclient_default_socket());
+		       sock ? sock : hvtrace_daemon_default_socket());
 		return;
 	}
 	printf("hvtraced=running (%s)\n",
-	       sock ? sock : hvt_dclient_default_socket());
-	if (hvt_dclient_remote(dc, name, &rec)) {
+	       sock ? sock : hvtrace_daemon_default_socket());
+	if (hvtrace_daemon_find_remote(dc, name, &rec)) {
 		printf("remote=not attached (attach it with 'hvtrace daemon "
 		       "attach %s')\n",
 		       name);
@@ -575,7 +575,7 @@ static int gu_status(int argc, char **argv)
 {
 	char launcher[PATH_MAX];
 	const char *name = NULL, *sock = NULL;
-	struct hvt_dclient *dc = NULL;
+	struct hvtrace_daemon *dc = NULL;
 	char *st = NULL;
 	int i;
 
@@ -607,7 +607,7 @@ static int gu_status(int argc, char **argv)
 	if (gu_connect(sock, &dc))
 		dc = NULL;
 	gu_print_remote(dc, name, sock);
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	return HVT_EXIT_OK;
 }
 
@@ -616,7 +616,7 @@ static int gu_list(int argc, char **argv)
 	char launcher[PATH_MAX], *rows = NULL, *p, *nl;
 	const char *sock = NULL;
 	char *largv[] = {launcher, "list", "--no-header", NULL};
-	struct hvt_dclient *dc = NULL;
+	struct hvtrace_daemon *dc = NULL;
 	int i, rc;
 
 	for (i = 1; i < argc; i++) {
@@ -652,7 +652,7 @@ static int gu_list(int argc, char **argv)
 			continue;
 		if (!dc)
 			att = "not running";
-		else if (hvt_dclient_remote(dc, name, &rec))
+		else if (hvtrace_daemon_find_remote(dc, name, &rec))
 			att = "-";
 		else
 			att = gu_state_name(rec.state);
@@ -660,7 +660,7 @@ static int gu_list(int argc, char **argv)
 		       cpus, mem, strtoull(size, NULL, 10) / 1024, att, area);
 	}
 	free(rows);
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	return HVT_EXIT_OK;
 }
 

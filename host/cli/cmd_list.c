@@ -14,7 +14,7 @@
 #include <hvtrace/proto.h>
 
 #include "cli.h"
-#include "../proto/dclient.h"
+#include <hvtrace-daemon.h>
 
 #define VERB "list"
 
@@ -44,7 +44,7 @@ static const char list_usage[] =
 	"Says so, and exits 1, when hvtraced is not running.\n"
 	"\n"
 	"  --socket PATH   hvtraced's socket (default $HVTRACED_SOCKET or\n"
-	"                  " HVT_DCLIENT_DEFAULT_SOCKET ")\n";
+	"                  " HVTRACE_DAEMON_DEFAULT_SOCKET ")\n";
 
 static const char *kind_name(uint32_t k)
 {
@@ -73,7 +73,7 @@ static void human(uint64_t v, char *buf, size_t size)
 static int list_run(int argc, char **argv)
 {
 	const char *sock = NULL;
-	struct hvt_dclient *dc;
+	struct hvtrace_daemon *dc;
 	struct hvt_msg m, r;
 	uint32_t i;
 	int k;
@@ -84,13 +84,13 @@ static int list_run(int argc, char **argv)
 		else
 			return hvt_cli_usage(VERB, "unexpected '%s'", argv[k]);
 	}
-	if (hvt_dclient_open(sock, &dc))
+	if (hvtrace_daemon_open(sock, &dc))
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_REMOTES;
-	if (hvt_dclient_call(dc, &m, &r, HVT_DCLIENT_TIMEOUT_MS, NULL, NULL) ||
+	if (hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL) ||
 	    r.type != HVT_MSG_REMOTES) {
-		hvt_dclient_close(dc);
+		hvtrace_daemon_close(dc);
 		return hvt_cli_error(VERB,
 				     "hvtraced did not list its remotes: "
 				     "%s",
@@ -99,7 +99,7 @@ static int list_run(int argc, char **argv)
 	if (!r.u.remotes.recs.count) {
 		printf("hvtraced runs and has no remotes: 'hvtrace guest start "
 		       "NAME' boots and attaches a guest\n");
-		hvt_dclient_close(dc);
+		hvtrace_daemon_close(dc);
 		return HVT_EXIT_OK;
 	}
 	printf("%-20s %-8s %-7s %-12s %-9s %4s %7s %6s %10s\n", "NAME", "KIND",
@@ -141,7 +141,7 @@ static int list_run(int argc, char **argv)
 						      : "?",
 		       x.nr_cpus, size, x.nr_events, err);
 	}
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	return HVT_EXIT_OK;
 }
 

@@ -18,7 +18,7 @@
 
 #include "cli.h"
 #if IS_ENABLED(CONFIG_HVT_HOST_FUSE)
-#include "../fuse/fz.h"
+#include <hvtrace-fuse.h>
 #endif
 
 #define VERB "mount"
@@ -122,7 +122,7 @@ static int cmd_mount(int argc, char **argv)
 		{"debug", no_argument, NULL, OPT_DEBUG},
 		{NULL, 0, NULL, 0},
 	};
-	struct fz_options o;
+	struct hvtrace_fuse_options o;
 	struct mount_ready mr = {-1};
 	char **areas;
 	bool bg = false;
@@ -244,7 +244,7 @@ static int cmd_mount(int argc, char **argv)
 	}
 	o.ready = mount_ready_cb;
 	o.ready_arg = &mr;
-	ret = hvt_fz_run(&o);
+	ret = hvtrace_fuse_run(&o);
 	free(areas);
 	if (ret && !o.no_daemon && (ret == -ENOENT || ret == -ECONNREFUSED))
 		return hvt_cli_error(VERB, "%s; without hvtraced, mount areas "

@@ -46,7 +46,7 @@ struct rs_cpu {
 struct rs {
 	const struct hvt_rstream_opts *o;
 	const char *verb;
-	struct hvt_dclient *dc;
+	struct hvtrace_daemon *dc;
 	struct hvt_dfeed *feed;
 	struct hvt_remote_rec rec;
 	struct hvt_devents evs;
@@ -390,8 +390,8 @@ static int rs_open(struct rs *s)
 {
 	int ret;
 
-	if (hvt_dclient_open(s->o->sock, &s->dc) ||
-	    hvt_dclient_remote(s->dc, s->o->name, &s->rec))
+	if (hvtrace_daemon_open(s->o->sock, &s->dc) ||
+	    hvtrace_daemon_find_remote(s->dc, s->o->name, &s->rec))
 		return rs_fail(s);
 	if (!s->rec.nr_cpus)
 		return hvt_cli_error(s->verb,
@@ -546,7 +546,7 @@ out:
 	hvtrace_decoder_free(s.dec);
 	hvt_devents_free(&s.evs);
 	hvt_dfeed_close(s.feed);
-	hvt_dclient_close(s.dc);
+	hvtrace_daemon_close(s.dc);
 	return ret ? HVT_EXIT_FAIL : HVT_EXIT_OK;
 }
 
@@ -563,7 +563,7 @@ int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
 {
 	struct hvt_m_stats *st = NULL;
 	struct hvt_dfeed *feed = NULL;
-	struct hvt_dclient *dc = NULL;
+	struct hvtrace_daemon *dc = NULL;
 	struct hvt_remote_rec rec;
 	struct hvt_msg m, r;
 	uint64_t *ts = NULL;
@@ -571,7 +571,7 @@ int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
 	char *info = NULL;
 	int ret, rc = HVT_EXIT_OK;
 
-	if (hvt_dclient_open(sock, &dc) || hvt_dclient_remote(dc, name, &rec)) {
+	if (hvtrace_daemon_open(sock, &dc) || hvtrace_daemon_find_remote(dc, name, &rec)) {
 		rc = hvt_cli_error("stat", "%s", hvtrace_last_error());
 		goto out;
 	}
@@ -589,7 +589,7 @@ int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_STATS;
 	m.chan = rec.id;
-	ret = hvt_dclient_call(dc, &m, &r, HVT_DCLIENT_TIMEOUT_MS, NULL, NULL);
+	ret = hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
 	/* One record per CPU, MORE on all but the last; bounded. */
 	while (!ret) {
 		if (r.type == HVT_MSG_ERROR) {
@@ -606,7 +606,7 @@ int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
 		if (!(r.flags & HVT_PF_MORE))
 			break;
 		do {
-			ret = hvt_dclient_recv(dc, &r, HVT_DCLIENT_TIMEOUT_MS);
+			ret = hvtrace_daemon_recv(dc, &r, HVTRACE_DAEMON_TIMEOUT_MS);
 		} while (ret == 1 && r.req != m.req);
 		ret = ret == 1 ? 0 : ret ? ret : -ETIMEDOUT;
 	}
@@ -625,7 +625,7 @@ int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
 		rc = hvt_cli_error("stat", "%s", hvtrace_last_error());
 		goto out;
 	}
-	if (!hvt_dclient_text(dc, rec.id, HVT_TEXT_INFO, &info, NULL)) {
+	if (!hvtrace_daemon_get_text(dc, rec.id, HVT_TEXT_INFO, &info, NULL)) {
 		/* The remote's summary, as hvtrace daemon info prints it. */
 		printf("%s", info);
 		free(info);
@@ -660,6 +660,6 @@ out:
 	free(st);
 	free(ts);
 	hvt_dfeed_close(feed);
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	return rc;
 }

@@ -41,7 +41,7 @@
 #include <fuse_lowlevel.h>
 #include <hvtrace/proto.h>
 
-#include "fuse-local.h"
+#include "fs-local.h"
 
 static const struct file_def rfiles[] = {
 	{"tracing_on", F_TRACING_ON, 0640, false},

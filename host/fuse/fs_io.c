@@ -20,7 +20,7 @@
 
 #include <fuse_lowlevel.h>
 
-#include "fuse-local.h"
+#include "fs-local.h"
 
 /* --- open, read, write, poll ------------------------------------------------
  */

@@ -16,7 +16,7 @@
 
 #include <hvtrace/proto.h>
 
-#include "fuse-local.h"
+#include "fs-local.h"
 
 /* --- helpers for file contents ----------------------------------------------
  */

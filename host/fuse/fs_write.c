@@ -18,7 +18,7 @@
 #include <fuse_lowlevel.h>
 #include <hvtrace/proto.h>
 
-#include "fuse-local.h"
+#include "fs-local.h"
 
 /* Where a failed write's command starts to be wrong (for the caret). */
 static unsigned int err_pos(const char *cmd, const char *msg)

@@ -1,187 +1,261 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libhvtrace: what the files of the FUSE view share among themselves and
- * nothing else needs (hidden, never installed).  fz.h is the view's
- * interface to its sources and to mount.c; this header is the file
- * system's inside: its node, open-file and parked-read types, and the
- * functions that one file of it (fs.c, fs_render.c, fs_io.c, fs_write.c,
- * view.c, view_text.c) calls in another.
+ * libhvtrace-fuse: the tracefs-style view of remotes (hvtrace mount); the
+ * library's private header (<hvtrace-fuse.h> is its API); docs/fuse.md describes the
+ * file tree and the semantics of each file.
+ *
+ *   view.c        the model: remotes, their events, per-CPU queues of
+ *                 records (the "ring buffer" the view shows), consuming
+ *                 and non-consuming reads, raw pages, text, error_log
+ *   src_daemon.c  remotes of hvtraced: a page feed thread, a control
+ *                 connection for everything else
+ *   src_area.c    areas opened directly (hvtrace mount --area NAME=SPEC)
+ *   fs.c          the libfuse3 low-level file system on top of the view
+ *   mount.c       hvtrace_fuse_run(): mounting, threads, signals, teardown
+ *
+ * Locking: one view lock protects every remote, queue and open file
+ * state.  Sources ingest under it; file operations read and consume
+ * under it.  Nothing waits for the daemon while holding it: calls into a
+ * source (enable, drain, definitions) are made without it, and a source
+ * takes it only to apply what it got.  libfuse's own request lock is only
+ * ever taken inside the view lock (replying, checking an interrupt), never
+ * the other way round.
  */
 #ifndef HVT_FUSE_LOCAL_H
 #define HVT_FUSE_LOCAL_H
 
-#include <sys/types.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-#include <fuse_lowlevel.h>
+#include <hvtrace.h>
+#include <hvtrace-fuse.h>
 
-#include "fz.h"
+#include "hvtrace-local.h"
 
-enum fz_kind {
-	K_NONE = 0,
-	K_ROOT,
-	K_REMOTES,
-	K_INSTANCES,
-	K_LINK,	 /* instances/NAME */
-	K_RDIR,	 /* remotes/NAME */
-	K_RFILE, /* remotes/NAME/<file> */
-	K_PERCPU,
-	K_CPUDIR,
-	K_CPUFILE,
-	K_EVENTS,
-	K_EVFILE, /* events/{enable,header_page,header_event} */
-	K_SYSDIR,
-	K_SYSENABLE,
-	K_EVDIR,
-	K_EVENTFILE, /* events/SYS/EV/{enable,id,format} */
-};
+#define FZ_CLOCK_NATIVE 0 /* the writer's own clock */
+#define FZ_CLOCK_MONO	1 /* host CLOCK_MONOTONIC (the clock model) */
 
-enum fz_file {
-	F_NONE = 0,
-	/* remotes/NAME */
-	F_TRACING_ON,
-	F_BUFFER_SIZE_KB,
-	F_TRACE_CLOCK,
-	F_TRACE,
-	F_TRACE_PIPE,
-	F_ERROR_LOG,
-	F_DYNAMIC_EVENTS,
-	F_USER_EVENTS_STATUS,
-	F_SAVED_CMDLINES,
-	F_SET_EVENT,
-	F_AVAILABLE_EVENTS,
-	/* per_cpu/cpuN */
-	F_CPU_TRACE,
-	F_CPU_TRACE_PIPE,
-	F_CPU_RAW,
-	F_CPU_STATS,
-	F_CPU_BUFFER_SIZE_KB,
-	/* events */
-	F_EV_ENABLE,
-	F_HEADER_PAGE,
-	F_HEADER_EVENT,
-	/* events/SYS/EV */
-	F_E_ENABLE,
-	F_E_ID,
-	F_E_FORMAT,
-};
+#define FZ_ERRLOG_MAX	16 /* entries kept, as the kernel keeps */
+#define FZ_LOST_UNKNOWN UINT64_MAX
 
-struct file_def {
-	const char *name;
-	enum fz_file f;
-	mode_t mode;
-	bool pipe; /* consuming: no snapshot */
-};
-
-struct fz_node {
-	struct fz_node *hnext;
-	fuse_ino_t ino;
-	uint8_t kind;
-	uint8_t file;
-	uint32_t cpu;
-	char remote[32];
+/* One event of a remote (one with an enable bit). */
+struct fz_event {
 	char system[64];
-	char event[256];
+	char name[256];
+	uint32_t id;
+	int bit;
+	bool enabled;
+	char *format;
 };
 
-/* An open file. */
-struct fz_fh {
-	struct fz_fh *fnext, *fprev; /* every open file, for shutdown */
-	struct fz_node node;	     /* a copy: what was opened */
-	const struct file_def *def;
-	struct fz_remote *r; /* holds a reference, or NULL */
-	int flags;
-	char *buf; /* snapshot files */
-	size_t len;
-	char *rest; /* trace_pipe: the rest of a line */
-	size_t rest_len, rest_off;
-	uint8_t *raw; /* trace_pipe_raw: a partly read page */
-	uint32_t raw_len, raw_off;
-	struct fuse_pollhandle *ph;
-	/*
-	 * Reads in progress or parked.  RELEASE can arrive while a reply
-	 * made from this handle is still being written (the reader wakes as
-	 * soon as the kernel has the bytes), so the handle lives until the
-	 * last of them is done.
-	 */
-	unsigned int busy;
-	bool released;
+/* A queued record. */
+struct fz_ev {
+	uint64_t ts;	   /* writer clock */
+	uint64_t host;	   /* host CLOCK_MONOTONIC, as converted at
+			    * ingest */
+	uint64_t lost;	   /* events lost right before it; 0, a count
+			    * or FZ_LOST_UNKNOWN */
+	uint32_t off, len; /* payload in the chunk's data */
 };
 
-/* A parked read. */
-struct fz_waiter {
-	struct fz_waiter *next;
-	uint64_t id;
-	fuse_req_t req;
-	struct fz_fh *fh;
-	size_t size;
+/* The records of one page as it arrived. */
+struct fz_chunk {
+	struct fz_chunk *next;
+	uint32_t n;	/* records */
+	uint32_t pos;	/* first unconsumed */
+	uint64_t bytes; /* ring bytes of the unconsumed records */
+	struct fz_ev *ev;
+	uint8_t *data;
 };
 
-#define NODE_HASH 1024
-
-struct fz_fs {
-	struct fz_node **nodes; /* by ino - 1 */
-	size_t nr_nodes, cap_nodes;
-	struct fz_node *hash[NODE_HASH];
-	struct fz_waiter *waiters;
-	uint64_t next_waiter;
-	struct fz_fh *files;  /* open files */
-	struct fz_fh **polls; /* open pipes with a poll handle */
-	size_t nr_polls, cap_polls;
-	time_t t0;
-	uid_t uid;
-	gid_t gid;
+struct fz_cpu {
+	struct fz_chunk *head, *tail;
+	uint64_t queued;       /* records waiting */
+	uint64_t bytes;	       /* their ring bytes */
+	uint64_t received;     /* records ingested */
+	uint64_t overrun;      /* lost to overwriting (ring or view) */
+	uint64_t dropped;      /* dropped, ring or view full */
+	uint64_t read;	       /* consumed by readers */
+	uint64_t pending_lost; /* lost, no record yet to carry it */
+	bool pending_unknown;
+	uint64_t last_host; /* host times stay monotonic per CPU */
+	bool have_host;
 };
 
-static inline struct fz_view *req_view(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
+struct fz_remote;
+struct fz_view;
 
-/* fs.c */
-HVT_INTERNAL struct fz_node *node_of(struct fz_fs *fs, fuse_ino_t ino);
-HVT_INTERNAL const struct file_def *node_def(const struct fz_node *n);
-HVT_INTERNAL struct fz_remote *node_check(struct fz_view *v,
-					  const struct fz_node *n, bool *ok);
-HVT_INTERNAL void node_stat(struct fz_fs *fs, const struct fz_node *n,
-			    struct stat *st);
+/* What a remote's source can do (called without the view lock). */
+struct fz_src_ops {
+	/* @e NULL: every event of @system (NULL: all). */
+	int (*enable)(struct fz_remote *r, const struct fz_event *e,
+		      const char *system, bool on, char *msg, size_t msgsize);
+	int (*tracing)(struct fz_remote *r, bool on, char *msg, size_t msgsize);
+	/* Every record committed until now is in the queues on return. */
+	int (*drain)(struct fz_remote *r);
+	/* One dynamic_events line; NULL: delete every event (O_TRUNC). */
+	int (*dyn)(struct fz_remote *r, const char *line, char *msg,
+		   size_t msgsize);
+	/* HVT_TEXT_* text of the remote (malloc'd), or -ENOTSUP. */
+	int (*text)(struct fz_remote *r, uint32_t kind, char **out);
+	/* Fetch the events and their state again. */
+	int (*refresh)(struct fz_remote *r);
+};
 
-/* fs_io.c */
-HVT_INTERNAL void fz_open(fuse_req_t req, fuse_ino_t ino,
-			  struct fuse_file_info *fi);
-HVT_INTERNAL void fh_put(struct fz_fs *fs, struct fz_fh *fh);
-HVT_INTERNAL void fz_release(fuse_req_t req, fuse_ino_t ino,
-			     struct fuse_file_info *fi);
-HVT_INTERNAL void fz_read(fuse_req_t req, fuse_ino_t ino, size_t size,
-			  off_t off, struct fuse_file_info *fi);
-HVT_INTERNAL void fz_wake(struct fz_view *v, struct fz_remote *r);
-HVT_INTERNAL void fz_poll(fuse_req_t req, fuse_ino_t ino,
-			  struct fuse_file_info *fi,
-			  struct fuse_pollhandle *ph);
+struct fz_remote {
+	struct fz_remote *next;
+	struct fz_view *v;
+	unsigned int refs; /* the list, open files, sources */
+	char name[32];
+	uint32_t id; /* hvtraced's id (daemon remotes) */
+	const struct fz_src_ops *ops;
+	void *priv; /* the source's */
 
-/* fs_render.c */
-HVT_INTERNAL int parse_ulong(const char *s, size_t len, unsigned long *out);
-HVT_INTERNAL int fh_render(struct fz_view *v, struct fz_fh *fh);
-HVT_INTERNAL int fh_truncate(struct fz_view *v, struct fz_remote *r,
-			     const struct fz_node *n);
+	bool gone;    /* detached, or the source is gone */
+	bool stopped; /* the writer stopped or died */
+	bool loaded;  /* geometry known */
+	uint32_t nr_cpus, subbuf_size, nr_subbufs;
+	uint32_t writer_kind, mode, clock_id, transport;
+	uint64_t generation;
+	bool user_events; /* has a registry (an agent) */
+	bool tracing_on;
+	int clock; /* FZ_CLOCK_* */
 
-/* fs_write.c */
-HVT_INTERNAL void fz_write(fuse_req_t req, fuse_ino_t ino, const char *data,
-			   size_t size, off_t off, struct fuse_file_info *fi);
-HVT_INTERNAL void fz_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
-			     int to_set, struct fuse_file_info *fi);
-HVT_INTERNAL void fz_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-			    mode_t mode, struct fuse_file_info *fi);
-HVT_INTERNAL void fz_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-			   mode_t mode, dev_t rdev);
+	struct fz_event *ev;
+	unsigned int nev;
+	char *header_page, *header_event;
+	struct hvtrace_decoder *dec;
+	uint32_t writer_pid; /* loopback writers: comms from /proc */
 
-/* view.c */
-HVT_INTERNAL struct fz_ev *q_cur(struct fz_cpu *q, struct fz_chunk **cp);
-HVT_INTERNAL void q_advance(struct fz_cpu *q);
-HVT_INTERNAL uint64_t ev_clock(const struct fz_remote *r,
-			       const struct fz_ev *e);
+	unsigned int ncpu; /* per_cpu dirs: max(nr_cpus, host) */
+	struct fz_cpu *cpu;
+	uint64_t limit; /* ring bytes kept per CPU */
 
-/* view_text.c */
-HVT_INTERNAL void fz_comm(struct fz_remote *r, const uint8_t *rec,
-			  uint32_t len);
+	char *errlog;
+	size_t errlog_len;
+	unsigned int errlog_n;
+
+	uint64_t data_gen;		/* bumped by every ingest */
+	uint64_t drain_req, drain_done; /* daemon source: drain requests */
+};
+
+struct fz_view {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* data, drains, shutdown */
+	struct fz_remote *remotes;
+	bool shutdown;
+	unsigned int host_cpus;
+	/* Called with the lock held whenever a remote's data or state
+	 * changed (the file system wakes its readers). */
+	void (*wake)(struct fz_view *v, struct fz_remote *r);
+	void *fs;
+};
+
+/* --- view.c ----------------------------------------------------------- */
+
+HVT_INTERNAL int fz_view_init(struct fz_view *v);
+HVT_INTERNAL void fz_view_fini(struct fz_view *v);
+
+/* A new remote (lock held); the list holds one reference. */
+HVT_INTERNAL struct fz_remote *fz_remote_add(struct fz_view *v,
+					     const char *name,
+					     const struct fz_src_ops *ops,
+					     void *priv);
+HVT_INTERNAL struct fz_remote *fz_remote_find(struct fz_view *v,
+					      const char *name);
+HVT_INTERNAL void fz_remote_get(struct fz_remote *r);
+/* Drop a reference (lock held); frees the remote at zero. */
+HVT_INTERNAL void fz_remote_put(struct fz_remote *r);
+/* Take it off the list: it is gone; readers see the end (lock held). */
+HVT_INTERNAL void fz_remote_remove(struct fz_remote *r);
+
+/*
+ * Set the geometry (lock held).  A change of geometry or generation
+ * starts over: the queues are emptied.
+ */
+HVT_INTERNAL int fz_remote_set_geometry(struct fz_remote *r, uint32_t nr_cpus,
+					uint32_t nr_subbufs,
+					uint32_t subbuf_size,
+					uint32_t writer_kind, uint32_t mode,
+					uint32_t clock_id, uint64_t generation);
+/* Replace the event table (lock held; takes ownership of @ev). */
+HVT_INTERNAL int fz_remote_set_events(struct fz_remote *r, struct fz_event *ev,
+				      unsigned int nev, char *header_page,
+				      char *header_event);
+HVT_INTERNAL void fz_events_free(struct fz_event *ev, unsigned int nev);
+HVT_INTERNAL const struct fz_event *
+fz_event_find(const struct fz_remote *r, const char *system, const char *name);
+HVT_INTERNAL bool fz_system_exists(const struct fz_remote *r,
+				   const char *system);
+
+/* The records of a page (no lock needed); NULL with *err on failure. */
+HVT_INTERNAL struct fz_chunk *fz_chunk_from_page(const uint8_t *page,
+						 uint32_t len,
+						 uint64_t extra_lost, int *err);
+HVT_INTERNAL void fz_chunk_free(struct fz_chunk *c);
+/* Queue a chunk for @cpu (lock held; takes ownership). */
+HVT_INTERNAL void fz_ingest(struct fz_remote *r, uint32_t cpu,
+			    struct fz_chunk *c);
+/* Records lost with no page to carry them (lock held). */
+HVT_INTERNAL void fz_ingest_lost(struct fz_remote *r, uint32_t cpu,
+				 uint64_t lost);
+
+HVT_INTERNAL bool fz_has_data(const struct fz_remote *r, int cpu);
+/* Empty the queues of @cpu (-1: all) (lock held). */
+HVT_INTERNAL void fz_reset(struct fz_remote *r, int cpu);
+/*
+ * Consume one sub-buffer of @cpu into @page (subbuf_size bytes, the
+ * kernel's page format, in the view's clock); returns the page size, or
+ * 0 when nothing is queued (lock held).
+ */
+HVT_INTERNAL uint32_t fz_take_raw(struct fz_remote *r, uint32_t cpu,
+				  uint8_t *page);
+/*
+ * Consume records of @cpu (-1: all, merged by time) as trace_pipe lines
+ * into @buf; stops before a line that does not fit, except that the
+ * first line is always produced (cut to @size; the rest goes to @rest,
+ * malloc'd).  Returns the bytes written (lock held).
+ */
+HVT_INTERNAL size_t fz_take_text(struct fz_remote *r, int cpu, char *buf,
+				 size_t size, char **rest, size_t *rest_len);
+/* The text of the `trace` file (non-consuming; malloc'd; lock held). */
+HVT_INTERNAL char *fz_trace_text(struct fz_remote *r, int cpu, size_t *len);
+/* per_cpu/cpuN/stats (malloc'd; lock held). */
+HVT_INTERNAL char *fz_stats_text(struct fz_remote *r, uint32_t cpu,
+				 size_t *len);
+/* Append an entry to the remote's error_log, in tracefs's format. */
+HVT_INTERNAL void fz_errlog_add(struct fz_remote *r, const char *loc,
+				const char *msg, const char *cmd,
+				unsigned int pos);
+/* Rebuild the decoder from the event table (lock held). */
+HVT_INTERNAL int fz_remote_decoder(struct fz_remote *r);
+
+/* Clock names: trace_clock's text, and parsing a write to it. */
+HVT_INTERNAL int fz_clock_text(const struct fz_remote *r, char *buf,
+			       size_t size);
+HVT_INTERNAL int fz_clock_parse(const struct fz_remote *r, const char *s);
+
+/* --- sources ------------------------------------------------------------ */
+
+struct fz_daemon;
+HVT_INTERNAL int fz_daemon_start(struct fz_view *v, const char *sock,
+				 struct fz_daemon **out);
+HVT_INTERNAL void fz_daemon_stop(struct fz_daemon *d);
+
+struct fz_areas;
+HVT_INTERNAL int fz_areas_start(struct fz_view *v, char *const *specs,
+				unsigned int n, struct fz_areas **out);
+HVT_INTERNAL void fz_areas_stop(struct fz_areas *a);
+
+/* --- the file system (fs.c) and the mount (mount.c) --------------------- */
+
+struct fuse_lowlevel_ops;
+HVT_INTERNAL const struct fuse_lowlevel_ops *fz_fs_ops(void);
+HVT_INTERNAL int fz_fs_init(struct fz_view *v);
+HVT_INTERNAL void fz_fs_fini(struct fz_view *v);
+/* Answer every parked read with the end of file (lock held). */
+HVT_INTERNAL void fz_fs_release_waiters(struct fz_view *v);
 
 #endif /* HVT_FUSE_LOCAL_H */

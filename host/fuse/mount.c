@@ -30,7 +30,7 @@
 
 #include <fuse_lowlevel.h>
 
-#include "fz.h"
+#include "fuse-local.h"
 
 struct fz_watch {
 	pthread_t thr;
@@ -116,7 +116,7 @@ static void fz_block_signals(sigset_t *old)
 	pthread_sigmask(SIG_BLOCK, &set, old);
 }
 
-int hvt_fz_run(const struct fz_options *o)
+int hvtrace_fuse_run(const struct hvtrace_fuse_options *o)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config cfg;

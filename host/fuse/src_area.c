@@ -25,8 +25,7 @@
 
 #include <hvtrace/proto.h>
 
-#include "fz.h"
-#include "../tracedat/tdat.h"
+#include "fuse-local.h"
 
 #define FZA_PAGES	 64 /* per CPU per round */
 #define FZA_POLL_MAX_US	 50000
@@ -43,7 +42,7 @@ struct fz_aremote {
 	pthread_mutex_t lock; /* the area handle */
 	struct hvtrace_area *area;
 	struct hvtrace_area_info info;
-	struct hvt_tdat_catalog cat;
+	struct hvtrace_catalog cat;
 	bool *on; /* our record of the enables */
 	uint8_t *page;
 	uint64_t next_open, next_state, next_sync;
@@ -125,8 +124,8 @@ static int fza_open(struct fz_aremote *x)
 	}
 	x->page = page;
 	if (!x->area || info.writer_kind != x->info.writer_kind) {
-		hvt_tdat_catalog_free(&x->cat);
-		ret = hvt_tdat_catalog_for_writer(&x->cat, info.writer_kind);
+		hvtrace_catalog_free(&x->cat);
+		ret = hvtrace_catalog_add_writer(&x->cat, info.writer_kind);
 		on = calloc(x->cat.nr + 1, sizeof(*on));
 		if (ret || !on) {
 			free(on);
@@ -514,7 +513,7 @@ void fz_areas_stop(struct fz_areas *A)
 		fz_remote_put(x->r);
 		pthread_mutex_unlock(&A->v->lock);
 		hvtrace_area_close(x->area);
-		hvt_tdat_catalog_free(&x->cat);
+		hvtrace_catalog_free(&x->cat);
 		free(x->on);
 		free(x->page);
 		pthread_mutex_destroy(&x->lock);

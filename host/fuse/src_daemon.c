@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fz.h"
+#include "fuse-local.h"
 #include "../proto/dfeed.h"
 
 #define FZD_REFRESH_NS	  300000000ULL	/* remotes list */
@@ -56,7 +56,7 @@ struct fz_daemon {
 	int wake[2];
 	volatile int stop;
 	pthread_mutex_t ctl_lock;
-	struct hvt_dclient *ctl; /* under ctl_lock */
+	struct hvtrace_daemon *ctl; /* under ctl_lock */
 	struct hvt_dfeed *feed;	 /* the thread's */
 	struct fz_dremote *all;	 /* live and dead: freed at stop */
 	uint64_t next_refresh, next_connect;
@@ -155,7 +155,7 @@ static int fzd_enable_one(struct fz_dremote *x, const char *system,
 	m.u.arg.arg = on;
 	m.u.arg.s.ptr = full;
 	m.u.arg.s.len = (uint32_t)strlen(full);
-	return hvt_dclient_result(x->d->ctl, &m, NULL, msg, msgsize);
+	return hvtrace_daemon_call_result(x->d->ctl, &m, NULL, msg, msgsize);
 }
 
 static int fzd_enable(struct fz_remote *r, const struct fz_event *e,
@@ -214,7 +214,7 @@ static int fzd_tracing(struct fz_remote *r, bool on, char *msg, size_t msgsize)
 	m.type = HVT_MSG_TRACING;
 	m.chan = x->id;
 	m.u.tracing.op = on ? HVT_TRACING_ON : HVT_TRACING_OFF;
-	ret = hvt_dclient_result(x->d->ctl, &m, &res, msg, msgsize);
+	ret = hvtrace_daemon_call_result(x->d->ctl, &m, &res, msg, msgsize);
 	fzd_ctl_end(x);
 	if (!ret) {
 		pthread_mutex_lock(&r->v->lock);
@@ -272,7 +272,7 @@ static int fzd_dyn(struct fz_remote *r, const char *line, char *msg,
 		m.u.arg.s.ptr = line;
 		m.u.arg.s.len = (uint32_t)strlen(line);
 	}
-	ret = hvt_dclient_result(x->d->ctl, &m, NULL, msg, msgsize);
+	ret = hvtrace_daemon_call_result(x->d->ctl, &m, NULL, msg, msgsize);
 	if (ret != -ENODEV && ret != -ECONNRESET && ret != -ETIMEDOUT)
 		fzd_fetch_events(x);
 	fzd_ctl_end(x);
@@ -286,7 +286,7 @@ static int fzd_text(struct fz_remote *r, uint32_t kind, char **out)
 
 	if (ret)
 		return ret;
-	ret = hvt_dclient_text(x->d->ctl, x->id, kind, out, NULL);
+	ret = hvtrace_daemon_get_text(x->d->ctl, x->id, kind, out, NULL);
 	fzd_ctl_end(x);
 	return ret;
 }
@@ -494,7 +494,7 @@ static bool fzd_comms(struct fz_daemon *d, struct fz_dremote *x)
 
 	pthread_mutex_lock(&d->ctl_lock);
 	if (d->ctl)
-		ret = hvt_dclient_text(d->ctl, x->id, HVT_TEXT_CMDLINES, &text,
+		ret = hvtrace_daemon_get_text(d->ctl, x->id, HVT_TEXT_CMDLINES, &text,
 				       NULL);
 	pthread_mutex_unlock(&d->ctl_lock);
 	if (ret)
@@ -596,7 +596,7 @@ static void fzd_disconnect(struct fz_daemon *d, int why)
 		if (!x->dead)
 			fzd_remove(d, x);
 	pthread_mutex_lock(&d->ctl_lock);
-	hvt_dclient_close(d->ctl);
+	hvtrace_daemon_close(d->ctl);
 	d->ctl = NULL;
 	pthread_mutex_unlock(&d->ctl_lock);
 	hvt_dfeed_close(d->feed);
@@ -614,15 +614,15 @@ static void fzd_disconnect(struct fz_daemon *d, int why)
 
 static int fzd_connect(struct fz_daemon *d)
 {
-	struct hvt_dclient *ctl;
+	struct hvtrace_daemon *ctl;
 	int ret;
 
-	ret = hvt_dclient_open(d->sock, &ctl);
+	ret = hvtrace_daemon_open(d->sock, &ctl);
 	if (ret)
 		return ret;
 	ret = hvt_dfeed_open(d->sock, &d->feed);
 	if (ret) {
-		hvt_dclient_close(ctl);
+		hvtrace_daemon_close(ctl);
 		return ret;
 	}
 	pthread_mutex_lock(&d->ctl_lock);
@@ -801,7 +801,7 @@ void fz_daemon_stop(struct fz_daemon *d)
 		pthread_mutex_unlock(&d->v->lock);
 		free(x);
 	}
-	hvt_dclient_close(d->ctl);
+	hvtrace_daemon_close(d->ctl);
 	hvt_dfeed_close(d->feed);
 	if (d->wake[0] >= 0)
 		close(d->wake[0]);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libhvtrace: the model behind hvtrace mount (see fz.h, docs/fuse.md).
+ * libhvtrace: the model behind hvtrace mount (see fuse-local.h, docs/fuse.md).
  *
  * Each remote has, per CPU, a queue of the records its source delivered:
  * that queue is what the view shows as the remote's ring buffer.  `trace`
@@ -29,9 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fuse-local.h"
+#include "fs-local.h"
 #include "../proto/dfeed.h"
-#include "../tracedat/tdat.h"
 
 int fz_view_init(struct fz_view *v)
 {
@@ -598,7 +597,7 @@ static int raw_emit(void *ctx, const uint8_t *page, uint32_t size)
 uint32_t fz_take_raw(struct fz_remote *r, uint32_t cpu, uint8_t *page)
 {
 	struct raw_out out = {.page = page};
-	struct hvt_tdat_pack pk;
+	struct hvtrace_pack pk;
 	struct fz_cpu *q;
 	struct fz_chunk *c;
 	struct fz_ev *e;
@@ -609,7 +608,7 @@ uint32_t fz_take_raw(struct fz_remote *r, uint32_t cpu, uint8_t *page)
 	q = &r->cpu[cpu];
 	if (!q_cur(q, &c))
 		return 0;
-	if (hvt_tdat_pack_init(&pk, r->subbuf_size, raw_emit, &out))
+	if (hvtrace_pack_init(&pk, r->subbuf_size, raw_emit, &out))
 		return 0;
 	/*
 	 * Feed records until the packer closes a page: that page holds the
@@ -620,11 +619,11 @@ uint32_t fz_take_raw(struct fz_remote *r, uint32_t cpu, uint8_t *page)
 		if (e->lost) {
 			if (taken)
 				break;
-			hvt_tdat_pack_lost(
+			hvtrace_pack_add_lost(
 				&pk, e->lost == FZ_LOST_UNKNOWN ? 0 : e->lost,
 				e->lost != FZ_LOST_UNKNOWN);
 		}
-		if (hvt_tdat_pack_event(&pk, ev_clock(r, e), c->data + e->off,
+		if (hvtrace_pack_add_event(&pk, ev_clock(r, e), c->data + e->off,
 					e->len) ||
 		    out.emitted)
 			break;
@@ -632,8 +631,8 @@ uint32_t fz_take_raw(struct fz_remote *r, uint32_t cpu, uint8_t *page)
 		taken++;
 	}
 	if (!out.emitted)
-		hvt_tdat_pack_flush(&pk);
-	hvt_tdat_pack_fini(&pk);
+		hvtrace_pack_flush(&pk);
+	hvtrace_pack_fini(&pk);
 	if (!taken || !out.emitted)
 		return 0;
 	/* The kernel hands over whole sub-buffers: the rest is zero. */

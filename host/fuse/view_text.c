@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fuse-local.h"
+#include "fs-local.h"
 #include "../proto/dfeed.h"
 
 /* --- text ----------------------------------------------------------------- */

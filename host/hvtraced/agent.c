@@ -254,20 +254,20 @@ static void agent_bad_frame(struct conn *c)
 /* --- the agent's requests ------------------------------------------------- */
 
 static bool replay_is_held(struct remote *r, uint64_t owner,
-			   const struct hvt_msg *m, struct hvt_ue_reg *out)
+			   const struct hvt_msg *m, struct hvtrace_ue_reg *out)
 {
-	struct hvt_ue_event_info info;
+	struct hvtrace_ue_event_info info;
 	char name[256], def[HVT_PROTO_DEF_MAX + 1];
 	const char *args = NULL;
 
 	if (!(m->u.reg.flags & HVT_REG_REPLAY) ||
 	    !held_has(&r->held, owner, m->u.reg.want_id) ||
-	    hvt_ue_lookup_id(r->reg, m->u.reg.want_id, &info))
+	    hvtrace_ue_lookup_id(r->reg, m->u.reg.want_id, &info))
 		return false;
 	memcpy(def, m->u.reg.def.ptr, m->u.reg.def.len);
 	def[m->u.reg.def.len] = '\0';
-	if (hvt_ue_split_name(def, name, sizeof(name), &args, NULL) ||
-	    strcmp(name, info.name) || !hvt_ue_match_args(info.def, args))
+	if (hvtrace_ue_split_name(def, name, sizeof(name), &args, NULL) ||
+	    strcmp(name, info.name) || !hvtrace_ue_match_args(info.def, args))
 		return false;
 	out->id = info.id;
 	out->bit = info.bit;
@@ -279,8 +279,8 @@ static void agent_register(struct conn *c, struct remote *r,
 {
 	uint64_t owner = (uint64_t)m->chan + 1;
 	char def[HVT_PROTO_DEF_MAX + 1];
-	struct hvt_ue_error err = { 0 };
-	struct hvt_ue_reg out = { 0 };
+	struct hvtrace_ue_error err = { 0 };
+	struct hvtrace_ue_reg out = { 0 };
 	int ret;
 
 	if (replay_is_held(r, owner, m, &out)) {
@@ -323,10 +323,10 @@ static void agent_register(struct conn *c, struct remote *r,
 	 * so running writers keep working after a daemon restart.
 	 */
 	if (m->u.reg.flags & HVT_REG_REPLAY)
-		ret = hvt_ue_register_at(r->reg, owner, def, m->u.reg.want_id,
+		ret = hvtrace_ue_register_at(r->reg, owner, def, m->u.reg.want_id,
 					 m->u.reg.want_bit, &out, &err);
 	else
-		ret = hvt_ue_register(r->reg, owner, def, &out, &err);
+		ret = hvtrace_ue_register(r->reg, owner, def, &out, &err);
 	remote_apply_changes(r);
 	if (ret) {
 		conn_reply_result(c, m, HVT_MSG_REGISTER, ret, 0, 0, "%s",
@@ -342,7 +342,7 @@ static void agent_register(struct conn *c, struct remote *r,
 	ret = held_add(&r->held, owner, out.id);
 	if (ret) {
 		/* Not remembered: give the reference back. */
-		hvt_ue_unregister(r->reg, owner, out.id, NULL);
+		hvtrace_ue_unregister(r->reg, owner, out.id, NULL);
 		remote_apply_changes(r);
 		conn_reply_result(c, m, HVT_MSG_REGISTER, ret, 0, 0,
 				  "hvtraced cannot track the registration: "
@@ -358,7 +358,7 @@ static void agent_request(struct conn *c, struct remote *r,
 			  const struct hvt_msg *m)
 {
 	uint64_t owner = (uint64_t)m->chan + 1;
-	struct hvt_ue_error err = { 0 };
+	struct hvtrace_ue_error err = { 0 };
 	char name[HVT_PROTO_DEF_MAX + 1];
 	const char *n;
 	int ret;
@@ -368,7 +368,7 @@ static void agent_request(struct conn *c, struct remote *r,
 		agent_register(c, r, m);
 		break;
 	case HVT_MSG_UNREGISTER:
-		ret = hvt_ue_unregister(r->reg, owner, m->u.unreg.id, &err);
+		ret = hvtrace_ue_unregister(r->reg, owner, m->u.unreg.id, &err);
 		remote_apply_changes(r);
 		if (!ret)
 			held_dec(&r->held, owner, m->u.unreg.id);
@@ -379,7 +379,7 @@ static void agent_request(struct conn *c, struct remote *r,
 		memcpy(name, m->u.arg.s.ptr, m->u.arg.s.len);
 		name[m->u.arg.s.len] = '\0';
 		n = strncmp(name, HVT_UE_PREFIX, 2) ? name : name + 2;
-		ret = hvt_ue_delete(r->reg, n, &err);
+		ret = hvtrace_ue_delete(r->reg, n, &err);
 		remote_apply_changes(r);
 		conn_reply_result(c, m, HVT_MSG_DELETE, ret, 0, 0, "%s",
 				  ret ? err.msg : "");

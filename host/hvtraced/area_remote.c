@@ -40,7 +40,6 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "../tracedat/tdat.h"
 
 #define AR_STATE_MS	       200  /* writer state poll */
 #define AR_RETRY_MS	       1000 /* area not there or not formatted yet */
@@ -55,7 +54,7 @@ struct area_remote {
 	 * against what that client may open (access.c). */
 	struct d_cred cred;
 	bool restricted;
-	struct hvt_tdat_catalog cat; /* static events of the writer kind */
+	struct hvtrace_catalog cat; /* static events of the writer kind */
 	uint32_t cat_kind;	     /* writer kind the catalog is for */
 	bool have_cat;
 	/* The daemon's own record of the static events' state, by catalog
@@ -99,12 +98,12 @@ static int ar_load_catalog(struct remote *r)
 
 	if (ar->have_cat && ar->cat_kind == r->info.writer_kind)
 		return 0;
-	hvt_tdat_catalog_free(&ar->cat);
+	hvtrace_catalog_free(&ar->cat);
 	ar->have_cat = false;
 	free(ar->on);
 	ar->on = NULL;
 	ar->defaults_applied = false;
-	ret = hvt_tdat_catalog_for_writer(&ar->cat, r->info.writer_kind);
+	ret = hvtrace_catalog_add_writer(&ar->cat, r->info.writer_kind);
 	if (ret)
 		return ret;
 	on = calloc(ar->cat.nr + 1, sizeof(*on));
@@ -116,7 +115,7 @@ static int ar_load_catalog(struct remote *r)
 	return 0;
 }
 
-static const struct hvt_tdat_catalog *ar_catalog(struct remote *r)
+static const struct hvtrace_catalog *ar_catalog(struct remote *r)
 {
 	struct area_remote *ar = r->priv;
 
@@ -333,7 +332,7 @@ static void ar_free(struct remote *r)
 {
 	struct area_remote *ar = r->priv;
 
-	hvt_tdat_catalog_free(&ar->cat);
+	hvtrace_catalog_free(&ar->cat);
 	free(ar->on);
 	free(ar);
 }

@@ -19,7 +19,7 @@
 #include <hvtrace.h>
 #include <hvtrace/proto.h>
 
-#include "../userevents/userevents.h"
+#include <hvtrace-userevents.h>
 
 #define D_AGENT_QUEUE		(1024u * 1024u)	/* bytes to an agent */
 #define D_TOOL_REPLY_SLACK	(16u * 1024u * 1024u)	/* replies beyond the
@@ -67,7 +67,7 @@ struct outq {
 struct conn;
 struct remote;
 struct sub;
-struct hvt_tdat_catalog;
+struct hvtrace_catalog;
 
 /*
  * What a connection is to the connection layer (conn.c): the role handler
@@ -195,7 +195,7 @@ struct remote_ops {
 
 	/* A remote without an agent: the static events of its writer kind
 	 * (by catalog index) instead of user events.  NULL: user events. */
-	const struct hvt_tdat_catalog *(*catalog)(struct remote *r);
+	const struct hvtrace_catalog *(*catalog)(struct remote *r);
 	bool (*event_on)(const struct remote *r, unsigned int i);
 	int (*set_event)(struct remote *r, unsigned int i, bool on);
 };
@@ -234,7 +234,7 @@ struct remote {
 	struct conn *conn;		/* the agent session, or NULL */
 	struct hvtrace_area *area;
 	struct hvtrace_area_info info;
-	struct hvt_ue_registry *reg;
+	struct hvtrace_ue_registry *reg;
 	bool tracing_on;
 
 	struct agent_link agent;	/* agent.c; unused on an area */

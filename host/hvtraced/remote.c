@@ -85,7 +85,7 @@ struct find_bit {
 	uint32_t id;
 };
 
-static int find_bit_cb(const struct hvt_ue_event_info *info, void *arg)
+static int find_bit_cb(const struct hvtrace_ue_event_info *info, void *arg)
 {
 	struct find_bit *fb = arg;
 
@@ -105,7 +105,7 @@ static void remote_write_bitmap(struct remote *r)
 	if (!r->area)
 		return;
 	memset(words, 0, sizeof(words));
-	n = hvt_ue_enable_snapshot(r->reg, words, HVT_ABI_MAX_EVENTS / 64,
+	n = hvtrace_ue_enable_snapshot(r->reg, words, HVT_ABI_MAX_EVENTS / 64,
 				   NULL);
 	for (bit = 0; bit < HVT_ABI_MAX_EVENTS; bit++)
 		if ((int)(bit / 64) < n)
@@ -128,7 +128,7 @@ void remote_apply_changes(struct remote *r)
 					       r->chg[i].on);
 		if (!r->conn || r->state != HVT_REMOTE_CONNECTED)
 			continue;
-		hvt_ue_foreach(r->reg, find_bit_cb, &fb);
+		hvtrace_ue_foreach(r->reg, find_bit_cb, &fb);
 		memset(&m, 0, sizeof(m));
 		m.type = HVT_MSG_EVENT_STATE;
 		m.u.event_state.id = fb.id;
@@ -162,7 +162,7 @@ static void held_unregister(void *arg, uint64_t owner, uint32_t id)
 {
 	struct remote *r = arg;
 
-	hvt_ue_unregister_owner_id(r->reg, owner, id);
+	hvtrace_ue_unregister_owner_id(r->reg, owner, id);
 }
 
 int remote_held_drop_owner(struct remote *r, uint64_t owner)
@@ -206,12 +206,12 @@ int remote_new(const char *name, const struct remote_ops *ops, void *priv,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	ret = hvt_ue_registry_create(NULL, &r->reg);
+	ret = hvtrace_ue_registry_create(NULL, &r->reg);
 	if (ret) {
 		free(r);
 		return ret;
 	}
-	hvt_ue_set_enable_hook(r->reg, remote_enable_hook, r);
+	hvtrace_ue_set_enable_hook(r->reg, remote_enable_hook, r);
 	r->id = ++D->next_remote_id;
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->ops = ops;

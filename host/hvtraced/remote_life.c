@@ -48,8 +48,8 @@ void remote_destroy(struct remote *r)
 		conn_close(c);
 	}
 	remote_held_drop_all(r);
-	hvt_ue_set_enable_hook(r->reg, NULL, NULL);
-	hvt_ue_registry_destroy(r->reg);
+	hvtrace_ue_set_enable_hook(r->reg, NULL, NULL);
+	hvtrace_ue_registry_destroy(r->reg);
 	hvtrace_area_close(r->area);
 	for (pp = &D->remotes; *pp; pp = &(*pp)->next)
 		if (*pp == r) {

@@ -31,9 +31,8 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "../tracedat/tdat.h"
 
-static const struct hvt_tdat_catalog *static_catalog(struct remote *r)
+static const struct hvtrace_catalog *static_catalog(struct remote *r)
 {
 	return r->ops->catalog ? r->ops->catalog(r) : NULL;
 }
@@ -133,8 +132,8 @@ static void user_define(struct conn *c, struct remote *r,
 			const struct hvt_msg *m)
 {
 	char s[HVT_PROTO_DEF_MAX + 1], line[HVT_PROTO_DEF_MAX + 8], name[256];
-	struct hvt_ue_error err = { 0 };
-	struct hvt_ue_event_info info;
+	struct hvtrace_ue_error err = { 0 };
+	struct hvtrace_ue_event_info info;
 	const char *args;
 	int ret;
 
@@ -144,7 +143,7 @@ static void user_define(struct conn *c, struct remote *r,
 		snprintf(line, sizeof(line), "%s", s);
 	else
 		snprintf(line, sizeof(line), "u:%s", s);
-	ret = hvt_ue_dyn_apply(r->reg, line, &err);
+	ret = hvtrace_ue_dyn_apply(r->reg, line, &err);
 	remote_apply_changes(r);
 	if (ret) {
 		conn_reply_result(c, m, HVT_MSG_DEFINE, ret, 0, 0, "%s",
@@ -152,8 +151,8 @@ static void user_define(struct conn *c, struct remote *r,
 		return;
 	}
 	if (line[0] == 'u' &&
-	    !hvt_ue_split_name(line + 2, name, sizeof(name), &args, NULL) &&
-	    !hvt_ue_lookup(r->reg, name, &info)) {
+	    !hvtrace_ue_split_name(line + 2, name, sizeof(name), &args, NULL) &&
+	    !hvtrace_ue_lookup(r->reg, name, &info)) {
 		conn_reply_result(c, m, HVT_MSG_DEFINE, 0, info.id, info.bit,
 				  "%s", name);
 		return;
@@ -165,22 +164,22 @@ static void user_delete(struct conn *c, struct remote *r,
 			const struct hvt_msg *m)
 {
 	char s[HVT_PROTO_DEF_MAX + 8], line[HVT_PROTO_DEF_MAX + 16];
-	struct hvt_ue_error err = { 0 };
+	struct hvtrace_ue_error err = { 0 };
 	const char *n;
 	int ret;
 
 	d_copy_str(s, sizeof(s), &m->u.arg.s);
 	if (s[0] == '!' || s[0] == '-') {
-		ret = hvt_ue_dyn_apply(r->reg, s, &err);
+		ret = hvtrace_ue_dyn_apply(r->reg, s, &err);
 	} else {
 		n = event_name(s);
 		if (strchr(n, ' ') || strchr(n, '\t')) {
 			/* "NAME fields": the dynamic_events delete form,
 			 * which checks the fields. */
 			snprintf(line, sizeof(line), "!u:%s", n);
-			ret = hvt_ue_dyn_apply(r->reg, line, &err);
+			ret = hvtrace_ue_dyn_apply(r->reg, line, &err);
 		} else {
-			ret = hvt_ue_delete(r->reg, n, &err);
+			ret = hvtrace_ue_delete(r->reg, n, &err);
 		}
 	}
 	remote_apply_changes(r);
@@ -193,7 +192,7 @@ struct names {
 	size_t n, cap;
 };
 
-static int collect_names(const struct hvt_ue_event_info *info, void *arg)
+static int collect_names(const struct hvtrace_ue_event_info *info, void *arg)
 {
 	struct names *ns = arg;
 
@@ -225,8 +224,8 @@ static void names_free(struct names *ns)
 static void user_enable(struct conn *c, struct remote *r,
 			const struct hvt_msg *m)
 {
-	struct hvt_ue_error err = { 0 };
-	struct hvt_ue_event_info info;
+	struct hvtrace_ue_error err = { 0 };
+	struct hvtrace_ue_event_info info;
 	char s[HVT_PROTO_DEF_MAX + 1];
 	struct names ns = { 0 };
 	const char *n;
@@ -236,9 +235,9 @@ static void user_enable(struct conn *c, struct remote *r,
 	d_copy_str(s, sizeof(s), &m->u.arg.s);
 	n = event_name(s);
 	if (!strcmp(n, "*")) {
-		ret = hvt_ue_foreach(r->reg, collect_names, &ns);
+		ret = hvtrace_ue_foreach(r->reg, collect_names, &ns);
 		for (i = 0; !ret && i < ns.n; i++)
-			ret = hvt_ue_set_enabled(r->reg, ns.v[i],
+			ret = hvtrace_ue_set_enabled(r->reg, ns.v[i],
 						 HVT_UE_USED_FTRACE,
 						 m->u.arg.arg, &err);
 		remote_apply_changes(r);
@@ -247,7 +246,7 @@ static void user_enable(struct conn *c, struct remote *r,
 		names_free(&ns);
 		return;
 	}
-	ret = hvt_ue_set_enabled(r->reg, n, HVT_UE_USED_FTRACE, m->u.arg.arg,
+	ret = hvtrace_ue_set_enabled(r->reg, n, HVT_UE_USED_FTRACE, m->u.arg.arg,
 				 &err);
 	remote_apply_changes(r);
 	if (ret) {
@@ -255,7 +254,7 @@ static void user_enable(struct conn *c, struct remote *r,
 				  err.msg[0] ? err.msg : strerror(-ret));
 		return;
 	}
-	if (!hvt_ue_lookup(r->reg, n, &info))
+	if (!hvtrace_ue_lookup(r->reg, n, &info))
 		conn_reply_result(c, m, HVT_MSG_ENABLE, 0, info.id, info.bit,
 				  NULL);
 	else	/* disabling deleted it (nobody held it) */
@@ -284,7 +283,7 @@ static bool ext_match(const char *pat, const char *sys, const char *name)
 static void static_enable(struct conn *c, struct remote *r,
 		       const struct hvt_msg *m)
 {
-	const struct hvt_tdat_catalog *cat = static_catalog(r);
+	const struct hvtrace_catalog *cat = static_catalog(r);
 	char s[HVT_PROTO_DEF_MAX + 1];
 	uint32_t hits = 0, id = 0, bit = 0;
 	unsigned int i;
@@ -328,7 +327,7 @@ static void static_enable(struct conn *c, struct remote *r,
 		conn_reply_result(c, m, HVT_MSG_ENABLE, 0, hits, 0, NULL);
 }
 
-static int ext_list_user(const struct hvt_ue_event_info *info, void *arg)
+static int ext_list_user(const struct hvtrace_ue_event_info *info, void *arg)
 {
 	eb_printf(arg, "%s %s %u %u %u\n", HVT_UE_SYSTEM, info->name, info->id,
 		  info->bit, info->enabled ? 1u : 0u);
@@ -337,7 +336,7 @@ static int ext_list_user(const struct hvt_ue_event_info *info, void *arg)
 
 void tool_events_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 {
-	const struct hvt_tdat_catalog *cat = static_catalog(r);
+	const struct hvtrace_catalog *cat = static_catalog(r);
 	struct ext_buf b = {0};
 	unsigned int i, active = 0, busy = 0;
 
@@ -359,7 +358,7 @@ void tool_events_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 		}
 	}
 	if (m->u.text_req.kind == HVT_TEXT_EVENTS)
-		hvt_ue_foreach(r->reg, ext_list_user, &b);
+		hvtrace_ue_foreach(r->reg, ext_list_user, &b);
 	else
 		eb_printf(&b, "\nActive: %u\nBusy: %u\n", active, busy);
 	send_text_reply(c, m, &b);
@@ -368,7 +367,7 @@ void tool_events_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 
 unsigned int tool_events_nr_static(struct remote *r)
 {
-	const struct hvt_tdat_catalog *cat = static_catalog(r);
+	const struct hvtrace_catalog *cat = static_catalog(r);
 	unsigned int i, n = 0;
 
 	for (i = 0; cat && i < cat->nr; i++)
@@ -379,7 +378,7 @@ unsigned int tool_events_nr_static(struct remote *r)
 void tool_events_send_static(struct conn *c, struct remote *r,
 			     const struct hvt_msg *m, bool more_after)
 {
-	const struct hvt_tdat_catalog *cat = static_catalog(r);
+	const struct hvtrace_catalog *cat = static_catalog(r);
 	unsigned int i, left = tool_events_nr_static(r);
 	char name[HVT_PROTO_EVNAME_MAX + 1];
 	struct hvt_msg out;
@@ -425,7 +424,7 @@ void tool_events_define(struct conn *c, struct remote *r,
 void tool_events_delete(struct conn *c, struct remote *r,
 			const struct hvt_msg *m)
 {
-	struct hvt_ue_error err = { 0 };
+	struct hvtrace_ue_error err = { 0 };
 	int ret;
 
 	if (remote_static_events(r)) {
@@ -433,7 +432,7 @@ void tool_events_delete(struct conn *c, struct remote *r,
 		return;
 	}
 	if (m->u.arg.s.len == 1 && m->u.arg.s.ptr[0] == '*') {
-		ret = hvt_ue_dyn_clear(r->reg, &err);
+		ret = hvtrace_ue_dyn_clear(r->reg, &err);
 		remote_apply_changes(r);
 		conn_reply_result(c, m, HVT_MSG_DELETE, ret < 0 ? ret : 0,
 				  ret < 0 ? 0 : (uint32_t)ret, 0, "%s",

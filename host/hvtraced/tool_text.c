@@ -58,7 +58,7 @@ void tool_fill_rec(const struct remote *r, struct hvt_remote_rec *rec)
 	rec->state = r->state;
 	rec->transport = r->ops->transport;
 	rec->tracing_on = r->tracing_on;
-	rec->nr_events = hvt_ue_count(r->reg) +
+	rec->nr_events = hvtrace_ue_count(r->reg) +
 			 tool_events_nr_static((struct remote *)r);
 	rec->nr_clients = (uint32_t)r->held.nr_owners;
 	rec->sync_samples = r->sync_samples;
@@ -93,10 +93,10 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 	}
 	switch (m->u.text_req.kind) {
 	case HVT_TEXT_STATUS:
-		text = hvt_ue_status_text(r->reg);
+		text = hvtrace_ue_status_text(r->reg);
 		break;
 	case HVT_TEXT_DYNAMIC_EVENTS:
-		text = hvt_ue_dyn_events_text(r->reg);
+		text = hvtrace_ue_dyn_events_text(r->reg);
 		break;
 	case HVT_TEXT_CMDLINES: {
 		size_t cap = 1, i;
@@ -214,7 +214,7 @@ struct fmt_list {
 	size_t n, cap;
 };
 
-static int collect_formats(const struct hvt_ue_event_info *info, void *arg)
+static int collect_formats(const struct hvtrace_ue_event_info *info, void *arg)
 {
 	struct fmt_list *fl = arg;
 	size_t nl, fmtl;
@@ -269,7 +269,7 @@ void tool_formats(struct conn *c, struct remote *r, const struct hvt_msg *m)
 		nhp = hvtrace_header_page_text(r->info.subbuf_size, hp,
 					       sizeof(hp));
 	nhe = hvtrace_header_event_text(he, sizeof(he));
-	ret = hvt_ue_foreach(r->reg, collect_formats, &fl);
+	ret = hvtrace_ue_foreach(r->reg, collect_formats, &fl);
 	memset(&out, 0, sizeof(out));
 	out.type = HVT_MSG_FORMATS;
 	out.req = m->req;

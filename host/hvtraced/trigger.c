@@ -25,13 +25,13 @@ static uint64_t trig_token_seq;
 static void trig_finish(struct remote *r, int status)
 {
 	struct trig_run *t = r->trig;
-	struct hvt_ue_error err;
+	struct hvtrace_ue_error err;
 	struct hvt_msg m;
 	uint8_t *buf = NULL;
 	uint32_t i;
 
 	r->trig = NULL;
-	hvt_ue_set_enabled(r->reg, D_TRIGGER_EVENT, HVT_UE_USED_OTHER, false,
+	hvtrace_ue_set_enabled(r->reg, D_TRIGGER_EVENT, HVT_UE_USED_OTHER, false,
 			   &err);
 	remote_apply_changes(r);
 	if (t->tool) {
@@ -113,7 +113,7 @@ void trigger_answer(struct remote *r, const struct hvt_msg *m,
 int trigger_start(struct remote *r, struct conn *tool, uint32_t req,
 		  uint32_t count, char *msg, size_t msgsize)
 {
-	struct hvt_ue_error err = { 0 };
+	struct hvtrace_ue_error err = { 0 };
 	struct trig_run *t;
 	int ret;
 
@@ -131,7 +131,7 @@ int trigger_start(struct remote *r, struct conn *tool, uint32_t req,
 		snprintf(msg, msgsize, "tracing is off on '%s'", r->name);
 		return -ENODATA;
 	}
-	ret = hvt_ue_set_enabled(r->reg, D_TRIGGER_EVENT, HVT_UE_USED_OTHER,
+	ret = hvtrace_ue_set_enabled(r->reg, D_TRIGGER_EVENT, HVT_UE_USED_OTHER,
 				 true, &err);
 	remote_apply_changes(r);
 	if (ret) {

@@ -27,7 +27,7 @@
 
 #include <hvtrace/ring_buffer.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 const struct hvt_cpu_meta *hvt_area_cpu_meta(const struct hvtrace_area *a,
 					     uint32_t cpu)

@@ -48,7 +48,7 @@
 
 #include <hvtrace/config.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 uint64_t hvt_host_now_ns(void)
 {

@@ -8,7 +8,7 @@
 #include <event-parse.h>
 #include <trace-seq.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 /* Records are copied here, zero-padded, before libtraceevent sees them:
  * fields (validated to lie within 64 KiB) and __data_loc strings (16-bit

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 static __thread char hvt_errbuf[512];
 

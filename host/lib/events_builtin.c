@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 HVTRACE_API int hvtrace_header_page_text(uint32_t subbuf_size, char *buf,
 					 size_t size)

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 __thread struct hvt_guard *hvt_cur_guard;
 

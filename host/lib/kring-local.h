@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 #define KR_MAGIC		0xBADFEEDu
 #define KR_SCAN_STEP		4096u

@@ -37,7 +37,7 @@
 #include <hvtrace/config.h>
 #include <hvtrace/ring_buffer.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 /* Sleep slices: the CPU 0 thread keeps answering time syncs promptly. */
 #define LB_SYNC_SLICE_NS	100000ULL	/* 100 us */

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 #define MERGE_REPOLL_NS		20000ULL	/* 20 us */
 /* A record this long pending is returned whatever the clocks say. */

@@ -42,7 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 #define OWNER_BASE  (1ull << 62)
 #define OWNER_SLOT  (1ull << 23) /* > 1 + PID_MAX_LIMIT (2^22) */

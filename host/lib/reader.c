@@ -54,7 +54,7 @@
 #include <hvtrace/ring_buffer.h>
 #include <hvtrace/ring_slot.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 #include "reader.h"
 #include "subbuf.h"
 

@@ -17,7 +17,7 @@
 #include <hvtrace/abi.h>
 #include <hvtrace/ring_slot.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 static inline const struct hvt_subbuf_desc *rd_desc(const struct hvt_rd_cpu *c,
 						    uint32_t seq)

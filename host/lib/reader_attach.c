@@ -17,7 +17,7 @@
 #include <hvtrace/page.h>
 #include <hvtrace/ring_buffer.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 #include "reader.h"
 
 /*

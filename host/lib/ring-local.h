@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 /* Resync a kernel trace clock with CLOCK_MONOTONIC this often. */
 #define RING_KCLOCK_RESYNC_NS	1000000000ULL

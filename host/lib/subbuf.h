@@ -21,7 +21,7 @@
 #include <hvtrace/abi.h>
 #include <hvtrace/page.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "libhvtrace reads little-endian writers on little-endian hosts only"

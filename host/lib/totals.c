@@ -17,7 +17,7 @@
 #include <hvtrace/page.h>
 #include <hvtrace/ring_slot.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 struct tot_cpu {
 	const struct hvt_cpu_meta *meta;

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 
 /*
  * The tracefs mount point: /sys/kernel/tracing (mounted there first when

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libhvtrace: a client of hvtraced's socket (see dclient.h).
+ * libhvtrace-daemon: a client of hvtraced's socket (<hvtrace-daemon.h>).
  */
 #include <errno.h>
 #include <poll.h>
@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "dclient.h"
+#include "hvtrace-local.h"
+#include <hvtrace-daemon.h>
 
-struct hvt_dclient {
+struct hvtrace_daemon {
 	int fd;
 	uint32_t next_req;
 	char path[108];
@@ -29,19 +29,19 @@ static uint64_t dc_now_ms(void)
 	return hvt_host_now_ns() / 1000000;
 }
 
-const char *hvt_dclient_default_socket(void)
+const char *hvtrace_daemon_default_socket(void)
 {
 	const char *p = getenv("HVTRACED_SOCKET");
 
-	return p && *p ? p : HVT_DCLIENT_DEFAULT_SOCKET;
+	return p && *p ? p : HVTRACE_DAEMON_DEFAULT_SOCKET;
 }
 
-int hvt_dclient_fd(const struct hvt_dclient *c)
+int hvtrace_daemon_fd(const struct hvtrace_daemon *c)
 {
 	return c ? c->fd : -1;
 }
 
-void hvt_dclient_close(struct hvt_dclient *c)
+void hvtrace_daemon_close(struct hvtrace_daemon *c)
 {
 	if (!c)
 		return;
@@ -51,7 +51,7 @@ void hvt_dclient_close(struct hvt_dclient *c)
 	free(c);
 }
 
-int hvt_dclient_send(struct hvt_dclient *c, struct hvt_msg *m)
+int hvtrace_daemon_send(struct hvtrace_daemon *c, struct hvt_msg *m)
 {
 	int n, off = 0;
 
@@ -79,7 +79,7 @@ int hvt_dclient_send(struct hvt_dclient *c, struct hvt_msg *m)
 	return 0;
 }
 
-int hvt_dclient_recv(struct hvt_dclient *c, struct hvt_msg *m, int timeout_ms)
+int hvtrace_daemon_recv(struct hvtrace_daemon *c, struct hvt_msg *m, int timeout_ms)
 {
 	uint64_t wait = timeout_ms < 0 ? 0 : (uint64_t)timeout_ms;
 	uint64_t deadline = dc_now_ms() + wait;
@@ -120,14 +120,14 @@ int hvt_dclient_recv(struct hvt_dclient *c, struct hvt_msg *m, int timeout_ms)
 	}
 }
 
-int hvt_dclient_call(struct hvt_dclient *c, struct hvt_msg *req,
+int hvtrace_daemon_call(struct hvtrace_daemon *c, struct hvt_msg *req,
 		     struct hvt_msg *reply, int timeout_ms,
-		     hvt_dclient_cb other, void *arg)
+		     hvtrace_daemon_cb other, void *arg)
 {
 	uint64_t deadline;
 	int ret;
 
-	ret = hvt_dclient_send(c, req);
+	ret = hvtrace_daemon_send(c, req);
 	if (ret)
 		return ret;
 	deadline = dc_now_ms() + (uint64_t)timeout_ms;
@@ -140,7 +140,7 @@ int hvt_dclient_call(struct hvt_dclient *c, struct hvt_msg *req,
 				       "within %d ms",
 				       hvt_msg_type_name(req->type),
 				       timeout_ms);
-		ret = hvt_dclient_recv(c, reply, (int)(deadline - now));
+		ret = hvtrace_daemon_recv(c, reply, (int)(deadline - now));
 		if (ret < 0)
 			return ret;
 		if (!ret)
@@ -152,16 +152,16 @@ int hvt_dclient_call(struct hvt_dclient *c, struct hvt_msg *req,
 	}
 }
 
-int hvt_dclient_open(const char *path, struct hvt_dclient **out)
+int hvtrace_daemon_open(const char *path, struct hvtrace_daemon **out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct hvt_dclient *c;
+	struct hvtrace_daemon *c;
 	struct hvt_msg m, r;
 	int ret;
 
 	*out = NULL;
 	if (!path)
-		path = hvt_dclient_default_socket();
+		path = hvtrace_daemon_default_socket();
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return hvt_err(-ENAMETOOLONG, "socket path too long: %s", path);
 	strcpy(sa.sun_path, path);
@@ -202,7 +202,7 @@ int hvt_dclient_open(const char *path, struct hvt_dclient **out)
 	m.u.hello.max_version = HVT_PROTO_VERSION;
 	m.u.hello.role = HVT_ROLE_TOOL;
 	m.u.hello.pid = (uint32_t)getpid();
-	ret = hvt_dclient_call(c, &m, &r, HVT_DCLIENT_TIMEOUT_MS, NULL, NULL);
+	ret = hvtrace_daemon_call(c, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
 	if (ret)
 		goto fail;
 	if (r.type != HVT_MSG_HELLO || r.u.hello.role != HVT_ROLE_DAEMON) {
@@ -218,11 +218,11 @@ int hvt_dclient_open(const char *path, struct hvt_dclient **out)
 	*out = c;
 	return 0;
 fail:
-	hvt_dclient_close(c);
+	hvtrace_daemon_close(c);
 	return ret;
 }
 
-int hvt_dclient_remote(struct hvt_dclient *c, const char *name,
+int hvtrace_daemon_find_remote(struct hvtrace_daemon *c, const char *name,
 		       struct hvt_remote_rec *rec)
 {
 	struct hvt_msg m, r;
@@ -233,7 +233,7 @@ int hvt_dclient_remote(struct hvt_dclient *c, const char *name,
 
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_REMOTES;
-	ret = hvt_dclient_call(c, &m, &r, HVT_DCLIENT_TIMEOUT_MS, NULL, NULL);
+	ret = hvtrace_daemon_call(c, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
 	if (ret)
 		return ret;
 	if (r.type != HVT_MSG_REMOTES)
@@ -271,7 +271,7 @@ int hvt_dclient_remote(struct hvt_dclient *c, const char *name,
 	return 0;
 }
 
-int hvt_dclient_text(struct hvt_dclient *c, uint32_t remote, uint32_t kind,
+int hvtrace_daemon_get_text(struct hvtrace_daemon *c, uint32_t remote, uint32_t kind,
 		     char **out, size_t *len)
 {
 	struct hvt_msg m, r;
@@ -283,7 +283,7 @@ int hvt_dclient_text(struct hvt_dclient *c, uint32_t remote, uint32_t kind,
 	m.type = HVT_MSG_TEXT;
 	m.chan = remote;
 	m.u.text_req.kind = kind;
-	ret = hvt_dclient_call(c, &m, &r, HVT_DCLIENT_TIMEOUT_MS, NULL, NULL);
+	ret = hvtrace_daemon_call(c, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
 	/* Bounded: a part per message; the daemon's text is finite, and a
 	 * hostile stream is cut at 4096 parts. */
 	for (parts = 0; !ret && parts < 4096; parts++) {
@@ -312,7 +312,7 @@ int hvt_dclient_text(struct hvt_dclient *c, uint32_t remote, uint32_t kind,
 		if (!(r.flags & HVT_PF_MORE))
 			break;
 		do {
-			ret = hvt_dclient_recv(c, &r, HVT_DCLIENT_TIMEOUT_MS);
+			ret = hvtrace_daemon_recv(c, &r, HVTRACE_DAEMON_TIMEOUT_MS);
 		} while (ret == 1 && r.req != m.req);
 		if (ret == 0)
 			ret = hvt_err(-ETIMEDOUT, "hvtraced stopped mid-text");
@@ -334,13 +334,13 @@ int hvt_dclient_text(struct hvt_dclient *c, uint32_t remote, uint32_t kind,
 	return 0;
 }
 
-int hvt_dclient_result(struct hvt_dclient *c, struct hvt_msg *req,
+int hvtrace_daemon_call_result(struct hvtrace_daemon *c, struct hvt_msg *req,
 		       struct hvt_m_result *res, char *text, size_t textsize)
 {
 	struct hvt_msg r;
 	int ret;
 
-	ret = hvt_dclient_call(c, req, &r, HVT_DCLIENT_TIMEOUT_MS, NULL, NULL);
+	ret = hvtrace_daemon_call(c, req, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
 	if (ret)
 		return ret;
 	if (hvt_msg_layout(r.type, 1) != HVT_L_RESULT)

@@ -14,7 +14,7 @@
 #include <hvtrace.h>
 #include <hvtrace/page.h>
 
-#include "internal.h"
+#include "hvtrace-local.h"
 #include "dfeed.h"
 
 /* At most this many pages wait in a feed's queue: past it the feed stops
@@ -23,7 +23,7 @@
 #define DF_MAX_QUEUED 65536u
 
 struct hvt_dfeed {
-	struct hvt_dclient *dc;
+	struct hvtrace_daemon *dc;
 	struct hvt_dpage *head, *tail;
 	unsigned int queued;
 };
@@ -36,7 +36,7 @@ int hvt_dfeed_open(const char *sock, struct hvt_dfeed **out)
 	*out = NULL;
 	if (!f)
 		return hvt_err(-ENOMEM, "out of memory");
-	ret = hvt_dclient_open(sock, &f->dc);
+	ret = hvtrace_daemon_open(sock, &f->dc);
 	if (ret) {
 		free(f);
 		return ret;
@@ -55,13 +55,13 @@ void hvt_dfeed_close(struct hvt_dfeed *f)
 		n = p->next;
 		free(p);
 	}
-	hvt_dclient_close(f->dc);
+	hvtrace_daemon_close(f->dc);
 	free(f);
 }
 
 int hvt_dfeed_fd(const struct hvt_dfeed *f)
 {
-	return hvt_dclient_fd(f->dc);
+	return hvtrace_daemon_fd(f->dc);
 }
 
 bool hvt_dfeed_pending(const struct hvt_dfeed *f)
@@ -105,7 +105,7 @@ static void df_other(void *arg, const struct hvt_msg *m)
 static int df_call(struct hvt_dfeed *f, struct hvt_msg *req,
 		   struct hvt_msg *reply)
 {
-	return hvt_dclient_call(f->dc, req, reply, HVT_DCLIENT_TIMEOUT_MS,
+	return hvtrace_daemon_call(f->dc, req, reply, HVTRACE_DAEMON_TIMEOUT_MS,
 				df_other, f);
 }
 
@@ -156,7 +156,7 @@ int hvt_dfeed_next(struct hvt_dfeed *f, int timeout_ms, struct hvt_dpage **page)
 
 	*page = NULL;
 	for (;;) {
-		struct pollfd pfd = {.fd = hvt_dclient_fd(f->dc),
+		struct pollfd pfd = {.fd = hvtrace_daemon_fd(f->dc),
 				     .events = POLLIN};
 
 		if (f->head) {
@@ -170,7 +170,7 @@ int hvt_dfeed_next(struct hvt_dfeed *f, int timeout_ms, struct hvt_dpage **page)
 		}
 		/* Frames already received come first (a zero timeout only
 		 * decodes what the client holds)... */
-		ret = hvt_dclient_recv(f->dc, &m, 0);
+		ret = hvtrace_daemon_recv(f->dc, &m, 0);
 		if (ret < 0)
 			return ret;
 		if (ret) {
@@ -184,7 +184,7 @@ int hvt_dfeed_next(struct hvt_dfeed *f, int timeout_ms, struct hvt_dpage **page)
 		if (ret <= 0)
 			return 0;
 		/* Bytes are there: a whole frame follows at once. */
-		ret = hvt_dclient_recv(f->dc, &m, HVT_DCLIENT_TIMEOUT_MS);
+		ret = hvtrace_daemon_recv(f->dc, &m, HVTRACE_DAEMON_TIMEOUT_MS);
 		if (ret < 0)
 			return ret;
 		if (!ret)
@@ -264,7 +264,7 @@ int hvt_dfeed_to_host(struct hvt_dfeed *f, uint32_t remote, const uint64_t *ts,
 /* --- remotes and events ----------------------------------------------------
  */
 
-int hvt_dremotes(struct hvt_dclient *dc, struct hvt_remote_rec **recs,
+int hvt_dremotes(struct hvtrace_daemon *dc, struct hvt_remote_rec **recs,
 		 uint32_t *n)
 {
 	struct hvt_remote_rec *v;
@@ -276,7 +276,7 @@ int hvt_dremotes(struct hvt_dclient *dc, struct hvt_remote_rec **recs,
 	*n = 0;
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_REMOTES;
-	ret = hvt_dclient_call(dc, &m, &r, HVT_DCLIENT_TIMEOUT_MS, NULL, NULL);
+	ret = hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
 	if (ret)
 		return ret;
 	if (r.type != HVT_MSG_REMOTES)
@@ -363,14 +363,14 @@ static int df_add_format(struct hvt_devents *evs, const struct hvt_msg *r)
 	return 0;
 }
 
-int hvt_devents_state(struct hvt_dclient *dc, uint32_t remote,
+int hvt_devents_state(struct hvtrace_daemon *dc, uint32_t remote,
 		      struct hvt_devents *evs)
 {
 	char *text = NULL, *line, *save = NULL;
 	unsigned int i;
 	int ret;
 
-	ret = hvt_dclient_text(dc, remote, HVT_TEXT_EVENTS, &text, NULL);
+	ret = hvtrace_daemon_get_text(dc, remote, HVT_TEXT_EVENTS, &text, NULL);
 	if (ret)
 		return ret;
 	for (i = 0; i < evs->nr; i++) {
@@ -398,7 +398,7 @@ int hvt_devents_state(struct hvt_dclient *dc, uint32_t remote,
 	return 0;
 }
 
-int hvt_devents_get(struct hvt_dclient *dc, uint32_t remote,
+int hvt_devents_get(struct hvtrace_daemon *dc, uint32_t remote,
 		    struct hvt_devents *out)
 {
 	struct hvt_devents evs = {0};
@@ -408,7 +408,7 @@ int hvt_devents_get(struct hvt_dclient *dc, uint32_t remote,
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_FORMATS;
 	m.chan = remote;
-	ret = hvt_dclient_call(dc, &m, &r, HVT_DCLIENT_TIMEOUT_MS, NULL, NULL);
+	ret = hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
 	/* Bounded: one format per message, at most 65536 of them. */
 	for (parts = 0; !ret && parts < 65536; parts++) {
 		if (r.type == HVT_MSG_ERROR) {
@@ -431,7 +431,7 @@ int hvt_devents_get(struct hvt_dclient *dc, uint32_t remote,
 		if (!(r.flags & HVT_PF_MORE))
 			break;
 		do {
-			ret = hvt_dclient_recv(dc, &r, HVT_DCLIENT_TIMEOUT_MS);
+			ret = hvtrace_daemon_recv(dc, &r, HVTRACE_DAEMON_TIMEOUT_MS);
 		} while (ret == 1 && r.req != m.req);
 		ret = ret == 1 ? 0
 		      : ret    ? ret
@@ -477,13 +477,13 @@ int hvt_ddecoder_new(const struct hvt_remote_rec *rec,
 	return 0;
 }
 
-int hvt_dcomms_load(struct hvt_dclient *dc, uint32_t remote,
+int hvt_dcomms_load(struct hvtrace_daemon *dc, uint32_t remote,
 		    struct hvtrace_decoder *d)
 {
 	char *text = NULL, *line, *save = NULL;
 	int ret;
 
-	ret = hvt_dclient_text(dc, remote, HVT_TEXT_CMDLINES, &text, NULL);
+	ret = hvtrace_daemon_get_text(dc, remote, HVT_TEXT_CMDLINES, &text, NULL);
 	if (ret)
 		return ret;
 	for (line = strtok_r(text, "\n", &save); line;

@@ -9,7 +9,7 @@
  * own requests (DRAIN, TO_HOST, ...) are queued, never dropped, and come
  * out of hvt_dfeed_next() in the order they arrived.  Requests that need
  * no pages (REMOTES, TEXT, ENABLE, ...) are best sent on a separate
- * control connection (struct hvt_dclient), which then never sees a page.
+ * control connection (struct hvtrace_daemon), which then never sees a page.
  *
  * The event table of a remote comes from FORMATS (header_page,
  * header_event, every format) and TEXT EVENTS (enable bits and state):
@@ -25,7 +25,7 @@
 
 #include <hvtrace/proto.h>
 
-#include "dclient.h"
+#include <hvtrace-daemon.h>
 
 /* A page of a subscription, copied out of its frame (free() it). */
 struct hvt_dpage {
@@ -93,7 +93,7 @@ int hvt_dfeed_to_host(struct hvt_dfeed *f, uint32_t remote, const uint64_t *ts,
 /* --- remotes and their events (any connection without subscriptions) -- */
 
 /** hvt_dremotes - every remote (malloc'd array, *n entries) */
-int hvt_dremotes(struct hvt_dclient *dc, struct hvt_remote_rec **recs,
+int hvt_dremotes(struct hvtrace_daemon *dc, struct hvt_remote_rec **recs,
 		 uint32_t *n);
 
 struct hvt_devent {
@@ -116,10 +116,10 @@ struct hvt_devents {
  * hvt_devents_get - formats and enable state of every event of @remote
  * (events with an enable bit; user events and the static ones)
  */
-int hvt_devents_get(struct hvt_dclient *dc, uint32_t remote,
+int hvt_devents_get(struct hvtrace_daemon *dc, uint32_t remote,
 		    struct hvt_devents *out);
 /** hvt_devents_state - refresh only the enable state (TEXT EVENTS) */
-int hvt_devents_state(struct hvt_dclient *dc, uint32_t remote,
+int hvt_devents_state(struct hvtrace_daemon *dc, uint32_t remote,
 		      struct hvt_devents *evs);
 void hvt_devents_free(struct hvt_devents *evs);
 
@@ -134,7 +134,7 @@ int hvt_ddecoder_new(const struct hvt_remote_rec *rec,
 		     struct hvtrace_decoder **out);
 
 /** hvt_dcomms_load - feed the remote's saved_cmdlines to a decoder */
-int hvt_dcomms_load(struct hvt_dclient *dc, uint32_t remote,
+int hvt_dcomms_load(struct hvtrace_daemon *dc, uint32_t remote,
 		    struct hvtrace_decoder *d);
 
 /**

@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tdat.h"
+#include "tracedat-local.h"
 
 #define KN_PATH_MAX 1024
 
@@ -526,20 +526,20 @@ bool hvt_tdat_kernel_has_id(const struct hvt_tdat_kernel *k, uint32_t id)
 }
 
 static int kn_add_format(struct hvt_tdat_kernel *k, const struct kn_event *e,
-			 struct hvt_tdat_catalog *c)
+			 struct hvtrace_catalog *c)
 {
 	struct hvt_tdat_blob b = {0};
 	char p[KN_PATH_MAX];
 	int ret;
 
-	if (hvt_tdat_catalog_by_id(c, e->id, NULL))
+	if (hvtrace_catalog_find(c, e->id, NULL))
 		return 0;
 	if (kn_path(k, p, sizeof(p), false, "events/%s/%s/format", e->system,
 		    e->name))
 		return 0;
 	ret = hvt_tdat_read_file(p, &b, 1u << 20);
 	if (!ret)
-		ret = hvt_tdat_catalog_add(c, e->system, e->name, e->id, b.data,
+		ret = hvtrace_catalog_add(c, e->system, e->name, e->id, b.data,
 					   -1);
 	hvt_tdat_blob_free(&b);
 	/* An event removed meanwhile (a user_event) is not an error. */
@@ -569,7 +569,7 @@ static bool kn_listed(const char *list, const char *sys, const char *name)
  * scan at open did not see: find the formats of such ids in @seen.
  */
 static int kn_add_new_formats(struct hvt_tdat_kernel *k, const uint64_t *seen,
-			      struct hvt_tdat_catalog *c)
+			      struct hvtrace_catalog *c)
 {
 	char p[KN_PATH_MAX], v[32];
 	struct dirent *sd_e, *ed_e;
@@ -622,7 +622,7 @@ static int kn_add_new_formats(struct hvt_tdat_kernel *k, const uint64_t *seen,
 }
 
 int hvt_tdat_kernel_formats(struct hvt_tdat_kernel *k, const uint64_t *seen,
-			    struct hvt_tdat_catalog *c)
+			    struct hvtrace_catalog *c)
 {
 	struct hvt_tdat_blob set = {0};
 	char p[KN_PATH_MAX];

@@ -39,7 +39,7 @@
 #include <event-parse.h>
 #include <kbuffer.h>
 
-#include "tracedat-local.h"
+#include "rw-local.h"
 
 static int rd_section_header(struct hvtrace_tracedat_file *f, uint64_t off,
 			     uint16_t want, struct rd_cur *body)

@@ -22,7 +22,7 @@
 
 #include <hvtrace/page.h>
 
-#include "tracedat-local.h"
+#include "rw-local.h"
 
 /* --- events
  * ------------------------------------------------------------------- */

@@ -16,7 +16,7 @@
 
 #include <hvtrace/page.h>
 
-#include "tracedat-local.h"
+#include "rw-local.h"
 
 /* --- bounded file access ---------------------------------------------- */
 

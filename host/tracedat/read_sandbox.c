@@ -19,7 +19,7 @@
 
 #include <event-parse.h>
 
-#include "tracedat-local.h"
+#include "rw-local.h"
 
 /* --- libtraceevent parsing, tried in a child first ----------------------- */
 

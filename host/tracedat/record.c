@@ -56,7 +56,7 @@
 #include <hvtrace/config.h>
 #include <hvtrace/page.h>
 
-#include "tdat.h"
+#include "tracedat-local.h"
 
 #define RC_MAX_SOURCES	  64u
 #define RC_PAGES_PER_POLL 64u /* per CPU, for fairness */
@@ -108,7 +108,7 @@ struct rc_src {
 
 	struct hvtrace_area *area;
 	struct hvtrace_area_info info;
-	struct hvt_tdat_catalog cat; /* with the ids used in the file */
+	struct hvtrace_catalog cat; /* with the ids used in the file */
 	uint16_t *idmap;	     /* writer id -> file id */
 	bool stop_seen;
 	bool pass_stop; /* stop_seen before this pass */
@@ -165,7 +165,7 @@ static void rc_free_src(struct rc_src *s)
 	free(s->rc);
 	free(s->idmap);
 	hvt_tdat_pids_fini(&s->pids);
-	hvt_tdat_catalog_free(&s->cat);
+	hvtrace_catalog_free(&s->cat);
 	hvtrace_area_close(s->area);
 	free(s);
 }
@@ -340,7 +340,7 @@ hvtrace_tracedat_record_add_area(struct hvtrace_tracedat_record *r,
 
 	ret = rc_src_alloc_cpus(s);
 	if (!ret)
-		ret = hvt_tdat_catalog_for_writer(&s->cat, s->info.writer_kind);
+		ret = hvtrace_catalog_add_writer(&s->cat, s->info.writer_kind);
 	s->idmap = malloc(65536 * sizeof(*s->idmap));
 	if (ret || !s->idmap) {
 		rc_free_src(s);
@@ -371,7 +371,7 @@ static int rc_assign_ids(struct hvtrace_tracedat_record *r, struct rc_src *s)
 	for (i = 0; i < 65536; i++)
 		s->idmap[i] = (uint16_t)r->ids.unknown_id;
 	for (i = 0; i < s->cat.nr; i++) {
-		struct hvt_tdat_format *f = &s->cat.fmt[i];
+		struct hvtrace_catalog_format *f = &s->cat.fmt[i];
 		uint32_t want = f->id;
 
 		if (want > 0xffff)
@@ -1056,7 +1056,7 @@ static int rc_metadata(struct hvtrace_tracedat_record *r)
 		struct rc_src *s = r->src[j];
 
 		for (i = 0; !ret && i < s->cat.nr; i++) {
-			const struct hvt_tdat_format *f = &s->cat.fmt[i];
+			const struct hvtrace_catalog_format *f = &s->cat.fmt[i];
 
 			if (f->id & 0x80000000u)
 				continue; /* shared: written by its owner */
@@ -1141,7 +1141,7 @@ HVTRACE_API int hvtrace_tracedat_record_stop(struct hvtrace_tracedat_record *r)
 							   &cs))
 					s->st.errors += cs.errors;
 			}
-			ret = hvt_tdat_pack_flush(&s->cpu[c].pack);
+			ret = hvtrace_pack_flush(&s->cpu[c].pack);
 		}
 		rc_fold(s); /* the last pages' bytes */
 	}

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-#include "tdat.h"
+#include "tracedat-local.h"
 
 /* --- per-CPU packing ------------------------------------------------------ */
 
@@ -44,12 +44,12 @@ int hvt_tdat_rcpu_init(struct hvt_tdat_rcpu *c,
 	c->buffer = buffer;
 	c->cpu = cpu;
 	c->st = st;
-	return hvt_tdat_pack_init(&c->pack, subbuf_size, rcpu_emit, c);
+	return hvtrace_pack_init(&c->pack, subbuf_size, rcpu_emit, c);
 }
 
 void hvt_tdat_rcpu_fini(struct hvt_tdat_rcpu *c)
 {
-	hvt_tdat_pack_fini(&c->pack);
+	hvtrace_pack_fini(&c->pack);
 }
 
 int hvt_tdat_rcpu_put_event(struct hvt_tdat_rcpu *c, uint64_t ts,
@@ -63,7 +63,7 @@ int hvt_tdat_rcpu_put_event(struct hvt_tdat_rcpu *c, uint64_t ts,
 	}
 	c->last_ts = ts;
 	c->have_ts = true;
-	ret = hvt_tdat_pack_event(&c->pack, ts, rec, len);
+	ret = hvtrace_pack_add_event(&c->pack, ts, rec, len);
 	if (ret == -E2BIG) {
 		c->st->errors++;
 		return 0;
@@ -76,7 +76,7 @@ int hvt_tdat_rcpu_put_event(struct hvt_tdat_rcpu *c, uint64_t ts,
 int hvt_tdat_rcpu_put_event_id(struct hvt_tdat_rcpu *c, uint64_t ts,
 			       const uint8_t *rec, uint32_t len, uint16_t id)
 {
-	struct hvt_tdat_pack *p = &c->pack;
+	struct hvtrace_pack *p = &c->pack;
 	uint64_t events = c->st->events;
 	int ret;
 
@@ -93,7 +93,7 @@ int hvt_tdat_rcpu_put_lost(struct hvt_tdat_rcpu *c, uint64_t n, bool known)
 		c->st->lost += n;
 	else
 		c->st->lost_unknown++;
-	return hvt_tdat_pack_lost(&c->pack, n, known);
+	return hvtrace_pack_add_lost(&c->pack, n, known);
 }
 
 /* --- file-wide event ids -------------------------------------------------- */
@@ -554,7 +554,7 @@ int hvt_tdat_rkernel_drain(struct hvt_tdat_rkernel *rk)
 	}
 	rk->st.errors += hvt_tdat_kernel_errors(rk->k);
 	for (c = 0; rk->cpu && c < rk->nr_cpus && !ret; c++)
-		ret = hvt_tdat_pack_flush(&rk->cpu[c].pack);
+		ret = hvtrace_pack_flush(&rk->cpu[c].pack);
 	return ret;
 }
 
@@ -638,6 +638,6 @@ void hvt_tdat_rkernel_close(struct hvt_tdat_rkernel *rk)
 		hvt_tdat_rcpu_fini(&rk->cpu[c]);
 	free(rk->cpu);
 	hvt_tdat_pids_fini(&rk->pids);
-	hvt_tdat_catalog_free(&rk->cat);
+	hvtrace_catalog_free(&rk->cat);
 	free(rk);
 }

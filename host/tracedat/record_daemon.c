@@ -38,7 +38,7 @@
 
 #include <hvtrace/config.h>
 
-#include "tdat.h"
+#include "tracedat-local.h"
 #include "../proto/dfeed.h"
 
 #define DR_MAX_REMOTES 64u
@@ -75,7 +75,7 @@ struct dr_src {
 	/* remote id -> file id; the remote ids that have a format */
 	uint16_t *idmap;
 	uint8_t *known;
-	struct hvt_tdat_catalog cat; /* formats with their file ids */
+	struct hvtrace_catalog cat; /* formats with their file ids */
 	uint64_t sub_dropped;
 	uint64_t formats_at; /* last FORMATS fetch */
 	bool finishing;	     /* writer stopped: drain, then done */
@@ -88,7 +88,7 @@ struct dr_src {
 
 struct hvtrace_tracedat_drecord {
 	struct hvtrace_tracedat_writer *w;
-	struct hvt_dclient *dc;
+	struct hvtrace_daemon *dc;
 	struct hvt_dfeed *feed;
 	char *sock;
 	char **events;
@@ -128,7 +128,7 @@ static void dr_free_src(struct dr_src *s)
 	free(s->known);
 	free(s->chg);
 	hvt_tdat_pids_fini(&s->pids);
-	hvt_tdat_catalog_free(&s->cat);
+	hvtrace_catalog_free(&s->cat);
 	free(s);
 }
 
@@ -142,7 +142,7 @@ static void dr_free(struct hvtrace_tracedat_drecord *r)
 	free(r->pid_named);
 	hvt_tdat_events_free(r->events);
 	hvt_dfeed_close(r->feed);
-	hvt_dclient_close(r->dc);
+	hvtrace_daemon_close(r->dc);
 	free(r->sock);
 	hvt_tdat_ids_fini(&r->ids);
 	free(r->batch);
@@ -172,7 +172,7 @@ hvtrace_tracedat_drecord_create(const struct hvtrace_tracedat_drecord_opts *o,
 		dr_free(r);
 		return hvt_err(-ENOMEM, "out of memory");
 	}
-	ret = hvt_dclient_open(r->sock, &r->dc);
+	ret = hvtrace_daemon_open(r->sock, &r->dc);
 	if (!ret)
 		ret = hvt_dfeed_open(r->sock, &r->feed);
 	/* The kernel once the daemon answers: nothing changes in tracefs
@@ -226,7 +226,7 @@ static int dr_place_formats(struct hvtrace_tracedat_drecord *r,
 					return ret;
 			}
 			t = hvt_tdat_format_set_id(e->format, id);
-			if (!t || hvt_tdat_catalog_add(&s->cat, e->system,
+			if (!t || hvtrace_catalog_add(&s->cat, e->system,
 						       e->name, id, t, -1)) {
 				free(t);
 				return hvt_err(-ENOMEM, "out of memory");
@@ -252,10 +252,10 @@ static int dr_fetch_formats(struct hvtrace_tracedat_drecord *r,
 		return ret;
 	/* The built-in formats of the writer kind, too. */
 	{
-		struct hvt_tdat_catalog b = {0};
+		struct hvtrace_catalog b = {0};
 		unsigned int i;
 
-		ret = hvt_tdat_catalog_for_writer(&b, s->rec.writer_kind);
+		ret = hvtrace_catalog_add_writer(&b, s->rec.writer_kind);
 		for (i = 0; !ret && i < b.nr; i++) {
 			struct hvt_devent *v, *e;
 			unsigned int k;
@@ -286,7 +286,7 @@ static int dr_fetch_formats(struct hvtrace_tracedat_drecord *r,
 			}
 			evs->nr++;
 		}
-		hvt_tdat_catalog_free(&b);
+		hvtrace_catalog_free(&b);
 		if (ret)
 			return hvt_err(ret, "out of memory");
 	}
@@ -313,7 +313,7 @@ hvtrace_tracedat_drecord_add_remote(struct hvtrace_tracedat_drecord *r,
 	if (!s)
 		return hvt_err(-ENOMEM, "out of memory");
 	s->r = r;
-	ret = hvt_dclient_remote(r->dc, remote, &s->rec);
+	ret = hvtrace_daemon_find_remote(r->dc, remote, &s->rec);
 	if (ret) {
 		dr_free_src(s);
 		return ret;
@@ -410,7 +410,7 @@ static int dr_enable(struct hvtrace_tracedat_drecord *r, struct dr_src *s,
 		m.u.arg.arg = 1;
 		m.u.arg.s.ptr = full;
 		m.u.arg.s.len = (uint32_t)strlen(full);
-		ret = hvt_dclient_result(r->dc, &m, NULL, text, sizeof(text));
+		ret = hvtrace_daemon_call_result(r->dc, &m, NULL, text, sizeof(text));
 		if (ret)
 			return hvt_err(ret, "cannot enable %s on '%s': %s",
 				       full, s->rec.name, text);
@@ -838,7 +838,7 @@ static void dr_restore(struct hvtrace_tracedat_drecord *r)
 			m.u.arg.arg = s->chg[k].was;
 			m.u.arg.s.ptr = s->chg[k].name;
 			m.u.arg.s.len = (uint32_t)strlen(s->chg[k].name);
-			hvt_dclient_result(r->dc, &m, NULL, NULL, 0);
+			hvtrace_daemon_call_result(r->dc, &m, NULL, NULL, 0);
 		}
 		s->nr_chg = 0;
 	}
@@ -882,7 +882,7 @@ hvtrace_tracedat_drecord_stop(struct hvtrace_tracedat_drecord *r)
 
 			if (cp->pending_lost || cp->pending_unknown)
 				s->st.trailing_lost += cp->pending_lost;
-			ret = hvt_tdat_pack_flush(&cp->rc.pack);
+			ret = hvtrace_pack_flush(&cp->rc.pack);
 		}
 	}
 	return ret;
@@ -914,7 +914,7 @@ static int dr_cpustats(struct hvtrace_tracedat_drecord *r)
 		memset(&m, 0, sizeof(m));
 		m.type = HVT_MSG_STATS;
 		m.chan = s->rec.id;
-		got = hvt_dclient_call(r->dc, &m, &rep, HVT_DCLIENT_TIMEOUT_MS,
+		got = hvtrace_daemon_call(r->dc, &m, &rep, HVTRACE_DAEMON_TIMEOUT_MS,
 				       NULL, NULL);
 		/* One record per CPU, MORE on all but the last. */
 		while (!got && rep.type == HVT_MSG_STATS &&
@@ -923,8 +923,8 @@ static int dr_cpustats(struct hvtrace_tracedat_drecord *r)
 			if (!(rep.flags & HVT_PF_MORE))
 				break;
 			do {
-				got = hvt_dclient_recv(r->dc, &rep,
-						       HVT_DCLIENT_TIMEOUT_MS);
+				got = hvtrace_daemon_recv(r->dc, &rep,
+						       HVTRACE_DAEMON_TIMEOUT_MS);
 			} while (got == 1 && rep.req != m.req);
 			got = got == 1 ? 0 : -ETIMEDOUT;
 		}
@@ -962,7 +962,7 @@ static void dr_cmdlines(struct hvtrace_tracedat_drecord *r, struct dr_src *s)
 {
 	char *text = NULL, *line, *save = NULL;
 
-	if (hvt_dclient_text(r->dc, s->rec.id, HVT_TEXT_CMDLINES, &text, NULL))
+	if (hvtrace_daemon_get_text(r->dc, s->rec.id, HVT_TEXT_CMDLINES, &text, NULL))
 		return;
 	for (line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {

@@ -1,217 +1,364 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libhvtrace trace.dat component: what the reader's and the writer's own
- * files share among themselves (hidden, never installed).  tdat.h is the
- * component's interface to its other files and to the recorders; this
- * header is the inside of the reader (read.c, read_meta.c,
- * read_sandbox.c, read_events.c) and of the writer (write.c,
- * write_finish.c): their state structures and the functions one of their
- * files calls in another.
+ * libhvtrace trace.dat component: internals shared by host/tracedat files.
+ *
+ *   write.c    the trace.dat v7 writer (sections, options, buffers)
+ *   kernel.c   the host kernel's ftrace as a page source (tracefs)
+ *   formats.c  format texts: "name:"/"ID:" heads, header_page/header_event
+ *              and unknown-id placeholders as blobs (the event catalogs
+ *              and the page packer are the core library's)
+ *   record.c   the recording engine (sources, polling, finishing)
+ *   record_daemon.c  recording remotes of hvtraced (same file layout)
+ *   record_common.c  what the two recorders share: per-CPU packing,
+ *              file-wide event ids, host pids, the host kernel as a
+ *              source, metadata and finishing
+ *   read.c     the trace.dat v6/v7 reader and trace-cmd style printing
  */
 #ifndef HVT_TRACEDAT_LOCAL_H
 #define HVT_TRACEDAT_LOCAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#include "tdat.h"
+#include <hvtrace-tracedat.h>
 
-/* --- the reader -------------------------------------------------------- */
+#include "hvtrace-local.h"
 
-#define RD_MAX_TEXT	    (512u << 20) /* one metadata text */
-#define RD_MAX_OPTION	    (64u << 20)
-#define RD_MAX_OPT_SECTIONS 4096u
-#define RD_MAX_BUFFERS	    1024u
-#define RD_MAX_CPUS	    4096u
-#define RD_FIELD_LIMIT	    65536u
-#define RD_SCRATCH	    (256u * 1024) /* record + zeroed slack */
-
-struct rd_cpu {
-	uint64_t off; /* file offset of the CPU's data */
-	uint64_t size;
-	uint64_t next; /* offset of the next page to load */
-	uint8_t *page;
-	struct kbuffer *kb;
-	bool have; /* an event is pending */
-	void *ev;
-	uint64_t ts;
-	int64_t missed;
-	uint32_t ev_size;
+/* trace-cmd option and section ids (lib/trace-cmd/include/trace-cmd.h). */
+enum {
+	HVT_TDAT_OPT_DONE = 0,
+	HVT_TDAT_OPT_DATE = 1,
+	HVT_TDAT_OPT_CPUSTAT = 2,
+	HVT_TDAT_OPT_BUFFER = 3,
+	HVT_TDAT_OPT_TRACECLOCK = 4,
+	HVT_TDAT_OPT_UNAME = 5,
+	HVT_TDAT_OPT_HOOK = 6,
+	HVT_TDAT_OPT_OFFSET = 7,
+	HVT_TDAT_OPT_CPUCOUNT = 8,
+	HVT_TDAT_OPT_VERSION = 9,
+	HVT_TDAT_OPT_PROCMAPS = 10,
+	HVT_TDAT_OPT_TRACEID = 11,
+	HVT_TDAT_OPT_TIME_SHIFT = 12,
+	HVT_TDAT_OPT_GUEST = 13,
+	HVT_TDAT_OPT_TSC2NSEC = 14,
+	HVT_TDAT_OPT_STRINGS = 15,
+	HVT_TDAT_OPT_HEADER_INFO = 16,
+	HVT_TDAT_OPT_FTRACE_EVENTS = 17,
+	HVT_TDAT_OPT_EVENT_FORMATS = 18,
+	HVT_TDAT_OPT_KALLSYMS = 19,
+	HVT_TDAT_OPT_PRINTK = 20,
+	HVT_TDAT_OPT_CMDLINES = 21,
+	HVT_TDAT_OPT_BUFFER_TEXT = 22,
 };
 
-struct rd_buffer {
-	char *name;
-	char *clock;
-	uint32_t page_size;
-	uint32_t nr_cpus;
-	uint64_t section_off; /* v7 flyrecord section; v6 "flyrecord" */
-	bool latency;
-	struct rd_cpu *cpu;
-};
+#define HVT_TDAT_MAGIC	      "\027\010\104tracing" /* 0x17 0x08 0x44 */
+#define HVT_TDAT_MAGIC_LEN    10u
+#define HVT_TDAT_SEC_HDR_SIZE 16u /* u16 id, u16 flags, u32 str, u64 size */
+#define HVT_TDAT_SEC_COMPRESS 1u
 
-struct hvtrace_tracedat_file {
-	int fd;
-	uint64_t file_size;
-	char *path;
-	int version;
-	uint32_t page_size;
-	uint32_t long_size;
-	uint32_t cpucount;
-	struct tep_handle *tep;
-	struct tep_plugin_list *plugins;
-	struct rd_buffer *buf;
-	unsigned int nr_buf;
-	uint64_t sec_off[6]; /* v7: sections 16..21 */
-	char *cpustats;
-	size_t cpustats_len;
-	char *uname;
-	char *trace_clock;
-	int64_t ts_offset;
-	uint64_t errors;
-	uint8_t *scratch;
-	uint32_t scratch_used;
-	uint8_t *bad_ids;   /* 65536 flags: fields beyond the limit */
-	uint32_t *min_size; /* 65536: end of each event's last field */
-	bool started;
-	struct rd_op *ops; /* texts for libtraceevent */
-	unsigned int nr_ops, cap_ops;
-	uint64_t bad_formats; /* texts it would not survive */
-	int name_width;
-	char *base_name;
-};
+/* --- growable byte buffer ------------------------------------------------ */
 
-/* A text queued for libtraceevent (read_sandbox.c). */
-enum rd_op_kind {
-	RD_OP_HEADER,
-	RD_OP_FORMAT,
-	RD_OP_KALLSYMS,
-	RD_OP_PRINTK,
-	RD_OP_CMDLINES
-};
-
-struct rd_op {
-	enum rd_op_kind kind;
-	char system[256];
-	char *text;
+struct hvt_tdat_blob {
+	char *data;
 	size_t len;
-	bool bad;
+	size_t cap;
 };
 
-/* A cursor over a region of the file. */
-struct rd_cur {
-	struct hvtrace_tracedat_file *f;
-	uint64_t pos;
-	uint64_t end;
-};
+HVT_INTERNAL int hvt_tdat_blob_add(struct hvt_tdat_blob *b, const void *p,
+				   size_t len);
+HVT_INTERNAL int hvt_tdat_blob_printf(struct hvt_tdat_blob *b, const char *fmt,
+				      ...)
+	__attribute__((format(printf, 2, 3)));
+HVT_INTERNAL void hvt_tdat_blob_free(struct hvt_tdat_blob *b);
 
-/* read_meta.c */
-HVT_INTERNAL int rd_at(struct hvtrace_tracedat_file *f, uint64_t off, void *buf,
-		       size_t len);
-HVT_INTERNAL uint32_t rd_le32(const uint8_t *p);
-HVT_INTERNAL uint64_t rd_le64(const uint8_t *p);
-HVT_INTERNAL int cur_read(struct rd_cur *c, void *buf, size_t len);
-HVT_INTERNAL int cur_u16(struct rd_cur *c, uint16_t *v);
-HVT_INTERNAL int cur_u32(struct rd_cur *c, uint32_t *v);
-HVT_INTERNAL int cur_u64(struct rd_cur *c, uint64_t *v);
-HVT_INTERNAL int cur_str(struct rd_cur *c, char *buf, size_t max);
-HVT_INTERNAL int rd_header_info(struct hvtrace_tracedat_file *f,
-				struct rd_cur *c);
-HVT_INTERNAL int rd_ftrace_formats(struct hvtrace_tracedat_file *f,
-				   struct rd_cur *c);
-HVT_INTERNAL int rd_event_formats(struct hvtrace_tracedat_file *f,
-				  struct rd_cur *c);
-HVT_INTERNAL int rd_kallsyms(struct hvtrace_tracedat_file *f, struct rd_cur *c);
-HVT_INTERNAL int rd_printk(struct hvtrace_tracedat_file *f, struct rd_cur *c);
-HVT_INTERNAL int rd_cmdlines(struct hvtrace_tracedat_file *f, struct rd_cur *c);
-HVT_INTERNAL int rd_options(struct hvtrace_tracedat_file *f, struct rd_cur *c,
-			    uint64_t *next);
+/* Read a whole (proc, tracefs) file; NUL-terminated; -errno on failure. */
+HVT_INTERNAL int hvt_tdat_read_file(const char *path, struct hvt_tdat_blob *b,
+				    size_t max);
 
-/* read_sandbox.c */
-HVT_INTERNAL int rd_op_add(struct hvtrace_tracedat_file *f,
-			   enum rd_op_kind kind, const char *system, char *text,
-			   size_t len);
-HVT_INTERNAL void rd_sandbox(struct hvtrace_tracedat_file *f);
+/* --- format texts (formats.c); the catalogs are <hvtrace.h>'s ------------ */
 
-/* --- the writer -------------------------------------------------------- */
+/* The format saved for records of ids no format describes. */
+HVT_INTERNAL int hvt_tdat_unknown_format_text(struct hvt_tdat_blob *b,
+					      uint32_t id);
+/* Copy of @text with its "ID: n" line set to @id; NULL on ENOMEM. */
+HVT_INTERNAL char *hvt_tdat_format_set_id(const char *text, uint32_t id);
+/* Parse "name: X" and "ID: n" out of a format text. */
+HVT_INTERNAL int hvt_tdat_format_parse_head(const char *text, char *name,
+					    size_t name_len, uint32_t *id);
+/*
+ * tracefs-style events/header_page and events/header_event for a writer
+ * with 8-byte longs and @subbuf_size sub-buffers.
+ */
+HVT_INTERNAL int hvt_tdat_header_page_text(struct hvt_tdat_blob *b,
+					   uint32_t subbuf_size);
+HVT_INTERNAL int hvt_tdat_header_event_text(struct hvt_tdat_blob *b);
 
-#define WR_OBUF_SIZE   (256u * 1024)
-#define WR_MAX_BUFFERS 256u
-#define WR_BATCH_SIZE  (64u * 1024) /* pages written at once, per CPU */
+/* --- host kernel source (kernel.c) -----------------------------------------
+ */
 
 /*
- * One CPU of a buffer.  Its pages gather in @batch and go to the
- * temporary file WR_BATCH_SIZE bytes at a time: one system call per page
- * costs more than the page's copy.  Nothing but the CPU's own state is
- * touched by _add_page(), so callers may add pages of different CPUs
- * from different threads.
+ * Event selection patterns ("-e"): "sys", "sys:event", "sys/event",
+ * "event" (in any system) or "all", with shell globs.
  */
-struct wr_cpu {
-	int fd;	       /* temporary page file, -1 until first write */
-	uint64_t size; /* bytes added (in the file and in @batch) */
-	uint8_t *batch;
-	uint32_t batch_len;
+HVT_INTERNAL bool hvt_tdat_pattern_match(const char *pat, const char *sys,
+					 const char *name);
+
+struct hvt_tdat_kernel;
+
+struct hvt_tdat_kernel_opts {
+	const char *instance; /* NULL: the top-level instance */
+	const char *clock;    /* trace clock to use, "mono" */
 };
 
-struct wr_buffer {
-	char *name;
-	char *clock;
-	uint32_t page_size;
+HVT_INTERNAL int hvt_tdat_kernel_open(const struct hvt_tdat_kernel_opts *o,
+				      struct hvt_tdat_kernel **out);
+/* Enable the kernel events @pattern selects; returns how many. */
+HVT_INTERNAL int hvt_tdat_kernel_enable(struct hvt_tdat_kernel *k,
+					const char *pattern);
+HVT_INTERNAL int hvt_tdat_kernel_start(struct hvt_tdat_kernel *k);
+HVT_INTERNAL void hvt_tdat_kernel_stop(struct hvt_tdat_kernel *k);
+HVT_INTERNAL void hvt_tdat_kernel_close(struct hvt_tdat_kernel *k);
+HVT_INTERNAL uint32_t hvt_tdat_kernel_nr_cpus(const struct hvt_tdat_kernel *k);
+HVT_INTERNAL uint32_t
+hvt_tdat_kernel_subbuf_size(const struct hvt_tdat_kernel *k);
+HVT_INTERNAL const char *hvt_tdat_kernel_name(const struct hvt_tdat_kernel *k);
+
+/* One kernel event; data valid until the next call for that CPU. */
+struct hvt_tdat_krec {
+	uint64_t ts;
+	const uint8_t *data;
+	uint32_t size;
+	uint64_t lost;	   /* lost right before it */
+	bool lost_unknown; /* lost, count not known */
+};
+
+/* 1 with @rec, 0 when nothing is pending, -errno on failure. */
+HVT_INTERNAL int hvt_tdat_kernel_next(struct hvt_tdat_kernel *k, uint32_t cpu,
+				      struct hvt_tdat_krec *rec);
+/* Malformed data the kernel readers skipped. */
+HVT_INTERNAL uint64_t hvt_tdat_kernel_errors(const struct hvt_tdat_kernel *k);
+/* Is @id a kernel event id (as of open)? */
+HVT_INTERNAL bool hvt_tdat_kernel_has_id(const struct hvt_tdat_kernel *k,
+					 uint32_t id);
+/* Formats of the events to save: the ftrace system, ids in @seen, and
+ * the events enabled now.  @seen is a 65536-bit map. */
+HVT_INTERNAL int hvt_tdat_kernel_formats(struct hvt_tdat_kernel *k,
+					 const uint64_t *seen,
+					 struct hvtrace_catalog *c);
+/* tracefs file of the instance (or top-level for printk_formats etc.). */
+HVT_INTERNAL int hvt_tdat_kernel_file(struct hvt_tdat_kernel *k,
+				      const char *name, bool top,
+				      struct hvt_tdat_blob *b);
+HVT_INTERNAL int hvt_tdat_kernel_cpu_stats(struct hvt_tdat_kernel *k,
+					   uint32_t cpu,
+					   struct hvt_tdat_blob *b);
+
+/* --- recording (record_common.c, for record.c and record_daemon.c) -------
+ */
+
+#define HVT_TDAT_ID_LIMIT 0x8000u   /* KernelShark: int16_t event ids */
+#define HVT_TDAT_PID_MAX  (1 << 22) /* Linux PID_MAX_LIMIT */
+
+/*
+ * One CPU of a source being recorded: its packer, whose pages go to
+ * buffer *@buffer of @w, and the last timestamp packed (a conversion that
+ * would go backwards is held there and counted, so every CPU stays
+ * monotonic).  @buffer and @st are the source's: its writer buffer index
+ * (set once the buffer is added) and its counters.
+ */
+struct hvt_tdat_rcpu {
+	struct hvtrace_tracedat_writer *w;
+	const int *buffer;
+	uint32_t cpu;
+	struct hvtrace_pack pack;
+	uint64_t last_ts;
+	bool have_ts;
+	struct hvtrace_tracedat_source_stats *st;
+};
+
+HVT_INTERNAL int hvt_tdat_rcpu_init(struct hvt_tdat_rcpu *c,
+				    struct hvtrace_tracedat_writer *w,
+				    const int *buffer, uint32_t cpu,
+				    uint32_t subbuf_size,
+				    struct hvtrace_tracedat_source_stats *st);
+HVT_INTERNAL void hvt_tdat_rcpu_fini(struct hvt_tdat_rcpu *c);
+/* One event at host time @ts; one the packer cannot take is counted. */
+HVT_INTERNAL int hvt_tdat_rcpu_put_event(struct hvt_tdat_rcpu *c, uint64_t ts,
+					 const uint8_t *rec, uint32_t len);
+/* The same, with the record's event id (its first two bytes) written as
+ * @id in the file: no copy of the record to rewrite it. */
+HVT_INTERNAL int hvt_tdat_rcpu_put_event_id(struct hvt_tdat_rcpu *c,
+					    uint64_t ts, const uint8_t *rec,
+					    uint32_t len, uint16_t id);
+/* @n events lost here (an unknown number when @known is false). */
+HVT_INTERNAL int hvt_tdat_rcpu_put_lost(struct hvt_tdat_rcpu *c, uint64_t n,
+					bool known);
+
+struct hvt_tdat_rkernel;
+
+/*
+ * The event ids of a file being recorded: all its buffers share one set
+ * of formats, so an id means one event in the whole file (see record.c).
+ */
+struct hvt_tdat_ids {
+	const char **text;   /* 65536 entries: the format placed at each id */
+	const char **sys;    /* ... and its system */
+	uint32_t unknown_id; /* records of ids without a format */
+	uint64_t unknown_total;
+};
+
+HVT_INTERNAL int hvt_tdat_ids_init(struct hvt_tdat_ids *ids);
+HVT_INTERNAL void hvt_tdat_ids_fini(struct hvt_tdat_ids *ids);
+/* Is @id taken in the file (or not below HVT_TDAT_ID_LIMIT)?  @rk: the
+ * kernel being recorded, whose ids are all taken, or NULL. */
+HVT_INTERNAL bool hvt_tdat_ids_used(const struct hvt_tdat_ids *ids,
+				    const struct hvt_tdat_rkernel *rk,
+				    uint32_t id);
+/* The highest free id into @id; -ENOSPC (error set) when none is left. */
+HVT_INTERNAL int hvt_tdat_ids_alloc(const struct hvt_tdat_ids *ids,
+				    const struct hvt_tdat_rkernel *rk,
+				    uint32_t *id);
+/* The id at which @text of @system is placed already, with its "ID:" line
+ * rewritten to that id (another buffer of the same writer kind), or 0.
+ * @out: that text (free() it), or NULL. */
+HVT_INTERNAL uint32_t hvt_tdat_ids_find(const struct hvt_tdat_ids *ids,
+					const char *system, const char *text,
+					char **out);
+
+/* NULL-terminated copies of event patterns (@events may be NULL). */
+HVT_INTERNAL int hvt_tdat_events_dup(const char *const *events, char ***out);
+HVT_INTERNAL void hvt_tdat_events_free(char **events);
+
+/* Mark @pid in the bitmap *@seen (allocated at first use, of
+ * HVT_TDAT_PID_MAX bits); true when it was not marked before. */
+HVT_INTERNAL bool hvt_tdat_pid_first(uint8_t **seen, int pid);
+/* Name host process @pid in the file from /proc/PID/comm; -errno when
+ * it has no name there (gone, unreadable) or the writer failed. */
+HVT_INTERNAL int hvt_tdat_pid_name(struct hvtrace_tracedat_writer *w, int pid);
+
+#define HVT_TDAT_SRC_MAX_PIDS 4096u /* named from /proc per source */
+
+/* The host pids a source named from /proc. */
+struct hvt_tdat_pids {
+	uint8_t *seen; /* bitmap of pids met */
+	unsigned int nr;
+};
+
+/*
+ * A host pid in an event of a source (kernel events, a local writer's
+ * events): name it from /proc at first sight, milliseconds after its
+ * event, while it almost certainly still lives -- at most
+ * HVT_TDAT_SRC_MAX_PIDS per source.  A pid /proc named is marked in
+ * @named (the recorder's bitmap of HVT_TDAT_PID_MAX bits, or NULL), so
+ * that the kernel's saved_cmdlines names only the others.
+ */
+HVT_INTERNAL void hvt_tdat_pids_note(struct hvt_tdat_pids *p,
+				     struct hvtrace_tracedat_writer *w,
+				     uint8_t *named, int pid);
+HVT_INTERNAL void hvt_tdat_pids_fini(struct hvt_tdat_pids *p);
+
+/* Counters of one CPU, as the kernel's per_cpu/cpuN/stats file has them. */
+struct hvt_tdat_cpustat {
+	uint32_t cpu;
+	uint64_t entries;
+	uint64_t overrun;
+	uint64_t bytes;
+	uint64_t oldest_ns; /* host CLOCK_MONOTONIC */
+	uint64_t now_ns;
+	uint64_t dropped;
+	uint64_t read;
+};
+
+/* An option whose content is the text @fmt makes, with its NUL. */
+HVT_INTERNAL int hvt_tdat_rec_add_optionf(struct hvtrace_tracedat_writer *w,
+					  uint16_t id, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* CPUSTAT options: the "Buffer:" line that starts a buffer's CPUs, and
+ * one CPU's counters. */
+HVT_INTERNAL int hvt_tdat_rec_add_buffer_stat(struct hvtrace_tracedat_writer *w,
+					      const char *name);
+HVT_INTERNAL int hvt_tdat_rec_add_cpustat(struct hvtrace_tracedat_writer *w,
+					  const struct hvt_tdat_cpustat *cs);
+/* header_page/header_event: the kernel's own when @rk records it and
+ * they can be read, else ours for @subbuf_size sub-buffers. */
+HVT_INTERNAL int hvt_tdat_rec_set_headers(struct hvtrace_tracedat_writer *w,
+					  struct hvt_tdat_rkernel *rk,
+					  uint32_t subbuf_size);
+/* The format of records of ids nobody described, at @id. */
+HVT_INTERNAL int hvt_tdat_rec_add_unknown(struct hvtrace_tracedat_writer *w,
+					  uint32_t id);
+/*
+ * TRACECLOCK (the trace_clock file of the kernel instance @rk records,
+ * else "[mono]"), UNAME and VERSION options.
+ */
+HVT_INTERNAL int hvt_tdat_rec_add_options(struct hvtrace_tracedat_writer *w,
+					  struct hvt_tdat_rkernel *rk);
+HVT_INTERNAL int hvt_tdat_rec_add_cpucount(struct hvtrace_tracedat_writer *w,
+					   uint32_t cpus);
+/* --- the host kernel as a recorded source (record_common.c) --------------
+ */
+
+/*
+ * The host kernel being recorded, the same way by both recorders: its
+ * tracefs instance (kernel.c) with the mono trace clock, its events in
+ * the top-level buffer (CPUs and sub-buffer size the kernel's), ids kept,
+ * host pids named from /proc, and at the end its headers, formats,
+ * kallsyms, printk formats, saved_cmdlines, trace clock and CPU
+ * statistics in the file.
+ */
+struct hvt_tdat_rkernel {
+	struct hvt_tdat_kernel *k;
+	struct hvtrace_tracedat_writer *w;
+	int buffer; /* the top-level buffer's index */
 	uint32_t nr_cpus;
-	struct wr_cpu *cpu;
-	/* computed by _finish() */
-	uint64_t section_off;
-	uint64_t data_off;
+	uint32_t subbuf_size;
+	struct hvt_tdat_rcpu *cpu;
+	bool started;
+	bool stopped;
+	uint64_t seen[65536 / 64];   /* ids of the events read */
+	struct hvtrace_catalog cat; /* the formats saved */
+	struct hvt_tdat_pids pids;
+	uint8_t *named; /* the recorder's bitmap of pids /proc named */
+	struct hvtrace_tracedat_source_stats st;
 };
 
-struct wr_format {
-	char *system;
-	char *text;
-	size_t len;
-};
+/* Open the top-level tracefs instance, or instances/@instance (created if
+ * missing); nothing changes there before _start(). */
+HVT_INTERNAL int hvt_tdat_rkernel_open(const char *instance,
+				       struct hvt_tdat_rkernel **out);
+/* Add the top-level buffer "" to @w with the kernel's CPUs.  @named: as
+ * for hvt_tdat_pids_note(). */
+HVT_INTERNAL int hvt_tdat_rkernel_add_buffer(struct hvt_tdat_rkernel *rk,
+					     struct hvtrace_tracedat_writer *w,
+					     uint8_t *named);
+/* Enable the kernel events each pattern of @events (NULL-terminated)
+ * selects, adding to @hits[i] how many @events[i] enabled. */
+HVT_INTERNAL int hvt_tdat_rkernel_enable(struct hvt_tdat_rkernel *rk,
+					 char *const *events,
+					 unsigned int *hits);
+/* mono clock, empty buffer, mapped, tracing on. */
+HVT_INTERNAL int hvt_tdat_rkernel_start(struct hvt_tdat_rkernel *rk);
+/* Pack what is pending; returns the events read or -errno. */
+HVT_INTERNAL int hvt_tdat_rkernel_read(struct hvt_tdat_rkernel *rk);
+/* Tracing off (once); what is in the buffer can still be read. */
+HVT_INTERNAL void hvt_tdat_rkernel_stop(struct hvt_tdat_rkernel *rk);
+/* Stop, read what is left, count the errors and close the last pages. */
+HVT_INTERNAL int hvt_tdat_rkernel_drain(struct hvt_tdat_rkernel *rk);
+/* Formats of the events to save (ftrace, seen, enabled) into the file. */
+HVT_INTERNAL int hvt_tdat_rkernel_add_formats(struct hvt_tdat_rkernel *rk);
+/* kallsyms, printk_formats and the saved_cmdlines /proc did not name. */
+HVT_INTERNAL int hvt_tdat_rkernel_add_files(struct hvt_tdat_rkernel *rk);
+/* CPUSTAT options of the kernel's CPUs (the first buffer's). */
+HVT_INTERNAL int hvt_tdat_rkernel_add_cpustats(struct hvt_tdat_rkernel *rk);
+/* Put back what was changed in tracefs (removing a created instance) and
+ * free; @rk may be NULL. */
+HVT_INTERNAL void hvt_tdat_rkernel_close(struct hvt_tdat_rkernel *rk);
 
-struct wr_option {
-	uint16_t id;
-	uint32_t len;
-	void *data;
-};
-
-struct wr_cmdline {
-	int pid;
-	char comm[64];
-};
-
-struct hvtrace_tracedat_writer {
-	int fd;
-	char *path;
-	char *dir;
-	uint32_t page_size;
-
-	struct hvt_tdat_blob header_page;
-	struct hvt_tdat_blob header_event;
-	struct hvt_tdat_blob kallsyms;
-	struct hvt_tdat_blob printk;
-
-	struct wr_format *fmt;
-	unsigned int nr_fmt, cap_fmt;
-	struct wr_option *opt;
-	unsigned int nr_opt, cap_opt;
-	struct wr_cmdline *cmd;
-	unsigned int nr_cmd, cap_cmd;
-	struct wr_buffer *buf;
-	unsigned int nr_buf;
-
-	/* output state of _finish() */
-	struct hvt_tdat_blob strings;
-	uint8_t *obuf;
-	size_t olen;
-	uint64_t off; /* logical output offset */
-	int err;
-	bool keep;    /* the file is complete: do not unlink */
-	bool created; /* we created or truncated the output */
-};
-
-/* write.c */
-HVT_INTERNAL int wr_cpu_flush(struct hvtrace_tracedat_writer *w,
-			      struct wr_cpu *c);
+/*
+ * Finish the file when @ret is 0, else abort it keeping the error that
+ * failed the recording; @w is gone either way.  Returns the result.
+ */
+HVT_INTERNAL int hvt_tdat_rec_end(struct hvtrace_tracedat_writer *w, int ret);
 
 #endif /* HVT_TRACEDAT_LOCAL_H */

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tdat.h"
+#include "tracedat-local.h"
 
 static int blob_reserve(struct hvt_tdat_blob *b, size_t extra)
 {

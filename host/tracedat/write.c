@@ -21,7 +21,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "tracedat-local.h"
+#include "rw-local.h"
 
 static void *wr_grow(void *arr, unsigned int *cap, unsigned int nr, size_t elem)
 {

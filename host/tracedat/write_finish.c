@@ -44,7 +44,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "tracedat-local.h"
+#include "rw-local.h"
 
 /* --- _finish(): the output pass ------------------------------------------- */
 

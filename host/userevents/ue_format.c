@@ -17,8 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ue_internal.h"
-#include "userevents.h"
+#include "userevents-local.h"
 
 static int ue_starts(const char *s, const char *prefix)
 {
@@ -63,9 +62,9 @@ static const char *ue_str_func(const char *type)
 	return strstr(type, "char") ? fn : NULL;
 }
 
-static void ue_print_fmt_into(struct ue_buf *b, const struct hvt_ue_def *def)
+static void ue_print_fmt_into(struct ue_buf *b, const struct hvtrace_ue_def *def)
 {
-	const struct hvt_ue_field *f;
+	const struct hvtrace_ue_field *f;
 	uint32_t i;
 
 	ue_buf_put(b, "\"", 1);
@@ -87,7 +86,7 @@ static void ue_print_fmt_into(struct ue_buf *b, const struct hvt_ue_def *def)
 	}
 }
 
-char *hvt_ue_print_fmt(const struct hvt_ue_def *def)
+char *hvtrace_ue_print_fmt(const struct hvtrace_ue_def *def)
 {
 	struct ue_buf b = { 0 };
 
@@ -95,7 +94,7 @@ char *hvt_ue_print_fmt(const struct hvt_ue_def *def)
 	return ue_buf_finish(&b);
 }
 
-char *hvt_ue_format_text(const struct hvt_ue_def *def, unsigned int id)
+char *hvt_ue_format_text(const struct hvtrace_ue_def *def, unsigned int id)
 {
 	struct ue_buf b = { 0 };
 	uint32_t i;
@@ -108,7 +107,7 @@ char *hvt_ue_format_text(const struct hvt_ue_def *def, unsigned int id)
 		      "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
 		      "\n");
 	for (i = 0; i < def->nr_fields; i++) {
-		const struct hvt_ue_field *f = &def->fields[i];
+		const struct hvtrace_ue_field *f = &def->fields[i];
 		const char *arr = strchr(f->type, '[');
 
 		if (ue_starts(f->type, "__data_loc"))
@@ -127,13 +126,13 @@ char *hvt_ue_format_text(const struct hvt_ue_def *def, unsigned int id)
 	return ue_buf_finish(&b);
 }
 
-void ue_dyn_line_into(struct ue_buf *b, const struct hvt_ue_def *def)
+void ue_dyn_line_into(struct ue_buf *b, const struct hvtrace_ue_def *def)
 {
 	uint32_t i;
 
 	ue_buf_printf(b, "%s%s", HVT_UE_PREFIX, def->name);
 	for (i = 0; i < def->nr_fields; i++) {
-		const struct hvt_ue_field *f = &def->fields[i];
+		const struct hvtrace_ue_field *f = &def->fields[i];
 
 		ue_buf_printf(b, "%s%s %s", i ? "; " : " ", f->type, f->name);
 		if (ue_starts(f->type, "struct "))
@@ -141,7 +140,7 @@ void ue_dyn_line_into(struct ue_buf *b, const struct hvt_ue_def *def)
 	}
 }
 
-char *hvt_ue_dyn_line(const struct hvt_ue_def *def)
+char *hvtrace_ue_dyn_line(const struct hvtrace_ue_def *def)
 {
 	struct ue_buf b = { 0 };
 
@@ -149,7 +148,7 @@ char *hvt_ue_dyn_line(const struct hvt_ue_def *def)
 	return ue_buf_finish(&b);
 }
 
-int hvt_ue_validate_record(const struct hvt_ue_def *def, const void *rec,
+int hvt_ue_validate_record(const struct hvtrace_ue_def *def, const void *rec,
 			   size_t len)
 {
 	const uint8_t *data = rec;
@@ -159,7 +158,7 @@ int hvt_ue_validate_record(const struct hvt_ue_def *def, const void *rec,
 		return -EINVAL;
 	/* user_event_validate(), in field order. */
 	for (i = 0; i < def->nr_fields; i++) {
-		const struct hvt_ue_field *f = &def->fields[i];
+		const struct hvtrace_ue_field *f = &def->fields[i];
 		uint32_t loc, off, size;
 		uint64_t pos;
 

@@ -26,14 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ue_internal.h"
-#include "userevents.h"
+#include "userevents-local.h"
 
 #define UE_EXCERPT_MAX	48
 
 /* --- messages ------------------------------------------------------- */
 
-int ue_err(struct hvt_ue_error *err, int code, const char *fmt, ...)
+int ue_err(struct hvtrace_ue_error *err, int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -81,7 +80,7 @@ void ue_excerpt(char *dst, size_t dstlen, const char *s, size_t n)
 	dst[o] = '\0';
 }
 
-const char *hvt_ue_errno_name(int err)
+const char *hvtrace_ue_errno_name(int err)
 {
 	switch (err < 0 ? -err : err) {
 	case 0: return "0";
@@ -301,7 +300,7 @@ char **ue_argv_split(const char *s, int *argc)
  * Linux 6.4+ rejects whatever they say.  Returns the name's length.
  */
 static int ue_name_span(const char *def, size_t *name_len, const char **args,
-			struct hvt_ue_error *err)
+			struct hvtrace_ue_error *err)
 {
 	const char *sp = strchr(def, ' ');
 	size_t len = sp ? (size_t)(sp - def) : strlen(def);
@@ -336,8 +335,8 @@ static int ue_name_span(const char *def, size_t *name_len, const char **args,
 	return 0;
 }
 
-int hvt_ue_split_name(const char *def, char *name, size_t namelen,
-		      const char **args, struct hvt_ue_error *err)
+int hvtrace_ue_split_name(const char *def, char *name, size_t namelen,
+		      const char **args, struct hvtrace_ue_error *err)
 {
 	size_t len;
 	int ret;
@@ -361,7 +360,7 @@ struct ue_field_ctx {
 	unsigned int no;	/* field number, 1-based, empty ones counted */
 	const char *start;	/* start of the field in buf */
 	size_t len;		/* its length before splitting */
-	struct hvt_ue_error *err;
+	struct hvtrace_ue_error *err;
 };
 
 __attribute__((format(printf, 3, 4)))
@@ -474,7 +473,7 @@ static int ue_type_size(struct ue_field_ctx *c, const char *type,
  * field, or -EINVAL.
  */
 static int ue_parse_field(struct ue_field_ctx *c, char *field,
-			  uint64_t *offset, struct hvt_ue_field *f)
+			  uint64_t *offset, struct hvtrace_ue_field *f)
 {
 	static const char *const prefixes[] = {
 		"unsigned ", "struct ", "__data_loc unsigned ",
@@ -613,12 +612,12 @@ static int ue_parse_field(struct ue_field_ctx *c, char *field,
 
 /* One allocation: the def, its fields, then the working copy of the text. */
 struct ue_def_mem {
-	struct hvt_ue_def def;
-	struct hvt_ue_field fields[];
+	struct hvtrace_ue_def def;
+	struct hvtrace_ue_field fields[];
 };
 
-int hvt_ue_parse(const char *text, struct hvt_ue_def **out,
-		 struct hvt_ue_error *err)
+int hvt_ue_parse(const char *text, struct hvtrace_ue_def **out,
+		 struct hvtrace_ue_error *err)
 {
 	struct ue_field_ctx c = { .orig = text, .err = err };
 	size_t len = strlen(text), nmax = 1, name_len;
@@ -667,7 +666,7 @@ int hvt_ue_parse(const char *text, struct hvt_ue_def **out,
 	return 0;
 }
 
-void hvt_ue_def_free(struct hvt_ue_def *def)
+void hvt_ue_def_free(struct hvtrace_ue_def *def)
 {
 	/* def is the first member of its allocation. */
 	free(def);
@@ -696,7 +695,7 @@ static void ue_join_words(struct ue_buf *b, int argc, char *const *argv,
 }
 
 /* user_field_set_string(): "type name[ size][;]". */
-static void ue_field_words(struct ue_buf *b, const struct hvt_ue_field *f,
+static void ue_field_words(struct ue_buf *b, const struct hvtrace_ue_field *f,
 			   bool colon)
 {
 	ue_buf_printf(b, "%s %s", f->type, f->name);
@@ -706,7 +705,7 @@ static void ue_field_words(struct ue_buf *b, const struct hvt_ue_field *f,
 		ue_buf_put(b, ";", 1);
 }
 
-bool hvt_ue_match_argv(const struct hvt_ue_def *def, int argc,
+bool hvt_ue_match_argv(const struct hvtrace_ue_def *def, int argc,
 		       char *const *argv)
 {
 	struct ue_buf want = { 0 }, have = { 0 };
@@ -737,7 +736,7 @@ bool hvt_ue_match_argv(const struct hvt_ue_def *def, int argc,
 	return match && i == argc;
 }
 
-bool hvt_ue_match_args(const struct hvt_ue_def *def, const char *args)
+bool hvtrace_ue_match_args(const struct hvtrace_ue_def *def, const char *args)
 {
 	struct ue_buf fixed = { 0 };
 	char **argv;

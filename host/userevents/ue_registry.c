@@ -37,129 +37,13 @@
 #include <hvtrace/abi.h>
 #include <hvtrace/hyp_events.h>
 
-#include "ue_internal.h"
-#include "userevents.h"
+#include "userevents-local.h"
 
 HVT_STATIC_ASSERT(HVT_UE_ID_MAX < HVTRACE_BUILTIN_ID_BASE &&
 			  HVT_UE_ID_MAX < HVT_HYP_ID_BASE,
 		  "user event ids must stay below the fixed event ids");
 HVT_STATIC_ASSERT(HVT_UE_ID_MAX - HVT_UE_ID_BASE + 1 >= HVT_ABI_MAX_EVENTS,
 		  "room for an id per event");
-
-#define UE_HASH_BITS	8
-#define UE_HASH_SIZE	(1u << UE_HASH_BITS)
-
-struct ue_owner_ref {
-	uint64_t owner;
-	uint32_t count;
-};
-
-struct ue_event {
-	struct hvt_ue_def *def;
-	char *format;
-	uint32_t id;
-	uint32_t bit;
-	uint8_t used_by;
-	bool persistent;
-	uint32_t refs;			/* sum of owners[].count */
-	struct ue_owner_ref *owners;
-	uint32_t nr_owners;
-	uint32_t cap_owners;
-	struct ue_event *hnext;		/* bucket chain, newest first */
-	struct ue_event *prev, *next;	/* creation order */
-	uint32_t bucket;
-};
-
-struct hvt_ue_registry {
-	pthread_mutex_t lock;
-	unsigned int max_events;	/* enable bits: by_bit[] slots */
-	unsigned int limit;		/* events allowed, <= max_events */
-	uint32_t id_base;
-	uint32_t next_id;
-	unsigned int nr_events;
-	struct ue_event *buckets[UE_HASH_SIZE];
-	struct ue_event *head, *tail;
-	struct ue_event **by_bit;	/* max_events slots */
-	uint64_t *id_used;		/* bitmap over [id_base, ID_MAX] */
-	struct ue_event **by_id;	/* [id - id_base]: O(1) by id */
-	uint64_t *enabled;		/* bitmap over bits */
-	uint64_t gen;
-	void (*hook)(void *arg, uint32_t bit, bool on);
-	void *hook_arg;
-	/* hvt_ue_register_at(): the binding the event it creates should
-	 * get; set only for that call, under the lock. */
-	const struct hvt_ue_reg *want;
-};
-
-/* --- jhash (include/linux/jhash.h) ------------------------------------ */
-
-static inline uint32_t ue_rol32(uint32_t w, unsigned int s)
-{
-	return (w << s) | (w >> (32 - s));
-}
-
-#define UE_JHASH_MIX(a, b, c)						\
-	do {								\
-		a -= c; a ^= ue_rol32(c, 4); c += b;			\
-		b -= a; b ^= ue_rol32(a, 6); a += c;			\
-		c -= b; c ^= ue_rol32(b, 8); b += a;			\
-		a -= c; a ^= ue_rol32(c, 16); c += b;			\
-		b -= a; b ^= ue_rol32(a, 19); a += c;			\
-		c -= b; c ^= ue_rol32(b, 4); b += a;			\
-	} while (0)
-
-#define UE_JHASH_FINAL(a, b, c)						\
-	do {								\
-		c ^= b; c -= ue_rol32(b, 14);				\
-		a ^= c; a -= ue_rol32(c, 11);				\
-		b ^= a; b -= ue_rol32(a, 25);				\
-		c ^= b; c -= ue_rol32(b, 16);				\
-		a ^= c; a -= ue_rol32(c, 4);				\
-		b ^= a; b -= ue_rol32(a, 14);				\
-		c ^= b; c -= ue_rol32(b, 24);				\
-	} while (0)
-
-static uint32_t ue_le32(const uint8_t *k)
-{
-	return (uint32_t)k[0] | (uint32_t)k[1] << 8 | (uint32_t)k[2] << 16 |
-	       (uint32_t)k[3] << 24;
-}
-
-uint32_t ue_jhash(const void *key, uint32_t length, uint32_t initval)
-{
-	const uint8_t *k = key;
-	uint32_t a, b, c;
-
-	a = b = c = 0xdeadbeef + length + initval;
-	while (length > 12) {
-		a += ue_le32(k);
-		b += ue_le32(k + 4);
-		c += ue_le32(k + 8);
-		UE_JHASH_MIX(a, b, c);
-		length -= 12;
-		k += 12;
-	}
-	switch (length) {
-	case 12: c += (uint32_t)k[11] << 24; /* fall through */
-	case 11: c += (uint32_t)k[10] << 16; /* fall through */
-	case 10: c += (uint32_t)k[9] << 8; /* fall through */
-	case 9: c += k[8]; /* fall through */
-	case 8: b += (uint32_t)k[7] << 24; /* fall through */
-	case 7: b += (uint32_t)k[6] << 16; /* fall through */
-	case 6: b += (uint32_t)k[5] << 8; /* fall through */
-	case 5: b += k[4]; /* fall through */
-	case 4: a += (uint32_t)k[3] << 24; /* fall through */
-	case 3: a += (uint32_t)k[2] << 16; /* fall through */
-	case 2: a += (uint32_t)k[1] << 8; /* fall through */
-	case 1:
-		a += k[0];
-		UE_JHASH_FINAL(a, b, c);
-		break;
-	case 0:
-		break;
-	}
-	return c;
-}
 
 /* hash_min(jhash(name), 8): hash_32() with the golden ratio. */
 static uint32_t ue_bucket(const char *name)
@@ -186,7 +70,7 @@ static inline void ue_assign_bit(uint64_t *map, uint32_t n, bool on)
 
 /* --- events ------------------------------------------------------------- */
 
-static struct ue_event *ue_find(struct hvt_ue_registry *r, const char *name)
+struct ue_event *ue_find(struct hvtrace_ue_registry *r, const char *name)
 {
 	struct ue_event *e;
 
@@ -196,7 +80,7 @@ static struct ue_event *ue_find(struct hvt_ue_registry *r, const char *name)
 	return NULL;
 }
 
-static struct ue_event *ue_find_id(struct hvt_ue_registry *r, uint32_t id)
+static struct ue_event *ue_find_id(struct hvtrace_ue_registry *r, uint32_t id)
 {
 	struct ue_event *e;
 
@@ -207,12 +91,12 @@ static struct ue_event *ue_find_id(struct hvt_ue_registry *r, uint32_t id)
 	return e && e->id == id ? e : NULL;
 }
 
-static bool ue_busy(const struct ue_event *e)
+bool ue_busy(const struct ue_event *e)
 {
 	return e->refs || e->used_by;
 }
 
-static void ue_set_enable(struct hvt_ue_registry *r, struct ue_event *e,
+static void ue_set_enable(struct hvtrace_ue_registry *r, struct ue_event *e,
 			  bool on)
 {
 	if (ue_test_bit(r->enabled, e->bit) == on)
@@ -223,7 +107,7 @@ static void ue_set_enable(struct hvt_ue_registry *r, struct ue_event *e,
 		r->hook(r->hook_arg, e->bit, on);
 }
 
-static void ue_destroy(struct hvt_ue_registry *r, struct ue_event *e)
+void ue_destroy(struct hvtrace_ue_registry *r, struct ue_event *e)
 {
 	struct ue_event **pp;
 
@@ -253,7 +137,7 @@ static void ue_destroy(struct hvt_ue_registry *r, struct ue_event *e)
 }
 
 /* Delete an event nobody uses unless dynamic_events made it persistent. */
-static void ue_maybe_release(struct hvt_ue_registry *r, struct ue_event *e)
+static void ue_maybe_release(struct hvtrace_ue_registry *r, struct ue_event *e)
 {
 	if (!e->persistent && !ue_busy(e))
 		ue_destroy(r, e);
@@ -332,7 +216,7 @@ static uint32_t ue_drop_refs(struct ue_event *e, uint64_t owner, uint32_t n)
 	return dropped;
 }
 
-static int ue_alloc_id(struct hvt_ue_registry *r, uint32_t *id)
+static int ue_alloc_id(struct hvtrace_ue_registry *r, uint32_t *id)
 {
 	uint32_t span = HVT_UE_ID_MAX - r->id_base + 1, i, cand;
 
@@ -350,7 +234,7 @@ static int ue_alloc_id(struct hvt_ue_registry *r, uint32_t *id)
 	return -ENOSPC;
 }
 
-static int ue_alloc_bit(struct hvt_ue_registry *r, uint32_t *bit)
+static int ue_alloc_bit(struct hvtrace_ue_registry *r, uint32_t *bit)
 {
 	uint32_t b;
 
@@ -364,15 +248,15 @@ static int ue_alloc_bit(struct hvt_ue_registry *r, uint32_t *bit)
 }
 
 /*
- * A preferred binding (hvt_ue_register_at()) replaces the one just
+ * A preferred binding (hvtrace_ue_register_at()) replaces the one just
  * allocated when its id and its bit are both free; the allocation is then
  * undone (@next_id: the allocator's position before it).  Ids keep
  * growing: the next new event gets an id above the preferred one.
  */
-static void ue_apply_want(struct hvt_ue_registry *r, uint32_t next_id,
+static void ue_apply_want(struct hvtrace_ue_registry *r, uint32_t next_id,
 			  uint32_t *id, uint32_t *bit)
 {
-	const struct hvt_ue_reg *w = r->want;
+	const struct hvtrace_ue_reg *w = r->want;
 
 	if (!w || w->id < r->id_base || w->id > HVT_UE_ID_MAX ||
 	    w->bit >= r->max_events)
@@ -391,30 +275,30 @@ static void ue_apply_want(struct hvt_ue_registry *r, uint32_t next_id,
  * by name and the field match first, then the parse, then the limits.
  * On success *out is the event (new or existing) and *created says which.
  */
-static int ue_define(struct hvt_ue_registry *r, const char *text,
+int ue_define(struct hvtrace_ue_registry *r, const char *text,
 		     bool persistent, struct ue_event **out, bool *created,
-		     struct hvt_ue_error *err)
+		     struct hvtrace_ue_error *err)
 {
 	char name[HVT_UE_MAX_LINE + 1];
-	struct hvt_ue_def *def;
+	struct hvtrace_ue_def *def;
 	struct ue_event *e;
 	const char *args;
 	uint32_t id, bit, next_id;
 	int ret;
 
 	*created = false;
-	ret = hvt_ue_split_name(text, name, sizeof(name), &args, err);
+	ret = hvtrace_ue_split_name(text, name, sizeof(name), &args, err);
 	if (ret)
 		return ret;
 	e = ue_find(r, name);
 	if (e) {
 		char *line;
 
-		if (hvt_ue_match_args(e->def, args)) {
+		if (hvtrace_ue_match_args(e->def, args)) {
 			*out = e;
 			return 0;
 		}
-		line = hvt_ue_dyn_line(e->def);
+		line = hvtrace_ue_dyn_line(e->def);
 		ret = ue_err(err, -EADDRINUSE,
 			     "event \"%s\" is in use with other fields (%s); register the same fields or use another name",
 			     name, line ? line : "?");
@@ -469,7 +353,7 @@ static int ue_define(struct hvt_ue_registry *r, const char *text,
 }
 
 static void ue_fill_info(const struct ue_event *e,
-			 struct hvt_ue_event_info *info)
+			 struct hvtrace_ue_event_info *info)
 {
 	info->name = e->def->name;
 	info->id = e->id;
@@ -483,7 +367,7 @@ static void ue_fill_info(const struct ue_event *e,
 	info->format = e->format;
 }
 
-static void ue_clear_err(struct hvt_ue_error *err)
+void ue_clear_err(struct hvtrace_ue_error *err)
 {
 	if (err) {
 		err->code = 0;
@@ -493,14 +377,14 @@ static void ue_clear_err(struct hvt_ue_error *err)
 
 /* --- public API ---------------------------------------------------------- */
 
-int hvt_ue_registry_create(const struct hvt_ue_registry_config *cfg,
-			   struct hvt_ue_registry **out)
+int hvtrace_ue_registry_create(const struct hvtrace_ue_registry_config *cfg,
+			   struct hvtrace_ue_registry **out)
 {
 	unsigned int max = cfg && cfg->max_events ? cfg->max_events :
 						    HVT_ABI_MAX_EVENTS;
 	unsigned int base = cfg && cfg->id_base ? cfg->id_base :
 						  HVT_UE_ID_BASE;
-	struct hvt_ue_registry *r;
+	struct hvtrace_ue_registry *r;
 	size_t id_words;
 
 	if (max > HVT_ABI_MAX_EVENTS || base > HVT_UE_ID_MAX ||
@@ -531,7 +415,7 @@ int hvt_ue_registry_create(const struct hvt_ue_registry_config *cfg,
 	return 0;
 }
 
-void hvt_ue_registry_destroy(struct hvt_ue_registry *r)
+void hvtrace_ue_registry_destroy(struct hvtrace_ue_registry *r)
 {
 	if (!r)
 		return;
@@ -546,9 +430,9 @@ void hvt_ue_registry_destroy(struct hvt_ue_registry *r)
 	free(r);
 }
 
-static int ue_register(struct hvt_ue_registry *r, uint64_t owner,
-		       const char *def, const struct hvt_ue_reg *want,
-		       struct hvt_ue_reg *out, struct hvt_ue_error *err)
+static int ue_register(struct hvtrace_ue_registry *r, uint64_t owner,
+		       const char *def, const struct hvtrace_ue_reg *want,
+		       struct hvtrace_ue_reg *out, struct hvtrace_ue_error *err)
 {
 	struct ue_event *e;
 	bool created;
@@ -580,24 +464,24 @@ static int ue_register(struct hvt_ue_registry *r, uint64_t owner,
 	return ret;
 }
 
-int hvt_ue_register(struct hvt_ue_registry *r, uint64_t owner,
-		    const char *def, struct hvt_ue_reg *out,
-		    struct hvt_ue_error *err)
+int hvtrace_ue_register(struct hvtrace_ue_registry *r, uint64_t owner,
+		    const char *def, struct hvtrace_ue_reg *out,
+		    struct hvtrace_ue_error *err)
 {
 	return ue_register(r, owner, def, NULL, out, err);
 }
 
-int hvt_ue_register_at(struct hvt_ue_registry *r, uint64_t owner,
+int hvtrace_ue_register_at(struct hvtrace_ue_registry *r, uint64_t owner,
 		       const char *def, uint32_t want_id, uint32_t want_bit,
-		       struct hvt_ue_reg *out, struct hvt_ue_error *err)
+		       struct hvtrace_ue_reg *out, struct hvtrace_ue_error *err)
 {
-	struct hvt_ue_reg want = { want_id, want_bit };
+	struct hvtrace_ue_reg want = { want_id, want_bit };
 
 	return ue_register(r, owner, def, &want, out, err);
 }
 
-int hvt_ue_unregister(struct hvt_ue_registry *r, uint64_t owner, uint32_t id,
-		      struct hvt_ue_error *err)
+int hvtrace_ue_unregister(struct hvtrace_ue_registry *r, uint64_t owner, uint32_t id,
+		      struct hvtrace_ue_error *err)
 {
 	struct ue_event *e;
 	int ret = 0;
@@ -614,7 +498,7 @@ int hvt_ue_unregister(struct hvt_ue_registry *r, uint64_t owner, uint32_t id,
 	return ret;
 }
 
-int hvt_ue_unregister_owner_id(struct hvt_ue_registry *r, uint64_t owner,
+int hvtrace_ue_unregister_owner_id(struct hvtrace_ue_registry *r, uint64_t owner,
 			       uint32_t id)
 {
 	struct ue_event *e;
@@ -631,7 +515,7 @@ int hvt_ue_unregister_owner_id(struct hvt_ue_registry *r, uint64_t owner,
 	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
-int hvt_ue_unregister_all(struct hvt_ue_registry *r, uint64_t owner)
+int hvt_ue_unregister_all(struct hvtrace_ue_registry *r, uint64_t owner)
 {
 	struct ue_event *e, *next;
 	uint32_t total = 0;
@@ -651,8 +535,8 @@ int hvt_ue_unregister_all(struct hvt_ue_registry *r, uint64_t owner)
 	return total > INT32_MAX ? INT32_MAX : (int)total;
 }
 
-int hvt_ue_delete(struct hvt_ue_registry *r, const char *name,
-		  struct hvt_ue_error *err)
+int hvtrace_ue_delete(struct hvtrace_ue_registry *r, const char *name,
+		  struct hvtrace_ue_error *err)
 {
 	struct ue_event *e;
 	int ret = 0;
@@ -672,181 +556,9 @@ int hvt_ue_delete(struct hvt_ue_registry *r, const char *name,
 	return ret;
 }
 
-/* dyn_event_release() with user_event_match(): "!u:NAME args" */
-static int ue_dyn_delete(struct hvt_ue_registry *r, const char *line,
-			 struct hvt_ue_error *err)
-{
-	char **argv, *event, *system = NULL, *slash;
-	struct ue_event *e;
-	int argc = 0, ret = -ENOENT;
-
-	argv = ue_argv_split(line, &argc);
-	if (!argv)
-		return ue_err(err, -ENOMEM, "out of memory");
-	if (argv[0][0] == '-') {
-		if (argv[0][1] != ':') {
-			ret = ue_err(err, -EINVAL,
-				     "bad delete command \"%s\": use -:NAME or !u:NAME",
-				     argv[0]);
-			goto out;
-		}
-		event = &argv[0][2];
-	} else {
-		event = strchr(argv[0], ':');
-		if (!event) {
-			ret = ue_err(err, -EINVAL,
-				     "bad delete command \"%s\": use !u:NAME [fields]",
-				     argv[0]);
-			goto out;
-		}
-		event++;
-	}
-	slash = strchr(event, '/');
-	if (slash) {
-		system = event;
-		event = slash + 1;
-		*slash = '\0';
-	}
-	if (!system && event[0] == '\0') {
-		ret = ue_err(err, -EINVAL, "delete command names no event");
-		goto out;
-	}
-	if (system && strcmp(system, HVT_UE_SYSTEM) &&
-	    strcmp(system, HVT_UE_SYSTEM_MULTI))
-		e = NULL;
-	else
-		e = ue_find(r, event);
-	if (e && hvt_ue_match_argv(e->def, argc - 1, argv + 1)) {
-		if (ue_busy(e)) {
-			ret = ue_err(err, -EBUSY,
-				     "event \"%s\" is in use (%u registrations%s); it can be deleted once unused",
-				     event, e->refs,
-				     e->used_by ? ", enabled" : "");
-		} else {
-			ue_destroy(r, e);
-			ret = 0;
-		}
-	} else if (e) {
-		char *have = hvt_ue_dyn_line(e->def);
-
-		ret = ue_err(err, -ENOENT,
-			     "no event \"%s\" with these fields; the delete command must repeat them (%s)",
-			     event, have ? have : "?");
-		free(have);
-	} else {
-		ret = ue_err(err, -ENOENT, "no event \"%s\"", event);
-	}
-out:
-	free(argv);
-	return ret;
-}
-
-static int ue_dyn_apply_locked(struct hvt_ue_registry *r, const char *line,
-			       size_t len, struct hvt_ue_error *err)
-{
-	char *copy, *hash;
-	struct ue_event *e;
-	bool created;
-	int ret;
-
-	if (len > HVT_UE_MAX_LINE)
-		return ue_err(err, -E2BIG,
-			      "line is %zu bytes; dynamic_events lines are limited to %u",
-			      len, HVT_UE_MAX_LINE);
-	if (memchr(line, '\0', len) || memchr(line, '\n', len))
-		return ue_err(err, -EINVAL,
-			      "a line must not contain NUL or newline bytes");
-	copy = malloc(len + 1);
-	if (!copy)
-		return ue_err(err, -ENOMEM, "out of memory");
-	memcpy(copy, line, len);
-	copy[len] = '\0';
-	/* Comments run from '#' to the end of the line. */
-	hash = strchr(copy, '#');
-	if (hash)
-		*hash = '\0';
-
-	if (copy[0] == '-' || copy[0] == '!') {
-		ret = ue_dyn_delete(r, copy, err);
-	} else if (*ue_skip_spaces(copy) == '\0') {
-		ret = 0;
-	} else if (strncmp(copy, HVT_UE_PREFIX, 2)) {
-		char ex[64];
-
-		ue_excerpt(ex, sizeof(ex), copy, strlen(copy));
-		ret = ue_err(err, -EINVAL,
-			     "\"%s\" is not a user_events command: write u:NAME [fields] to define an event, !u:NAME [fields] to delete one",
-			     ex);
-	} else {
-		ret = ue_define(r, ue_skip_spaces(copy + 2), true, &e,
-				&created, err);
-	}
-	free(copy);
-	return ret;
-}
-
-int hvt_ue_dyn_apply(struct hvt_ue_registry *r, const char *line,
-		     struct hvt_ue_error *err)
-{
-	int ret;
-
-	ue_clear_err(err);
-	pthread_mutex_lock(&r->lock);
-	ret = ue_dyn_apply_locked(r, line, strlen(line), err);
-	pthread_mutex_unlock(&r->lock);
-	return ret;
-}
-
-long hvt_ue_dyn_write(struct hvt_ue_registry *r, const char *buf, size_t len,
-		      struct hvt_ue_error *err)
-{
-	size_t pos = 0;
-	int ret = 0;
-
-	ue_clear_err(err);
-	if (memchr(buf, '\0', len))
-		return ue_err(err, -EINVAL,
-			      "dynamic_events text must not contain NUL bytes");
-	pthread_mutex_lock(&r->lock);
-	while (pos < len) {
-		const char *nl = memchr(buf + pos, '\n', len - pos);
-		size_t n = nl ? (size_t)(nl - (buf + pos)) : len - pos;
-
-		ret = ue_dyn_apply_locked(r, buf + pos, n, err);
-		if (ret)
-			break;
-		pos += n + (nl ? 1 : 0);
-	}
-	pthread_mutex_unlock(&r->lock);
-	return ret ? ret : (long)len;
-}
-
-int hvt_ue_dyn_clear(struct hvt_ue_registry *r, struct hvt_ue_error *err)
-{
-	struct ue_event *e;
-	int n = 0, ret = 0;
-
-	ue_clear_err(err);
-	pthread_mutex_lock(&r->lock);
-	for (e = r->head; e; e = e->next) {
-		if (ue_busy(e)) {
-			ret = ue_err(err, -EBUSY,
-				     "event \"%s\" is in use; nothing was deleted",
-				     e->def->name);
-			break;
-		}
-	}
-	while (!ret && r->head) {
-		ue_destroy(r, r->head);
-		n++;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return ret ? ret : n;
-}
-
-int hvt_ue_set_enabled(struct hvt_ue_registry *r, const char *name,
+int hvtrace_ue_set_enabled(struct hvtrace_ue_registry *r, const char *name,
 		       unsigned int consumer, bool on,
-		       struct hvt_ue_error *err)
+		       struct hvtrace_ue_error *err)
 {
 	struct ue_event *e;
 	int ret = 0;
@@ -873,8 +585,8 @@ int hvt_ue_set_enabled(struct hvt_ue_registry *r, const char *name,
 	return ret;
 }
 
-int hvt_ue_lookup(struct hvt_ue_registry *r, const char *name,
-		  struct hvt_ue_event_info *info)
+int hvtrace_ue_lookup(struct hvtrace_ue_registry *r, const char *name,
+		  struct hvtrace_ue_event_info *info)
 {
 	struct ue_event *e;
 
@@ -886,8 +598,8 @@ int hvt_ue_lookup(struct hvt_ue_registry *r, const char *name,
 	return e ? 0 : -ENOENT;
 }
 
-int hvt_ue_lookup_id(struct hvt_ue_registry *r, uint32_t id,
-		     struct hvt_ue_event_info *info)
+int hvtrace_ue_lookup_id(struct hvtrace_ue_registry *r, uint32_t id,
+		     struct hvtrace_ue_event_info *info)
 {
 	struct ue_event *e;
 
@@ -899,11 +611,11 @@ int hvt_ue_lookup_id(struct hvt_ue_registry *r, uint32_t id,
 	return e ? 0 : -ENOENT;
 }
 
-int hvt_ue_foreach(struct hvt_ue_registry *r,
-		   int (*fn)(const struct hvt_ue_event_info *info, void *arg),
+int hvtrace_ue_foreach(struct hvtrace_ue_registry *r,
+		   int (*fn)(const struct hvtrace_ue_event_info *info, void *arg),
 		   void *arg)
 {
-	struct hvt_ue_event_info info;
+	struct hvtrace_ue_event_info info;
 	struct ue_event *e;
 	int ret = 0;
 
@@ -916,7 +628,7 @@ int hvt_ue_foreach(struct hvt_ue_registry *r,
 	return ret;
 }
 
-int hvt_ue_set_limit(struct hvt_ue_registry *r, unsigned int limit)
+int hvt_ue_set_limit(struct hvtrace_ue_registry *r, unsigned int limit)
 {
 	if (limit > r->max_events)
 		return -EINVAL;
@@ -926,7 +638,7 @@ int hvt_ue_set_limit(struct hvt_ue_registry *r, unsigned int limit)
 	return 0;
 }
 
-unsigned int hvt_ue_count(struct hvt_ue_registry *r)
+unsigned int hvtrace_ue_count(struct hvtrace_ue_registry *r)
 {
 	unsigned int n;
 
@@ -936,7 +648,7 @@ unsigned int hvt_ue_count(struct hvt_ue_registry *r)
 	return n;
 }
 
-char *hvt_ue_status_text(struct hvt_ue_registry *r)
+char *hvtrace_ue_status_text(struct hvtrace_ue_registry *r)
 {
 	struct ue_buf b = { 0 };
 	struct ue_event *e;
@@ -965,21 +677,7 @@ char *hvt_ue_status_text(struct hvt_ue_registry *r)
 	return ue_buf_finish(&b);
 }
 
-char *hvt_ue_dyn_events_text(struct hvt_ue_registry *r)
-{
-	struct ue_buf b = { 0 };
-	struct ue_event *e;
-
-	pthread_mutex_lock(&r->lock);
-	for (e = r->head; e; e = e->next) {
-		ue_dyn_line_into(&b, e->def);
-		ue_buf_put(&b, "\n", 1);
-	}
-	pthread_mutex_unlock(&r->lock);
-	return ue_buf_finish(&b);
-}
-
-char *hvt_ue_format_of(struct hvt_ue_registry *r, const char *name)
+char *hvt_ue_format_of(struct hvtrace_ue_registry *r, const char *name)
 {
 	struct ue_event *e;
 	char *s = NULL;
@@ -993,7 +691,7 @@ char *hvt_ue_format_of(struct hvt_ue_registry *r, const char *name)
 	return s;
 }
 
-int hvt_ue_enable_snapshot(struct hvt_ue_registry *r, uint64_t *words,
+int hvtrace_ue_enable_snapshot(struct hvtrace_ue_registry *r, uint64_t *words,
 			   size_t nwords, uint64_t *gen)
 {
 	size_t have, i;
@@ -1008,7 +706,7 @@ int hvt_ue_enable_snapshot(struct hvt_ue_registry *r, uint64_t *words,
 	return nwords > INT32_MAX ? INT32_MAX : (int)nwords;
 }
 
-uint64_t hvt_ue_enable_generation(struct hvt_ue_registry *r)
+uint64_t hvt_ue_enable_generation(struct hvtrace_ue_registry *r)
 {
 	uint64_t g;
 
@@ -1018,7 +716,7 @@ uint64_t hvt_ue_enable_generation(struct hvt_ue_registry *r)
 	return g;
 }
 
-void hvt_ue_set_enable_hook(struct hvt_ue_registry *r,
+void hvtrace_ue_set_enable_hook(struct hvtrace_ue_registry *r,
 			    void (*fn)(void *arg, uint32_t bit, bool on),
 			    void *arg)
 {

@@ -127,7 +127,7 @@ static uint64_t to_host(struct e_guest *g, uint64_t ts, uint64_t *err)
 	m.chan = g->remote;
 	m.u.to_host.ts.ptr = buf;
 	m.u.to_host.ts.count = 1;
-	t_ok(hvt_dclient_call(e_dc, &m, &r, 10000, e_seq_dispatch, NULL));
+	t_ok(hvtrace_daemon_call(e_dc, &m, &r, 10000, e_seq_dispatch, NULL));
 	t_eq(r.type, HVT_MSG_TO_HOST);
 	if (err)
 		*err = r.u.to_host_reply.err_ns;
@@ -153,7 +153,7 @@ static void b_subscribe(struct e_guest *g)
 	m.type = HVT_MSG_SUBSCRIBE;
 	m.chan = g->remote;
 	m.u.subscribe.cpu = -1;
-	t_ok(hvt_dclient_call(e_dc, &m, &r, 10000, e_seq_dispatch, NULL));
+	t_ok(hvtrace_daemon_call(e_dc, &m, &r, 10000, e_seq_dispatch, NULL));
 	t_eq(r.u.result.status, 0);
 	col.sub = r.u.result.id;
 }
@@ -219,7 +219,7 @@ static void latency(struct e_guest *g, const char *name)
 		m.chan = g->remote;
 		m.u.to_host.ts.ptr = buf;
 		m.u.to_host.ts.count = (uint32_t)k;
-		t_ok(hvt_dclient_call(e_dc, &m, &r, 10000, e_seq_dispatch,
+		t_ok(hvtrace_daemon_call(e_dc, &m, &r, 10000, e_seq_dispatch,
 				      NULL));
 		t_eq(r.type, HVT_MSG_TO_HOST);
 		err = r.u.to_host_reply.err_ns;

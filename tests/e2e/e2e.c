@@ -19,7 +19,7 @@
 
 #include "e2e.h"
 
-struct hvt_dclient *e_dc;
+struct hvtrace_daemon *e_dc;
 char e_launcher[600];
 static char e_image[600];
 static struct e_guest *e_guests[E_MAX_GUESTS];
@@ -316,7 +316,7 @@ void e_enable(struct e_guest *g, const char *event, bool on)
 	m.u.arg.s.ptr = event;
 	m.u.arg.s.len = (uint32_t)strlen(event);
 	/* Pages that come meanwhile go to the record checkers. */
-	t_ok(hvt_dclient_call(e_dc, &m, &r, 10000, e_seq_dispatch, NULL));
+	t_ok(hvtrace_daemon_call(e_dc, &m, &r, 10000, e_seq_dispatch, NULL));
 	if (r.u.result.status)
 		t_fail("%s %s: %.*s", on ? "enable" : "disable", event,
 		       (int)r.u.result.text.len, r.u.result.text.ptr);
@@ -330,7 +330,7 @@ uint32_t e_subscribe(struct e_guest *g)
 	m.type = HVT_MSG_SUBSCRIBE;
 	m.chan = g->remote;
 	m.u.subscribe.cpu = -1;
-	t_ok(hvt_dclient_call(e_dc, &m, &r, 10000, NULL, NULL));
+	t_ok(hvtrace_daemon_call(e_dc, &m, &r, 10000, NULL, NULL));
 	if (r.type != HVT_MSG_SUBSCRIBE || r.u.result.status)
 		t_fail("subscribe to %s: %.*s", g->name,
 		       (int)r.u.result.text.len, r.u.result.text.ptr);
@@ -345,7 +345,7 @@ void e_drain(struct e_guest *g, void (*cb)(void *arg, const struct hvt_msg *m),
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_DRAIN;
 	m.chan = g->remote;
-	t_ok(hvt_dclient_call(e_dc, &m, &r, 30000, cb, arg));
+	t_ok(hvtrace_daemon_call(e_dc, &m, &r, 30000, cb, arg));
 	if (r.type != HVT_MSG_DRAIN || r.u.result.status)
 		t_fail("drain %s: %.*s", g->name, (int)r.u.result.text.len,
 		       r.u.result.text.ptr);
@@ -361,7 +361,7 @@ unsigned int e_stats(struct e_guest *g, struct hvt_m_stats *st,
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_STATS;
 	m.chan = g->remote;
-	ret = hvt_dclient_call(e_dc, &m, &r, 10000, e_seq_dispatch, NULL);
+	ret = hvtrace_daemon_call(e_dc, &m, &r, 10000, e_seq_dispatch, NULL);
 	while (!ret) {
 		if (r.type != HVT_MSG_STATS)
 			t_fail("STATS answered with %s",
@@ -377,7 +377,7 @@ unsigned int e_stats(struct e_guest *g, struct hvt_m_stats *st,
 		if (!(r.flags & HVT_PF_MORE))
 			return n;
 		for (;;) {
-			ret = hvt_dclient_recv(e_dc, &r, 10000);
+			ret = hvtrace_daemon_recv(e_dc, &r, 10000);
 			if (ret != 1 || r.req == m.req)
 				break;
 			e_seq_dispatch(NULL, &r);
@@ -524,7 +524,7 @@ void e_seq_collect(struct e_seq *s, int ms, uint64_t until)
 	struct hvt_msg m;
 
 	while (h_now_ns() < deadline && (!until || !s || s->n < until)) {
-		int ret = hvt_dclient_recv(e_dc, &m, 100);
+		int ret = hvtrace_daemon_recv(e_dc, &m, 100);
 
 		if (ret < 0)
 			t_fail("hvtraced: %s", hvtrace_last_error());
@@ -595,7 +595,7 @@ pid_t e_daemon_pid(void)
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
-	if (getsockopt(hvt_dclient_fd(e_dc), SOL_SOCKET, SO_PEERCRED, &cred,
+	if (getsockopt(hvtrace_daemon_fd(e_dc), SOL_SOCKET, SO_PEERCRED, &cred,
 		       &len) ||
 	    cred.pid <= 0)
 		t_fail("cannot tell hvtraced's pid: %s", strerror(errno));
@@ -608,7 +608,7 @@ void e_daemon_restart(const char *args)
 	pid_t old = e_daemon_pid(), pid;
 	int argc = 0, st, k, fd;
 
-	hvt_dclient_close(e_dc);
+	hvtrace_daemon_close(e_dc);
 	e_dc = NULL;
 	if (kill(old, SIGTERM))
 		t_fail("kill hvtraced %d: %s", (int)old, strerror(errno));
@@ -654,7 +654,7 @@ void e_daemon_restart(const char *args)
 	free(copy);
 	e_daemon = pid;
 	for (k = 0; k < 1000; k++) {
-		if (!access(h_dsock, F_OK) && !hvt_dclient_open(h_dsock, &e_dc))
+		if (!access(h_dsock, F_OK) && !hvtrace_daemon_open(h_dsock, &e_dc))
 			break;
 		usleep(10000);
 	}

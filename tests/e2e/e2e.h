@@ -36,7 +36,7 @@ struct e_guest {
 };
 
 /* The daemon (started by e_init) and a tool connection to it. */
-extern struct hvt_dclient *e_dc;
+extern struct hvtrace_daemon *e_dc;
 extern char e_launcher[600];
 
 /*
@@ -144,7 +144,7 @@ struct e_seq {
 void e_seq_init(struct e_seq *s, struct e_guest *g, unsigned int threads,
 		uint32_t max_seq);
 void e_seq_free(struct e_seq *s);
-/* A PAGE callback (for hvt_dclient_call/e_drain) feeding @arg (e_seq). */
+/* A PAGE callback (for hvtrace_daemon_call/e_drain) feeding @arg (e_seq). */
 void e_seq_msg(void *arg, const struct hvt_msg *m);
 /*
  * Feeds a PAGE to every e_seq initialised (each takes its own sub's), and

@@ -90,7 +90,7 @@ int main(void)
 	m.type = HVT_MSG_SUBSCRIBE;
 	m.chan = a.remote;
 	m.u.subscribe.cpu = -1;
-	t_ok(hvt_dclient_call(e_dc, &m, &r, 10000, e_seq_dispatch, NULL));
+	t_ok(hvtrace_daemon_call(e_dc, &m, &r, 10000, e_seq_dispatch, NULL));
 	t_eq(r.u.result.status, 0);
 	bad.sub = r.u.result.id;
 	e_enable(&a, "hvt_seq", true);

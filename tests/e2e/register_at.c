@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The registry's preferred binding (hvt_ue_register_at()), which
+ * The registry's preferred binding (hvtrace_ue_register_at()), which
  * hvtraced uses for the registrations an agent replays after a daemon
  * restart: a writer that bound its handle to an id and an enable bit under
  * the old daemon keeps writing with them, so the new registry must hand
@@ -23,15 +23,15 @@
 #include <hvtrace/abi.h>
 
 #include "hvt_test.h"
-#include "../../host/userevents/userevents.h"
+#include "../../host/userevents/userevents-local.h"
 
-static void reg_at(struct hvt_ue_registry *r, uint64_t owner, const char *def,
+static void reg_at(struct hvtrace_ue_registry *r, uint64_t owner, const char *def,
 		   uint32_t id, uint32_t bit, uint32_t want_id,
 		   uint32_t want_bit)
 {
-	struct hvt_ue_error err = {0};
-	struct hvt_ue_reg out = {0};
-	int ret = hvt_ue_register_at(r, owner, def, id, bit, &out, &err);
+	struct hvtrace_ue_error err = {0};
+	struct hvtrace_ue_reg out = {0};
+	int ret = hvtrace_ue_register_at(r, owner, def, id, bit, &out, &err);
 
 	if (ret)
 		t_fail("register_at '%s' (%u, %u): %d %s", def, id, bit, ret,
@@ -44,42 +44,42 @@ static void reg_at(struct hvt_ue_registry *r, uint64_t owner, const char *def,
 
 int main(void)
 {
-	struct hvt_ue_registry *old, *r;
-	struct hvt_ue_error err = {0};
-	struct hvt_ue_reg a, b, c, out;
-	struct hvt_ue_event_info info;
+	struct hvtrace_ue_registry *old, *r;
+	struct hvtrace_ue_error err = {0};
+	struct hvtrace_ue_reg a, b, c, out;
+	struct hvtrace_ue_event_info info;
 	uint64_t words[HVT_ABI_MAX_EVENTS / 64];
 	char big[600];
 
 	/* The bindings writers hold, from a first registry. */
-	t_ok(hvt_ue_registry_create(NULL, &old));
-	t_ok(hvt_ue_register(old, 1, "ra_a u32 x", &a, &err));
-	t_ok(hvt_ue_register(old, 1, "ra_tmp u32 t", &out, &err));
-	t_ok(hvt_ue_register(old, 2, "ra_b u64 y; __rel_loc char[] s", &b,
+	t_ok(hvtrace_ue_registry_create(NULL, &old));
+	t_ok(hvtrace_ue_register(old, 1, "ra_a u32 x", &a, &err));
+	t_ok(hvtrace_ue_register(old, 1, "ra_tmp u32 t", &out, &err));
+	t_ok(hvtrace_ue_register(old, 2, "ra_b u64 y; __rel_loc char[] s", &b,
 			     &err));
-	t_ok(hvt_ue_unregister(old, 1, out.id, &err)); /* a gap in ids */
-	t_ok(hvt_ue_register(old, 3, "ra_c u32 z", &c, &err));
+	t_ok(hvtrace_ue_unregister(old, 1, out.id, &err)); /* a gap in ids */
+	t_ok(hvtrace_ue_register(old, 3, "ra_c u32 z", &c, &err));
 	t_eq(a.id, HVT_UE_ID_BASE);
 	t_eq(b.id, HVT_UE_ID_BASE + 2);
 	t_eq(c.id, HVT_UE_ID_BASE + 3);
 	t_eq(c.bit, 1); /* ra_tmp's bit was free again */
-	hvt_ue_registry_destroy(old);
+	hvtrace_ue_registry_destroy(old);
 
 	/* The restarted daemon: replays in another order than the ids. */
-	t_ok(hvt_ue_registry_create(NULL, &r));
+	t_ok(hvtrace_ue_registry_create(NULL, &r));
 	reg_at(r, 12, "ra_c u32 z", c.id, c.bit, c.id, c.bit);
 	reg_at(r, 11, "ra_b u64 y; __rel_loc char[] s", b.id, b.bit, b.id,
 	       b.bit);
 	reg_at(r, 10, "ra_a u32 x", a.id, a.bit, a.id, a.bit);
-	t_eq(hvt_ue_count(r), 3);
-	t_ok(hvt_ue_lookup(r, "ra_b", &info));
+	t_eq(hvtrace_ue_count(r), 3);
+	t_ok(hvtrace_ue_lookup(r, "ra_b", &info));
 	t_eq(info.id, b.id);
 	t_eq(info.bit, b.bit);
 	t_eq(info.refs, 1);
 
 	/* A new event: an id above every preferred one, the lowest free
 	 * bit (b held bit 2, a 0, c 1). */
-	t_ok(hvt_ue_register(r, 13, "ra_new u8 n", &out, &err));
+	t_ok(hvtrace_ue_register(r, 13, "ra_new u8 n", &out, &err));
 	t_eq(out.id, c.id + 1);
 	t_eq(out.bit, 3);
 
@@ -97,40 +97,40 @@ int main(void)
 
 	/* An existing event keeps its binding and gains a reference. */
 	reg_at(r, 15, "ra_a u32 x", HVT_UE_ID_BASE + 300, 77, a.id, a.bit);
-	t_ok(hvt_ue_lookup(r, "ra_a", &info));
+	t_ok(hvtrace_ue_lookup(r, "ra_a", &info));
 	t_eq(info.refs, 2);
 	t_eq(info.owners, 2);
 
 	/* Enable bits are the preferred ones. */
-	t_ok(hvt_ue_set_enabled(r, "ra_b", HVT_UE_USED_FTRACE, true, &err));
-	t_ok(hvt_ue_set_enabled(r, "ra_i", HVT_UE_USED_FTRACE, true, &err));
+	t_ok(hvtrace_ue_set_enabled(r, "ra_b", HVT_UE_USED_FTRACE, true, &err));
+	t_ok(hvtrace_ue_set_enabled(r, "ra_i", HVT_UE_USED_FTRACE, true, &err));
 	memset(words, 0, sizeof(words));
-	t_assert(hvt_ue_enable_snapshot(r, words, HVT_ABI_MAX_EVENTS / 64,
+	t_assert(hvtrace_ue_enable_snapshot(r, words, HVT_ABI_MAX_EVENTS / 64,
 					NULL) > 1000 / 64);
 	t_eq((words[b.bit / 64] >> (b.bit % 64)) & 1, 1);
 	t_eq((words[1000 / 64] >> (1000 % 64)) & 1, 1);
 	t_eq((words[a.bit / 64] >> (a.bit % 64)) & 1, 0);
 
 	/* The definition is still checked. */
-	t_eq(hvt_ue_register_at(r, 16, "ra_bad long x", HVT_UE_ID_BASE + 400,
+	t_eq(hvtrace_ue_register_at(r, 16, "ra_bad long x", HVT_UE_ID_BASE + 400,
 				40, &out, &err),
 	     -EINVAL);
 	t_assert(strstr(err.msg, "long") != NULL);
-	t_eq(hvt_ue_register_at(r, 16, "ra_a u64 x", HVT_UE_ID_BASE + 400, 40,
+	t_eq(hvtrace_ue_register_at(r, 16, "ra_a u64 x", HVT_UE_ID_BASE + 400, 40,
 				&out, &err),
 	     -EADDRINUSE);
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	memcpy(big, "ra_big u32 ", 11);
-	t_eq(hvt_ue_register_at(r, 16, big, HVT_UE_ID_BASE + 400, 40, &out,
+	t_eq(hvtrace_ue_register_at(r, 16, big, HVT_UE_ID_BASE + 400, 40, &out,
 				&err),
 	     -E2BIG);
-	t_eq(hvt_ue_lookup_id(r, HVT_UE_ID_BASE + 400, &info), -ENOENT);
+	t_eq(hvtrace_ue_lookup_id(r, HVT_UE_ID_BASE + 400, &info), -ENOENT);
 
 	/* Unregistering works as for any registration. */
-	t_ok(hvt_ue_unregister(r, 12, c.id, &err));
-	t_eq(hvt_ue_lookup(r, "ra_c", &info), -ENOENT);
-	hvt_ue_registry_destroy(r);
+	t_ok(hvtrace_ue_unregister(r, 12, c.id, &err));
+	t_eq(hvtrace_ue_lookup(r, "ra_c", &info), -ENOENT);
+	hvtrace_ue_registry_destroy(r);
 	printf("register_at: preferred bindings honoured when free, fresh "
 	       "ones otherwise\n");
 	return 0;

@@ -8,7 +8,7 @@
  * workload's hvt_seq gets an id a fresh registry would not hand out first
  * (ids are not reused): after the restart the agent replays hvt_seq's
  * registration with the binding its running writers hold, and the new
- * daemon's registry must honour it (hvt_ue_register_at()), or the writers
+ * daemon's registry must honour it (hvtrace_ue_register_at()), or the writers
  * would keep writing records under an id that means something else (or
  * nothing) to the host.
  *
@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "e2e.h"
-#include "../../host/userevents/userevents.h"
+#include "../../host/userevents/userevents-local.h"
 
 #define THREADS 2
 #define RATE	300
@@ -54,7 +54,7 @@ static void enable_get(struct e_guest *g, uint32_t *id, uint32_t *bit)
 	m.u.arg.arg = 1;
 	m.u.arg.s.ptr = "hvt_seq";
 	m.u.arg.s.len = 7;
-	ret = hvt_dclient_result(e_dc, &m, &res, text, sizeof(text));
+	ret = hvtrace_daemon_call_result(e_dc, &m, &res, text, sizeof(text));
 	if (ret)
 		t_fail("enable hvt_seq: %s", text);
 	*id = res.id;
@@ -81,7 +81,7 @@ static void wait_connected(struct e_guest *g)
 	int k;
 
 	for (k = 0; k < 3000; k++) {
-		if (!hvt_dclient_remote(e_dc, g->name, &rec) &&
+		if (!hvtrace_daemon_find_remote(e_dc, g->name, &rec) &&
 		    rec.state == HVT_REMOTE_CONNECTED && rec.nr_cpus) {
 			g->remote = rec.id;	/* the new daemon's id */
 			return;

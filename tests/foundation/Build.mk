@@ -32,3 +32,8 @@ $(eval $(call add-test,foundation/stress-consume-preempt,$(FND_STRESS) consume-p
 $(eval $(call add-test,foundation/stress-overwrite,$(FND_STRESS) overwrite))
 
 endif
+
+# The component layering (includes, the core archive's symbols, the maps).
+ifeq ($(CONFIG_HVT_HOST),y)
+$(eval $(call add-test,foundation/layering,bash $(srctree)/tests/foundation/layering.sh $(objtree)))
+endif

@@ -17,7 +17,7 @@
 
 #include <event-parse.h>
 
-#include "../../host/userevents/userevents.h"
+#include "../../host/userevents/userevents-local.h"
 
 #define MAX_INPUT 8192
 
@@ -38,11 +38,11 @@ static void check(int cond)
 		abort();
 }
 
-static void check_def(const struct hvt_ue_def *def, const uint8_t *rest,
+static void check_def(const struct hvtrace_ue_def *def, const uint8_t *rest,
 		      size_t rest_len)
 {
-	struct hvt_ue_def *again;
-	struct hvt_ue_error err;
+	struct hvtrace_ue_def *again;
+	struct hvtrace_ue_error err;
 	struct tep_handle *tep;
 	uint64_t off = HVT_UE_COMMON_SIZE;
 	char *fmt, *pf, *line, *args;
@@ -56,8 +56,8 @@ static void check_def(const struct hvt_ue_def *def, const uint8_t *rest,
 	check(off == def->record_size);
 
 	fmt = hvt_ue_format_text(def, HVT_UE_ID_BASE);
-	pf = hvt_ue_print_fmt(def);
-	line = hvt_ue_dyn_line(def);
+	pf = hvtrace_ue_print_fmt(def);
+	line = hvtrace_ue_dyn_line(def);
 	check(fmt && pf && line);
 	check(strstr(fmt, pf) != NULL);
 
@@ -72,7 +72,7 @@ static void check_def(const struct hvt_ue_def *def, const uint8_t *rest,
 		check(again->fields[i].size == def->fields[i].size);
 	}
 	args = strchr(line, ' ');
-	check(hvt_ue_match_args(def, args ? args + 1 : NULL));
+	check(hvtrace_ue_match_args(def, args ? args + 1 : NULL));
 	hvt_ue_def_free(again);
 
 	/* Whatever follows the definition, taken as a record. */
@@ -95,7 +95,7 @@ struct names {
 	int n;
 };
 
-static int collect(const struct hvt_ue_event_info *info, void *arg)
+static int collect(const struct hvtrace_ue_event_info *info, void *arg)
 {
 	struct names *names = arg;
 
@@ -108,13 +108,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct hvt_ue_registry_config cfg = { .max_events = 16 };
-	struct hvt_ue_registry *reg;
-	struct hvt_ue_error err;
-	struct hvt_ue_def *def;
-	struct hvt_ue_reg r;
+	struct hvtrace_ue_registry_config cfg = { .max_events = 16 };
+	struct hvtrace_ue_registry *reg;
+	struct hvtrace_ue_error err;
+	struct hvtrace_ue_def *def;
+	struct hvtrace_ue_reg r;
 	size_t n = size < MAX_INPUT ? size : MAX_INPUT, len;
-	struct hvt_ue_event_info info;
+	struct hvtrace_ue_event_info info;
 	struct names names;
 	char *text, *s;
 	size_t l;
@@ -134,11 +134,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(err.code < 0 && err.msg[0]);
 	}
 
-	if (hvt_ue_registry_create(&cfg, &reg))
+	if (hvtrace_ue_registry_create(&cfg, &reg))
 		goto out;
 	/* Every line as a dynamic_events command, then as registrations. */
 	(void)hvt_ue_dyn_write(reg, text, len, &err);
-	(void)hvt_ue_register(reg, 1, text, &r, &err);
+	(void)hvtrace_ue_register(reg, 1, text, &r, &err);
 	for (s = text; *s; s += l + (s[l] == '\n')) {
 		char line[HVT_UE_MAX_DESC];
 
@@ -148,30 +148,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(line, s, l);
 		line[l] = '\0';
 		/* Enable every other registered event for a while. */
-		if (hvt_ue_register(reg, 2, line, &r, &err) == 0 &&
-		    (r.id & 1) && hvt_ue_lookup_id(reg, r.id, &info) == 0)
-			(void)hvt_ue_set_enabled(reg, info.name,
+		if (hvtrace_ue_register(reg, 2, line, &r, &err) == 0 &&
+		    (r.id & 1) && hvtrace_ue_lookup_id(reg, r.id, &info) == 0)
+			(void)hvtrace_ue_set_enabled(reg, info.name,
 						 HVT_UE_USED_FTRACE, true,
 						 &err);
-		(void)hvt_ue_dyn_apply(reg, line, &err);
+		(void)hvtrace_ue_dyn_apply(reg, line, &err);
 	}
-	free(hvt_ue_status_text(reg));
-	free(hvt_ue_dyn_events_text(reg));
+	free(hvtrace_ue_status_text(reg));
+	free(hvtrace_ue_dyn_events_text(reg));
 	hvt_ue_unregister_all(reg, 1);
 	hvt_ue_unregister_all(reg, 2);
 	/* Consumers off, persistent events gone: nothing may remain. */
 	names.n = 0;
-	hvt_ue_foreach(reg, collect, &names);
+	hvtrace_ue_foreach(reg, collect, &names);
 	for (i = 0; i < names.n; i++) {
 		if (names.v[i])
-			(void)hvt_ue_set_enabled(reg, names.v[i],
+			(void)hvtrace_ue_set_enabled(reg, names.v[i],
 						 HVT_UE_USED_FTRACE, false,
 						 &err);
 		free(names.v[i]);
 	}
-	(void)hvt_ue_dyn_clear(reg, &err);
-	check(hvt_ue_count(reg) == 0);
-	hvt_ue_registry_destroy(reg);
+	(void)hvtrace_ue_dyn_clear(reg, &err);
+	check(hvtrace_ue_count(reg) == 0);
+	hvtrace_ue_registry_destroy(reg);
 out:
 	free(text);
 	return 0;

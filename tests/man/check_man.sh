@@ -8,7 +8,8 @@
 #     warning, and no rendered line is wider than 80 columns;
 #   - every .so link names a page that exists, and resolves in an
 #     installed layout (man -M DIR NAME);
-#   - every HVTRACE_API function of host/include/hvtrace*.h and every
+#   - every HVTRACE_API function of every public host header
+#     (host/include/hvtrace*.h) and every
 #     function of guest/include/hvtrace-guest.h has a page, whose NAME
 #     lists it and whose SYNOPSIS shows exactly its prototype;
 #   - every hvtrace/hvtg/libhvtrace page a page refers to exists, and
@@ -155,7 +156,7 @@ declarations() {
 		s{/\*.*?\*/}{ }gs;
 		s{//[^\n]*}{}g;
 		s{^[ \t]*#(?:[^\n]*\\\n)*[^\n]*}{}mg;
-		while (/(?:^|(?<=[;{}]))\s*([^;{}]*?\b(\Q$prefix\E\w+)\s*\([^;{}()]*\))\s*(?=[;{])/gs) {
+		while (/(?:^|(?<=[;{}]))\s*([^;{}]*?\b(\Q$prefix\E\w+)\s*\((?:[^;{}()]|\([^;{}()]*\))*\))\s*(?=[;{])/gs) {
 			my ($decl, $name) = ($1, $2);
 			next if $decl =~ /^\s*(?:struct|enum|union)\s+\w+\s*$/;
 			$decl =~ s/\bHVTRACE_API\b//;
@@ -204,8 +205,13 @@ check_functions() {
 	nr_funcs=$((nr_funcs + n))
 }
 nr_funcs=0
-check_functions "$src/host/include/hvtrace.h" libhvtrace
-check_functions "$src/host/include/hvtrace-tracedat.h" libhvtrace-tracedat
+# Every public host header: hvtrace.h (libhvtrace) and hvtrace-X.h
+# (libhvtrace-X, or the core's for hvtrace-userevents.h).
+for h in "$src"/host/include/hvtrace*.h; do
+	b=${h##*/}
+	b=${b%.h}
+	check_functions "$h" "lib$b"
+done
 check_functions "$src/guest/include/hvtrace-guest.h" libhvtrace-guest
 
 # --- 3. cross references and errno names --------------------------------------

@@ -22,7 +22,7 @@
 
 #define ROUNDS	2000
 
-static void run_clock(struct hvt_dclient *dc, const char *name,
+static void run_clock(struct hvtrace_daemon *dc, const char *name,
 		      const char *clock)
 {
 	struct h_causality_result res;
@@ -53,11 +53,11 @@ static void run_clock(struct hvt_dclient *dc, const char *name,
 
 int main(void)
 {
-	struct hvt_dclient *dc = h_start("--sync-interval 20");
+	struct hvtrace_daemon *dc = h_start("--sync-interval 20");
 
 	run_clock(dc, "caus_counter", "counter");
 	run_clock(dc, "caus_mono", "mono");
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	h_pass();
 	return 0;
 }

@@ -21,7 +21,7 @@
 
 int main(void)
 {
-	struct hvt_dclient *dc = h_start(NULL);
+	struct hvtrace_daemon *dc = h_start(NULL);
 	static unsigned int counts[COUNT];
 	struct h_e2e seen = { .total = COUNT, .count = counts };
 	struct hvt_msg m, r;
@@ -40,7 +40,7 @@ int main(void)
 	m.type = HVT_MSG_SUBSCRIBE;
 	m.chan = a.remote;
 	m.u.subscribe.cpu = -1;
-	t_ok(hvt_dclient_call(dc, &m, &r, 10000, NULL, NULL));
+	t_ok(hvtrace_daemon_call(dc, &m, &r, 10000, NULL, NULL));
 	t_eq(r.type, HVT_MSG_SUBSCRIBE);
 	t_eq(r.u.result.status, 0);
 	sub = r.u.result.id;
@@ -77,7 +77,7 @@ int main(void)
 	/* Collect until every record arrived (20 s at most). */
 	deadline = h_now_ns() + 20000000000ull;
 	while (seen.n < COUNT && h_now_ns() < deadline) {
-		ret = hvt_dclient_recv(dc, &m, 1000);
+		ret = hvtrace_daemon_recv(dc, &m, 1000);
 		if (ret < 0)
 			t_fail("%s", hvtrace_last_error());
 		if (ret == 0 || m.type != HVT_MSG_PAGE)
@@ -107,7 +107,7 @@ int main(void)
 	       "writes skipped: %d\n",
 	       seen.n, (unsigned long long)pages, seen.other, skipped);
 	tep_free(tep);
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	h_pass();
 	return 0;
 }

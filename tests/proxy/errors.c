@@ -56,7 +56,7 @@ static void on_notice(void *arg, uint32_t id, bool enabled)
 
 int main(void)
 {
-	struct hvt_dclient *dc = h_start(NULL);
+	struct hvtrace_daemon *dc = h_start(NULL);
 	static struct hvtg_event ok_ev = HVTG_EVENT_INIT;
 	char text[1024], longdef[700];
 	struct h_agent a;
@@ -151,7 +151,7 @@ int main(void)
 		t_assert(!hvtg_enabled(&ev2));
 	}
 	hvtc_close(c);
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	h_pass();
 	return 0;
 }

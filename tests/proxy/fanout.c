@@ -64,8 +64,8 @@ static void take(struct tally *t, const struct hvt_msg *m)
 
 int main(void)
 {
-	struct hvt_dclient *dc = h_start(NULL);
-	struct hvt_dclient *slow;
+	struct hvtrace_daemon *dc = h_start(NULL);
+	struct hvtrace_daemon *slow;
 	struct tally fast = { 0 }, st = { 0 };
 	struct hvt_remote_rec rec;
 	struct h_agent a;
@@ -77,7 +77,7 @@ int main(void)
 	int ret, wrote = -1, failed = -1;
 
 	h_agent_start(&a, "fan", "--size 16M");
-	if (hvt_dclient_open(h_dsock, &slow))
+	if (hvtrace_daemon_open(h_dsock, &slow))
 		t_fail("%s", hvtrace_last_error());
 	fast.sub = h_subscribe(dc, a.remote, 0);
 	st.sub = h_subscribe(slow, a.remote, 64);
@@ -97,7 +97,7 @@ int main(void)
 	/* Read the fast subscription; the slow one is not read at all. */
 	deadline = h_now_ns() + 30000000000ull;
 	while (fast.events + fast.lost < COUNT && h_now_ns() < deadline) {
-		ret = hvt_dclient_recv(dc, &m, 200);
+		ret = hvtrace_daemon_recv(dc, &m, 200);
 		if (ret < 0)
 			t_fail("%s", hvtrace_last_error());
 		if (ret == 1)
@@ -123,7 +123,7 @@ int main(void)
 	deadline = h_now_ns() + 30000000000ull;
 	while (st.events + st.dropped_events < COUNT &&
 	       h_now_ns() < deadline) {
-		ret = hvt_dclient_recv(slow, &m, 200);
+		ret = hvtrace_daemon_recv(slow, &m, 200);
 		if (ret < 0)
 			t_fail("%s", hvtrace_last_error());
 		if (ret == 1)
@@ -140,9 +140,9 @@ int main(void)
 		       "not fill its queue");
 	t_equ(st.lost, 0);
 	t_equ(st.events + st.dropped_events, COUNT);
-	hvt_dclient_close(slow);
+	hvtrace_daemon_close(slow);
 	tep_free(tep);
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	h_pass();
 	return 0;
 }

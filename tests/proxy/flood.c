@@ -295,7 +295,7 @@ static void fl_run(int out)
 
 int main(void)
 {
-	struct hvt_dclient *dc = h_start(NULL);
+	struct hvtrace_daemon *dc = h_start(NULL);
 	struct hvt_remote_rec rec;
 	struct good g = { 0 };
 	struct tally t;
@@ -346,7 +346,7 @@ int main(void)
 			       fl_done ? "done" : "running",
 			       w_done ? "done" : "running",
 			       (unsigned long long)g.events, COUNT);
-		ret = hvt_dclient_recv(dc, &m, 100);
+		ret = hvtrace_daemon_recv(dc, &m, 100);
 		if (ret < 0)
 			t_fail("%s", hvtrace_last_error());
 		if (ret == 1)
@@ -427,7 +427,7 @@ int main(void)
 	h_remote(dc, "good", &rec);
 	t_equ(rec.state, HVT_REMOTE_CONNECTED);
 	tep_free(tep);
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	h_pass();
 	return 0;
 }

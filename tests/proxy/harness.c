@@ -217,11 +217,11 @@ static void h_need(const char *rel, char *path, size_t size)
 		       path, h_objtree);
 }
 
-struct hvt_dclient *h_start(const char *extra)
+struct hvtrace_daemon *h_start(const char *extra)
 {
 	char bin[700], log[300], run[300];
 	char *argv[20];
-	struct hvt_dclient *dc = NULL;
+	struct hvtrace_daemon *dc = NULL;
 	int argc = 0, i;
 	char *copy = NULL, *tok, *save;
 
@@ -255,7 +255,7 @@ struct hvt_dclient *h_start(const char *extra)
 	h_dpid = h_spawn(argv, log, NULL);
 	/* Wait for the socket (bounded: 10 s). */
 	for (i = 0; i < 1000; i++) {
-		if (!access(h_dsock, F_OK) && !hvt_dclient_open(h_dsock, &dc))
+		if (!access(h_dsock, F_OK) && !hvtrace_daemon_open(h_dsock, &dc))
 			break;
 		usleep(10000);
 	}
@@ -265,7 +265,7 @@ struct hvt_dclient *h_start(const char *extra)
 	return dc;
 }
 
-uint32_t h_subscribe(struct hvt_dclient *dc, uint32_t remote,
+uint32_t h_subscribe(struct hvtrace_daemon *dc, uint32_t remote,
 		     uint32_t queue_kib)
 {
 	struct hvt_msg m, r;
@@ -275,7 +275,7 @@ uint32_t h_subscribe(struct hvt_dclient *dc, uint32_t remote,
 	m.chan = remote;
 	m.u.subscribe.cpu = -1;
 	m.u.subscribe.queue_kib = queue_kib;
-	t_ok(hvt_dclient_call(dc, &m, &r, 10000, NULL, NULL));
+	t_ok(hvtrace_daemon_call(dc, &m, &r, 10000, NULL, NULL));
 	t_eq(r.u.result.status, 0);
 	return r.u.result.id;
 }
@@ -300,17 +300,17 @@ ssize_t h_send_with_fd(int sock, const void *buf, size_t len, int fd)
 	return sendmsg(sock, &mh, MSG_NOSIGNAL);
 }
 
-void h_remote(struct hvt_dclient *dc, const char *name,
+void h_remote(struct hvtrace_daemon *dc, const char *name,
 	      struct hvt_remote_rec *rec)
 {
-	if (hvt_dclient_remote(dc, name, rec))
+	if (hvtrace_daemon_find_remote(dc, name, rec))
 		t_fail("remote %s: %s", name, hvtrace_last_error());
 }
 
 void h_agent_start(struct h_agent *a, const char *name, const char *extra)
 {
 	char bin[700], *argv[32], *copy = NULL, *tok, *save;
-	struct hvt_dclient *dc;
+	struct hvtrace_daemon *dc;
 	struct hvt_remote_rec rec;
 	int argc = 0, i;
 
@@ -344,11 +344,11 @@ void h_agent_start(struct h_agent *a, const char *name, const char *extra)
 	argv[argc] = NULL;
 	a->pid = h_spawn(argv, a->log, NULL);
 	free(copy);
-	if (hvt_dclient_open(h_dsock, &dc))
+	if (hvtrace_daemon_open(h_dsock, &dc))
 		t_fail("%s", hvtrace_last_error());
 	/* Up when connected with its trigger event registered (10 s). */
 	for (i = 0; i < 1000; i++) {
-		if (!hvt_dclient_remote(dc, name, &rec) &&
+		if (!hvtrace_daemon_find_remote(dc, name, &rec) &&
 		    rec.state == HVT_REMOTE_CONNECTED && rec.nr_events >= 1 &&
 		    !access(a->sock, F_OK))
 			break;
@@ -357,7 +357,7 @@ void h_agent_start(struct h_agent *a, const char *name, const char *extra)
 	if (i == 1000)
 		t_fail("agent %s did not connect to hvtraced", name);
 	a->remote = rec.id;
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 }
 
 void h_agent_stop(struct h_agent *a)
@@ -444,7 +444,7 @@ int h_proc_wait(struct h_proc *p, int timeout_ms)
 	t_fail("pid %d did not exit within %d ms", (int)p->pid, timeout_ms);
 }
 
-int h_result(struct hvt_dclient *dc, uint16_t type, uint32_t remote,
+int h_result(struct hvtrace_daemon *dc, uint16_t type, uint32_t remote,
 	     uint32_t arg, const char *s, char *text, size_t size)
 {
 	struct hvt_msg m;
@@ -463,19 +463,19 @@ int h_result(struct hvt_dclient *dc, uint16_t type, uint32_t remote,
 		m.u.arg.s.ptr = s;
 		m.u.arg.s.len = (uint32_t)strlen(s);
 	}
-	return hvt_dclient_result(dc, &m, NULL, text, size);
+	return hvtrace_daemon_call_result(dc, &m, NULL, text, size);
 }
 
-char *h_text(struct hvt_dclient *dc, uint32_t remote, uint32_t kind)
+char *h_text(struct hvtrace_daemon *dc, uint32_t remote, uint32_t kind)
 {
 	char *t;
 
-	if (hvt_dclient_text(dc, remote, kind, &t, NULL))
+	if (hvtrace_daemon_get_text(dc, remote, kind, &t, NULL))
 		t_fail("TEXT %u: %s", kind, hvtrace_last_error());
 	return t;
 }
 
-struct tep_handle *h_tep(struct hvt_dclient *dc, uint32_t remote)
+struct tep_handle *h_tep(struct hvtrace_daemon *dc, uint32_t remote)
 {
 	struct tep_handle *tep = tep_alloc();
 	struct hvt_msg m, r;
@@ -489,7 +489,7 @@ struct tep_handle *h_tep(struct hvt_dclient *dc, uint32_t remote)
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_FORMATS;
 	m.chan = remote;
-	ret = hvt_dclient_call(dc, &m, &r, 10000, NULL, NULL);
+	ret = hvtrace_daemon_call(dc, &m, &r, 10000, NULL, NULL);
 	for (parts = 0; !ret && parts < 65536; parts++) {
 		if (r.type != HVT_MSG_FORMATS)
 			t_fail("FORMATS answered with %s",
@@ -516,7 +516,7 @@ struct tep_handle *h_tep(struct hvt_dclient *dc, uint32_t remote)
 		if (!(r.flags & HVT_PF_MORE))
 			break;
 		do {
-			ret = hvt_dclient_recv(dc, &r, 10000);
+			ret = hvtrace_daemon_recv(dc, &r, 10000);
 		} while (ret == 1 && r.req != m.req);
 		ret = ret == 1 ? 0 : -1;
 	}
@@ -612,7 +612,7 @@ void h_e2e_record(void *arg, struct tep_handle *tep, struct tep_event *ev,
 	s->n++;
 }
 
-void h_wait_sync(struct hvt_dclient *dc, const char *name, uint64_t n,
+void h_wait_sync(struct hvtrace_daemon *dc, const char *name, uint64_t n,
 		 int timeout_ms)
 {
 	struct hvt_remote_rec rec;
@@ -668,7 +668,7 @@ static void caus_msg(void *arg, const struct hvt_msg *m)
 	h_decode_page(f->tep, &m->u.page, caus_record, f);
 }
 
-void h_causality(struct hvt_dclient *dc, const char *name, uint32_t remote,
+void h_causality(struct hvtrace_daemon *dc, const char *name, uint32_t remote,
 		 unsigned int rounds, struct h_causality_result *res)
 {
 	static struct caus f;
@@ -699,7 +699,7 @@ void h_causality(struct hvt_dclient *dc, const char *name, uint32_t remote,
 	m.type = HVT_MSG_TRIGGER_RUN;
 	m.chan = remote;
 	m.u.trigger_run.count = rounds;
-	t_ok(hvt_dclient_call(dc, &m, &r, 120000, caus_msg, &f));
+	t_ok(hvtrace_daemon_call(dc, &m, &r, 120000, caus_msg, &f));
 	if (r.type == HVT_MSG_ERROR)
 		t_fail("TRIGGER_RUN: %.*s", (int)r.u.result.text.len,
 		       r.u.result.text.ptr);
@@ -714,7 +714,7 @@ void h_causality(struct hvt_dclient *dc, const char *name, uint32_t remote,
 	}
 	deadline = h_now_ns() + 30000000000ull;
 	while (f.n < rounds && h_now_ns() < deadline) {
-		int ret = hvt_dclient_recv(dc, &m, 500);
+		int ret = hvtrace_daemon_recv(dc, &m, 500);
 
 		if (ret < 0)
 			t_fail("%s", hvtrace_last_error());
@@ -747,7 +747,7 @@ void h_causality(struct hvt_dclient *dc, const char *name, uint32_t remote,
 		m.chan = remote;
 		m.u.to_host.ts.ptr = buf;
 		m.u.to_host.ts.count = n;
-		t_ok(hvt_dclient_call(dc, &m, &r, 10000, caus_msg, &f));
+		t_ok(hvtrace_daemon_call(dc, &m, &r, 10000, caus_msg, &f));
 		t_eq(r.type, HVT_MSG_TO_HOST);
 		t_eq(r.u.to_host_reply.ns.count, n);
 		for (j = 0; j < n; j++)
@@ -786,6 +786,6 @@ void h_causality(struct hvt_dclient *dc, const char *name, uint32_t remote,
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_UNSUBSCRIBE;
 	m.u.unsubscribe.sub = f.sub;
-	t_ok(hvt_dclient_call(dc, &m, &r, 10000, NULL, NULL));
+	t_ok(hvtrace_daemon_call(dc, &m, &r, 10000, NULL, NULL));
 	(void)found;
 }

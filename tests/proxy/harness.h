@@ -17,7 +17,7 @@
 
 #include <hvtrace/proto.h>
 
-#include "dclient.h"
+#include <hvtrace-daemon.h>
 #include "hvt_test.h"
 
 struct h_agent {
@@ -42,7 +42,7 @@ extern char h_dsock[300];
 extern pid_t h_dpid;		/* the hvtraced h_start() started */
 
 /* Create the directory, start hvtraced; returns a connected tool. */
-struct hvt_dclient *h_start(const char *extra_daemon_args);
+struct hvtrace_daemon *h_start(const char *extra_daemon_args);
 
 /* Start an agent with a /dev/shm area; waits until its session is up and
  * its trigger event is registered.  @extra: more agent arguments or NULL. */
@@ -59,7 +59,7 @@ int h_proc_wait(struct h_proc *p, int timeout_ms);
 
 /* SUBSCRIBE to every CPU of @remote (@queue_kib: 0 for the daemon's
  * default budget); returns the subscription id. */
-uint32_t h_subscribe(struct hvt_dclient *dc, uint32_t remote,
+uint32_t h_subscribe(struct hvtrace_daemon *dc, uint32_t remote,
 		     uint32_t queue_kib);
 
 /* Send @len bytes with descriptor @fd attached (SCM_RIGHTS), as an agent
@@ -67,19 +67,19 @@ uint32_t h_subscribe(struct hvt_dclient *dc, uint32_t remote,
 ssize_t h_send_with_fd(int sock, const void *buf, size_t len, int fd);
 
 /* The remote record of @name (fails the test if it is missing). */
-void h_remote(struct hvt_dclient *dc, const char *name,
+void h_remote(struct hvtrace_daemon *dc, const char *name,
 	      struct hvt_remote_rec *rec);
 
 /* A RESULT request; returns the status, text in @text. */
-int h_result(struct hvt_dclient *dc, uint16_t type, uint32_t remote,
+int h_result(struct hvtrace_daemon *dc, uint16_t type, uint32_t remote,
 	     uint32_t arg, const char *s, char *text, size_t size);
 
 /* TEXT of a remote (malloc'd). */
-char *h_text(struct hvt_dclient *dc, uint32_t remote, uint32_t kind);
+char *h_text(struct hvtrace_daemon *dc, uint32_t remote, uint32_t kind);
 
 /* libtraceevent decoding of pages from a remote. */
 struct tep_handle;
-struct tep_handle *h_tep(struct hvt_dclient *dc, uint32_t remote);
+struct tep_handle *h_tep(struct hvtrace_daemon *dc, uint32_t remote);
 
 /*
  * Decode one PAGE with libtraceevent's kbuffer; @cb gets every record
@@ -109,7 +109,7 @@ void h_e2e_record(void *arg, struct tep_handle *tep, struct tep_event *ev,
 		  struct tep_record *rec);
 
 /* Wait until @name has @n time-sync samples (fails after @timeout_ms). */
-void h_wait_sync(struct hvt_dclient *dc, const char *name, uint64_t n,
+void h_wait_sync(struct hvtrace_daemon *dc, const char *name, uint64_t n,
 		 int timeout_ms);
 
 /*
@@ -128,7 +128,7 @@ struct h_causality_result {
 	int64_t min_after;	/* smallest after - converted */
 	uint64_t mean_rtt, max_rtt;
 };
-void h_causality(struct hvt_dclient *dc, const char *name, uint32_t remote,
+void h_causality(struct hvtrace_daemon *dc, const char *name, uint32_t remote,
 		 unsigned int rounds, struct h_causality_result *res);
 
 /* Mark the test passed (logs are then not printed at exit). */

@@ -36,7 +36,7 @@
 #include "harness.h"
 #include "hvtrace-client.h"
 
-static struct hvt_dclient *dc;
+static struct hvtrace_daemon *dc;
 static struct h_agent good;
 static struct hvtc *app;
 static unsigned int checks;
@@ -127,7 +127,7 @@ static void check(const char *after)
 	m.type = HVT_MSG_TRIGGER_RUN;
 	m.chan = good.remote;
 	m.u.trigger_run.count = 5;
-	t_ok(hvt_dclient_call(dc, &m, &r, 10000, NULL, NULL));
+	t_ok(hvtrace_daemon_call(dc, &m, &r, 10000, NULL, NULL));
 	if (r.type != HVT_MSG_TRIGGER_RUN || r.u.trigger_run_reply.status ||
 	    r.u.trigger_run_reply.recs.count != 5)
 		t_fail("after %s: trigger run failed", after);
@@ -275,7 +275,7 @@ static void attack_evil_agent(void)
 		t_fail("sendmsg: %s", strerror(errno));
 	close(afd);
 	for (k = 0; k < 500; k++) {
-		if (!hvt_dclient_remote(dc, "evil", &rec) &&
+		if (!hvtrace_daemon_find_remote(dc, "evil", &rec) &&
 		    rec.state == HVT_REMOTE_CONNECTED)
 			break;
 		usleep(10000);
@@ -531,7 +531,7 @@ int main(void)
 	attack_chardev();
 	printf("%u liveness checks passed\n", checks);
 	hvtc_close(app);
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	h_pass();
 	return 0;
 }

@@ -70,7 +70,7 @@ static long long stat_field(const char *out, int cpu, const char *name)
 
 int main(void)
 {
-	struct hvt_dclient *dc;
+	struct hvtrace_daemon *dc;
 	struct tally y = { 0 };
 	struct h_agent a;
 	struct h_proc w;
@@ -127,7 +127,7 @@ int main(void)
 		if (h_now_ns() > deadline)
 			t_fail("%llu of %llu events arrived",
 			       (unsigned long long)y.events, wrote);
-		ret = hvt_dclient_recv(dc, &m, 200);
+		ret = hvtrace_daemon_recv(dc, &m, 200);
 		if (ret < 0)
 			t_fail("%s", hvtrace_last_error());
 		if (ret == 1 && m.type == HVT_MSG_PAGE && m.req == y.sub) {
@@ -167,7 +167,7 @@ int main(void)
 	t_equ((uint64_t)unplaced, y.lost);
 	t_equ((uint64_t)(readv + lost + trailing), (uint64_t)written);
 	tep_free(tep);
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	h_pass();
 	return 0;
 }

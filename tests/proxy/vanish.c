@@ -16,7 +16,7 @@
 
 #include "harness.h"
 
-static int wait_clients(struct hvt_dclient *dc, const char *name,
+static int wait_clients(struct hvtrace_daemon *dc, const char *name,
 			unsigned int want)
 {
 	struct hvt_remote_rec rec;
@@ -33,7 +33,7 @@ static int wait_clients(struct hvt_dclient *dc, const char *name,
 	       want);
 }
 
-static bool listed(struct hvt_dclient *dc, uint32_t remote, const char *ev)
+static bool listed(struct hvtrace_daemon *dc, uint32_t remote, const char *ev)
 {
 	char *t = h_text(dc, remote, HVT_TEXT_STATUS), *p;
 	size_t n = strlen(ev);
@@ -49,7 +49,7 @@ static bool listed(struct hvt_dclient *dc, uint32_t remote, const char *ev)
 
 int main(void)
 {
-	struct hvt_dclient *dc = h_start(NULL);
+	struct hvtrace_daemon *dc = h_start(NULL);
 	struct h_agent a;
 	struct h_proc w1, w2;
 	const char *line;
@@ -128,7 +128,7 @@ int main(void)
 	     0);
 	t_assert(!listed(dc, a.remote, "van_enabled"));
 
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	h_pass();
 	return 0;
 }

@@ -61,7 +61,7 @@ static bool guest_ended(void)
 	return ended;
 }
 
-static bool event_listed(struct hvt_dclient *dc, uint32_t remote,
+static bool event_listed(struct hvtrace_daemon *dc, uint32_t remote,
 			 const char *ev)
 {
 	char *t = h_text(dc, remote, HVT_TEXT_STATUS);
@@ -76,7 +76,7 @@ int main(void)
 	static unsigned int counts[COUNT];
 	struct h_e2e seen = { .total = COUNT, .count = counts };
 	struct h_causality_result res;
-	struct hvt_dclient *dc;
+	struct hvtrace_daemon *dc;
 	struct hvt_remote_rec rec;
 	struct tep_handle *tep;
 	struct hvt_msg m, r;
@@ -117,7 +117,7 @@ int main(void)
 
 	/* The agent's session, then the workload's registration. */
 	for (k = 0; k < 12000; k++) {
-		if (!hvt_dclient_remote(dc, name, &rec) &&
+		if (!hvtrace_daemon_find_remote(dc, name, &rec) &&
 		    rec.state == HVT_REMOTE_CONNECTED &&
 		    event_listed(dc, rec.id, "hvt_e2e"))
 			break;
@@ -136,7 +136,7 @@ int main(void)
 	m.type = HVT_MSG_SUBSCRIBE;
 	m.chan = rec.id;
 	m.u.subscribe.cpu = -1;
-	t_ok(hvt_dclient_call(dc, &m, &r, 10000, NULL, NULL));
+	t_ok(hvtrace_daemon_call(dc, &m, &r, 10000, NULL, NULL));
 	t_eq(r.u.result.status, 0);
 	sub = r.u.result.id;
 	tep = h_tep(dc, rec.id);
@@ -154,7 +154,7 @@ int main(void)
 	     0);
 	deadline = h_now_ns() + 60000000000ull;
 	while (seen.n < COUNT && h_now_ns() < deadline) {
-		ret = hvt_dclient_recv(dc, &m, 1000);
+		ret = hvtrace_daemon_recv(dc, &m, 1000);
 		if (ret < 0)
 			t_fail("%s", hvtrace_last_error());
 		if (ret == 1 && m.type == HVT_MSG_PAGE && m.req == sub) {
@@ -174,7 +174,7 @@ int main(void)
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_UNSUBSCRIBE;
 	m.u.unsubscribe.sub = sub;
-	t_ok(hvt_dclient_call(dc, &m, &r, 10000, NULL, NULL));
+	t_ok(hvtrace_daemon_call(dc, &m, &r, 10000, NULL, NULL));
 	tep_free(tep);
 
 	/* Causality over virtio-serial. */
@@ -190,7 +190,7 @@ int main(void)
 	if (res.violations)
 		t_fail("%u causality violations over virtio-serial",
 		       res.violations);
-	hvt_dclient_close(dc);
+	hvtrace_daemon_close(dc);
 	h_pass();
 	return 0;
 }

@@ -24,7 +24,7 @@
 
 #include <hvtrace-tracedat.h>
 
-#include "../../host/tracedat/tdat.h"
+#include "../../host/tracedat/tracedat-local.h"
 #include "hvt_test.h"
 
 #define GEN_MAX_EVENTS 4096
@@ -44,7 +44,7 @@ struct gen_event {
 
 struct gen {
 	struct hvtrace_tracedat_writer *w;
-	struct hvt_tdat_pack pack[4][3];
+	struct hvtrace_pack pack[4][3];
 	int buf[4];
 	struct gen_event ev[GEN_MAX_EVENTS];
 	unsigned int nr;
@@ -123,13 +123,13 @@ static inline void gen_put(struct gen *g, unsigned int b, unsigned int c,
 		e->size = (uint32_t)(12 + n + 3) & ~3u;
 	}
 	memcpy(e->data, &cf, sizeof(cf));
-	t_ok(hvt_tdat_pack_event(&g->pack[b][c], ts, e->data, e->size));
+	t_ok(hvtrace_pack_add_event(&g->pack[b][c], ts, e->data, e->size));
 }
 
 static inline void gen_lost(struct gen *g, unsigned int b, unsigned int c,
 			    uint64_t n, bool known)
 {
-	t_ok(hvt_tdat_pack_lost(&g->pack[b][c], n, known));
+	t_ok(hvtrace_pack_add_lost(&g->pack[b][c], n, known));
 	g->pending_missed[b][c] = known ? (int64_t)n : -1;
 }
 
@@ -177,7 +177,7 @@ static inline void gen_file(struct gen *g, const char *path)
 		g->buf[b] = r;
 		for (c = 0; c < cpus[b]; c++) {
 			gen_emit_ctx[b][c] = (struct gen_emit){g, b, c};
-			t_ok(hvt_tdat_pack_init(&g->pack[b][c], psz[b],
+			t_ok(hvtrace_pack_init(&g->pack[b][c], psz[b],
 						gen_emit, &gen_emit_ctx[b][c]));
 		}
 	}
@@ -199,8 +199,8 @@ static inline void gen_file(struct gen *g, const char *path)
 	}
 	for (b = 0; b < 4; b++)
 		for (c = 0; c < cpus[b]; c++) {
-			t_ok(hvt_tdat_pack_flush(&g->pack[b][c]));
-			hvt_tdat_pack_fini(&g->pack[b][c]);
+			t_ok(hvtrace_pack_flush(&g->pack[b][c]));
+			hvtrace_pack_fini(&g->pack[b][c]);
 		}
 	t_ok(hvtrace_tracedat_writer_finish(g->w));
 	g->w = NULL;

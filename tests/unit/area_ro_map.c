@@ -31,7 +31,7 @@
 #include <hvtrace/ring_buffer.h>
 
 #include "hvt_test.h"
-#include "internal.h"
+#include "hvtrace-local.h"
 
 #define NR_CPUS 2
 #define NR	4

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 
 #include "hvt_test.h"
-#include "internal.h"
+#include "hvtrace-local.h"
 
 struct truth_clock {
 	double t0;		/* host ns where the writer clock's rate error

@@ -17,7 +17,7 @@
 
 #include <kbuffer.h>
 
-#include "../../host/tracedat/tdat.h"
+#include "../../host/tracedat/tracedat-local.h"
 #include "hvt_test.h"
 
 #define PAGE   4096u
@@ -70,7 +70,7 @@ static int on_page(void *ctx, const uint8_t *page, uint32_t size)
 	return 0;
 }
 
-static void put(struct hvt_tdat_pack *p, uint64_t ts, uint32_t len,
+static void put(struct hvtrace_pack *p, uint64_t ts, uint32_t len,
 		uint64_t expect_ts)
 {
 	struct rec *r = &want[nwant++];
@@ -80,12 +80,12 @@ static void put(struct hvt_tdat_pack *p, uint64_t ts, uint32_t len,
 	r->len = len;
 	for (i = 0; i < len; i++)
 		r->data[i] = (uint8_t)(nwant * 7 + i * 13);
-	t_ok(hvt_tdat_pack_event(p, ts, r->data, len));
+	t_ok(hvtrace_pack_add_event(p, ts, r->data, len));
 }
 
 static int64_t pending;
 
-static void put_m(struct hvt_tdat_pack *p, uint64_t ts, uint32_t len)
+static void put_m(struct hvtrace_pack *p, uint64_t ts, uint32_t len)
 {
 	put(p, ts, len, ts);
 	want[nwant - 1].missed = pending;
@@ -94,13 +94,13 @@ static void put_m(struct hvt_tdat_pack *p, uint64_t ts, uint32_t len)
 
 int main(void)
 {
-	struct hvt_tdat_pack p;
+	struct hvtrace_pack p;
 	uint64_t ts = 5000;
 	uint32_t len, i;
 
 	kb = kbuffer_alloc(KBUFFER_LSIZE_8, KBUFFER_ENDIAN_LITTLE);
 	t_assert(kb);
-	t_ok(hvt_tdat_pack_init(&p, PAGE, on_page, NULL));
+	t_ok(hvtrace_pack_init(&p, PAGE, on_page, NULL));
 
 	/* Every small size, then large ones, a delta of 1 ns each. */
 	for (len = 4; len <= 256; len += 4)
@@ -114,36 +114,36 @@ int main(void)
 	put(&p, ts - 1000, 24, ts);
 	want[nwant - 1].missed = 0;
 	/* A known loss, then an unknown one. */
-	t_ok(hvt_tdat_pack_lost(&p, 12345, true));
+	t_ok(hvtrace_pack_add_lost(&p, 12345, true));
 	pending = 12345;
 	put_m(&p, ts += 10, 40);
 	put_m(&p, ts += 10, 40);
-	t_ok(hvt_tdat_pack_lost(&p, 0, false));
+	t_ok(hvtrace_pack_add_lost(&p, 0, false));
 	pending = -1;
 	put_m(&p, ts += 10, 40);
 	/* Two losses in a row add up. */
-	t_ok(hvt_tdat_pack_lost(&p, 3, true));
-	t_ok(hvt_tdat_pack_lost(&p, 4, true));
+	t_ok(hvtrace_pack_add_lost(&p, 3, true));
+	t_ok(hvtrace_pack_add_lost(&p, 4, true));
 	pending = 7;
 	put_m(&p, ts += 10, 8);
 	/* The largest record that fits, alone on its page (a lost count
 	 * pending needs 8 more bytes: it still goes, count unknown). */
 	put_m(&p, ts += 10, PAGE - 16 - 8);
-	t_ok(hvt_tdat_pack_lost(&p, 9, true));
+	t_ok(hvtrace_pack_add_lost(&p, 9, true));
 	pending = -1;
 	put_m(&p, ts += 10, PAGE - 16 - 8);
 	/* Too large for any page. */
 	{
 		static uint8_t big[PAGE];
 
-		t_eq(hvt_tdat_pack_event(&p, ts, big, PAGE - 16), -E2BIG);
+		t_eq(hvtrace_pack_add_event(&p, ts, big, PAGE - 16), -E2BIG);
 	}
 	/* Fill several pages with mixed sizes. */
 	for (i = 0; i < 3000; i++)
 		put_m(&p, ts += i % 7, 4 + (i % 60) * 4);
-	t_ok(hvt_tdat_pack_flush(&p));
-	t_ok(hvt_tdat_pack_flush(&p)); /* nothing open: no empty page */
-	hvt_tdat_pack_fini(&p);
+	t_ok(hvtrace_pack_flush(&p));
+	t_ok(hvtrace_pack_flush(&p)); /* nothing open: no empty page */
+	hvtrace_pack_fini(&p);
 
 	t_eq(ngot, nwant);
 	for (i = 0; i < nwant; i++) {

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "hvt_test.h"
-#include "../../host/userevents/userevents.h"
+#include "../../host/userevents/userevents-local.h"
 
 struct xfield {
 	const char *type;
@@ -175,8 +175,8 @@ static const struct invalid invalid[] = {
 
 static void check_valid(const struct valid *v)
 {
-	struct hvt_ue_error err;
-	struct hvt_ue_def *def;
+	struct hvtrace_ue_error err;
+	struct hvtrace_ue_def *def;
 	uint32_t n = 0, i;
 	int ret;
 
@@ -192,7 +192,7 @@ static void check_valid(const struct valid *v)
 		t_fail("\"%s\": %u fields, expected %u", v->def, def->nr_fields,
 		       n);
 	for (i = 0; i < n; i++) {
-		const struct hvt_ue_field *f = &def->fields[i];
+		const struct hvtrace_ue_field *f = &def->fields[i];
 		const struct xfield *x = &v->f[i];
 
 		if (strcmp(f->type, x->type) || strcmp(f->name, x->name) ||
@@ -211,8 +211,8 @@ static void check_valid(const struct valid *v)
 
 static void check_invalid(const struct invalid *c)
 {
-	struct hvt_ue_error err;
-	struct hvt_ue_def *def = NULL;
+	struct hvtrace_ue_error err;
+	struct hvtrace_ue_def *def = NULL;
 	int ret, i;
 
 	ret = hvt_ue_parse(c->def, &def, &err);
@@ -226,10 +226,10 @@ static void check_invalid(const struct invalid *c)
 			       err.msg, c->want[i]);
 }
 
-static struct hvt_ue_def *parse_ok(const char *text)
+static struct hvtrace_ue_def *parse_ok(const char *text)
 {
-	struct hvt_ue_error err;
-	struct hvt_ue_def *def;
+	struct hvtrace_ue_error err;
+	struct hvtrace_ue_def *def;
 
 	if (hvt_ue_parse(text, &def, &err))
 		t_fail("\"%s\": %s", text, err.msg);
@@ -267,10 +267,10 @@ static void check_match(void)
 	size_t i;
 
 	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
-		struct hvt_ue_def *def = parse_ok(m[i].def);
+		struct hvtrace_ue_def *def = parse_ok(m[i].def);
 		const char *args = strcmp(m[i].args, "-") ? m[i].args : NULL;
 
-		if (hvt_ue_match_args(def, args) != !!m[i].match)
+		if (hvtrace_ue_match_args(def, args) != !!m[i].match)
 			t_fail("match(\"%s\", \"%s\") should be %d", m[i].def,
 			       m[i].args, m[i].match);
 		hvt_ue_def_free(def);
@@ -279,16 +279,16 @@ static void check_match(void)
 
 static void check_text(void)
 {
-	struct hvt_ue_def *def;
+	struct hvtrace_ue_def *def;
 	char *s;
 
 	def = parse_ok("t u32 a;s64 b;char[4] c;__data_loc char[] d;__rel_loc char[] e;struct p q 12;__data_loc u8[] f;__rel_loc char g");
-	s = hvt_ue_print_fmt(def);
+	s = hvtrace_ue_print_fmt(def);
 	t_assert(s);
 	if (strcmp(s, "\"a=%u b=%lld c=%s d=%s e=%s q=%llu f=%llu g=%llu\", REC->a, REC->b, REC->c, __get_str(d), __get_rel_str(e), REC->q, REC->f, __get_rel_str(g)"))
 		t_fail("print fmt: %s", s);
 	free(s);
-	s = hvt_ue_dyn_line(def);
+	s = hvtrace_ue_dyn_line(def);
 	t_assert(s);
 	if (strcmp(s, "u:t u32 a; s64 b; char[4] c; __data_loc char[] d; __rel_loc char[] e; struct p q 12; __data_loc u8[] f; __rel_loc char g"))
 		t_fail("dyn line: %s", s);
@@ -308,10 +308,10 @@ static void check_text(void)
 	hvt_ue_def_free(def);
 
 	def = parse_ok("empty");
-	s = hvt_ue_print_fmt(def);
+	s = hvtrace_ue_print_fmt(def);
 	t_assert(s && !strcmp(s, "\"\""));
 	free(s);
-	s = hvt_ue_dyn_line(def);
+	s = hvtrace_ue_dyn_line(def);
 	t_assert(s && !strcmp(s, "u:empty"));
 	free(s);
 	hvt_ue_def_free(def);
@@ -327,7 +327,7 @@ static void put32(unsigned char *p, uint32_t v)
 
 static void check_validate(void)
 {
-	struct hvt_ue_def *def = parse_ok("v u32 a;__data_loc char[] d;__rel_loc char[] r;__data_loc u8[] b");
+	struct hvtrace_ue_def *def = parse_ok("v u32 a;__data_loc char[] d;__rel_loc char[] r;__data_loc u8[] b");
 	unsigned char rec[64];
 
 	/* Static part: 8 + 4 * 4 = 24 bytes. */
@@ -361,19 +361,19 @@ static void check_validate(void)
 
 static void check_split(void)
 {
-	struct hvt_ue_error err;
+	struct hvtrace_ue_error err;
 	const char *args;
 	char name[8];
 
-	t_ok(hvt_ue_split_name("abc u32 x", name, sizeof(name), &args, &err));
+	t_ok(hvtrace_ue_split_name("abc u32 x", name, sizeof(name), &args, &err));
 	t_assert(!strcmp(name, "abc") && !strcmp(args, "u32 x"));
-	t_ok(hvt_ue_split_name("abc", name, sizeof(name), &args, &err));
+	t_ok(hvtrace_ue_split_name("abc", name, sizeof(name), &args, &err));
 	t_assert(!strcmp(name, "abc") && args == NULL);
-	t_ok(hvt_ue_split_name("abc ", name, sizeof(name), &args, &err));
+	t_ok(hvtrace_ue_split_name("abc ", name, sizeof(name), &args, &err));
 	t_assert(args && !*args);
-	t_eq(hvt_ue_split_name("abcdefgh u32 x", name, sizeof(name), &args,
+	t_eq(hvtrace_ue_split_name("abcdefgh u32 x", name, sizeof(name), &args,
 			       &err), -E2BIG);
-	t_eq(hvt_ue_split_name("a:b", name, sizeof(name), &args, &err),
+	t_eq(hvtrace_ue_split_name("a:b", name, sizeof(name), &args, &err),
 	     -EINVAL);
 }
 
@@ -389,7 +389,7 @@ int main(void)
 	check_text();
 	check_validate();
 	check_split();
-	t_assert(!strcmp(hvt_ue_errno_name(-EADDRINUSE), "EADDRINUSE"));
+	t_assert(!strcmp(hvtrace_ue_errno_name(-EADDRINUSE), "EADDRINUSE"));
 	printf("%zu valid and %zu invalid definitions, matching, text, record checks: ok\n",
 	       sizeof(valid) / sizeof(valid[0]),
 	       sizeof(invalid) / sizeof(invalid[0]));

@@ -22,7 +22,7 @@
 #include <hvtrace/abi.h>
 
 #include "hvt_test.h"
-#include "../../host/userevents/userevents.h"
+#include "../../host/userevents/userevents-local.h"
 
 #define MAX_DEV 64
 #define NR_SLOTS 8
@@ -44,7 +44,7 @@ static char golden[1024];
 static struct deviation devs[MAX_DEV];
 static int nr_devs;
 static struct slot slots[NR_SLOTS];
-static struct hvt_ue_registry *reg;
+static struct hvtrace_ue_registry *reg;
 static int compared_files, compared_cmds, failures;
 
 static char *read_file(const char *name, size_t *len)
@@ -154,7 +154,7 @@ static void load_deviations(void)
 static const char *result_str(long v, char *buf, size_t len)
 {
 	if (v < 0)
-		return hvt_ue_errno_name((int)v);
+		return hvtrace_ue_errno_name((int)v);
 	snprintf(buf, len, "%ld", v);
 	return buf;
 }
@@ -191,11 +191,11 @@ static long compare_text(const char *what, const char *file, const char *ours)
 
 static long cmd_format(const char *name, const char *file)
 {
-	struct hvt_ue_event_info info;
+	struct hvtrace_ue_event_info info;
 	char *golden_text, *ours, *with_id, *id_line, path[512];
 	long ret;
 
-	if (hvt_ue_lookup(reg, name, &info))
+	if (hvtrace_ue_lookup(reg, name, &info))
 		return -ENOENT;
 	snprintf(path, sizeof(path), "kernel/%s", file);
 	golden_text = read_file(path, NULL);
@@ -236,14 +236,14 @@ static int hexval(char c)
 /* user_events_write_core(): the write index, min_size, enabled, locs. */
 static long cmd_write(int slot, const char *name, const char *hex)
 {
-	struct hvt_ue_event_info info;
+	struct hvtrace_ue_event_info info;
 	unsigned char rec[4096];
 	size_t n = HVT_UE_COMMON_SIZE;
 	int i, found = 0;
 
 	if (slot < 0 || slot >= NR_SLOTS || !slots[slot].open)
 		return -EBADF;
-	if (hvt_ue_lookup(reg, name, &info))
+	if (hvtrace_ue_lookup(reg, name, &info))
 		return -ENOENT;
 	for (i = 0; i < slots[slot].n; i++)
 		found |= slots[slot].ids[i] == info.id;
@@ -266,7 +266,7 @@ static long cmd_write(int slot, const char *name, const char *hex)
 static long run(const char *line)
 {
 	char cmd[16], arg[8192], *a2, *a3;
-	struct hvt_ue_error err;
+	struct hvtrace_ue_error err;
 	const char *rest = strchr(line, ' ');
 	size_t clen = rest ? (size_t)(rest - line) : strlen(line);
 	int slot;
@@ -278,15 +278,15 @@ static long run(const char *line)
 	expand(rest ? rest + 1 : "", arg, sizeof(arg));
 
 	if (!strcmp(cmd, "dyn"))
-		return hvt_ue_dyn_apply(reg, arg, &err);
+		return hvtrace_ue_dyn_apply(reg, arg, &err);
 	if (!strcmp(cmd, "trunc")) {
-		ret = hvt_ue_dyn_clear(reg, &err);
+		ret = hvtrace_ue_dyn_clear(reg, &err);
 		return ret < 0 ? ret : 0;
 	}
 	if (!strcmp(cmd, "settle"))
 		return 0;
 	if (!strcmp(cmd, "del"))
-		return hvt_ue_delete(reg, arg, &err);
+		return hvtrace_ue_delete(reg, arg, &err);
 	if (!strcmp(cmd, "raw"))
 		return LONG_MIN;
 
@@ -297,7 +297,7 @@ static long run(const char *line)
 		a2 = arg + strlen(arg);
 
 	if (!strcmp(cmd, "reg")) {
-		struct hvt_ue_reg r;
+		struct hvtrace_ue_reg r;
 		int i;
 
 		slot = atoi(arg);
@@ -306,7 +306,7 @@ static long run(const char *line)
 			slots[slot].open = 1;
 			slots[slot].n = 0;
 		}
-		ret = hvt_ue_register(reg, (uint64_t)slot + 1, a2, &r, &err);
+		ret = hvtrace_ue_register(reg, (uint64_t)slot + 1, a2, &r, &err);
 		if (ret)
 			return ret;
 		/* The kernel's write index: the event's place in the file. */
@@ -328,10 +328,10 @@ static long run(const char *line)
 		return 0;
 	}
 	if (!strcmp(cmd, "enable"))
-		return hvt_ue_set_enabled(reg, arg, HVT_UE_USED_FTRACE,
+		return hvtrace_ue_set_enabled(reg, arg, HVT_UE_USED_FTRACE,
 					  !strcmp(a2, "1"), &err);
 	if (!strcmp(cmd, "limit")) {
-		long n = (long)hvt_ue_count(reg) + atoi(arg);
+		long n = (long)hvtrace_ue_count(reg) + atoi(arg);
 
 		t_ok(hvt_ue_set_limit(reg, (unsigned int)n));
 		return n;
@@ -348,9 +348,9 @@ static long run(const char *line)
 		char *text;
 
 		if (!strcmp(arg, "dynamic_events"))
-			text = hvt_ue_dyn_events_text(reg);
+			text = hvtrace_ue_dyn_events_text(reg);
 		else if (!strcmp(arg, "user_events_status"))
-			text = hvt_ue_status_text(reg);
+			text = hvtrace_ue_status_text(reg);
 		else
 			return LONG_MIN;	/* not the registry's file */
 		t_assert(text);
@@ -383,7 +383,7 @@ int main(void)
 		t_fail("cannot read %s/commands.txt and kernel/results.txt",
 		       golden);
 	load_deviations();
-	t_ok(hvt_ue_registry_create(NULL, &reg));
+	t_ok(hvtrace_ue_registry_create(NULL, &reg));
 
 	rl = strtok_r(results, "\n", &rsave);
 	for (cl = strtok_r(commands, "\n", &csave); cl;
@@ -436,7 +436,7 @@ int main(void)
 	}
 	printf("%d commands compared with Linux (%d deviations on purpose), %d files byte-identical checks, %d commands not about the registry\n",
 	       compared_cmds, nr_devs, compared_files, skipped);
-	hvt_ue_registry_destroy(reg);
+	hvtrace_ue_registry_destroy(reg);
 	for (i = 0; i < nr_devs; i++) {
 		free(devs[i].cmd);
 		free(devs[i].result);

@@ -18,7 +18,7 @@
 #include <trace-seq.h>
 
 #include "hvt_test.h"
-#include "../../host/userevents/userevents.h"
+#include "../../host/userevents/userevents-local.h"
 
 enum vkind { V_END, V_NUM, V_STR, V_BYTES };
 
@@ -165,10 +165,10 @@ static void parse(struct tep_handle *tep, const char *text)
 static void check_case(const struct tcase *c, int id)
 {
 	struct tep_handle *tep = tep_alloc();
-	const struct hvt_ue_field *uf;
+	const struct hvtrace_ue_field *uf;
 	struct tep_format_field *f;
-	struct hvt_ue_error err;
-	struct hvt_ue_def *def;
+	struct hvtrace_ue_error err;
+	struct hvtrace_ue_def *def;
 	struct tep_event *ev;
 	unsigned char rec[4096];
 	char *text, *out;
@@ -275,8 +275,8 @@ static void check_kernel_records(void)
 	};
 	struct tep_handle *kt = tep_alloc(), *ht = tep_alloc();
 	char *kformat, *page, *hformat, *idl;
-	struct hvt_ue_error err;
-	struct hvt_ue_def *def;
+	struct hvtrace_ue_error err;
+	struct hvtrace_ue_def *def;
 	struct kbuffer *kb;
 	size_t plen;
 	int id, n = 0;

@@ -90,7 +90,7 @@ static FILE *results;
 
 /*
  * The kernel's answer by name.  An independent copy of the names
- * hvt_ue_errno_name() (host/userevents/ue_parse.c) gives, on purpose: this
+ * hvtrace_ue_errno_name() (host/userevents/ue_parse.c) gives, on purpose: this
  * program records the kernel's truth that the host registry is compared
  * against, so it shares no code with the code under test (and it links
  * nothing beyond libc).  An errno neither knows is written as "errnoN",

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tdat.h"
+#include "hvtrace-local.h"
 
 #define PK_SMALL_MAX (HVT_TYPE_DATA_MAX * 4u) /* 112 */
 
@@ -44,10 +44,10 @@ static void pk_put64(uint8_t *p, uint64_t v)
 	pk_put32(p + 4, (uint32_t)(v >> 32));
 }
 
-int hvt_tdat_pack_init(struct hvt_tdat_pack *p, uint32_t page_size,
-		       int (*emit)(void *ctx, const uint8_t *page,
-				   uint32_t size),
-		       void *ctx)
+int hvtrace_pack_init(struct hvtrace_pack *p, uint32_t page_size,
+		      int (*emit)(void *ctx, const uint8_t *page,
+				  uint32_t size),
+		      void *ctx)
 {
 	memset(p, 0, sizeof(*p));
 	if (page_size < HVT_ABI_MIN_SUBBUF_SIZE ||
@@ -63,20 +63,20 @@ int hvt_tdat_pack_init(struct hvt_tdat_pack *p, uint32_t page_size,
 	return 0;
 }
 
-void hvt_tdat_pack_fini(struct hvt_tdat_pack *p)
+void hvtrace_pack_fini(struct hvtrace_pack *p)
 {
 	free(p->page);
 	p->page = NULL;
 }
 
 /* Bytes the data area may use on this page. */
-static uint32_t pk_limit(const struct hvt_tdat_pack *p)
+static uint32_t pk_limit(const struct hvtrace_pack *p)
 {
 	return (p->missed_set && !p->missed_unknown) ? p->data_size - 8
 						     : p->data_size;
 }
 
-int hvt_tdat_pack_flush(struct hvt_tdat_pack *p)
+int hvtrace_pack_flush(struct hvtrace_pack *p)
 {
 	uint64_t commit;
 	uint32_t size;
@@ -108,7 +108,7 @@ int hvt_tdat_pack_flush(struct hvt_tdat_pack *p)
 	return ret;
 }
 
-int hvt_tdat_pack_lost(struct hvt_tdat_pack *p, uint64_t count, bool known)
+int hvtrace_pack_add_lost(struct hvtrace_pack *p, uint64_t count, bool known)
 {
 	int ret = 0;
 
@@ -116,7 +116,7 @@ int hvt_tdat_pack_lost(struct hvt_tdat_pack *p, uint64_t count, bool known)
 		return 0;
 	/* A loss sits between pages: the open page ends here. */
 	if (p->open)
-		ret = hvt_tdat_pack_flush(p);
+		ret = hvtrace_pack_flush(p);
 	if (p->missed_set && !p->missed_unknown && known)
 		p->missed += count;
 	else if (!known)
@@ -127,8 +127,8 @@ int hvt_tdat_pack_lost(struct hvt_tdat_pack *p, uint64_t count, bool known)
 	return ret;
 }
 
-int hvt_tdat_pack_event(struct hvt_tdat_pack *p, uint64_t ts,
-			const uint8_t *rec, uint32_t len)
+int hvtrace_pack_add_event(struct hvtrace_pack *p, uint64_t ts,
+			   const uint8_t *rec, uint32_t len)
 {
 	uint32_t need, hdr_len, limit, at;
 	uint64_t delta;
@@ -145,7 +145,7 @@ int hvt_tdat_pack_event(struct hvt_tdat_pack *p, uint64_t ts,
 	/* TIME_EXTEND carries 59 bits; a larger jump starts a new page,
 	 * whose header holds the absolute time. */
 	if (p->open && (p->pos + need > pk_limit(p) || delta >> 59)) {
-		ret = hvt_tdat_pack_flush(p);
+		ret = hvtrace_pack_flush(p);
 		if (ret)
 			return ret;
 		delta = 0;

@@ -3,8 +3,8 @@
  * libhvtrace internals shared by the files of host/lib and the other host
  * components compiled into the library.
  */
-#ifndef HVT_HOST_INTERNAL_H
-#define HVT_HOST_INTERNAL_H
+#ifndef HVT_HVTRACE_LOCAL_H
+#define HVT_HVTRACE_LOCAL_H
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -15,9 +15,15 @@
 #include <hvtrace/abi.h>
 
 #define HVT_INTERNAL __attribute__((visibility("hidden")))
+/*
+ * Not API, but called by the other host libraries (libhvtrace-tracedat,
+ * -daemon, -fuse): exported in the HVTRACE_PRIVATE node of
+ * host/libhvtrace.map, which no public header declares.
+ */
+#define HVT_LIBPRIVATE __attribute__((visibility("default")))
 
 /* Set the calling thread's hvtrace_last_error() text; returns @err. */
-HVT_INTERNAL int hvt_err(int err, const char *fmt, ...)
+HVT_LIBPRIVATE int hvt_err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* --- SIGBUS guard (guard.c) -------------------------------------------- */
@@ -94,7 +100,7 @@ HVT_INTERNAL void hvt_clock_add(struct hvt_clock_model *m,
 				const struct hvt_clock_sample *s);
 HVT_INTERNAL uint64_t hvt_clock_to_host(const struct hvt_clock_model *m,
 					uint64_t ts, uint64_t *err_ns);
-HVT_INTERNAL uint64_t hvt_host_now_ns(void);
+HVT_LIBPRIVATE uint64_t hvt_host_now_ns(void);
 
 /*
  * Back off while polling shared memory: spin briefly (a writer on another
@@ -201,4 +207,4 @@ HVT_INTERNAL void hvt_area_publish_pos(struct hvtrace_area *a, uint32_t cpu,
 HVT_INTERNAL void hvt_area_publish_consumer(struct hvtrace_area *a,
 					    uint32_t cpu, uint32_t seq);
 
-#endif /* HVT_HOST_INTERNAL_H */
+#endif /* HVT_HVTRACE_LOCAL_H */

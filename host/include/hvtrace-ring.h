@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhvtrace - Linux ring buffers: the ring-buffer mmap ABI over
+ * trace areas and the host kernel, and a guest kernel's own ftrace ring
+ * buffer read from guest RAM.
+ *
+ * Part of the core library; <hvtrace.h> includes it, and it may be
+ * included on its own.  Conventions as in <hvtrace.h>.
+ */
+#ifndef HVTRACE_RING_H
+#define HVTRACE_RING_H
+
+#include <hvtrace.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- the Linux ring-buffer mmap ABI, for areas and the host kernel ------ */
+
+/*
+ * One CPU buffer presented as the Linux ring-buffer mmap ABI
+ * (include/uapi/linux/trace_mmap.h): a meta page laid out as struct
+ * trace_buffer_meta (struct hvt_trace_buffer_meta), the sub-buffers in id
+ * order, and a get-reader operation.  The same handle serves a CPU of a
+ * trace area and a CPU of the host kernel's own ring buffer, so everything
+ * built on it (records, decoding, text, streaming) is one code path.
+ *
+ * Area view: ids 0..nr-1 are the writer's ring slots, mapped read-only from
+ * the area file (live, unvalidated writer memory: for inspection only);
+ * ids nr and nr+1 are two private reader pages that get-reader fills with
+ * validated, self-contained sub-buffers from hvtrace_cpu_read_page().  They
+ * are used alternately, so that, as with the kernel, a new reader page
+ * always comes with a new reader.id; new events that continue the writer's
+ * current sub-buffer are appended to the current reader page instead
+ * (same id, reader.read grows), again as the kernel does.
+ *
+ * Kernel view: the real per_cpu/cpuN/trace_pipe_raw mapping and
+ * TRACE_MMAP_IOCTL_GET_READER.  Where the kernel cannot map it (before
+ * Linux 6.10), ids 0 and 1 are two private reader pages that get-reader
+ * fills with read() of whole sub-buffers from trace_pipe_raw
+ * (hvtrace_ring_fallback() says so).
+ *
+ * Meta fields after get-reader, for all three:
+ *   reader.id          sub-buffer id of the reader page
+ *   reader.read        bytes of the reader page's data handed to the
+ *                      consumer (counted as read); a consumer reads from
+ *                      its own position (0 on a new id) up to this offset
+ *   reader.lost_events events lost right before the reader page (the area
+ *                      and read() views set it; the kernel's mapping stores
+ *                      the count in the page and reports 0 here).  All mark
+ *                      the page itself with RB_MISSED_EVENTS/_STORED.
+ *   entries            events committed (the area view: since attach)
+ *   overrun            events lost to overwriting (area: also events hidden
+ *                      in pages skipped as malformed)
+ *   read               events handed to the consumer
+ *   entries - overrun - read == events still unread in the ring.
+ */
+struct hvtrace_ring;
+
+/**
+ * hvtrace_ring_open_area - present CPU @cpu of an area as the mmap ABI
+ * @a:   the area (must outlive the ring; the ring consumes through it)
+ * @cpu: CPU buffer
+ * @out: the new handle
+ *
+ * Return: 0, -EINVAL (no such CPU), -ENOMEM, or the mmap error.
+ */
+HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
+				       struct hvtrace_ring **out);
+
+struct hvtrace_kring;
+
+/**
+ * hvtrace_ring_open_kring - present CPU @cpu of a guest kernel's ring (read
+ * from guest RAM, hvtrace_kring_open()) as the mmap ABI
+ * @k:   the ring (must outlive the view; the view reads through it)
+ * @cpu: CPU
+ * @out: the new handle
+ *
+ * The view has no writer sub-buffers, only two private reader pages (ids
+ * 0 and 1) that get-reader fills from hvtrace_kring_read_page().  Record
+ * timestamps are the guest's trace clock, not related to the host's:
+ * rec->host_ns equals rec->ts and hvtrace_ring_now_ns() returns 0.
+ *
+ * Return: 0, -EINVAL (no such CPU), -ENOMEM.
+ */
+HVTRACE_API int hvtrace_ring_open_kring(struct hvtrace_kring *k, int cpu,
+					struct hvtrace_ring **out);
+
+/**
+ * hvtrace_ring_open_kernel - map a CPU buffer of the host kernel's tracing
+ * @instance: NULL for the top-level buffer, an instance name ("foo" for
+ *            instances/foo), or the absolute path of a tracefs instance
+ *            directory
+ * @cpu:      CPU
+ * @out:      the new handle
+ *
+ * Mounts tracefs at /sys/kernel/tracing first if it is not mounted.
+ * Where the kernel cannot map the buffer (before Linux 6.10, or a buffer
+ * with a snapshot), or the environment says HVTRACE_KERNEL_RING=read, the
+ * same view is kept with read() of whole sub-buffers from trace_pipe_raw
+ * (see hvtrace_ring_fallback()).  HVTRACE_KERNEL_RING=auto (or unset)
+ * tries the mmap first; HVTRACE_KERNEL_RING=mmap refuses the fallback.
+ *
+ * Return: 0; -ENOENT (no tracefs, instance or CPU), -EACCES, -EINVAL (a
+ * bad HVTRACE_KERNEL_RING), -EPROTO (a meta page we do not understand),
+ * -ENOMEM; with HVTRACE_KERNEL_RING=mmap also -EOPNOTSUPP (the kernel
+ * cannot mmap ring buffers: Linux 6.10 or later is needed) or -EBUSY (a
+ * snapshot blocks mapping).
+ */
+HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
+					 struct hvtrace_ring **out);
+
+/**
+ * hvtrace_tracefs_dir - the directory of a host tracing instance
+ * @instance: as for hvtrace_ring_open_kernel() (NULL: the top level)
+ * @buf:      output
+ * @size:     bytes at @buf
+ *
+ * Mounts tracefs at /sys/kernel/tracing first if it is not mounted.
+ * Return: 0, or -ENOENT with hvtrace_last_error() saying what to do.
+ */
+HVTRACE_API int hvtrace_tracefs_dir(const char *instance, char *buf,
+				    size_t size);
+
+/** hvtrace_ring_close - unmap and free; NULL is a no-op */
+HVTRACE_API void hvtrace_ring_close(struct hvtrace_ring *r);
+
+/** hvtrace_ring_meta - the meta page (read-only; changes on get-reader) */
+HVTRACE_API const struct hvt_trace_buffer_meta *
+hvtrace_ring_meta(const struct hvtrace_ring *r);
+
+/**
+ * hvtrace_ring_subbuf - sub-buffer @id of the view
+ *
+ * Return: its address (meta_page_size + id * subbuf_size into the view),
+ * or NULL when @id >= nr_subbufs.
+ */
+HVTRACE_API const void *hvtrace_ring_subbuf(const struct hvtrace_ring *r,
+					    uint32_t id);
+
+/**
+ * hvtrace_ring_get_reader - TRACE_MMAP_IOCTL_GET_READER
+ *
+ * Hands the consumer the next events: either more on the current reader
+ * page (same reader.id, larger reader.read) or a new reader page (new
+ * reader.id).  Updates the meta page.
+ *
+ * Return: 0, or a negative errno.
+ */
+HVTRACE_API int hvtrace_ring_get_reader(struct hvtrace_ring *r);
+
+/** hvtrace_ring_cpu - the CPU number this ring reads */
+HVTRACE_API int hvtrace_ring_cpu(const struct hvtrace_ring *r);
+
+/** hvtrace_ring_is_kernel - true for a host kernel buffer */
+HVTRACE_API bool hvtrace_ring_is_kernel(const struct hvtrace_ring *r);
+
+/**
+ * hvtrace_ring_fallback - why a kernel buffer is read without the mmap ABI
+ *
+ * Return: NULL for an area, or a kernel buffer mapped through the
+ * ring-buffer mmap ABI; else a short phrase saying why per_cpu/cpuN/
+ * trace_pipe_raw is read with read() instead ("no ring-buffer mmap on
+ * this kernel", "HVTRACE_KERNEL_RING=read", ...).  Valid until
+ * hvtrace_ring_close().
+ */
+HVTRACE_API const char *hvtrace_ring_fallback(const struct hvtrace_ring *r);
+
+/**
+ * hvtrace_ring_clock_is_ns - whether record timestamps count nanoseconds
+ *
+ * Always true for areas (host_ns); for the kernel, false when the trace
+ * clock is a counter ("counter", "x86-tsc", "uptime"), which trace_pipe
+ * prints as a raw number.
+ */
+HVTRACE_API bool hvtrace_ring_clock_is_ns(const struct hvtrace_ring *r);
+
+/* --- a guest kernel's own ftrace ring buffer, from guest RAM ------------- */
+
+/*
+ * A Linux guest (6.12 or later) started with reserve_mem= and
+ * trace_instance=NAME@LABEL keeps that tracing instance's ring buffer in a
+ * reserved physical range.  When the guest's RAM is a host file (a QEMU
+ * memory-backend-file), the host reads that ring in place: no agent, no
+ * copy in the guest, and after the guest died.  See docs/guest-kernel.md.
+ */
+struct hvtrace_kring;
+
+enum hvtrace_kring_layout {
+	HVTRACE_KRING_LAYOUT_6_12 = 1,	/* a ring_buffer_meta per CPU */
+	HVTRACE_KRING_LAYOUT_6_15 = 2,	/* global meta + per-CPU metas */
+};
+
+struct hvtrace_kring_info {
+	uint32_t layout;		/* enum hvtrace_kring_layout */
+	uint32_t nr_cpus;
+	uint32_t subbuf_size;
+	uint32_t nr_subbufs;		/* per CPU, the reader page included */
+	uint32_t cpu_meta_size;		/* header bytes before buffers[] */
+	uint32_t nr_magic;		/* meta magics the scan saw */
+	uint64_t offset;		/* offset of the ring's first meta in
+					 * the file (or in the VMM mapping) */
+	uint64_t size;			/* bytes from there to the end of the
+					 * last CPU's sub-buffers */
+	uint64_t addr;			/* hvtrace_kring_open_pid(): the VMM's
+					 * virtual address of the first meta;
+					 * 0 for a file */
+};
+
+/* Counters of one CPU of a guest kernel ring, as this reader saw it. */
+struct hvtrace_kring_stats {
+	uint64_t read;		/* events returned */
+	uint64_t bytes;		/* data bytes returned */
+	uint64_t lost_events;	/* events reported lost with an exact count */
+	uint64_t lost_pages;	/* pages overwritten before they were read,
+				 * at least (whole laps of the ring leave no
+				 * trace); their events are reported lost,
+				 * count unknown */
+	uint64_t skipped_pages;	/* pages skipped as malformed */
+	uint64_t errors;	/* malformed metas, pages and events seen */
+	uint64_t retries;	/* copies thrown away because the guest
+				 * reused the page meanwhile */
+	uint64_t now_ts;	/* newest event returned (guest clock) */
+};
+
+/**
+ * hvtrace_kring_open - find a guest kernel's ftrace ring in a guest RAM file
+ * @path:   the guest RAM file (QEMU memory-backend-file, or a kept copy)
+ * @offset: file offset of the ring's first meta (the global meta for 6.15
+ *          and later, CPU 0's meta for 6.12), or 0 to scan the file for
+ *          it at every 4 KiB boundary
+ * @out:    the new handle
+ *
+ * Maps the file PROT_READ (the host never writes guest memory) and
+ * validates the ring's metas: magic, sizes, sub-buffer size and count,
+ * and that every CPU's block lies inside the file.  The scan costs one
+ * 4-byte read per 4 KiB of the file and takes the first ring it can
+ * validate.
+ *
+ * Return: 0; -ENOENT, -EACCES (the file), -ENODATA (no ring meta in the
+ * file: the guest was not started with reserve_mem= and trace_instance=,
+ * or has not booted that far), -EPROTONOSUPPORT (a meta of an unknown
+ * layout; hvtrace_last_error() names what was found), -EINVAL (a meta
+ * whose geometry does not fit the file).
+ */
+HVTRACE_API int hvtrace_kring_open(const char *path, uint64_t offset,
+				   struct hvtrace_kring **out);
+
+/**
+ * hvtrace_kring_open_pid - find a guest kernel's ftrace ring in the memory
+ * of a running VMM process (QEMU started by anything)
+ * @pid: the VMM process
+ * @out: the new handle
+ *
+ * Scans the writable mappings of 64 MiB or more of @pid for the meta magic
+ * at every 4 KiB boundary, independent of the guest's physical layout.  A
+ * shared file mapping (memory-backend-file, memfd) whose descriptor @pid
+ * holds is mapped PROT_READ through /proc/PID/fd/N; other memory is read
+ * through /proc/PID/mem with pread() (2 MiB reads during the scan, pages
+ * that /proc/PID/pagemap reports unpopulated skipped).  The ring must lie
+ * inside one mapping.  Needs ptrace read access to @pid.
+ *
+ * Return: 0; -ESRCH (no such process), -EACCES (no ptrace read access:
+ * hvtrace_last_error() says what to do), -ENODATA (no ring), and the
+ * errors of hvtrace_kring_open() for a ring found but refused (-EINVAL
+ * for one that crosses the end of its mapping).
+ */
+HVTRACE_API int hvtrace_kring_open_pid(int pid, struct hvtrace_kring **out);
+
+/** hvtrace_kring_close - unmap and free; NULL is a no-op */
+HVTRACE_API void hvtrace_kring_close(struct hvtrace_kring *k);
+
+/** hvtrace_kring_get_info - the layout and geometry found at open */
+HVTRACE_API int hvtrace_kring_get_info(const struct hvtrace_kring *k,
+				       struct hvtrace_kring_info *info);
+
+/**
+ * hvtrace_kring_read_page - the next events of one CPU of a guest kernel
+ * ring, as a validated, self-contained ftrace sub-buffer
+ * @k:    ring
+ * @cpu:  CPU
+ * @page: output, at least the ring's subbuf_size bytes
+ * @size: bytes at @page
+ * @info: filled when a page is returned (may be NULL); info->seq is the
+ *        sub-buffer's position in the ring
+ *
+ * Reads in ring order from the oldest page (the meta's head) to the one
+ * holding the commit, while the guest writes or after it died.  Each page
+ * is copied, then the copy is kept only if the guest did not reuse the
+ * page meanwhile (docs/design.md states the rule), and every event of it
+ * goes through the project's page walker.  Pages the guest overwrote
+ * before they were read are reported on the next page returned:
+ * RB_MISSED_EVENTS, and info->lost_events = HVTRACE_LOST_UNKNOWN (the
+ * ring does not record how many events they held; stats count the pages).
+ * Malformed metas and pages are counted as errors and skipped.
+ *
+ * Return: 1 when @page was filled, 0 when nothing new is committed,
+ * -EINVAL, -ENOSPC (@size too small), -EIO (the file shrank under the
+ * mapping).
+ */
+HVTRACE_API int hvtrace_kring_read_page(struct hvtrace_kring *k, int cpu,
+					void *page, size_t size,
+					struct hvtrace_page_info *info);
+
+/** hvtrace_kring_get_stats - what this reader saw of one CPU */
+HVTRACE_API int hvtrace_kring_get_stats(const struct hvtrace_kring *k,
+					int cpu,
+					struct hvtrace_kring_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HVTRACE_RING_H */

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhvtrace trace.dat component: what the reader's and the writer's own
+ * files share among themselves (hidden, never installed).  tracedat-local.h is the
+ * component's interface to its other files and to the recorders; this
+ * header is the inside of the reader (read.c, read_meta.c,
+ * read_sandbox.c, read_events.c) and of the writer (write.c,
+ * write_finish.c): their state structures and the functions one of their
+ * files calls in another.
+ */
+#ifndef HVT_TRACEDAT_RW_LOCAL_H
+#define HVT_TRACEDAT_RW_LOCAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tracedat-local.h"
+
+/* --- the reader -------------------------------------------------------- */
+
+#define RD_MAX_TEXT	    (512u << 20) /* one metadata text */
+#define RD_MAX_OPTION	    (64u << 20)
+#define RD_MAX_OPT_SECTIONS 4096u
+#define RD_MAX_BUFFERS	    1024u
+#define RD_MAX_CPUS	    4096u
+#define RD_FIELD_LIMIT	    65536u
+#define RD_SCRATCH	    (256u * 1024) /* record + zeroed slack */
+
+struct rd_cpu {
+	uint64_t off; /* file offset of the CPU's data */
+	uint64_t size;
+	uint64_t next; /* offset of the next page to load */
+	uint8_t *page;
+	struct kbuffer *kb;
+	bool have; /* an event is pending */
+	void *ev;
+	uint64_t ts;
+	int64_t missed;
+	uint32_t ev_size;
+};
+
+struct rd_buffer {
+	char *name;
+	char *clock;
+	uint32_t page_size;
+	uint32_t nr_cpus;
+	uint64_t section_off; /* v7 flyrecord section; v6 "flyrecord" */
+	bool latency;
+	struct rd_cpu *cpu;
+};
+
+struct hvtrace_tracedat_file {
+	int fd;
+	uint64_t file_size;
+	char *path;
+	int version;
+	uint32_t page_size;
+	uint32_t long_size;
+	uint32_t cpucount;
+	struct tep_handle *tep;
+	struct tep_plugin_list *plugins;
+	struct rd_buffer *buf;
+	unsigned int nr_buf;
+	uint64_t sec_off[6]; /* v7: sections 16..21 */
+	char *cpustats;
+	size_t cpustats_len;
+	char *uname;
+	char *trace_clock;
+	int64_t ts_offset;
+	uint64_t errors;
+	uint8_t *scratch;
+	uint32_t scratch_used;
+	uint8_t *bad_ids;   /* 65536 flags: fields beyond the limit */
+	uint32_t *min_size; /* 65536: end of each event's last field */
+	bool started;
+	struct rd_op *ops; /* texts for libtraceevent */
+	unsigned int nr_ops, cap_ops;
+	uint64_t bad_formats; /* texts it would not survive */
+	int name_width;
+	char *base_name;
+};
+
+/* A text queued for libtraceevent (read_sandbox.c). */
+enum rd_op_kind {
+	RD_OP_HEADER,
+	RD_OP_FORMAT,
+	RD_OP_KALLSYMS,
+	RD_OP_PRINTK,
+	RD_OP_CMDLINES
+};
+
+struct rd_op {
+	enum rd_op_kind kind;
+	char system[256];
+	char *text;
+	size_t len;
+	bool bad;
+};
+
+/* A cursor over a region of the file. */
+struct rd_cur {
+	struct hvtrace_tracedat_file *f;
+	uint64_t pos;
+	uint64_t end;
+};
+
+/* read_meta.c */
+HVT_INTERNAL int rd_at(struct hvtrace_tracedat_file *f, uint64_t off, void *buf,
+		       size_t len);
+HVT_INTERNAL uint32_t rd_le32(const uint8_t *p);
+HVT_INTERNAL uint64_t rd_le64(const uint8_t *p);
+HVT_INTERNAL int cur_read(struct rd_cur *c, void *buf, size_t len);
+HVT_INTERNAL int cur_u16(struct rd_cur *c, uint16_t *v);
+HVT_INTERNAL int cur_u32(struct rd_cur *c, uint32_t *v);
+HVT_INTERNAL int cur_u64(struct rd_cur *c, uint64_t *v);
+HVT_INTERNAL int cur_str(struct rd_cur *c, char *buf, size_t max);
+HVT_INTERNAL int rd_header_info(struct hvtrace_tracedat_file *f,
+				struct rd_cur *c);
+HVT_INTERNAL int rd_ftrace_formats(struct hvtrace_tracedat_file *f,
+				   struct rd_cur *c);
+HVT_INTERNAL int rd_event_formats(struct hvtrace_tracedat_file *f,
+				  struct rd_cur *c);
+HVT_INTERNAL int rd_kallsyms(struct hvtrace_tracedat_file *f, struct rd_cur *c);
+HVT_INTERNAL int rd_printk(struct hvtrace_tracedat_file *f, struct rd_cur *c);
+HVT_INTERNAL int rd_cmdlines(struct hvtrace_tracedat_file *f, struct rd_cur *c);
+HVT_INTERNAL int rd_options(struct hvtrace_tracedat_file *f, struct rd_cur *c,
+			    uint64_t *next);
+
+/* read_sandbox.c */
+HVT_INTERNAL int rd_op_add(struct hvtrace_tracedat_file *f,
+			   enum rd_op_kind kind, const char *system, char *text,
+			   size_t len);
+HVT_INTERNAL void rd_sandbox(struct hvtrace_tracedat_file *f);
+
+/* --- the writer -------------------------------------------------------- */
+
+#define WR_OBUF_SIZE   (256u * 1024)
+#define WR_MAX_BUFFERS 256u
+#define WR_BATCH_SIZE  (64u * 1024) /* pages written at once, per CPU */
+
+/*
+ * One CPU of a buffer.  Its pages gather in @batch and go to the
+ * temporary file WR_BATCH_SIZE bytes at a time: one system call per page
+ * costs more than the page's copy.  Nothing but the CPU's own state is
+ * touched by _add_page(), so callers may add pages of different CPUs
+ * from different threads.
+ */
+struct wr_cpu {
+	int fd;	       /* temporary page file, -1 until first write */
+	uint64_t size; /* bytes added (in the file and in @batch) */
+	uint8_t *batch;
+	uint32_t batch_len;
+};
+
+struct wr_buffer {
+	char *name;
+	char *clock;
+	uint32_t page_size;
+	uint32_t nr_cpus;
+	struct wr_cpu *cpu;
+	/* computed by _finish() */
+	uint64_t section_off;
+	uint64_t data_off;
+};
+
+struct wr_format {
+	char *system;
+	char *text;
+	size_t len;
+};
+
+struct wr_option {
+	uint16_t id;
+	uint32_t len;
+	void *data;
+};
+
+struct wr_cmdline {
+	int pid;
+	char comm[64];
+};
+
+struct hvtrace_tracedat_writer {
+	int fd;
+	char *path;
+	char *dir;
+	uint32_t page_size;
+
+	struct hvt_tdat_blob header_page;
+	struct hvt_tdat_blob header_event;
+	struct hvt_tdat_blob kallsyms;
+	struct hvt_tdat_blob printk;
+
+	struct wr_format *fmt;
+	unsigned int nr_fmt, cap_fmt;
+	struct wr_option *opt;
+	unsigned int nr_opt, cap_opt;
+	struct wr_cmdline *cmd;
+	unsigned int nr_cmd, cap_cmd;
+	struct wr_buffer *buf;
+	unsigned int nr_buf;
+
+	/* output state of _finish() */
+	struct hvt_tdat_blob strings;
+	uint8_t *obuf;
+	size_t olen;
+	uint64_t off; /* logical output offset */
+	int err;
+	bool keep;    /* the file is complete: do not unlink */
+	bool created; /* we created or truncated the output */
+};
+
+/* write.c */
+HVT_INTERNAL int wr_cpu_flush(struct hvtrace_tracedat_writer *w,
+			      struct wr_cpu *c);
+
+#endif /* HVT_TRACEDAT_RW_LOCAL_H */
