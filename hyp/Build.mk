@@ -4,8 +4,9 @@
 #
 #   hyp/el2/       the bare-metal aarch64 image (boots at EL2 on QEMU virt),
 #                  linked with the unchanged freestanding writer core
-#   hyp/include/   the rig's memory map and hypercall ABI (the image, the
-#                  CLI's hyp verb and the test drivers)
+#   hyp/include/   the hypercall ABI and benchmark loop (the image and the
+#                  test drivers); the memory map the host reads too is
+#                  shared/include/hvtrace/hyp_layout.h
 #
 # The host side is 'hvtrace hyp' (host/cli/cmd_hyp.c); the test drivers,
 # the end-to-end tests and the benchmark are in tests/hyp/.
@@ -39,10 +40,10 @@ $(objtree)/hyp/el2/%.o: $(srctree)/hyp/el2/%.S $(AUTOHEADER)
 	$(quiet) AS-EL2 $(patsubst $(objtree)/%,%,$@)
 	$(Q)$(HYP_CC) $(HYP_CFLAGS) -D__ASSEMBLY__ -MMD -MP -c -o $@ $<
 
-$(HYP_LDS): $(srctree)/hyp/hyp.lds.S $(srctree)/hyp/include/hvt_hyp/layout.h
+$(HYP_LDS): $(srctree)/hyp/hyp.lds.S $(srctree)/shared/include/hvtrace/hyp_layout.h
 	@mkdir -p $(@D)
 	$(quiet) LDS $(patsubst $(objtree)/%,%,$@)
-	$(Q)$(HYP_CC) -E -P -x c -D__ASSEMBLY__ -I$(srctree)/hyp/include -o $@ $<
+	$(Q)$(HYP_CC) -E -P -x c -D__ASSEMBLY__ -I$(srctree)/hyp/include -I$(srctree)/shared/include -o $@ $<
 
 $(HYP_ELF): $(HYP_OBJS) $(HYP_CORE) $(HYP_LDS)
 	$(quiet) LD-EL2 $(patsubst $(objtree)/%,%,$@)
@@ -55,5 +56,3 @@ hyp: $(HYP_ELF)
 
 endif
 
-# The CLI's hyp verb (host/cli/cmd_hyp.c) reads the rig's memory map.
-$(objtree)/host/cli/cmd_hyp.o: EXTRA_CFLAGS += -I$(srctree)/hyp/include

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Link map of the EL2 image (preprocessed with cpp): one text segment,
- * one data segment, at HVT_HYP_IMAGE_BASE (see hvt_hyp/layout.h).
+ * one data segment, at HVT_HYP_IMAGE_BASE (see hvtrace/hyp_layout.h).
  */
-#include <hvt_hyp/layout.h>
+#include <hvtrace/hyp_layout.h>
 
 OUTPUT_FORMAT("elf64-littleaarch64")
 OUTPUT_ARCH(aarch64)
@@ -39,4 +39,4 @@ SECTIONS
 }
 
 ASSERT(__image_end - __image_start <= HVT_HYP_IMAGE_MAX,
-       "the EL2 image overlaps the trace area: see hvt_hyp/layout.h")
+       "the EL2 image overlaps the trace area: see hvtrace/hyp_layout.h")

@@ -3,7 +3,7 @@
  * hvtrace hyp - the EL2 hypervisor rig's trace area, from the host.
  *
  * The rig (hyp/, docs/hyp.md) keeps its trace area at a fixed offset in
- * QEMU's guest-RAM file (hvt_hyp/layout.h).  This verb knows that offset
+ * QEMU's guest-RAM file (hvtrace/hyp_layout.h).  This verb knows that offset
  * and the hypervisor's event table; everything else is the library's:
  * hvtrace_area_open() maps the area (read-only, plus the control page for
  * attach), hvtrace_cpu_get_stats() gives the counters.  Printing events
@@ -20,7 +20,7 @@
 
 #include <hvtrace.h>
 #include <hvtrace/hyp_events.h>
-#include <hvt_hyp/layout.h>
+#include <hvtrace/hyp_layout.h>
 
 #include "cli.h"
 

@@ -11,7 +11,7 @@
 
 #include <hvtrace/config.h>
 #include <hvtrace/ring_buffer.h>
-#include <hvt_hyp/layout.h>
+#include <hvtrace/hyp_layout.h>
 
 #if CONFIG_HVT_HYP_NR_CPUS > HVT_HYP_MAX_CPUS
 #error "CONFIG_HVT_HYP_NR_CPUS is larger than the image supports (8): fix it with make menuconfig"

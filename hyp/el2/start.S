@@ -10,7 +10,7 @@
  * Both mask interrupts, check the exception level, take their stack from
  * hyp_stacks[cpu], install the EL2 vectors and call hyp_main(cpu).
  */
-#include <hvt_hyp/layout.h>
+#include <hvtrace/hyp_layout.h>
 
 #define HYP_STACK_SHIFT	14	/* 16 KiB, HYP_STACK_SIZE in hyp.h */
 

@@ -18,7 +18,7 @@
 #include <hvtrace/config.h>
 #include <hvtrace/ring_buffer.h>
 #include <hvtrace/hyp_events.h>
-#include <hvt_hyp/layout.h>
+#include <hvtrace/hyp_layout.h>
 
 extern struct hvt_rb_cpu *bench_native_cb;
 uint64_t bench_native_run(uint64_t n);

@@ -8,7 +8,7 @@
  *   hvt-hyp-test causality FILE    clock sync and causality round trips
  *
  * FILE is the QEMU guest-RAM file (memory-backend-file mem-path); the
- * trace area sits at HVT_HYP_AREA_OFFSET in it (see hvt_hyp/layout.h).
+ * trace area sits at HVT_HYP_AREA_OFFSET in it (see hvtrace/hyp_layout.h).
  * A user starts, inspects and prints the rig with 'hvtrace hyp' and
  * 'hvtrace stream'; this program only checks it (the scripts in tests/hyp).
  */

@@ -17,7 +17,7 @@
 
 #include <hvtrace.h>
 #include <hvtrace/hyp_events.h>
-#include <hvt_hyp/layout.h>
+#include <hvtrace/hyp_layout.h>
 
 /* One decoded hypervisor event. */
 struct hyp_ev {

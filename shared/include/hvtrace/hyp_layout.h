@@ -17,8 +17,8 @@
  *                              header, control page, per-CPU buffers
  *   0x42000000    0x2000000    end of RAM (32 MiB of RAM is the minimum)
  */
-#ifndef HVT_HYP_LAYOUT_H
-#define HVT_HYP_LAYOUT_H
+#ifndef HVTRACE_HYP_LAYOUT_H
+#define HVTRACE_HYP_LAYOUT_H
 
 #define HVT_HYP_RAM_BASE	0x40000000
 #define HVT_HYP_RAM_MIN_MB	32
@@ -34,4 +34,4 @@
 /* Most CPUs the image supports (the Kconfig limit is at most this). */
 #define HVT_HYP_MAX_CPUS	8
 
-#endif /* HVT_HYP_LAYOUT_H */
+#endif /* HVTRACE_HYP_LAYOUT_H */
