@@ -7,8 +7,9 @@
 #
 #   1. no '#include "../' in host/, guest/, hyp/ or shared/ (tests aside):
 #      a component reaches another through its public headers only;
-#   2. shared/ includes nothing of host/, guest/ or hyp/; hyp/ and guest/
-#      include nothing of host/;
+#   2. shared/ includes nothing of host/, guest/, hyp/ or common/; common/
+#      nothing of host/, guest/ or hyp/; hyp/, guest/ and host/ include
+#      nothing of each other (what two of them share is in shared/);
 #   3. the core library's sources (host/lib, host/userevents,
 #      host/hypevents) include no header of the tracedat, daemon-client or
 #      FUSE libraries, public or private;
@@ -94,7 +95,7 @@ echo "relative includes: $nr outside the ${#pending[@]} pending page-feed lines"
 # quotes or brackets, $3: q or a), or nothing for a system header.
 declare -A roots=(
 	[shared/include]=shared [host/include]=host [guest/include]=guest
-	[guest/client]=guest
+	[guest/client]=guest [hyp/include]=hyp [common/include]=common
 )
 component_of_include() {
 	local from=$1 name=$2 kind=$3 dir r
@@ -132,14 +133,16 @@ while IFS= read -r hit; do
 	from=${f%%/*}
 	nr=$((nr + 1))
 	case $from:$to in
-	shared:host | shared:guest | shared:hyp)
+	shared:host | shared:guest | shared:hyp | shared:common)
 		fail "$hit: shared/ includes a header of $to/ (shared/ depends on nothing)" ;;
-	hyp:host | guest:host)
-		fail "$hit: $from/ includes a header of host/ ($from/ depends on shared/ only)" ;;
+	common:host | common:guest | common:hyp)
+		fail "$hit: common/ includes a header of $to/ (common/ depends on shared/ only)" ;;
+	hyp:host | hyp:guest | guest:host | guest:hyp | host:hyp | host:guest)
+		fail "$hit: $from/ includes a header of $to/ (they share only what is in shared/)" ;;
 	esac
-done < <(sources shared hyp guest | grep -v '^tests/' |
+done < <(sources shared common hyp guest host | grep -v '^tests/' |
 	xargs grep -nE '^[[:space:]]*#[[:space:]]*include' /dev/null)
-echo "include directions: $nr project includes of shared/, hyp/ and guest/ checked"
+echo "include directions: $nr project includes of shared/, common/, hyp/, guest/ and host/ checked"
 
 # --- 3. the core includes nothing of the libraries above it ----------------
 upper='hvtrace-tracedat\.h|hvtrace-daemon\.h|hvtrace-fuse\.h|tracedat-local\.h|dfeed\.h|fuse-local\.h'
