@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * libhvtrace: recording remotes of hvtraced into trace.dat.
+ * libhvtrace: the source set of remotes of hvtraced a recording reads
+ * (record.c does the rest: the file, the kernel, the steps, the
+ * metadata).
  *
- * The recorder of record.c opens areas itself as their owner.  A remote
+ * An area that this process can own is read by record_area.c.  A remote
  * that hvtraced owns -- a guest, a local agent, a hypervisor or loopback
  * area attached to the daemon -- is read through the daemon instead: one
  * subscription per remote on one page feed, formats from FORMATS
  * (fetched again when an event id without a format shows up, so user
  * events registered while recording are named), timestamps converted to
  * host CLOCK_MONOTONIC with the daemon's clock model (TO_HOST, one
- * request per burst of pages), and the same packer, id rules and file
- * layout as record.c (docs/tracedat.md): one buffer per remote, every
- * remote event id below 0x8000 and unique in the file, a reserved id for
- * records of ids nobody described.
+ * request per burst of pages), and the same packer and id rules as the
+ * areas (record.c): one buffer per remote, every remote event id below
+ * 0x8000 and unique in the file, a reserved id for records of ids nobody
+ * described; the comms a guest's agent reported in the file.
  *
  * The daemon's enable state is shared with its other tools: without
  * event patterns the recorder takes what is enabled; with them it
@@ -20,28 +22,15 @@
  * it finishes.  Recording a remote ends when it is detached, when its
  * writer re-formats the area, or -- for an area remote -- once its
  * writer stopped (or died) and a drain found nothing more.
- *
- * With the host kernel (opts->kernel), its events go in the top-level
- * buffer exactly as record.c records them -- the same code,
- * hvt_tdat_rkernel_*() in record_common.c: the mono trace clock (host
- * CLOCK_MONOTONIC, the time base remote timestamps are converted to),
- * the mmap reader, patterns enabling kernel events, the kernel's headers,
- * formats, kallsyms, printk formats, saved_cmdlines and trace clock in
- * the file, and its settings put back at the end.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <hvtrace/config.h>
 
 #include "tdat.h"
 #include "../proto/dfeed.h"
 
-#define DR_MAX_REMOTES 64u
 #define DR_REFRESH_NS  200000000ULL /* remote state polls */
 #define DR_FORMATS_NS  500000000ULL /* unknown ids: formats again */
 
@@ -67,7 +56,7 @@ struct dr_changed {
 };
 
 struct dr_src {
-	struct hvtrace_tracedat_drecord *r;
+	struct hvt_tdat_rset *r;
 	struct hvt_remote_rec rec;
 	char name[64];
 	int buffer;
@@ -86,19 +75,16 @@ struct dr_src {
 	struct hvtrace_tracedat_source_stats st;
 };
 
-struct hvtrace_tracedat_drecord {
+/* The remotes of a recording (record.c sees it opaque). */
+struct hvt_tdat_rset {
+	struct hvtrace_tracedat_record *rec;
 	struct hvtrace_tracedat_writer *w;
 	struct hvt_dclient *dc;
 	struct hvt_dfeed *feed;
-	char *sock;
-	char **events;
-	struct hvt_tdat_rkernel *kern; /* the host kernel, or NULL */
-	uint8_t *pid_named;	       /* pids named from /proc (bitmap) */
-	struct dr_src *src[DR_MAX_REMOTES];
+	struct dr_src *src[HVT_TDAT_REC_MAX_SOURCES];
 	unsigned int nr_src;
-	bool started, stopped;
 	uint64_t next_refresh;
-	struct hvt_tdat_ids ids; /* file-wide event ids */
+	struct hvt_devents *evs; /* per remote, from place() to start() */
 	/* the batch waiting for TO_HOST */
 	struct dr_ev *batch;
 	size_t nr_batch, cap_batch;
@@ -132,77 +118,66 @@ static void dr_free_src(struct dr_src *s)
 	free(s);
 }
 
-static void dr_free(struct hvtrace_tracedat_drecord *r)
+static void dr_free_evs(struct hvt_tdat_rset *r)
 {
 	unsigned int i;
 
+	for (i = 0; r->evs && i < r->nr_src; i++)
+		hvt_devents_free(&r->evs[i]);
+	free(r->evs);
+	r->evs = NULL;
+}
+
+static void dr_free(struct hvt_tdat_rset *r)
+{
+	unsigned int i;
+
+	dr_free_evs(r);
 	for (i = 0; i < r->nr_src; i++)
 		dr_free_src(r->src[i]);
-	hvt_tdat_rkernel_close(r->kern);
-	free(r->pid_named);
-	hvt_tdat_events_free(r->events);
 	hvt_dfeed_close(r->feed);
 	hvt_dclient_close(r->dc);
-	free(r->sock);
-	hvt_tdat_ids_fini(&r->ids);
 	free(r->batch);
 	free(r->bytes);
 	free(r);
 }
 
-HVTRACE_API int
-hvtrace_tracedat_drecord_create(const struct hvtrace_tracedat_drecord_opts *o,
-				struct hvtrace_tracedat_drecord **out)
+static const struct hvt_tdat_rset_ops dr_ops;
+
+/* The set, connected to hvtraced, at the first remote. */
+static int dr_set_get(struct hvtrace_tracedat_record *rec,
+		      struct hvt_tdat_rset **out)
 {
-	struct hvtrace_tracedat_drecord *r;
-	uint32_t page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+	struct hvt_tdat_rset *r;
 	int ret;
 
-	if (!o || !o->path || !*o->path || !out)
-		return hvt_err(-EINVAL, "record: no output file (use -o FILE)");
+	if (rec->ops == &dr_ops) {
+		*out = rec->set;
+		return 0;
+	}
+	if (rec->ops)
+		return hvt_err(-EINVAL, "record: areas and remotes of hvtraced "
+					"go in separate recordings");
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
-	ret = hvt_tdat_events_dup(o->events, &r->events);
+	r->rec = rec;
+	r->w = rec->w;
+	ret = hvt_dclient_open(rec->sock, &r->dc);
 	if (!ret)
-		ret = hvt_tdat_ids_init(&r->ids);
-	r->sock = o->socket ? strdup(o->socket) : NULL;
-	r->pid_named = calloc(HVT_TDAT_PID_MAX / 8, 1);
-	if (ret || (o->socket && !r->sock) || !r->pid_named) {
-		dr_free(r);
-		return hvt_err(-ENOMEM, "out of memory");
-	}
-	ret = hvt_dclient_open(r->sock, &r->dc);
-	if (!ret)
-		ret = hvt_dfeed_open(r->sock, &r->feed);
-	/* The kernel once the daemon answers: nothing changes in tracefs
-	 * before _start(), but a missing instance is created now. */
-	if (!ret && o->kernel) {
-		ret = hvt_tdat_rkernel_open(o->kernel_instance, &r->kern);
-		if (!ret)
-			page_size = r->kern->subbuf_size;
-	}
-	if (!ret)
-		ret = hvtrace_tracedat_writer_create(o->path, page_size, &r->w);
-	if (!ret && r->kern) {
-		ret = hvt_tdat_rkernel_add_buffer(r->kern, r->w, r->pid_named);
-	} else if (!ret) {
-		ret = hvtrace_tracedat_writer_add_buffer(r->w, "", "mono", 0,
-							 page_size);
-		ret = ret < 0 ? ret : 0;
-	}
+		ret = hvt_dfeed_open(rec->sock, &r->feed);
 	if (ret) {
-		hvtrace_tracedat_writer_abort(r->w);
-		r->w = NULL;
 		dr_free(r);
 		return ret;
 	}
+	rec->set = r;
+	rec->ops = &dr_ops;
 	*out = r;
 	return 0;
 }
 
 /* Give new formats of @s ids that mean one event in the whole file. */
-static int dr_place_formats(struct hvtrace_tracedat_drecord *r,
+static int dr_place_formats(struct hvt_tdat_rset *r,
 			    struct dr_src *s, const struct hvt_devents *evs)
 {
 	unsigned int i;
@@ -217,11 +192,11 @@ static int dr_place_formats(struct hvtrace_tracedat_drecord *r,
 			continue;
 		/* The same format already placed (another remote of the same
 		 * kind)? */
-		id = hvt_tdat_ids_find(&r->ids, e->system, e->format, NULL);
+		id = hvt_tdat_ids_find(&r->rec->ids, e->system, e->format, NULL);
 		if (!id) {
 			id = want;
-			if (!id || hvt_tdat_ids_used(&r->ids, r->kern, id)) {
-				ret = hvt_tdat_ids_alloc(&r->ids, r->kern, &id);
+			if (!id || hvt_tdat_ids_used(&r->rec->ids, r->rec->kern, id)) {
+				ret = hvt_tdat_ids_alloc(&r->rec->ids, r->rec->kern, &id);
 				if (ret)
 					return ret;
 			}
@@ -232,8 +207,8 @@ static int dr_place_formats(struct hvtrace_tracedat_drecord *r,
 				return hvt_err(-ENOMEM, "out of memory");
 			}
 			free(t);
-			r->ids.text[id] = s->cat.fmt[s->cat.nr - 1].text;
-			r->ids.sys[id] = s->cat.fmt[s->cat.nr - 1].system;
+			r->rec->ids.text[id] = s->cat.fmt[s->cat.nr - 1].text;
+			r->rec->ids.sys[id] = s->cat.fmt[s->cat.nr - 1].system;
 		}
 		s->idmap[want] = (uint16_t)id;
 		s->known[want / 8] |= (uint8_t)(1u << (want % 8));
@@ -241,7 +216,7 @@ static int dr_place_formats(struct hvtrace_tracedat_drecord *r,
 	return 0;
 }
 
-static int dr_fetch_formats(struct hvtrace_tracedat_drecord *r,
+static int dr_fetch_formats(struct hvt_tdat_rset *r,
 			    struct dr_src *s, struct hvt_devents *evs)
 {
 	int ret;
@@ -293,22 +268,23 @@ static int dr_fetch_formats(struct hvtrace_tracedat_drecord *r,
 	return 0;
 }
 
-HVTRACE_API int
-hvtrace_tracedat_drecord_add_remote(struct hvtrace_tracedat_drecord *r,
-				    const char *remote, const char *name)
+int hvt_tdat_rremote_add(struct hvtrace_tracedat_record *rec,
+			 const char *remote, const char *name)
 {
+	struct hvt_tdat_rset *r = NULL;
 	struct dr_src *s;
 	uint32_t c, i;
 	int ret;
 
-	if (!r || !remote)
-		return hvt_err(-EINVAL, "record: no remote given");
-	if (r->started)
+	if (rec->started)
 		return hvt_err(-EBUSY, "record: remotes must be added before "
 				       "recording starts");
-	if (r->nr_src >= DR_MAX_REMOTES)
+	ret = dr_set_get(rec, &r);
+	if (ret)
+		return ret;
+	if (r->nr_src >= HVT_TDAT_REC_MAX_SOURCES)
 		return hvt_err(-ENOSPC, "record: more than %u remotes",
-			       DR_MAX_REMOTES);
+			       HVT_TDAT_REC_MAX_SOURCES);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return hvt_err(-ENOMEM, "out of memory");
@@ -361,45 +337,23 @@ hvtrace_tracedat_drecord_add_remote(struct hvtrace_tracedat_drecord *r,
 	s->buffer = ret;
 	r->src[r->nr_src++] = s;
 	/* Source indexes: the kernel first. */
-	return (int)(r->nr_src - 1 + !!r->kern);
-}
-
-/* Add to @hits[p] the events of a remote pattern p selects. */
-static void dr_count(const struct hvtrace_tracedat_drecord *r,
-		     const struct hvt_devents *evs, unsigned int *hits)
-{
-	unsigned int i, p;
-
-	for (i = 0; i < evs->nr; i++) {
-		if (evs->ev[i].bit < 0)
-			continue;
-		for (p = 0; r->events[p]; p++)
-			if (hvt_tdat_pattern_match(r->events[p],
-						   evs->ev[i].system,
-						   evs->ev[i].name))
-				hits[p]++;
-	}
+	return (int)(r->nr_src - 1 + !!rec->kern);
 }
 
 /* Enable the events the patterns select; remember what was changed. */
-static int dr_enable(struct hvtrace_tracedat_drecord *r, struct dr_src *s,
+static int dr_enable(struct hvt_tdat_rset *r, struct dr_src *s,
 		     const struct hvt_devents *evs)
 {
-	unsigned int i, p;
+	unsigned int i;
 
 	for (i = 0; i < evs->nr; i++) {
 		const struct hvt_devent *e = &evs->ev[i];
 		char full[330], text[256];
 		struct hvt_msg m;
-		bool want = false;
 		int ret;
 
-		if (e->bit < 0 || e->enabled)
-			continue;
-		for (p = 0; r->events[p] && !want; p++)
-			want = hvt_tdat_pattern_match(r->events[p], e->system,
-						      e->name);
-		if (!want)
+		if (e->bit < 0 || e->enabled ||
+		    !hvt_tdat_rec_selected(r->rec, e->system, e->name))
 			continue;
 		snprintf(full, sizeof(full), "%s%s%s",
 			 strcmp(e->system, "user_events") ? e->system : "",
@@ -430,78 +384,70 @@ static int dr_enable(struct hvtrace_tracedat_drecord *r, struct dr_src *s,
 	return 0;
 }
 
-HVTRACE_API int
-hvtrace_tracedat_drecord_start(struct hvtrace_tracedat_drecord *r)
+/* Formats fetched and placed under file ids; pattern hits counted. */
+static int dr_place(struct hvt_tdat_rset *r, unsigned int *hits)
 {
-	unsigned int i, n = 0, *hits = NULL;
-	struct hvt_devents *evs = NULL;
+	unsigned int i, j;
 	int ret = 0;
 
-	if (!r)
-		return hvt_err(-EINVAL, "record: NULL");
-	if (r->started)
-		return 0;
-	if (!r->nr_src && !r->kern)
-		return hvt_err(-EINVAL, "record: nothing to record: give "
-					"remotes or --kernel");
-	while (r->events[n])
-		n++;
-	hits = calloc(n + 1, sizeof(*hits));
-	evs = calloc(r->nr_src + 1, sizeof(*evs));
-	if (!hits || !evs) {
-		free(hits);
-		free(evs);
+	r->evs = calloc(r->nr_src + 1, sizeof(*r->evs));
+	if (!r->evs)
 		return hvt_err(-ENOMEM, "out of memory");
-	}
-	/* Ids first: kernel ids are taken, remote formats placed around
-	 * them; what the patterns select on each side. */
-	ret = hvt_tdat_ids_alloc(&r->ids, r->kern, &r->ids.unknown_id);
 	for (i = 0; !ret && i < r->nr_src; i++) {
-		ret = dr_fetch_formats(r, r->src[i], &evs[i]);
+		struct hvt_devents *evs = &r->evs[i];
+
+		ret = dr_fetch_formats(r, r->src[i], evs);
 		if (!ret)
-			ret = dr_place_formats(r, r->src[i], &evs[i]);
-		if (!ret)
-			dr_count(r, &evs[i], hits);
+			ret = dr_place_formats(r, r->src[i], evs);
+		for (j = 0; !ret && j < evs->nr; j++)
+			if (evs->ev[j].bit >= 0)
+				hvt_tdat_rec_count(r->rec, evs->ev[j].system,
+						   evs->ev[j].name, hits);
 	}
-	if (!ret && r->kern)
-		ret = hvt_tdat_rkernel_enable(r->kern, r->events, hits);
-	for (i = 0; !ret && i < n; i++) {
-		if (hits[i])
-			continue;
-		if (r->kern)
-			ret = hvt_err(-ENOENT,
-				      "no event matches '%s' (kernel events: "
-				      "see available_events in tracefs; "
-				      "remotes: see 'hvtrace events status "
-				      "--remote NAME')",
-				      r->events[i]);
-		else
-			ret = hvt_err(-ENOENT,
-				      "no event matches '%s' (see 'hvtrace "
-				      "events status --remote NAME')",
-				      r->events[i]);
-	}
-	/* Subscribed, then the kernel running, then the remotes' events
-	 * enabled: once a writer sees its events enabled, what it does next
-	 * (a trace_marker write) must land in a running buffer. */
+	return ret;
+}
+
+static int dr_no_match(struct hvt_tdat_rset *r, const char *pat)
+{
+	if (r->rec->kern)
+		return hvt_err(-ENOENT,
+			       "no event matches '%s' (kernel events: see "
+			       "available_events in tracefs; remotes: see "
+			       "'hvtrace events status --remote NAME')",
+			       pat);
+	return hvt_err(-ENOENT,
+		       "no event matches '%s' (see 'hvtrace events status "
+		       "--remote NAME')",
+		       pat);
+}
+
+/* Subscribed, then the kernel running (record.c), then the remotes'
+ * events enabled: once a writer sees its events enabled, what it does
+ * next (a trace_marker write) must land in a running buffer. */
+static int dr_subscribe(struct hvt_tdat_rset *r)
+{
+	unsigned int i;
+	int ret = 0;
+
 	for (i = 0; !ret && i < r->nr_src; i++)
 		ret = hvt_dfeed_subscribe(r->feed, r->src[i]->rec.id, -1, 0,
 					  NULL);
-	if (!ret && r->kern)
-		ret = hvt_tdat_rkernel_start(r->kern);
-	for (i = 0; !ret && n && i < r->nr_src; i++)
-		ret = dr_enable(r, r->src[i], &evs[i]);
-	for (i = 0; i < r->nr_src; i++)
-		hvt_devents_free(&evs[i]);
-	free(evs);
-	free(hits);
-	if (!ret)
-		r->started = true;
+	return ret;
+}
+
+static int dr_start(struct hvt_tdat_rset *r)
+{
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; !ret && r->rec->events[0] && i < r->nr_src; i++)
+		ret = dr_enable(r, r->src[i], &r->evs[i]);
+	dr_free_evs(r);
 	r->next_refresh = dr_now() + DR_REFRESH_NS;
 	return ret;
 }
 
-static struct dr_src *dr_src_of(struct hvtrace_tracedat_drecord *r, uint32_t id)
+static struct dr_src *dr_src_of(struct hvt_tdat_rset *r, uint32_t id)
 {
 	unsigned int i;
 
@@ -514,7 +460,7 @@ static struct dr_src *dr_src_of(struct hvtrace_tracedat_drecord *r, uint32_t id)
 static int dr_batch_event(void *arg, uint64_t ts, const uint8_t *p,
 			  uint32_t len)
 {
-	struct hvtrace_tracedat_drecord *r = arg;
+	struct hvt_tdat_rset *r = arg;
 	struct dr_ev *e;
 
 	if (r->nr_batch == r->cap_batch) {
@@ -553,11 +499,11 @@ static int dr_batch_event(void *arg, uint64_t ts, const uint8_t *p,
 static void dr_note_pid(struct dr_src *s, int pid)
 {
 	if (s->rec.writer_kind == HVT_WRITER_LOOPBACK)
-		hvt_tdat_pids_note(&s->pids, s->r->w, s->r->pid_named, pid);
+		hvt_tdat_pids_note(&s->pids, s->r->w, s->r->rec->pid_named, pid);
 }
 
 /* Convert the batch's timestamps, remap ids, pack. */
-static int dr_flush_batch(struct hvtrace_tracedat_drecord *r)
+static int dr_flush_batch(struct hvt_tdat_rset *r)
 {
 	uint64_t *ts;
 	size_t i;
@@ -632,9 +578,9 @@ static int dr_flush_batch(struct hvtrace_tracedat_drecord *r)
 		if ((s->known[id / 8] >> (id % 8)) & 1) {
 			fid = s->idmap[id];
 		} else {
-			fid = (uint16_t)r->ids.unknown_id;
+			fid = (uint16_t)r->rec->ids.unknown_id;
 			s->st.unknown++;
-			r->ids.unknown_total++;
+			r->rec->ids.unknown_total++;
 		}
 		memcpy(rec, &fid, 2);
 		memcpy(&pid, rec + 4, 4);
@@ -648,7 +594,7 @@ static int dr_flush_batch(struct hvtrace_tracedat_drecord *r)
 }
 
 /* One page of the feed into the batch. */
-static int dr_page(struct hvtrace_tracedat_drecord *r,
+static int dr_page(struct hvt_tdat_rset *r,
 		   const struct hvt_dpage *pg)
 {
 	struct dr_src *s = dr_src_of(r, pg->remote);
@@ -692,7 +638,7 @@ static int dr_page(struct hvtrace_tracedat_drecord *r,
 }
 
 /* Pages that are there now (or within @wait_ms), packed. */
-static int dr_pump(struct hvtrace_tracedat_drecord *r, int wait_ms)
+static int dr_pump(struct hvt_tdat_rset *r, int wait_ms)
 {
 	struct hvt_dpage *pg;
 	int ret, got = 0;
@@ -715,7 +661,7 @@ static int dr_pump(struct hvtrace_tracedat_drecord *r, int wait_ms)
 	return ret ? ret : got;
 }
 
-static int dr_refresh(struct hvtrace_tracedat_drecord *r)
+static int dr_refresh(struct hvt_tdat_rset *r)
 {
 	struct hvt_remote_rec *v;
 	uint32_t n, i, k;
@@ -757,20 +703,11 @@ static int dr_refresh(struct hvtrace_tracedat_drecord *r)
 	return 0;
 }
 
-HVTRACE_API int
-hvtrace_tracedat_drecord_poll(struct hvtrace_tracedat_drecord *r,
-			      unsigned int max_wait_ms)
+static int dr_poll(struct hvt_tdat_rset *r, int kn, unsigned int max_wait_ms)
 {
 	unsigned int i, done = 0;
-	int ret, kn = 0;
+	int ret;
 
-	if (!r || !r->started)
-		return hvt_err(-EINVAL, "record: not started");
-	if (r->kern) {
-		kn = hvt_tdat_rkernel_read(r->kern);
-		if (kn < 0)
-			return kn;
-	}
 	/* No wait when the kernel had events: more may be pending. */
 	ret = dr_pump(r, kn ? 0 : (int)(max_wait_ms > 100 ? 100 : max_wait_ms));
 	if (ret < 0)
@@ -798,31 +735,21 @@ hvtrace_tracedat_drecord_poll(struct hvtrace_tracedat_drecord *r,
 	}
 	for (i = 0; i < r->nr_src; i++)
 		done += r->src[i]->finished;
-	/* With only the kernel, until stopped. */
 	return r->nr_src && done == r->nr_src ? 0 : 1;
 }
 
-HVTRACE_API unsigned int
-hvtrace_tracedat_drecord_nr_sources(const struct hvtrace_tracedat_drecord *r)
+static unsigned int dr_nr_sources(const struct hvt_tdat_rset *r)
 {
-	return r ? r->nr_src + !!r->kern : 0;
+	return r->nr_src;
 }
 
-HVTRACE_API int
-hvtrace_tracedat_drecord_source_stats(const struct hvtrace_tracedat_drecord *r,
-				      unsigned int i,
-				      struct hvtrace_tracedat_source_stats *st)
+static const struct hvtrace_tracedat_source_stats *
+dr_stats(const struct hvt_tdat_rset *r, unsigned int i)
 {
-	if (!r || !st || i >= r->nr_src + !!r->kern)
-		return hvt_err(-EINVAL, "record: no source %u", i);
-	if (r->kern && i == 0)
-		*st = r->kern->st;
-	else
-		*st = r->src[i - !!r->kern]->st;
-	return 0;
+	return &r->src[i]->st;
 }
 
-static void dr_restore(struct hvtrace_tracedat_drecord *r)
+static void dr_restore(struct hvt_tdat_rset *r)
 {
 	unsigned int i, k;
 
@@ -844,21 +771,12 @@ static void dr_restore(struct hvtrace_tracedat_drecord *r)
 	}
 }
 
-HVTRACE_API int
-hvtrace_tracedat_drecord_stop(struct hvtrace_tracedat_drecord *r)
+/* What the remotes committed until now (before the kernel drains). */
+static void dr_stop(struct hvt_tdat_rset *r)
 {
 	unsigned int i;
-	uint32_t c;
-	int ret = 0;
 
-	if (!r)
-		return hvt_err(-EINVAL, "record: NULL");
-	if (r->stopped)
-		return 0;
-	r->stopped = true;
-	/* The kernel stops producing; it is read to the end below. */
-	hvt_tdat_rkernel_stop(r->kern);
-	for (i = 0; r->started && i < r->nr_src; i++) {
+	for (i = 0; r->rec->started && i < r->nr_src; i++) {
 		struct dr_src *s = r->src[i];
 
 		if (s->finished)
@@ -869,10 +787,16 @@ hvtrace_tracedat_drecord_stop(struct hvtrace_tracedat_drecord *r)
 			while (dr_pump(r, 0) > 0)
 				;
 	}
-	if (r->started)
+	if (r->rec->started)
 		dr_pump(r, 0);
-	if (r->kern)
-		ret = hvt_tdat_rkernel_drain(r->kern);
+}
+
+/* After the kernel drained: enable states back, the last pages closed. */
+static int dr_drain(struct hvt_tdat_rset *r, int ret)
+{
+	unsigned int i;
+	uint32_t c;
+
 	dr_restore(r);
 	for (i = 0; i < r->nr_src && !ret; i++) {
 		struct dr_src *s = r->src[i];
@@ -888,15 +812,12 @@ hvtrace_tracedat_drecord_stop(struct hvtrace_tracedat_drecord *r)
 	return ret;
 }
 
-static int dr_cpustats(struct hvtrace_tracedat_drecord *r)
+static int dr_cpustats(struct hvt_tdat_rset *r)
 {
 	struct hvt_m_stats *st = NULL;
 	unsigned int i;
 	int ret = 0;
 
-	/* The kernel's CPUs first: the top-level buffer's. */
-	if (r->kern)
-		ret = hvt_tdat_rkernel_add_cpustats(r->kern);
 	for (i = 0; i < r->nr_src && !ret; i++) {
 		struct dr_src *s = r->src[i];
 		uint64_t ts[2 * HVT_ABI_MAX_CPUS];
@@ -958,7 +879,7 @@ static int dr_cpustats(struct hvtrace_tracedat_drecord *r)
 }
 
 /* saved_cmdlines of a remote's agent into the file. */
-static void dr_cmdlines(struct hvtrace_tracedat_drecord *r, struct dr_src *s)
+static void dr_cmdlines(struct hvt_tdat_rset *r, struct dr_src *s)
 {
 	char *text = NULL, *line, *save = NULL;
 
@@ -975,27 +896,23 @@ static void dr_cmdlines(struct hvtrace_tracedat_drecord *r, struct dr_src *s)
 	free(text);
 }
 
-static int dr_metadata(struct hvtrace_tracedat_drecord *r)
+static void dr_geometry(struct hvt_tdat_rset *r, uint32_t *sb, uint32_t *cpus)
 {
-	uint32_t sb = 4096, cpus = 0;
-	unsigned int i, j;
-	int ret;
+	unsigned int i;
 
-	if (r->kern) {
-		sb = r->kern->subbuf_size > sb ? r->kern->subbuf_size : sb;
-		cpus = r->kern->nr_cpus;
-	}
 	for (i = 0; i < r->nr_src; i++) {
-		if (r->src[i]->rec.subbuf_size > sb)
-			sb = r->src[i]->rec.subbuf_size;
-		if (r->src[i]->rec.nr_cpus > cpus)
-			cpus = r->src[i]->rec.nr_cpus;
+		if (r->src[i]->rec.subbuf_size > *sb)
+			*sb = r->src[i]->rec.subbuf_size;
+		if (r->src[i]->rec.nr_cpus > *cpus)
+			*cpus = r->src[i]->rec.nr_cpus;
 	}
-	/* header_page / header_event: the kernel's own, else ours. */
-	ret = hvt_tdat_rec_set_headers(r->w, r->kern, sb);
-	/* Formats: the kernel's (seen, enabled, ftrace), then the remotes'. */
-	if (!ret && r->kern)
-		ret = hvt_tdat_rkernel_add_formats(r->kern);
+}
+
+static int dr_formats(struct hvt_tdat_rset *r)
+{
+	unsigned int i, j;
+	int ret = 0;
+
 	for (j = 0; !ret && j < r->nr_src; j++) {
 		struct dr_src *s = r->src[j];
 
@@ -1007,47 +924,22 @@ static int dr_metadata(struct hvtrace_tracedat_drecord *r)
 		if (!ret && s->rec.writer_kind != HVT_WRITER_LOOPBACK)
 			dr_cmdlines(r, s);
 	}
-	if (!ret && r->ids.unknown_total)
-		ret = hvt_tdat_rec_add_unknown(r->w, r->ids.unknown_id);
-	if (!ret && r->kern)
-		ret = hvt_tdat_rkernel_add_files(r->kern);
-	/* The kernel's trace clock if it is recorded, else mono. */
-	if (!ret)
-		ret = hvt_tdat_rec_add_options(r->w, r->kern);
-	if (!ret)
-		ret = dr_cpustats(r);
-	if (!ret)
-		ret = hvt_tdat_rec_add_cpucount(r->w, cpus);
 	return ret;
 }
 
-HVTRACE_API int
-hvtrace_tracedat_drecord_finish(struct hvtrace_tracedat_drecord *r)
-{
-	int ret;
-
-	if (!r)
-		return hvt_err(-EINVAL, "record: NULL");
-	ret = hvtrace_tracedat_drecord_stop(r);
-	if (!ret)
-		ret = dr_metadata(r);
-	/* The kernel's settings back (and a created instance gone) before
-	 * the file is complete. */
-	hvt_tdat_rkernel_close(r->kern);
-	r->kern = NULL;
-	ret = hvt_tdat_rec_end(r->w, ret);
-	r->w = NULL;
-	dr_free(r);
-	return ret;
-}
-
-HVTRACE_API void
-hvtrace_tracedat_drecord_abort(struct hvtrace_tracedat_drecord *r)
-{
-	if (!r)
-		return;
-	dr_restore(r);
-	hvtrace_tracedat_writer_abort(r->w);
-	r->w = NULL;
-	dr_free(r);
-}
+static const struct hvt_tdat_rset_ops dr_ops = {
+	.place = dr_place,
+	.no_match = dr_no_match,
+	.pre_start = dr_subscribe,
+	.start = dr_start,
+	.poll = dr_poll,
+	.stop = dr_stop,
+	.drain = dr_drain,
+	.restore = dr_restore,
+	.geometry = dr_geometry,
+	.formats = dr_formats,
+	.cpustats = dr_cpustats,
+	.nr_sources = dr_nr_sources,
+	.stats = dr_stats,
+	.free = dr_free,
+};
