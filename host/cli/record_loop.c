@@ -60,7 +60,9 @@ static void rec_status(const struct hvt_cli_rec *rec, double elapsed,
 	n = (size_t)snprintf(line, sizeof(line),
 			     "%6.1fs  %s events  %s/s  lost %llu", elapsed, a,
 			     b, (unsigned long long)lost);
-	for (i = 0; i < hvtrace_tracedat_record_nr_sources(rec->r) && n < sizeof(line) - 1; i++) {
+	for (i = 0; i < hvtrace_tracedat_record_nr_sources(rec->r) &&
+		    n < sizeof(line) - 1;
+	     i++) {
 		if (hvtrace_tracedat_record_source_stats(rec->r, i, &st))
 			continue;
 		rec_human(a, sizeof(a), (double)st.bytes);

@@ -39,7 +39,7 @@
 #define RC_PAGES_PER_POLL 64u /* per CPU, for fairness */
 #define RC_SYNC_PERIOD_NS 200000000ULL
 #define RC_SYNC_GIVE_UP	  5u
-#define RC_AUTO_THREADS	  8u   /* at most, when not asked */
+#define RC_AUTO_THREADS	  8u /* at most, when not asked */
 
 /*
  * What a reader thread changes while it reads one CPU of an area: counter
@@ -174,8 +174,7 @@ static int rc_src_alloc_cpus(struct rc_src *s)
 
 static void rc_note_pid(struct rc_src *s, int pid);
 
-static bool rc_name_taken(const struct hvt_tdat_rset *r,
-			  const char *name)
+static bool rc_name_taken(const struct hvt_tdat_rset *r, const char *name)
 {
 	unsigned int i;
 

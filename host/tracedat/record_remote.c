@@ -31,8 +31,8 @@
 #include "tdat.h"
 #include "../proto/dfeed.h"
 
-#define DR_REFRESH_NS  200000000ULL /* remote state polls */
-#define DR_FORMATS_NS  500000000ULL /* unknown ids: formats again */
+#define DR_REFRESH_NS 200000000ULL /* remote state polls */
+#define DR_FORMATS_NS 500000000ULL /* unknown ids: formats again */
 
 struct dr_cpu {
 	struct hvt_tdat_rcpu rc;
@@ -177,8 +177,8 @@ static int dr_set_get(struct hvtrace_tracedat_record *rec,
 }
 
 /* Give new formats of @s ids that mean one event in the whole file. */
-static int dr_place_formats(struct hvt_tdat_rset *r,
-			    struct dr_src *s, const struct hvt_devents *evs)
+static int dr_place_formats(struct hvt_tdat_rset *r, struct dr_src *s,
+			    const struct hvt_devents *evs)
 {
 	unsigned int i;
 	int ret;
@@ -192,11 +192,14 @@ static int dr_place_formats(struct hvt_tdat_rset *r,
 			continue;
 		/* The same format already placed (another remote of the same
 		 * kind)? */
-		id = hvt_tdat_ids_find(&r->rec->ids, e->system, e->format, NULL);
+		id = hvt_tdat_ids_find(&r->rec->ids, e->system, e->format,
+				       NULL);
 		if (!id) {
 			id = want;
-			if (!id || hvt_tdat_ids_used(&r->rec->ids, r->rec->kern, id)) {
-				ret = hvt_tdat_ids_alloc(&r->rec->ids, r->rec->kern, &id);
+			if (!id ||
+			    hvt_tdat_ids_used(&r->rec->ids, r->rec->kern, id)) {
+				ret = hvt_tdat_ids_alloc(&r->rec->ids,
+							 r->rec->kern, &id);
 				if (ret)
 					return ret;
 			}
@@ -216,8 +219,8 @@ static int dr_place_formats(struct hvt_tdat_rset *r,
 	return 0;
 }
 
-static int dr_fetch_formats(struct hvt_tdat_rset *r,
-			    struct dr_src *s, struct hvt_devents *evs)
+static int dr_fetch_formats(struct hvt_tdat_rset *r, struct dr_src *s,
+			    struct hvt_devents *evs)
 {
 	int ret;
 
@@ -499,7 +502,8 @@ static int dr_batch_event(void *arg, uint64_t ts, const uint8_t *p,
 static void dr_note_pid(struct dr_src *s, int pid)
 {
 	if (s->rec.writer_kind == HVT_WRITER_LOOPBACK)
-		hvt_tdat_pids_note(&s->pids, s->r->w, s->r->rec->pid_named, pid);
+		hvt_tdat_pids_note(&s->pids, s->r->w, s->r->rec->pid_named,
+				   pid);
 }
 
 /* Convert the batch's timestamps, remap ids, pack. */
@@ -594,8 +598,7 @@ static int dr_flush_batch(struct hvt_tdat_rset *r)
 }
 
 /* One page of the feed into the batch. */
-static int dr_page(struct hvt_tdat_rset *r,
-		   const struct hvt_dpage *pg)
+static int dr_page(struct hvt_tdat_rset *r, const struct hvt_dpage *pg)
 {
 	struct dr_src *s = dr_src_of(r, pg->remote);
 	uint64_t lost = 0, drops;
