@@ -25,7 +25,6 @@
  * passes.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +38,6 @@
 #define RC_PAGES_PER_POLL 64u /* per CPU, for fairness */
 #define RC_SYNC_PERIOD_NS 200000000ULL
 #define RC_SYNC_GIVE_UP	  5u
-#define RC_AUTO_THREADS	  8u /* at most, when not asked */
 
 /*
  * What a reader thread changes while it reads one CPU of an area: counter
@@ -56,18 +54,10 @@ struct rc_cpu {
 	char err[256];
 };
 
-/* CPU @cpu of area @s, read by thread (index in the list) % nr_readers. */
+/* CPU @cpu of area @s: one job of the reader threads. */
 struct rc_job {
 	struct rc_src *s;
 	uint32_t cpu;
-};
-
-/* A reader thread; the first one is the calling thread itself. */
-struct rc_thread {
-	struct hvt_tdat_rset *r;
-	unsigned int idx;
-	pthread_t th;
-	uint8_t *page; /* read buffer, one sub-buffer */
 };
 
 /* An area being recorded. */
@@ -106,19 +96,11 @@ struct hvt_tdat_rset {
 	struct rc_src *src[HVT_TDAT_REC_MAX_SOURCES];
 	unsigned int nr_src;
 
-	/* Reader threads: CPU j of the flattened list of all areas' CPUs
-	 * is read by thread j % nr_readers. */
-	unsigned int nr_readers; /* with the calling thread */
-	struct rc_thread *th;
-	unsigned int nr_started; /* threads created, beside the caller */
+	/* Reader threads: job j is CPU j of the flattened list of all
+	 * areas' CPUs (record_readers.c). */
+	struct hvt_tdat_readers *readers;
 	struct rc_job *jobs;
 	unsigned int nr_jobs;
-	pthread_mutex_t mu;
-	pthread_cond_t go;   /* pairs with the wait in rc_thread_main() */
-	pthread_cond_t done; /* pairs with the wait in rc_pass() */
-	unsigned int gen;    /* passes started */
-	unsigned int busy;   /* threads still in this pass */
-	bool quit;
 };
 
 static void rc_free_src(struct rc_src *s)
@@ -533,59 +515,13 @@ static void rc_read_cpu(struct rc_src *s, uint32_t cpu, uint8_t *page)
 	}
 }
 
-/* Thread @t's share of the pass: every nr_readers-th CPU. */
-static void rc_work(struct hvt_tdat_rset *r, unsigned int t)
+/* Job @j of a pass (on a reader thread): one CPU of an active area. */
+static void rc_job(void *ctx, unsigned int j, uint8_t *page)
 {
-	unsigned int j;
+	struct hvt_tdat_rset *r = ctx;
 
-	for (j = t; j < r->nr_jobs; j += r->nr_readers)
-		if (r->jobs[j].s->active)
-			rc_read_cpu(r->jobs[j].s, r->jobs[j].cpu,
-				    r->th[t].page);
-}
-
-static void *rc_thread_main(void *arg)
-{
-	struct rc_thread *t = arg;
-	struct hvt_tdat_rset *r = t->r;
-	unsigned int seen = 0;
-
-	pthread_mutex_lock(&r->mu);
-	for (;;) {
-		/* Pairs with the broadcasts in rc_pass(), rc_threads_stop(). */
-		while (!r->quit && r->gen == seen)
-			pthread_cond_wait(&r->go, &r->mu);
-		if (r->quit)
-			break;
-		seen = r->gen;
-		pthread_mutex_unlock(&r->mu);
-		rc_work(r, t->idx);
-		pthread_mutex_lock(&r->mu);
-		/* Pairs with the wait in rc_pass(). */
-		if (!--r->busy)
-			pthread_cond_signal(&r->done);
-	}
-	pthread_mutex_unlock(&r->mu);
-	return NULL;
-}
-
-/* One pass over the CPUs of the active sources, on all reader threads. */
-static void rc_pass(struct hvt_tdat_rset *r)
-{
-	if (r->nr_started) {
-		pthread_mutex_lock(&r->mu);
-		r->gen++;
-		r->busy = r->nr_started;
-		pthread_cond_broadcast(&r->go);
-		pthread_mutex_unlock(&r->mu);
-	}
-	rc_work(r, 0);
-	if (r->nr_started) {
-		pthread_mutex_lock(&r->mu);
-		while (r->busy)
-			pthread_cond_wait(&r->done, &r->mu);
-		pthread_mutex_unlock(&r->mu);
-	}
+	if (r->jobs[j].s->active)
+		rc_read_cpu(r->jobs[j].s, r->jobs[j].cpu, page);
 }
 
 /*
@@ -626,53 +562,17 @@ static int rc_fold(struct rc_src *s)
 
 static void rc_threads_stop(struct hvt_tdat_rset *r)
 {
-	unsigned int i;
-
-	if (r->nr_started) {
-		pthread_mutex_lock(&r->mu);
-		r->quit = true;
-		pthread_cond_broadcast(&r->go);
-		pthread_mutex_unlock(&r->mu);
-		for (i = 1; i <= r->nr_started; i++)
-			pthread_join(r->th[i].th, NULL);
-		r->nr_started = 0;
-	}
-	if (r->th) {
-		pthread_mutex_destroy(&r->mu);
-		pthread_cond_destroy(&r->go);
-		pthread_cond_destroy(&r->done);
-	}
-	for (i = 0; r->th && i < r->nr_readers; i++)
-		free(r->th[i].page);
-	free(r->th);
+	hvt_tdat_readers_stop(r->readers);
+	r->readers = NULL;
 	free(r->jobs);
-	r->th = NULL;
 	r->jobs = NULL;
-}
-
-/* How many: as asked, else one per area CPU up to the online CPUs and
- * RC_AUTO_THREADS. */
-static unsigned int rc_nr_readers(const struct hvt_tdat_rset *r)
-{
-	long online = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned int n = r->rec->want_threads;
-
-	if (!n) {
-		n = RC_AUTO_THREADS;
-		if (online > 0 && (unsigned long)online < n)
-			n = (unsigned int)online;
-	}
-	if (n > r->nr_jobs)
-		n = r->nr_jobs;
-	return n ? n : 1;
 }
 
 static int rc_threads_start(struct hvt_tdat_rset *r)
 {
 	uint32_t sb = 0, c;
-	sigset_t all, old;
 	unsigned int i;
-	int ret = 0;
+	int ret;
 
 	for (i = 0; i < r->nr_src; i++) {
 		r->nr_jobs += r->src[i]->nr_cpus;
@@ -680,19 +580,8 @@ static int rc_threads_start(struct hvt_tdat_rset *r)
 			sb = r->src[i]->subbuf_size;
 	}
 	r->jobs = calloc(r->nr_jobs ? r->nr_jobs : 1, sizeof(*r->jobs));
-	r->nr_readers = rc_nr_readers(r);
-	r->rec->nr_readers = r->nr_readers;
-	r->th = calloc(r->nr_readers, sizeof(*r->th));
-	if (!r->jobs || !r->th) {
-		free(r->jobs);
-		free(r->th);
-		r->jobs = NULL;
-		r->th = NULL;
+	if (!r->jobs)
 		return hvt_err(-ENOMEM, "out of memory");
-	}
-	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->go, NULL);
-	pthread_cond_init(&r->done, NULL);
 	r->nr_jobs = 0;
 	for (i = 0; i < r->nr_src; i++) {
 		for (c = 0; c < r->src[i]->nr_cpus; c++) {
@@ -700,33 +589,10 @@ static int rc_threads_start(struct hvt_tdat_rset *r)
 			r->jobs[r->nr_jobs++].cpu = c;
 		}
 	}
-	for (i = 0; i < r->nr_readers; i++) {
-		r->th[i].r = r;
-		r->th[i].idx = i;
-		r->th[i].page = malloc(sb ? sb : 1);
-		if (!r->th[i].page)
-			return hvt_err(-ENOMEM, "out of memory");
-	}
-	/* Signals stay with the calling thread (SIGBUS, synchronous, goes
-	 * to the thread that faults, and its guard is per thread). */
-	sigfillset(&all);
-	sigdelset(&all, SIGBUS);
-	sigdelset(&all, SIGSEGV);
-	sigdelset(&all, SIGFPE);
-	sigdelset(&all, SIGILL);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	for (i = 1; i < r->nr_readers; i++) {
-		ret = -pthread_create(&r->th[i].th, NULL, rc_thread_main,
-				      &r->th[i]);
-		if (ret)
-			break;
-		r->nr_started++;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret)
-		return hvt_err(ret, "cannot start reader thread %u: %s", i,
-			       strerror(-ret));
-	return 0;
+	ret = hvt_tdat_readers_start(r->rec->want_threads, r->nr_jobs, sb,
+				     rc_job, r, &r->readers);
+	r->rec->nr_readers = hvt_tdat_readers_nr(r->readers);
+	return ret;
 }
 
 static bool rc_writer_dead(const struct rc_src *s)
@@ -777,7 +643,7 @@ static int rc_poll(struct hvt_tdat_rset *r, int kernel_events,
 		if (!s->stop_seen && !s->sync_off && now >= s->next_sync)
 			rc_sync(s, 1, 2);
 	}
-	rc_pass(r);
+	hvt_tdat_readers_pass(r->readers);
 	for (i = 0; i < r->nr_src; i++) {
 		struct rc_src *s = r->src[i];
 
@@ -905,7 +771,7 @@ static int rc_drain(struct hvt_tdat_rset *r, int ret)
 
 		for (i = 0; i < r->nr_src; i++)
 			r->src[i]->active = !r->src[i]->gone;
-		rc_pass(r);
+		hvt_tdat_readers_pass(r->readers);
 		for (i = 0; i < r->nr_src; i++) {
 			if (!r->src[i]->active)
 				continue;
