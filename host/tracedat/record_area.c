@@ -47,10 +47,8 @@
  */
 struct rc_cpu {
 	struct hvtrace_tracedat_source_stats d;
-	int last_pid;
-	int *pend; /* pids to name, in the order met */
-	unsigned int nr_pend;
-	int ret; /* pages read in the pass, or -errno */
+	struct hvt_tdat_pend pend; /* pids to name, in the order met */
+	int ret;		   /* pages read in the pass, or -errno */
 	char err[256];
 };
 
@@ -112,7 +110,7 @@ static void rc_free_src(struct rc_src *s)
 	for (c = 0; s->cpu && c < s->nr_cpus; c++)
 		hvt_tdat_rcpu_fini(&s->cpu[c]);
 	for (c = 0; s->rc && c < s->nr_cpus; c++)
-		free(s->rc[c].pend);
+		hvt_tdat_pend_fini(&s->rc[c].pend);
 	free(s->cpu);
 	free(s->rc);
 	free(s->idmap);
@@ -153,8 +151,6 @@ static int rc_src_alloc_cpus(struct rc_src *s)
 	s->st.nr_cpus = s->nr_cpus;
 	return 0;
 }
-
-static void rc_note_pid(struct rc_src *s, int pid);
 
 static bool rc_name_taken(const struct hvt_tdat_rset *r, const char *name)
 {
@@ -258,7 +254,9 @@ int hvt_tdat_rarea_add(struct hvtrace_tracedat_record *rec, const char *spec,
 	s->buffer = ret;
 	r->src[r->nr_src++] = s;
 	if (s->info.writer_kind == HVT_WRITER_LOOPBACK)
-		rc_note_pid(s, (int)s->info.writer_pid);
+		/* A local writer: a host process, named from /proc. */
+		hvt_tdat_pids_note(&s->pids, r->w, rec->pid_named,
+				   (int)s->info.writer_pid);
 	/* Source indexes: the kernel first. */
 	return (int)(r->nr_src - 1 + !!rec->kern);
 }
@@ -395,43 +393,6 @@ static int rc_start(struct hvt_tdat_rset *r)
 	return rc_threads_start(r);
 }
 
-/* A pid of a local writer: a host process, named from /proc. */
-static void rc_note_pid(struct rc_src *s, int pid)
-{
-	hvt_tdat_pids_note(&s->pids, s->r->w, s->r->rec->pid_named, pid);
-}
-
-/*
- * A pid in an event, on a reader thread: kept for the calling thread to
- * name (rc_fold()) unless the source named it already.  The source's
- * bitmap only changes between passes, so reading it here is safe.
- */
-static void rc_cpu_note_pid(struct rc_src *s, struct rc_cpu *x, int pid)
-{
-	unsigned int i;
-
-	if (pid == x->last_pid)
-		return;
-	x->last_pid = pid;
-	if (pid <= 0 || pid >= HVT_TDAT_PID_MAX ||
-	    s->pids.nr >= HVT_TDAT_SRC_MAX_PIDS ||
-	    (s->pids.seen && ((s->pids.seen[pid / 8] >> (pid % 8)) & 1)))
-		return;
-	for (i = 0; i < x->nr_pend; i++)
-		if (x->pend[i] == pid)
-			return;
-	/* The source names at most HVT_TDAT_SRC_MAX_PIDS: no CPU can
-	 * bring more. */
-	if (x->nr_pend >= HVT_TDAT_SRC_MAX_PIDS)
-		return;
-	if (!x->pend) {
-		x->pend = malloc(HVT_TDAT_SRC_MAX_PIDS * sizeof(*x->pend));
-		if (!x->pend)
-			return; /* unnamed, as a pid /proc cannot name */
-	}
-	x->pend[x->nr_pend++] = pid;
-}
-
 /* One page from an area's reader: convert, remap, pack. */
 static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 			const struct hvtrace_page_info *info)
@@ -476,7 +437,7 @@ static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 			int32_t pid;
 
 			memcpy(&pid, it.payload + 4, 4);
-			rc_cpu_note_pid(s, x, pid);
+			hvt_tdat_pend_note(&x->pend, &s->pids, pid);
 		}
 		ret = hvt_tdat_rcpu_put_event_id(
 			c, hvtrace_area_to_host_ns(s->area, it.ts, NULL),
@@ -532,7 +493,6 @@ static void rc_job(void *ctx, unsigned int j, uint8_t *page)
 static int rc_fold(struct rc_src *s)
 {
 	int ret = 0, n = 0;
-	unsigned int i;
 	uint32_t c;
 
 	for (c = 0; c < s->nr_cpus; c++) {
@@ -547,9 +507,8 @@ static int rc_fold(struct rc_src *s)
 		s->st.clamped += x->d.clamped;
 		s->r->rec->ids.unknown_total += x->d.unknown;
 		memset(&x->d, 0, sizeof(x->d));
-		for (i = 0; i < x->nr_pend; i++)
-			rc_note_pid(s, x->pend[i]);
-		x->nr_pend = 0;
+		hvt_tdat_pend_fold(&x->pend, &s->pids, s->r->w,
+				   s->r->rec->pid_named);
 		if (x->ret < 0 && !ret) {
 			ret = hvt_err(x->ret, "%s", x->err);
 		} else if (x->ret > 0) {

@@ -325,6 +325,27 @@ HVT_INTERNAL void hvt_tdat_pids_note(struct hvt_tdat_pids *p,
 				     uint8_t *named, int pid);
 HVT_INTERNAL void hvt_tdat_pids_fini(struct hvt_tdat_pids *p);
 
+/*
+ * Host pids a reader thread met (record_readers.c) that its source had
+ * not named yet, in the order met: the calling thread names them between
+ * passes, so the file does not depend on the threads.
+ */
+struct hvt_tdat_pend {
+	int last_pid;
+	int *pid;
+	unsigned int nr;
+};
+
+/* On the reader thread; @p: the source's pids (read only). */
+HVT_INTERNAL void hvt_tdat_pend_note(struct hvt_tdat_pend *x,
+				     const struct hvt_tdat_pids *p, int pid);
+/* On the calling thread: name them (hvt_tdat_pids_note()), forget them. */
+HVT_INTERNAL void hvt_tdat_pend_fold(struct hvt_tdat_pend *x,
+				     struct hvt_tdat_pids *p,
+				     struct hvtrace_tracedat_writer *w,
+				     uint8_t *named);
+HVT_INTERNAL void hvt_tdat_pend_fini(struct hvt_tdat_pend *x);
+
 /* Counters of one CPU, as the kernel's per_cpu/cpuN/stats file has them. */
 struct hvt_tdat_cpustat {
 	uint32_t cpu;
