@@ -221,9 +221,10 @@ HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
 		return hvt_err(-EINVAL, "record: NULL");
 	if (r->started)
 		return 0;
-	if (!r->kern && !r->ops)
-		return hvt_err(-EINVAL, "record: nothing to record: give areas "
-					"or --kernel");
+	if (!hvtrace_tracedat_record_nr_sources(r))
+		return hvt_err(-EINVAL,
+			       "record: nothing to record: give %s or --kernel",
+			       r->ops ? r->ops->kind : "areas");
 	while (r->events[n])
 		n++;
 	hits = calloc(n + 1, sizeof(*hits));

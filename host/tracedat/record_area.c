@@ -769,6 +769,7 @@ static int rc_drain(struct hvt_tdat_rset *r, int ret)
 }
 
 static const struct hvt_tdat_rset_ops rc_ops = {
+	.kind = "areas",
 	.place = rc_place,
 	.no_match = rc_no_match,
 	.start = rc_start,

@@ -480,6 +480,7 @@ static int dr_formats(struct hvt_tdat_rset *r)
 }
 
 static const struct hvt_tdat_rset_ops dr_ops = {
+	.kind = "remotes",
 	.place = dr_place,
 	.no_match = dr_no_match,
 	.pre_start = dr_subscribe,

@@ -465,6 +465,7 @@ struct hvt_tdat_rset;
  *   geometry, formats, cpustats (metadata); free.   abort: restore, free.
  */
 struct hvt_tdat_rset_ops {
+	const char *kind; /* "areas", "remotes": what the user gives */
 	/* File ids for the formats; hits[p] += events pattern p selects. */
 	int (*place)(struct hvt_tdat_rset *set, unsigned int *hits);
 	/* -ENOENT with the error for pattern @pat that matched nothing. */
