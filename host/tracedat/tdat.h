@@ -10,8 +10,10 @@
  *   record.c   the recorder: one file, the host kernel, and a source
  *              set behind struct hvt_tdat_rset_ops (start, poll, stop,
  *              finishing)
- *   record_area.c    the source set of trace areas (reader threads)
- *   record_remote.c  the source set of remotes of hvtraced
+ *   record_area.c    the source set of trace areas
+ *   record_readers.c the reader threads a set runs its per-CPU jobs on
+ *   record_remote.c  the source set of remotes of hvtraced (rremote.h),
+ *   record_rpages.c  ... and the pages of its feed
  *   record_common.c  what the sets share: per-CPU packing, file-wide
  *              event ids, host pids, the host kernel as a source,
  *              metadata and finishing
