@@ -73,13 +73,11 @@ void hvt_cli_catch_stop_signals(bool hangup);
 /* --- hvtrace record: what areas and remotes share (record_loop.c) ------- */
 
 struct hvtrace_tracedat_record;
-struct hvtrace_tracedat_drecord;
 
-/* A started recording: of areas (@r) or of remotes (@dr), either with the
- * host kernel or not. */
+/* A started recording: of areas or of remotes, either with the host
+ * kernel or not. */
 struct hvt_cli_rec {
 	struct hvtrace_tracedat_record *r;
-	struct hvtrace_tracedat_drecord *dr;
 	const char *path;	       /* the trace.dat */
 	double duration;	       /* seconds, 0: none */
 	unsigned long long max_events; /* 0: none */

@@ -364,26 +364,19 @@ static void rs_status(struct rs *s, uint64_t t0, bool final)
 		secs > 0 ? (double)s->printed / secs : 0, s->lost, s->bytes);
 }
 
-/* The remote's current record; -ENOENT once it is gone. */
-static int rs_refresh(struct rs *s, struct hvt_remote_rec *now)
+/* What became of the remote (hvt_dremote_now()); -errno. */
+static int rs_refresh(struct rs *s)
 {
 	struct hvt_remote_rec *v;
-	uint32_t n, i;
+	uint32_t n;
 	int ret;
 
 	ret = hvt_dremotes(s->dc, &v, &n);
 	if (ret)
 		return ret;
-	for (i = 0; i < n; i++)
-		if (v[i].id == s->rec.id)
-			break;
-	if (i == n) {
-		free(v);
-		return -ENOENT;
-	}
-	*now = v[i];
+	ret = (int)hvt_dremote_now(v, n, &s->rec, NULL);
 	free(v);
-	return 0;
+	return ret;
 }
 
 static int rs_open(struct rs *s)
@@ -497,11 +490,9 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 		if (now >= deadline)
 			break;
 		if (now - last_refresh >= RS_REFRESH_NS) {
-			struct hvt_remote_rec cur;
-
 			last_refresh = now;
-			ret = rs_refresh(&s, &cur);
-			if (ret == -ENOENT) {
+			ret = rs_refresh(&s);
+			if (ret == HVT_DREMOTE_GONE) {
 				fprintf(stderr,
 					"hvtrace stream: '%s' was "
 					"detached from hvtraced\n",
@@ -510,11 +501,12 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 				rs_emit(&s, true);
 				break;
 			}
-			if (ret) {
+			if (ret < 0) {
 				ret = rs_fail(&s);
 				break;
 			}
-			if (cur.generation != s.rec.generation) {
+			if (ret == HVT_DREMOTE_NEW_RUN) {
+				ret = 0;
 				fprintf(stderr, "hvtrace stream: the writer "
 						"re-formatted the area (a new "
 						"run); stopping\n");
@@ -523,9 +515,9 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 			}
 			/* An area's writer that stopped or died: read it to
 			 * the end and stop, unless --follow. */
-			if (cur.transport == HVT_TRANSPORT_AREA &&
-			    cur.state == HVT_REMOTE_DISCONNECTED && !o->follow)
+			if (ret == HVT_DREMOTE_STOPPED && !o->follow)
 				finishing = true;
+			ret = 0;
 		}
 		if (status && now - last_status >= RS_STATUS_NS) {
 			last_status = now;
@@ -565,11 +557,10 @@ int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
 	struct hvt_dfeed *feed = NULL;
 	struct hvtrace_daemon *dc = NULL;
 	struct hvt_remote_rec rec;
-	struct hvt_msg m, r;
 	uint64_t *ts = NULL;
 	uint32_t n = 0, i;
 	char *info = NULL;
-	int ret, rc = HVT_EXIT_OK;
+	int rc = HVT_EXIT_OK;
 
 	if (hvtrace_daemon_open(sock, &dc) || hvtrace_daemon_find_remote(dc, name, &rec)) {
 		rc = hvt_cli_error("stat", "%s", hvtrace_last_error());
@@ -586,42 +577,12 @@ int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
 		rc = hvt_cli_error("stat", "out of memory");
 		goto out;
 	}
-	memset(&m, 0, sizeof(m));
-	m.type = HVT_MSG_STATS;
-	m.chan = rec.id;
-	ret = hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
-	/* One record per CPU, MORE on all but the last; bounded. */
-	while (!ret) {
-		if (r.type == HVT_MSG_ERROR) {
-			rc = hvt_cli_error("stat", "%.*s",
-					   (int)r.u.result.text.len,
-					   r.u.result.text.ptr);
-			goto out;
-		}
-		if (r.type != HVT_MSG_STATS || n >= rec.nr_cpus) {
-			rc = hvt_cli_error("stat", "unexpected reply");
-			goto out;
-		}
-		st[n++] = r.u.stats;
-		if (!(r.flags & HVT_PF_MORE))
-			break;
-		do {
-			ret = hvtrace_daemon_recv(dc, &r, HVTRACE_DAEMON_TIMEOUT_MS);
-		} while (ret == 1 && r.req != m.req);
-		ret = ret == 1 ? 0 : ret ? ret : -ETIMEDOUT;
-	}
-	if (ret) {
-		rc = hvt_cli_error("stat", "%s", hvtrace_last_error());
-		goto out;
-	}
-	/* Writer-clock stamps to host time, with the daemon's model (a
-	 * feed connection converts; it subscribes to nothing). */
-	for (i = 0; i < n; i++) {
-		ts[2 * i] = st[i].v[12];
-		ts[2 * i + 1] = st[i].v[13];
-	}
-	if (hvt_dfeed_open(sock, &feed) ||
-	    hvt_dfeed_to_host(feed, rec.id, ts, ts, 2 * (size_t)n, NULL)) {
+	/* One record per CPU; their writer-clock stamps to host time with
+	 * the daemon's model (a feed connection converts; it subscribes to
+	 * nothing). */
+	if (hvt_dstats_get(dc, rec.id, rec.nr_cpus, st, &n) ||
+	    hvt_dfeed_open(sock, &feed) ||
+	    hvt_dstats_to_host(feed, rec.id, st, n, ts)) {
 		rc = hvt_cli_error("stat", "%s", hvtrace_last_error());
 		goto out;
 	}

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * hvtrace record: the part both recorders share once recording has
- * started -- areas (hvtrace_tracedat_record_*()) and remotes of hvtraced
- * (hvtrace_tracedat_drecord_*()), each with the host kernel or not: the
+ * hvtrace record: what recording areas and remotes of hvtraced (each with
+ * the host kernel or not) share once the recording has started: the
  * stops, the signals, the status line and finishing the file.
  */
 #include <signal.h>
@@ -28,44 +27,6 @@ static void rec_human(char *buf, size_t len, double v)
 		snprintf(buf, len, "%.0f", v);
 }
 
-/* --- the recorder, whichever it is ---------------------------------------- */
-
-static unsigned int rec_nr_sources(const struct hvt_cli_rec *rec)
-{
-	if (rec->r)
-		return hvtrace_tracedat_record_nr_sources(rec->r);
-	return hvtrace_tracedat_drecord_nr_sources(rec->dr);
-}
-
-static int rec_source_stats(const struct hvt_cli_rec *rec, unsigned int i,
-			    struct hvtrace_tracedat_source_stats *st)
-{
-	if (rec->r)
-		return hvtrace_tracedat_record_source_stats(rec->r, i, st);
-	return hvtrace_tracedat_drecord_source_stats(rec->dr, i, st);
-}
-
-static int rec_poll(const struct hvt_cli_rec *rec, unsigned int max_wait_ms)
-{
-	if (rec->r)
-		return hvtrace_tracedat_record_poll(rec->r, max_wait_ms);
-	return hvtrace_tracedat_drecord_poll(rec->dr, max_wait_ms);
-}
-
-static int rec_stop_sources(const struct hvt_cli_rec *rec)
-{
-	if (rec->r)
-		return hvtrace_tracedat_record_stop(rec->r);
-	return hvtrace_tracedat_drecord_stop(rec->dr);
-}
-
-static int rec_finish(const struct hvt_cli_rec *rec)
-{
-	if (rec->r)
-		return hvtrace_tracedat_record_finish(rec->r);
-	return hvtrace_tracedat_drecord_finish(rec->dr);
-}
-
 /* --- status --------------------------------------------------------------- */
 
 static void rec_totals(const struct hvt_cli_rec *rec, uint64_t *events,
@@ -75,8 +36,8 @@ static void rec_totals(const struct hvt_cli_rec *rec, uint64_t *events,
 	unsigned int i;
 
 	*events = *lost = 0;
-	for (i = 0; i < rec_nr_sources(rec); i++) {
-		if (rec_source_stats(rec, i, &st))
+	for (i = 0; i < hvtrace_tracedat_record_nr_sources(rec->r); i++) {
+		if (hvtrace_tracedat_record_source_stats(rec->r, i, &st))
 			continue;
 		*events += st.events;
 		*lost += st.lost + st.trailing_lost;
@@ -99,8 +60,10 @@ static void rec_status(const struct hvt_cli_rec *rec, double elapsed,
 	n = (size_t)snprintf(line, sizeof(line),
 			     "%6.1fs  %s events  %s/s  lost %llu", elapsed, a,
 			     b, (unsigned long long)lost);
-	for (i = 0; i < rec_nr_sources(rec) && n < sizeof(line) - 1; i++) {
-		if (rec_source_stats(rec, i, &st))
+	for (i = 0; i < hvtrace_tracedat_record_nr_sources(rec->r) &&
+		    n < sizeof(line) - 1;
+	     i++) {
+		if (hvtrace_tracedat_record_source_stats(rec->r, i, &st))
 			continue;
 		rec_human(a, sizeof(a), (double)st.bytes);
 		n += (size_t)snprintf(line + n, sizeof(line) - n,
@@ -117,8 +80,8 @@ static void rec_report_problems(const struct hvt_cli_rec *rec)
 	struct hvtrace_tracedat_source_stats st;
 	unsigned int i;
 
-	for (i = 0; i < rec_nr_sources(rec); i++) {
-		if (rec_source_stats(rec, i, &st))
+	for (i = 0; i < hvtrace_tracedat_record_nr_sources(rec->r); i++) {
+		if (hvtrace_tracedat_record_source_stats(rec->r, i, &st))
 			continue;
 		if (st.errors)
 			fprintf(stderr,
@@ -166,7 +129,7 @@ int hvt_cli_rec_run(const struct hvt_cli_rec *rec)
 			last_status = now;
 			status_shown = true;
 		}
-		poll = rec_poll(rec, 10);
+		poll = hvtrace_tracedat_record_poll(rec->r, 10);
 	}
 	if (poll < 0) {
 		if (status_shown)
@@ -185,11 +148,11 @@ int hvt_cli_rec_run(const struct hvt_cli_rec *rec)
 	/* A second Ctrl-C while finishing must not leave half a file. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
-	if (rec_stop_sources(rec))
+	if (hvtrace_tracedat_record_stop(rec->r))
 		hvt_cli_error("record", "%s", hvtrace_last_error());
 	rec_report_problems(rec);
 	rec_totals(rec, &ev, &lost);
-	ret = rec_finish(rec);
+	ret = hvtrace_tracedat_record_finish(rec->r);
 	if (ret)
 		return hvt_cli_error("record", "%s", hvtrace_last_error());
 	if (tty)

@@ -144,18 +144,9 @@ static int fzd_enable_one(struct fz_dremote *x, const char *system,
 			  const char *name, bool on, char *msg, size_t msgsize)
 {
 	char full[330];
-	struct hvt_msg m;
 
-	snprintf(full, sizeof(full), "%s%s%s",
-		 strcmp(system, "user_events") ? system : "",
-		 strcmp(system, "user_events") ? "/" : "", name);
-	memset(&m, 0, sizeof(m));
-	m.type = HVT_MSG_ENABLE;
-	m.chan = x->id;
-	m.u.arg.arg = on;
-	m.u.arg.s.ptr = full;
-	m.u.arg.s.len = (uint32_t)strlen(full);
-	return hvtrace_daemon_call_result(x->d->ctl, &m, NULL, msg, msgsize);
+	hvt_devent_path(full, sizeof(full), system, name);
+	return hvt_denable(x->d->ctl, x->id, full, on, msg, msgsize);
 }
 
 static int fzd_enable(struct fz_remote *r, const struct fz_event *e,
@@ -308,13 +299,55 @@ struct fzd_item {
 	struct fz_chunk *c;
 };
 
+/* A remote detached meanwhile cannot convert: its records go nowhere
+ * anyway. */
+static int fzd_converted(void *arg, uint32_t remote, int ret, uint64_t err_ns)
+{
+	(void)arg;
+	(void)remote;
+	(void)err_ns;
+	return ret == -ENOENT || ret == -ENODEV ? 0 : ret;
+}
+
+static int fzd_convert(struct fz_daemon *d, struct fzd_item *items,
+		       unsigned int n)
+{
+	size_t total = 0, j = 0;
+	unsigned int i, e;
+	uint32_t *rid;
+	uint64_t *ts;
+	int ret;
+
+	for (i = 0; i < n; i++)
+		total += items[i].c->n;
+	ts = malloc((total + 1) * sizeof(*ts));
+	rid = malloc((total + 1) * sizeof(*rid));
+	if (!ts || !rid) {
+		free(ts);
+		free(rid);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		for (e = 0; e < items[i].c->n; e++) {
+			rid[j] = items[i].x->id;
+			ts[j++] = items[i].c->ev[e].ts;
+		}
+	ret = hvt_dfeed_to_host_mixed(d->feed, total, rid, ts, fzd_converted,
+				      NULL);
+	for (i = 0, j = 0; !ret && i < n; i++)
+		for (e = 0; e < items[i].c->n; e++)
+			items[i].c->ev[e].host = ts[j++];
+	free(ts);
+	free(rid);
+	return ret;
+}
+
 /* Take the pages there are now (at most FZD_BATCH), convert, queue. */
 static int fzd_pump(struct fz_daemon *d, int wait_ms)
 {
 	struct fzd_item *items;
 	struct hvt_dpage *pg;
-	unsigned int n = 0, i, k;
-	bool *done;
+	unsigned int n = 0, i;
 	int ret = 0;
 
 	items = calloc(FZD_BATCH, sizeof(*items));
@@ -347,53 +380,8 @@ static int fzd_pump(struct fz_daemon *d, int wait_ms)
 		free(pg);
 	}
 	/* Host times: one TO_HOST per remote in the batch. */
-	done = calloc(n + 1, sizeof(*done));
-	if (!done)
-		ret = -ENOMEM;
-	for (i = 0; ret >= 0 && i < n; i++) {
-		struct fz_dremote *x = items[i].x;
-		size_t total = 0, j;
-		uint64_t *ts;
-
-		if (done[i])
-			continue;
-		for (k = i; k < n; k++)
-			if (items[k].x == x)
-				total += items[k].c->n;
-		for (k = i; k < n; k++)
-			if (items[k].x == x)
-				done[k] = true;
-		if (!total)
-			continue;
-		ts = malloc(total * sizeof(*ts));
-		if (!ts) {
-			ret = -ENOMEM;
-			break;
-		}
-		for (k = i, j = 0; k < n; k++) {
-			uint32_t e;
-
-			if (items[k].x != x)
-				continue;
-			for (e = 0; e < items[k].c->n; e++)
-				ts[j++] = items[k].c->ev[e].ts;
-		}
-		ret = hvt_dfeed_to_host(d->feed, x->id, ts, ts, total, NULL);
-		/* A remote detached meanwhile cannot convert: its records
-		 * go nowhere anyway. */
-		if (ret == -ENOENT || ret == -ENODEV)
-			ret = 0;
-		for (k = i, j = 0; !ret && k < n; k++) {
-			uint32_t e;
-
-			if (items[k].x != x)
-				continue;
-			for (e = 0; e < items[k].c->n; e++)
-				items[k].c->ev[e].host = ts[j++];
-		}
-		free(ts);
-	}
-	free(done);
+	if (ret >= 0)
+		ret = fzd_convert(d, items, n);
 	pthread_mutex_lock(&d->v->lock);
 	for (i = 0; i < n; i++) {
 		struct fz_dremote *x = items[i].x;
@@ -481,6 +469,18 @@ static void fzd_remove(struct fz_daemon *d, struct fz_dremote *x)
 	pthread_mutex_unlock(&d->v->lock);
 }
 
+/* One comm of a guest's agent (ctl_lock held; the view lock may be
+ * taken inside it, never the other way). */
+static void fzd_comm(void *arg, int pid, const char *comm)
+{
+	struct fz_dremote *x = arg;
+
+	pthread_mutex_lock(&x->d->v->lock);
+	if (x->r->dec)
+		hvtrace_decoder_set_comm(x->r->dec, pid, comm);
+	pthread_mutex_unlock(&x->d->v->lock);
+}
+
 /*
  * Name a guest's pids from its agent's saved_cmdlines.  Returns false
  * while the remote has no decoder yet (its formats are not loaded), so
@@ -488,29 +488,18 @@ static void fzd_remove(struct fz_daemon *d, struct fz_dremote *x)
  */
 static bool fzd_comms(struct fz_daemon *d, struct fz_dremote *x)
 {
-	char *text = NULL, *line, *save = NULL;
-	bool applied;
+	bool applied = false;
 	int ret = -ENODEV;
 
 	pthread_mutex_lock(&d->ctl_lock);
 	if (d->ctl)
-		ret = hvtrace_daemon_get_text(d->ctl, x->id, HVT_TEXT_CMDLINES, &text,
-				       NULL);
+		ret = hvt_dcmdlines_each(d->ctl, x->id, fzd_comm, x);
 	pthread_mutex_unlock(&d->ctl_lock);
 	if (ret)
 		return false;
 	pthread_mutex_lock(&d->v->lock);
 	applied = x->r->dec != NULL;
-	for (line = strtok_r(text, "\n", &save); x->r->dec && line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char comm[32];
-		int pid;
-
-		if (sscanf(line, "%d %31[^\n]", &pid, comm) == 2)
-			hvtrace_decoder_set_comm(x->r->dec, pid, comm);
-	}
 	pthread_mutex_unlock(&d->v->lock);
-	free(text);
 	return applied;
 }
 
@@ -541,8 +530,7 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 			fzd_remove(d, x);
 			continue;
 		}
-		stopped = rec->transport == HVT_TRANSPORT_AREA &&
-			  rec->state == HVT_REMOTE_DISCONNECTED;
+		stopped = hvt_dremote_stopped(rec);
 		if (stopped && !x->r->stopped) {
 			/* The writer stopped: everything it committed
 			 * reaches the view before readers are told. */

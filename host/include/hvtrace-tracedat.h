@@ -52,6 +52,9 @@ struct hvtrace_tracedat_record_opts {
 	 * the events it has enabled, remote writers get all theirs. */
 	const char *const *events;
 	unsigned int flags;		/* enum hvtrace_tracedat_record_flags */
+	/* Fields added later: zero-initialise the struct. */
+	const char *socket;		/* hvtraced's socket, for remotes;
+					 * NULL: the default */
 };
 
 /**
@@ -80,6 +83,26 @@ HVTRACE_API int hvtrace_tracedat_record_add_area(
 	struct hvtrace_tracedat_record *r, const char *spec, const char *name);
 
 /**
+ * hvtrace_tracedat_record_add_remote - record a remote of hvtraced
+ * @r:      recording (before _start())
+ * @remote: the remote's name (a guest, agent, hypervisor or area that
+ *          hvtraced owns)
+ * @name:   buffer name, or NULL for @remote
+ *
+ * The first remote connects to hvtraced (@o->socket of _create()).  The
+ * remote is read through the daemon: its formats from the daemon (again
+ * when an event id without a format shows up), timestamps converted with
+ * the daemon's clock model.  Without event patterns the recording takes
+ * what the daemon has enabled; with them it enables the matching events
+ * and puts back what it changed when it finishes.  Areas and remotes go
+ * in separate recordings.
+ *
+ * Return: the source index (>= 0) or a negative errno.
+ */
+HVTRACE_API int hvtrace_tracedat_record_add_remote(
+	struct hvtrace_tracedat_record *r, const char *remote, const char *name);
+
+/**
  * hvtrace_tracedat_record_set_reader_threads - threads that read the areas
  * @r: recording (before _start())
  * @n: reader threads, the calling thread included; 0 (the default):
@@ -88,7 +111,8 @@ HVTRACE_API int hvtrace_tracedat_record_add_area(
  *
  * The CPU buffers of all areas are dealt out to the threads; each CPU is
  * always read by the same thread, so the file does not depend on @n.
- * Never more threads than area CPU buffers.
+ * Never more threads than area CPU buffers.  Remotes are read on the
+ * calling thread (hvtraced reads their pages).
  *
  * Return: 0 or a negative errno (-EBUSY once started, -EINVAL above 256).
  */
@@ -111,7 +135,9 @@ hvtrace_tracedat_record_reader_threads(const struct hvtrace_tracedat_record *r);
  *
  * Kernel: selects the mono trace clock, clears the buffer, enables the
  * selected events and turns tracing on.  Areas: enables the selected
- * events in the control page and takes time-sync samples.
+ * events in the control page and takes time-sync samples.  Remotes:
+ * fetches their formats, subscribes to their pages, enables the selected
+ * events through hvtraced.
  */
 HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r);
 
@@ -120,9 +146,10 @@ HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
  * @r:           recording
  * @max_wait_ms: sleep at most this long when nothing was pending
  *
- * Return: 1 while recording goes on; 0 once every area's writer has
- * stopped (or died) and its data was drained (never with only the kernel
- * recorded); a negative errno on a fatal error.
+ * Return: 1 while recording goes on; 0 once every area's or remote's
+ * writer has stopped (or died, or the remote was detached) and its data
+ * was drained (never with only the kernel recorded); a negative errno on
+ * a fatal error.
  */
 HVTRACE_API int hvtrace_tracedat_record_poll(struct hvtrace_tracedat_record *r,
 					     unsigned int max_wait_ms);
@@ -145,7 +172,7 @@ struct hvtrace_tracedat_source_stats {
 	uint64_t sync_err_ns;		/* clock model error bound (areas) */
 };
 
-/** hvtrace_tracedat_record_nr_sources - kernel (if any) + areas */
+/** hvtrace_tracedat_record_nr_sources - kernel (if any) + areas/remotes */
 HVTRACE_API unsigned int
 hvtrace_tracedat_record_nr_sources(const struct hvtrace_tracedat_record *r);
 
@@ -158,7 +185,9 @@ HVTRACE_API int hvtrace_tracedat_record_source_stats(
  * hvtrace_tracedat_record_stop - stop and drain: counters are final after
  *
  * Stops the kernel's tracing and the areas' writers (tracing off in their
- * control pages), reads everything left and closes the last pages.
+ * control pages), reads everything left (what remotes committed until
+ * now, through hvtraced), puts back the events enabled on remotes and
+ * closes the last pages.
  */
 HVTRACE_API int hvtrace_tracedat_record_stop(struct hvtrace_tracedat_record *r);
 
@@ -362,111 +391,6 @@ enum hvtrace_tracedat_report_flags {
  */
 HVTRACE_API int hvtrace_tracedat_report(const char *path, FILE *out,
 					unsigned int flags);
-
-/*
- * Recording remotes that hvtraced owns (guests, local agents, hypervisor
- * and loopback areas attached to it) into a trace.dat file, through the
- * daemon: the same file layout as hvtrace_tracedat_record_*(), one buffer
- * per remote, timestamps converted with the daemon's clock model to the
- * host's CLOCK_MONOTONIC; with @kernel, the host kernel's events in the
- * top-level buffer, recorded as hvtrace_tracedat_record_*() records them.
- */
-struct hvtrace_tracedat_drecord;
-
-struct hvtrace_tracedat_drecord_opts {
-	const char *path;		/* output trace.dat */
-	const char *socket;		/* hvtraced's socket; NULL: default */
-	/* Event patterns to enable (as for hvtrace_tracedat_record_opts):
-	 * on the kernel as hvtrace_tracedat_record_*() does, on remotes the
-	 * matching events not enabled yet; NULL: the kernel keeps the events
-	 * it has enabled, remotes record what the daemon has enabled.
-	 * Everything the recorder enabled is put back when it finishes. */
-	const char *const *events;
-	/* Fields added later: zero-initialise the struct. */
-	bool kernel;			/* record the host kernel too */
-	const char *kernel_instance;	/* with @kernel: NULL/"": top-level
-					 * tracefs instance; else
-					 * instances/NAME, created if missing
-					 * and removed afterwards */
-};
-
-/**
- * hvtrace_tracedat_drecord_create - connect to hvtraced, create @o->path
- * @o:   options (copied)
- * @out: the new handle
- *
- * With @o->kernel, also opens the kernel's tracefs instance (nothing is
- * changed there until _start()).
- *
- * Return: 0 or a negative errno (hvtrace_last_error() says why).
- */
-HVTRACE_API int hvtrace_tracedat_drecord_create(
-	const struct hvtrace_tracedat_drecord_opts *o,
-	struct hvtrace_tracedat_drecord **out);
-
-/**
- * hvtrace_tracedat_drecord_add_remote - record remote @remote
- * @name: buffer name, or NULL for the remote's name
- *
- * Return: the source index (>= 0; the kernel, if recorded, is source 0)
- * or a negative errno.
- */
-HVTRACE_API int hvtrace_tracedat_drecord_add_remote(
-	struct hvtrace_tracedat_drecord *r, const char *remote,
-	const char *name);
-
-/**
- * hvtrace_tracedat_drecord_start - formats, enabling, subscriptions
- *
- * Remotes: formats placed at file ids, subscriptions.  Kernel: the mono
- * trace clock, an empty buffer, the selected events, tracing on -- before
- * the remotes' selected events are enabled.  Every event pattern must
- * match a kernel or a remote event.
- */
-HVTRACE_API int
-hvtrace_tracedat_drecord_start(struct hvtrace_tracedat_drecord *r);
-
-/**
- * hvtrace_tracedat_drecord_poll - read what the kernel and the daemon have
- *
- * Return: 1 while recording goes on; 0 once every remote is finished
- * (detached, re-formatted, or an area whose writer stopped and was read
- * to the end; never with only the kernel recorded); a negative errno on
- * a fatal error.
- */
-HVTRACE_API int
-hvtrace_tracedat_drecord_poll(struct hvtrace_tracedat_drecord *r,
-			      unsigned int max_wait_ms);
-
-/** hvtrace_tracedat_drecord_nr_sources - kernel (if any) + remotes */
-HVTRACE_API unsigned int
-hvtrace_tracedat_drecord_nr_sources(const struct hvtrace_tracedat_drecord *r);
-
-/** hvtrace_tracedat_drecord_source_stats - counters of source @i */
-HVTRACE_API int hvtrace_tracedat_drecord_source_stats(
-	const struct hvtrace_tracedat_drecord *r, unsigned int i,
-	struct hvtrace_tracedat_source_stats *st);
-
-/**
- * hvtrace_tracedat_drecord_stop - stop and drain: counters are final after
- *
- * Turns the kernel's tracing off, reads every source to the end and
- * closes the last pages.
- */
-HVTRACE_API int
-hvtrace_tracedat_drecord_stop(struct hvtrace_tracedat_drecord *r);
-
-/** hvtrace_tracedat_drecord_finish - write the file and free @r */
-HVTRACE_API int
-hvtrace_tracedat_drecord_finish(struct hvtrace_tracedat_drecord *r);
-
-/**
- * hvtrace_tracedat_drecord_abort - restore and free; no file is left
- *
- * Puts back the remotes' enable states and the kernel's settings.
- */
-HVTRACE_API void
-hvtrace_tracedat_drecord_abort(struct hvtrace_tracedat_drecord *r);
 
 #ifdef __cplusplus
 }

@@ -477,25 +477,16 @@ int hvt_ddecoder_new(const struct hvt_remote_rec *rec,
 	return 0;
 }
 
+static void df_set_comm(void *arg, int pid, const char *comm)
+{
+	if (pid > 0)
+		hvtrace_decoder_set_comm(arg, pid, comm);
+}
+
 int hvt_dcomms_load(struct hvtrace_daemon *dc, uint32_t remote,
 		    struct hvtrace_decoder *d)
 {
-	char *text = NULL, *line, *save = NULL;
-	int ret;
-
-	ret = hvtrace_daemon_get_text(dc, remote, HVT_TEXT_CMDLINES, &text, NULL);
-	if (ret)
-		return ret;
-	for (line = strtok_r(text, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char comm[32];
-		int pid;
-
-		if (sscanf(line, "%d %31[^\n]", &pid, comm) == 2 && pid > 0)
-			hvtrace_decoder_set_comm(d, pid, comm);
-	}
-	free(text);
-	return 0;
+	return hvt_dcmdlines_each(dc, remote, df_set_comm, d);
 }
 
 int hvt_dcomm_read(const char *path, char *comm, size_t size)

@@ -2,7 +2,8 @@
 /*
  * Reading remotes through hvtraced: a page feed and event tables.
  * Internal to libhvtrace (hidden visibility), used by the CLI's stream,
- * stat and record by remote name, and by the tracefs-style view.
+ * stat and record by remote name, and by the tracefs-style view: the
+ * one way a remote is read (dfeed.c, dsource.c).
  *
  * A feed is a tool connection that carries page subscriptions: PAGE
  * messages that arrive while the feed waits for the answer to one of its
@@ -166,6 +167,77 @@ int hvt_dpage_walk(const uint8_t *data, uint32_t len, uint64_t *lost,
 		   int (*cb)(void *arg, uint64_t ts, const uint8_t *rec,
 			     uint32_t rec_len),
 		   void *arg);
+
+/* --- what every reader of a remote needs (dsource.c) -------------------- */
+
+/**
+ * hvt_dfeed_to_host_mixed - @n timestamps of several remotes (@remote[i]
+ * is stamp i's) to host CLOCK_MONOTONIC ns in place, one TO_HOST per
+ * remote in the order they first appear
+ * @done: called after each remote with the result of its conversion and
+ *        the model's error bound; what it returns goes on (0) or is
+ *        returned at once.  NULL: the first error is returned.
+ * A remote whose conversion failed keeps its writer timestamps.
+ */
+int hvt_dfeed_to_host_mixed(struct hvt_dfeed *f, size_t n,
+			    const uint32_t *remote, uint64_t *ts,
+			    int (*done)(void *arg, uint32_t remote, int ret,
+					uint64_t err_ns),
+			    void *arg);
+
+enum hvt_dremote_change {
+	HVT_DREMOTE_LIVE,    /* as it was */
+	HVT_DREMOTE_GONE,    /* detached from hvtraced */
+	HVT_DREMOTE_NEW_RUN, /* its writer re-formatted the area */
+	HVT_DREMOTE_STOPPED, /* an area whose writer stopped (or died) */
+};
+
+/**
+ * hvt_dremote_now - remote @was in the daemon's list @v (@n entries, from
+ * hvt_dremotes()) and what became of it; @cur: its entry there, or NULL
+ */
+enum hvt_dremote_change hvt_dremote_now(const struct hvt_remote_rec *v,
+					uint32_t n,
+					const struct hvt_remote_rec *was,
+					const struct hvt_remote_rec **cur);
+/** hvt_dremote_stopped - an area remote whose writer stopped or died */
+bool hvt_dremote_stopped(const struct hvt_remote_rec *rec);
+
+/**
+ * hvt_dstats_get - STATS of @remote: one record per CPU into @st, at most
+ * @max, *@n of them (also those received before an error)
+ * Return: 0, or -errno (the daemon's error text, an unexpected reply, a
+ * transport error).
+ */
+int hvt_dstats_get(struct hvtrace_daemon *dc, uint32_t remote, uint32_t max,
+		   struct hvt_m_stats *st, uint32_t *n);
+/**
+ * hvt_dstats_to_host - the oldest-event and now stamps of @n STATS
+ * records into @ts[2k], @ts[2k+1] (2 * @n entries), on the host clock
+ */
+int hvt_dstats_to_host(struct hvt_dfeed *f, uint32_t remote,
+		       const struct hvt_m_stats *st, uint32_t n, uint64_t *ts);
+
+/**
+ * hvt_dcmdlines_each - @cb for every "PID COMM" line of the comms
+ * @remote's agent reported (its saved_cmdlines)
+ */
+int hvt_dcmdlines_each(struct hvtrace_daemon *dc, uint32_t remote,
+		       void (*cb)(void *arg, int pid, const char *comm),
+		       void *arg);
+
+/**
+ * hvt_devent_path - the name ENABLE takes for event @name of @system:
+ * "SYSTEM/NAME", a user event's bare name
+ */
+void hvt_devent_path(char *buf, size_t size, const char *system,
+		     const char *name);
+/**
+ * hvt_denable - turn event @path (hvt_devent_path()) of @remote on or
+ * off; the daemon's text goes to @msg (@msgsize bytes, may be 0)
+ */
+int hvt_denable(struct hvtrace_daemon *dc, uint32_t remote, const char *path,
+		bool on, char *msg, size_t msgsize);
 
 /**
  * hvt_dname_is_remote - does @arg look like a remote name rather than an

@@ -1,52 +1,44 @@
 // SPDX-License-Identifier: MIT
 /*
- * libhvtrace: recording the host kernel and trace areas into trace.dat.
+ * libhvtrace: the recorder -- one trace.dat from the host kernel and a
+ * set of sources of one kind, behind struct hvt_tdat_rset_ops (tracedat-local.h):
  *
- *   sources                     per CPU                    writer
- *   kernel  trace_pipe_raw --+
- *                            +--> events --> packer --> sub-buffers --> tmp
- *   area    hvtrace_cpu_  ----+   (ts on the host clock,      (one per
- *           read_page()           ids unique in the file)      buffer/CPU)
+ *   sources                                per CPU               writer
+ *   kernel  trace_pipe_raw ------+
+ *   areas   hvtrace_cpu_read_page +--> events --> packer --> sub-buffers
+ *   remotes hvtraced's page feed -+   (ts on the host clock,  (one buffer
+ *                                      ids unique in the file) per source)
  *
- * The kernel source (tracefs instance, top-level buffer, its metadata) is
- * shared with record_daemon.c: hvt_tdat_rkernel_*() in record_common.c.
+ * This file does what does not depend on the kind: the output file and
+ * its top-level buffer, the host kernel (hvt_tdat_rkernel_*() in
+ * record_common.c), the event patterns and the order of the steps, the
+ * counters, and the file's metadata.  The sets read their sources:
+ * record_area.c (areas the process opens as their owner, on reader
+ * threads) and record_remote.c (remotes hvtraced owns, through its page
+ * feed).  Areas and remotes go in separate recordings.
  *
  * Time: the file has one time base, the host's CLOCK_MONOTONIC.  The
- * kernel records with its "mono" trace clock; area timestamps are writer
- * clock values, converted with the area's clock model
- * (hvtrace_area_to_host_ns(), fed by time-sync samples taken through the
- * control page) and re-encoded by the packer.  A conversion that would go
- * backwards on a CPU (a refitted model) is held at the previous value and
- * counted, so every CPU stays monotonic.  trace-cmd 3.1.6 merges all
- * buffers of a file in one time line, so this is what lines them up; its
- * own guest options (TIME_SHIFT, TSC2NSEC, GUEST) act per file or on all
- * buffers of a file at once, and so cannot describe a remote buffer
- * sitting next to the kernel's in one file.
+ * kernel records with its "mono" trace clock; source timestamps are
+ * writer clock values, converted by each set (an area's clock model, the
+ * daemon's TO_HOST) and re-encoded by the packer.  A conversion that
+ * would go backwards on a CPU is held at the previous value and counted,
+ * so every CPU stays monotonic.  trace-cmd 3.1.6 merges all buffers of a
+ * file in one time line, so this is what lines them up; its own guest
+ * options (TIME_SHIFT, TSC2NSEC, GUEST) act per file or on all buffers of
+ * a file at once, and so cannot describe a remote buffer sitting next to
+ * the kernel's in one file.
  *
  * Event ids: all buffers of a trace.dat share one set of formats, so an id
  * must mean one event in the whole file.  Kernel ids are kept.  A remote
  * event keeps its id when that id is below 0x8000 and free, or already
- * carries the very same format (two areas of the same kind share
+ * carries the very same format (two sources of the same kind share
  * formats); otherwise it is given a free id below 0x8000 and its records
  * are rewritten.  The limit is KernelShark's: it keeps event ids in an
  * int16_t (struct kshark_entry), so larger ids lose their names and
  * fields there.  Records of ids no format describes get one reserved id,
  * saved as the event hvtrace:unknown_event.
- *
- * Reader threads: an area's CPU buffers are independent, and so are the
- * packers and temporary files of the writer's CPUs, so the CPUs of all
- * areas are dealt out to reader threads (the calling thread being the
- * first).  Each poll is one pass: the calling thread does what needs the
- * whole recording (writer states, time sync, the kernel), then every
- * thread reads and packs its CPUs, then the calling thread folds what the
- * threads counted into the sources' counters and names the pids they met
- * in CPU order.  A CPU is always read by the same thread, page after page,
- * so the file is the same byte for byte whatever the number of threads;
- * the clock models only change between passes.
  */
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,157 +46,20 @@
 #include <unistd.h>
 
 #include <hvtrace/config.h>
-#include <hvtrace/page.h>
 
 #include "tracedat-local.h"
 
-#define RC_MAX_SOURCES	  64u
-#define RC_PAGES_PER_POLL 64u /* per CPU, for fairness */
-#define RC_SYNC_PERIOD_NS 200000000ULL
-#define RC_SYNC_GIVE_UP	  5u
-#define RC_AUTO_THREADS	  8u   /* at most, when not asked */
-#define RC_MAX_THREADS	  256u /* at most, when asked */
-
-/*
- * What a reader thread changes while it reads one CPU of an area: counter
- * deltas (the packer's and ours), host pids met that the source has not
- * named yet, and the result of the pass.  Folded into the source by the
- * calling thread between passes.
- */
-struct rc_cpu {
-	struct hvtrace_tracedat_source_stats d;
-	int last_pid;
-	int *pend; /* pids to name, in the order met */
-	unsigned int nr_pend;
-	int ret; /* pages read in the pass, or -errno */
-	char err[256];
-};
-
-/* CPU @cpu of area @s, read by thread (index in the list) % nr_readers. */
-struct rc_job {
-	struct rc_src *s;
-	uint32_t cpu;
-};
-
-/* A reader thread; the first one is the calling thread itself. */
-struct rc_thread {
-	struct hvtrace_tracedat_record *r;
-	unsigned int idx;
-	pthread_t th;
-	uint8_t *page; /* read buffer, one sub-buffer */
-};
-
-/* An area being recorded (the kernel is r->kern, record_common.c). */
-struct rc_src {
-	struct hvtrace_tracedat_record *r;
-	char name[64];
-	char spec[512];
-	int buffer; /* writer buffer index */
-	uint32_t nr_cpus;
-	uint32_t subbuf_size;
-	struct hvt_tdat_rcpu *cpu;
-	struct rc_cpu *rc; /* per CPU: what the reader thread changes */
-	bool active;	   /* read in this pass */
-
-	struct hvtrace_area *area;
-	struct hvtrace_area_info info;
-	struct hvtrace_catalog cat; /* with the ids used in the file */
-	uint16_t *idmap;	     /* writer id -> file id */
-	bool stop_seen;
-	bool pass_stop; /* stop_seen before this pass */
-	bool finished;
-	bool gone; /* re-formatted or unreadable */
-	uint64_t next_sync;
-	unsigned int sync_fail;
-	bool sync_off;
-	struct hvt_tdat_pids pids; /* host pids named (loopback) */
-
-	struct hvtrace_tracedat_source_stats st;
-};
-
-struct hvtrace_tracedat_record {
-	struct hvtrace_tracedat_writer *w;
-	char *path;
-	char **events; /* NULL-terminated copy */
-	unsigned int flags;
-	struct hvt_tdat_rkernel *kern;	    /* the host kernel, or NULL */
-	struct rc_src *src[RC_MAX_SOURCES]; /* the areas */
-	unsigned int nr_src;
-	bool started;
-	bool stopped;
-	struct hvt_tdat_ids ids; /* file-wide event ids */
-	uint8_t *pid_named;	 /* pids named from /proc (bitmap) */
-
-	/* Reader threads: CPU j of the flattened list of all areas' CPUs
-	 * is read by thread j % nr_readers. */
-	unsigned int want_threads; /* 0: automatic */
-	unsigned int nr_readers;   /* with the calling thread */
-	struct rc_thread *th;
-	unsigned int nr_started; /* threads created, beside the caller */
-	struct rc_job *jobs;
-	unsigned int nr_jobs;
-	pthread_mutex_t mu;
-	pthread_cond_t go;   /* pairs with the wait in rc_thread_main() */
-	pthread_cond_t done; /* pairs with the wait in rc_pass() */
-	unsigned int gen;    /* passes started */
-	unsigned int busy;   /* threads still in this pass */
-	bool quit;
-};
-
-static void rc_free_src(struct rc_src *s)
+static void rec_free(struct hvtrace_tracedat_record *r)
 {
-	uint32_t c;
-
-	if (!s)
-		return;
-	for (c = 0; s->cpu && c < s->nr_cpus; c++)
-		hvt_tdat_rcpu_fini(&s->cpu[c]);
-	for (c = 0; s->rc && c < s->nr_cpus; c++)
-		free(s->rc[c].pend);
-	free(s->cpu);
-	free(s->rc);
-	free(s->idmap);
-	hvt_tdat_pids_fini(&s->pids);
-	hvtrace_catalog_free(&s->cat);
-	hvtrace_area_close(s->area);
-	free(s);
-}
-
-static void rc_threads_stop(struct hvtrace_tracedat_record *r);
-static int rc_threads_start(struct hvtrace_tracedat_record *r);
-
-static void rc_free(struct hvtrace_tracedat_record *r)
-{
-	unsigned int i;
-
-	rc_threads_stop(r);
-	for (i = 0; i < r->nr_src; i++)
-		rc_free_src(r->src[i]);
+	if (r->ops)
+		r->ops->free(r->set);
 	hvt_tdat_rkernel_close(r->kern);
 	hvt_tdat_events_free(r->events);
 	free(r->path);
+	free(r->sock);
 	hvt_tdat_ids_fini(&r->ids);
 	free(r->pid_named);
 	free(r);
-}
-
-static int rc_src_alloc_cpus(struct rc_src *s)
-{
-	uint32_t c;
-	int ret;
-
-	s->cpu = calloc(s->nr_cpus, sizeof(*s->cpu));
-	s->rc = calloc(s->nr_cpus, sizeof(*s->rc));
-	if (!s->cpu || !s->rc)
-		return -ENOMEM;
-	for (c = 0; c < s->nr_cpus; c++) {
-		ret = hvt_tdat_rcpu_init(&s->cpu[c], s->r->w, &s->buffer, c,
-					 s->subbuf_size, &s->rc[c].d);
-		if (ret)
-			return ret;
-	}
-	s->st.nr_cpus = s->nr_cpus;
-	return 0;
 }
 
 HVTRACE_API int
@@ -223,10 +78,11 @@ hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
 	ret = hvt_tdat_ids_init(&r->ids);
 	r->pid_named = calloc(HVT_TDAT_PID_MAX / 8, 1);
 	r->path = strdup(o->path);
+	r->sock = o->socket ? strdup(o->socket) : NULL;
 	if (!ret)
 		ret = hvt_tdat_events_dup(o->events, &r->events);
-	if (ret || !r->pid_named || !r->path) {
-		rc_free(r);
+	if (ret || !r->pid_named || !r->path || (o->socket && !r->sock)) {
+		rec_free(r);
 		return hvt_err(-ENOMEM, "out of memory");
 	}
 	r->flags = o->flags;
@@ -235,179 +91,51 @@ hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
 	if (o->kernel) {
 		ret = hvt_tdat_rkernel_open(o->kernel_instance, &r->kern);
 		if (ret) {
-			rc_free(r);
+			rec_free(r);
 			return ret;
 		}
 		page_size = r->kern->subbuf_size;
 	}
 	ret = hvtrace_tracedat_writer_create(o->path, page_size, &r->w);
 	if (ret) {
-		rc_free(r);
+		rec_free(r);
 		return ret;
 	}
-	if (r->kern) {
+	if (r->kern)
 		ret = hvt_tdat_rkernel_add_buffer(r->kern, r->w, r->pid_named);
-		if (ret < 0)
-			goto fail;
-	} else {
+	else
 		ret = hvtrace_tracedat_writer_add_buffer(r->w, "", "mono", 0,
 							 page_size);
-		if (ret < 0)
-			goto fail;
+	if (ret < 0) {
+		hvtrace_tracedat_writer_abort(r->w);
+		r->w = NULL;
+		rec_free(r);
+		return ret;
 	}
 	*out = r;
 	return 0;
-fail:
-	hvtrace_tracedat_writer_abort(r->w);
-	r->w = NULL;
-	rc_free(r);
-	return ret;
-}
-
-static void rc_note_pid(struct rc_src *s, int pid);
-
-static bool rc_name_taken(const struct hvtrace_tracedat_record *r,
-			  const char *name)
-{
-	unsigned int i;
-
-	for (i = 0; i < r->nr_src; i++)
-		if (!strcmp(r->src[i]->name, name))
-			return true;
-	return false;
 }
 
 HVTRACE_API int
 hvtrace_tracedat_record_add_area(struct hvtrace_tracedat_record *r,
 				 const char *spec, const char *name)
 {
-	struct rc_src *s;
-	unsigned int flags = HVTRACE_OPEN_CONTROL, i;
-	char base[64];
-	int ret;
-
 	if (!r || !spec)
 		return hvt_err(-EINVAL, "record: no area given");
-	if (r->started)
-		return hvt_err(-EBUSY, "record: areas must be added before "
-				       "recording starts");
-	if (r->nr_src + !!r->kern >= RC_MAX_SOURCES)
-		return hvt_err(-ENOSPC, "record: more than %u sources",
-			       RC_MAX_SOURCES);
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return hvt_err(-ENOMEM, "out of memory");
-	s->r = r;
-	snprintf(s->spec, sizeof(s->spec), "%s", spec);
-	if (r->flags & HVTRACE_TDAT_REC_NO_CONTROL)
-		flags = 0;
-	ret = hvtrace_area_open_spec(spec, flags, &s->area);
-	if (ret) {
-		if (ret == -EACCES && flags)
-			hvt_err(ret,
-				"cannot open %s for writing its control page "
-				"(%s); run as the area's owner, or record it "
-				"read-only with --no-control",
-				spec, hvtrace_last_error());
-		rc_free_src(s);
-		return ret;
-	}
-	hvtrace_area_get_info(s->area, &s->info);
-	s->nr_cpus = s->info.nr_cpus;
-	s->subbuf_size = s->info.subbuf_size;
-
-	/* Buffer name: the given one, else the writer's, made unique. */
-	if (name && *name) {
-		if (rc_name_taken(r, name) || strchr(name, '\n')) {
-			rc_free_src(s);
-			return hvt_err(-EEXIST,
-				       "buffer name '%s' is used twice: name "
-				       "each area differently",
-				       name);
-		}
-		snprintf(s->name, sizeof(s->name), "%s", name);
-	} else {
-		snprintf(base, sizeof(base), "%s",
-			 s->info.name[0] ? s->info.name : "remote");
-		for (i = 0; base[i]; i++)
-			if (base[i] == '\n' || base[i] == ' ')
-				base[i] = '_';
-		snprintf(s->name, sizeof(s->name), "%s", base);
-		for (i = 2; rc_name_taken(r, s->name) && i < 1000; i++)
-			snprintf(s->name, sizeof(s->name), "%.50s-%u", base, i);
-	}
-	snprintf(s->st.name, sizeof(s->st.name), "%s", s->name);
-
-	ret = rc_src_alloc_cpus(s);
-	if (!ret)
-		ret = hvtrace_catalog_add_writer(&s->cat, s->info.writer_kind);
-	s->idmap = malloc(65536 * sizeof(*s->idmap));
-	if (ret || !s->idmap) {
-		rc_free_src(s);
-		return hvt_err(-ENOMEM, "out of memory");
-	}
-	ret = hvtrace_tracedat_writer_add_buffer(r->w, s->name, "mono",
-						 s->nr_cpus, s->subbuf_size);
-	if (ret < 0) {
-		rc_free_src(s);
-		return ret;
-	}
-	s->buffer = ret;
-	r->src[r->nr_src++] = s;
-	if (s->info.writer_kind == HVT_WRITER_LOOPBACK)
-		rc_note_pid(s, (int)s->info.writer_pid);
-	/* Source indexes: the kernel first. */
-	return (int)(r->nr_src - 1 + !!r->kern);
+	return hvt_tdat_rarea_add(r, spec, name);
 }
 
-/* Give the area's formats ids that mean one event in the whole file. */
-static int rc_assign_ids(struct hvtrace_tracedat_record *r, struct rc_src *s)
+HVTRACE_API int
+hvtrace_tracedat_record_add_remote(struct hvtrace_tracedat_record *r,
+				   const char *remote, const char *name)
 {
-	unsigned int i;
-	uint32_t id;
-	char *t;
-	int ret;
-
-	for (i = 0; i < 65536; i++)
-		s->idmap[i] = (uint16_t)r->ids.unknown_id;
-	for (i = 0; i < s->cat.nr; i++) {
-		struct hvtrace_catalog_format *f = &s->cat.fmt[i];
-		uint32_t want = f->id;
-
-		if (want > 0xffff)
-			continue;
-		/* The same format already placed by another area? */
-		id = hvt_tdat_ids_find(&r->ids, f->system, f->text, &t);
-		if (id) {
-			free(f->text);
-			f->text = t;
-			s->idmap[want] = (uint16_t)id;
-			/* Only the first owner writes it. */
-			f->id = id | 0x80000000u;
-			continue;
-		}
-		id = want;
-		if (hvt_tdat_ids_used(&r->ids, r->kern, id)) {
-			ret = hvt_tdat_ids_alloc(&r->ids, r->kern, &id);
-			if (ret)
-				return ret;
-			t = hvt_tdat_format_set_id(f->text, id);
-			if (!t)
-				return hvt_err(-ENOMEM, "out of memory");
-			free(f->text);
-			f->text = t;
-			f->id = id;
-		}
-		r->ids.text[id] = f->text;
-		r->ids.sys[id] = f->system;
-		s->idmap[want] = (uint16_t)id;
-	}
-	return 0;
+	if (!r || !remote)
+		return hvt_err(-EINVAL, "record: no remote given");
+	return hvt_tdat_rremote_add(r, remote, name);
 }
 
-/* Is an event selected by the -e patterns (all when there are none)? */
-static bool rc_selected(const struct hvtrace_tracedat_record *r,
-			const char *sys, const char *name)
+bool hvt_tdat_rec_selected(const struct hvtrace_tracedat_record *r,
+			   const char *sys, const char *name)
 {
 	unsigned int i;
 
@@ -419,442 +147,26 @@ static bool rc_selected(const struct hvtrace_tracedat_record *r,
 	return false;
 }
 
-/* Take up to @n time-sync samples; false if the writer did not answer. */
-static bool rc_sync(struct rc_src *s, unsigned int n, int timeout_ms)
+void hvt_tdat_rec_count(const struct hvtrace_tracedat_record *r,
+			const char *sys, const char *name, unsigned int *hits)
 {
-	unsigned int i;
-	bool any = false;
+	unsigned int p;
 
-	if (!(s->r->flags & HVTRACE_TDAT_REC_NO_CONTROL) && !s->sync_off) {
-		for (i = 0; i < n; i++) {
-			if (hvtrace_area_sync(s->area, timeout_ms))
-				break;
-			any = true;
-		}
-		if (any) {
-			s->sync_fail = 0;
-		} else if (++s->sync_fail >= RC_SYNC_GIVE_UP) {
-			s->sync_off = true;
-		}
-	}
-	hvtrace_area_to_host_ns(s->area, 0, &s->st.sync_err_ns);
-	s->next_sync = hvt_host_now_ns() + RC_SYNC_PERIOD_NS;
-	return any;
+	for (p = 0; r->events[p]; p++)
+		if (hvt_tdat_pattern_match(r->events[p], sys, name))
+			hits[p]++;
 }
 
-HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
+void hvt_tdat_rec_idle(unsigned int max_wait_ms)
 {
-	unsigned int i, j, *hits = NULL, n = 0;
-	uint32_t id;
-	int ret;
+	uint64_t us = CONFIG_HVT_HOST_POLL_US;
+	struct timespec ts;
 
-	if (!r)
-		return hvt_err(-EINVAL, "record: NULL");
-	if (r->started)
-		return 0;
-	while (r->events[n])
-		n++;
-	hits = calloc(n + 1, sizeof(*hits));
-	if (!hits)
-		return hvt_err(-ENOMEM, "out of memory");
-	if (!r->kern && !r->nr_src) {
-		free(hits);
-		return hvt_err(-EINVAL, "record: nothing to record: give areas "
-					"or --kernel");
-	}
-
-	/* Ids first: every source's formats must be final before reading. */
-	r->ids.unknown_id = 0;
-	ret = hvt_tdat_ids_alloc(&r->ids, r->kern, &id);
-	if (ret)
-		goto out;
-	r->ids.unknown_id = id;
-	for (i = 0; i < r->nr_src; i++) {
-		struct rc_src *s = r->src[i];
-
-		ret = rc_assign_ids(r, s);
-		if (ret)
-			goto out;
-		for (j = 0; j < s->cat.nr; j++) {
-			unsigned int p;
-
-			if (s->cat.bit[j] < 0)
-				continue;
-			for (p = 0; p < n; p++)
-				if (hvt_tdat_pattern_match(r->events[p],
-							   s->cat.fmt[j].system,
-							   s->cat.fmt[j].name))
-					hits[p]++;
-		}
-	}
-	if (r->kern) {
-		ret = hvt_tdat_rkernel_enable(r->kern, r->events, hits);
-		if (ret < 0)
-			goto out;
-	}
-	for (i = 0; i < n; i++) {
-		if (!hits[i]) {
-			ret = hvt_err(-ENOENT,
-				      "no event matches '%s' (kernel events: "
-				      "see available_events in tracefs; areas: "
-				      "see hvtrace stat)",
-				      r->events[i]);
-			goto out;
-		}
-	}
-	/* The kernel first: once a writer sees its events enabled, what it
-	 * does next (a trace_marker write) must land in a running buffer. */
-	if (r->kern) {
-		ret = hvt_tdat_rkernel_start(r->kern);
-		if (ret)
-			goto out;
-	}
-	for (i = 0; i < r->nr_src; i++) {
-		struct rc_src *s = r->src[i];
-		uint32_t state = 0;
-
-		/* The clock model before the first page is converted. */
-		hvtrace_area_writer_state(s->area, &state, NULL);
-		if (state == HVT_STATE_RUNNING)
-			rc_sync(s, 8, 20);
-		else
-			s->sync_off = true;
-		if (r->flags & HVTRACE_TDAT_REC_NO_CONTROL)
-			continue;
-		for (j = 0; j < s->cat.nr; j++) {
-			if (s->cat.bit[j] < 0 ||
-			    !rc_selected(r, s->cat.fmt[j].system,
-					 s->cat.fmt[j].name))
-				continue;
-			ret = hvtrace_area_set_event(
-				s->area, (unsigned int)s->cat.bit[j], true);
-			if (ret)
-				goto out;
-		}
-		hvtrace_area_set_tracing(s->area, true);
-	}
-	ret = rc_threads_start(r);
-	if (ret)
-		goto out;
-	r->started = true;
-out:
-	free(hits);
-	return ret;
-}
-
-/* A pid of a local writer: a host process, named from /proc. */
-static void rc_note_pid(struct rc_src *s, int pid)
-{
-	hvt_tdat_pids_note(&s->pids, s->r->w, s->r->pid_named, pid);
-}
-
-/*
- * A pid in an event, on a reader thread: kept for the calling thread to
- * name (rc_fold()) unless the source named it already.  The source's
- * bitmap only changes between passes, so reading it here is safe.
- */
-static void rc_cpu_note_pid(struct rc_src *s, struct rc_cpu *x, int pid)
-{
-	unsigned int i;
-
-	if (pid == x->last_pid)
-		return;
-	x->last_pid = pid;
-	if (pid <= 0 || pid >= HVT_TDAT_PID_MAX ||
-	    s->pids.nr >= HVT_TDAT_SRC_MAX_PIDS ||
-	    (s->pids.seen && ((s->pids.seen[pid / 8] >> (pid % 8)) & 1)))
-		return;
-	for (i = 0; i < x->nr_pend; i++)
-		if (x->pend[i] == pid)
-			return;
-	/* The source names at most HVT_TDAT_SRC_MAX_PIDS: no CPU can
-	 * bring more. */
-	if (x->nr_pend >= HVT_TDAT_SRC_MAX_PIDS)
-		return;
-	if (!x->pend) {
-		x->pend = malloc(HVT_TDAT_SRC_MAX_PIDS * sizeof(*x->pend));
-		if (!x->pend)
-			return; /* unnamed, as a pid /proc cannot name */
-	}
-	x->pend[x->nr_pend++] = pid;
-}
-
-/* One page from an area's reader: convert, remap, pack. */
-static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
-			const struct hvtrace_page_info *info)
-{
-	struct hvt_tdat_rcpu *c = &s->cpu[cpu];
-	struct rc_cpu *x = &s->rc[cpu];
-	uint16_t unknown_id = (uint16_t)s->r->ids.unknown_id;
-	bool loopback = s->info.writer_kind == HVT_WRITER_LOOPBACK;
-	struct hvt_page_iter it;
-	uint64_t commit, ts;
-	uint32_t size;
-	int ret, item;
-
-	memcpy(&ts, page, 8);
-	memcpy(&commit, page + HVT_PAGE_COMMIT_OFF, 8);
-	size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
-	if (size > s->subbuf_size - HVT_PAGE_HDR_SIZE) {
-		x->d.errors++;
-		return 0;
-	}
-	if (info->lost_events) {
-		ret = hvt_tdat_rcpu_put_lost(c, info->lost_events,
-					     info->lost_events != UINT64_MAX);
-		if (ret)
-			return ret;
-	}
-	hvt_page_iter_init(&it, page + HVT_PAGE_HDR_SIZE, size, ts);
-	while ((item = hvt_page_next(&it)) > 0) {
-		uint16_t id, fid;
-
-		if (item != HVT_ITEM_DATA)
-			continue;
-		if (it.len < sizeof(struct hvt_common_fields)) {
-			x->d.errors++;
-			continue;
-		}
-		memcpy(&id, it.payload, 2);
-		fid = s->idmap[id];
-		if (fid == unknown_id)
-			x->d.unknown++;
-		if (loopback) {
-			int32_t pid;
-
-			memcpy(&pid, it.payload + 4, 4);
-			rc_cpu_note_pid(s, x, pid);
-		}
-		ret = hvt_tdat_rcpu_put_event_id(
-			c, hvtrace_area_to_host_ns(s->area, it.ts, NULL),
-			it.payload, it.len, fid);
-		if (ret)
-			return ret;
-	}
-	if (item < 0)
-		x->d.errors++; /* the reader validated it: not expected */
-	return 0;
-}
-
-/* Read what CPU @cpu of @s has pending (on a reader thread). */
-static void rc_read_cpu(struct rc_src *s, uint32_t cpu, uint8_t *page)
-{
-	struct hvtrace_page_info info;
-	struct rc_cpu *x = &s->rc[cpu];
-	unsigned int k;
-	int ret = 0;
-
-	for (k = 0; k < RC_PAGES_PER_POLL; k++) {
-		ret = hvtrace_cpu_read_page(s->area, (int)cpu, page,
-					    s->subbuf_size, &info);
-		if (ret <= 0)
-			break;
-		ret = rc_area_page(s, cpu, page, &info);
-		if (ret)
-			break;
-	}
-	if (ret < 0) {
-		/* Error texts are per thread: keep it for the caller. */
-		snprintf(x->err, sizeof(x->err), "%s", hvtrace_last_error());
-		x->ret = ret;
-	} else {
-		x->ret = (int)k;
-	}
-}
-
-/* Thread @t's share of the pass: every nr_readers-th CPU. */
-static void rc_work(struct hvtrace_tracedat_record *r, unsigned int t)
-{
-	unsigned int j;
-
-	for (j = t; j < r->nr_jobs; j += r->nr_readers)
-		if (r->jobs[j].s->active)
-			rc_read_cpu(r->jobs[j].s, r->jobs[j].cpu,
-				    r->th[t].page);
-}
-
-static void *rc_thread_main(void *arg)
-{
-	struct rc_thread *t = arg;
-	struct hvtrace_tracedat_record *r = t->r;
-	unsigned int seen = 0;
-
-	pthread_mutex_lock(&r->mu);
-	for (;;) {
-		/* Pairs with the broadcasts in rc_pass(), rc_threads_stop(). */
-		while (!r->quit && r->gen == seen)
-			pthread_cond_wait(&r->go, &r->mu);
-		if (r->quit)
-			break;
-		seen = r->gen;
-		pthread_mutex_unlock(&r->mu);
-		rc_work(r, t->idx);
-		pthread_mutex_lock(&r->mu);
-		/* Pairs with the wait in rc_pass(). */
-		if (!--r->busy)
-			pthread_cond_signal(&r->done);
-	}
-	pthread_mutex_unlock(&r->mu);
-	return NULL;
-}
-
-/* One pass over the CPUs of the active sources, on all reader threads. */
-static void rc_pass(struct hvtrace_tracedat_record *r)
-{
-	if (r->nr_started) {
-		pthread_mutex_lock(&r->mu);
-		r->gen++;
-		r->busy = r->nr_started;
-		pthread_cond_broadcast(&r->go);
-		pthread_mutex_unlock(&r->mu);
-	}
-	rc_work(r, 0);
-	if (r->nr_started) {
-		pthread_mutex_lock(&r->mu);
-		while (r->busy)
-			pthread_cond_wait(&r->done, &r->mu);
-		pthread_mutex_unlock(&r->mu);
-	}
-}
-
-/*
- * After a pass (calling thread): the CPUs' counters into the source's,
- * their pids named in CPU order.  Returns the pages read, or the first
- * error of a CPU, with its text as the last error.
- */
-static int rc_fold(struct rc_src *s)
-{
-	int ret = 0, n = 0;
-	unsigned int i;
-	uint32_t c;
-
-	for (c = 0; c < s->nr_cpus; c++) {
-		struct rc_cpu *x = &s->rc[c];
-
-		s->st.events += x->d.events;
-		s->st.lost += x->d.lost;
-		s->st.lost_unknown += x->d.lost_unknown;
-		s->st.bytes += x->d.bytes;
-		s->st.errors += x->d.errors;
-		s->st.unknown += x->d.unknown;
-		s->st.clamped += x->d.clamped;
-		s->r->ids.unknown_total += x->d.unknown;
-		memset(&x->d, 0, sizeof(x->d));
-		for (i = 0; i < x->nr_pend; i++)
-			rc_note_pid(s, x->pend[i]);
-		x->nr_pend = 0;
-		if (x->ret < 0 && !ret) {
-			ret = hvt_err(x->ret, "%s", x->err);
-		} else if (x->ret > 0) {
-			n += x->ret;
-		}
-		x->ret = 0;
-	}
-	return ret ? ret : n;
-}
-
-static void rc_threads_stop(struct hvtrace_tracedat_record *r)
-{
-	unsigned int i;
-
-	if (r->nr_started) {
-		pthread_mutex_lock(&r->mu);
-		r->quit = true;
-		pthread_cond_broadcast(&r->go);
-		pthread_mutex_unlock(&r->mu);
-		for (i = 1; i <= r->nr_started; i++)
-			pthread_join(r->th[i].th, NULL);
-		r->nr_started = 0;
-	}
-	if (r->th) {
-		pthread_mutex_destroy(&r->mu);
-		pthread_cond_destroy(&r->go);
-		pthread_cond_destroy(&r->done);
-	}
-	for (i = 0; r->th && i < r->nr_readers; i++)
-		free(r->th[i].page);
-	free(r->th);
-	free(r->jobs);
-	r->th = NULL;
-	r->jobs = NULL;
-}
-
-/* How many: as asked, else one per area CPU up to the online CPUs and
- * RC_AUTO_THREADS. */
-static unsigned int rc_nr_readers(const struct hvtrace_tracedat_record *r)
-{
-	long online = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned int n = r->want_threads;
-
-	if (!n) {
-		n = RC_AUTO_THREADS;
-		if (online > 0 && (unsigned long)online < n)
-			n = (unsigned int)online;
-	}
-	if (n > r->nr_jobs)
-		n = r->nr_jobs;
-	return n ? n : 1;
-}
-
-static int rc_threads_start(struct hvtrace_tracedat_record *r)
-{
-	uint32_t sb = 0, c;
-	sigset_t all, old;
-	unsigned int i;
-	int ret = 0;
-
-	for (i = 0; i < r->nr_src; i++) {
-		r->nr_jobs += r->src[i]->nr_cpus;
-		if (r->src[i]->subbuf_size > sb)
-			sb = r->src[i]->subbuf_size;
-	}
-	r->jobs = calloc(r->nr_jobs ? r->nr_jobs : 1, sizeof(*r->jobs));
-	r->nr_readers = rc_nr_readers(r);
-	r->th = calloc(r->nr_readers, sizeof(*r->th));
-	if (!r->jobs || !r->th) {
-		free(r->jobs);
-		free(r->th);
-		r->jobs = NULL;
-		r->th = NULL;
-		return hvt_err(-ENOMEM, "out of memory");
-	}
-	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->go, NULL);
-	pthread_cond_init(&r->done, NULL);
-	r->nr_jobs = 0;
-	for (i = 0; i < r->nr_src; i++) {
-		for (c = 0; c < r->src[i]->nr_cpus; c++) {
-			r->jobs[r->nr_jobs].s = r->src[i];
-			r->jobs[r->nr_jobs++].cpu = c;
-		}
-	}
-	for (i = 0; i < r->nr_readers; i++) {
-		r->th[i].r = r;
-		r->th[i].idx = i;
-		r->th[i].page = malloc(sb ? sb : 1);
-		if (!r->th[i].page)
-			return hvt_err(-ENOMEM, "out of memory");
-	}
-	/* Signals stay with the calling thread (SIGBUS, synchronous, goes
-	 * to the thread that faults, and its guard is per thread). */
-	sigfillset(&all);
-	sigdelset(&all, SIGBUS);
-	sigdelset(&all, SIGSEGV);
-	sigdelset(&all, SIGFPE);
-	sigdelset(&all, SIGILL);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	for (i = 1; i < r->nr_readers; i++) {
-		ret = -pthread_create(&r->th[i].th, NULL, rc_thread_main,
-				      &r->th[i]);
-		if (ret)
-			break;
-		r->nr_started++;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret)
-		return hvt_err(ret, "cannot start reader thread %u: %s", i,
-			       strerror(-ret));
-	return 0;
+	if (us > (uint64_t)max_wait_ms * 1000)
+		us = (uint64_t)max_wait_ms * 1000;
+	ts.tv_sec = (time_t)(us / 1000000);
+	ts.tv_nsec = (long)(us % 1000000) * 1000;
+	nanosleep(&ts, NULL);
 }
 
 HVTRACE_API int
@@ -866,10 +178,10 @@ hvtrace_tracedat_record_set_reader_threads(struct hvtrace_tracedat_record *r,
 	if (r->started)
 		return hvt_err(-EBUSY, "record: reader threads are set before "
 				       "recording starts");
-	if (n > RC_MAX_THREADS)
+	if (n > HVT_TDAT_REC_MAX_THREADS)
 		return hvt_err(-EINVAL,
 			       "record: %u reader threads (at most %u)", n,
-			       RC_MAX_THREADS);
+			       HVT_TDAT_REC_MAX_THREADS);
 	r->want_threads = n;
 	return 0;
 }
@@ -880,105 +192,95 @@ hvtrace_tracedat_record_reader_threads(const struct hvtrace_tracedat_record *r)
 	return r && r->started ? r->nr_readers : 0;
 }
 
-static bool rc_writer_dead(const struct rc_src *s)
+/* Patterns that selected nothing anywhere are errors. */
+static int rec_check_hits(struct hvtrace_tracedat_record *r,
+			  const unsigned int *hits)
 {
-	/* Only a local writer's pid means something here. */
-	if (s->info.writer_kind != HVT_WRITER_LOOPBACK || !s->info.writer_pid)
-		return false;
-	return kill((pid_t)s->info.writer_pid, 0) && errno == ESRCH;
+	unsigned int i;
+
+	for (i = 0; r->events[i]; i++) {
+		if (hits[i])
+			continue;
+		if (r->ops)
+			return r->ops->no_match(r->set, r->events[i]);
+		return hvt_err(-ENOENT,
+			       "no event matches '%s' (kernel events: see "
+			       "available_events in tracefs; areas: see "
+			       "hvtrace stat)",
+			       r->events[i]);
+	}
+	return 0;
+}
+
+HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
+{
+	unsigned int *hits, n = 0;
+	int ret;
+
+	if (!r)
+		return hvt_err(-EINVAL, "record: NULL");
+	if (r->started)
+		return 0;
+	if (!hvtrace_tracedat_record_nr_sources(r))
+		return hvt_err(-EINVAL,
+			       "record: nothing to record: give %s or --kernel",
+			       r->ops ? r->ops->kind : "areas");
+	while (r->events[n])
+		n++;
+	hits = calloc(n + 1, sizeof(*hits));
+	if (!hits)
+		return hvt_err(-ENOMEM, "out of memory");
+	/* Ids first: every source's formats must be final before reading;
+	 * kernel ids are taken, the sources' placed around them. */
+	r->ids.unknown_id = 0;
+	ret = hvt_tdat_ids_alloc(&r->ids, r->kern, &r->ids.unknown_id);
+	if (!ret && r->ops)
+		ret = r->ops->place(r->set, hits);
+	if (!ret && r->kern)
+		ret = hvt_tdat_rkernel_enable(r->kern, r->events, hits);
+	if (!ret)
+		ret = rec_check_hits(r, hits);
+	free(hits);
+	if (!ret && r->ops && r->ops->pre_start)
+		ret = r->ops->pre_start(r->set);
+	/* The kernel first: once a writer sees its events enabled, what it
+	 * does next (a trace_marker write) must land in a running buffer. */
+	if (!ret && r->kern)
+		ret = hvt_tdat_rkernel_start(r->kern);
+	r->nr_readers = 1;
+	if (!ret && r->ops)
+		ret = r->ops->start(r->set);
+	if (!ret)
+		r->started = true;
+	return ret;
 }
 
 HVTRACE_API int hvtrace_tracedat_record_poll(struct hvtrace_tracedat_record *r,
 					     unsigned int max_wait_ms)
 {
-	unsigned int i, areas = 0, done = 0;
-	int total = 0, ret;
-	uint64_t now;
+	int kn = 0;
 
 	if (!r || !r->started)
 		return hvt_err(-EINVAL, "record: not started");
-	now = hvt_host_now_ns();
 	if (r->kern) {
-		ret = hvt_tdat_rkernel_read(r->kern);
-		if (ret < 0)
-			return ret;
-		total += ret;
+		kn = hvt_tdat_rkernel_read(r->kern);
+		if (kn < 0)
+			return kn;
 	}
-	/* What needs the whole recording, before the threads read. */
-	for (i = 0; i < r->nr_src; i++) {
-		struct rc_src *s = r->src[i];
-		uint32_t state = 0;
-
-		areas++;
-		s->active = false;
-		if (s->finished) {
-			done++;
-			continue;
-		}
-		if (hvtrace_area_writer_state(s->area, &state, NULL)) {
-			/* Re-formatted: the data is not ours now. */
-			s->gone = true;
-			s->finished = true;
-			s->st.finished = true;
-			s->st.errors++;
-			fprintf(stderr,
-				"hvtrace record: the writer of '%s' "
-				"re-formatted its area; stopped "
-				"recording it\n",
-				s->name);
-			done++;
-			continue;
-		}
-		/* Stopped before this pass: done once a pass finds nothing. */
-		s->active = true;
-		s->pass_stop = s->stop_seen;
-		if (state == HVT_STATE_STOPPED || rc_writer_dead(s))
-			s->stop_seen = true;
-		if (!s->stop_seen && !s->sync_off && now >= s->next_sync)
-			rc_sync(s, 1, 2);
-	}
-	rc_pass(r);
-	for (i = 0; i < r->nr_src; i++) {
-		struct rc_src *s = r->src[i];
-
-		if (!s->active)
-			continue;
-		ret = rc_fold(s);
-		if (ret < 0) {
-			/* An area that cannot be read is this area's
-			 * problem, not the recording's. */
-			s->st.errors++;
-			s->finished = s->st.finished = true;
-			fprintf(stderr, "hvtrace record: '%s': %s\n", s->name,
-				hvtrace_last_error());
-			done++;
-			continue;
-		}
-		total += ret;
-		if (s->pass_stop && ret == 0) {
-			s->finished = s->st.finished = true;
-			done++;
-		}
-	}
-	if (areas && done == areas)
-		return 0;
-	if (!total && max_wait_ms) {
-		uint64_t us = CONFIG_HVT_HOST_POLL_US;
-		struct timespec ts;
-
-		if (us > (uint64_t)max_wait_ms * 1000)
-			us = (uint64_t)max_wait_ms * 1000;
-		ts.tv_sec = (time_t)(us / 1000000);
-		ts.tv_nsec = (long)(us % 1000000) * 1000;
-		nanosleep(&ts, NULL);
-	}
+	if (r->ops)
+		return r->ops->poll(r->set, kn, max_wait_ms);
+	/* Only the kernel: until stopped. */
+	if (!kn && max_wait_ms)
+		hvt_tdat_rec_idle(max_wait_ms);
 	return 1;
 }
 
 HVTRACE_API unsigned int
 hvtrace_tracedat_record_nr_sources(const struct hvtrace_tracedat_record *r)
 {
-	return r ? r->nr_src + !!r->kern : 0;
+	if (!r)
+		return 0;
+	return !!r->kern + (r->ops ? r->ops->nr_sources(r->set) : 0);
 }
 
 HVTRACE_API int
@@ -986,165 +288,68 @@ hvtrace_tracedat_record_source_stats(const struct hvtrace_tracedat_record *r,
 				     unsigned int i,
 				     struct hvtrace_tracedat_source_stats *st)
 {
-	if (!r || !st || i >= r->nr_src + !!r->kern)
+	if (!r || !st || i >= hvtrace_tracedat_record_nr_sources(r))
 		return hvt_err(-EINVAL, "record: no source %u", i);
+	/* Source indexes: the kernel first. */
 	if (r->kern && i == 0)
 		*st = r->kern->st;
 	else
-		*st = r->src[i - !!r->kern]->st;
+		*st = *r->ops->stats(r->set, i - !!r->kern);
 	return 0;
-}
-
-static int rc_cpustats(struct hvtrace_tracedat_record *r)
-{
-	unsigned int i;
-	uint32_t c;
-	int ret = 0;
-
-	/* The kernel's CPUs first: the top-level buffer's. */
-	if (r->kern)
-		ret = hvt_tdat_rkernel_add_cpustats(r->kern);
-	for (i = 0; i < r->nr_src && !ret; i++) {
-		struct rc_src *s = r->src[i];
-
-		ret = hvt_tdat_rec_add_buffer_stat(r->w, s->name);
-		for (c = 0; c < s->nr_cpus && !ret; c++) {
-			struct hvtrace_cpu_stats st;
-			struct hvt_tdat_cpustat cs = {.cpu = c};
-
-			if (hvtrace_cpu_get_stats(s->area, (int)c, &st))
-				continue;
-			cs.entries = st.entries;
-			cs.overrun = st.overrun + st.skipped;
-			cs.bytes = st.bytes;
-			cs.oldest_ns = hvtrace_area_to_host_ns(
-				s->area, st.oldest_ts, NULL);
-			cs.now_ns = hvtrace_area_to_host_ns(s->area, st.now_ts,
-							    NULL);
-			cs.dropped = st.dropped;
-			cs.read = st.read;
-			ret = hvt_tdat_rec_add_cpustat(r->w, &cs);
-		}
-	}
-	return ret;
-}
-
-static int rc_metadata(struct hvtrace_tracedat_record *r)
-{
-	uint32_t cpus = 0, sb = 4096;
-	unsigned int i, j;
-	int ret = 0;
-
-	if (r->kern) {
-		sb = r->kern->subbuf_size > sb ? r->kern->subbuf_size : sb;
-		cpus = r->kern->nr_cpus;
-	}
-	for (i = 0; i < r->nr_src; i++) {
-		if (r->src[i]->subbuf_size > sb)
-			sb = r->src[i]->subbuf_size;
-		if (r->src[i]->nr_cpus > cpus)
-			cpus = r->src[i]->nr_cpus;
-	}
-	/* header_page / header_event: the kernel's own, else ours. */
-	ret = hvt_tdat_rec_set_headers(r->w, r->kern, sb);
-
-	/* Formats: the kernel's (seen, enabled, ftrace), then the areas'. */
-	if (!ret && r->kern)
-		ret = hvt_tdat_rkernel_add_formats(r->kern);
-	/* Each area format once, under the id it has in the file. */
-	for (j = 0; j < r->nr_src; j++) {
-		struct rc_src *s = r->src[j];
-
-		for (i = 0; !ret && i < s->cat.nr; i++) {
-			const struct hvtrace_catalog_format *f = &s->cat.fmt[i];
-
-			if (f->id & 0x80000000u)
-				continue; /* shared: written by its owner */
-			ret = hvtrace_tracedat_writer_add_format(
-				r->w, f->system, f->text, strlen(f->text));
-		}
-	}
-	if (!ret && r->ids.unknown_total)
-		ret = hvt_tdat_rec_add_unknown(r->w, r->ids.unknown_id);
-	if (!ret && r->kern)
-		ret = hvt_tdat_rkernel_add_files(r->kern);
-
-	/* Options: the kernel's trace clock if there is one, else mono. */
-	if (!ret)
-		ret = hvt_tdat_rec_add_options(r->w, r->kern);
-	if (!ret)
-		ret = rc_cpustats(r);
-	if (!ret)
-		ret = hvt_tdat_rec_add_cpucount(r->w, cpus);
-	return ret;
-}
-
-static void rc_restore(struct hvtrace_tracedat_record *r)
-{
-	unsigned int i;
-
-	hvt_tdat_rkernel_stop(r->kern);
-	/* Writers stop producing for nobody. */
-	for (i = 0; i < r->nr_src; i++)
-		if (!(r->flags & HVTRACE_TDAT_REC_NO_CONTROL))
-			hvtrace_area_set_tracing(r->src[i]->area, false);
 }
 
 HVTRACE_API int hvtrace_tracedat_record_stop(struct hvtrace_tracedat_record *r)
 {
-	unsigned int i, pass;
-	uint32_t c;
-	int ret = 0, rd;
+	int ret = 0;
 
 	if (!r)
 		return hvt_err(-EINVAL, "record: NULL");
 	if (r->stopped)
 		return 0;
 	r->stopped = true;
-	rc_restore(r);
+	/* The kernel stops producing; it is read to the end below. */
+	hvt_tdat_rkernel_stop(r->kern);
+	if (r->ops)
+		r->ops->stop(r->set);
 	if (r->kern)
 		ret = hvt_tdat_rkernel_drain(r->kern);
-	/* Drain what is left; bounded, the sources have stopped. */
-	for (pass = 0; r->started && pass < 1024; pass++) {
-		int got = 0;
+	if (r->ops)
+		ret = r->ops->drain(r->set, ret);
+	return ret;
+}
 
-		for (i = 0; i < r->nr_src; i++)
-			r->src[i]->active = !r->src[i]->gone;
-		rc_pass(r);
-		for (i = 0; i < r->nr_src; i++) {
-			if (!r->src[i]->active)
-				continue;
-			rd = rc_fold(r->src[i]);
-			if (rd < 0) {
-				r->src[i]->st.errors++;
-				r->src[i]->gone = true;
-				continue;
-			}
-			got += rd;
-		}
-		if (!got)
-			break;
+static int rec_metadata(struct hvtrace_tracedat_record *r)
+{
+	uint32_t cpus = 0, sb = 4096;
+	int ret;
+
+	if (r->kern) {
+		sb = r->kern->subbuf_size > sb ? r->kern->subbuf_size : sb;
+		cpus = r->kern->nr_cpus;
 	}
-	for (i = 0; i < r->nr_src && !ret; i++) {
-		struct rc_src *s = r->src[i];
-
-		for (c = 0; c < s->nr_cpus && !ret; c++) {
-			struct hvtrace_cpu_stats cs;
-
-			if (!s->gone) {
-				s->st.trailing_lost +=
-					hvtrace_cpu_take_trailing_lost(s->area,
-								       (int)c);
-				/* Malformed words, descriptors and pages the
-				 * area reader skipped. */
-				if (!hvtrace_cpu_get_stats(s->area, (int)c,
-							   &cs))
-					s->st.errors += cs.errors;
-			}
-			ret = hvtrace_pack_flush(&s->cpu[c].pack);
-		}
-		rc_fold(s); /* the last pages' bytes */
-	}
+	if (r->ops)
+		r->ops->geometry(r->set, &sb, &cpus);
+	/* header_page / header_event: the kernel's own, else ours. */
+	ret = hvt_tdat_rec_set_headers(r->w, r->kern, sb);
+	/* Formats: the kernel's (seen, enabled, ftrace), then the sources'. */
+	if (!ret && r->kern)
+		ret = hvt_tdat_rkernel_add_formats(r->kern);
+	if (!ret && r->ops)
+		ret = r->ops->formats(r->set);
+	if (!ret && r->ids.unknown_total)
+		ret = hvt_tdat_rec_add_unknown(r->w, r->ids.unknown_id);
+	if (!ret && r->kern)
+		ret = hvt_tdat_rkernel_add_files(r->kern);
+	/* Options: the kernel's trace clock if there is one, else mono. */
+	if (!ret)
+		ret = hvt_tdat_rec_add_options(r->w, r->kern);
+	/* CPU statistics: the kernel's (the top-level buffer) first. */
+	if (!ret && r->kern)
+		ret = hvt_tdat_rkernel_add_cpustats(r->kern);
+	if (!ret && r->ops)
+		ret = r->ops->cpustats(r->set);
+	if (!ret)
+		ret = hvt_tdat_rec_add_cpucount(r->w, cpus);
 	return ret;
 }
 
@@ -1157,14 +362,14 @@ hvtrace_tracedat_record_finish(struct hvtrace_tracedat_record *r)
 		return hvt_err(-EINVAL, "record: NULL");
 	ret = hvtrace_tracedat_record_stop(r);
 	if (!ret)
-		ret = rc_metadata(r);
+		ret = rec_metadata(r);
 	/* The kernel's settings back (and a created instance gone) before
 	 * the file is complete. */
 	hvt_tdat_rkernel_close(r->kern);
 	r->kern = NULL;
 	ret = hvt_tdat_rec_end(r->w, ret);
 	r->w = NULL;
-	rc_free(r);
+	rec_free(r);
 	return ret;
 }
 
@@ -1173,8 +378,10 @@ hvtrace_tracedat_record_abort(struct hvtrace_tracedat_record *r)
 {
 	if (!r)
 		return;
-	rc_restore(r);
+	hvt_tdat_rkernel_stop(r->kern);
+	if (r->ops)
+		r->ops->restore(r->set);
 	hvtrace_tracedat_writer_abort(r->w);
 	r->w = NULL;
-	rc_free(r);
+	rec_free(r);
 }

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * libhvtrace: what the two recorders share -- record.c (areas opened by
- * the process) and record_daemon.c (remotes of hvtraced), each with the
- * host kernel or not.  Both write the same file layout
- * (docs/tracedat.md): one buffer per source, packed per CPU on the host
+ * libhvtrace: what the recorder (record.c) and its source sets
+ * (record_area.c, record_remote.c) share: per-CPU packing on the host
  * clock, event ids unique in the file and below 0x8000, host pids named
- * from /proc, and the same options; and both record the kernel with the
- * same code (hvt_tdat_rkernel_*(), at the end): its tracefs instance on
- * the mono trace clock, its events in the top-level buffer, and its
- * headers, formats, kallsyms, printk formats, saved_cmdlines, trace clock
- * and CPU statistics in the file.
+ * from /proc (also those reader threads met), the options and metadata
+ * writers, and the host kernel as a source (hvt_tdat_rkernel_*(), at
+ * the end): its tracefs instance on the mono trace clock, its events in
+ * the top-level buffer, and its headers, formats, kallsyms, printk
+ * formats, saved_cmdlines, trace clock and CPU statistics in the file.
+ * The file layout is in docs/tracedat.md.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -243,6 +242,56 @@ void hvt_tdat_pids_note(struct hvt_tdat_pids *p,
 	p->nr++;
 	if (!hvt_tdat_pid_name(w, pid) && named)
 		named[pid / 8] |= (uint8_t)(1u << (pid % 8));
+}
+
+/*
+ * A pid in an event, on a reader thread: kept for the calling thread to
+ * name (hvt_tdat_pend_fold()) unless the source named it already.  The
+ * source's bitmap only changes between passes, so reading it here is
+ * safe.
+ */
+void hvt_tdat_pend_note(struct hvt_tdat_pend *x, const struct hvt_tdat_pids *p,
+			int pid)
+{
+	unsigned int i;
+
+	if (pid == x->last_pid)
+		return;
+	x->last_pid = pid;
+	if (pid <= 0 || pid >= HVT_TDAT_PID_MAX ||
+	    p->nr >= HVT_TDAT_SRC_MAX_PIDS ||
+	    (p->seen && ((p->seen[pid / 8] >> (pid % 8)) & 1)))
+		return;
+	for (i = 0; i < x->nr; i++)
+		if (x->pid[i] == pid)
+			return;
+	/* The source names at most HVT_TDAT_SRC_MAX_PIDS: no CPU can
+	 * bring more. */
+	if (x->nr >= HVT_TDAT_SRC_MAX_PIDS)
+		return;
+	if (!x->pid) {
+		x->pid = malloc(HVT_TDAT_SRC_MAX_PIDS * sizeof(*x->pid));
+		if (!x->pid)
+			return; /* unnamed, as a pid /proc cannot name */
+	}
+	x->pid[x->nr++] = pid;
+}
+
+void hvt_tdat_pend_fold(struct hvt_tdat_pend *x, struct hvt_tdat_pids *p,
+			struct hvtrace_tracedat_writer *w, uint8_t *named)
+{
+	unsigned int i;
+
+	for (i = 0; i < x->nr; i++)
+		hvt_tdat_pids_note(p, w, named, x->pid[i]);
+	x->nr = 0;
+}
+
+void hvt_tdat_pend_fini(struct hvt_tdat_pend *x)
+{
+	free(x->pid);
+	x->pid = NULL;
+	x->nr = 0;
 }
 
 void hvt_tdat_pids_fini(struct hvt_tdat_pids *p)

@@ -7,11 +7,16 @@
  *   formats.c  format texts: "name:"/"ID:" heads, header_page/header_event
  *              and unknown-id placeholders as blobs (the event catalogs
  *              and the page packer are the core library's)
- *   record.c   the recording engine (sources, polling, finishing)
- *   record_daemon.c  recording remotes of hvtraced (same file layout)
- *   record_common.c  what the two recorders share: per-CPU packing,
- *              file-wide event ids, host pids, the host kernel as a
- *              source, metadata and finishing
+ *   record.c   the recorder: one file, the host kernel, and a source
+ *              set behind struct hvt_tdat_rset_ops (start, poll, stop,
+ *              finishing)
+ *   record_area.c    the source set of trace areas
+ *   record_readers.c the reader threads a set runs its per-CPU jobs on
+ *   record_remote.c  the source set of remotes of hvtraced (rremote.h),
+ *   record_rpages.c  ... and the pages of its feed
+ *   record_common.c  what the sets share: per-CPU packing, file-wide
+ *              event ids, host pids, the host kernel as a source,
+ *              metadata and finishing
  *   read.c     the trace.dat v6/v7 reader and trace-cmd style printing
  */
 #ifndef HVT_TRACEDAT_LOCAL_H
@@ -154,7 +159,7 @@ HVT_INTERNAL int hvt_tdat_kernel_cpu_stats(struct hvt_tdat_kernel *k,
 					   uint32_t cpu,
 					   struct hvt_tdat_blob *b);
 
-/* --- recording (record_common.c, for record.c and record_daemon.c) -------
+/* --- recording (record_common.c, for record*.c) ---------------------------
  */
 
 #define HVT_TDAT_ID_LIMIT 0x8000u   /* KernelShark: int16_t event ids */
@@ -258,6 +263,27 @@ HVT_INTERNAL void hvt_tdat_pids_note(struct hvt_tdat_pids *p,
 				     uint8_t *named, int pid);
 HVT_INTERNAL void hvt_tdat_pids_fini(struct hvt_tdat_pids *p);
 
+/*
+ * Host pids a reader thread met (record_readers.c) that its source had
+ * not named yet, in the order met: the calling thread names them between
+ * passes, so the file does not depend on the threads.
+ */
+struct hvt_tdat_pend {
+	int last_pid;
+	int *pid;
+	unsigned int nr;
+};
+
+/* On the reader thread; @p: the source's pids (read only). */
+HVT_INTERNAL void hvt_tdat_pend_note(struct hvt_tdat_pend *x,
+				     const struct hvt_tdat_pids *p, int pid);
+/* On the calling thread: name them (hvt_tdat_pids_note()), forget them. */
+HVT_INTERNAL void hvt_tdat_pend_fold(struct hvt_tdat_pend *x,
+				     struct hvt_tdat_pids *p,
+				     struct hvtrace_tracedat_writer *w,
+				     uint8_t *named);
+HVT_INTERNAL void hvt_tdat_pend_fini(struct hvt_tdat_pend *x);
+
 /* Counters of one CPU, as the kernel's per_cpu/cpuN/stats file has them. */
 struct hvt_tdat_cpustat {
 	uint32_t cpu;
@@ -360,5 +386,112 @@ HVT_INTERNAL void hvt_tdat_rkernel_close(struct hvt_tdat_rkernel *rk);
  * failed the recording; @w is gone either way.  Returns the result.
  */
 HVT_INTERNAL int hvt_tdat_rec_end(struct hvtrace_tracedat_writer *w, int ret);
+
+/* --- the recorder and its source sets (record.c) ----------------------------
+ */
+
+struct hvt_tdat_rset;
+
+/*
+ * A kind of recorded source: trace areas (record_area.c), remotes of
+ * hvtraced (record_remote.c); a guest kernel ring is one more.  A set
+ * holds the sources of its kind in one recording, one buffer each, and
+ * reads them together (areas on reader threads, remotes on one feed).
+ * record.c calls the hooks in this order:
+ *   place, [kernel enable], no_match, pre_start, [kernel start], start;
+ *   poll...; [kernel stop], stop, [kernel drain], drain;
+ *   geometry, formats, cpustats (metadata); free.   abort: restore, free.
+ */
+struct hvt_tdat_rset_ops {
+	const char *kind; /* "areas", "remotes": what the user gives */
+	/* File ids for the formats; hits[p] += events pattern p selects. */
+	int (*place)(struct hvt_tdat_rset *set, unsigned int *hits);
+	/* -ENOENT with the error for pattern @pat that matched nothing. */
+	int (*no_match)(struct hvt_tdat_rset *set, const char *pat);
+	/* Before the kernel starts (subscriptions); may be NULL. */
+	int (*pre_start)(struct hvt_tdat_rset *set);
+	/* After: enabling, time sync, readers. */
+	int (*start)(struct hvt_tdat_rset *set);
+	/* One pass; @kernel_events: what the kernel gave in this poll.
+	 * 0 once every source is done, 1 otherwise, or -errno. */
+	int (*poll)(struct hvt_tdat_rset *set, int kernel_events,
+		    unsigned int max_wait_ms);
+	/* Producers stopped (before the kernel drains). */
+	void (*stop)(struct hvt_tdat_rset *set);
+	/* Read to the end and close the last pages; @ret: so far. */
+	int (*drain)(struct hvt_tdat_rset *set, int ret);
+	/* Put back what start() changed (abort). */
+	void (*restore)(struct hvt_tdat_rset *set);
+	/* Largest sub-buffer and CPU count of the set's sources. */
+	void (*geometry)(struct hvt_tdat_rset *set, uint32_t *sb,
+			 uint32_t *cpus);
+	int (*formats)(struct hvt_tdat_rset *set);
+	int (*cpustats)(struct hvt_tdat_rset *set);
+	unsigned int (*nr_sources)(const struct hvt_tdat_rset *set);
+	const struct hvtrace_tracedat_source_stats *(*stats)(
+		const struct hvt_tdat_rset *set, unsigned int i);
+	void (*free)(struct hvt_tdat_rset *set);
+};
+
+/* What every set sees of the recording. */
+struct hvtrace_tracedat_record {
+	struct hvtrace_tracedat_writer *w;
+	char *path;
+	char *sock;    /* hvtraced's socket for remotes, or NULL */
+	char **events; /* NULL-terminated copy */
+	unsigned int flags;
+	struct hvt_tdat_rkernel *kern; /* the host kernel, or NULL */
+	bool started;
+	bool stopped;
+	struct hvt_tdat_ids ids; /* file-wide event ids */
+	uint8_t *pid_named;	 /* pids named from /proc (bitmap) */
+	unsigned int want_threads; /* reader threads asked, 0: automatic */
+	unsigned int nr_readers;   /* in use, with the calling thread */
+	const struct hvt_tdat_rset_ops *ops; /* the source set, or NULL */
+	struct hvt_tdat_rset *set;
+};
+
+/* Max sources of a recording, the kernel included; max reader threads. */
+#define HVT_TDAT_REC_MAX_SOURCES 64u
+#define HVT_TDAT_REC_MAX_THREADS 256u
+
+/* Is an event selected by the -e patterns (all when there are none)? */
+HVT_INTERNAL bool hvt_tdat_rec_selected(const struct hvtrace_tracedat_record *r,
+					const char *sys, const char *name);
+/* Add @hits[p] for every pattern p that selects the event. */
+HVT_INTERNAL void hvt_tdat_rec_count(const struct hvtrace_tracedat_record *r,
+				     const char *sys, const char *name,
+				     unsigned int *hits);
+/* The recorder's sleep when a poll found nothing (kernel, areas). */
+HVT_INTERNAL void hvt_tdat_rec_idle(unsigned int max_wait_ms);
+
+/*
+ * Reader threads (record_readers.c): @nr_jobs jobs, job j always run by
+ * thread j % nr on every pass, the calling thread being thread 0, each
+ * thread with a read buffer of @page_size bytes.  @want: threads asked
+ * (0: one per job up to the online CPUs and 8), never more than jobs.
+ * On failure *@out may be set: _stop() it.
+ */
+struct hvt_tdat_readers;
+
+HVT_INTERNAL int
+hvt_tdat_readers_start(unsigned int want, unsigned int nr_jobs,
+		       uint32_t page_size,
+		       void (*work)(void *ctx, unsigned int job, uint8_t *page),
+		       void *ctx, struct hvt_tdat_readers **out);
+/* One pass: every job once; returns when all threads are done. */
+HVT_INTERNAL void hvt_tdat_readers_pass(struct hvt_tdat_readers *p);
+/* Threads in use, the calling thread included (1 for NULL). */
+HVT_INTERNAL unsigned int
+hvt_tdat_readers_nr(const struct hvt_tdat_readers *p);
+/* Join the threads and free; @p may be NULL. */
+HVT_INTERNAL void hvt_tdat_readers_stop(struct hvt_tdat_readers *p);
+
+/* The area set (record_area.c): created at the first area. */
+HVT_INTERNAL int hvt_tdat_rarea_add(struct hvtrace_tracedat_record *r,
+				    const char *spec, const char *name);
+/* The remote set (record_remote.c): connects at the first remote. */
+HVT_INTERNAL int hvt_tdat_rremote_add(struct hvtrace_tracedat_record *r,
+				      const char *remote, const char *name);
 
 #endif /* HVT_TRACEDAT_LOCAL_H */

@@ -46,7 +46,8 @@ pending=(
 	'host/fuse/src_daemon.c:#include "../proto/dfeed.h"'
 	'host/fuse/view.c:#include "../proto/dfeed.h"'
 	'host/fuse/view_text.c:#include "../proto/dfeed.h"'
-	'host/tracedat/record_daemon.c:#include "../proto/dfeed.h"'
+	'host/tracedat/rremote.h:#include "../proto/dfeed.h"'
+	'host/cli/stream_open.c:#include "../proto/dfeed.h"'
 )
 
 # Folders check 2 skips while they exist (it fails once one is gone).

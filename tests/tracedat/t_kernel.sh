@@ -18,9 +18,12 @@ N=200
 RP=$!
 BGPIDS+=("$RP")
 n=0
+# The clock first, then tracing_on: a new instance starts with tracing on,
+# and record turns it off before it sets the clock and on again once its
+# rings are open, so only tracing_on read after the clock is the final one.
 until [ -e "$TRACEFS/instances/$I/trace_marker" ] &&
-	[ "$(cat "$TRACEFS/instances/$I/tracing_on" 2>/dev/null)" = 1 ] &&
-	grep -q '\[mono\]' "$TRACEFS/instances/$I/trace_clock" 2>/dev/null; do
+	grep -q '\[mono\]' "$TRACEFS/instances/$I/trace_clock" 2>/dev/null &&
+	[ "$(cat "$TRACEFS/instances/$I/tracing_on" 2>/dev/null)" = 1 ]; do
 	n=$((n + 1))
 	[ $n -gt 200 ] && fail "record did not set up instance $I: $(cat "$T/rec.err")"
 	sleep 0.05

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtrace stream: opening what is streamed as per-CPU rings -- an area
+ * (with its control page or read-only), the host kernel's tracefs
+ * instance, or a guest kernel's ring in guest RAM with the formats its
+ * console gave or the formats cache holds -- with the decoder that prints
+ * its records.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hvtrace.h>
+#include <hvtrace/config.h>
+
+#include "cli.h"
+#include "stream.h"
+#include "../proto/dfeed.h"
+
+static int st_ring_area(void *src, int cpu, struct hvtrace_ring **out)
+{
+	return hvtrace_ring_open_area(src, cpu, out);
+}
+
+static int st_ring_kring(void *src, int cpu, struct hvtrace_ring **out)
+{
+	return hvtrace_ring_open_kring(src, cpu, out);
+}
+
+/* One ring per CPU first..last of @src, opened with @open. */
+static int st_open_rings(struct st_state *s, unsigned int first,
+			 unsigned int last,
+			 int (*open)(void *, int, struct hvtrace_ring **),
+			 void *src)
+{
+	unsigned int cpu;
+
+	s->cpus = calloc(last - first + 1, sizeof(*s->cpus));
+	if (!s->cpus)
+		return hvt_cli_error(VERB, "out of memory");
+	for (cpu = first; cpu <= last; cpu++) {
+		struct st_cpu *c = &s->cpus[s->nr];
+
+		c->cpu = (int)cpu;
+		if (open(src, (int)cpu, &c->ring))
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		s->nr++;
+	}
+	return 0;
+}
+
+int st_open_area(struct st_state *s)
+{
+	unsigned int bit, first, last, i;
+	int ret;
+
+	ret = -EPERM;
+	if (!s->read_only) {
+		ret = hvtrace_area_open_spec(s->spec, HVTRACE_OPEN_CONTROL,
+					     &s->area);
+		if (ret == -EACCES || ret == -EROFS || ret == -EPERM)
+			fprintf(stderr,
+				"hvtrace stream: note: cannot open %s for "
+				"writing (%s); reading it read-only: events "
+				"are not enabled and a consume-mode writer "
+				"drops once its ring is full\n",
+				s->spec, strerror(-ret));
+		else if (ret)
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		else
+			s->control = true;
+	}
+	if (!s->control) {
+		ret = hvtrace_area_open_spec(s->spec, 0, &s->area);
+		if (ret)
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	}
+	hvtrace_area_get_info(s->area, &s->info);
+
+	if (s->control) {
+		/* The owner enables everything the writer may write. */
+		for (bit = 0; bit < HVT_ABI_MAX_EVENTS; bit++)
+			hvtrace_area_set_event(s->area, bit, true);
+		hvtrace_area_set_tracing(s->area, true);
+		/* A few clock samples while the writer answers (a stopped
+		 * or vanished writer never does). */
+		s->syncing = s->info.state != HVT_STATE_STOPPED &&
+			     !(s->info.writer_kind == HVT_WRITER_LOOPBACK &&
+			       s->info.writer_pid &&
+			       kill((pid_t)s->info.writer_pid, 0) &&
+			       errno == ESRCH);
+		for (i = 0; i < 8 && s->syncing; i++)
+			if (hvtrace_area_sync(s->area, i ? 20 : 100))
+				s->syncing = false;
+	}
+
+	/* A live loopback writer runs on this host: its clock is ours to
+	 * read, with or without its answers. */
+	if (!s->syncing && s->info.writer_kind == HVT_WRITER_LOOPBACK &&
+	    s->info.writer_pid && !kill((pid_t)s->info.writer_pid, 0))
+		for (i = 0; i < 4; i++)
+			hvtrace_area_sync_local(s->area);
+
+	first = 0;
+	last = s->info.nr_cpus - 1;
+	if (s->only_cpu >= 0) {
+		if ((unsigned int)s->only_cpu >= s->info.nr_cpus)
+			return hvt_cli_usage(VERB, "--cpu %d: area '%s' has "
+						   "CPUs 0..%u",
+					     s->only_cpu, s->info.name, last);
+		first = last = (unsigned int)s->only_cpu;
+	}
+	if (st_open_rings(s, first, last, st_ring_area, s->area))
+		return HVT_EXIT_FAIL;
+	if (hvtrace_decoder_new_area(s->area, &s->dec))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	return 0;
+}
+
+int st_open_kernel(struct st_state *s)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int cpu, first, last, ret, err = 0;
+	char dir[256], path[512];
+	FILE *f;
+
+	if (ncpu < 1)
+		ncpu = 1;
+	first = 0;
+	last = (int)ncpu - 1;
+	if (s->only_cpu >= 0) {
+		if (s->only_cpu > last)
+			return hvt_cli_usage(VERB, "--cpu %d: this host has "
+						   "CPUs 0..%d",
+					     s->only_cpu, last);
+		first = last = s->only_cpu;
+	}
+	s->cpus = calloc((size_t)(last - first + 1), sizeof(*s->cpus));
+	if (!s->cpus)
+		return hvt_cli_error(VERB, "out of memory");
+	for (cpu = first; cpu <= last; cpu++) {
+		struct st_cpu *c = &s->cpus[s->nr];
+
+		ret = hvtrace_ring_open_kernel(s->instance, cpu, &c->ring);
+		if (ret == -ENOENT && s->only_cpu < 0 && s->nr) {
+			continue;	/* a CPU that is not there */
+		} else if (ret) {
+			err = ret;
+			break;
+		}
+		c->cpu = cpu;
+		s->nr++;
+	}
+	if (err || !s->nr)
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	if (hvtrace_ring_fallback(s->cpus[0].ring))
+		fprintf(stderr,
+			"hvtrace: host kernel ring: trace_pipe_raw read() "
+			"(%s)\n",
+			hvtrace_ring_fallback(s->cpus[0].ring));
+	if (!hvtrace_ring_clock_is_ns(s->cpus[0].ring))
+		s->text_flags |= HVTRACE_TEXT_RAW_TS;
+	if (hvtrace_decoder_new_kernel(NULL, &s->dec))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+
+	/* A common surprise: tracing switched off in that buffer. */
+	if (hvtrace_tracefs_dir(s->instance, dir, sizeof(dir)))
+		return 0;
+	snprintf(path, sizeof(path), "%s/tracing_on", dir);
+	f = fopen(path, "r");
+	if (f) {
+		if (fgetc(f) == '0')
+			fprintf(stderr, "hvtrace stream: note: tracing is off "
+					"(echo 1 > %s)\n",
+				path);
+		fclose(f);
+	}
+	return 0;
+}
+
+/*
+ * The formats a running rig guest printed on its console at boot, unpacked
+ * by its launcher (hvtrace-guest kformats NAME DIR) into a private folder.
+ */
+static int st_rig_formats(struct st_state *s)
+{
+	char launcher[PATH_MAX], *argv[6], *out = NULL;
+	int rc;
+
+	snprintf(s->kformats, sizeof(s->kformats), "/tmp/hvtrace-kformats.XXXXXX");
+	if (!mkdtemp(s->kformats)) {
+		s->kformats[0] = '\0';
+		return -errno;
+	}
+	hvt_cli_launcher(launcher, sizeof(launcher));
+	argv[0] = launcher;
+	argv[1] = "kformats";
+	argv[2] = (char *)s->spec;
+	argv[3] = s->kformats;
+	argv[4] = NULL;
+	rc = hvt_cli_run(argv, &out);
+	free(out);
+	if (rc) {
+		fprintf(stderr, "hvtrace stream: note: no event formats from "
+				"guest '%s' (%s kformats failed)\n",
+			s->spec, launcher);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/*
+ * The cache folder of the guest kernel build whose version line ("Linux
+ * version ...", the kernel's banner, in guest RAM) names one that
+ * hvtrace-guest kformats filled: $HVT_CACHE/kformats/<version line with
+ * every character outside [A-Za-z0-9._+-] as '_', at most 240>.  Reads
+ * the RAM file in bounded chunks and tries at most 64 banners.
+ */
+static int st_cached_formats(struct st_state *s)
+{
+	static const char tag[] = "Linux version ";
+	const char *cache = getenv("HVT_CACHE");
+	size_t chunk = 1u << 20, keep = 512, have = 0;
+	unsigned int tries = 0;
+	char *buf, key[241];
+	off_t off = 0;
+	int fd, found = -ENOENT;
+
+	fd = open(s->ram, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(chunk + keep);
+	while (buf && found && tries < 64) {
+		ssize_t n = pread(fd, buf + have, chunk, off);
+		char *p, *end;
+
+		if (n <= 0)
+			break;
+		off += n;
+		end = buf + have + (size_t)n;
+		for (p = buf; found && tries < 64 &&
+			      (p = memmem(p, (size_t)(end - p), tag,
+					  sizeof(tag) - 1));
+		     p++) {
+			char *nl = memchr(p, '\n', (size_t)(end - p));
+			size_t i, len;
+			struct stat st;
+
+			if (!nl || nl - p > (ptrdiff_t)keep)
+				continue;	/* cut by the chunk, or no line */
+			tries++;
+			len = (size_t)(nl - p) < 240 ? (size_t)(nl - p) : 240;
+			for (i = 0; i < len; i++)
+				key[i] = isalnum((unsigned char)p[i]) ||
+						 strchr("._+-", p[i]) ?
+					 p[i] : '_';
+			key[len] = '\0';
+			snprintf(s->cache_formats, sizeof(s->cache_formats),
+				 "%s/kformats/%s",
+				 cache && *cache ? cache : "/var/cache/hvtrace",
+				 key);
+			if (!stat(s->cache_formats, &st) && S_ISDIR(st.st_mode))
+				found = 0;
+		}
+		/* Keep the tail: a banner may straddle two chunks. */
+		have = (size_t)(end - buf) < keep ? (size_t)(end - buf) : keep;
+		memmove(buf, end - have, have);
+	}
+	free(buf);
+	close(fd);
+	return found;
+}
+
+/* Remove the folder st_rig_formats() made (files and folders we wrote). */
+int st_rm_tree(const char *path)
+{
+	char cmd[PATH_MAX], *argv[4];
+
+	snprintf(cmd, sizeof(cmd), "%s", path);
+	argv[0] = "rm";
+	argv[1] = "-rf";
+	argv[2] = cmd;
+	argv[3] = NULL;
+	return hvt_cli_run(argv, NULL);
+}
+
+/*
+ * A guest kernel's ring in guest RAM: a RAM file, or a rig guest's NAME
+ * ($HVT_SHM_DIR/hvtrace-NAME.ram, stopped once its QEMU is gone).
+ */
+int st_open_kring(struct st_state *s)
+{
+	struct hvtrace_kring_info ki;
+	unsigned int first, last;
+	const char *shm = getenv("HVT_SHM_DIR"), *run = getenv("HVT_RUNDIR");
+
+	if (s->vm_pid) {
+		if (hvtrace_kring_open_pid(s->vm_pid, &s->kring))
+			return hvt_cli_error(VERB, "--vm-pid %d: %s", s->vm_pid,
+					     hvtrace_last_error());
+	} else if (strchr(s->spec, '/') || !access(s->spec, F_OK)) {
+		snprintf(s->ram, sizeof(s->ram), "%s", s->spec);
+	} else {
+		snprintf(s->ram, sizeof(s->ram), "%s/hvtrace-%s.ram",
+			 shm && *shm ? shm : "/dev/shm", s->spec);
+		snprintf(s->qemu_pid, sizeof(s->qemu_pid), "%s/%s/qemu.pid",
+			 run && *run ? run : "/run/hvtrace", s->spec);
+		if (access(s->ram, F_OK))
+			return hvt_cli_error(VERB, "no guest RAM file %s: was "
+						   "guest '%s' started with "
+						   "--kernel-events (and "
+						   "--keep-ram, once it "
+						   "ended)?",
+					     s->ram, s->spec);
+	}
+	if (!s->kring && hvtrace_kring_open(s->ram, 0, &s->kring))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	hvtrace_kring_get_info(s->kring, &ki);
+	first = 0;
+	last = ki.nr_cpus - 1;
+	if (s->only_cpu >= 0) {
+		if ((unsigned int)s->only_cpu > last)
+			return hvt_cli_usage(VERB, "--cpu %d: the guest kernel "
+						   "ring has CPUs 0..%u",
+					     s->only_cpu, last);
+		first = last = (unsigned int)s->only_cpu;
+	}
+	if (st_open_rings(s, first, last, st_ring_kring, s->kring))
+		return HVT_EXIT_FAIL;
+	snprintf(s->info.name, sizeof(s->info.name), "guest kernel");
+	if (!s->formats && s->qemu_pid[0] && !st_rig_formats(s))
+		s->formats = s->kformats;
+	/* Not for --vm-pid: reading all guest RAM for the banner would
+	 * populate the untouched pages of a VMM's memfd. */
+	if (!s->formats && !s->vm_pid && !st_cached_formats(s)) {
+		s->formats = s->cache_formats;
+		fprintf(stderr, "hvtrace stream: the guest kernel's formats from "
+				"%s\n",
+			s->formats);
+	}
+	if (s->formats) {
+		if (hvtrace_decoder_new_kernel(s->formats, &s->dec))
+			return hvt_cli_error(VERB, "--formats %s: %s",
+					     s->formats, hvtrace_last_error());
+		return 0;
+	}
+	fprintf(stderr, "hvtrace stream: note: no event formats of the guest "
+			"kernel (--formats DIR): its events print as UNKNOWN "
+			"id=N; --summary counts them per CPU\n");
+	if (hvtrace_decoder_new(ki.subbuf_size, &s->dec))
+		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+	return 0;
+}

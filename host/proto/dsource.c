@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reading remotes through hvtraced, the parts every reader needs beside
+ * the page feed (dfeed.c): the stream and stat verbs, the recorder and
+ * the tracefs-style view all use these, so a remote is read one way.
+ *
+ *   hvt_dfeed_to_host_mixed()  timestamps of several remotes, one
+ *                              TO_HOST per remote
+ *   hvt_dremote_now()          what became of a remote since it was
+ *                              looked up (gone, a new run, stopped)
+ *   hvt_dstats_get()           a remote's per-CPU counters (STATS), and
+ *   hvt_dstats_to_host()       their oldest/now stamps on the host clock
+ *   hvt_dcmdlines_each()       the comms a guest's agent reported
+ *   hvt_denable()              an event of a remote on or off
+ *
+ * Everything that comes from the daemon is bounded by what the caller
+ * asked for: a reply beyond it is an error, never a write past an array.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hvtrace-local.h"
+#include "dfeed.h"
+
+int hvt_dfeed_to_host_mixed(struct hvt_dfeed *f, size_t n,
+			    const uint32_t *remote, uint64_t *ts,
+			    int (*done)(void *arg, uint32_t remote, int ret,
+					uint64_t err_ns),
+			    void *arg)
+{
+	uint64_t *sub, err;
+	bool *seen;
+	size_t i, j, k;
+	int ret = 0;
+
+	if (!n)
+		return 0;
+	sub = malloc(n * sizeof(*sub));
+	seen = calloc(n, sizeof(*seen));
+	if (!sub || !seen) {
+		free(sub);
+		free(seen);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	for (i = 0; !ret && i < n; i++) {
+		if (seen[i])
+			continue;
+		for (j = i, k = 0; j < n; j++)
+			if (remote[j] == remote[i]) {
+				seen[j] = true;
+				sub[k++] = ts[j];
+			}
+		ret = hvt_dfeed_to_host(f, remote[i], sub, sub, k, &err);
+		if (!ret)
+			for (j = i, k = 0; j < n; j++)
+				if (remote[j] == remote[i])
+					ts[j] = sub[k++];
+		ret = done ? done(arg, remote[i], ret, err) : ret;
+	}
+	free(sub);
+	free(seen);
+	return ret;
+}
+
+enum hvt_dremote_change hvt_dremote_now(const struct hvt_remote_rec *v,
+					uint32_t n,
+					const struct hvt_remote_rec *was,
+					const struct hvt_remote_rec **cur)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i].id == was->id)
+			break;
+	if (cur)
+		*cur = i < n ? &v[i] : NULL;
+	if (i == n)
+		return HVT_DREMOTE_GONE;
+	if (v[i].generation != was->generation)
+		return HVT_DREMOTE_NEW_RUN;
+	if (hvt_dremote_stopped(&v[i]))
+		return HVT_DREMOTE_STOPPED;
+	return HVT_DREMOTE_LIVE;
+}
+
+bool hvt_dremote_stopped(const struct hvt_remote_rec *rec)
+{
+	return rec->transport == HVT_TRANSPORT_AREA &&
+	       rec->state == HVT_REMOTE_DISCONNECTED;
+}
+
+int hvt_dstats_get(struct hvtrace_daemon *dc, uint32_t remote, uint32_t max,
+		   struct hvt_m_stats *st, uint32_t *n)
+{
+	struct hvt_msg m, r;
+	int ret;
+
+	*n = 0;
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_STATS;
+	m.chan = remote;
+	ret = hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
+	/* One record per CPU, MORE on all but the last; bounded by @max. */
+	while (!ret) {
+		if (r.type == HVT_MSG_ERROR)
+			return hvt_err(r.u.result.status ? r.u.result.status
+							 : -EIO,
+				       "%.*s", (int)r.u.result.text.len,
+				       r.u.result.text.ptr);
+		if (r.type != HVT_MSG_STATS || *n >= max)
+			return hvt_err(-EPROTO, "unexpected reply");
+		st[(*n)++] = r.u.stats;
+		if (!(r.flags & HVT_PF_MORE))
+			return 0;
+		do {
+			ret = hvtrace_daemon_recv(dc, &r, HVTRACE_DAEMON_TIMEOUT_MS);
+		} while (ret == 1 && r.req != m.req);
+		if (!ret)
+			ret = hvt_err(-ETIMEDOUT, "hvtraced did not send the "
+						  "statistics of every CPU");
+		else if (ret == 1)
+			ret = 0;
+	}
+	return ret;
+}
+
+int hvt_dstats_to_host(struct hvt_dfeed *f, uint32_t remote,
+		       const struct hvt_m_stats *st, uint32_t n, uint64_t *ts)
+{
+	uint32_t k;
+
+	/* v[12], v[13]: the oldest event's and the writer's "now" stamps,
+	 * on the writer's clock. */
+	for (k = 0; k < n; k++) {
+		ts[2 * k] = st[k].v[12];
+		ts[2 * k + 1] = st[k].v[13];
+	}
+	return n ? hvt_dfeed_to_host(f, remote, ts, ts, 2 * (size_t)n, NULL)
+		 : 0;
+}
+
+int hvt_dcmdlines_each(struct hvtrace_daemon *dc, uint32_t remote,
+		       void (*cb)(void *arg, int pid, const char *comm),
+		       void *arg)
+{
+	char *text = NULL, *line, *save = NULL;
+	int ret;
+
+	ret = hvtrace_daemon_get_text(dc, remote, HVT_TEXT_CMDLINES, &text, NULL);
+	if (ret)
+		return ret;
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char comm[32];
+		int pid;
+
+		if (sscanf(line, "%d %31[^\n]", &pid, comm) == 2)
+			cb(arg, pid, comm);
+	}
+	free(text);
+	return 0;
+}
+
+void hvt_devent_path(char *buf, size_t size, const char *system,
+		     const char *name)
+{
+	bool user = !strcmp(system, "user_events");
+
+	snprintf(buf, size, "%s%s%s", user ? "" : system, user ? "" : "/",
+		 name);
+}
+
+int hvt_denable(struct hvtrace_daemon *dc, uint32_t remote, const char *path,
+		bool on, char *msg, size_t msgsize)
+{
+	struct hvt_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_ENABLE;
+	m.chan = remote;
+	m.u.arg.arg = on;
+	m.u.arg.s.ptr = path;
+	m.u.arg.s.len = (uint32_t)strlen(path);
+	return hvtrace_daemon_call_result(dc, &m, NULL, msg, msgsize);
+}
