@@ -14,7 +14,7 @@
 
 #include "cli.h"
 #include "daemon_src.h"
-#include "../proto/dfeed.h"
+#include <hvtrace-daemon.h>
 
 static const char record_usage[] =
 	"usage: hvtrace record -o FILE [OPTIONS] [[NAME=]AREA...]\n"
@@ -60,7 +60,8 @@ static const char record_usage[] =
 	"                        REMOTEs (hvtraced reads them)\n"
 	"  -q, --quiet           no status line\n"
 	"      --socket PATH     hvtraced's socket, for REMOTEs (default\n"
-	"                        $HVTRACED_SOCKET or /run/hvtrace/hvtraced.sock)\n"
+	"                        $HVTRACED_SOCKET or "
+	"/run/hvtrace/hvtraced.sock)\n"
 	"\n"
 	"A REMOTE is the name of a remote of hvtraced (a guest, a local\n"
 	"agent, a hypervisor or loopback area attached with 'hvtrace daemon\n"
@@ -184,7 +185,7 @@ static int record_run(int argc, char **argv)
 		}
 	}
 	o.events = nev ? events : NULL;
-	if (optind < argc && hvt_dname_is_remote(argv[optind])) {
+	if (optind < argc && hvtrace_daemon_name_is_remote(argv[optind])) {
 		struct hvt_rrecord_opts ro = {
 			.path = o.path,
 			.sock = sock,
@@ -210,7 +211,7 @@ static int record_run(int argc, char **argv)
 					  "itself");
 		}
 		for (i = optind; i < argc; i++)
-			if (!hvt_dname_is_remote(argv[i])) {
+			if (!hvtrace_daemon_name_is_remote(argv[i])) {
 				free(events);
 				return hvt_cli_usage(
 					"record",
@@ -220,8 +221,7 @@ static int record_run(int argc, char **argv)
 					"hvtrace daemon attach --area)",
 					argv[i], argv[optind]);
 			}
-		ret = hvt_cli_record_remotes(&ro, argc - optind,
-					     argv + optind);
+		ret = hvt_cli_record_remotes(&ro, argc - optind, argv + optind);
 		free(events);
 		return ret;
 	}

@@ -20,7 +20,7 @@
 
 #include "cli.h"
 #include "daemon_src.h"
-#include "../proto/dfeed.h"
+#include <hvtrace-daemon.h>
 
 #define VERB "stat"
 
@@ -87,16 +87,18 @@ static void stat_ts(const char *label, uint64_t ns)
 
 static const char *stat_state(uint32_t s)
 {
-	return s == HVT_STATE_RUNNING ? "running" :
-	       s == HVT_STATE_STOPPED ? "stopped" :
-	       s == HVT_STATE_INIT ? "starting" : "unknown";
+	return s == HVT_STATE_RUNNING	? "running"
+	       : s == HVT_STATE_STOPPED ? "stopped"
+	       : s == HVT_STATE_INIT	? "starting"
+					: "unknown";
 }
 
 static const char *stat_kind(uint32_t k)
 {
-	return k == HVT_WRITER_LOOPBACK ? "loopback" :
-	       k == HVT_WRITER_GUEST ? "guest" :
-	       k == HVT_WRITER_HYP ? "hypervisor" : "unknown";
+	return k == HVT_WRITER_LOOPBACK ? "loopback"
+	       : k == HVT_WRITER_GUEST	? "guest"
+	       : k == HVT_WRITER_HYP	? "hypervisor"
+					: "unknown";
 }
 
 static int stat_area(const char *spec, int only_cpu)
@@ -118,14 +120,15 @@ static int stat_area(const char *spec, int only_cpu)
 	if (only_cpu >= 0) {
 		if ((unsigned int)only_cpu >= info.nr_cpus) {
 			hvtrace_area_close(a);
-			return hvt_cli_usage(VERB, "--cpu %d: area '%s' has "
-						   "CPUs 0..%u",
+			return hvt_cli_usage(VERB,
+					     "--cpu %d: area '%s' has "
+					     "CPUs 0..%u",
 					     only_cpu, info.name, last);
 		}
 		first = last = (unsigned int)only_cpu;
 	}
-	printf("area: %s ('%s', %s writer pid %u, %s, generation %llu)\n",
-	       spec, info.name, stat_kind(info.writer_kind), info.writer_pid,
+	printf("area: %s ('%s', %s writer pid %u, %s, generation %llu)\n", spec,
+	       info.name, stat_kind(info.writer_kind), info.writer_pid,
 	       stat_state(state), (unsigned long long)gen);
 	printf("geometry: %u CPUs x %u sub-buffers of %u bytes, %s mode\n",
 	       info.nr_cpus, info.nr_subbufs, info.subbuf_size,
@@ -134,9 +137,9 @@ static int stat_area(const char *spec, int only_cpu)
 		printf("clock: counter at %.3f MHz\n",
 		       (double)info.clock_freq_hz / 1e6);
 	else
-		printf("clock: %s\n", info.clock_id == HVT_CLOCK_MONO_NS ?
-					      "writer CLOCK_MONOTONIC (ns)" :
-					      "host ns");
+		printf("clock: %s\n", info.clock_id == HVT_CLOCK_MONO_NS
+					      ? "writer CLOCK_MONOTONIC (ns)"
+					      : "host ns");
 	for (cpu = first; cpu <= last; cpu++) {
 		if (hvtrace_cpu_get_totals(a, (int)cpu, &t)) {
 			printf("\nCPU %u: unreadable: %s\n", cpu,
@@ -150,13 +153,12 @@ static int stat_area(const char *spec, int only_cpu)
 		printf("commit overrun: 0\n");
 		printf("bytes: %llu\n", (unsigned long long)t.bytes);
 		stat_ts("oldest event ts:",
-			t.entries ?
-				hvtrace_area_to_host_ns(a, t.oldest_ts, NULL) :
-				0);
+			t.entries
+				? hvtrace_area_to_host_ns(a, t.oldest_ts, NULL)
+				: 0);
 		stat_ts("now ts:",
-			t.committed ?
-				hvtrace_area_to_host_ns(a, t.now_ts, NULL) :
-				0);
+			t.committed ? hvtrace_area_to_host_ns(a, t.now_ts, NULL)
+				    : 0);
 		printf("dropped events: %llu\n", (unsigned long long)t.dropped);
 		printf("read events: %llu\n", (unsigned long long)t.consumed);
 		printf("committed: %llu\n", (unsigned long long)t.committed);
@@ -234,8 +236,9 @@ static int stat_vm_pid(int pid, int only_cpu)
 	if (only_cpu >= 0) {
 		if ((unsigned int)only_cpu > last) {
 			hvtrace_kring_close(k);
-			return hvt_cli_usage(VERB, "--cpu %d: the guest kernel "
-						   "ring has CPUs 0..%u",
+			return hvt_cli_usage(VERB,
+					     "--cpu %d: the guest kernel "
+					     "ring has CPUs 0..%u",
 					     only_cpu, last);
 		}
 		first = last = (unsigned int)only_cpu;
@@ -290,13 +293,13 @@ static int stat_vm_pid(int pid, int only_cpu)
 static int cmd_stat(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "kernel", no_argument, NULL, OPT_KERNEL },
-		{ "instance", required_argument, NULL, OPT_INSTANCE },
-		{ "cpu", required_argument, NULL, OPT_CPU },
-		{ "socket", required_argument, NULL, OPT_SOCKET },
-		{ "read-only", no_argument, NULL, OPT_RO },
-		{ "vm-pid", required_argument, NULL, OPT_VM_PID },
-		{ NULL, 0, NULL, 0 },
+		{"kernel", no_argument, NULL, OPT_KERNEL},
+		{"instance", required_argument, NULL, OPT_INSTANCE},
+		{"cpu", required_argument, NULL, OPT_CPU},
+		{"socket", required_argument, NULL, OPT_SOCKET},
+		{"read-only", no_argument, NULL, OPT_RO},
+		{"vm-pid", required_argument, NULL, OPT_VM_PID},
+		{NULL, 0, NULL, 0},
 	};
 	const char *spec = NULL, *instance = NULL, *sock = NULL;
 	unsigned long long v;
@@ -317,17 +320,19 @@ static int cmd_stat(int argc, char **argv)
 			sock = optarg;
 			break;
 		case OPT_RO:
-			break;	/* an AREA is always opened read-only */
+			break; /* an AREA is always opened read-only */
 		case OPT_VM_PID:
 			if (hvt_cli_parse_pid(optarg, &vm_pid))
-				return hvt_cli_usage(VERB, "bad --vm-pid '%s' "
-							   "(a process id)",
+				return hvt_cli_usage(VERB,
+						     "bad --vm-pid '%s' "
+						     "(a process id)",
 						     optarg);
 			break;
 		case OPT_CPU:
 			if (hvt_cli_parse_u64(optarg, &v) || v >= 4096)
-				return hvt_cli_usage(VERB, "bad --cpu '%s' (a "
-							   "CPU number)",
+				return hvt_cli_usage(VERB,
+						     "bad --cpu '%s' (a "
+						     "CPU number)",
 						     optarg);
 			cpu = (int)v;
 			break;
@@ -357,7 +362,7 @@ static int cmd_stat(int argc, char **argv)
 						    "--kernel)");
 	if (instance && !kernel)
 		return hvt_cli_usage(VERB, "--instance goes with --kernel");
-	if (!kernel && hvt_dname_is_remote(spec))
+	if (!kernel && hvtrace_daemon_name_is_remote(spec))
 		return hvt_cli_stat_remote(spec, sock, cpu);
 	if (sock)
 		return hvt_cli_usage(VERB, "--socket goes with a remote NAME");

@@ -29,11 +29,11 @@
 #include "cli.h"
 #include "daemon_src.h"
 #include "stream.h"
-#include "../proto/dfeed.h"
+#include <hvtrace-daemon.h>
 
-#define ST_DEFAULT_WINDOW_MS	10.0
-#define ST_SYNC_EVERY_NS	1000000000ULL
-#define ST_STATUS_EVERY_NS	500000000ULL
+#define ST_DEFAULT_WINDOW_MS 10.0
+#define ST_SYNC_EVERY_NS     1000000000ULL
+#define ST_STATUS_EVERY_NS   500000000ULL
 
 static const char st_usage[] =
 	"usage: hvtrace stream AREA [OPTIONS]\n"
@@ -124,7 +124,8 @@ static const char st_usage[] =
 	"                      beside an owner\n"
 	"  --summary           print per-CPU counts on stderr at the end\n"
 	"  --socket PATH       hvtraced's socket, for NAME (default\n"
-	"                      $HVTRACED_SOCKET or /run/hvtrace/hvtraced.sock)\n"
+	"                      $HVTRACED_SOCKET or "
+	"/run/hvtrace/hvtraced.sock)\n"
 	"  -h, --help          this text\n"
 	"\n"
 	"Idle CPUs are polled every CONFIG_HVT_HOST_POLL_US microseconds.\n"
@@ -132,14 +133,25 @@ static const char st_usage[] =
 	"progress.\n";
 
 enum {
-	OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU, OPT_COUNT, OPT_TIMEOUT,
-	OPT_WINDOW, OPT_DRAIN, OPT_FOLLOW, OPT_RO, OPT_SUMMARY, OPT_SOCKET,
-	OPT_GUEST_KERNEL, OPT_FORMATS, OPT_VM_PID,
+	OPT_KERNEL = 1,
+	OPT_INSTANCE,
+	OPT_CPU,
+	OPT_COUNT,
+	OPT_TIMEOUT,
+	OPT_WINDOW,
+	OPT_DRAIN,
+	OPT_FOLLOW,
+	OPT_RO,
+	OPT_SUMMARY,
+	OPT_SOCKET,
+	OPT_GUEST_KERNEL,
+	OPT_FORMATS,
+	OPT_VM_PID,
 };
 
 static void st_sleep_poll(void)
 {
-	struct timespec ts = { 0, (long)CONFIG_HVT_HOST_POLL_US * 1000L };
+	struct timespec ts = {0, (long)CONFIG_HVT_HOST_POLL_US * 1000L};
 
 	nanosleep(&ts, NULL);
 }
@@ -147,21 +159,21 @@ static void st_sleep_poll(void)
 static int st_parse(struct st_state *s, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "kernel", no_argument, NULL, OPT_KERNEL },
-		{ "instance", required_argument, NULL, OPT_INSTANCE },
-		{ "cpu", required_argument, NULL, OPT_CPU },
-		{ "count", required_argument, NULL, OPT_COUNT },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "window", required_argument, NULL, OPT_WINDOW },
-		{ "drain", no_argument, NULL, OPT_DRAIN },
-		{ "follow", no_argument, NULL, OPT_FOLLOW },
-		{ "read-only", no_argument, NULL, OPT_RO },
-		{ "summary", no_argument, NULL, OPT_SUMMARY },
-		{ "socket", required_argument, NULL, OPT_SOCKET },
-		{ "guest-kernel", no_argument, NULL, OPT_GUEST_KERNEL },
-		{ "formats", required_argument, NULL, OPT_FORMATS },
-		{ "vm-pid", required_argument, NULL, OPT_VM_PID },
-		{ NULL, 0, NULL, 0 },
+		{"kernel", no_argument, NULL, OPT_KERNEL},
+		{"instance", required_argument, NULL, OPT_INSTANCE},
+		{"cpu", required_argument, NULL, OPT_CPU},
+		{"count", required_argument, NULL, OPT_COUNT},
+		{"timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"window", required_argument, NULL, OPT_WINDOW},
+		{"drain", no_argument, NULL, OPT_DRAIN},
+		{"follow", no_argument, NULL, OPT_FOLLOW},
+		{"read-only", no_argument, NULL, OPT_RO},
+		{"summary", no_argument, NULL, OPT_SUMMARY},
+		{"socket", required_argument, NULL, OPT_SOCKET},
+		{"guest-kernel", no_argument, NULL, OPT_GUEST_KERNEL},
+		{"formats", required_argument, NULL, OPT_FORMATS},
+		{"vm-pid", required_argument, NULL, OPT_VM_PID},
+		{NULL, 0, NULL, 0},
 	};
 	unsigned long long v;
 	int c;
@@ -180,8 +192,9 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 			break;
 		case OPT_CPU:
 			if (hvt_cli_parse_u64(optarg, &v) || v >= 4096)
-				return hvt_cli_usage(VERB, "bad --cpu '%s' (a "
-							   "CPU number)",
+				return hvt_cli_usage(VERB,
+						     "bad --cpu '%s' (a "
+						     "CPU number)",
 						     optarg);
 			s->only_cpu = (int)v;
 			break;
@@ -196,15 +209,17 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		case OPT_TIMEOUT:
 			if (hvt_cli_parse_seconds(optarg, &s->timeout) ||
 			    s->timeout <= 0)
-				return hvt_cli_usage(VERB, "bad --timeout '%s' "
-							   "(seconds > 0)",
+				return hvt_cli_usage(VERB,
+						     "bad --timeout '%s' "
+						     "(seconds > 0)",
 						     optarg);
 			break;
 		case OPT_WINDOW:
 			if (hvt_cli_parse_seconds(optarg, &s->window_ms) ||
 			    s->window_ms > 60000)
-				return hvt_cli_usage(VERB, "bad --window '%s' "
-							   "(milliseconds)",
+				return hvt_cli_usage(VERB,
+						     "bad --window '%s' "
+						     "(milliseconds)",
 						     optarg);
 			break;
 		case OPT_DRAIN:
@@ -230,8 +245,9 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 			break;
 		case OPT_VM_PID:
 			if (hvt_cli_parse_pid(optarg, &s->vm_pid))
-				return hvt_cli_usage(VERB, "bad --vm-pid '%s' "
-							   "(a process id)",
+				return hvt_cli_usage(VERB,
+						     "bad --vm-pid '%s' "
+						     "(a process id)",
 						     optarg);
 			s->guest_kernel = true;
 			break;
@@ -305,7 +321,7 @@ static void st_lookup_comm(struct st_state *s, int pid)
 		s->tried[s->nr_tried++] = pid;
 	snprintf(path, sizeof(path), "/proc/%u/task/%d/comm",
 		 s->info.writer_pid, pid);
-	if (!hvt_dcomm_read(path, comm, sizeof(comm)))
+	if (!hvtrace_daemon_comm_read(path, comm, sizeof(comm)))
 		hvtrace_decoder_set_comm(s->dec, pid, comm);
 }
 
@@ -324,7 +340,7 @@ static void st_write(struct st_state *s, const char *buf, size_t len)
 	if (s->out_broken)
 		return;
 	if (fwrite(buf, 1, len, stdout) != len)
-		s->out_broken = true;	/* EPIPE (| head) or a full disk */
+		s->out_broken = true; /* EPIPE (| head) or a full disk */
 }
 
 static void st_print_lost(struct st_state *s, int cpu, uint64_t lost)
@@ -457,23 +473,26 @@ static void st_summary(struct st_state *s, double secs)
 			if (!hvtrace_kring_get_stats(s->kring, c->cpu, &ks)) {
 				e += ks.errors;
 				if (ks.lost_pages)
-					fprintf(stderr, "  cpu %d: at least "
-							"%llu pages "
-							"overwritten before "
-							"they were read\n",
+					fprintf(stderr,
+						"  cpu %d: at least "
+						"%llu pages "
+						"overwritten before "
+						"they were read\n",
 						c->cpu,
 						(unsigned long long)
 							ks.lost_pages);
 			}
 		}
 		errors += e;
-		fprintf(stderr, "  cpu %d: %llu events, %llu lost%s, %llu "
-				"errors\n",
+		fprintf(stderr,
+			"  cpu %d: %llu events, %llu lost%s, %llu "
+			"errors\n",
 			c->cpu, c->events, c->lost,
 			c->lost_unknown ? " (and an unknown number)" : "", e);
 	}
-	fprintf(stderr, "hvtrace stream: %u CPUs, %llu events, %llu lost, %llu "
-			"errors in %.3f s (%.0f events/s)\n",
+	fprintf(stderr,
+		"hvtrace stream: %u CPUs, %llu events, %llu lost, %llu "
+		"errors in %.3f s (%.0f events/s)\n",
 		s->nr, s->printed, s->lost, errors, secs,
 		secs > 0 ? (double)s->printed / secs : 0.0);
 }
@@ -489,7 +508,8 @@ static void st_cleanup(struct st_state *s)
 	hvtrace_decoder_free(s->dec);
 	hvtrace_area_close(s->area);
 	hvtrace_kring_close(s->kring);
-	if (s->kformats[0] && !strncmp(s->kformats, "/tmp/hvtrace-kformats.", 22))
+	if (s->kformats[0] &&
+	    !strncmp(s->kformats, "/tmp/hvtrace-kformats.", 22))
 		st_rm_tree(s->kformats);
 	free(s->line);
 }
@@ -513,8 +533,8 @@ static int st_run(struct st_state *s)
 		return hvt_cli_error(VERB, "out of memory");
 	for (i = 0; i < s->nr; i++)
 		rings[i] = s->cpus[i].ring;
-	ret = hvtrace_merge_new(rings, s->nr,
-				(uint64_t)(s->window_ms * 1e6), &s->merge);
+	ret = hvtrace_merge_new(rings, s->nr, (uint64_t)(s->window_ms * 1e6),
+				&s->merge);
 	free(rings);
 	if (ret)
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
@@ -607,18 +627,25 @@ static int cmd_stream(int argc, char **argv)
 	ret = st_parse(&s, argc, argv);
 	if (ret)
 		return ret;
-	if (!s.kernel && !s.guest_kernel && hvt_dname_is_remote(s.spec)) {
+	if (!s.kernel && !s.guest_kernel &&
+	    hvtrace_daemon_name_is_remote(s.spec)) {
 		struct hvt_rstream_opts o = {
-			.name = s.spec, .sock = s.sock, .cpu = s.only_cpu,
-			.count = s.count, .timeout = s.timeout,
-			.window_ms = s.window_ms, .drain = s.drain,
-			.follow = s.follow, .summary = s.summary,
+			.name = s.spec,
+			.sock = s.sock,
+			.cpu = s.only_cpu,
+			.count = s.count,
+			.timeout = s.timeout,
+			.window_ms = s.window_ms,
+			.drain = s.drain,
+			.follow = s.follow,
+			.summary = s.summary,
 		};
 
 		if (s.read_only)
-			return hvt_cli_usage(VERB, "--read-only: hvtraced owns "
-						   "remote '%s'; its readers "
-						   "never take control",
+			return hvt_cli_usage(VERB,
+					     "--read-only: hvtraced owns "
+					     "remote '%s'; its readers "
+					     "never take control",
 					     s.spec);
 		return hvt_cli_stream_remote(&o);
 	}
@@ -628,9 +655,9 @@ static int cmd_stream(int argc, char **argv)
 	s.line = malloc(s.line_cap);
 	if (!s.line)
 		return hvt_cli_error(VERB, "out of memory");
-	ret = s.kernel	     ? st_open_kernel(&s) :
-	      s.guest_kernel ? st_open_kring(&s) :
-			       st_open_area(&s);
+	ret = s.kernel	       ? st_open_kernel(&s)
+	      : s.guest_kernel ? st_open_kring(&s)
+			       : st_open_area(&s);
 	if (ret) {
 		st_cleanup(&s);
 		return ret;

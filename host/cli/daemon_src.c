@@ -23,7 +23,7 @@
 
 #include "cli.h"
 #include "daemon_src.h"
-#include "../proto/dfeed.h"
+#include <hvtrace-daemon.h>
 
 #define RS_REFRESH_NS 250000000ULL /* remote state polls */
 #define RS_STATUS_NS  500000000ULL
@@ -47,9 +47,9 @@ struct rs {
 	const struct hvt_rstream_opts *o;
 	const char *verb;
 	struct hvtrace_daemon *dc;
-	struct hvt_dfeed *feed;
+	struct hvtrace_daemon_feed *feed;
 	struct hvt_remote_rec rec;
-	struct hvt_devents evs;
+	struct hvtrace_daemon_events evs;
 	struct hvtrace_decoder *dec;
 	struct rs_cpu *cpus;
 	uint32_t nr_cpus;
@@ -111,7 +111,7 @@ static int rs_add_event(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
 }
 
 /* A page from the feed: its records go to their CPU's queue. */
-static int rs_page(struct rs *s, const struct hvt_dpage *pg)
+static int rs_page(struct rs *s, const struct hvtrace_daemon_page *pg)
 {
 	uint64_t lost = 0, drops;
 	int n;
@@ -131,7 +131,7 @@ static int rs_page(struct rs *s, const struct hvt_dpage *pg)
 				 ? pg->dropped_events
 				 : s->sub_dropped;
 	s->page_lost = 0;
-	n = hvt_dpage_walk(pg->data, pg->len, &lost, NULL, NULL);
+	n = hvtrace_daemon_page_walk(pg->data, pg->len, &lost, NULL, NULL);
 	if (n < 0)
 		return hvt_cli_error(s->verb,
 				     "hvtraced sent a malformed page "
@@ -157,7 +157,7 @@ static int rs_page(struct rs *s, const struct hvt_dpage *pg)
 		}
 		return 0;
 	}
-	n = hvt_dpage_walk(pg->data, pg->len, &lost, rs_add_event, s);
+	n = hvtrace_daemon_page_walk(pg->data, pg->len, &lost, rs_add_event, s);
 	return n < 0 ? hvt_cli_error(s->verb, "out of memory") : 0;
 }
 
@@ -175,7 +175,8 @@ static int rs_convert(struct rs *s)
 		return hvt_cli_error(s->verb, "out of memory");
 	for (i = 0; i < s->nr_conv; i++)
 		ts[i] = s->conv[i]->ts;
-	ret = hvt_dfeed_to_host(s->feed, s->rec.id, ts, ts, s->nr_conv, NULL);
+	ret = hvtrace_daemon_feed_to_host(s->feed, s->rec.id, ts, ts,
+					  s->nr_conv, NULL);
 	if (!ret)
 		for (i = 0; i < s->nr_conv; i++)
 			s->conv[i]->host = ts[i];
@@ -198,7 +199,7 @@ static void rs_comm(struct rs *s, int pid)
 	uint64_t now;
 
 	if (s->rec.writer_kind == HVT_WRITER_LOOPBACK) {
-		hvt_dcomm_local(s->dec, pid);
+		hvtrace_daemon_comm_local(s->dec, pid);
 		return;
 	}
 	if (pid <= 0 || hvtrace_decoder_comm(s->dec, pid))
@@ -208,7 +209,7 @@ static void rs_comm(struct rs *s, int pid)
 	now = hvt_cli_now_ns();
 	if (now - s->comm_tried_ns >= 1000000000ULL) {
 		s->comm_tried_ns = now;
-		hvt_dcomms_load(s->dc, s->rec.id, s->dec);
+		hvtrace_daemon_comms_load(s->dc, s->rec.id, s->dec);
 	}
 }
 
@@ -327,11 +328,11 @@ static void rs_free_queues(struct rs *s)
 /* Take every page the feed holds now (or wait up to @wait_ms for one). */
 static int rs_pump(struct rs *s, int wait_ms)
 {
-	struct hvt_dpage *pg;
+	struct hvtrace_daemon_page *pg;
 	int ret, got = 0;
 
 	for (;;) {
-		ret = hvt_dfeed_next(s->feed, got ? 0 : wait_ms, &pg);
+		ret = hvtrace_daemon_feed_next(s->feed, got ? 0 : wait_ms, &pg);
 		if (ret < 0)
 			return rs_fail(s);
 		if (!ret)
@@ -364,17 +365,17 @@ static void rs_status(struct rs *s, uint64_t t0, bool final)
 		secs > 0 ? (double)s->printed / secs : 0, s->lost, s->bytes);
 }
 
-/* What became of the remote (hvt_dremote_now()); -errno. */
+/* What became of the remote (hvtrace_daemon_remote_now()); -errno. */
 static int rs_refresh(struct rs *s)
 {
 	struct hvt_remote_rec *v;
 	uint32_t n;
 	int ret;
 
-	ret = hvt_dremotes(s->dc, &v, &n);
+	ret = hvtrace_daemon_get_remotes(s->dc, &v, &n);
 	if (ret)
 		return ret;
-	ret = (int)hvt_dremote_now(v, n, &s->rec, NULL);
+	ret = (int)hvtrace_daemon_remote_now(v, n, &s->rec, NULL);
 	free(v);
 	return ret;
 }
@@ -402,14 +403,14 @@ static int rs_open(struct rs *s)
 	s->line = malloc(s->line_cap);
 	if (!s->cpus || !s->line)
 		return hvt_cli_error(s->verb, "out of memory");
-	if (hvt_devents_get(s->dc, s->rec.id, &s->evs) ||
-	    hvt_ddecoder_new(&s->rec, &s->evs, &s->dec))
+	if (hvtrace_daemon_events_get(s->dc, s->rec.id, &s->evs) ||
+	    hvtrace_daemon_decoder_new(&s->rec, &s->evs, &s->dec))
 		return rs_fail(s);
-	hvt_dcomms_load(s->dc, s->rec.id, s->dec);
-	ret = hvt_dfeed_open(s->o->sock, &s->feed);
+	hvtrace_daemon_comms_load(s->dc, s->rec.id, s->dec);
+	ret = hvtrace_daemon_feed_open(s->o->sock, &s->feed);
 	if (!ret)
-		ret = hvt_dfeed_subscribe(s->feed, s->rec.id, s->o->cpu, 0,
-					  NULL);
+		ret = hvtrace_daemon_feed_subscribe(s->feed, s->rec.id,
+						    s->o->cpu, 0, NULL);
 	return ret ? rs_fail(s) : 0;
 }
 
@@ -461,7 +462,7 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 
 		if (finishing) {
 			/* Everything committed until now, then the end. */
-			if (hvt_dfeed_drain(s.feed, s.rec.id) ||
+			if (hvtrace_daemon_feed_drain(s.feed, s.rec.id) ||
 			    rs_pump(&s, 0) < 0) {
 				ret = rs_fail(&s);
 				break;
@@ -492,7 +493,7 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 		if (now - last_refresh >= RS_REFRESH_NS) {
 			last_refresh = now;
 			ret = rs_refresh(&s);
-			if (ret == HVT_DREMOTE_GONE) {
+			if (ret == HVTRACE_DAEMON_REMOTE_GONE) {
 				fprintf(stderr,
 					"hvtrace stream: '%s' was "
 					"detached from hvtraced\n",
@@ -505,7 +506,7 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 				ret = rs_fail(&s);
 				break;
 			}
-			if (ret == HVT_DREMOTE_NEW_RUN) {
+			if (ret == HVTRACE_DAEMON_REMOTE_NEW_RUN) {
 				ret = 0;
 				fprintf(stderr, "hvtrace stream: the writer "
 						"re-formatted the area (a new "
@@ -515,7 +516,7 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 			}
 			/* An area's writer that stopped or died: read it to
 			 * the end and stop, unless --follow. */
-			if (ret == HVT_DREMOTE_STOPPED && !o->follow)
+			if (ret == HVTRACE_DAEMON_REMOTE_STOPPED && !o->follow)
 				finishing = true;
 			ret = 0;
 		}
@@ -536,8 +537,8 @@ out:
 	free(s.line);
 	rs_free_queues(&s);
 	hvtrace_decoder_free(s.dec);
-	hvt_devents_free(&s.evs);
-	hvt_dfeed_close(s.feed);
+	hvtrace_daemon_events_free(&s.evs);
+	hvtrace_daemon_feed_close(s.feed);
 	hvtrace_daemon_close(s.dc);
 	return ret ? HVT_EXIT_FAIL : HVT_EXIT_OK;
 }
@@ -554,7 +555,7 @@ static void st_ts(const char *label, uint64_t ns)
 int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
 {
 	struct hvt_m_stats *st = NULL;
-	struct hvt_dfeed *feed = NULL;
+	struct hvtrace_daemon_feed *feed = NULL;
 	struct hvtrace_daemon *dc = NULL;
 	struct hvt_remote_rec rec;
 	uint64_t *ts = NULL;
@@ -562,7 +563,8 @@ int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
 	char *info = NULL;
 	int rc = HVT_EXIT_OK;
 
-	if (hvtrace_daemon_open(sock, &dc) || hvtrace_daemon_find_remote(dc, name, &rec)) {
+	if (hvtrace_daemon_open(sock, &dc) ||
+	    hvtrace_daemon_find_remote(dc, name, &rec)) {
 		rc = hvt_cli_error("stat", "%s", hvtrace_last_error());
 		goto out;
 	}
@@ -580,9 +582,9 @@ int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
 	/* One record per CPU; their writer-clock stamps to host time with
 	 * the daemon's model (a feed connection converts; it subscribes to
 	 * nothing). */
-	if (hvt_dstats_get(dc, rec.id, rec.nr_cpus, st, &n) ||
-	    hvt_dfeed_open(sock, &feed) ||
-	    hvt_dstats_to_host(feed, rec.id, st, n, ts)) {
+	if (hvtrace_daemon_stats_get(dc, rec.id, rec.nr_cpus, st, &n) ||
+	    hvtrace_daemon_feed_open(sock, &feed) ||
+	    hvtrace_daemon_feed_stats_to_host(feed, rec.id, st, n, ts)) {
 		rc = hvt_cli_error("stat", "%s", hvtrace_last_error());
 		goto out;
 	}
@@ -620,7 +622,7 @@ int hvt_cli_stat_remote(const char *name, const char *sock, int only_cpu)
 out:
 	free(st);
 	free(ts);
-	hvt_dfeed_close(feed);
+	hvtrace_daemon_feed_close(feed);
 	hvtrace_daemon_close(dc);
 	return rc;
 }

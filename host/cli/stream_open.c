@@ -26,7 +26,7 @@
 
 #include "cli.h"
 #include "stream.h"
-#include "../proto/dfeed.h"
+#include <hvtrace-daemon.h>
 
 static int st_ring_area(void *src, int cpu, struct hvtrace_ring **out)
 {
@@ -95,11 +95,11 @@ int st_open_area(struct st_state *s)
 		hvtrace_area_set_tracing(s->area, true);
 		/* A few clock samples while the writer answers (a stopped
 		 * or vanished writer never does). */
-		s->syncing = s->info.state != HVT_STATE_STOPPED &&
-			     !(s->info.writer_kind == HVT_WRITER_LOOPBACK &&
-			       s->info.writer_pid &&
-			       kill((pid_t)s->info.writer_pid, 0) &&
-			       errno == ESRCH);
+		s->syncing =
+			s->info.state != HVT_STATE_STOPPED &&
+			!(s->info.writer_kind == HVT_WRITER_LOOPBACK &&
+			  s->info.writer_pid &&
+			  kill((pid_t)s->info.writer_pid, 0) && errno == ESRCH);
 		for (i = 0; i < 8 && s->syncing; i++)
 			if (hvtrace_area_sync(s->area, i ? 20 : 100))
 				s->syncing = false;
@@ -116,8 +116,9 @@ int st_open_area(struct st_state *s)
 	last = s->info.nr_cpus - 1;
 	if (s->only_cpu >= 0) {
 		if ((unsigned int)s->only_cpu >= s->info.nr_cpus)
-			return hvt_cli_usage(VERB, "--cpu %d: area '%s' has "
-						   "CPUs 0..%u",
+			return hvt_cli_usage(VERB,
+					     "--cpu %d: area '%s' has "
+					     "CPUs 0..%u",
 					     s->only_cpu, s->info.name, last);
 		first = last = (unsigned int)s->only_cpu;
 	}
@@ -141,8 +142,9 @@ int st_open_kernel(struct st_state *s)
 	last = (int)ncpu - 1;
 	if (s->only_cpu >= 0) {
 		if (s->only_cpu > last)
-			return hvt_cli_usage(VERB, "--cpu %d: this host has "
-						   "CPUs 0..%d",
+			return hvt_cli_usage(VERB,
+					     "--cpu %d: this host has "
+					     "CPUs 0..%d",
 					     s->only_cpu, last);
 		first = last = s->only_cpu;
 	}
@@ -154,7 +156,7 @@ int st_open_kernel(struct st_state *s)
 
 		ret = hvtrace_ring_open_kernel(s->instance, cpu, &c->ring);
 		if (ret == -ENOENT && s->only_cpu < 0 && s->nr) {
-			continue;	/* a CPU that is not there */
+			continue; /* a CPU that is not there */
 		} else if (ret) {
 			err = ret;
 			break;
@@ -181,8 +183,9 @@ int st_open_kernel(struct st_state *s)
 	f = fopen(path, "r");
 	if (f) {
 		if (fgetc(f) == '0')
-			fprintf(stderr, "hvtrace stream: note: tracing is off "
-					"(echo 1 > %s)\n",
+			fprintf(stderr,
+				"hvtrace stream: note: tracing is off "
+				"(echo 1 > %s)\n",
 				path);
 		fclose(f);
 	}
@@ -198,7 +201,8 @@ static int st_rig_formats(struct st_state *s)
 	char launcher[PATH_MAX], *argv[6], *out = NULL;
 	int rc;
 
-	snprintf(s->kformats, sizeof(s->kformats), "/tmp/hvtrace-kformats.XXXXXX");
+	snprintf(s->kformats, sizeof(s->kformats),
+		 "/tmp/hvtrace-kformats.XXXXXX");
 	if (!mkdtemp(s->kformats)) {
 		s->kformats[0] = '\0';
 		return -errno;
@@ -212,8 +216,9 @@ static int st_rig_formats(struct st_state *s)
 	rc = hvt_cli_run(argv, &out);
 	free(out);
 	if (rc) {
-		fprintf(stderr, "hvtrace stream: note: no event formats from "
-				"guest '%s' (%s kformats failed)\n",
+		fprintf(stderr,
+			"hvtrace stream: note: no event formats from "
+			"guest '%s' (%s kformats failed)\n",
 			s->spec, launcher);
 		return -ENOENT;
 	}
@@ -249,22 +254,23 @@ static int st_cached_formats(struct st_state *s)
 			break;
 		off += n;
 		end = buf + have + (size_t)n;
-		for (p = buf; found && tries < 64 &&
-			      (p = memmem(p, (size_t)(end - p), tag,
-					  sizeof(tag) - 1));
+		for (p = buf;
+		     found && tries < 64 &&
+		     (p = memmem(p, (size_t)(end - p), tag, sizeof(tag) - 1));
 		     p++) {
 			char *nl = memchr(p, '\n', (size_t)(end - p));
 			size_t i, len;
 			struct stat st;
 
 			if (!nl || nl - p > (ptrdiff_t)keep)
-				continue;	/* cut by the chunk, or no line */
+				continue; /* cut by the chunk, or no line */
 			tries++;
 			len = (size_t)(nl - p) < 240 ? (size_t)(nl - p) : 240;
 			for (i = 0; i < len; i++)
 				key[i] = isalnum((unsigned char)p[i]) ||
-						 strchr("._+-", p[i]) ?
-					 p[i] : '_';
+							 strchr("._+-", p[i])
+						 ? p[i]
+						 : '_';
 			key[len] = '\0';
 			snprintf(s->cache_formats, sizeof(s->cache_formats),
 				 "%s/kformats/%s",
@@ -317,11 +323,12 @@ int st_open_kring(struct st_state *s)
 		snprintf(s->qemu_pid, sizeof(s->qemu_pid), "%s/%s/qemu.pid",
 			 run && *run ? run : "/run/hvtrace", s->spec);
 		if (access(s->ram, F_OK))
-			return hvt_cli_error(VERB, "no guest RAM file %s: was "
-						   "guest '%s' started with "
-						   "--kernel-events (and "
-						   "--keep-ram, once it "
-						   "ended)?",
+			return hvt_cli_error(VERB,
+					     "no guest RAM file %s: was "
+					     "guest '%s' started with "
+					     "--kernel-events (and "
+					     "--keep-ram, once it "
+					     "ended)?",
 					     s->ram, s->spec);
 	}
 	if (!s->kring && hvtrace_kring_open(s->ram, 0, &s->kring))
@@ -331,8 +338,9 @@ int st_open_kring(struct st_state *s)
 	last = ki.nr_cpus - 1;
 	if (s->only_cpu >= 0) {
 		if ((unsigned int)s->only_cpu > last)
-			return hvt_cli_usage(VERB, "--cpu %d: the guest kernel "
-						   "ring has CPUs 0..%u",
+			return hvt_cli_usage(VERB,
+					     "--cpu %d: the guest kernel "
+					     "ring has CPUs 0..%u",
 					     s->only_cpu, last);
 		first = last = (unsigned int)s->only_cpu;
 	}
@@ -345,8 +353,9 @@ int st_open_kring(struct st_state *s)
 	 * populate the untouched pages of a VMM's memfd. */
 	if (!s->formats && !s->vm_pid && !st_cached_formats(s)) {
 		s->formats = s->cache_formats;
-		fprintf(stderr, "hvtrace stream: the guest kernel's formats from "
-				"%s\n",
+		fprintf(stderr,
+			"hvtrace stream: the guest kernel's formats from "
+			"%s\n",
 			s->formats);
 	}
 	if (s->formats) {

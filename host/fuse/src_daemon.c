@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "fuse-local.h"
-#include "../proto/dfeed.h"
+#include <hvtrace-daemon.h>
 
 #define FZD_REFRESH_NS	  300000000ULL	/* remotes list */
 #define FZD_COMMS_NS	  1000000000ULL /* a guest's comms */
@@ -56,9 +56,9 @@ struct fz_daemon {
 	int wake[2];
 	volatile int stop;
 	pthread_mutex_t ctl_lock;
-	struct hvtrace_daemon *ctl; /* under ctl_lock */
-	struct hvt_dfeed *feed;	 /* the thread's */
-	struct fz_dremote *all;	 /* live and dead: freed at stop */
+	struct hvtrace_daemon *ctl;	  /* under ctl_lock */
+	struct hvtrace_daemon_feed *feed; /* the thread's */
+	struct fz_dremote *all;		  /* live and dead: freed at stop */
 	uint64_t next_refresh, next_connect;
 	bool logged_down;
 };
@@ -93,17 +93,17 @@ static void fzd_ctl_end(struct fz_dremote *x)
 /* The event table from FORMATS and TEXT EVENTS (ctl_lock held). */
 static int fzd_fetch_events(struct fz_dremote *x)
 {
-	struct hvt_devents evs = {0};
+	struct hvtrace_daemon_events evs = {0};
 	struct fz_event *ev;
 	unsigned int i, n = 0;
 	int ret;
 
-	ret = hvt_devents_get(x->d->ctl, x->id, &evs);
+	ret = hvtrace_daemon_events_get(x->d->ctl, x->id, &evs);
 	if (ret)
 		return ret;
 	ev = calloc(evs.nr + 1, sizeof(*ev));
 	if (!ev) {
-		hvt_devents_free(&evs);
+		hvtrace_daemon_events_free(&evs);
 		return -ENOMEM;
 	}
 	for (i = 0; i < evs.nr; i++) {
@@ -123,7 +123,7 @@ static int fzd_fetch_events(struct fz_dremote *x)
 	fz_remote_set_events(x->r, ev, n, evs.header_page, evs.header_event);
 	pthread_mutex_unlock(&x->d->v->lock);
 	evs.header_page = evs.header_event = NULL;
-	hvt_devents_free(&evs);
+	hvtrace_daemon_events_free(&evs);
 	return 0;
 }
 
@@ -145,8 +145,9 @@ static int fzd_enable_one(struct fz_dremote *x, const char *system,
 {
 	char full[330];
 
-	hvt_devent_path(full, sizeof(full), system, name);
-	return hvt_denable(x->d->ctl, x->id, full, on, msg, msgsize);
+	hvtrace_daemon_event_path(full, sizeof(full), system, name);
+	return hvtrace_daemon_enable_event(x->d->ctl, x->id, full, on, msg,
+					   msgsize);
 }
 
 static int fzd_enable(struct fz_remote *r, const struct fz_event *e,
@@ -332,8 +333,8 @@ static int fzd_convert(struct fz_daemon *d, struct fzd_item *items,
 			rid[j] = items[i].x->id;
 			ts[j++] = items[i].c->ev[e].ts;
 		}
-	ret = hvt_dfeed_to_host_mixed(d->feed, total, rid, ts, fzd_converted,
-				      NULL);
+	ret = hvtrace_daemon_feed_to_host_mixed(d->feed, total, rid, ts,
+						fzd_converted, NULL);
 	for (i = 0, j = 0; !ret && i < n; i++)
 		for (e = 0; e < items[i].c->n; e++)
 			items[i].c->ev[e].host = ts[j++];
@@ -346,7 +347,7 @@ static int fzd_convert(struct fz_daemon *d, struct fzd_item *items,
 static int fzd_pump(struct fz_daemon *d, int wait_ms)
 {
 	struct fzd_item *items;
-	struct hvt_dpage *pg;
+	struct hvtrace_daemon_page *pg;
 	unsigned int n = 0, i;
 	int ret = 0;
 
@@ -358,7 +359,7 @@ static int fzd_pump(struct fz_daemon *d, int wait_ms)
 		uint64_t drops = 0;
 		int err;
 
-		ret = hvt_dfeed_next(d->feed, n ? 0 : wait_ms, &pg);
+		ret = hvtrace_daemon_feed_next(d->feed, n ? 0 : wait_ms, &pg);
 		if (ret <= 0)
 			break;
 		x = fzd_by_id(d, pg->remote);
@@ -443,14 +444,14 @@ static void fzd_add(struct fz_daemon *d, const struct hvt_remote_rec *rec)
 	if (d->ctl)
 		fzd_fetch_events(x);
 	pthread_mutex_unlock(&d->ctl_lock);
-	ret = hvt_dfeed_subscribe(d->feed, x->id, -1, 0, NULL);
+	ret = hvtrace_daemon_feed_subscribe(d->feed, x->id, -1, 0, NULL);
 	if (ret && ret != -ENODEV)
 		hvt_err(ret, "cannot subscribe to '%s'", rec->name);
 	if (rec->transport == HVT_TRANSPORT_AREA &&
 	    rec->state == HVT_REMOTE_DISCONNECTED) {
 		/* A writer that stopped already: what it left, then the
 		 * news. */
-		if (!ret && !hvt_dfeed_drain(d->feed, x->id))
+		if (!ret && !hvtrace_daemon_feed_drain(d->feed, x->id))
 			while (fzd_pump(d, 0) > 0)
 				;
 		pthread_mutex_lock(&d->v->lock);
@@ -493,7 +494,7 @@ static bool fzd_comms(struct fz_daemon *d, struct fz_dremote *x)
 
 	pthread_mutex_lock(&d->ctl_lock);
 	if (d->ctl)
-		ret = hvt_dcmdlines_each(d->ctl, x->id, fzd_comm, x);
+		ret = hvtrace_daemon_cmdlines_each(d->ctl, x->id, fzd_comm, x);
 	pthread_mutex_unlock(&d->ctl_lock);
 	if (ret)
 		return false;
@@ -513,7 +514,7 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 	int ret;
 
 	pthread_mutex_lock(&d->ctl_lock);
-	ret = hvt_dremotes(d->ctl, &recs, &n);
+	ret = hvtrace_daemon_get_remotes(d->ctl, &recs, &n);
 	pthread_mutex_unlock(&d->ctl_lock);
 	if (ret)
 		return ret;
@@ -530,11 +531,11 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 			fzd_remove(d, x);
 			continue;
 		}
-		stopped = hvt_dremote_stopped(rec);
+		stopped = hvtrace_daemon_remote_stopped(rec);
 		if (stopped && !x->r->stopped) {
 			/* The writer stopped: everything it committed
 			 * reaches the view before readers are told. */
-			if (!hvt_dfeed_drain(d->feed, x->id))
+			if (!hvtrace_daemon_feed_drain(d->feed, x->id))
 				while (fzd_pump(d, 0) > 0)
 					;
 		}
@@ -587,7 +588,7 @@ static void fzd_disconnect(struct fz_daemon *d, int why)
 	hvtrace_daemon_close(d->ctl);
 	d->ctl = NULL;
 	pthread_mutex_unlock(&d->ctl_lock);
-	hvt_dfeed_close(d->feed);
+	hvtrace_daemon_feed_close(d->feed);
 	d->feed = NULL;
 	d->next_connect = hvt_host_now_ns() + FZD_RECONNECT_NS;
 	if (!d->logged_down) {
@@ -608,7 +609,7 @@ static int fzd_connect(struct fz_daemon *d)
 	ret = hvtrace_daemon_open(d->sock, &ctl);
 	if (ret)
 		return ret;
-	ret = hvt_dfeed_open(d->sock, &d->feed);
+	ret = hvtrace_daemon_feed_open(d->sock, &d->feed);
 	if (ret) {
 		hvtrace_daemon_close(ctl);
 		return ret;
@@ -639,7 +640,7 @@ static int fzd_drains(struct fz_daemon *d)
 		pthread_mutex_unlock(&d->v->lock);
 		if (target == x->r->drain_done)
 			continue;
-		ret = hvt_dfeed_drain(d->feed, x->id);
+		ret = hvtrace_daemon_feed_drain(d->feed, x->id);
 		if (!ret)
 			while ((ret = fzd_pump(d, 0)) > 0)
 				;
@@ -697,8 +698,8 @@ static void *fzd_thread(void *arg)
 				continue;
 			}
 		}
-		timeout = hvt_dfeed_pending(d->feed) ? 0 : 100;
-		pfd[0].fd = hvt_dfeed_fd(d->feed);
+		timeout = hvtrace_daemon_feed_pending(d->feed) ? 0 : 100;
+		pfd[0].fd = hvtrace_daemon_feed_fd(d->feed);
 		pfd[0].events = POLLIN;
 		pfd[1].fd = d->wake[0];
 		pfd[1].events = POLLIN;
@@ -790,7 +791,7 @@ void fz_daemon_stop(struct fz_daemon *d)
 		free(x);
 	}
 	hvtrace_daemon_close(d->ctl);
-	hvt_dfeed_close(d->feed);
+	hvtrace_daemon_feed_close(d->feed);
 	if (d->wake[0] >= 0)
 		close(d->wake[0]);
 	if (d->wake[1] >= 0)

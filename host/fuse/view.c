@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "fs-local.h"
-#include "../proto/dfeed.h"
+#include <hvtrace-daemon.h>
 
 int fz_view_init(struct fz_view *v)
 {
@@ -335,7 +335,7 @@ struct fz_chunk *fz_chunk_from_page(const uint8_t *page, uint32_t len,
 	int n;
 
 	*err = 0;
-	n = hvt_dpage_walk(page, len, &lost, NULL, NULL);
+	n = hvtrace_daemon_page_walk(page, len, &lost, NULL, NULL);
 	if (n < 0) {
 		*err = -EBADMSG;
 		return NULL;
@@ -361,7 +361,7 @@ struct fz_chunk *fz_chunk_from_page(const uint8_t *page, uint32_t len,
 		}
 		return b.c;
 	}
-	n = hvt_dpage_walk(page, len, &lost, chunk_add, &b);
+	n = hvtrace_daemon_page_walk(page, len, &lost, chunk_add, &b);
 	if (n < 0) {
 		fz_chunk_free(b.c);
 		*err = -ENOMEM;
@@ -623,8 +623,8 @@ uint32_t fz_take_raw(struct fz_remote *r, uint32_t cpu, uint8_t *page)
 				&pk, e->lost == FZ_LOST_UNKNOWN ? 0 : e->lost,
 				e->lost != FZ_LOST_UNKNOWN);
 		}
-		if (hvtrace_pack_add_event(&pk, ev_clock(r, e), c->data + e->off,
-					e->len) ||
+		if (hvtrace_pack_add_event(&pk, ev_clock(r, e),
+					   c->data + e->off, e->len) ||
 		    out.emitted)
 			break;
 		q_advance(q);

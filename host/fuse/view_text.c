@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "fs-local.h"
-#include "../proto/dfeed.h"
+#include <hvtrace-daemon.h>
 
 /* --- text ----------------------------------------------------------------- */
 
@@ -68,7 +68,7 @@ void fz_comm(struct fz_remote *r, const uint8_t *rec, uint32_t len)
 	if (len < 8 || r->writer_kind != HVT_WRITER_LOOPBACK)
 		return;
 	memcpy(&pid, rec + 4, 4);
-	hvt_dcomm_local(r->dec, pid);
+	hvtrace_daemon_comm_local(r->dec, pid);
 }
 
 /* One record (and the loss before it) as trace_pipe lines. */

@@ -14,6 +14,7 @@
 #ifndef HVTRACE_DAEMON_H
 #define HVTRACE_DAEMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -107,9 +108,271 @@ HVTRACE_API int hvtrace_daemon_call_result(struct hvtrace_daemon *c,
 					   size_t textsize);
 
 /*
- * --- end of the connections part (dclient.c) ------------------------------
- * Further parts of the client (page feeds) follow in sections of their own.
+ * --- reading remotes: a page feed and event tables (dfeed.c, dsource.c) ----
+ *
+ * The one way a remote is read, used by the CLI's stream, stat and
+ * record by remote name, by the recorder (libhvtrace-tracedat) and by
+ * the tracefs-style view (libhvtrace-fuse).
+ *
+ * A feed is a tool connection that carries page subscriptions: PAGE
+ * messages that arrive while the feed waits for the answer to one of its
+ * own requests (DRAIN, TO_HOST, ...) are queued, never dropped, and come
+ * out of hvtrace_daemon_feed_next() in the order they arrived.  Requests that
+ * need no pages (REMOTES, TEXT, ENABLE, ...) are best sent on a separate
+ * control connection (struct hvtrace_daemon), which then never sees a page.
+ *
+ * The event table of a remote comes from FORMATS (header_page,
+ * header_event, every format) and TEXT EVENTS (enable bits and state):
+ * static events are named "SYSTEM/NAME" in FORMATS, user events by their
+ * bare name (system user_events).
  */
+
+/* A page of a subscription, copied out of its frame (free() it). */
+struct hvtrace_daemon_page {
+	struct hvtrace_daemon_page *next;
+	uint32_t remote; /* the remote's id */
+	uint32_t sub;	 /* the subscription */
+	uint32_t cpu;
+	uint32_t flags; /* HVT_PAGEF_* */
+	uint32_t seq;
+	uint32_t entries;
+	uint64_t lost_events;	/* lost in the ring before the page */
+	uint64_t dropped_pages; /* this subscriber's, totals */
+	uint64_t dropped_events;
+	uint64_t first_ts;
+	uint32_t len;
+	uint8_t data[]; /* the ftrace sub-buffer */
+};
+
+struct hvtrace_daemon_feed;
+
+/** hvtrace_daemon_feed_open - a tool connection for pages (@sock NULL: default)
+ */
+HVTRACE_API int hvtrace_daemon_feed_open(const char *sock,
+					 struct hvtrace_daemon_feed **out);
+HVTRACE_API void hvtrace_daemon_feed_close(struct hvtrace_daemon_feed *f);
+/** hvtrace_daemon_feed_fd - the socket, for poll(); queued pages do not show
+ * there */
+HVTRACE_API int hvtrace_daemon_feed_fd(const struct hvtrace_daemon_feed *f);
+/** hvtrace_daemon_feed_pending - pages queued in the feed (readable without
+ * I/O) */
+HVTRACE_API bool
+hvtrace_daemon_feed_pending(const struct hvtrace_daemon_feed *f);
+
+/**
+ * hvtrace_daemon_feed_subscribe - pages of @remote's CPU @cpu (-1: all)
+ * @queue_kib: the connection's page budget at the daemon (0: default)
+ * @sub:       the subscription id
+ */
+HVTRACE_API int hvtrace_daemon_feed_subscribe(struct hvtrace_daemon_feed *f,
+					      uint32_t remote, int cpu,
+					      uint32_t queue_kib,
+					      uint32_t *sub);
+
+/**
+ * hvtrace_daemon_feed_next - the next page, queued or received
+ * @timeout_ms: 0: only what is there now; -1: wait
+ * @page:       set to the page (the caller frees it) or NULL
+ *
+ * Return: 1 with a page, 0 without one, -ECONNRESET when hvtraced went
+ * away.
+ */
+HVTRACE_API int hvtrace_daemon_feed_next(struct hvtrace_daemon_feed *f,
+					 int timeout_ms,
+					 struct hvtrace_daemon_page **page);
+
+/**
+ * hvtrace_daemon_feed_drain - have hvtraced read @remote's subscribed rings now
+ *
+ * When it returns 0, every page the writer committed before the call is
+ * in the feed's queue (or was dropped for this subscriber, and counted).
+ * Return: 0, -ENOENT (no such remote), or a transport error.
+ */
+HVTRACE_API int hvtrace_daemon_feed_drain(struct hvtrace_daemon_feed *f,
+					  uint32_t remote);
+
+/**
+ * hvtrace_daemon_feed_to_host - convert @n writer timestamps of @remote to host
+ * CLOCK_MONOTONIC ns with the daemon's clock model (any @n: batched)
+ * @err_ns: the model's error bound (may be NULL; UINT64_MAX: no model)
+ */
+HVTRACE_API int hvtrace_daemon_feed_to_host(struct hvtrace_daemon_feed *f,
+					    uint32_t remote, const uint64_t *ts,
+					    uint64_t *ns, size_t n,
+					    uint64_t *err_ns);
+
+/* --- remotes and their events (any connection without subscriptions) -- */
+
+/** hvtrace_daemon_get_remotes - every remote (malloc'd array, *n entries) */
+HVTRACE_API int hvtrace_daemon_get_remotes(struct hvtrace_daemon *dc,
+					   struct hvt_remote_rec **recs,
+					   uint32_t *n);
+
+struct hvtrace_daemon_event {
+	char system[64];
+	char name[256];
+	uint32_t id;
+	int bit; /* -1: no enable bit */
+	bool enabled;
+	char *format; /* the format file */
+};
+
+struct hvtrace_daemon_events {
+	char *header_page;
+	char *header_event;
+	struct hvtrace_daemon_event *ev;
+	unsigned int nr;
+};
+
+/**
+ * hvtrace_daemon_events_get - formats and enable state of every event of
+ * @remote (events with an enable bit; user events and the static ones)
+ */
+HVTRACE_API int hvtrace_daemon_events_get(struct hvtrace_daemon *dc,
+					  uint32_t remote,
+					  struct hvtrace_daemon_events *out);
+/** hvtrace_daemon_events_state - refresh only the enable state (TEXT EVENTS) */
+HVTRACE_API int hvtrace_daemon_events_state(struct hvtrace_daemon *dc,
+					    uint32_t remote,
+					    struct hvtrace_daemon_events *evs);
+HVTRACE_API void hvtrace_daemon_events_free(struct hvtrace_daemon_events *evs);
+
+struct hvtrace_decoder;
+
+/**
+ * hvtrace_daemon_decoder_new - a decoder for @rec's pages: its headers, the
+ * built-in formats of its writer kind and every format in @evs
+ */
+HVTRACE_API int
+hvtrace_daemon_decoder_new(const struct hvt_remote_rec *rec,
+			   const struct hvtrace_daemon_events *evs,
+			   struct hvtrace_decoder **out);
+
+/** hvtrace_daemon_comms_load - feed the remote's saved_cmdlines to a decoder */
+HVTRACE_API int hvtrace_daemon_comms_load(struct hvtrace_daemon *dc,
+					  uint32_t remote,
+					  struct hvtrace_decoder *d);
+
+/**
+ * hvtrace_daemon_comm_read - a comm file (/proc/PID/comm,
+ * /proc/PID/task/TID/comm) into @comm, @size bytes, without its newline
+ *
+ * Return: 0, or -errno (-ENODATA: the file is empty).
+ */
+HVTRACE_API int hvtrace_daemon_comm_read(const char *path, char *comm,
+					 size_t size);
+
+/**
+ * hvtrace_daemon_comm_local - name @pid in @d from /proc/PID/comm, unless @d
+ * knows it already: for a loopback writer's threads, which run on this host
+ */
+HVTRACE_API void hvtrace_daemon_comm_local(struct hvtrace_decoder *d, int pid);
+
+/**
+ * hvtrace_daemon_page_walk - the data events of one ftrace sub-buffer
+ * @data, @len: the page (header first), @len bytes
+ * @lost:       set to the events lost before the page (from its
+ *              RB_MISSED_* bits; UINT64_MAX: an unknown number), or 0
+ * @cb:         called for each data event with its timestamp (writer
+ *              clock) and payload; a non-zero return stops the walk
+ *
+ * Bounded by @len: a malformed page stops the walk.
+ * Return: the number of events, or -EBADMSG (after the good ones).
+ */
+HVTRACE_API int hvtrace_daemon_page_walk(
+	const uint8_t *data, uint32_t len, uint64_t *lost,
+	int (*cb)(void *arg, uint64_t ts, const uint8_t *rec, uint32_t rec_len),
+	void *arg);
+
+/* --- what every reader of a remote needs (dsource.c) -------------------- */
+
+/**
+ * hvtrace_daemon_feed_to_host_mixed - @n timestamps of several remotes
+ * (@remote[i] is stamp i's) to host CLOCK_MONOTONIC ns in place, one TO_HOST
+ * per remote in the order they first appear
+ * @done: called after each remote with the result of its conversion and
+ *        the model's error bound; what it returns goes on (0) or is
+ *        returned at once.  NULL: the first error is returned.
+ * A remote whose conversion failed keeps its writer timestamps.
+ */
+HVTRACE_API int hvtrace_daemon_feed_to_host_mixed(
+	struct hvtrace_daemon_feed *f, size_t n, const uint32_t *remote,
+	uint64_t *ts,
+	int (*done)(void *arg, uint32_t remote, int ret, uint64_t err_ns),
+	void *arg);
+
+enum hvtrace_daemon_remote_change {
+	HVTRACE_DAEMON_REMOTE_LIVE,    /* as it was */
+	HVTRACE_DAEMON_REMOTE_GONE,    /* detached from hvtraced */
+	HVTRACE_DAEMON_REMOTE_NEW_RUN, /* its writer re-formatted the area */
+	HVTRACE_DAEMON_REMOTE_STOPPED, /* an area whose writer stopped (or died)
+					*/
+};
+
+/**
+ * hvtrace_daemon_remote_now - remote @was in the daemon's list @v (@n entries,
+ * from hvtrace_daemon_get_remotes()) and what became of it; @cur: its entry
+ * there, or NULL
+ */
+HVTRACE_API enum hvtrace_daemon_remote_change
+hvtrace_daemon_remote_now(const struct hvt_remote_rec *v, uint32_t n,
+			  const struct hvt_remote_rec *was,
+			  const struct hvt_remote_rec **cur);
+/** hvtrace_daemon_remote_stopped - an area remote whose writer stopped or died
+ */
+HVTRACE_API bool
+hvtrace_daemon_remote_stopped(const struct hvt_remote_rec *rec);
+
+/**
+ * hvtrace_daemon_stats_get - STATS of @remote: one record per CPU into @st, at
+ * most
+ * @max, *@n of them (also those received before an error)
+ * Return: 0, or -errno (the daemon's error text, an unexpected reply, a
+ * transport error).
+ */
+HVTRACE_API int hvtrace_daemon_stats_get(struct hvtrace_daemon *dc,
+					 uint32_t remote, uint32_t max,
+					 struct hvt_m_stats *st, uint32_t *n);
+/**
+ * hvtrace_daemon_feed_stats_to_host - the oldest-event and now stamps of @n
+ * STATS records into @ts[2k], @ts[2k+1] (2 * @n entries), on the host clock
+ */
+HVTRACE_API int hvtrace_daemon_feed_stats_to_host(struct hvtrace_daemon_feed *f,
+						  uint32_t remote,
+						  const struct hvt_m_stats *st,
+						  uint32_t n, uint64_t *ts);
+
+/**
+ * hvtrace_daemon_cmdlines_each - @cb for every "PID COMM" line of the comms
+ * @remote's agent reported (its saved_cmdlines)
+ */
+HVTRACE_API int
+hvtrace_daemon_cmdlines_each(struct hvtrace_daemon *dc, uint32_t remote,
+			     void (*cb)(void *arg, int pid, const char *comm),
+			     void *arg);
+
+/**
+ * hvtrace_daemon_event_path - the name ENABLE takes for event @name of @system:
+ * "SYSTEM/NAME", a user event's bare name
+ */
+HVTRACE_API void hvtrace_daemon_event_path(char *buf, size_t size,
+					   const char *system,
+					   const char *name);
+/**
+ * hvtrace_daemon_enable_event - turn event @path (hvtrace_daemon_event_path())
+ * of @remote on or off; the daemon's text goes to @msg (@msgsize bytes, may be
+ * 0)
+ */
+HVTRACE_API int hvtrace_daemon_enable_event(struct hvtrace_daemon *dc,
+					    uint32_t remote, const char *path,
+					    bool on, char *msg, size_t msgsize);
+
+/**
+ * hvtrace_daemon_name_is_remote - does @arg look like a remote name rather than
+ * an area (PATH[@OFFSET[+SIZE]])?  A name is 1..31 of [A-Za-z0-9._-] and not an
+ * existing regular file (write ./NAME for a file of such a name).
+ */
+HVTRACE_API bool hvtrace_daemon_name_is_remote(const char *arg);
 
 #ifdef __cplusplus
 }

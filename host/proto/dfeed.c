@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libhvtrace: reading remotes through hvtraced (see dfeed.h).
+ * libhvtrace: reading remotes through hvtraced (see the page-feed section of <hvtrace-daemon.h>).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,22 +15,22 @@
 #include <hvtrace/page.h>
 
 #include "hvtrace-local.h"
-#include "dfeed.h"
+#include <hvtrace-daemon.h>
 
 /* At most this many pages wait in a feed's queue: past it the feed stops
  * receiving until the caller takes some (the daemon then drops pages for
  * this subscriber and says so). */
 #define DF_MAX_QUEUED 65536u
 
-struct hvt_dfeed {
+struct hvtrace_daemon_feed {
 	struct hvtrace_daemon *dc;
-	struct hvt_dpage *head, *tail;
+	struct hvtrace_daemon_page *head, *tail;
 	unsigned int queued;
 };
 
-int hvt_dfeed_open(const char *sock, struct hvt_dfeed **out)
+int hvtrace_daemon_feed_open(const char *sock, struct hvtrace_daemon_feed **out)
 {
-	struct hvt_dfeed *f = calloc(1, sizeof(*f));
+	struct hvtrace_daemon_feed *f = calloc(1, sizeof(*f));
 	int ret;
 
 	*out = NULL;
@@ -45,9 +45,9 @@ int hvt_dfeed_open(const char *sock, struct hvt_dfeed **out)
 	return 0;
 }
 
-void hvt_dfeed_close(struct hvt_dfeed *f)
+void hvtrace_daemon_feed_close(struct hvtrace_daemon_feed *f)
 {
-	struct hvt_dpage *p, *n;
+	struct hvtrace_daemon_page *p, *n;
 
 	if (!f)
 		return;
@@ -59,12 +59,12 @@ void hvt_dfeed_close(struct hvt_dfeed *f)
 	free(f);
 }
 
-int hvt_dfeed_fd(const struct hvt_dfeed *f)
+int hvtrace_daemon_feed_fd(const struct hvtrace_daemon_feed *f)
 {
 	return hvtrace_daemon_fd(f->dc);
 }
 
-bool hvt_dfeed_pending(const struct hvt_dfeed *f)
+bool hvtrace_daemon_feed_pending(const struct hvtrace_daemon_feed *f)
 {
 	return f->head != NULL;
 }
@@ -72,8 +72,8 @@ bool hvt_dfeed_pending(const struct hvt_dfeed *f)
 /* Keep a PAGE (anything else that is not ours is dropped). */
 static void df_other(void *arg, const struct hvt_msg *m)
 {
-	struct hvt_dfeed *f = arg;
-	struct hvt_dpage *p;
+	struct hvtrace_daemon_feed *f = arg;
+	struct hvtrace_daemon_page *p;
 
 	if (m->type != HVT_MSG_PAGE || (m->flags & HVT_PF_REPLY) ||
 	    f->queued >= DF_MAX_QUEUED)
@@ -102,14 +102,14 @@ static void df_other(void *arg, const struct hvt_msg *m)
 	f->queued++;
 }
 
-static int df_call(struct hvt_dfeed *f, struct hvt_msg *req,
+static int df_call(struct hvtrace_daemon_feed *f, struct hvt_msg *req,
 		   struct hvt_msg *reply)
 {
 	return hvtrace_daemon_call(f->dc, req, reply, HVTRACE_DAEMON_TIMEOUT_MS,
-				df_other, f);
+				   df_other, f);
 }
 
-static int df_result(struct hvt_dfeed *f, struct hvt_msg *req,
+static int df_result(struct hvtrace_daemon_feed *f, struct hvt_msg *req,
 		     struct hvt_m_result *res)
 {
 	struct hvt_msg r;
@@ -131,8 +131,9 @@ static int df_result(struct hvt_dfeed *f, struct hvt_msg *req,
 	return 0;
 }
 
-int hvt_dfeed_subscribe(struct hvt_dfeed *f, uint32_t remote, int cpu,
-			uint32_t queue_kib, uint32_t *sub)
+int hvtrace_daemon_feed_subscribe(struct hvtrace_daemon_feed *f,
+				  uint32_t remote, int cpu, uint32_t queue_kib,
+				  uint32_t *sub)
 {
 	struct hvt_m_result res;
 	struct hvt_msg m;
@@ -149,7 +150,8 @@ int hvt_dfeed_subscribe(struct hvt_dfeed *f, uint32_t remote, int cpu,
 	return ret;
 }
 
-int hvt_dfeed_next(struct hvt_dfeed *f, int timeout_ms, struct hvt_dpage **page)
+int hvtrace_daemon_feed_next(struct hvtrace_daemon_feed *f, int timeout_ms,
+			     struct hvtrace_daemon_page **page)
 {
 	struct hvt_msg m;
 	int ret;
@@ -196,7 +198,7 @@ int hvt_dfeed_next(struct hvt_dfeed *f, int timeout_ms, struct hvt_dpage **page)
 	}
 }
 
-int hvt_dfeed_drain(struct hvt_dfeed *f, uint32_t remote)
+int hvtrace_daemon_feed_drain(struct hvtrace_daemon_feed *f, uint32_t remote)
 {
 	struct hvt_msg m;
 
@@ -206,8 +208,9 @@ int hvt_dfeed_drain(struct hvt_dfeed *f, uint32_t remote)
 	return df_result(f, &m, NULL);
 }
 
-int hvt_dfeed_to_host(struct hvt_dfeed *f, uint32_t remote, const uint64_t *ts,
-		      uint64_t *ns, size_t n, uint64_t *err_ns)
+int hvtrace_daemon_feed_to_host(struct hvtrace_daemon_feed *f, uint32_t remote,
+				const uint64_t *ts, uint64_t *ns, size_t n,
+				uint64_t *err_ns)
 {
 	uint8_t *buf;
 	size_t off = 0;
@@ -264,8 +267,8 @@ int hvt_dfeed_to_host(struct hvt_dfeed *f, uint32_t remote, const uint64_t *ts,
 /* --- remotes and events ----------------------------------------------------
  */
 
-int hvt_dremotes(struct hvtrace_daemon *dc, struct hvt_remote_rec **recs,
-		 uint32_t *n)
+int hvtrace_daemon_get_remotes(struct hvtrace_daemon *dc,
+			       struct hvt_remote_rec **recs, uint32_t *n)
 {
 	struct hvt_remote_rec *v;
 	struct hvt_msg m, r;
@@ -276,7 +279,8 @@ int hvt_dremotes(struct hvtrace_daemon *dc, struct hvt_remote_rec **recs,
 	*n = 0;
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_REMOTES;
-	ret = hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
+	ret = hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL,
+				  NULL);
 	if (ret)
 		return ret;
 	if (r.type != HVT_MSG_REMOTES)
@@ -292,7 +296,7 @@ int hvt_dremotes(struct hvtrace_daemon *dc, struct hvt_remote_rec **recs,
 	return 0;
 }
 
-void hvt_devents_free(struct hvt_devents *evs)
+void hvtrace_daemon_events_free(struct hvtrace_daemon_events *evs)
 {
 	unsigned int i;
 
@@ -315,10 +319,11 @@ static char *df_strndup(const char *p, uint32_t len)
 	return s;
 }
 
-static int df_add_format(struct hvt_devents *evs, const struct hvt_msg *r)
+static int df_add_format(struct hvtrace_daemon_events *evs,
+			 const struct hvt_msg *r)
 {
 	const struct hvt_m_format *f = &r->u.format;
-	struct hvt_devent *e, *v;
+	struct hvtrace_daemon_event *e, *v;
 	const char *slash;
 	uint32_t nl;
 
@@ -363,8 +368,8 @@ static int df_add_format(struct hvt_devents *evs, const struct hvt_msg *r)
 	return 0;
 }
 
-int hvt_devents_state(struct hvtrace_daemon *dc, uint32_t remote,
-		      struct hvt_devents *evs)
+int hvtrace_daemon_events_state(struct hvtrace_daemon *dc, uint32_t remote,
+				struct hvtrace_daemon_events *evs)
 {
 	char *text = NULL, *line, *save = NULL;
 	unsigned int i;
@@ -398,17 +403,18 @@ int hvt_devents_state(struct hvtrace_daemon *dc, uint32_t remote,
 	return 0;
 }
 
-int hvt_devents_get(struct hvtrace_daemon *dc, uint32_t remote,
-		    struct hvt_devents *out)
+int hvtrace_daemon_events_get(struct hvtrace_daemon *dc, uint32_t remote,
+			      struct hvtrace_daemon_events *out)
 {
-	struct hvt_devents evs = {0};
+	struct hvtrace_daemon_events evs = {0};
 	struct hvt_msg m, r;
 	int ret, parts;
 
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_FORMATS;
 	m.chan = remote;
-	ret = hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
+	ret = hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL,
+				  NULL);
 	/* Bounded: one format per message, at most 65536 of them. */
 	for (parts = 0; !ret && parts < 65536; parts++) {
 		if (r.type == HVT_MSG_ERROR) {
@@ -431,7 +437,8 @@ int hvt_devents_get(struct hvtrace_daemon *dc, uint32_t remote,
 		if (!(r.flags & HVT_PF_MORE))
 			break;
 		do {
-			ret = hvtrace_daemon_recv(dc, &r, HVTRACE_DAEMON_TIMEOUT_MS);
+			ret = hvtrace_daemon_recv(dc, &r,
+						  HVTRACE_DAEMON_TIMEOUT_MS);
 		} while (ret == 1 && r.req != m.req);
 		ret = ret == 1 ? 0
 		      : ret    ? ret
@@ -439,18 +446,18 @@ int hvt_devents_get(struct hvtrace_daemon *dc, uint32_t remote,
 					 "hvtraced stopped mid-formats");
 	}
 	if (!ret)
-		ret = hvt_devents_state(dc, remote, &evs);
+		ret = hvtrace_daemon_events_state(dc, remote, &evs);
 	if (ret) {
-		hvt_devents_free(&evs);
+		hvtrace_daemon_events_free(&evs);
 		return ret;
 	}
 	*out = evs;
 	return 0;
 }
 
-int hvt_ddecoder_new(const struct hvt_remote_rec *rec,
-		     const struct hvt_devents *evs,
-		     struct hvtrace_decoder **out)
+int hvtrace_daemon_decoder_new(const struct hvt_remote_rec *rec,
+			       const struct hvtrace_daemon_events *evs,
+			       struct hvtrace_decoder **out)
 {
 	struct hvtrace_decoder *d;
 	unsigned int i;
@@ -483,13 +490,13 @@ static void df_set_comm(void *arg, int pid, const char *comm)
 		hvtrace_decoder_set_comm(arg, pid, comm);
 }
 
-int hvt_dcomms_load(struct hvtrace_daemon *dc, uint32_t remote,
-		    struct hvtrace_decoder *d)
+int hvtrace_daemon_comms_load(struct hvtrace_daemon *dc, uint32_t remote,
+			      struct hvtrace_decoder *d)
 {
-	return hvt_dcmdlines_each(dc, remote, df_set_comm, d);
+	return hvtrace_daemon_cmdlines_each(dc, remote, df_set_comm, d);
 }
 
-int hvt_dcomm_read(const char *path, char *comm, size_t size)
+int hvtrace_daemon_comm_read(const char *path, char *comm, size_t size)
 {
 	ssize_t n;
 	int fd, ret;
@@ -507,21 +514,21 @@ int hvt_dcomm_read(const char *path, char *comm, size_t size)
 	return 0;
 }
 
-void hvt_dcomm_local(struct hvtrace_decoder *d, int pid)
+void hvtrace_daemon_comm_local(struct hvtrace_decoder *d, int pid)
 {
 	char path[64], comm[32];
 
 	if (pid <= 0 || hvtrace_decoder_comm(d, pid))
 		return;
 	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	if (!hvt_dcomm_read(path, comm, sizeof(comm)))
+	if (!hvtrace_daemon_comm_read(path, comm, sizeof(comm)))
 		hvtrace_decoder_set_comm(d, pid, comm);
 }
 
-int hvt_dpage_walk(const uint8_t *data, uint32_t len, uint64_t *lost,
-		   int (*cb)(void *arg, uint64_t ts, const uint8_t *rec,
-			     uint32_t rec_len),
-		   void *arg)
+int hvtrace_daemon_page_walk(const uint8_t *data, uint32_t len, uint64_t *lost,
+			     int (*cb)(void *arg, uint64_t ts,
+				       const uint8_t *rec, uint32_t rec_len),
+			     void *arg)
 {
 	struct hvt_page_iter it;
 	uint64_t commit, ts;
@@ -553,7 +560,7 @@ int hvt_dpage_walk(const uint8_t *data, uint32_t len, uint64_t *lost,
 	return item < 0 ? -EBADMSG : n;
 }
 
-bool hvt_dname_is_remote(const char *arg)
+bool hvtrace_daemon_name_is_remote(const char *arg)
 {
 	struct stat st;
 

@@ -4,14 +4,15 @@
  * the page feed (dfeed.c): the stream and stat verbs, the recorder and
  * the tracefs-style view all use these, so a remote is read one way.
  *
- *   hvt_dfeed_to_host_mixed()  timestamps of several remotes, one
+ *   hvtrace_daemon_feed_to_host_mixed()  timestamps of several remotes, one
  *                              TO_HOST per remote
- *   hvt_dremote_now()          what became of a remote since it was
+ *   hvtrace_daemon_remote_now()          what became of a remote since it was
  *                              looked up (gone, a new run, stopped)
- *   hvt_dstats_get()           a remote's per-CPU counters (STATS), and
- *   hvt_dstats_to_host()       their oldest/now stamps on the host clock
- *   hvt_dcmdlines_each()       the comms a guest's agent reported
- *   hvt_denable()              an event of a remote on or off
+ *   hvtrace_daemon_stats_get()           a remote's per-CPU counters (STATS),
+ * and hvtrace_daemon_feed_stats_to_host()       their oldest/now stamps on the
+ * host clock hvtrace_daemon_cmdlines_each()       the comms a guest's agent
+ * reported hvtrace_daemon_enable_event()              an event of a remote on
+ * or off
  *
  * Everything that comes from the daemon is bounded by what the caller
  * asked for: a reply beyond it is an error, never a write past an array.
@@ -22,13 +23,13 @@
 #include <string.h>
 
 #include "hvtrace-local.h"
-#include "dfeed.h"
+#include <hvtrace-daemon.h>
 
-int hvt_dfeed_to_host_mixed(struct hvt_dfeed *f, size_t n,
-			    const uint32_t *remote, uint64_t *ts,
-			    int (*done)(void *arg, uint32_t remote, int ret,
-					uint64_t err_ns),
-			    void *arg)
+int hvtrace_daemon_feed_to_host_mixed(struct hvtrace_daemon_feed *f, size_t n,
+				      const uint32_t *remote, uint64_t *ts,
+				      int (*done)(void *arg, uint32_t remote,
+						  int ret, uint64_t err_ns),
+				      void *arg)
 {
 	uint64_t *sub, err;
 	bool *seen;
@@ -52,7 +53,8 @@ int hvt_dfeed_to_host_mixed(struct hvt_dfeed *f, size_t n,
 				seen[j] = true;
 				sub[k++] = ts[j];
 			}
-		ret = hvt_dfeed_to_host(f, remote[i], sub, sub, k, &err);
+		ret = hvtrace_daemon_feed_to_host(f, remote[i], sub, sub, k,
+						  &err);
 		if (!ret)
 			for (j = i, k = 0; j < n; j++)
 				if (remote[j] == remote[i])
@@ -64,10 +66,10 @@ int hvt_dfeed_to_host_mixed(struct hvt_dfeed *f, size_t n,
 	return ret;
 }
 
-enum hvt_dremote_change hvt_dremote_now(const struct hvt_remote_rec *v,
-					uint32_t n,
-					const struct hvt_remote_rec *was,
-					const struct hvt_remote_rec **cur)
+enum hvtrace_daemon_remote_change
+hvtrace_daemon_remote_now(const struct hvt_remote_rec *v, uint32_t n,
+			  const struct hvt_remote_rec *was,
+			  const struct hvt_remote_rec **cur)
 {
 	uint32_t i;
 
@@ -77,22 +79,22 @@ enum hvt_dremote_change hvt_dremote_now(const struct hvt_remote_rec *v,
 	if (cur)
 		*cur = i < n ? &v[i] : NULL;
 	if (i == n)
-		return HVT_DREMOTE_GONE;
+		return HVTRACE_DAEMON_REMOTE_GONE;
 	if (v[i].generation != was->generation)
-		return HVT_DREMOTE_NEW_RUN;
-	if (hvt_dremote_stopped(&v[i]))
-		return HVT_DREMOTE_STOPPED;
-	return HVT_DREMOTE_LIVE;
+		return HVTRACE_DAEMON_REMOTE_NEW_RUN;
+	if (hvtrace_daemon_remote_stopped(&v[i]))
+		return HVTRACE_DAEMON_REMOTE_STOPPED;
+	return HVTRACE_DAEMON_REMOTE_LIVE;
 }
 
-bool hvt_dremote_stopped(const struct hvt_remote_rec *rec)
+bool hvtrace_daemon_remote_stopped(const struct hvt_remote_rec *rec)
 {
 	return rec->transport == HVT_TRANSPORT_AREA &&
 	       rec->state == HVT_REMOTE_DISCONNECTED;
 }
 
-int hvt_dstats_get(struct hvtrace_daemon *dc, uint32_t remote, uint32_t max,
-		   struct hvt_m_stats *st, uint32_t *n)
+int hvtrace_daemon_stats_get(struct hvtrace_daemon *dc, uint32_t remote,
+			     uint32_t max, struct hvt_m_stats *st, uint32_t *n)
 {
 	struct hvt_msg m, r;
 	int ret;
@@ -101,7 +103,8 @@ int hvt_dstats_get(struct hvtrace_daemon *dc, uint32_t remote, uint32_t max,
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_STATS;
 	m.chan = remote;
-	ret = hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
+	ret = hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL,
+				  NULL);
 	/* One record per CPU, MORE on all but the last; bounded by @max. */
 	while (!ret) {
 		if (r.type == HVT_MSG_ERROR)
@@ -115,7 +118,8 @@ int hvt_dstats_get(struct hvtrace_daemon *dc, uint32_t remote, uint32_t max,
 		if (!(r.flags & HVT_PF_MORE))
 			return 0;
 		do {
-			ret = hvtrace_daemon_recv(dc, &r, HVTRACE_DAEMON_TIMEOUT_MS);
+			ret = hvtrace_daemon_recv(dc, &r,
+						  HVTRACE_DAEMON_TIMEOUT_MS);
 		} while (ret == 1 && r.req != m.req);
 		if (!ret)
 			ret = hvt_err(-ETIMEDOUT, "hvtraced did not send the "
@@ -126,8 +130,10 @@ int hvt_dstats_get(struct hvtrace_daemon *dc, uint32_t remote, uint32_t max,
 	return ret;
 }
 
-int hvt_dstats_to_host(struct hvt_dfeed *f, uint32_t remote,
-		       const struct hvt_m_stats *st, uint32_t n, uint64_t *ts)
+int hvtrace_daemon_feed_stats_to_host(struct hvtrace_daemon_feed *f,
+				      uint32_t remote,
+				      const struct hvt_m_stats *st, uint32_t n,
+				      uint64_t *ts)
 {
 	uint32_t k;
 
@@ -137,18 +143,21 @@ int hvt_dstats_to_host(struct hvt_dfeed *f, uint32_t remote,
 		ts[2 * k] = st[k].v[12];
 		ts[2 * k + 1] = st[k].v[13];
 	}
-	return n ? hvt_dfeed_to_host(f, remote, ts, ts, 2 * (size_t)n, NULL)
+	return n ? hvtrace_daemon_feed_to_host(f, remote, ts, ts, 2 * (size_t)n,
+					       NULL)
 		 : 0;
 }
 
-int hvt_dcmdlines_each(struct hvtrace_daemon *dc, uint32_t remote,
-		       void (*cb)(void *arg, int pid, const char *comm),
-		       void *arg)
+int hvtrace_daemon_cmdlines_each(struct hvtrace_daemon *dc, uint32_t remote,
+				 void (*cb)(void *arg, int pid,
+					    const char *comm),
+				 void *arg)
 {
 	char *text = NULL, *line, *save = NULL;
 	int ret;
 
-	ret = hvtrace_daemon_get_text(dc, remote, HVT_TEXT_CMDLINES, &text, NULL);
+	ret = hvtrace_daemon_get_text(dc, remote, HVT_TEXT_CMDLINES, &text,
+				      NULL);
 	if (ret)
 		return ret;
 	for (line = strtok_r(text, "\n", &save); line;
@@ -163,8 +172,8 @@ int hvt_dcmdlines_each(struct hvtrace_daemon *dc, uint32_t remote,
 	return 0;
 }
 
-void hvt_devent_path(char *buf, size_t size, const char *system,
-		     const char *name)
+void hvtrace_daemon_event_path(char *buf, size_t size, const char *system,
+			       const char *name)
 {
 	bool user = !strcmp(system, "user_events");
 
@@ -172,8 +181,9 @@ void hvt_devent_path(char *buf, size_t size, const char *system,
 		 name);
 }
 
-int hvt_denable(struct hvtrace_daemon *dc, uint32_t remote, const char *path,
-		bool on, char *msg, size_t msgsize)
+int hvtrace_daemon_enable_event(struct hvtrace_daemon *dc, uint32_t remote,
+				const char *path, bool on, char *msg,
+				size_t msgsize)
 {
 	struct hvt_msg m;
 

@@ -49,7 +49,7 @@ static void dr_free_evs(struct hvt_tdat_rset *r)
 	unsigned int i;
 
 	for (i = 0; r->evs && i < r->nr_src; i++)
-		hvt_devents_free(&r->evs[i]);
+		hvtrace_daemon_events_free(&r->evs[i]);
 	free(r->evs);
 	r->evs = NULL;
 }
@@ -61,7 +61,7 @@ static void dr_free(struct hvt_tdat_rset *r)
 	dr_free_evs(r);
 	for (i = 0; i < r->nr_src; i++)
 		dr_free_src(r->src[i]);
-	hvt_dfeed_close(r->feed);
+	hvtrace_daemon_feed_close(r->feed);
 	hvtrace_daemon_close(r->dc);
 	free(r->batch);
 	free(r->bytes);
@@ -91,7 +91,7 @@ static int dr_set_get(struct hvtrace_tracedat_record *rec,
 	r->w = rec->w;
 	ret = hvtrace_daemon_open(rec->sock, &r->dc);
 	if (!ret)
-		ret = hvt_dfeed_open(rec->sock, &r->feed);
+		ret = hvtrace_daemon_feed_open(rec->sock, &r->feed);
 	if (ret) {
 		dr_free(r);
 		return ret;
@@ -104,13 +104,13 @@ static int dr_set_get(struct hvtrace_tracedat_record *rec,
 
 /* Give new formats of @s ids that mean one event in the whole file. */
 int hvt_rr_place_formats(struct hvt_tdat_rset *r, struct dr_src *s,
-			 const struct hvt_devents *evs)
+			 const struct hvtrace_daemon_events *evs)
 {
 	unsigned int i;
 	int ret;
 
 	for (i = 0; i < evs->nr; i++) {
-		const struct hvt_devent *e = &evs->ev[i];
+		const struct hvtrace_daemon_event *e = &evs->ev[i];
 		uint32_t want = e->id, id;
 		char *t;
 
@@ -131,7 +131,7 @@ int hvt_rr_place_formats(struct hvt_tdat_rset *r, struct dr_src *s,
 			}
 			t = hvt_tdat_format_set_id(e->format, id);
 			if (!t || hvtrace_catalog_add(&s->cat, e->system,
-						       e->name, id, t, -1)) {
+						      e->name, id, t, -1)) {
 				free(t);
 				return hvt_err(-ENOMEM, "out of memory");
 			}
@@ -146,12 +146,12 @@ int hvt_rr_place_formats(struct hvt_tdat_rset *r, struct dr_src *s,
 }
 
 int hvt_rr_fetch_formats(struct hvt_tdat_rset *r, struct dr_src *s,
-			 struct hvt_devents *evs)
+			 struct hvtrace_daemon_events *evs)
 {
 	int ret;
 
 	s->formats_at = hvt_host_now_ns();
-	ret = hvt_devents_get(r->dc, s->rec.id, evs);
+	ret = hvtrace_daemon_events_get(r->dc, s->rec.id, evs);
 	if (ret)
 		return ret;
 	/* The built-in formats of the writer kind, too. */
@@ -161,7 +161,7 @@ int hvt_rr_fetch_formats(struct hvt_tdat_rset *r, struct dr_src *s,
 
 		ret = hvtrace_catalog_add_writer(&b, s->rec.writer_kind);
 		for (i = 0; !ret && i < b.nr; i++) {
-			struct hvt_devent *v, *e;
+			struct hvtrace_daemon_event *v, *e;
 			unsigned int k;
 			bool have = false;
 
@@ -271,21 +271,22 @@ int hvt_tdat_rremote_add(struct hvtrace_tracedat_record *rec,
 
 /* Enable the events the patterns select; remember what was changed. */
 static int dr_enable(struct hvt_tdat_rset *r, struct dr_src *s,
-		     const struct hvt_devents *evs)
+		     const struct hvtrace_daemon_events *evs)
 {
 	unsigned int i;
 
 	for (i = 0; i < evs->nr; i++) {
-		const struct hvt_devent *e = &evs->ev[i];
+		const struct hvtrace_daemon_event *e = &evs->ev[i];
 		char full[330], text[256];
 		int ret;
 
 		if (e->bit < 0 || e->enabled ||
 		    !hvt_tdat_rec_selected(r->rec, e->system, e->name))
 			continue;
-		hvt_devent_path(full, sizeof(full), e->system, e->name);
-		ret = hvt_denable(r->dc, s->rec.id, full, true, text,
-				  sizeof(text));
+		hvtrace_daemon_event_path(full, sizeof(full), e->system,
+					  e->name);
+		ret = hvtrace_daemon_enable_event(r->dc, s->rec.id, full, true,
+						  text, sizeof(text));
 		if (ret)
 			return hvt_err(ret, "cannot enable %s on '%s': %s",
 				       full, s->rec.name, text);
@@ -315,7 +316,7 @@ static int dr_place(struct hvt_tdat_rset *r, unsigned int *hits)
 	if (!r->evs)
 		return hvt_err(-ENOMEM, "out of memory");
 	for (i = 0; !ret && i < r->nr_src; i++) {
-		struct hvt_devents *evs = &r->evs[i];
+		struct hvtrace_daemon_events *evs = &r->evs[i];
 
 		ret = hvt_rr_fetch_formats(r, r->src[i], evs);
 		if (!ret)
@@ -351,8 +352,8 @@ static int dr_subscribe(struct hvt_tdat_rset *r)
 	int ret = 0;
 
 	for (i = 0; !ret && i < r->nr_src; i++)
-		ret = hvt_dfeed_subscribe(r->feed, r->src[i]->rec.id, -1, 0,
-					  NULL);
+		ret = hvtrace_daemon_feed_subscribe(r->feed, r->src[i]->rec.id,
+						    -1, 0, NULL);
 	return ret;
 }
 
@@ -387,8 +388,9 @@ void hvt_rr_restore(struct hvt_tdat_rset *r)
 		struct dr_src *s = r->src[i];
 
 		for (k = 0; k < s->nr_chg; k++)
-			hvt_denable(r->dc, s->rec.id, s->chg[k].name,
-				    s->chg[k].was, NULL, 0);
+			hvtrace_daemon_enable_event(r->dc, s->rec.id,
+						    s->chg[k].name,
+						    s->chg[k].was, NULL, 0);
 		s->nr_chg = 0;
 	}
 }
@@ -413,12 +415,13 @@ static int dr_cpustats(struct hvt_tdat_rset *r)
 		}
 		/* What the daemon gave (a remote that went away has no
 		 * statistics: none saved). */
-		hvt_dstats_get(r->dc, s->rec.id,
-			       s->rec.nr_cpus < HVT_ABI_MAX_CPUS
-				       ? s->rec.nr_cpus
-				       : HVT_ABI_MAX_CPUS,
-			       st, &n);
-		if (hvt_dstats_to_host(r->feed, s->rec.id, st, n, ts))
+		hvtrace_daemon_stats_get(r->dc, s->rec.id,
+					 s->rec.nr_cpus < HVT_ABI_MAX_CPUS
+						 ? s->rec.nr_cpus
+						 : HVT_ABI_MAX_CPUS,
+					 st, &n);
+		if (hvtrace_daemon_feed_stats_to_host(r->feed, s->rec.id, st, n,
+						      ts))
 			memset(ts, 0, sizeof(ts));
 		for (k = 0; !ret && k < n; k++) {
 			const uint64_t *v = st[k].v;
@@ -474,7 +477,8 @@ static int dr_formats(struct hvt_tdat_rset *r)
 				strlen(s->cat.fmt[i].text));
 		/* The comms a guest's agent reported. */
 		if (!ret && s->rec.writer_kind != HVT_WRITER_LOOPBACK)
-			hvt_dcmdlines_each(r->dc, s->rec.id, dr_cmdline, r->w);
+			hvtrace_daemon_cmdlines_each(r->dc, s->rec.id,
+						     dr_cmdline, r->w);
 	}
 	return ret;
 }

@@ -108,8 +108,8 @@ static int dr_flush_batch(struct hvt_tdat_rset *r)
 		ts[i] = r->batch[i].ts;
 		rid[i] = r->batch[i].c->src->rec.id;
 	}
-	ret = hvt_dfeed_to_host_mixed(r->feed, r->nr_batch, rid, ts,
-				      dr_converted, r);
+	ret = hvtrace_daemon_feed_to_host_mixed(r->feed, r->nr_batch, rid, ts,
+						dr_converted, r);
 	free(rid);
 	for (i = 0; !ret && i < r->nr_batch; i++) {
 		struct dr_ev *e = &r->batch[i];
@@ -135,11 +135,11 @@ static int dr_flush_batch(struct hvt_tdat_rset *r)
 			/* A new event (a user event registered while
 			 * recording): its format, before the packer
 			 * writes it under a file id. */
-			struct hvt_devents evs = {0};
+			struct hvtrace_daemon_events evs = {0};
 
 			if (!hvt_rr_fetch_formats(r, s, &evs))
 				hvt_rr_place_formats(r, s, &evs);
-			hvt_devents_free(&evs);
+			hvtrace_daemon_events_free(&evs);
 		}
 		if ((s->known[id / 8] >> (id % 8)) & 1) {
 			fid = s->idmap[id];
@@ -160,7 +160,8 @@ static int dr_flush_batch(struct hvt_tdat_rset *r)
 }
 
 /* One page of the feed into the batch. */
-static int dr_page(struct hvt_tdat_rset *r, const struct hvt_dpage *pg)
+static int dr_page(struct hvt_tdat_rset *r,
+		   const struct hvtrace_daemon_page *pg)
 {
 	struct dr_src *s = hvt_rr_src_of(r, pg->remote);
 	uint64_t lost = 0, drops;
@@ -175,7 +176,7 @@ static int dr_page(struct hvt_tdat_rset *r, const struct hvt_dpage *pg)
 		s->sub_dropped = pg->dropped_events;
 	r->cur_src = s;
 	r->cur_cpu = pg->cpu;
-	n = hvt_dpage_walk(pg->data, pg->len, &lost, NULL, NULL);
+	n = hvtrace_daemon_page_walk(pg->data, pg->len, &lost, NULL, NULL);
 	if (n < 0) {
 		s->st.errors++;
 		return 0;
@@ -198,18 +199,19 @@ static int dr_page(struct hvt_tdat_rset *r, const struct hvt_dpage *pg)
 		c->pending_lost = 0;
 		c->pending_unknown = false;
 	}
-	n = hvt_dpage_walk(pg->data, pg->len, &lost, dr_batch_event, r);
+	n = hvtrace_daemon_page_walk(pg->data, pg->len, &lost, dr_batch_event,
+				     r);
 	return n < 0 ? hvt_err(-ENOMEM, "out of memory") : 0;
 }
 
 /* Pages that are there now (or within @wait_ms), packed. */
 static int dr_pump(struct hvt_tdat_rset *r, int wait_ms)
 {
-	struct hvt_dpage *pg;
+	struct hvtrace_daemon_page *pg;
 	int ret, got = 0;
 
 	for (;;) {
-		ret = hvt_dfeed_next(r->feed, got ? 0 : wait_ms, &pg);
+		ret = hvtrace_daemon_feed_next(r->feed, got ? 0 : wait_ms, &pg);
 		if (ret < 0)
 			return ret;
 		if (!ret)
@@ -232,7 +234,7 @@ static int dr_refresh(struct hvt_tdat_rset *r)
 	uint32_t n, k;
 	int ret;
 
-	ret = hvt_dremotes(r->dc, &v, &n);
+	ret = hvtrace_daemon_get_remotes(r->dc, &v, &n);
 	if (ret)
 		return ret;
 	for (k = 0; k < r->nr_src; k++) {
@@ -240,15 +242,15 @@ static int dr_refresh(struct hvt_tdat_rset *r)
 
 		if (s->finished || s->finishing)
 			continue;
-		switch (hvt_dremote_now(v, n, &s->rec, NULL)) {
-		case HVT_DREMOTE_GONE:
+		switch (hvtrace_daemon_remote_now(v, n, &s->rec, NULL)) {
+		case HVTRACE_DAEMON_REMOTE_GONE:
 			fprintf(stderr,
 				"hvtrace record: '%s' was detached "
 				"from hvtraced; stopped recording it\n",
 				s->name);
 			s->finished = s->st.finished = true;
 			break;
-		case HVT_DREMOTE_NEW_RUN:
+		case HVTRACE_DAEMON_REMOTE_NEW_RUN:
 			fprintf(stderr,
 				"hvtrace record: the writer of '%s' "
 				"re-formatted its area; stopped "
@@ -256,10 +258,10 @@ static int dr_refresh(struct hvt_tdat_rset *r)
 				s->name);
 			s->finishing = true;
 			break;
-		case HVT_DREMOTE_STOPPED:
+		case HVTRACE_DAEMON_REMOTE_STOPPED:
 			s->finishing = true;
 			break;
-		case HVT_DREMOTE_LIVE:
+		case HVTRACE_DAEMON_REMOTE_LIVE:
 			break;
 		}
 	}
@@ -288,7 +290,7 @@ int hvt_rr_poll(struct hvt_tdat_rset *r, int kn, unsigned int max_wait_ms)
 
 			if (!s->finishing || s->finished)
 				continue;
-			ret = hvt_dfeed_drain(r->feed, s->rec.id);
+			ret = hvtrace_daemon_feed_drain(r->feed, s->rec.id);
 			if (!ret)
 				while ((ret = dr_pump(r, 0)) > 0)
 					;
@@ -314,7 +316,7 @@ void hvt_rr_stop(struct hvt_tdat_rset *r)
 			continue;
 		/* What was committed until now; a remote that went away
 		 * meanwhile has nothing more to give. */
-		if (!hvt_dfeed_drain(r->feed, s->rec.id))
+		if (!hvtrace_daemon_feed_drain(r->feed, s->rec.id))
 			while (dr_pump(r, 0) > 0)
 				;
 	}

@@ -9,7 +9,7 @@
 #define HVT_TDAT_RREMOTE_H
 
 #include "tracedat-local.h"
-#include "../proto/dfeed.h"
+#include <hvtrace-daemon.h>
 
 #define DR_REFRESH_NS 200000000ULL /* remote state polls */
 #define DR_FORMATS_NS 500000000ULL /* unknown ids: formats again */
@@ -60,11 +60,12 @@ struct hvt_tdat_rset {
 	struct hvtrace_tracedat_record *rec;
 	struct hvtrace_tracedat_writer *w;
 	struct hvtrace_daemon *dc;
-	struct hvt_dfeed *feed;
+	struct hvtrace_daemon_feed *feed;
 	struct dr_src *src[HVT_TDAT_REC_MAX_SOURCES];
 	unsigned int nr_src;
 	uint64_t next_refresh;
-	struct hvt_devents *evs; /* per remote, from place() to start() */
+	struct hvtrace_daemon_events
+		*evs; /* per remote, from place() to start() */
 	/* the batch waiting for TO_HOST */
 	struct dr_ev *batch;
 	size_t nr_batch, cap_batch;
@@ -80,9 +81,9 @@ struct hvt_tdat_rset {
 /* FORMATS of @s (with its writer kind's built-ins) into @evs, and the
  * new ones placed under file ids. */
 HVT_INTERNAL int hvt_rr_fetch_formats(struct hvt_tdat_rset *r, struct dr_src *s,
-				      struct hvt_devents *evs);
+				      struct hvtrace_daemon_events *evs);
 HVT_INTERNAL int hvt_rr_place_formats(struct hvt_tdat_rset *r, struct dr_src *s,
-				      const struct hvt_devents *evs);
+				      const struct hvtrace_daemon_events *evs);
 /* Put back the enable states the recording changed. */
 HVT_INTERNAL void hvt_rr_restore(struct hvt_tdat_rset *r);
 
