@@ -86,7 +86,7 @@ CLI_SRCS := $(wildcard $(srctree)/host/cli/*.c)
 CLI_OBJS := $(patsubst $(srctree)/%.c,$(objtree)/%.o,$(CLI_SRCS))
 HVTRACE_BIN := $(objtree)/bin/hvtrace
 CLI_LIBS := $(LIBHVT_FUSE) $(LIBHVT_TRACEDAT) $(LIBHVT_DAEMON) $(LIBHVT_CORE) \
-	$(LIBHVTCORE)
+	$(LIBHVTCORE) $(LIBHVTUTIL)
 $(CLI_OBJS): EXTRA_CFLAGS += $(HOST_PROG_CFLAGS) -I$(srctree)/host/cli
 $(HVTRACE_BIN): $(CLI_OBJS) $(CLI_LIBS)
 	$(call link,$(CLI_OBJS),$(CLI_LIBS) $(HOST_EXT_LIBS))
@@ -96,7 +96,7 @@ HVTRACED_SRCS := $(wildcard $(srctree)/host/hvtraced/*.c)
 ifneq ($(HVTRACED_SRCS),)
 HVTRACED_OBJS := $(patsubst $(srctree)/%.c,$(objtree)/%.o,$(HVTRACED_SRCS))
 HVTRACED_BIN := $(objtree)/bin/hvtraced
-HVTRACED_LIBS := $(LIBHVT_CORE) $(LIBHVTCORE)
+HVTRACED_LIBS := $(LIBHVT_CORE) $(LIBHVTCORE) $(LIBHVTUTIL)
 $(HVTRACED_OBJS): EXTRA_CFLAGS += $(HOST_PROG_CFLAGS)
 $(HVTRACED_BIN): $(HVTRACED_OBJS) $(HVTRACED_LIBS)
 	$(call link,$(HVTRACED_OBJS),$(HVTRACED_LIBS) $(TRACEEVENT_LIBS) $(TRACEFS_LIBS))

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <hvt_util.h>
+
 #include "cli.h"
 
 extern const struct hvt_cli_cmd __start_hvt_cli_cmds[] __attribute__((weak));
@@ -117,28 +119,12 @@ int hvt_cli_parse_pid(const char *s, int *out)
 
 int hvt_cli_parse_u64(const char *s, unsigned long long *out)
 {
-	unsigned long long v, mul = 1;
-	char *end;
+	uint64_t v;
+	int ret = hvt_util_size_parse(s, &v);
 
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno)
-		return -ERANGE;
-	if (end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': mul = 1ULL << 10; end++; break;
-	case 'm': case 'M': mul = 1ULL << 20; end++; break;
-	case 'g': case 'G': mul = 1ULL << 30; end++; break;
-	}
-	if (*end)
-		return -EINVAL;
-	if (v > ULLONG_MAX / mul)
-		return -ERANGE;
-	*out = v * mul;
-	return 0;
+	if (!ret)
+		*out = v;
+	return ret;
 }
 
 int hvt_cli_parse_reader_threads(const char *s, unsigned int *out)

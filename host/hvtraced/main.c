@@ -35,6 +35,8 @@
 
 #include <hvtrace/config.h>
 
+#include <hvt_util.h>
+
 #include "daemon.h"
 
 #define DEFAULT_RUN_DIR		"/run/hvtrace"
@@ -92,89 +94,34 @@ static const char usage_text[] =
 	"  -h, --help             this text\n"
 	"  --version\n";
 
-static int parse_u64(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *s == '-')
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	}
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int mkdir_p(const char *dir)
-{
-	char path[PATH_MAX], *p;
-
-	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	for (p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(path, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static int listen_socket(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[PATH_MAX], *slash;
+	struct sockaddr_un sa;
 	mode_t old_mask;
-	struct stat st;
 	bool bound;
 	gid_t gid;
 	int fd, ret;
 
-	if (strlen(D->sock_path) >= sizeof(sa.sun_path)) {
+	ret = hvt_util_sock_prepare(D->sock_path, &sa);
+	switch (ret) {
+	case 0:
+		break;
+	case -ENAMETOOLONG:
 		d_log("socket path too long: %s", D->sock_path);
-		return -ENAMETOOLONG;
-	}
-	strcpy(sa.sun_path, D->sock_path);
-	snprintf(dir, sizeof(dir), "%s", D->sock_path);
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		ret = mkdir_p(dir);
-		if (ret) {
-			d_log("cannot create %s: %s", dir, strerror(-ret));
-			return ret;
-		}
-	}
-	if (!lstat(D->sock_path, &st)) {
-		if (!S_ISSOCK(st.st_mode)) {
-			d_log("%s exists and is not a socket: remove it or "
-			      "use --socket",
-			      D->sock_path);
-			return -EEXIST;
-		}
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd >= 0 &&
-		    !connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-			close(fd);
-			d_log("another hvtraced is running on %s (stop it "
-			      "first, or use --socket)",
-			      D->sock_path);
-			return -EADDRINUSE;
-		}
-		if (fd >= 0)
-			close(fd);
-		unlink(D->sock_path);
+		return ret;
+	case -EEXIST:
+		d_log("%s exists and is not a socket: remove it or use --socket",
+		      D->sock_path);
+		return ret;
+	case -EADDRINUSE:
+		d_log("another hvtraced is running on %s (stop it first, or use "
+		      "--socket)",
+		      D->sock_path);
+		return ret;
+	default:
+		d_log("cannot create the folder of %s: %s", D->sock_path,
+		      strerror(-ret));
+		return ret;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -348,7 +295,7 @@ int main(int argc, char **argv)
 		case 'I':
 		case 'p':
 		case 'P':
-			if (parse_u64(optarg, &v) || v > UINT32_MAX ||
+			if (hvt_util_size_parse(optarg, &v) || v > UINT32_MAX ||
 			    ((opt == 'p' || opt == 'P') && v < 50) ||
 			    (opt == 'Q' && v < 65536)) {
 				fprintf(stderr, "hvtraced: bad value '%s' for "
@@ -371,7 +318,7 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 		case 'G':
-			if (parse_u64(optarg, &v) || !v || v > (1u << 24)) {
+			if (hvt_util_size_parse(optarg, &v) || !v || v > (1u << 24)) {
 				fprintf(stderr, "hvtraced: --%s takes a "
 						"number from 1 to 16777216, "
 						"not '%s'\n",
@@ -418,7 +365,7 @@ int main(int argc, char **argv)
 		int fd;
 
 		if (!log_path) {
-			mkdir_p(D->run_dir);
+			hvt_util_dir_create(D->run_dir);
 			snprintf(logbuf, sizeof(logbuf), "%s/hvtraced.log",
 				 D->run_dir);
 			log_path = logbuf;
