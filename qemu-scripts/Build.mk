@@ -5,6 +5,7 @@
 #   fetch-kernel.sh   Debian 6.12 kernel into a cache (never installed)
 #   mkinitramfs.sh    busybox initramfs with /init (guest-init.sh) + files
 #   hvtrace-guest     the launcher: start/stop/list/status/wait/cleanup
+#   port-send         send a byte on a guest's --port until its console answers
 #   probe/            hvt-probe (static, runs in the guest) and
 #                     hvt-probe-host (checks the area, drives the protocol)
 #   tests/            end-to-end tests of the rig's plumbing

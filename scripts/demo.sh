@@ -196,15 +196,7 @@ printf '             the guest has %s vCPUs under %s)\n' "$cpus" "$accel"
 say "6. The guest kernel panics on purpose; the host reads its last events from guest RAM"
 # The guest panics once it reads a byte on its port "panic" (sent until it
 # takes it: a byte sent while the port is closed may be dropped).
-python3 -c 'import socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-for _ in range(600):
-    s.sendall(b"p")
-    time.sleep(0.1)
-    if b"Kernel panic" in open(sys.argv[2], "rb").read():
-        sys.exit(0)
-sys.exit(1)' "$HVT_RUNDIR/$NAME/port-panic.sock" "$LOG" ||
+"$SRC/qemu-scripts/port-send" "$HVT_RUNDIR/$NAME/port-panic.sock" p "$LOG" 'Kernel panic' 60 ||
 	die "the guest did not panic"
 grep -a -m1 'Kernel panic' "$LOG"
 "$SRC/qemu-scripts/hvtrace-guest" wait "$NAME" --poweroff --timeout 60 >/dev/null ||

@@ -50,15 +50,8 @@ resume_fail() {
 }
 # Stay connected and repeat the byte until the guest says it saw one: a
 # byte sent while the guest has the port closed may be dropped.
-python3 -c 'import socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.connect(sys.argv[1])
-for _ in range(1200):
-    s.sendall(b"g")
-    time.sleep(0.1)
-    if b"\nhvt-go-seen" in open(sys.argv[2], "rb").read():
-        sys.exit(0)
-sys.exit(1)' "$T_RUNDIR/$n/port-go.sock" "$T_TMP/$n.log" ||
+"$T_SRCTREE/qemu-scripts/port-send" "$T_RUNDIR/$n/port-go.sock" g "$T_TMP/$n.log" \
+	$'\nhvt-go-seen' 120 ||
 	resume_fail "the guest did not take the signal on its port"
 wait_line "$T_TMP/$n.log" '^hvt-burst1-done' 120 ||
 	resume_fail "the guest did not finish its first burst"
