@@ -72,8 +72,12 @@ grep -Eq "^$NAME +ready +2 +512 +16384 +connected " "$T/glist.out" ||
 
 # Its events, enabled from the host; the stream shows every event the
 # workload wrote.
+# ue_demo registers hvtrace_demo_request, then hvtrace_demo_msg: wait
+# for both.
 for _ in $(seq 200); do
-	"$H" events status --remote "$NAME" 2>/dev/null | grep -q '^hvtrace_demo_request' && break
+	"$H" events status --remote "$NAME" >"$T/evs.out" 2>/dev/null
+	grep -q '^hvtrace_demo_request' "$T/evs.out" &&
+		grep -q '^hvtrace_demo_msg' "$T/evs.out" && break
 	sleep 0.1
 done
 "$H" events enable --remote "$NAME" hvtrace_demo_request hvtrace_demo_msg ||
