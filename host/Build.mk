@@ -60,8 +60,13 @@ endef
 # HVTRACE_PRIVATE node of its map) that the other libraries call.
 $(eval $(call host-lib,LIBHVT_CORE,hvtrace,lib userevents hypevents,$(TRACEFS_CFLAGS),\
 	$(LIBHVTCORE) $(TRACEEVENT_LIBS) $(TRACEFS_LIBS) -pthread))
-# The page feed of host/proto/dfeed.h is called by the tracedat and FUSE
-# libraries and declares no visibility: default, limited by the map.
+# The installed static core carries the writer core and area container
+# of shared/ (libhvtcore.a is not installed), as the shared object links
+# them in: a static link with 'pkg-config --static hvtrace' needs nothing
+# more.
+$(LIBHVT_CORE): $(CORE_OBJS)
+# The daemon client (the page feed and daemon source of <hvtrace-daemon.h>
+# among it) declares no visibility: default, limited by the map.
 $(eval $(call host-lib,LIBHVT_DAEMON,hvtrace-daemon,proto,-fvisibility=default,\
 	$(LIBHVTCORE) $(objtree)/lib/libhvtrace.so.1 -pthread))
 $(eval $(call host-lib,LIBHVT_TRACEDAT,hvtrace-tracedat,tracedat,,\
