@@ -345,7 +345,14 @@ rb_lay_event(struct hvt_rb_plan *p, uint8_t *dst, const void *hdr,
 {
 	uint32_t i;
 
-	rb_put(p, dst, hdr, hdr_len);
+	/* Without a plan (the fused append) the header is one word or two:
+	 * copies of constant size, so the fast path stores them directly. */
+	if (p)
+		rb_op(p, dst, hdr, hdr_len);
+	else if (hdr_len == 4)
+		rb_copy(dst, hdr, 4);
+	else
+		rb_copy(dst, hdr, 8);
 	dst += hdr_len;
 	rb_put(p, dst, common, sizeof(*common));
 	dst += sizeof(*common);
