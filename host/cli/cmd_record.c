@@ -19,6 +19,8 @@
 static const char record_usage[] =
 	"usage: hvtrace record -o FILE [OPTIONS] [[NAME=]AREA...]\n"
 	"       hvtrace record -o FILE [OPTIONS] [--socket PATH] REMOTE...\n"
+	"       hvtrace record -o FILE --guest-kernel RAMFILE|--vm-pid PID\n"
+	"                      --formats DIR [-q]\n"
 	"\n"
 	"Record trace areas or remotes of hvtraced, and with --kernel the\n"
 	"host kernel's ftrace, into a trace-cmd trace.dat file (version 7)\n"
@@ -58,6 +60,16 @@ static const char record_usage[] =
 	"                        for guests with many CPUs whose writers\n"
 	"                        outrun one reader (lost events); not with\n"
 	"                        REMOTEs (hvtraced reads them)\n"
+	"      --guest-kernel RAMFILE\n"
+	"                        record a guest kernel's persistent ring\n"
+	"                        (docs/guest-kernel.md) from its guest RAM\n"
+	"                        file instead: as it is, up to its newest\n"
+	"                        event (a dead guest's, a running guest's\n"
+	"                        so far), with the guest's own trace clock;\n"
+	"                        recorded alone\n"
+	"      --vm-pid PID      the same from the memory of VMM process PID\n"
+	"      --formats DIR     the guest kernel's formats (a copy of its\n"
+	"                        tracefs files: hvtrace-guest kformats)\n"
 	"  -q, --quiet           no status line\n"
 	"      --socket PATH     hvtraced's socket, for REMOTEs (default\n"
 	"                        $HVTRACED_SOCKET or "
@@ -99,6 +111,9 @@ static int record_run(int argc, char **argv)
 		{"quiet", no_argument, NULL, 'q'},
 		{"reader-threads", required_argument, NULL, 'R'},
 		{"socket", required_argument, NULL, 'S'},
+		{"guest-kernel", required_argument, NULL, 'G'},
+		{"vm-pid", required_argument, NULL, 'P'},
+		{"formats", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -164,6 +179,21 @@ static int record_run(int argc, char **argv)
 		case 'S':
 			sock = optarg;
 			break;
+		case 'G':
+			o.guest_ram = optarg;
+			break;
+		case 'P':
+			if (hvt_cli_parse_pid(optarg, &o.guest_pid)) {
+				free(events);
+				return hvt_cli_usage("record",
+						     "bad --vm-pid '%s' (a "
+						     "process id)",
+						     optarg);
+			}
+			break;
+		case 'F':
+			o.guest_formats = optarg;
+			break;
 		case 'R':
 			if (hvt_cli_parse_reader_threads(optarg, &threads)) {
 				free(events);
@@ -185,6 +215,27 @@ static int record_run(int argc, char **argv)
 		}
 	}
 	o.events = nev ? events : NULL;
+	if (o.guest_ram || o.guest_pid || o.guest_formats) {
+		const char *why = NULL;
+
+		if (o.guest_ram && o.guest_pid)
+			why = "give --guest-kernel RAMFILE or --vm-pid PID, not "
+			      "both";
+		else if (!o.guest_ram && !o.guest_pid)
+			why = "--formats goes with --guest-kernel RAMFILE or "
+			      "--vm-pid PID";
+		else if (optind < argc || o.kernel || sock || threads_set ||
+			 (o.flags & HVTRACE_TDAT_REC_NO_CONTROL))
+			why = "a guest kernel's ring is recorded alone: no "
+			      "areas, remotes, --kernel, --socket, "
+			      "--read-only or --reader-threads with it";
+		else if (!o.path)
+			why = "no output file: give -o FILE";
+		if (why) {
+			free(events);
+			return hvt_cli_usage("record", "%s", why);
+		}
+	}
 	if (optind < argc && hvtrace_daemon_name_is_remote(argv[optind])) {
 		struct hvt_rrecord_opts ro = {
 			.path = o.path,
@@ -234,7 +285,7 @@ static int record_run(int argc, char **argv)
 		free(events);
 		return hvt_cli_usage("record", "no output file: give -o FILE");
 	}
-	if (optind >= argc && !o.kernel) {
+	if (optind >= argc && !o.kernel && !o.guest_ram && !o.guest_pid) {
 		free(events);
 		return hvt_cli_usage("record",
 				     "nothing to record: give trace areas "

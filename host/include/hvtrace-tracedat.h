@@ -55,6 +55,16 @@ struct hvtrace_tracedat_record_opts {
 	/* Fields added later: zero-initialise the struct. */
 	const char *socket;		/* hvtraced's socket, for remotes;
 					 * NULL: the default */
+	/* A guest kernel's persistent ring (docs/guest-kernel.md) in the
+	 * top-level buffer instead of the host kernel: in the guest RAM
+	 * file @guest_ram, or in the memory of VMM process @guest_pid, with
+	 * the formats of @guest_formats (a copy of the guest's tracefs
+	 * files).  Read as it is (nothing enabled, the guest's own trace
+	 * clock), up to its newest event, then the recording is done.  It
+	 * records alone: not with @kernel, areas or remotes. */
+	const char *guest_ram;
+	int guest_pid;
+	const char *guest_formats;
 };
 
 /**

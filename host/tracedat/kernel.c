@@ -9,6 +9,14 @@
  * timestamps share one time base), enables the requested events and turns
  * tracing on; _stop() and _close() put back what it changed.
  *
+ * The same code records a guest kernel's persistent ring instead
+ * (hvt_tdat_kernel_opts.guest_ram or .guest_pid): the ring is read from
+ * guest RAM through hvtrace_kring_*() (hvtrace_ring_open_kring()), the
+ * event formats, headers, printk formats and saved_cmdlines come from a
+ * folder laid out like the guest's tracefs (.guest_formats), and nothing
+ * is written anywhere: the events are the ones the guest's boot options
+ * enabled, the clock is the one its trace_clock file names.
+ *
  * Events are read through the host library's kernel ring
  * (hvtrace_ring_open_kernel() and its cursor), the same reader every other
  * part of hvtrace uses: per_cpu/cpuN/trace_pipe_raw mapped with
@@ -56,6 +64,7 @@ struct hvt_tdat_kernel {
 	struct kn_event *ev;
 	unsigned int nr_ev;
 	uint64_t ids[65536 / 64];
+	struct hvtrace_kring *kring; /* a guest kernel's ring, or NULL */
 };
 
 static int kn_path(const struct hvt_tdat_kernel *k, char *buf, size_t len,
@@ -132,6 +141,32 @@ static int kn_find_root(struct hvt_tdat_kernel *k)
 		       "tracefs nodev /sys/kernel/tracing' (root needed)");
 }
 
+/* A copy of a guest's tracefs has format files only: the id is the
+ * number on the format's "ID:" line. */
+static int kn_format_id(const struct hvt_tdat_kernel *k, const char *sys,
+			const char *name, char *v, size_t len)
+{
+	char p[KN_PATH_MAX], buf[1024], *id;
+	ssize_t n;
+	int fd;
+
+	if (kn_path(k, p, sizeof(p), false, "events/%s/%s/format", sys, name))
+		return -ENAMETOOLONG;
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ENODATA;
+	buf[n] = '\0';
+	id = strstr(buf, "\nID: ");
+	if (!id)
+		return -ENODATA;
+	snprintf(v, len, "%s", id + 5);
+	return 0;
+}
+
 /* Every kernel event: system, name, id. */
 static int kn_scan_events(struct hvt_tdat_kernel *k)
 {
@@ -162,8 +197,10 @@ static int kn_scan_events(struct hvt_tdat_kernel *k)
 			if (e->d_name[0] == '.')
 				continue;
 			if (kn_path(k, p, sizeof(p), false, "events/%s/%s/id",
-				    s->d_name, e->d_name) ||
-			    kn_read_small(p, v, sizeof(v)))
+				    s->d_name, e->d_name))
+				continue;
+			if (kn_read_small(p, v, sizeof(v)) &&
+			    kn_format_id(k, s->d_name, e->d_name, v, sizeof(v)))
 				continue;
 			id = strtoul(v, &end, 10);
 			if (end == v || id > 0xffff)
@@ -198,6 +235,67 @@ static int kn_scan_events(struct hvt_tdat_kernel *k)
 	return ret ? hvt_err(ret, "out of memory") : 0;
 }
 
+/* The guest kernel's ring, and its formats folder in place of tracefs. */
+static int kn_open_guest(struct hvt_tdat_kernel *k,
+			 const struct hvt_tdat_kernel_opts *o)
+{
+	struct hvtrace_kring_info info;
+	char p[KN_PATH_MAX], v[256], *b, *e;
+	struct stat st;
+	int ret;
+
+	if (!o->guest_formats || !*o->guest_formats)
+		return hvt_err(-EINVAL,
+			       "recording a guest kernel needs its event "
+			       "formats: give --formats DIR (a copy of the "
+			       "guest's /sys/kernel/tracing files; the rig's "
+			       "'hvtrace-guest kformats NAME DIR' writes one)");
+	if (strlen(o->guest_formats) >= sizeof(k->root))
+		return hvt_err(-ENAMETOOLONG, "formats folder name too long");
+	snprintf(k->root, sizeof(k->root), "%s", o->guest_formats);
+	snprintf(k->dir, sizeof(k->dir), "%s", o->guest_formats);
+	if (kn_path(k, p, sizeof(p), false, "events") || stat(p, &st) ||
+	    !S_ISDIR(st.st_mode))
+		return hvt_err(-ENOENT,
+			       "%s has no events folder: it is not a copy of "
+			       "a guest's tracefs (write one with "
+			       "'hvtrace-guest kformats NAME DIR')",
+			       o->guest_formats);
+	ret = o->guest_ram ? hvtrace_kring_open(o->guest_ram, 0, &k->kring)
+			   : hvtrace_kring_open_pid(o->guest_pid, &k->kring);
+	if (ret)
+		return ret;
+	ret = hvtrace_kring_get_info(k->kring, &info);
+	if (ret)
+		return ret;
+	k->nr_cpus = info.nr_cpus;
+	k->subbuf_size = info.subbuf_size;
+	/* The ring's clock, as the guest's trace_clock file names it; the
+	 * instance's default ("local") when the folder does not say. */
+	snprintf(k->clock, sizeof(k->clock), "local");
+	if (!kn_path(k, p, sizeof(p), false, "trace_clock") &&
+	    !kn_read_small(p, v, sizeof(v)) && (b = strchr(v, '[')) &&
+	    (e = strchr(b, ']')) && e - b > 1 &&
+	    (size_t)(e - b - 1) < sizeof(k->clock))
+		snprintf(k->clock, sizeof(k->clock), "%.*s", (int)(e - b - 1),
+			 b + 1);
+	k->ring = calloc(k->nr_cpus, sizeof(*k->ring));
+	k->consume = calloc(k->nr_cpus, sizeof(*k->consume));
+	if (!k->ring || !k->consume)
+		return hvt_err(-ENOMEM, "out of memory");
+	return kn_scan_events(k);
+}
+
+const char *hvt_tdat_kernel_clock(const struct hvt_tdat_kernel *k)
+{
+	return k->clock;
+}
+
+bool hvt_tdat_kernel_is_guest(const struct hvt_tdat_kernel *k)
+{
+	return k->kring != NULL;
+}
+
 int hvt_tdat_kernel_open(const struct hvt_tdat_kernel_opts *o,
 			 struct hvt_tdat_kernel **out)
 {
@@ -213,6 +311,13 @@ int hvt_tdat_kernel_open(const struct hvt_tdat_kernel_opts *o,
 	k->saved_tracing_on = -1;
 	snprintf(k->clock, sizeof(k->clock), "%s",
 		 o->clock ? o->clock : "mono");
+	if (o->guest_ram || o->guest_pid > 0) {
+		ret = kn_open_guest(k, o);
+		if (ret)
+			goto fail;
+		*out = k;
+		return 0;
+	}
 	ret = kn_find_root(k);
 	if (ret)
 		goto fail;
@@ -322,6 +427,13 @@ int hvt_tdat_kernel_enable(struct hvt_tdat_kernel *k, const char *pattern)
 	unsigned int i;
 	int n = 0, ret;
 
+	if (k->kring)
+		return hvt_err(-EOPNOTSUPP,
+			       "-e %s: a guest kernel's ring holds the events "
+			       "its boot options enabled (--kernel-events); "
+			       "the host cannot enable more",
+			       pattern);
+
 	for (i = 0; i < k->nr_ev; i++) {
 		struct kn_event *e = &k->ev[i];
 
@@ -351,6 +463,20 @@ int hvt_tdat_kernel_start(struct hvt_tdat_kernel *k)
 	char p[KN_PATH_MAX], v[512], *b, *e;
 	uint32_t cpu;
 	int ret;
+
+	if (k->kring) {
+		/* Nothing to set up in the guest: read its ring as it is. */
+		for (cpu = 0; cpu < k->nr_cpus; cpu++) {
+			ret = hvtrace_ring_open_kring(k->kring, (int)cpu,
+						      &k->ring[cpu]);
+			if (ret) {
+				k->ring[cpu] = NULL;
+				return ret;
+			}
+		}
+		k->started = true;
+		return 0;
+	}
 
 	/* Tracing off while the clock changes and the buffer is cleared and
 	 * mapped: writes made meanwhile (trace_marker) fail with EBADF, and
@@ -450,7 +576,8 @@ void hvt_tdat_kernel_stop(struct hvt_tdat_kernel *k)
 	char p[KN_PATH_MAX];
 
 	/* Stop producing; what is in the buffer can still be read. */
-	if (k && k->started && !kn_path(k, p, sizeof(p), false, "tracing_on"))
+	if (k && k->started && !k->kring &&
+	    !kn_path(k, p, sizeof(p), false, "tracing_on"))
 		kn_write(p, "0");
 }
 
@@ -491,7 +618,8 @@ void hvt_tdat_kernel_close(struct hvt_tdat_kernel *k)
 	free(k->ring);
 	free(k->consume);
 	k->ring = NULL;
-	kn_restore(k);
+	hvtrace_kring_close(k->kring);
+	kn_restore(k); /* a guest's: nothing was changed, nothing written */
 	if (k->created && rmdir(k->dir) && errno != ENOENT)
 		fprintf(stderr,
 			"hvtrace: could not remove kernel instance "
@@ -662,6 +790,23 @@ int hvt_tdat_kernel_cpu_stats(struct hvt_tdat_kernel *k, uint32_t cpu,
 			      struct hvt_tdat_blob *b)
 {
 	char p[KN_PATH_MAX];
+
+	if (k->kring) {
+		struct hvtrace_kring_stats st;
+		int ret = hvtrace_kring_get_stats(k->kring, (int)cpu, &st);
+
+		if (ret)
+			return ret;
+		return hvt_tdat_blob_printf(
+			b,
+			"entries: %llu\nbytes: %llu\n"
+			"pages lost (overwritten before read): %llu\n"
+			"errors: %llu\n",
+			(unsigned long long)st.read,
+			(unsigned long long)st.bytes,
+			(unsigned long long)st.lost_pages,
+			(unsigned long long)st.errors);
+	}
 
 	if (kn_path(k, p, sizeof(p), false, "per_cpu/cpu%u/stats", cpu))
 		return -ENAMETOOLONG;

@@ -88,7 +88,29 @@ hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
 	r->flags = o->flags;
 
 	page_size = (uint32_t)sysconf(_SC_PAGESIZE);
-	if (o->kernel) {
+	if (o->guest_ram || o->guest_pid > 0) {
+		struct hvt_tdat_kernel_opts ko = {
+			.guest_ram = o->guest_ram,
+			.guest_pid = o->guest_pid,
+			.guest_formats = o->guest_formats,
+		};
+
+		if (o->kernel) {
+			rec_free(r);
+			return hvt_err(-EINVAL,
+				       "a guest kernel's ring is recorded "
+				       "alone: its events would share the "
+				       "top-level buffer and event ids with "
+				       "the host kernel's; record them in "
+				       "separate files");
+		}
+		ret = hvt_tdat_rkernel_open_guest(&ko, &r->kern);
+		if (ret) {
+			rec_free(r);
+			return ret;
+		}
+		page_size = r->kern->subbuf_size;
+	} else if (o->kernel) {
 		ret = hvt_tdat_rkernel_open(o->kernel_instance, &r->kern);
 		if (ret) {
 			rec_free(r);
@@ -122,6 +144,9 @@ hvtrace_tracedat_record_add_area(struct hvtrace_tracedat_record *r,
 {
 	if (!r || !spec)
 		return hvt_err(-EINVAL, "record: no area given");
+	if (r->kern && r->kern->guest)
+		return hvt_err(-EINVAL, "a guest kernel's ring is recorded "
+					"alone (its clock is the guest's)");
 	return hvt_tdat_rarea_add(r, spec, name);
 }
 
@@ -131,6 +156,9 @@ hvtrace_tracedat_record_add_remote(struct hvtrace_tracedat_record *r,
 {
 	if (!r || !remote)
 		return hvt_err(-EINVAL, "record: no remote given");
+	if (r->kern && r->kern->guest)
+		return hvt_err(-EINVAL, "a guest kernel's ring is recorded "
+					"alone (its clock is the guest's)");
 	return hvt_tdat_rremote_add(r, remote, name);
 }
 
@@ -269,6 +297,9 @@ HVTRACE_API int hvtrace_tracedat_record_poll(struct hvtrace_tracedat_record *r,
 	}
 	if (r->ops)
 		return r->ops->poll(r->set, kn, max_wait_ms);
+	/* A guest kernel's ring: up to its newest event. */
+	if (r->kern && r->kern->guest)
+		return kn > 0;
 	/* Only the kernel: until stopped. */
 	if (!kn && max_wait_ms)
 		hvt_tdat_rec_idle(max_wait_ms);

@@ -454,17 +454,25 @@ int hvt_tdat_rkernel_open(const char *instance, struct hvt_tdat_rkernel **out)
 		.instance = instance,
 		.clock = "mono",
 	};
+
+	return hvt_tdat_rkernel_open_guest(&ko, out);
+}
+
+int hvt_tdat_rkernel_open_guest(const struct hvt_tdat_kernel_opts *ko,
+				struct hvt_tdat_rkernel **out)
+{
 	struct hvt_tdat_rkernel *rk;
 	int ret;
 
 	rk = calloc(1, sizeof(*rk));
 	if (!rk)
 		return hvt_err(-ENOMEM, "out of memory");
-	ret = hvt_tdat_kernel_open(&ko, &rk->k);
+	ret = hvt_tdat_kernel_open(ko, &rk->k);
 	if (ret) {
 		free(rk);
 		return ret;
 	}
+	rk->guest = hvt_tdat_kernel_is_guest(rk->k);
 	rk->nr_cpus = hvt_tdat_kernel_nr_cpus(rk->k);
 	rk->subbuf_size = hvt_tdat_kernel_subbuf_size(rk->k);
 	rk->st.kernel = true;
@@ -491,8 +499,9 @@ int hvt_tdat_rkernel_add_buffer(struct hvt_tdat_rkernel *rk,
 		if (ret)
 			return hvt_err(ret, "out of memory");
 	}
-	ret = hvtrace_tracedat_writer_add_buffer(w, "", "mono", rk->nr_cpus,
-						 rk->subbuf_size);
+	ret = hvtrace_tracedat_writer_add_buffer(w, "",
+						 hvt_tdat_kernel_clock(rk->k),
+						 rk->nr_cpus, rk->subbuf_size);
 	if (ret < 0)
 		return ret;
 	rk->buffer = ret;
@@ -551,7 +560,8 @@ static int rk_read_cpu(struct hvt_tdat_rkernel *rk, struct hvt_tdat_rcpu *c)
 		memcpy(&id, kr.data, 2);
 		memcpy(&pid, kr.data + 4, 4);
 		rk->seen[id / 64] |= 1ULL << (id % 64);
-		hvt_tdat_pids_note(&rk->pids, rk->w, rk->named, pid);
+		if (!rk->guest) /* a guest's pids are not the host's */
+			hvt_tdat_pids_note(&rk->pids, rk->w, rk->named, pid);
 		ret = hvt_tdat_rcpu_put_event(c, kr.ts, kr.data, kr.size);
 		if (ret)
 			return ret;
@@ -648,7 +658,10 @@ int hvt_tdat_rkernel_add_files(struct hvt_tdat_rkernel *rk)
 	struct hvt_tdat_blob b = {0};
 	int ret = 0;
 
-	if (!hvt_tdat_read_file("/proc/kallsyms", &b, 256u << 20))
+	/* The host's symbols, or a guest's own (its formats folder's
+	 * kallsyms, when it has one): never the host's for a guest. */
+	if (rk->guest ? !hvt_tdat_kernel_file(rk->k, "kallsyms", true, &b)
+		      : !hvt_tdat_read_file("/proc/kallsyms", &b, 256u << 20))
 		ret = hvtrace_tracedat_writer_set_kallsyms(rk->w, b.data,
 							   b.len);
 	if (!ret && !hvt_tdat_kernel_file(rk->k, "printk_formats", true, &b))

@@ -114,6 +114,12 @@ struct hvt_tdat_kernel;
 struct hvt_tdat_kernel_opts {
 	const char *instance; /* NULL: the top-level instance */
 	const char *clock;    /* trace clock to use, "mono" */
+	/* A guest kernel's persistent ring instead of the host's tracefs:
+	 * in its RAM file, or in the memory of VMM process @guest_pid, with
+	 * the formats of the guest's tracefs copy @guest_formats. */
+	const char *guest_ram;
+	int guest_pid;
+	const char *guest_formats;
 };
 
 HVT_INTERNAL int hvt_tdat_kernel_open(const struct hvt_tdat_kernel_opts *o,
@@ -128,6 +134,10 @@ HVT_INTERNAL uint32_t hvt_tdat_kernel_nr_cpus(const struct hvt_tdat_kernel *k);
 HVT_INTERNAL uint32_t
 hvt_tdat_kernel_subbuf_size(const struct hvt_tdat_kernel *k);
 HVT_INTERNAL const char *hvt_tdat_kernel_name(const struct hvt_tdat_kernel *k);
+/* The trace clock the events carry ("mono"; a guest's own clock). */
+HVT_INTERNAL const char *hvt_tdat_kernel_clock(const struct hvt_tdat_kernel *k);
+/* A guest kernel's ring (read from guest memory, nothing enabled)? */
+HVT_INTERNAL bool hvt_tdat_kernel_is_guest(const struct hvt_tdat_kernel *k);
 
 /* One kernel event; data valid until the next call for that CPU. */
 struct hvt_tdat_krec {
@@ -346,6 +356,7 @@ struct hvt_tdat_rkernel {
 	struct hvtrace_catalog cat; /* the formats saved */
 	struct hvt_tdat_pids pids;
 	uint8_t *named; /* the recorder's bitmap of pids /proc named */
+	bool guest;	/* a guest kernel's ring */
 	struct hvtrace_tracedat_source_stats st;
 };
 
@@ -353,6 +364,11 @@ struct hvt_tdat_rkernel {
  * missing); nothing changes there before _start(). */
 HVT_INTERNAL int hvt_tdat_rkernel_open(const char *instance,
 				       struct hvt_tdat_rkernel **out);
+/* A guest kernel's ring instead (see struct hvt_tdat_kernel_opts): read
+ * as it is, its pids never named from the host's /proc. */
+HVT_INTERNAL int
+hvt_tdat_rkernel_open_guest(const struct hvt_tdat_kernel_opts *ko,
+			    struct hvt_tdat_rkernel **out);
 /* Add the top-level buffer "" to @w with the kernel's CPUs.  @named: as
  * for hvt_tdat_pids_note(). */
 HVT_INTERNAL int hvt_tdat_rkernel_add_buffer(struct hvt_tdat_rkernel *rk,

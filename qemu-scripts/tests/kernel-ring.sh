@@ -14,7 +14,9 @@
 #   panic     the guest writes M numbered lines, then panics (sysrq c);
 #             "hvtrace stream RAMFILE --drain" on the kept RAM file shows
 #             them all, with the formats given (--formats) and with the
-#             formats found in the cache from the kernel's banner
+#             formats found in the cache from the kernel's banner; "hvtrace
+#             record --guest-kernel RAMFILE" makes a trace.dat of it in
+#             which trace-cmd report shows them all too
 #   SIGKILL   the same after QEMU is killed with SIGKILL
 #
 # Every check reads the numbers back from the decoded text (the guest's
@@ -78,6 +80,16 @@ t_name p panic
 grep -qa 'Kernel panic' "$T_TMP/$p.log" || fail "the guest did not panic"
 drain "$p" "$M"
 grep -q 'sched_switch' "$T_TMP/$p.txt" || fail "no sched_switch event in the kept ring"
+# The same ring into a trace.dat: trace-cmd reads every marker, in order,
+# and the guest's sched_switch, its comms from the guest's saved_cmdlines.
+"$HVTRACE" record -q -o "$T_TMP/$p.dat" --guest-kernel "$T_SHM/hvtrace-$p.ram" \
+	--formats "$T_TMP/fmt-$p" 2>"$T_TMP/rec.err" ||
+	{ cat "$T_TMP/rec.err"; fail "record --guest-kernel of the kept RAM file failed"; }
+trace-cmd report "$T_TMP/$p.dat" >"$T_TMP/$p-report.txt" 2>"$T_TMP/report.err" ||
+	{ cat "$T_TMP/report.err"; fail "trace-cmd report cannot read the guest kernel's trace.dat"; }
+kring_check_marks "$T_TMP/$p-report.txt" "$M"
+grep -q 'sched_switch:' "$T_TMP/$p-report.txt" || fail "no sched_switch in the trace.dat"
+grep -q '^ *init-1 ' "$T_TMP/$p-report.txt" || fail "the guest's pid 1 is not named init in the trace.dat"
 # The formats cache: kformats without DIR files them under the kernel's
 # version line, and stream finds them from the banner in guest RAM.
 HVT_CACHE=$T_TMP/cache "$G" kformats --log "$T_TMP/$p.log" >/dev/null ||
