@@ -1,0 +1,66 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# A guest kernel's own ftrace ring, read live from guest RAM with no agent
+# involved (--kernel-events; docs/guest-kernel.md), in one run:
+#
+#   - the guest writes N numbered trace_marker lines (a busybox loop on
+#     guest CPU 0) while the host's "hvtrace stream NAME --guest-kernel"
+#     reads them: events delivered per second, events lost (the loop is
+#     slow enough that the ring never fills: a paced run), and the
+#     stream's CPU time (user + system) per million events;
+#   - the guest's cost: the same loop with the instance's tracing_on at 0
+#     (each write refused at once), against the loop with tracing on, in
+#     guest time per line; the difference is what recording costs the
+#     writer.  The transport costs the guest nothing beyond that: no
+#     agent reads the ring, and the agent's CPU time over the run is
+#     printed to show it.
+#
+# Environment: HVT_BENCH_KRING_LINES (N, default 20000).
+. "$(dirname "$0")/lib.sh"
+t_require
+
+HVTRACE=$T_OBJTREE/bin/hvtrace
+[ -x "$HVTRACE" ] || fail "$HVTRACE is missing; build it with 'make O=$T_OBJTREE'"
+N=${HVT_BENCH_KRING_LINES:-20000}
+initrd=$T_OBJTREE/qemu-scripts/guest.cpio.gz
+[ -f "$initrd" ] || fail "$initrd is missing; build it with 'make guest-image'"
+T=/sys/kernel/tracing/instances/hvt
+
+# up: the guest's uptime in seconds; loop: N writes to the marker.
+up='cut -d" " -f1 /proc/uptime'
+loop="i=0; while [ \$i -lt $N ]; do echo \"hvt-mark \$i\" >$T/trace_marker; i=\$((i + 1)); done"
+agent='a=$(pidof hvtrace-agent); [ -n "$a" ] && cut -d" " -f14,15 /proc/$a/stat || echo "0 0"'
+run="sleep 3; g0=\$($agent); t0=\$($up); taskset 1 sh -c '$loop'; t1=\$($up);
+echo 0 >$T/tracing_on; t2=\$($up); taskset 1 sh -c '$loop' 2>/dev/null; t3=\$($up);
+echo 1 >$T/tracing_on; g1=\$($agent); echo hvt-bench \$t0 \$t1 \$t2 \$t3 \$g0 \$g1"
+run=${run//$'\n'/ }
+
+t_name n kbench
+"$G" start --name "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
+	--kernel-events ftrace:print --run "$run" \
+	--wait-ready --timeout 180 >/dev/null || fail "start failed"
+TIMEFORMAT='%U %S'
+{ time HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 900 "$HVTRACE" stream \
+	"$n" --guest-kernel --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt"; } \
+	2>"$T_TMP/time.txt" || { cat "$T_TMP/err.txt"; fail "stream failed"; }
+read -r cpu_user cpu_sys <"$T_TMP/time.txt"
+line=$(grep -a '^hvt-bench ' "$T_TMP/$n.log" | tr -d '\r')
+[ -n "$line" ] || fail "the guest printed no timings"
+read -r _ t0 t1 t2 t3 gu0 gs0 gu1 gs1 <<<"$line"
+got=$(grep -ac 'hvt-mark' "$T_TMP/out.txt")
+lost=$(sed -n 's/^hvtrace stream: .* events, \([0-9]*\) lost, .*/\1/p' "$T_TMP/err.txt")
+[ "$got" -eq "$N" ] || fail "the stream printed $got of $N lines ($(tail -1 "$T_TMP/err.txt"))"
+hz=$(getconf CLK_TCK)
+awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" \
+	-v u="$cpu_user" -v s="$cpu_sys" -v lost="${lost:-0}" -v hz="$hz" \
+	-v ga="$((gu1 + gs1 - gu0 - gs0))" 'BEGIN {
+	on = (t1 - t0) * 1e9 / n; off = (t3 - t2) * 1e9 / n
+	printf "BENCH kring_events_per_s %.0f events/s\n", n / (t1 - t0)
+	printf "BENCH kring_events_lost %d events\n", lost
+	printf "BENCH kring_host_cpu_per_1M_events %.2f s\n", (u + s) * 1e6 / n
+	printf "BENCH kring_guest_write_traced %.0f ns/event\n", on
+	printf "BENCH kring_guest_write_tracing_off %.0f ns/event\n", off
+	printf "BENCH kring_guest_cost_traced_vs_off %.2f x\n", on / off
+	printf "BENCH kring_guest_agent_cpu %.0f ms\n", ga * 1000 / hz
+}'
