@@ -123,7 +123,9 @@ static const char st_usage[] =
 	"                      writer drops once its ring is full); works\n"
 	"                      beside an owner\n"
 	"  --summary           print per-CPU counts on stderr at the end\n"
-	"  --socket PATH       hvtraced's socket, for NAME (default\n"
+	"  --socket PATH       hvtraced's socket, for NAME (with --guest-kernel:\n"
+	"                      the hvtraced whose clock model of guest NAME\n"
+	"                      maps the ring's times to the host's; default\n"
 	"                      $HVTRACED_SOCKET or "
 	"/run/hvtrace/hvtraced.sock)\n"
 	"  -h, --help          this text\n"
@@ -360,7 +362,9 @@ static void st_print_lost(struct st_state *s, int cpu, uint64_t lost)
 
 static int st_print(struct st_state *s, const struct hvtrace_record *rec)
 {
-	uint64_t ts = s->kernel ? rec->ts : rec->host_ns;
+	uint64_t ts = s->kernel ? rec->ts
+		      : s->kring ? st_kclock_map(s, rec->ts)
+				 : rec->host_ns;
 	int n;
 
 	if (rec->lost_before)
@@ -507,6 +511,7 @@ static void st_cleanup(struct st_state *s)
 	free(s->cpus);
 	hvtrace_decoder_free(s->dec);
 	hvtrace_area_close(s->area);
+	st_kclock_close(s);
 	hvtrace_kring_close(s->kring);
 	if (s->kformats[0] &&
 	    !strncmp(s->kformats, "/tmp/hvtrace-kformats.", 22))
@@ -649,8 +654,10 @@ static int cmd_stream(int argc, char **argv)
 					     s.spec);
 		return hvt_cli_stream_remote(&o);
 	}
-	if (s.sock)
-		return hvt_cli_usage(VERB, "--socket goes with a remote NAME");
+	if (s.sock && !s.guest_kernel)
+		return hvt_cli_usage(VERB, "--socket goes with a remote NAME "
+					   "(or a guest NAME with "
+					   "--guest-kernel)");
 	s.line_cap = 8192;
 	s.line = malloc(s.line_cap);
 	if (!s.line)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include <hvtrace.h>
+#include <hvtrace-daemon.h>
 
 #define VERB "stream"
 
@@ -56,6 +57,14 @@ struct st_state {
 
 	uint64_t cmdlines_at;	/* kernel: last saved_cmdlines read */
 
+	/* guest kernel times on the host clock (stream_kclock.c) */
+	const char *kclock_name;	/* the rig guest NAME, or NULL */
+	struct hvtrace_daemon *kclock_dc;
+	struct hvtrace_daemon_feed *kclock_feed;
+	uint32_t kclock_remote;
+	bool kclock_on, kclock_said;
+	uint64_t kclock_g0, kclock_h0, kclock_h1, kclock_at, kclock_err;
+
 	/* comm lookups already tried (loopback writer threads) */
 	int tried[256];
 	unsigned int nr_tried;
@@ -72,6 +81,12 @@ struct st_state {
 int st_open_area(struct st_state *s);
 int st_open_kernel(struct st_state *s);
 int st_open_kring(struct st_state *s);
+/* Guest kernel times through hvtraced's clock model of guest
+ * @kclock_name, when it has one (stream_kclock.c); a note on stderr
+ * either way. */
+void st_kclock_open(struct st_state *s);
+uint64_t st_kclock_map(struct st_state *s, uint64_t ts);
+void st_kclock_close(struct st_state *s);
 /* Remove a directory tree (formats unpacked from a console). */
 int st_rm_tree(const char *path);
 

@@ -362,6 +362,12 @@ int st_open_kring(struct st_state *s)
 		if (hvtrace_decoder_new_kernel(s->formats, &s->dec))
 			return hvt_cli_error(VERB, "--formats %s: %s",
 					     s->formats, hvtrace_last_error());
+		/* A rig guest's NAME: its times on the host's clock when
+		 * hvtraced has it. */
+		if (s->qemu_pid[0]) {
+			s->kclock_name = s->spec;
+			st_kclock_open(s);
+		}
 		return 0;
 	}
 	fprintf(stderr, "hvtrace stream: note: no event formats of the guest "
