@@ -126,7 +126,7 @@ printf '%s$ %s%s\n' "$B" "$H events format --remote $NAME hvtrace_demo_request |
 
 # --- 3. enable, 4. stream ----------------------------------------------------
 
-say "3. Enable them from the host; 4. stream them while they happen"
+say "3. Enable them from the host; 4. stream them while they happen (with the guest kernel's sched_switch)"
 run "$H" events enable --remote "$NAME" hvtrace_demo_msg hvtrace_demo_request ||
 	die "could not enable the events"
 printf '%s$ %s%s\n' "$B" "$H stream $NAME --summary" "$N"

@@ -106,6 +106,9 @@ static const char st_usage[] =
 	"  --vm-pid PID        ... from the memory of VMM process PID\n"
 	"  --formats DIR       the guest kernel's event formats (a directory\n"
 	"                      laid out like tracefs)\n"
+	"  --no-guest-kernel   for a rig guest NAME started with\n"
+	"                      --kernel-events: its user events only, not its\n"
+	"                      kernel's ring merged beside them\n"
 	"  --instance NAME     with --kernel: tracefs instance NAME (or a\n"
 	"                      path)\n"
 	"  --cpu N             only CPU N\n"
@@ -149,6 +152,7 @@ enum {
 	OPT_GUEST_KERNEL,
 	OPT_FORMATS,
 	OPT_VM_PID,
+	OPT_NO_GUEST_KERNEL,
 };
 
 static void st_sleep_poll(void)
@@ -175,6 +179,7 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		{"guest-kernel", no_argument, NULL, OPT_GUEST_KERNEL},
 		{"formats", required_argument, NULL, OPT_FORMATS},
 		{"vm-pid", required_argument, NULL, OPT_VM_PID},
+		{"no-guest-kernel", no_argument, NULL, OPT_NO_GUEST_KERNEL},
 		{NULL, 0, NULL, 0},
 	};
 	unsigned long long v;
@@ -244,6 +249,9 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 			break;
 		case OPT_FORMATS:
 			s->formats = optarg;
+			break;
+		case OPT_NO_GUEST_KERNEL:
+			s->no_guest_kernel = true;
 			break;
 		case OPT_VM_PID:
 			if (hvt_cli_parse_pid(optarg, &s->vm_pid))
@@ -644,6 +652,7 @@ static int cmd_stream(int argc, char **argv)
 			.drain = s.drain,
 			.follow = s.follow,
 			.summary = s.summary,
+			.user_only = s.no_guest_kernel,
 		};
 
 		if (s.read_only)

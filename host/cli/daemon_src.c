@@ -10,6 +10,9 @@
  * timestamps converted to host CLOCK_MONOTONIC with the daemon's clock
  * model (TO_HOST, batched per burst of pages), merged across CPUs with a
  * reorder window, and printed exactly as hvtrace stream prints an area.
+ * A rig guest's kernel ring (daemon_kring.c) joins the same merge: its
+ * CPUs are queues after the remote's, its mono timestamps go through the
+ * same TO_HOST as the agent's.
  */
 #include <errno.h>
 #include <signal.h>
@@ -33,6 +36,7 @@ struct rs_rec {
 	struct rs_rec *next;
 	uint64_t ts, host, fetched, lost;
 	int cpu;
+	uint32_t q; /* its queue: the remote's CPU, or nr_cpus + kernel CPU */
 	uint32_t len;
 	uint8_t data[];
 };
@@ -53,6 +57,8 @@ struct rs {
 	struct hvtrace_decoder *dec;
 	struct rs_cpu *cpus;
 	uint32_t nr_cpus;
+	uint32_t nr_q;		  /* queues: nr_cpus, then the kernel's CPUs */
+	struct hvt_rs_kring *kr;  /* the guest kernel's ring, or NULL */
 	uint64_t sub_dropped; /* subscriber drops seen so far */
 	uint64_t comm_tried_ns;
 	unsigned long long printed, lost, bytes, pages;
@@ -64,6 +70,7 @@ struct rs {
 	size_t nr_conv, cap_conv;
 	uint64_t now_fetch;
 	uint32_t page_cpu;
+	uint32_t page_q;
 	uint64_t page_lost;
 };
 
@@ -75,7 +82,7 @@ static int rs_fail(struct rs *s)
 static int rs_add_event(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
 {
 	struct rs *s = arg;
-	struct rs_cpu *c = &s->cpus[s->page_cpu];
+	struct rs_cpu *c = &s->cpus[s->page_q];
 	struct rs_rec *r;
 
 	r = malloc(sizeof(*r) + len);
@@ -88,6 +95,7 @@ static int rs_add_event(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
 	r->lost = s->page_lost;
 	s->page_lost = 0;
 	r->cpu = (int)s->page_cpu;
+	r->q = s->page_q;
 	r->len = len;
 	memcpy(r->data, p, len);
 	if (s->nr_conv == s->cap_conv) {
@@ -110,33 +118,29 @@ static int rs_add_event(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
 	return 0;
 }
 
-/* A page from the feed: its records go to their CPU's queue. */
-static int rs_page(struct rs *s, const struct hvtrace_daemon_page *pg)
+/*
+ * A sub-buffer of queue @q (guest CPU @cpu): its records go to the queue,
+ * the events lost before it (@drops more that hvtraced dropped for us)
+ * to its first record.
+ */
+static int rs_page_data(struct rs *s, uint32_t q, uint32_t cpu,
+			const uint8_t *data, uint32_t len, uint64_t drops)
 {
-	uint64_t lost = 0, drops;
+	uint64_t lost = 0;
 	int n;
 
-	if (pg->cpu >= s->nr_cpus)
-		return 0;
 	s->pages++;
-	s->bytes += pg->len;
+	s->bytes += len;
 	s->now_fetch = hvt_cli_now_ns();
-	s->page_cpu = pg->cpu;
-	/* Pages hvtraced dropped for this (slow) subscriber: their events
-	 * are lost to us, reported before the next event. */
-	drops = pg->dropped_events > s->sub_dropped
-			? pg->dropped_events - s->sub_dropped
-			: 0;
-	s->sub_dropped = pg->dropped_events > s->sub_dropped
-				 ? pg->dropped_events
-				 : s->sub_dropped;
+	s->page_cpu = cpu;
+	s->page_q = q;
 	s->page_lost = 0;
-	n = hvtrace_daemon_page_walk(pg->data, pg->len, &lost, NULL, NULL);
+	n = hvtrace_daemon_page_walk(data, len, &lost, NULL, NULL);
 	if (n < 0)
 		return hvt_cli_error(s->verb,
-				     "hvtraced sent a malformed page "
-				     "for CPU %u",
-				     pg->cpu);
+				     "a malformed page for CPU %u (%s)", cpu,
+				     q < s->nr_cpus ? "from hvtraced"
+						    : "guest kernel");
 	if (lost == UINT64_MAX || drops == UINT64_MAX)
 		s->page_lost = HVTRACE_LOST_UNKNOWN;
 	else
@@ -145,7 +149,7 @@ static int rs_page(struct rs *s, const struct hvtrace_daemon_page *pg)
 		/* No event to carry the loss: the next one of this CPU
 		 * will, or the end of the stream. */
 		if (s->page_lost) {
-			struct rs_cpu *c = &s->cpus[pg->cpu];
+			struct rs_cpu *c = &s->cpus[q];
 
 			if (s->page_lost == HVTRACE_LOST_UNKNOWN)
 				c->lost_unknown = true;
@@ -157,8 +161,55 @@ static int rs_page(struct rs *s, const struct hvtrace_daemon_page *pg)
 		}
 		return 0;
 	}
-	n = hvtrace_daemon_page_walk(pg->data, pg->len, &lost, rs_add_event, s);
+	n = hvtrace_daemon_page_walk(data, len, &lost, rs_add_event, s);
 	return n < 0 ? hvt_cli_error(s->verb, "out of memory") : 0;
+}
+
+/* A page from the feed: its records go to their CPU's queue. */
+static int rs_page(struct rs *s, const struct hvtrace_daemon_page *pg)
+{
+	uint64_t drops;
+
+	if (pg->cpu >= s->nr_cpus)
+		return 0;
+	/* Pages hvtraced dropped for this (slow) subscriber: their events
+	 * are lost to us, reported before the next event. */
+	drops = pg->dropped_events > s->sub_dropped
+			? pg->dropped_events - s->sub_dropped
+			: 0;
+	s->sub_dropped = pg->dropped_events > s->sub_dropped
+				 ? pg->dropped_events
+				 : s->sub_dropped;
+	return rs_page_data(s, pg->cpu, pg->cpu, pg->data, pg->len, drops);
+}
+
+/* What the guest kernel's ring committed since the last call (at most
+ * 64 pages a CPU, for fairness); the number of pages, or -1. */
+static int rs_kpump(struct rs *s)
+{
+	uint32_t cpu, len;
+	const uint8_t *data;
+	int n = 0, i, ret;
+
+	for (cpu = 0; s->kr && cpu < hvt_rs_kring_cpus(s->kr); cpu++) {
+		if (s->o->cpu >= 0 && (int)cpu != s->o->cpu)
+			continue;
+		for (i = 0; i < 64; i++) {
+			ret = hvt_rs_kring_page(s->kr, cpu, &data, &len);
+			if (ret < 0)
+				return hvt_cli_error(s->verb,
+						     "the guest kernel's ring: "
+						     "%s",
+						     hvtrace_last_error());
+			if (!ret)
+				break;
+			if (rs_page_data(s, s->nr_cpus + cpu, cpu, data, len,
+					 0))
+				return -1;
+			n++;
+		}
+	}
+	return n;
 }
 
 /* Host times for the records that arrived since the last call. */
@@ -215,7 +266,10 @@ static void rs_comm(struct rs *s, int pid)
 
 static int rs_print(struct rs *s, struct rs_rec *r)
 {
-	struct rs_cpu *c = &s->cpus[r->cpu];
+	struct rs_cpu *c = &s->cpus[r->q];
+	bool kernel = r->q >= s->nr_cpus;
+	struct hvtrace_decoder *dec =
+		kernel ? hvt_rs_kring_decoder(s->kr) : s->dec;
 	struct hvtrace_record rec;
 	int n;
 
@@ -234,9 +288,17 @@ static int rs_print(struct rs *s, struct rs_rec *r)
 	}
 	if (r->len >= 8) {
 		int32_t pid;
+		const char *comm;
 
 		memcpy(&pid, r->data + 4, 4);
-		rs_comm(s, pid);
+		/* The kernel's and the agent's pids are the same guest's:
+		 * what the agent named, the kernel's lines show too. */
+		if (!kernel) {
+			rs_comm(s, pid);
+		} else if (pid > 0 && !hvtrace_decoder_comm(dec, pid) &&
+			   (comm = hvtrace_decoder_comm(s->dec, pid))) {
+			hvtrace_decoder_set_comm(dec, pid, comm);
+		}
 	}
 	memset(&rec, 0, sizeof(rec));
 	rec.ts = r->ts;
@@ -246,7 +308,7 @@ static int rs_print(struct rs *s, struct rs_rec *r)
 	rec.cpu = r->cpu;
 	rec.fetched_ns = r->fetched;
 	for (;;) {
-		n = hvtrace_decoder_format(s->dec, &rec, r->host, 0, s->line,
+		n = hvtrace_decoder_format(dec, &rec, r->host, 0, s->line,
 					   s->line_cap);
 		if (n < 0)
 			return rs_fail(s);
@@ -280,10 +342,11 @@ static int rs_emit(struct rs *s, bool flush)
 		uint32_t i;
 		int ret;
 
-		for (i = 0; i < s->nr_cpus; i++) {
+		for (i = 0; i < s->nr_q; i++) {
 			struct rs_cpu *c = &s->cpus[i];
+			uint32_t cpu = i < s->nr_cpus ? i : i - s->nr_cpus;
 
-			if (s->o->cpu >= 0 && (int)i != s->o->cpu)
+			if (s->o->cpu >= 0 && (int)cpu != s->o->cpu)
 				continue;
 			if (!c->head) {
 				all = false;
@@ -313,7 +376,7 @@ static void rs_free_queues(struct rs *s)
 {
 	uint32_t i;
 
-	for (i = 0; s->cpus && i < s->nr_cpus; i++) {
+	for (i = 0; s->cpus && i < s->nr_q; i++) {
 		struct rs_rec *r, *n;
 
 		for (r = s->cpus[i].head; r; r = n) {
@@ -344,6 +407,12 @@ static int rs_pump(struct rs *s, int wait_ms)
 		got++;
 		if (s->nr_conv >= 16384)
 			break;
+	}
+	if (s->kr) {
+		ret = rs_kpump(s);
+		if (ret < 0)
+			return -1;
+		got += ret;
 	}
 	if (rs_convert(s))
 		return -1;
@@ -398,7 +467,12 @@ static int rs_open(struct rs *s)
 				     s->o->cpu, s->rec.name,
 				     s->rec.nr_cpus - 1);
 	s->nr_cpus = s->rec.nr_cpus;
-	s->cpus = calloc(s->nr_cpus, sizeof(*s->cpus));
+	/* A guest agent's clock is mono: its kernel ring can join. */
+	if (!s->o->user_only && s->rec.clock_id == HVT_CLOCK_MONO_NS &&
+	    hvt_rs_kring_open(s->rec.name, &s->kr))
+		return hvt_cli_error(s->verb, "out of memory");
+	s->nr_q = s->nr_cpus + (s->kr ? hvt_rs_kring_cpus(s->kr) : 0);
+	s->cpus = calloc(s->nr_q, sizeof(*s->cpus));
 	s->line_cap = 8192;
 	s->line = malloc(s->line_cap);
 	if (!s->cpus || !s->line)
@@ -418,13 +492,15 @@ static void rs_summary(struct rs *s, double secs)
 {
 	uint32_t i;
 
-	for (i = 0; i < s->nr_cpus; i++) {
+	for (i = 0; i < s->nr_q; i++) {
 		struct rs_cpu *c = &s->cpus[i];
+		uint32_t cpu = i < s->nr_cpus ? i : i - s->nr_cpus;
 
-		if (s->o->cpu >= 0 && (int)i != s->o->cpu)
+		if (s->o->cpu >= 0 && (int)cpu != s->o->cpu)
 			continue;
-		fprintf(stderr, "  cpu %u: %llu events, %llu lost%s\n", i,
-			c->events, c->lost,
+		fprintf(stderr, "  %scpu %u: %llu events, %llu lost%s\n",
+			i < s->nr_cpus ? "" : "guest kernel ", cpu, c->events,
+			c->lost,
 			c->lost_unknown ? " (and an unknown number)" : "");
 	}
 	fprintf(stderr,
@@ -537,6 +613,7 @@ out:
 	free(s.line);
 	rs_free_queues(&s);
 	hvtrace_decoder_free(s.dec);
+	hvt_rs_kring_close(s.kr);
 	hvtrace_daemon_events_free(&s.evs);
 	hvtrace_daemon_feed_close(s.feed);
 	hvtrace_daemon_close(s.dc);

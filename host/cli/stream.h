@@ -36,6 +36,7 @@ struct st_state {
 	double window_ms;
 	bool drain, follow, read_only, summary;
 	bool guest_kernel;
+	bool no_guest_kernel;		/* NAME: its user events only */
 	const char *formats;
 	int vm_pid;			/* --vm-pid: the VMM process */
 

@@ -14,6 +14,9 @@
 # [t0 - E, t1 + E], E being the error bound the stream states.  Without
 # hvtraced the same stream says the times are the guest's own.
 #
+# Then one timeline: "hvtrace stream NAME" shows the guest kernel's ring
+# and the guest's user events merged on the host's clock.
+#
 # Environment: HVT_KCLOCK_ROUNDS (K, default 20).
 . "$(dirname "$0")/lib.sh"
 t_require
@@ -39,7 +42,7 @@ t_name n kclock
 letters=$(echo {a..z} | cut -d' ' -f1-"$K")
 "$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
 	--kernel-events ftrace:print --port go \
-	--run "k=0; for l in $letters; do until head -c 1 /dev/virtio-ports/go | grep -q \$l; do sleep 0.01; done; echo \"hvt-clock \$k\" >$T/trace_marker; echo \"hvt-clock-done \$k\"; k=\$((k + 1)); done; sleep 600" \
+	--run "k=0; for l in $letters; do until head -c 1 /dev/virtio-ports/go | grep -q \$l; do sleep 0.01; done; echo \"hvt-clock \$k\" >$T/trace_marker; echo \"hvt-clock-done \$k\"; k=\$((k + 1)); done; ue_writer --count 5 --wait-enable 60000; echo hvt-ue-done; sleep 600" \
 	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }
 
 now() { python3 -c 'import time; print(time.monotonic_ns())'; }
@@ -73,6 +76,31 @@ case $verdict in
 ok*) fail "only ${verdict#ok } of $K markers in the stream" ;;
 *) fail "$verdict" ;;
 esac
+
+# One timeline: "hvtrace stream NAME" merges the guest kernel's ring with
+# the guest's user events (5 written by ue_writer after the rounds), all on
+# the host's clock: every line in time order, the markers at the times
+# the --guest-kernel stream gave them (within the bound), the user events
+# after the last marker.
+for _ in $(seq 600); do grep -qa '^registered id=' "$T_TMP/$n.log" && break; sleep 0.1; done
+"$HVTRACE" events enable --remote "$n" hvt_e2e >/dev/null || fail "cannot enable hvt_e2e"
+wait_line "$T_TMP/$n.log" '^hvt-ue-done' 120 || fail "ue_writer did not finish"
+"$HVTRACE" stream "$n" --drain --summary >"$T_TMP/one.txt" 2>"$T_TMP/one.err" ||
+	{ cat "$T_TMP/one.err"; fail "stream NAME failed"; }
+cat "$T_TMP/one.err"
+grep -q "the guest kernel's ring (2 CPUs) beside its user events" "$T_TMP/one.err" ||
+	fail "stream NAME did not merge the guest kernel's ring"
+verdict=$(awk -v e="$err_us" '
+	function t(line,   a, n) { sub(/: .*/, "", line); n = split(line, a, " "); return a[n] + 0 }
+	NR == FNR { if ($0 ~ /hvt-clock [0-9]+$/) want[$NF] = t($0); next }
+	{ ts = t($0); if (ts < last) { printf "line %d out of time order\n", FNR; bad = 1; exit } last = ts }
+	/hvt-clock [0-9]+$/ { d = ts - want[$NF]; if (d < 0) d = -d
+		if (d * 1e6 > e) { printf "marker %s at %.6f here, %.6f alone\n", $NF, ts, want[$NF]; bad = 1; exit }
+		nk++; lastk = ts }
+	/ hvt_e2e: / { nu++; if (ts < lastk) { print "a user event before the last marker"; bad = 1; exit } }
+	END { if (!bad) print "ok " nk " " nu }' "$T_TMP/out.txt" "$T_TMP/one.txt")
+[ "$verdict" = "ok $K 5" ] || fail "stream NAME: $verdict"
+info "one timeline: $K kernel markers and 5 user events in time order"
 
 # Without hvtraced: the guest's own times, said so.
 "$HVTRACE" daemon stop >/dev/null 2>&1
