@@ -57,6 +57,9 @@ int hvt_cli_parse_reader_threads(const char *s, unsigned int *out);
 
 /* Parse a process id (decimal, above 0); returns 0 or -EINVAL. */
 int hvt_cli_parse_pid(const char *s, int *out);
+/* The trace clock a guest kernel's formats folder names (its
+ * trace_clock file) into @clock; true when it is mono (stream_kclock.c). */
+bool hvt_cli_ring_clock_mono(const char *dir, char *clock, size_t len);
 
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);

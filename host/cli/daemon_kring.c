@@ -34,23 +34,6 @@ struct hvt_rs_kring {
 	char formats[64]; /* the private folder the formats went to */
 };
 
-/* "[mono]" in the folder's trace_clock? */
-static bool rk_clock_is_mono(const char *dir)
-{
-	char path[PATH_MAX], buf[512];
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/trace_clock", dir);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return strstr(buf, "[mono]") != NULL;
-}
-
 static void rk_rm(const char *dir)
 {
 	char *argv[] = {"rm", "-rf", (char *)dir, NULL};
@@ -62,6 +45,7 @@ int hvt_rs_kring_open(const char *name, struct hvt_rs_kring **out)
 {
 	const char *shm = getenv("HVT_SHM_DIR");
 	char ram[PATH_MAX], launcher[PATH_MAX], *argv[5], *text = NULL;
+	char clock[64];
 	struct hvtrace_kring_info ki;
 	struct hvt_rs_kring *r;
 	int rc;
@@ -74,7 +58,8 @@ int hvt_rs_kring_open(const char *name, struct hvt_rs_kring **out)
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	snprintf(r->formats, sizeof(r->formats), "/tmp/hvtrace-kformats.XXXXXX");
+	snprintf(r->formats, sizeof(r->formats),
+		 "/tmp/hvtrace-kformats.XXXXXX");
 	if (!mkdtemp(r->formats)) {
 		r->formats[0] = '\0';
 		goto note;
@@ -87,7 +72,7 @@ int hvt_rs_kring_open(const char *name, struct hvt_rs_kring **out)
 	argv[4] = NULL;
 	rc = hvt_cli_run(argv, &text);
 	free(text);
-	if (rc || !rk_clock_is_mono(r->formats)) {
+	if (rc || !hvt_cli_ring_clock_mono(r->formats, clock, sizeof(clock))) {
 		fprintf(stderr,
 			"hvtrace stream: note: the guest kernel's ring of '%s' "
 			"is left out: %s (hvtrace stream %s --guest-kernel "

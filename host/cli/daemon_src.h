@@ -17,7 +17,7 @@ struct hvt_rstream_opts {
 	double timeout;		  /* seconds, 0: none */
 	double window_ms;	  /* reorder window */
 	bool drain, follow, summary;
-	bool user_only;		  /* not the guest kernel's ring beside */
+	bool user_only; /* not the guest kernel's ring beside */
 };
 
 /* A rig guest's kernel ring beside its user events (daemon_kring.c):

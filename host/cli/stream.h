@@ -27,7 +27,7 @@ struct st_cpu {
 struct st_state {
 	/* options */
 	const char *spec;
-	const char *sock;		/* hvtraced, for a remote NAME */
+	const char *sock; /* hvtraced, for a remote NAME */
 	bool kernel;
 	const char *instance;
 	int only_cpu;
@@ -36,17 +36,17 @@ struct st_state {
 	double window_ms;
 	bool drain, follow, read_only, summary;
 	bool guest_kernel;
-	bool no_guest_kernel;		/* NAME: its user events only */
+	bool no_guest_kernel; /* NAME: its user events only */
 	const char *formats;
-	int vm_pid;			/* --vm-pid: the VMM process */
+	int vm_pid; /* --vm-pid: the VMM process */
 
 	/* sources */
 	struct hvtrace_area *area;
 	struct hvtrace_kring *kring;
-	char ram[512];			/* guest kernel: its RAM file */
-	char qemu_pid[512];		/* ... and its rig's qemu.pid, if any */
-	char kformats[64];		/* ... formats unpacked from its console */
-	char cache_formats[PATH_MAX];	/* ... or found in the formats cache */
+	char ram[512];	    /* guest kernel: its RAM file */
+	char qemu_pid[512]; /* ... and its rig's qemu.pid, if any */
+	char kformats[64];  /* ... formats unpacked from its console */
+	char cache_formats[PATH_MAX]; /* ... or found in the formats cache */
 	struct hvtrace_area_info info;
 	bool control;
 	bool syncing;
@@ -56,10 +56,10 @@ struct st_state {
 	struct hvtrace_merge *merge;
 	unsigned int text_flags;
 
-	uint64_t cmdlines_at;	/* kernel: last saved_cmdlines read */
+	uint64_t cmdlines_at; /* kernel: last saved_cmdlines read */
 
 	/* guest kernel times on the host clock (stream_kclock.c) */
-	const char *kclock_name;	/* the rig guest NAME, or NULL */
+	const char *kclock_name; /* the rig guest NAME, or NULL */
 	struct hvtrace_daemon *kclock_dc;
 	struct hvtrace_daemon_feed *kclock_feed;
 	uint32_t kclock_remote;

@@ -27,17 +27,17 @@
 #define KC_REFRESH_NS 250000000ULL
 #define KC_SPAN_NS    1000000000ULL /* the second anchor, after the first */
 
-/* Is the clock the folder's trace_clock file marks "[mono]"? */
-static bool kc_ring_is_mono(const struct st_state *s, char *clock, size_t len)
+/* The clock a guest's formats folder's trace_clock marks; is it mono? */
+bool hvt_cli_ring_clock_mono(const char *dir, char *clock, size_t len)
 {
 	char path[PATH_MAX], buf[512], *b, *e;
 	size_t n;
 	FILE *f;
 
 	snprintf(clock, len, "local (the instance's default)");
-	if (!s->formats)
+	if (!dir)
 		return false;
-	snprintf(path, sizeof(path), "%s/trace_clock", s->formats);
+	snprintf(path, sizeof(path), "%s/trace_clock", dir);
 	f = fopen(path, "r");
 	if (!f)
 		return false;
@@ -59,7 +59,7 @@ void st_kclock_open(struct st_state *s)
 
 	if (!s->kclock_name)
 		return;
-	if (!kc_ring_is_mono(s, clock, sizeof(clock))) {
+	if (!hvt_cli_ring_clock_mono(s->formats, clock, sizeof(clock))) {
 		fprintf(stderr,
 			"hvtrace stream: guest kernel times are the guest's "
 			"own (its ring's clock is %s, which the host cannot "
@@ -130,8 +130,7 @@ uint64_t st_kclock_map(struct st_state *s, uint64_t ts)
 
 	if (!s->kclock_on)
 		return ts;
-	if (!s->kclock_at ||
-	    hvt_cli_now_ns() - s->kclock_at >= KC_REFRESH_NS) {
+	if (!s->kclock_at || hvt_cli_now_ns() - s->kclock_at >= KC_REFRESH_NS) {
 		int ret = kc_anchor(s, ts);
 
 		if (ret && !s->kclock_at) {
