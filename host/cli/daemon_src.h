@@ -32,6 +32,9 @@ struct hvtrace_decoder *hvt_rs_kring_decoder(const struct hvt_rs_kring *r);
  * new, or -errno. */
 int hvt_rs_kring_page(struct hvt_rs_kring *r, uint32_t cpu,
 		      const uint8_t **page, uint32_t *len);
+/* Copy mode: the agent finished copying (its section says so); every
+ * page it copied is there to read.  Ring mode: never. */
+bool hvt_rs_kring_finished(const struct hvt_rs_kring *r);
 void hvt_rs_kring_close(struct hvt_rs_kring *r);
 
 /* hvtrace stream NAME: the remote's events through hvtraced. */

@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtrace-agent: kernel copy mode.  The guest kernel's own ftrace pages,
+ * moved whole from an instance's per_cpu/cpuN/trace_pipe_raw into the
+ * *kernel section* of the trace area, for guest kernels whose ring the
+ * host cannot read in place (no persistent buffer), or when asked.
+ *
+ *   guest kernel ring (instance DIR)         ivshmem BAR
+ *   per_cpu/cpuN/trace_pipe_raw  --read-->   [ user area | kernel section ]
+ *     one sub-buffer per read()               a trace area of writer kind
+ *     RB_MISSED_* flags, stored count          HVT_WRITER_GUEST_KERNEL, its
+ *   per_cpu/cpuN/stats (overrun,               header named by the user
+ *     dropped events)                          area's kernel_offset/size
+ *
+ * The section is an ordinary area (header, host-owned control page, one
+ * ring per guest CPU, descriptors) whose sub-buffers are the kernel's
+ * pages as the kernel wrote them; hvt_rb_put_page() (the writer core)
+ * commits each with the same stores and barriers as a page switch, so the
+ * host reads it with its one page reader, and counts losses exactly from
+ * the descriptors.
+ *
+ * Nothing is lost silently:
+ *   - the kernel's overwrites: a page read after them carries
+ *     RB_MISSED_EVENTS, with the count stored after its data when it had
+ *     room (RB_MISSED_STORED); without room the count is the increase of
+ *     the CPU's "overrun" in per_cpu/cpuN/stats since what was accounted,
+ *     read right after the page;
+ *   - the kernel's drops ("dropped events" in the same file, events the
+ *     ring refused) are read with it, and at least once a second;
+ *   - the agent never drops a page it read: the section is in consume
+ *     mode, and while the host has not freed a slot the agent keeps the
+ *     page and reads no more from that CPU, so the kernel's ring (in
+ *     overwrite mode) overwrites its oldest pages and counts them as
+ *     above.
+ * Every count goes into the next committed page's descriptor
+ * (lost_before), which the host reports as a LOST line before that page's
+ * first event.  A page the walker rejects (never seen from a kernel) is
+ * logged, and the events it walks up to the bad item, plus one, are
+ * counted lost with the next page (a lower bound; the log says so).
+ *
+ * One thread of its own (the agent's poll() loop stays as it is), started
+ * after the area is formatted; it reads every CPU without blocking and
+ * sleeps 10 ms when a round moved nothing.  The agent's threads are left
+ * out of the instance's events (set_event_notrace_pid): its reads would
+ * otherwise record syscall events for ever.  On SIGTERM it drains what
+ * the kernel holds (waiting up to 5 s for the host to free slots), marks
+ * the section's header HVT_STATE_STOPPED and stops, before the agent
+ * tells the host it is leaving.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hvtrace/abi.h>
+#include <hvtrace/page.h>
+#include <hvtrace/ring_buffer.h>
+
+#include "agent.h"
+
+#define KC_IDLE_NS	10000000L	/* sleep when a round moved nothing */
+#define KC_STATS_MS	1000		/* drops checked at least this often */
+#define KC_DRAIN_MS	5000		/* at stop: wait this long for room */
+
+struct kc_cpu {
+	struct hvt_rb_cpu cb;
+	int fd;			/* trace_pipe_raw, O_NONBLOCK */
+	int stats_fd;		/* stats */
+	bool pending;		/* page[] holds a page the ring refused */
+	uint64_t carry;		/* lost events for the next page */
+	uint64_t overrun_acc;	/* kernel overruns accounted */
+	uint64_t dropped_acc;	/* kernel drops accounted */
+	uint64_t stats_ms;	/* last stats read */
+	uint64_t pages, lost, bad;
+	uint8_t *page;
+};
+
+struct kcopy {
+	const char *dir;	/* the instance, e.g. /sys/kernel/tracing/instances/hvt */
+	uint32_t nr_cpus, subbuf_size;
+	uint8_t *sec;		/* the section, mapped read-write */
+	uint64_t sec_size;
+	struct kc_cpu *cpus;
+	pthread_t thread;
+	bool running;
+	volatile int stop;
+};
+
+static struct kcopy kc_state;
+
+/* A small tracefs file of the instance into @buf; -errno. */
+static int kc_read_file(const char *dir, const char *name, char *buf,
+			size_t size)
+{
+	char path[512];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int kc_write_file(const char *dir, const char *name, const char *val)
+{
+	char path[512];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+/* The kernel's CPUs with a per_cpu folder (0..n-1) and its sub-buffer
+ * size. */
+static int kc_probe(struct kcopy *k)
+{
+	char path[512], buf[64];
+	uint32_t n = 0;
+	long kb;
+
+	while (n < HVT_ABI_MAX_CPUS) {
+		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw",
+			 k->dir, n);
+		if (access(path, R_OK))
+			break;
+		n++;
+	}
+	if (!n) {
+		agent_log("kernel copy: %s/per_cpu/cpu0/trace_pipe_raw cannot "
+			  "be read: is %s a tracing instance, with tracefs "
+			  "mounted?",
+			  k->dir, k->dir);
+		return -ENOENT;
+	}
+	k->nr_cpus = n;
+	k->subbuf_size = (uint32_t)sysconf(_SC_PAGESIZE);
+	/* 6.8 and later can change it per instance. */
+	if (!kc_read_file(k->dir, "buffer_subbuf_size_kb", buf, sizeof(buf))) {
+		kb = strtol(buf, NULL, 10);
+		if (kb > 0 && kb <= 64)
+			k->subbuf_size = (uint32_t)kb * 1024;
+	}
+	if (k->subbuf_size < HVT_ABI_MIN_SUBBUF_SIZE ||
+	    k->subbuf_size > HVT_ABI_MAX_SUBBUF_SIZE ||
+	    (k->subbuf_size & (k->subbuf_size - 1))) {
+		agent_log("kernel copy: the kernel's sub-buffers are %u bytes; "
+			  "the area takes powers of two in 4K..64K",
+			  k->subbuf_size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int kcopy_format(struct agent *ag, void *mem, uint64_t size)
+{
+	struct kcopy *k = &kc_state;
+	struct hvtg_format f;
+	char buf[256];
+	uint64_t ksize;
+	int ret;
+
+	k->dir = ag->kcopy_dir;
+	ret = kc_probe(k);
+	if (ret)
+		return ret;
+	/*
+	 * The instance's clock must be the agent's (mono) for the host to put
+	 * its pages on the user events' timeline; setting it empties the
+	 * ring, which is why it is done now, before anything runs.
+	 */
+	if (!kc_read_file(k->dir, "trace_clock", buf, sizeof(buf)) &&
+	    !strstr(buf, "[mono]")) {
+		ret = kc_write_file(k->dir, "trace_clock", "mono");
+		if (ret) {
+			agent_log("kernel copy: cannot set %s/trace_clock to "
+				  "mono: %s",
+				  k->dir, strerror(-ret));
+			return ret;
+		}
+	}
+	/* Half the BAR, whole pages. */
+	ksize = (size / 2) & ~(uint64_t)(HVT_AREA_ALIGN - 1);
+	memset(&f, 0, sizeof(f));
+	f.nr_cpus = k->nr_cpus;
+	f.subbuf_size = k->subbuf_size;
+	f.mode = HVT_MODE_CONSUME;
+	f.clock_id = HVT_CLOCK_MONO_NS;
+	f.writer_kind = HVT_WRITER_GUEST_KERNEL;
+	f.name = "guest-kernel";
+	ret = hvtg_area_format((uint8_t *)mem + (size - ksize), ksize, &f);
+	if (ret) {
+		agent_log("kernel copy: cannot format the kernel section "
+			  "(%llu bytes at %llu): %s",
+			  (unsigned long long)ksize,
+			  (unsigned long long)(size - ksize), hvtg_last_error());
+		return ret;
+	}
+	ag->fmt.kernel_size = ksize;
+	k->sec_size = ksize;
+	return 0;
+}
+
+/* "overrun: N" and "dropped events: N" of a CPU's stats file. */
+static int kc_stats(struct kc_cpu *c, uint64_t *overrun, uint64_t *dropped)
+{
+	char buf[1024], *p;
+	ssize_t n;
+
+	n = pread(c->stats_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	p = strstr(buf, "\noverrun: ");
+	if (!p && !strncmp(buf, "overrun: ", 9))
+		p = buf - 1;
+	if (!p)
+		return -EIO;
+	*overrun = strtoull(p + 10, NULL, 10);
+	p = strstr(buf, "dropped events: ");
+	*dropped = p ? strtoull(p + 16, NULL, 10) : 0;
+	return 0;
+}
+
+/* What the kernel's counters say was lost since they were accounted; with
+ * @overruns false only its drops (its overruns show on a page). */
+static void kc_take_stats(struct kc_cpu *c, bool overruns, uint64_t now)
+{
+	uint64_t ov, dr;
+
+	c->stats_ms = now;
+	if (kc_stats(c, &ov, &dr))
+		return;
+	if (dr > c->dropped_acc) {
+		c->carry += dr - c->dropped_acc;
+		c->dropped_acc = dr;
+	}
+	if (overruns && ov > c->overrun_acc) {
+		c->carry += ov - c->overrun_acc;
+		c->overrun_acc = ov;
+	}
+}
+
+/* A page just read: the losses it reports go with it. */
+static void kc_page_losses(struct kc_cpu *c, uint32_t subbuf, uint64_t now)
+{
+	uint64_t commit, count;
+	uint32_t size;
+
+	memcpy(&commit, c->page + HVT_PAGE_COMMIT_OFF, 8);
+	if (!(commit & HVT_MISSED_EVENTS))
+		return;
+	size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
+	if ((commit & HVT_MISSED_STORED) &&
+	    size + 8 <= subbuf - HVT_PAGE_HDR_SIZE) {
+		memcpy(&count, c->page + HVT_PAGE_HDR_SIZE + size, 8);
+		c->carry += count;
+		c->overrun_acc += count;
+		return;
+	}
+	/* No room for the count on the page: the overrun counter has it. */
+	kc_take_stats(c, true, now);
+}
+
+/* A page the walker refused: its events as far as they walk, plus one,
+ * are counted lost (a lower bound). */
+static void kc_bad_page(struct kc_cpu *c, uint32_t cpu, uint32_t subbuf)
+{
+	struct hvt_page_iter it;
+	uint64_t commit, ts;
+	uint32_t size;
+	uint64_t n = 1;
+	int ret;
+
+	memcpy(&ts, c->page, 8);
+	memcpy(&commit, c->page + HVT_PAGE_COMMIT_OFF, 8);
+	size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
+	if (size > subbuf - HVT_PAGE_HDR_SIZE)
+		size = subbuf - HVT_PAGE_HDR_SIZE;
+	hvt_page_iter_init(&it, c->page + HVT_PAGE_HDR_SIZE, size, ts);
+	while ((ret = hvt_page_next(&it)) > 0)
+		if (ret == HVT_ITEM_DATA)
+			n++;
+	c->bad++;
+	c->carry += n;
+	agent_log("kernel copy: CPU %u: a malformed page from the kernel "
+		  "(commit 0x%llx); at least %llu events counted lost",
+		  cpu, (unsigned long long)commit, (unsigned long long)n);
+}
+
+/*
+ * Move what CPU @cpu has (at most 64 pages a round, for fairness).
+ * Returns the pages moved, or -1 when the section is full.
+ */
+static int kc_cpu_round(struct kcopy *k, uint32_t cpu, uint64_t now)
+{
+	struct kc_cpu *c = &k->cpus[cpu];
+	int moved = 0, ret;
+	ssize_t n;
+
+	while (moved < 64) {
+		if (!c->pending) {
+			n = read(c->fd, c->page, k->subbuf_size);
+			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+				break;
+			if (n < 0) {
+				agent_log("kernel copy: CPU %u: read: %s", cpu,
+					  strerror(errno));
+				return moved;
+			}
+			if (n == 0)
+				break;
+			if ((size_t)n < HVT_PAGE_HDR_SIZE)
+				continue;	/* trace_pipe_raw gives pages */
+			c->pending = true;
+			kc_page_losses(c, k->subbuf_size, now);
+		}
+		ret = hvt_rb_put_page(&c->cb, c->page, k->subbuf_size,
+				      c->carry);
+		if (ret == -HVT_ENOSPC)
+			return -1;	/* the host is behind: keep the page */
+		c->pending = false;
+		if (ret == -HVT_ENODATA)
+			continue;	/* no event: the loss waits */
+		if (ret) {
+			kc_bad_page(c, cpu, k->subbuf_size);
+			continue;
+		}
+		c->lost += c->carry;
+		c->carry = 0;
+		c->pages++;
+		moved++;
+	}
+	if (now - c->stats_ms >= KC_STATS_MS)
+		kc_take_stats(c, false, now);
+	return moved;
+}
+
+/*
+ * Leave the agent's own threads out of the instance's events: its reads of
+ * trace_pipe_raw are system calls, and with syscall events enabled each
+ * read would record events that the next read copies, for ever.
+ */
+static void kc_notrace_self(struct kcopy *k)
+{
+	char path[512], buf[64];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/set_event_notrace_pid", k->dir);
+	fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0) {
+		agent_log("kernel copy: %s: %s; the agent's own system calls "
+			  "are recorded too (a kernel before 5.9)",
+			  path, strerror(errno));
+		return;
+	}
+	n = snprintf(buf, sizeof(buf), "%d %ld\n", (int)getpid(),
+		     (long)gettid());
+	if (write(fd, buf, (size_t)n) != n)
+		agent_log("kernel copy: cannot leave the agent out of %s: %s",
+			  path, strerror(errno));
+	close(fd);
+}
+
+static void *kc_thread(void *arg)
+{
+	struct kcopy *k = arg;
+	uint64_t drain_until = 0;
+	sigset_t all;
+
+	/* Signals are the main loop's (its signalfd). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	kc_notrace_self(k);
+	for (;;) {
+		uint64_t now = agent_now_ms();
+		bool full = false;
+		int moved = 0, r;
+		uint32_t cpu;
+
+		for (cpu = 0; cpu < k->nr_cpus; cpu++) {
+			r = kc_cpu_round(k, cpu, now);
+			if (r < 0)
+				full = true;
+			else
+				moved += r;
+		}
+		if (k->stop) {
+			/* Draining: until nothing is left, or the host has
+			 * left us full for KC_DRAIN_MS. */
+			if (!drain_until)
+				drain_until = now + KC_DRAIN_MS;
+			if ((!moved && !full) || now >= drain_until)
+				break;
+		}
+		if (!moved) {
+			struct timespec ts = { 0, KC_IDLE_NS };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+int kcopy_start(struct agent *ag)
+{
+	struct kcopy *k = &kc_state;
+	uint8_t *area;
+	uint32_t cpu;
+	char path[512];
+	int ret;
+
+	if (!k->sec_size)
+		return 0;
+	/* The section: mapped read-write at its offset in the BAR. */
+	area = mmap(NULL, k->sec_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    ag->area_fd, (off_t)(ag->area_size - k->sec_size));
+	if (area == MAP_FAILED) {
+		ret = -errno;
+		agent_log("kernel copy: cannot map the kernel section: %s",
+			  strerror(-ret));
+		return ret;
+	}
+	k->sec = area;
+	k->cpus = calloc(k->nr_cpus, sizeof(*k->cpus));
+	if (!k->cpus)
+		return -ENOMEM;
+	for (cpu = 0; cpu < k->nr_cpus; cpu++) {
+		struct kc_cpu *c = &k->cpus[cpu];
+		uint64_t ov, dr;
+
+		c->fd = c->stats_fd = -1;
+		c->page = malloc(k->subbuf_size);
+		if (!c->page)
+			return -ENOMEM;
+		ret = hvt_area_cpu(area, k->sec_size, cpu, &c->cb);
+		if (ret) {
+			agent_log("kernel copy: CPU %u of the kernel section: "
+				  "%d",
+				  cpu, ret);
+			return -EINVAL;
+		}
+		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/trace_pipe_raw",
+			 k->dir, cpu);
+		c->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/stats", k->dir,
+			 cpu);
+		c->stats_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (c->fd < 0 || c->stats_fd < 0) {
+			ret = -errno;
+			agent_log("kernel copy: cannot open %s/per_cpu/cpu%u: "
+				  "%s",
+				  k->dir, cpu, strerror(-ret));
+			return ret;
+		}
+		/* What the kernel lost before we started is not ours to
+		 * report: the section starts now. */
+		if (!kc_stats(c, &ov, &dr)) {
+			c->overrun_acc = ov;
+			c->dropped_acc = dr;
+		}
+	}
+	ret = pthread_create(&k->thread, NULL, kc_thread, k);
+	if (ret) {
+		agent_log("kernel copy: cannot start its thread: %s",
+			  strerror(ret));
+		return -ret;
+	}
+	k->running = true;
+	agent_log("kernel copy: %s, %u CPUs, sub-buffers of %u bytes, into "
+		  "a section of %llu bytes",
+		  k->dir, k->nr_cpus, k->subbuf_size,
+		  (unsigned long long)k->sec_size);
+	return 0;
+}
+
+void kcopy_stop(struct agent *ag)
+{
+	struct kcopy *k = &kc_state;
+	uint32_t cpu;
+
+	(void)ag;
+	if (!k->running)
+		return;
+	k->stop = 1;
+	pthread_join(k->thread, NULL);
+	k->running = false;
+	/* Every page is committed: say the writer finished, so a host
+	 * reader drains the section and ends.  Release: pairs with the
+	 * host's acquire fence after it saw the state
+	 * (hvt_rs_kring_finished()). */
+	__atomic_store_n(&((struct hvt_area_header *)k->sec)->state,
+			 HVT_STATE_STOPPED, __ATOMIC_RELEASE);
+	for (cpu = 0; cpu < k->nr_cpus; cpu++) {
+		struct kc_cpu *c = &k->cpus[cpu];
+
+		agent_log("kernel copy: CPU %u: %llu pages, %llu events "
+			  "reported lost%s%s",
+			  cpu, (unsigned long long)c->pages,
+			  (unsigned long long)c->lost,
+			  c->pending || c->carry ? ", and some left behind: "
+						   "the host stopped reading"
+						 : "",
+			  c->bad ? ", malformed pages seen" : "");
+	}
+}

@@ -1,0 +1,133 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Agent copy mode, forced on the Debian 6.12 guest kernel (which has the
+# persistent ring, so auto would pick ring mode; the copy path is the one
+# an older kernel gets): "hvtrace guest start --kernel-mode copy" boots
+# without reserve_mem, the guest's init makes the instance hvt, and
+# hvtrace-agent copies its pages from per_cpu/cpuN/trace_pipe_raw into
+# the trace area's kernel section.  "hvtrace stream NAME" reads the
+# section beside the guest's user events (docs/guest-kernel.md, "Copy
+# mode").
+#
+# 1. Exact delivery: the guest writes N numbered trace_marker lines on
+#    CPU 0 while getppid_loop makes exactly K getppid calls on CPU 1 with
+#    raw_syscalls:sys_enter enabled at run time (see kernel-ring-exact.sh
+#    for why raw_syscalls, at run time).  The live stream, which ends by
+#    itself when the guest powers off, must show every line exactly once
+#    and in order, exactly K "sys_enter: NR 110" events of getppid_loop's
+#    pid, and no loss.
+# 2. Overflow: a 64 KiB-per-CPU kernel ring and a 256 KiB area (eight
+#    4 KiB slots per CPU in the kernel section); the host's stream is
+#    stopped (SIGSTOP) while the guest writes 19900 lines, so the section
+#    fills, the agent stops reading and the kernel overwrites its ring.
+#    After the stream resumes, every number is printed at most once and in
+#    order, every gap comes right after a "CPU:0 [LOST n EVENTS]" line
+#    whose n is exactly the size of the gap, the stream's summary counts
+#    the same total, and a second burst of 1000 lines is read whole.
+#
+# Environment: HVT_KCOPY_LINES (N, default 10000), HVT_KCOPY_CALLS (K,
+# default 5000).
+. "$(dirname "$0")/lib.sh"
+t_require
+
+HVTRACE=$T_OBJTREE/bin/hvtrace
+[ -x "$HVTRACE" ] || fail "$HVTRACE is missing; build it with 'make O=$T_OBJTREE'"
+N=${HVT_KCOPY_LINES:-10000}
+K=${HVT_KCOPY_CALLS:-5000}
+initrd=$T_OBJTREE/qemu-scripts/guest.cpio.gz
+[ -f "$initrd" ] || fail "$initrd is missing; build it with 'make guest-image'"
+T=/sys/kernel/tracing/instances/hvt
+# A daemon of the test's own: its socket and runtime folder in $T_TMP.
+T_RUNDIR=$T_TMP/run
+export HVTRACED_SOCKET=$T_TMP/hvtraced.sock HVT_RUNDIR=$T_RUNDIR HVT_SHM_DIR=$T_SHM
+trap '"$HVTRACE" daemon stop >/dev/null 2>&1; t_cleanup' EXIT
+
+# --- 1. exact delivery ---------------------------------------------------
+t_name n kcopy
+"$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
+	--kernel-events ftrace:print --kernel-formats raw_syscalls:sys_enter \
+	--kernel-mode copy \
+	--run "echo 1 >$T/events/raw_syscalls/sys_enter/enable; sleep 2; taskset 2 getppid_loop $K & $(kring_marks "$N"); wait" \
+	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }
+[ ! -e "$T_SHM/hvtrace-$n.ram" ] || fail "copy mode made a RAM file"
+grep -qa 'reserve_mem' "$T_RUNDIR/$n/qemu.args" && fail "copy mode passed reserve_mem to the guest"
+timeout 600 "$HVTRACE" stream "$n" --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt" ||
+	{ cat "$T_TMP/err.txt"; fail "stream failed or did not end with the guest"; }
+cat "$T_TMP/err.txt"
+grep -q "the guest kernel's pages, copied by its agent (kernel copy mode) (2 CPUs) beside its user events" "$T_TMP/err.txt" ||
+	fail "the stream did not read the kernel section"
+grep -qa 'kernel copy: /sys/kernel/tracing/instances/hvt, 2 CPUs' "$T_TMP/$n.log" ||
+	fail "the agent did not start its kernel copy"
+grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$n.log" || fail "the guest's writers failed"
+kring_check_marks "$T_TMP/out.txt" "$N"
+pid=$(sed -n 's/^getppid_loop: pid \([0-9]*\) made .*/\1/p' "$T_TMP/$n.log" | tr -d '\r')
+[ -n "$pid" ] || fail "getppid_loop did not say its pid"
+calls=$(grep -a -c -- "-$pid *\[.*sys_enter: NR 110 (" "$T_TMP/out.txt")
+info "exact: $N markers in order, getppid_loop (pid $pid): $calls getppid sys_enter events of $K calls"
+[ "$calls" -eq "$K" ] || {
+	grep -a -m5 -- "-$pid *\[" "$T_TMP/out.txt"
+	fail "$calls getppid sys_enter events from pid $pid, not $K"
+}
+grep -q '^hvtrace stream: .*, 0 lost,' "$T_TMP/err.txt" || fail "the summary reports losses"
+
+# --- 2. overflow: the host stopped, the kernel laps its ring ------------
+marks() {
+	echo "i=$1; while [ \$i -lt $2 ]; do echo \"hvt-mark \$i\" >$T/trace_marker; i=\$((i + 1)); done"
+}
+t_name m kcopylost
+"$HVTRACE" guest start "$m" --initrd "$initrd" --log "$T_TMP/$m.log" \
+	--kernel-events ftrace:print --kernel-mode copy --kernel-buffer 128K \
+	--area-size 256K --port go \
+	--run "taskset 1 sh -c '$(marks 0 100); until head -c 1 /dev/virtio-ports/go | grep -q g; do sleep 0.1; done; echo hvt-go-seen; $(marks 100 20000); echo hvt-burst1-done; sleep 3; $(marks 20000 21000)'" \
+	>"$T_TMP/start2.out" 2>&1 || { cat "$T_TMP/start2.out"; fail "hvtrace guest start (overflow) failed"; }
+: >"$T_TMP/out2.txt"
+"$HVTRACE" stream "$m" --summary >"$T_TMP/out2.txt" 2>"$T_TMP/err2.txt" &
+spid=$!
+T_PIDS+=("$spid")
+wait_line "$T_TMP/out2.txt" 'hvt-mark 99$' 120 ||
+	{ cat "$T_TMP/err2.txt"; fail "the stream did not print the first lines"; }
+kill -STOP "$spid" || fail "cannot stop the stream"
+resume_fail() {
+	kill -CONT "$spid" 2>/dev/null
+	fail "$@"
+}
+"$T_SRCTREE/qemu-scripts/port-send" "$T_RUNDIR/$m/port-go.sock" g "$T_TMP/$m.log" \
+	$'\nhvt-go-seen' 120 ||
+	resume_fail "the guest did not take the signal on its port"
+wait_line "$T_TMP/$m.log" '^hvt-burst1-done' 120 ||
+	resume_fail "the guest did not finish its first burst"
+kill -CONT "$spid"
+wait "$spid" || { cat "$T_TMP/err2.txt"; fail "stream failed"; }
+cat "$T_TMP/err2.txt"
+grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$m.log" || fail "the guest's writer failed"
+
+# Every marker on CPU 0, numbers strictly increasing, each gap right
+# after a LOST line of exactly its size, no unknown count; the second
+# burst whole.
+verdict=$(awk '
+	/CPU:0 \[LOST EVENTS\]/ { print "a loss without a count: " $0; exit }
+	/CPU:0 \[LOST [0-9]+ EVENTS\]/ { nl++; lostsum += $3; want += $3; next }
+	/hvt-mark/ {
+		if ($0 !~ /\[000\]/) { print "a marker on another CPU: " $0; exit }
+		v = $NF + 0
+		if (seen && v <= last) { print "line " NR ": " v " after " last; exit }
+		gap = seen ? v - last - 1 : v
+		if (gap != want) { printf "line %d: gap of %d before %d, LOST said %d\n", NR, gap, v, want; exit }
+		if (gap) gaps += gap
+		want = 0; last = v; seen = 1; if (v >= 20000) tail++
+	}
+	END { printf "ok %d %d %d %d %d\n", nl, lostsum, gaps, tail, last }' "$T_TMP/out2.txt")
+case $verdict in
+ok*) ;;
+*) fail "$verdict" ;;
+esac
+read -r _ nlost lostsum gaps tail last <<<"$verdict"
+info "overflow: $nlost LOST lines, $lostsum events reported lost, numbering gaps $gaps, second burst $tail of 1000, last $last"
+[ "$nlost" -ge 1 ] && [ "$gaps" -ge 1 ] ||
+	fail "the kernel never lapped its ring while the host was stopped (LOST lines $nlost, gaps $gaps): the test proved nothing"
+[ "$tail" -eq 1000 ] && [ "$last" -eq 20999 ] ||
+	fail "the second burst was not read whole ($tail of 1000, last $last)"
+summ=$(sed -n 's/^hvtrace stream: .* events, \([0-9]*\) lost, .*/\1/p' "$T_TMP/err2.txt")
+[ "$summ" = "$lostsum" ] || fail "the summary counts ${summ:-no} lost events, the LOST lines $lostsum"
+echo "PASS"
