@@ -74,6 +74,7 @@ struct kc_cpu {
 	int fd;			/* trace_pipe_raw, O_NONBLOCK */
 	int stats_fd;		/* stats */
 	bool pending;		/* page[] holds a page the ring refused */
+	uint32_t len;		/* bytes of it read */
 	uint64_t carry;		/* lost events for the next page */
 	uint64_t overrun_acc;	/* kernel overruns accounted */
 	uint64_t dropped_acc;	/* kernel drops accounted */
@@ -261,7 +262,7 @@ static void kc_take_stats(struct kc_cpu *c, bool overruns, uint64_t now)
 }
 
 /* A page just read: the losses it reports go with it. */
-static void kc_page_losses(struct kc_cpu *c, uint32_t subbuf, uint64_t now)
+static void kc_page_losses(struct kc_cpu *c, uint64_t now)
 {
 	uint64_t commit, count;
 	uint32_t size;
@@ -271,7 +272,7 @@ static void kc_page_losses(struct kc_cpu *c, uint32_t subbuf, uint64_t now)
 		return;
 	size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
 	if ((commit & HVT_MISSED_STORED) &&
-	    size + 8 <= subbuf - HVT_PAGE_HDR_SIZE) {
+	    size + 8 <= c->len - HVT_PAGE_HDR_SIZE) {
 		memcpy(&count, c->page + HVT_PAGE_HDR_SIZE + size, 8);
 		c->carry += count;
 		c->overrun_acc += count;
@@ -283,7 +284,7 @@ static void kc_page_losses(struct kc_cpu *c, uint32_t subbuf, uint64_t now)
 
 /* A page the walker refused: its events as far as they walk, plus one,
  * are counted lost (a lower bound). */
-static void kc_bad_page(struct kc_cpu *c, uint32_t cpu, uint32_t subbuf)
+static void kc_bad_page(struct kc_cpu *c, uint32_t cpu)
 {
 	struct hvt_page_iter it;
 	uint64_t commit, ts;
@@ -294,8 +295,8 @@ static void kc_bad_page(struct kc_cpu *c, uint32_t cpu, uint32_t subbuf)
 	memcpy(&ts, c->page, 8);
 	memcpy(&commit, c->page + HVT_PAGE_COMMIT_OFF, 8);
 	size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
-	if (size > subbuf - HVT_PAGE_HDR_SIZE)
-		size = subbuf - HVT_PAGE_HDR_SIZE;
+	if (size > c->len - HVT_PAGE_HDR_SIZE)
+		size = c->len - HVT_PAGE_HDR_SIZE;
 	hvt_page_iter_init(&it, c->page + HVT_PAGE_HDR_SIZE, size, ts);
 	while ((ret = hvt_page_next(&it)) > 0)
 		if (ret == HVT_ITEM_DATA)
@@ -332,17 +333,17 @@ static int kc_cpu_round(struct kcopy *k, uint32_t cpu, uint64_t now)
 			if ((size_t)n < HVT_PAGE_HDR_SIZE)
 				continue;	/* trace_pipe_raw gives pages */
 			c->pending = true;
-			kc_page_losses(c, k->subbuf_size, now);
+			c->len = (uint32_t)n;
+			kc_page_losses(c, now);
 		}
-		ret = hvt_rb_put_page(&c->cb, c->page, k->subbuf_size,
-				      c->carry);
+		ret = hvt_rb_put_page(&c->cb, c->page, c->len, c->carry);
 		if (ret == -HVT_ENOSPC)
 			return -1;	/* the host is behind: keep the page */
 		c->pending = false;
 		if (ret == -HVT_ENODATA)
 			continue;	/* no event: the loss waits */
 		if (ret) {
-			kc_bad_page(c, cpu, k->subbuf_size);
+			kc_bad_page(c, cpu);
 			continue;
 		}
 		c->lost += c->carry;

@@ -16,6 +16,14 @@
 #     agent reads the ring, and the agent's CPU time over the run is
 #     printed to show it.
 #
+# Then the same two loops with agent copy mode forced (--kernel-mode
+# copy: hvtrace-agent copies the instance's pages into the trace area's
+# kernel section, and "hvtrace stream NAME" reads them through the area
+# beside the user events), as kcopy_* lines: the rate, the events lost,
+# the stream's CPU, the guest's cost traced against tracing off, and the
+# agent's CPU time over the run, which is what copy mode costs the guest
+# on top of the ring writes.
+#
 # Environment: HVT_BENCH_KRING_LINES (N, default 20000).
 . "$(dirname "$0")/lib.sh"
 t_require
@@ -63,4 +71,40 @@ awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" \
 	printf "BENCH kring_guest_write_tracing_off %.0f ns/event\n", off
 	printf "BENCH kring_guest_cost_traced_vs_off %.2f x\n", on / off
 	printf "BENCH kring_guest_agent_cpu %.0f ms\n", ga * 1000 / hz
+}'
+
+# --- agent copy mode: the same loops, the pages through the agent ---------
+T_RUNDIR=$T_TMP/run
+export HVTRACED_SOCKET=$T_TMP/hvtraced.sock HVT_RUNDIR=$T_RUNDIR HVT_SHM_DIR=$T_SHM
+trap '"$HVTRACE" daemon stop >/dev/null 2>&1; t_cleanup' EXIT
+t_name c kbcopy
+"$HVTRACE" guest start "$c" --initrd "$initrd" --log "$T_TMP/$c.log" \
+	--kernel-events ftrace:print --kernel-mode copy --run "$run" \
+	--timeout 180 >"$T_TMP/start-copy.out" 2>&1 ||
+	{ cat "$T_TMP/start-copy.out"; fail "start (copy mode) failed"; }
+{ time timeout 900 "$HVTRACE" stream "$c" --summary >"$T_TMP/out-copy.txt" \
+	2>"$T_TMP/err-copy.txt"; } 2>"$T_TMP/time-copy.txt" ||
+	{ cat "$T_TMP/err-copy.txt"; fail "stream (copy mode) failed"; }
+grep -q 'kernel copy mode' "$T_TMP/err-copy.txt" ||
+	fail "the stream did not read the kernel section: $(cat "$T_TMP/err-copy.txt")"
+read -r cpu_user cpu_sys <"$T_TMP/time-copy.txt"
+line=$(grep -a '^hvt-bench ' "$T_TMP/$c.log" | tr -d '\r')
+[ -n "$line" ] || fail "the guest printed no timings (copy mode)"
+read -r _ t0 t1 t2 t3 gu0 gs0 gu1 gs1 <<<"$line"
+got=$(grep -ac 'hvt-mark' "$T_TMP/out-copy.txt")
+lost=$(sed -n 's/^hvtrace stream: .* events, \([0-9]*\) lost, .*/\1/p' "$T_TMP/err-copy.txt")
+[ "$got" -eq "$N" ] || [ "${lost:-0}" -gt 0 ] ||
+	fail "the stream printed $got of $N lines and no loss (copy mode)"
+awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" \
+	-v u="$cpu_user" -v s="$cpu_sys" -v lost="${lost:-0}" -v hz="$hz" \
+	-v ga="$((gu1 + gs1 - gu0 - gs0))" 'BEGIN {
+	on = (t1 - t0) * 1e9 / n; off = (t3 - t2) * 1e9 / n
+	printf "BENCH kcopy_events_per_s %.0f events/s\n", n / (t1 - t0)
+	printf "BENCH kcopy_events_lost %d events\n", lost
+	printf "BENCH kcopy_host_cpu_per_1M_events %.2f s\n", (u + s) * 1e6 / n
+	printf "BENCH kcopy_guest_write_traced %.0f ns/event\n", on
+	printf "BENCH kcopy_guest_write_tracing_off %.0f ns/event\n", off
+	printf "BENCH kcopy_guest_cost_traced_vs_off %.2f x\n", on / off
+	printf "BENCH kcopy_guest_agent_cpu %.0f ms\n", ga * 1000 / hz
+	printf "BENCH kcopy_guest_agent_cpu_per_event %.0f ns/event\n", ga * 1e9 / hz / n
 }'
