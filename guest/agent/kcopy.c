@@ -80,6 +80,7 @@ struct kc_cpu {
 	uint64_t dropped_acc;	/* kernel drops accounted */
 	uint64_t stats_ms;	/* last stats read */
 	uint64_t pages, lost, bad;
+	uint64_t gaps_page, gaps_stats;	/* overwrites seen, by source */
 	uint8_t *page;
 };
 
@@ -276,9 +277,11 @@ static void kc_page_losses(struct kc_cpu *c, uint64_t now)
 		memcpy(&count, c->page + HVT_PAGE_HDR_SIZE + size, 8);
 		c->carry += count;
 		c->overrun_acc += count;
+		c->gaps_page++;
 		return;
 	}
 	/* No room for the count on the page: the overrun counter has it. */
+	c->gaps_stats++;
 	kc_take_stats(c, true, now);
 }
 
@@ -515,9 +518,12 @@ void kcopy_stop(struct agent *ag)
 		struct kc_cpu *c = &k->cpus[cpu];
 
 		agent_log("kernel copy: CPU %u: %llu pages, %llu events "
-			  "reported lost%s%s",
+			  "reported lost (overwrites: %llu counted on the "
+			  "page, %llu from stats)%s%s",
 			  cpu, (unsigned long long)c->pages,
 			  (unsigned long long)c->lost,
+			  (unsigned long long)c->gaps_page,
+			  (unsigned long long)c->gaps_stats,
 			  c->pending || c->carry ? ", and some left behind: "
 						   "the host stopped reading"
 						 : "",

@@ -124,6 +124,7 @@ ok*) ;;
 esac
 read -r _ nlost lostsum gaps tail last <<<"$verdict"
 info "overflow: $nlost LOST lines, $lostsum events reported lost, numbering gaps $gaps, second burst $tail of 1000, last $last"
+grep -a 'kernel copy: CPU 0:' "$T_TMP/$m.log" | tr -d '\r'
 [ "$nlost" -ge 1 ] && [ "$gaps" -ge 1 ] ||
 	fail "the kernel never lapped its ring while the host was stopped (LOST lines $nlost, gaps $gaps): the test proved nothing"
 [ "$tail" -eq 1000 ] && [ "$last" -eq 20999 ] ||
