@@ -65,29 +65,29 @@
 
 #include "agent.h"
 
-#define KC_IDLE_NS	10000000L	/* sleep when a round moved nothing */
-#define KC_STATS_MS	1000		/* drops checked at least this often */
-#define KC_DRAIN_MS	5000		/* at stop: wait this long for room */
+#define KC_IDLE_NS  10000000L /* sleep when a round moved nothing */
+#define KC_STATS_MS 1000      /* drops checked at least this often */
+#define KC_DRAIN_MS 5000      /* at stop: wait this long for room */
 
 struct kc_cpu {
 	struct hvt_rb_cpu cb;
-	int fd;			/* trace_pipe_raw, O_NONBLOCK */
-	int stats_fd;		/* stats */
-	bool pending;		/* page[] holds a page the ring refused */
-	uint32_t len;		/* bytes of it read */
-	uint64_t carry;		/* lost events for the next page */
-	uint64_t overrun_acc;	/* kernel overruns accounted */
-	uint64_t dropped_acc;	/* kernel drops accounted */
-	uint64_t stats_ms;	/* last stats read */
+	int fd;		      /* trace_pipe_raw, O_NONBLOCK */
+	int stats_fd;	      /* stats */
+	bool pending;	      /* page[] holds a page the ring refused */
+	uint32_t len;	      /* bytes of it read */
+	uint64_t carry;	      /* lost events for the next page */
+	uint64_t overrun_acc; /* kernel overruns accounted */
+	uint64_t dropped_acc; /* kernel drops accounted */
+	uint64_t stats_ms;    /* last stats read */
 	uint64_t pages, lost, bad;
-	uint64_t gaps_page, gaps_stats;	/* overwrites seen, by source */
+	uint64_t gaps_page, gaps_stats; /* overwrites seen, by source */
 	uint8_t *page;
 };
 
 struct kcopy {
-	const char *dir;	/* the instance, e.g. /sys/kernel/tracing/instances/hvt */
+	const char *dir; /* the instance (instances/hvt) */
 	uint32_t nr_cpus, subbuf_size;
-	uint8_t *sec;		/* the section, mapped read-write */
+	uint8_t *sec; /* the section, mapped read-write */
 	uint64_t sec_size;
 	struct kc_cpu *cpus;
 	pthread_t thread;
@@ -97,39 +97,28 @@ struct kcopy {
 
 static struct kcopy kc_state;
 
-/* A small tracefs file of the instance into @buf; -errno. */
-static int kc_read_file(const char *dir, const char *name, char *buf,
-			size_t size)
+/*
+ * A small tracefs file of the instance: read into @buf (NUL-terminated),
+ * or, with @write, @buf written to it.  0 or -errno.
+ */
+static int kc_file(const char *dir, const char *name, char *buf, size_t size,
+		   bool write_it)
 {
 	char path[512];
 	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, (write_it ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, size - 1);
+	n = write_it ? write(fd, buf, strlen(buf)) : read(fd, buf, size - 1);
 	close(fd);
 	if (n < 0)
 		return -errno;
-	buf[n] = '\0';
+	if (!write_it)
+		buf[n] = '\0';
 	return 0;
-}
-
-static int kc_write_file(const char *dir, const char *name, const char *val)
-{
-	char path[512];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
 }
 
 /* The kernel's CPUs with a per_cpu folder (0..n-1) and its sub-buffer
@@ -157,7 +146,8 @@ static int kc_probe(struct kcopy *k)
 	k->nr_cpus = n;
 	k->subbuf_size = (uint32_t)sysconf(_SC_PAGESIZE);
 	/* 6.8 and later can change it per instance. */
-	if (!kc_read_file(k->dir, "buffer_subbuf_size_kb", buf, sizeof(buf))) {
+	if (!kc_file(k->dir, "buffer_subbuf_size_kb", buf, sizeof(buf),
+		     false)) {
 		kb = strtol(buf, NULL, 10);
 		if (kb > 0 && kb <= 64)
 			k->subbuf_size = (uint32_t)kb * 1024;
@@ -190,9 +180,10 @@ int kcopy_format(struct agent *ag, void *mem, uint64_t size)
 	 * its pages on the user events' timeline; setting it empties the
 	 * ring, which is why it is done now, before anything runs.
 	 */
-	if (!kc_read_file(k->dir, "trace_clock", buf, sizeof(buf)) &&
+	if (!kc_file(k->dir, "trace_clock", buf, sizeof(buf), false) &&
 	    !strstr(buf, "[mono]")) {
-		ret = kc_write_file(k->dir, "trace_clock", "mono");
+		strcpy(buf, "mono");
+		ret = kc_file(k->dir, "trace_clock", buf, sizeof(buf), true);
 		if (ret) {
 			agent_log("kernel copy: cannot set %s/trace_clock to "
 				  "mono: %s",
@@ -214,7 +205,8 @@ int kcopy_format(struct agent *ag, void *mem, uint64_t size)
 		agent_log("kernel copy: cannot format the kernel section "
 			  "(%llu bytes at %llu): %s",
 			  (unsigned long long)ksize,
-			  (unsigned long long)(size - ksize), hvtg_last_error());
+			  (unsigned long long)(size - ksize),
+			  hvtg_last_error());
 		return ret;
 	}
 	ag->fmt.kernel_size = ksize;
@@ -334,17 +326,17 @@ static int kc_cpu_round(struct kcopy *k, uint32_t cpu, uint64_t now)
 			if (n == 0)
 				break;
 			if ((size_t)n < HVT_PAGE_HDR_SIZE)
-				continue;	/* trace_pipe_raw gives pages */
+				continue; /* trace_pipe_raw gives pages */
 			c->pending = true;
 			c->len = (uint32_t)n;
 			kc_page_losses(c, now);
 		}
 		ret = hvt_rb_put_page(&c->cb, c->page, c->len, c->carry);
 		if (ret == -HVT_ENOSPC)
-			return -1;	/* the host is behind: keep the page */
+			return -1; /* the host is behind: keep the page */
 		c->pending = false;
 		if (ret == -HVT_ENODATA)
-			continue;	/* no event: the loss waits */
+			continue; /* no event: the loss waits */
 		if (ret) {
 			kc_bad_page(c, cpu);
 			continue;
@@ -417,7 +409,7 @@ static void *kc_thread(void *arg)
 				break;
 		}
 		if (!moved) {
-			struct timespec ts = { 0, KC_IDLE_NS };
+			struct timespec ts = {0, KC_IDLE_NS};
 
 			nanosleep(&ts, NULL);
 		}

@@ -35,8 +35,8 @@
 #include "daemon_src.h"
 
 struct hvt_rs_kring {
-	struct hvtrace_kring *k;      /* ring mode: read from guest RAM */
-	struct hvtrace_area *sec;     /* copy mode: the area's kernel section */
+	struct hvtrace_kring *k;  /* ring mode: read from guest RAM */
+	struct hvtrace_area *sec; /* copy mode: the area's kernel section */
 	struct hvtrace_decoder *dec;
 	uint32_t nr_cpus;
 	uint32_t subbuf_size;

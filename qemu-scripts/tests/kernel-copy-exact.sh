@@ -38,10 +38,7 @@ K=${HVT_KCOPY_CALLS:-5000}
 initrd=$T_OBJTREE/qemu-scripts/guest.cpio.gz
 [ -f "$initrd" ] || fail "$initrd is missing; build it with 'make guest-image'"
 T=/sys/kernel/tracing/instances/hvt
-# A daemon of the test's own: its socket and runtime folder in $T_TMP.
-T_RUNDIR=$T_TMP/run
-export HVTRACED_SOCKET=$T_TMP/hvtraced.sock HVT_RUNDIR=$T_RUNDIR HVT_SHM_DIR=$T_SHM
-trap '"$HVTRACE" daemon stop >/dev/null 2>&1; t_cleanup' EXIT
+t_own_daemon
 
 # --- 1. exact delivery ---------------------------------------------------
 t_name n kcopy
@@ -61,46 +58,22 @@ grep -qa 'kernel copy: /sys/kernel/tracing/instances/hvt, 2 CPUs' "$T_TMP/$n.log
 	fail "the agent did not start its kernel copy"
 grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$n.log" || fail "the guest's writers failed"
 kring_check_marks "$T_TMP/out.txt" "$N"
-pid=$(sed -n 's/^getppid_loop: pid \([0-9]*\) made .*/\1/p' "$T_TMP/$n.log" | tr -d '\r')
-[ -n "$pid" ] || fail "getppid_loop did not say its pid"
-calls=$(grep -a -c -- "-$pid *\[.*sys_enter: NR 110 (" "$T_TMP/out.txt")
-info "exact: $N markers in order, getppid_loop (pid $pid): $calls getppid sys_enter events of $K calls"
-[ "$calls" -eq "$K" ] || {
-	grep -a -m5 -- "-$pid *\[" "$T_TMP/out.txt"
-	fail "$calls getppid sys_enter events from pid $pid, not $K"
-}
+info "exact: $N markers in order"
+kring_check_getppid "$T_TMP/$n.log" "$T_TMP/out.txt" "$K"
 grep -q '^hvtrace stream: .*, 0 lost,' "$T_TMP/err.txt" || fail "the summary reports losses"
 
 # --- 2. overflow: the host stopped, the kernel laps its ring ------------
-marks() {
-	echo "i=$1; while [ \$i -lt $2 ]; do echo \"hvt-mark \$i\" >$T/trace_marker; i=\$((i + 1)); done"
-}
 t_name m kcopylost
 "$HVTRACE" guest start "$m" --initrd "$initrd" --log "$T_TMP/$m.log" \
 	--kernel-events ftrace:print --kernel-mode copy --kernel-buffer 128K \
 	--area-size 256K --port go \
-	--run "taskset 1 sh -c '$(marks 0 100); until head -c 1 /dev/virtio-ports/go | grep -q g; do sleep 0.1; done; echo hvt-go-seen; $(marks 100 20000); echo hvt-burst1-done; sleep 3; $(marks 20000 21000)'" \
+	--run "$(kring_lap_run)" \
 	>"$T_TMP/start2.out" 2>&1 || { cat "$T_TMP/start2.out"; fail "hvtrace guest start (overflow) failed"; }
 : >"$T_TMP/out2.txt"
 "$HVTRACE" stream "$m" --summary >"$T_TMP/out2.txt" 2>"$T_TMP/err2.txt" &
 spid=$!
 T_PIDS+=("$spid")
-wait_line "$T_TMP/out2.txt" 'hvt-mark 99$' 120 ||
-	{ cat "$T_TMP/err2.txt"; fail "the stream did not print the first lines"; }
-kill -STOP "$spid" || fail "cannot stop the stream"
-resume_fail() {
-	kill -CONT "$spid" 2>/dev/null
-	fail "$@"
-}
-"$T_SRCTREE/qemu-scripts/port-send" "$T_RUNDIR/$m/port-go.sock" g "$T_TMP/$m.log" \
-	$'\nhvt-go-seen' 120 ||
-	resume_fail "the guest did not take the signal on its port"
-wait_line "$T_TMP/$m.log" '^hvt-burst1-done' 120 ||
-	resume_fail "the guest did not finish its first burst"
-kill -CONT "$spid"
-wait "$spid" || { cat "$T_TMP/err2.txt"; fail "stream failed"; }
-cat "$T_TMP/err2.txt"
-grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$m.log" || fail "the guest's writer failed"
+kring_lap "$m" "$spid" "$T_TMP/out2.txt" "$T_TMP/err2.txt"
 
 # Every marker on CPU 0, numbers strictly increasing, each gap right
 # after a LOST line of exactly its size, no unknown count; the second

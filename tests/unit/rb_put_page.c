@@ -30,9 +30,9 @@
 
 #include "hvt_test.h"
 
-#define NR_SUBBUFS	4
-#define SUBBUF		4096
-#define DATA		(SUBBUF - 16)
+#define NR_SUBBUFS 4
+#define SUBBUF	   4096
+#define DATA	   (SUBBUF - 16)
 
 struct ctx {
 	char path[64];
@@ -40,8 +40,8 @@ struct ctx {
 	uint64_t size;
 	struct hvt_rb_cpu cb;
 	struct hvtrace_area *a;
-	uint32_t next;		/* next event number to build */
-	uint32_t expect;	/* next event number the reader must give */
+	uint32_t next;	 /* next event number to build */
+	uint32_t expect; /* next event number the reader must give */
 	uint64_t written, lost_in, lost_out;
 	uint64_t ts;
 	uint8_t page[SUBBUF];
@@ -61,8 +61,8 @@ static void build(struct ctx *x, uint32_t n, int pad, int flags)
 	memcpy(x->page, &x->ts, 8);
 	for (i = 0; i < n; i++) {
 		uint32_t hdr = 2u | (i ? 5u : 0u) << HVT_TYPE_LEN_BITS;
-		struct hvt_common_fields c = { .common_type = 7,
-					       .common_pid = (int32_t)x->next++ };
+		struct hvt_common_fields c = {.common_type = 7,
+					      .common_pid = (int32_t)x->next++};
 
 		memcpy(x->page + 16 + off, &hdr, 4);
 		memcpy(x->page + 16 + off + 4, &c, 8);
@@ -90,8 +90,8 @@ static void check_invariant(struct ctx *x)
 	struct hvtrace_cpu_stats st;
 
 	t_ok(hvtrace_cpu_get_stats(x->a, 0, &st));
-	if (st.written != st.read + st.lost + st.discarded + st.entries +
-				  st.trailing)
+	if (st.written !=
+	    st.read + st.lost + st.discarded + st.entries + st.trailing)
 		t_fail("written %llu != read %llu + lost %llu + discarded "
 		       "%llu + entries %llu + trailing %llu",
 		       (unsigned long long)st.written,
@@ -109,8 +109,8 @@ static void drain(struct ctx *x)
 	uint8_t out[SUBBUF];
 	int ret;
 
-	while ((ret = hvtrace_cpu_read_page(x->a, 0, out, sizeof(out),
-					    NULL)) > 0) {
+	while ((ret = hvtrace_cpu_read_page(x->a, 0, out, sizeof(out), NULL)) >
+	       0) {
 		struct hvt_page_iter it;
 		uint64_t commit, ts, missed = 0;
 		uint32_t size;
@@ -160,10 +160,13 @@ static int put(struct ctx *x, uint32_t n, uint64_t lost)
 int main(void)
 {
 	struct hvt_area_params p = {
-		.nr_cpus = 1, .nr_subbufs = NR_SUBBUFS,
-		.subbuf_size = SUBBUF, .mode = HVT_MODE_CONSUME,
+		.nr_cpus = 1,
+		.nr_subbufs = NR_SUBBUFS,
+		.subbuf_size = SUBBUF,
+		.mode = HVT_MODE_CONSUME,
 		.writer_kind = HVT_WRITER_GUEST_KERNEL,
-		.clock_id = HVT_CLOCK_MONO_NS, .name = "put-page",
+		.clock_id = HVT_CLOCK_MONO_NS,
+		.name = "put-page",
 	};
 	struct ctx x;
 	uint8_t before[SUBBUF * NR_SUBBUFS];
@@ -178,8 +181,7 @@ int main(void)
 	fd = open(x.path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	t_assert(fd >= 0);
 	t_ok(ftruncate(fd, (off_t)x.size) ? -errno : 0);
-	x.area = mmap(NULL, x.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		      0);
+	x.area = mmap(NULL, x.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	t_assert(x.area != MAP_FAILED);
 	close(fd);
 	t_ok(hvt_area_format(x.area, &p));
@@ -209,12 +211,13 @@ int main(void)
 	}
 	x.next += 3;
 	build(&x, 20, 0, 1);
-	memcpy(before, (uint8_t *)x.area + HVT_CPU_OFFSET +
-			       hvt_meta_size(NR_SUBBUFS),
+	memcpy(before,
+	       (uint8_t *)x.area + HVT_CPU_OFFSET + hvt_meta_size(NR_SUBBUFS),
 	       sizeof(before));
 	t_equ(put(&x, 20, 3), -HVT_ENOSPC);
-	t_assert(!memcmp(before, (uint8_t *)x.area + HVT_CPU_OFFSET +
-					 hvt_meta_size(NR_SUBBUFS),
+	t_assert(!memcmp(before,
+			 (uint8_t *)x.area + HVT_CPU_OFFSET +
+				 hvt_meta_size(NR_SUBBUFS),
 			 sizeof(before)));
 	drain(&x);
 	t_ok(put(&x, 20, 3));
@@ -232,15 +235,14 @@ int main(void)
 		      -HVT_EBADMSG);
 		bad = 12;
 		memcpy(x.page + 8, &bad, 8);
-		memset(x.page + 16, 0, 4);	/* type_len 0, length 0 */
+		memset(x.page + 16, 0, 4); /* type_len 0, length 0 */
 		memset(x.page + 20, 0, 4);
 		t_equ(hvt_rb_put_page(&x.cb, x.page, sizeof(x.page), 0),
 		      -HVT_EBADMSG);
 	}
 	x.next -= 5;
 	build(&x, 0, 1, 0);
-	t_equ(hvt_rb_put_page(&x.cb, x.page, sizeof(x.page), 9),
-	      -HVT_ENODATA);
+	t_equ(hvt_rb_put_page(&x.cb, x.page, sizeof(x.page), 9), -HVT_ENODATA);
 	t_equ(hvt_rb_put_page(&x.cb, x.page, 8, 0), -HVT_EINVAL);
 	/* The loss a refused page carried goes with the next one. */
 	x.next += 9;
