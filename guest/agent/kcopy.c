@@ -23,8 +23,9 @@
  *   - the kernel's overwrites: a page read after them carries
  *     RB_MISSED_EVENTS, with the count stored after its data when it had
  *     room (RB_MISSED_STORED); without room the count is the increase of
- *     the CPU's "overrun" in per_cpu/cpuN/stats since what was accounted,
- *     read right after the page;
+ *     the CPU's overrun counter since what was accounted, read right
+ *     after the page (from the meta page, which the swap refreshed, with
+ *     the mmap ABI; from per_cpu/cpuN/stats with read());
  *   - the kernel's drops ("dropped events" in the same file, events the
  *     ring refused) are read with it, and at least once a second;
  *   - the agent never drops a page it read: the section is in consume
@@ -39,8 +40,11 @@
  * counted lost with the next page (a lower bound; the log says so).
  *
  * One thread of its own (the agent's poll() loop stays as it is), started
- * after the area is formatted; it reads every CPU without blocking and
- * sleeps 10 ms when a round moved nothing.  The agent's threads are left
+ * after the area is formatted; it takes every CPU's pages without
+ * blocking, through the ring-buffer mmap ABI where the kernel has it
+ * (6.10+: GET_READER swaps, one copy from the kernel's page into the
+ * section) or read() (two copies), and sleeps 10 ms when a round moved
+ * nothing.  The agent's threads are left
  * out of the instance's events (set_event_notrace_pid): its reads would
  * otherwise record syscall events for ever.  On SIGTERM it drains what
  * the kernel holds (waiting up to 5 s for the host to free slots), marks
@@ -55,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,6 +86,14 @@ struct kc_cpu {
 	uint64_t stats_ms;    /* last stats read */
 	uint64_t pages, lost, bad;
 	uint64_t gaps_page, gaps_stats; /* overwrites seen, by source */
+	/* The ring-buffer mmap ABI (6.10+), when the kernel has it. */
+	const struct hvt_trace_buffer_meta *meta;
+	size_t meta_len;
+	const uint8_t *data; /* the kernel's sub-buffers, read-only */
+	size_t data_len;
+	uint32_t nr_subbufs;
+	uint32_t rid;  /* the reader page copied from last */
+	uint32_t rpos; /* data bytes of it copied */
 	uint8_t *page;
 };
 
@@ -272,8 +285,19 @@ static void kc_page_losses(struct kc_cpu *c, uint64_t now)
 		c->gaps_page++;
 		return;
 	}
-	/* No room for the count on the page: the overrun counter has it. */
+	/* No room for the count on the page: the overrun counter has it;
+	 * with the mmap ABI the meta page's, which the kernel refreshed in
+	 * the swap that took this page (closer to it than the stats file). */
 	c->gaps_stats++;
+	if (c->meta) {
+		uint64_t ov = c->meta->overrun;
+
+		if (ov > c->overrun_acc) {
+			c->carry += ov - c->overrun_acc;
+			c->overrun_acc = ov;
+		}
+		return;
+	}
 	kc_take_stats(c, true, now);
 }
 
@@ -307,28 +331,159 @@ static void kc_bad_page(struct kc_cpu *c, uint32_t cpu)
  * Move what CPU @cpu has (at most 64 pages a round, for fairness).
  * Returns the pages moved, or -1 when the section is full.
  */
+/*
+ * The mmap ABI: map per_cpu/cpuN/trace_pipe_raw (the meta page, then the
+ * sub-buffers); without it (before 6.10, or a refusal) the agent reads.
+ */
+static void kc_map(struct kcopy *k, uint32_t cpu)
+{
+	struct kc_cpu *c = &k->cpus[cpu];
+	const struct hvt_trace_buffer_meta *m;
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), len;
+	void *p;
+
+	m = mmap(NULL, pg, PROT_READ, MAP_SHARED, c->fd, 0);
+	if (m == MAP_FAILED)
+		return;
+	len = m->meta_page_size;
+	if (m->meta_struct_len < sizeof(*m) || len < pg || len % pg ||
+	    len > (1u << 20) || m->subbuf_size != k->subbuf_size ||
+	    m->nr_subbufs < 2 || m->nr_subbufs > (1u << 20)) {
+		munmap((void *)m, pg);
+		return;
+	}
+	c->nr_subbufs = m->nr_subbufs;
+	c->data_len = (size_t)c->nr_subbufs * k->subbuf_size;
+	munmap((void *)m, pg);
+	m = mmap(NULL, len, PROT_READ, MAP_SHARED, c->fd, 0);
+	p = mmap(NULL, c->data_len, PROT_READ, MAP_SHARED, c->fd, (off_t)len);
+	if (m == MAP_FAILED || p == MAP_FAILED) {
+		if (m != MAP_FAILED)
+			munmap((void *)m, len);
+		if (p != MAP_FAILED)
+			munmap(p, c->data_len);
+		return;
+	}
+	c->meta = m;
+	c->meta_len = len;
+	c->data = p;
+	c->rid = UINT32_MAX;
+}
+
+/*
+ * The next new events through the mmap ABI into c->page: swap in a
+ * reader page (TRACE_MMAP_IOCTL_GET_READER), then copy what it holds past
+ * what was copied of it before.  A page the writer was still on when it
+ * was swapped in grows in place (same id, larger reader.read); its new
+ * part becomes a page of its own whose time stamp is the running time at
+ * the cut, so the first new event's delta still holds.  1, 0 (nothing
+ * new), or -errno.
+ */
+static int kc_mmap_next(struct kcopy *k, struct kc_cpu *c)
+{
+	const uint32_t max = k->subbuf_size - HVT_PAGE_HDR_SIZE;
+	struct hvt_page_iter it;
+	const uint8_t *src;
+	uint64_t commit, ts, hdr;
+	uint32_t id, read, end;
+	int r;
+
+	while (ioctl(c->fd, HVT_TRACE_MMAP_IOCTL_GET_READER) < 0)
+		if (errno != EINTR)
+			return -errno;
+	/* The kernel updated the meta page in the ioctl; nothing races. */
+	id = c->meta->reader.id;
+	read = c->meta->reader.read;
+	if (id >= c->nr_subbufs || read > max)
+		return -EPROTO;
+	if (id != c->rid) {
+		c->rid = id;
+		c->rpos = 0;
+	}
+	if (read <= c->rpos)
+		return 0;
+	src = c->data + (size_t)id * k->subbuf_size;
+	memcpy(&ts, src, 8);
+	memcpy(&commit, src + HVT_PAGE_COMMIT_OFF, 8);
+	end = read;
+	/* The running time at the cut: walk what was copied already. */
+	hvt_page_iter_init(&it, src + HVT_PAGE_HDR_SIZE, c->rpos, ts);
+	while ((r = hvt_page_next(&it)) > 0)
+		;
+	if (r < 0 || it.pos != c->rpos)
+		return -EPROTO;
+	memcpy(c->page, &it.ts, 8);
+	hdr = end - c->rpos;
+	/* The missed-events flags (and the count after the data) are set
+	 * when the page is swapped in: they belong to its first part. */
+	if (!c->rpos && (commit & HVT_MISSED_EVENTS)) {
+		hdr |= HVT_MISSED_EVENTS;
+		if ((commit & HVT_MISSED_STORED) &&
+		    (commit & HVT_COMMIT_SIZE_MASK) == end && end + 8 <= max) {
+			memcpy(c->page + HVT_PAGE_HDR_SIZE + end,
+			       src + HVT_PAGE_HDR_SIZE + end, 8);
+			hdr |= HVT_MISSED_STORED;
+		}
+	}
+	memcpy(c->page + HVT_PAGE_COMMIT_OFF, &hdr, 8);
+	memcpy(c->page + HVT_PAGE_HDR_SIZE, src + HVT_PAGE_HDR_SIZE + c->rpos,
+	       end - c->rpos);
+	c->len = k->subbuf_size;
+	c->rpos = end;
+	return 1;
+}
+
+/* The next page of CPU @cpu into c->page: 1, 0 (none now), or -1. */
+static int kc_next_page(struct kcopy *k, uint32_t cpu)
+{
+	struct kc_cpu *c = &k->cpus[cpu];
+	ssize_t n;
+	int ret;
+
+	if (c->meta) {
+		ret = kc_mmap_next(k, c);
+		if (ret >= 0)
+			return ret;
+		/* Not again: read() from here on.  The kernel consumed
+		 * only what the last ioctl reported, which was copied. */
+		agent_log("kernel copy: CPU %u: the mmap ABI failed (%s); "
+			  "reading from here on",
+			  cpu, strerror(-ret));
+		munmap((void *)c->meta, c->meta_len);
+		munmap((void *)c->data, c->data_len);
+		c->meta = NULL;
+	}
+	for (;;) {
+		n = read(c->fd, c->page, k->subbuf_size);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		if (n < 0) {
+			agent_log("kernel copy: CPU %u: read: %s", cpu,
+				  strerror(errno));
+			return -1;
+		}
+		if (n == 0)
+			return 0;
+		if ((size_t)n >= HVT_PAGE_HDR_SIZE)
+			break; /* trace_pipe_raw gives pages */
+	}
+	c->len = (uint32_t)n;
+	return 1;
+}
+
 static int kc_cpu_round(struct kcopy *k, uint32_t cpu, uint64_t now)
 {
 	struct kc_cpu *c = &k->cpus[cpu];
 	int moved = 0, ret;
-	ssize_t n;
 
 	while (moved < 64) {
 		if (!c->pending) {
-			n = read(c->fd, c->page, k->subbuf_size);
-			if (n < 0 && (errno == EAGAIN || errno == EINTR))
-				break;
-			if (n < 0) {
-				agent_log("kernel copy: CPU %u: read: %s", cpu,
-					  strerror(errno));
+			ret = kc_next_page(k, cpu);
+			if (ret < 0)
 				return moved;
-			}
-			if (n == 0)
+			if (!ret)
 				break;
-			if ((size_t)n < HVT_PAGE_HDR_SIZE)
-				continue; /* trace_pipe_raw gives pages */
 			c->pending = true;
-			c->len = (uint32_t)n;
 			kc_page_losses(c, now);
 		}
 		ret = hvt_rb_put_page(&c->cb, c->page, c->len, c->carry);
@@ -461,6 +616,8 @@ int kcopy_start(struct agent *ag)
 		snprintf(path, sizeof(path), "%s/per_cpu/cpu%u/stats", k->dir,
 			 cpu);
 		c->stats_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (c->fd >= 0 && !getenv("HVT_KCOPY_READ"))
+			kc_map(k, cpu);
 		if (c->fd < 0 || c->stats_fd < 0) {
 			ret = -errno;
 			agent_log("kernel copy: cannot open %s/per_cpu/cpu%u: "
@@ -483,9 +640,10 @@ int kcopy_start(struct agent *ag)
 	}
 	k->running = true;
 	agent_log("kernel copy: %s, %u CPUs, sub-buffers of %u bytes, into "
-		  "a section of %llu bytes",
+		  "a section of %llu bytes, through %s",
 		  k->dir, k->nr_cpus, k->subbuf_size,
-		  (unsigned long long)k->sec_size);
+		  (unsigned long long)k->sec_size,
+		  k->cpus[0].meta ? "the ring-buffer mmap ABI" : "read()");
 	return 0;
 }
 
@@ -511,7 +669,7 @@ void kcopy_stop(struct agent *ag)
 
 		agent_log("kernel copy: CPU %u: %llu pages, %llu events "
 			  "reported lost (overwrites: %llu counted on the "
-			  "page, %llu from stats)%s%s",
+			  "page, %llu from the overrun counter)%s%s",
 			  cpu, (unsigned long long)c->pages,
 			  (unsigned long long)c->lost,
 			  (unsigned long long)c->gaps_page,
