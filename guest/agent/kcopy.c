@@ -237,12 +237,13 @@ static int kc_stats(struct kc_cpu *c, uint64_t *overrun, uint64_t *dropped)
 	if (n <= 0)
 		return -EIO;
 	buf[n] = '\0';
-	p = strstr(buf, "\noverrun: ");
-	if (!p && !strncmp(buf, "overrun: ", 9))
-		p = buf - 1;
-	if (!p)
+	if (!strncmp(buf, "overrun: ", 9))
+		p = buf + 9;
+	else if ((p = strstr(buf, "\noverrun: ")))
+		p += 10;
+	else
 		return -EIO;
-	*overrun = strtoull(p + 10, NULL, 10);
+	*overrun = strtoull(p, NULL, 10);
 	p = strstr(buf, "dropped events: ");
 	*dropped = p ? strtoull(p + 16, NULL, 10) : 0;
 	return 0;
