@@ -22,6 +22,12 @@
 #   hvtrace.kformats=SYS[:EV],... print the guest kernel's event formats of
 #                              those systems or events on the console
 #   hvtrace.kclock=CLOCK       with kformats: set the ring's trace clock
+#   hvtrace.kmode=ring|copy|auto  how the host gets the kernel's events:
+#                              copy makes the instance hvt here (events
+#                              hvtrace.kevents=LIST, hvtrace.kbuf=KiB per
+#                              CPU) and starts the agent with --kernel-copy;
+#                              auto is copy when the kernel made no
+#                              persistent instance hvt at boot, else ring
 #
 # Console lines the host side relies on (see docs/qemu-rig.md):
 #   "hvtrace: kformats begin" ... "end"     the guest kernel's formats
@@ -180,6 +186,33 @@ if [ -x /bin/hvtrace-agent ] && [ -r $cs/current_clocksource ] &&
 	done
 fi
 
+# hvtrace.kmode: in copy mode (a kernel without the persistent ring, or
+# asked for) the instance is an ordinary one, made here, whose pages the
+# agent copies into the trace area's kernel section (docs/guest-kernel.md,
+# "Copy mode").  auto chooses: the instance hvt exists at this point only
+# when the kernel made it from trace_instance=hvt@hvt (reserve_mem).
+kmode=$(cmdline_get hvtrace.kmode) || kmode=ring
+ti=/sys/kernel/tracing/instances
+if [ "$kmode" = auto ]; then
+	if [ -d $ti/hvt ]; then kmode=ring; else kmode=copy; fi
+	say "kernel mode: $kmode (auto)"
+fi
+if [ "$kmode" = copy ]; then
+	[ -d $ti/hvt ] || mkdir $ti/hvt ||
+		say "cannot make the tracing instance $ti/hvt"
+	kb=$(cmdline_get hvtrace.kbuf) && [ -w $ti/hvt/buffer_size_kb ] &&
+		{ echo "$kb" >$ti/hvt/buffer_size_kb ||
+			say "cannot set the kernel ring's size to $kb KiB per CPU"; }
+	# Each item SYS or SYS:EVENT; ftrace:print (trace_marker) has no
+	# enable file and always records.
+	for item in $(cmdline_get hvtrace.kevents | tr ',' ' '); do
+		e=$ti/hvt/events/${item%%:*}
+		[ "$item" = "${item%%:*}" ] || e=$e/${item#*:}
+		[ -w "$e/enable" ] && { echo 1 >"$e/enable" ||
+			say "cannot enable $item in the kernel copy instance"; }
+	done
+fi
+
 # hvtrace.kformats=SYS1,SYS2:EVENT: the guest kernel's event formats for the
 # host, which reads this kernel's own ring from guest RAM but cannot see
 # its tracefs: the headers, saved_cmdlines, printk_formats and the format
@@ -233,6 +266,7 @@ fi
 agent_pid=
 if [ -x /bin/hvtrace-agent ]; then
 	agent_args=$(param hvtrace.agent)
+	[ "$kmode" = copy ] && agent_args="--kernel-copy $ti/hvt${agent_args:+ $agent_args}"
 	say "starting hvtrace-agent${agent_args:+ $agent_args}"
 	eval "/bin/hvtrace-agent $agent_args </dev/null &"
 	agent_pid=$!
@@ -276,7 +310,9 @@ fi
 if [ -n "$agent_pid" ] && alive "$agent_pid"; then
 	kill -TERM "$agent_pid" 2>/dev/null
 	i=0
-	while alive "$agent_pid" && [ $i -lt 40 ]; do
+	# Up to 10 s: in kernel copy mode the agent moves the kernel's last
+	# pages first.
+	while alive "$agent_pid" && [ $i -lt 200 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done

@@ -864,6 +864,119 @@ void hvt_rb_count_unplaced(struct hvt_rb_cpu *cb)
 	__atomic_fetch_add(&cb->meta->unplaced, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * A whole page from another ftrace ring (a guest kernel's trace_pipe_raw,
+ * copied by the agent into the kernel section): the same stores, in the
+ * same order, as a SWITCH plan followed by nothing, so the host reads it
+ * with the one page reader.  Single writer per CPU buffer.
+ */
+int hvt_rb_put_page(struct hvt_rb_cpu *cb, const uint8_t *page, uint32_t len,
+		    uint64_t lost)
+{
+	struct hvt_cpu_meta *m = cb->meta;
+	struct hvt_subbuf_desc *d, *nd;
+	struct hvt_page_iter it;
+	uint64_t commit, ts0, w, lost_total, eb, done;
+	uint32_t size, n = 0, seq, ent, off, target;
+	uint8_t *dst;
+	int ret;
+
+	if (!page || len < HVT_PAGE_HDR_SIZE)
+		return -HVT_EINVAL;
+	ts0 = hvt_rd64(page);
+	commit = hvt_rd64(page + HVT_PAGE_COMMIT_OFF);
+	if (commit & ~(uint64_t)(HVT_COMMIT_SIZE_MASK | HVT_COMMIT_FLAGS))
+		return -HVT_EBADMSG;
+	size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
+	if (size > len - HVT_PAGE_HDR_SIZE)
+		return -HVT_EBADMSG;
+	if (size > cb->data_size)
+		return -HVT_E2BIG;
+	/* Every event inside the commit, counted; the page walker is the
+	 * host reader's, so what passes here passes there. */
+	hvt_page_iter_init(&it, page + HVT_PAGE_HDR_SIZE, size, ts0);
+	do {
+		ret = hvt_page_next(&it);
+		if (ret < 0)
+			return -HVT_EBADMSG;
+		if (ret == HVT_ITEM_DATA)
+			n++;
+	} while (ret != HVT_ITEM_END);
+	size = it.pos;	/* a bare 4-byte padding header at the end: trim */
+	if (!n)
+		return -HVT_ENODATA;	/* nothing to carry the loss */
+	if (n > 0xffff)
+		return -HVT_E2BIG;
+
+	/* The only writer: its own last commit needs no acquire. */
+	w = __atomic_load_n(&m->write, __ATOMIC_RELAXED);
+	seq = HVT_WORD_SEQ(w);
+	ent = HVT_WORD_ENTRIES(w);
+	off = HVT_WORD_OFFSET(w);
+	d = rb_desc(cb, seq);
+	lost_total = __atomic_load_n(&m->lost, __ATOMIC_RELAXED) + lost;
+	if (off > cb->data_size)
+		off = cb->data_size;	/* only a corrupted word says this */
+	if (off == 0 && ent == 0) {
+		/* A fresh ring's empty tail page (claimed by the format):
+		 * the page becomes it. */
+		target = seq;
+		nd = d;
+		eb = __atomic_load_n(&d->entries_before, __ATOMIC_RELAXED);
+	} else {
+		target = seq + 1;
+		nd = rb_desc(cb, target);
+		if (cb->mode == HVT_MODE_CONSUME) {
+			/* W4: the host finished every page below consumer. */
+			uint32_t cons = __atomic_load_n(
+				&cb->ctrl->consumer[cb->cpu], __ATOMIC_ACQUIRE);
+
+			if ((uint32_t)(target - cons) >= cb->nr_subbufs)
+				return -HVT_ENOSPC;
+		}
+		eb = __atomic_load_n(&d->entries_before, __ATOMIC_RELAXED) +
+		     ent;
+		/* W2: claim the slot before touching any of its bytes;
+		 * pairs with the host's acquire fence after a copy. */
+		__atomic_store_n(&nd->seq, target, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		/* Finish the old tail page: its header commit becomes the
+		 * truth once the word names the next page (W1 below). */
+		done = off;
+		if (rb_desc_missed(d)) {
+			done |= HVT_MISSED_EVENTS;
+			if (off + 8 <= cb->data_size) {
+				uint64_t mc = rb_desc_missed(d);
+
+				rb_copy(rb_page(cb, seq) + HVT_PAGE_HDR_SIZE +
+						off,
+					&mc, 8);
+				done |= HVT_MISSED_STORED;
+			}
+		}
+		rb_copy(rb_page(cb, seq) + HVT_PAGE_COMMIT_OFF, &done, 8);
+	}
+	nd->flags = 0;
+	nd->entries_before = eb;
+	nd->lost_before = lost_total;
+	nd->missed = lost;
+	dst = rb_page(cb, target);
+	rb_copy(dst, &ts0, 8);
+	done = 0;
+	rb_copy(dst + HVT_PAGE_COMMIT_OFF, &done, 8);
+	rb_copy(dst + HVT_PAGE_HDR_SIZE, page + HVT_PAGE_HDR_SIZE, size);
+	__atomic_store_n(&m->lost, lost_total, __ATOMIC_RELAXED);
+	/* W3: the timestamp cache of the new word (single writer: program
+	 * order is enough, as for the direct executor). */
+	w = HVT_WORD(target, n, size);
+	__atomic_store_n(&m->ts_key, HVT_TS_KEY_INVALID, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->ts, it.ts, __ATOMIC_RELAXED);
+	__atomic_store_n(&m->ts_key, w, __ATOMIC_RELAXED);
+	/* W1: publish; pairs with the host's acquire load of the word. */
+	__atomic_store_n(&m->write, w, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int hvt_rb_poll_reset(struct hvt_rb_cpu *cb)
 {
 	struct hvt_cpu_meta *m = cb->meta;

@@ -65,6 +65,15 @@ int hvt_area_validate(const struct hvt_area_header *h, uint64_t area_size,
 		w = "clock shift out of range";
 	else if (h->clock_id == HVT_CLOCK_COUNTER && !h->clock_freq_hz)
 		w = "counter clock without a frequency";
+	else if (h->kernel_size &&
+		 (h->writer_kind != HVT_WRITER_GUEST ||
+		  (h->kernel_offset & (HVT_AREA_ALIGN - 1)) ||
+		  (h->kernel_size & (HVT_AREA_ALIGN - 1)) ||
+		  h->kernel_offset < h->area_size ||
+		  h->kernel_offset + h->kernel_size < h->kernel_offset))
+		w = "kernel section not 4 KiB aligned after a guest's area";
+	else if (!h->kernel_size && h->kernel_offset)
+		w = "kernel section offset without a size";
 	if (why)
 		*why = w;
 	return w ? -HVT_EINVAL : 0;
@@ -75,9 +84,13 @@ int hvt_area_format(void *area, const struct hvt_area_params *ps)
 	struct hvt_area_header *h = area;
 	struct hvt_control *ctrl;
 	uint32_t nr = ps->nr_subbufs, cpu, i;
-	uint64_t gen;
+	uint64_t gen, size = ps->area_size - ps->kernel_size;
 	int ret;
 
+	if (ps->kernel_size &&
+	    (ps->kernel_size > ps->area_size ||
+	     ((size | ps->kernel_size) & (HVT_AREA_ALIGN - 1))))
+		return -HVT_EINVAL;
 	if (!area || !ps->nr_cpus || ps->nr_cpus > HVT_ABI_MAX_CPUS ||
 	    !rb_is_pow2(ps->subbuf_size) ||
 	    ps->subbuf_size < HVT_ABI_MIN_SUBBUF_SIZE ||
@@ -88,7 +101,7 @@ int hvt_area_format(void *area, const struct hvt_area_params *ps)
 		nr = HVT_ABI_MAX_SUBBUFS;
 		while (nr >= HVT_ABI_MIN_SUBBUFS &&
 		       hvt_area_size(ps->nr_cpus, nr, ps->subbuf_size) >
-			       ps->area_size)
+			       size)
 			nr >>= 1;
 		if (nr < HVT_ABI_MIN_SUBBUFS)
 			return -HVT_ENOSPC;	/* not even two sub-buffers */
@@ -96,7 +109,7 @@ int hvt_area_format(void *area, const struct hvt_area_params *ps)
 	if (!rb_is_pow2(nr) || nr < HVT_ABI_MIN_SUBBUFS ||
 	    nr > HVT_ABI_MAX_SUBBUFS)
 		return -HVT_EINVAL;
-	if (hvt_area_size(ps->nr_cpus, nr, ps->subbuf_size) > ps->area_size)
+	if (hvt_area_size(ps->nr_cpus, nr, ps->subbuf_size) > size)
 		return -HVT_ENOSPC;
 
 	gen = h->magic == HVT_AREA_MAGIC ? h->generation + 1 : 1;
@@ -114,7 +127,11 @@ int hvt_area_format(void *area, const struct hvt_area_params *ps)
 	h->endian = HVT_AREA_LITTLE_ENDIAN;
 	h->long_size = 8;
 	h->header_size = sizeof(*h);
-	h->area_size = ps->area_size;
+	h->area_size = size;
+	if (ps->kernel_size) {
+		h->kernel_offset = size;
+		h->kernel_size = ps->kernel_size;
+	}
 	h->page_size = HVT_AREA_ALIGN;
 	h->subbuf_size = ps->subbuf_size;
 	h->nr_cpus = ps->nr_cpus;

@@ -139,6 +139,7 @@ struct agent {
 	unsigned int sock_mode;
 	uint32_t host_wait_ms;
 	struct hvtg_format fmt;
+	const char *kcopy_dir;	/* --kernel-copy: a tracing instance */
 
 	/* the area */
 	int area_fd;		/* read-write */
@@ -180,6 +181,11 @@ void bell_close(struct agent *ag);
 
 /* main.c */
 int agent_area_setup(struct agent *ag);
+
+/* kcopy.c: the guest kernel's pages into the area's kernel section */
+int kcopy_format(struct agent *ag, void *mem, uint64_t size);
+int kcopy_start(struct agent *ag);
+void kcopy_stop(struct agent *ag);
 
 /* link.c */
 void link_init(struct agent *ag, enum link_kind kind, const char *path);

@@ -66,6 +66,10 @@ static const char usage_text[] =
 	"  --clock counter|mono writer clock (default: configured)\n"
 	"  --name NAME          writer name shown by the host (default: the\n"
 	"                       host name)\n"
+	"  --kernel-copy DIR    copy the tracing instance DIR's pages (e.g.\n"
+	"                       /sys/kernel/tracing/instances/hvt) into a\n"
+	"                       kernel section, the second half of the area\n"
+	"                       (--area only; docs/guest-kernel.md)\n"
 	"\n"
 	"Host link (one of):\n"
 	"  --control PATH       a virtio-serial port (default\n"
@@ -169,7 +173,11 @@ int agent_area_setup(struct agent *ag)
 				  strerror(-ret));
 			return ret;
 		}
-		ret = hvtg_area_format(mem, (uint64_t)st.st_size, &ag->fmt);
+		ret = ag->kcopy_dir ?
+			kcopy_format(ag, mem, (uint64_t)st.st_size) : 0;
+		if (!ret)
+			ret = hvtg_area_format(mem, (uint64_t)st.st_size,
+					       &ag->fmt);
 		munmap(mem, (size_t)st.st_size);
 		if (ret) {
 			agent_log("cannot format %s: %s", ag->area_path,
@@ -225,6 +233,7 @@ int main(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "subbuf-size", required_argument, NULL, 'B' },
 		{ "subbufs", required_argument, NULL, 'N' },
+		{ "kernel-copy", required_argument, NULL, 'K' },
 		{ "cpus", required_argument, NULL, 'P' },
 		{ "clock", required_argument, NULL, 'k' },
 		{ "name", required_argument, NULL, 'n' },
@@ -287,6 +296,9 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case 'B':
+		case 'K':
+			ag->kcopy_dir = optarg;
+			break;
 		case 'N':
 		case 'P':
 			if (hvt_util_size_parse(optarg, &v) || v > UINT32_MAX ||
@@ -375,8 +387,13 @@ int main(int argc, char **argv)
 		agent_log("signalfd: %s", strerror(errno));
 		return 1;
 	}
+	if (ag->kcopy_dir && ag->create) {
+		fprintf(stderr, "hvtrace-agent: --kernel-copy needs --area "
+				"(the guest's shared area), not --create\n");
+		return 2;
+	}
 	ret = agent_area_setup(ag);
-	if (ret)
+	if (ret || (ag->kcopy_dir && kcopy_start(ag)))
 		return 1;
 	ret = clients_listen(ag);
 	if (!ret)
@@ -433,6 +450,7 @@ int main(int argc, char **argv)
 			clients_accept(ag);
 		clients_reap(ag);
 	}
+	kcopy_stop(ag);	/* the kernel's last pages before the host hears */
 	link_bye(ag);
 	bell_close(ag);
 	if (ag->lfd >= 0) {

@@ -181,6 +181,10 @@ struct hvtg_format {
 	uint32_t clock_id;	/* HVT_CLOCK_*; 0: configured default */
 	uint32_t writer_kind;	/* HVT_WRITER_*; 0: HVT_WRITER_GUEST */
 	const char *name;	/* writer name, NULL: "guest" */
+	uint64_t kernel_size;	/* bytes at the end of the area kept for a
+				 * kernel section (agent copy mode, see
+				 * <hvtrace/abi.h>), a multiple of 4096;
+				 * 0: none */
 };
 
 /**

@@ -309,11 +309,12 @@ int hvtg_area_format(void *mem, uint64_t size, const struct hvtg_format *f)
 	p.clock_shift = clk.shift;
 	p.writer_pid = (uint32_t)getpid();
 	p.name = d.name;
+	p.kernel_size = d.kernel_size;
 	if (p.nr_cpus && p.nr_cpus <= HVT_ABI_MAX_CPUS &&
 	    p.subbuf_size <= HVT_ABI_MAX_SUBBUF_SIZE &&
 	    hvt_area_size(p.nr_cpus,
 			  p.nr_subbufs ? p.nr_subbufs : HVT_ABI_MIN_SUBBUFS,
-			  p.subbuf_size) > size)
+			  p.subbuf_size) > size - d.kernel_size)
 		ret = -HVT_ENOSPC;
 	else
 		ret = hvt_area_format(mem, &p);

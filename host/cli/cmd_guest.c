@@ -80,6 +80,10 @@ static const char guest_usage[] =
 	"  --kernel-ram file|memfd|anon  guest RAM for --kernel-events: the\n"
 	"      RAM file (default), a memfd or QEMU's anonymous memory (no\n"
 	"      file: 'hvtrace stream --vm-pid QEMU-PID' reads the ring)\n"
+	"  --kernel-mode ring|copy|auto  ring: the persistent ring above;\n"
+	"      copy: hvtrace-agent copies the kernel's pages into the trace\n"
+	"      area (any guest kernel; 'hvtrace stream NAME' shows them);\n"
+	"      auto (default): ring where the guest kernel has it, else copy\n"
 	"\n"
 	"The guest kernel is Debian's 6.12 (qemu-scripts/fetch-kernel.sh,\n"
 	"cached in /var/cache/hvtrace); the launcher packs the initramfs at\n"
@@ -94,7 +98,7 @@ static const char *const gu_valued[] = {
 	"--kernel", "--initrd",	  "--add",	 "--module", "--port",
 	"--append", "--qemu-arg", "--accel",	 "--log",
 	"--kernel-events", "--kernel-buffer", "--kernel-ram", "--kernel-formats",
-	NULL,
+	"--kernel-mode", NULL,
 };
 
 static void gu_sleep_ms(long ms)

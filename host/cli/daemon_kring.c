@@ -11,7 +11,9 @@
  * as long as the ring is read.  The ring joins the remote's user events
  * only when its trace clock is mono, the clock of the guest's agent, so
  * that both go through hvtraced's conversion to host time; otherwise it is
- * left out and stderr says why.
+ * left out and stderr says why.  In agent copy mode the pages come from
+ * the kernel section of the guest's trace area instead (the library
+ * finds it); the formats and the clock rule are the same.
  */
 #include <errno.h>
 #include <limits.h>
@@ -38,12 +40,15 @@ int hvt_cli_kring_open(const char *verb, const char *name, char *formats,
 {
 	char ram[PATH_MAX], launcher[PATH_MAX], *argv[5], *text = NULL;
 	char clock[64];
-	int rc;
+	const char *what;
+	int rc, where;
 
 	*out = NULL;
 	formats[0] = '\0';
-	if (hvtrace_daemon_kring_path(name, ram, sizeof(ram)) <= 0)
+	where = hvtrace_daemon_kring_path(name, ram, sizeof(ram));
+	if (where <= 0)
 		return 0; /* no kernel ring: user events only */
+	what = where == 2 ? "pages" : "ring";
 	snprintf(formats, size, "/tmp/hvtrace-kformats.XXXXXX");
 	if (!mkdtemp(formats)) {
 		formats[0] = '\0';
@@ -62,28 +67,33 @@ int hvt_cli_kring_open(const char *verb, const char *name, char *formats,
 	free(text);
 	if (rc || !hvt_cli_ring_clock_mono(formats, clock, sizeof(clock))) {
 		fprintf(stderr,
-			"hvtrace %s: note: the guest kernel's ring of '%s' "
-			"is left out: %s (hvtrace stream %s --guest-kernel "
-			"reads it alone)\n",
-			verb, name,
+			"hvtrace %s: note: the guest kernel's %s of '%s' "
+			"is left out: %s%s%s%s\n",
+			verb, what, name,
 			rc ? "its formats are not on its console"
 			   : "its clock is not mono, the agent's",
-			name);
+			where == 2 ? "" : " (hvtrace stream ",
+			where == 2 ? "" : name,
+			where == 2 ? "" : " --guest-kernel reads it alone)");
 		goto none;
 	}
 	if (hvtrace_daemon_kring_open(name, formats, out)) {
 		fprintf(stderr,
-			"hvtrace %s: note: the guest kernel's ring of '%s' "
+			"hvtrace %s: note: the guest kernel's %s of '%s' "
 			"is left out: %s\n",
-			verb, name, hvtrace_last_error());
+			verb, what, name, hvtrace_last_error());
 		goto none;
 	}
 	if (!*out)
 		goto none; /* the RAM file went away */
 	fprintf(stderr,
-		"hvtrace %s: '%s': the guest kernel's ring (%u CPUs) "
+		"hvtrace %s: '%s': the guest kernel's %s (%u CPUs) "
 		"beside its user events, on the host's clock\n",
-		verb, name, hvtrace_daemon_kring_cpus(*out));
+		verb, name,
+		hvtrace_daemon_kring_copied(*out)
+			? "pages, copied by its agent (kernel copy mode)"
+			: "ring",
+		hvtrace_daemon_kring_cpus(*out));
 	return 0;
 none:
 	ck_rm(formats);

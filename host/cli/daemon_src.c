@@ -598,6 +598,17 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 			 * the end and stop, unless --follow. */
 			if (ret == HVTRACE_DAEMON_REMOTE_STOPPED && !o->follow)
 				finishing = true;
+			/* Kernel copy mode: the agent copied its last page
+			 * and left; the same. */
+			if (s.kr && !o->follow &&
+			    hvtrace_daemon_kring_finished(s.kr)) {
+				fprintf(stderr,
+					"hvtrace stream: the agent of '%s' "
+					"stopped copying the guest kernel's "
+					"pages; reading to the end\n",
+					s.rec.name);
+				finishing = true;
+			}
 			ret = 0;
 		}
 		if (status && now - last_status >= RS_STATUS_NS) {

@@ -328,8 +328,12 @@ int st_open_kring(struct st_state *s)
 					     "guest '%s' started with "
 					     "--kernel-events (and "
 					     "--keep-ram, once it "
-					     "ended)?",
-					     s->ram, s->spec);
+					     "ended)?  In kernel copy "
+					     "mode (--kernel-mode copy) "
+					     "there is none: 'hvtrace "
+					     "stream %s' shows the "
+					     "kernel's events",
+					     s->ram, s->spec, s->spec);
 	}
 	if (!s->kring && hvtrace_kring_open(s->ram, 0, &s->kring))
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());

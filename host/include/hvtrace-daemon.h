@@ -380,21 +380,26 @@ struct hvtrace_daemon_kring;
 struct hvtrace_kring;
 
 /**
- * hvtrace_daemon_kring_path - the RAM file of the rig guest @name
- * ($HVT_SHM_DIR/hvtrace-NAME.ram, default /dev/shm) into @buf
+ * hvtrace_daemon_kring_path - where the guest kernel's pages of the rig
+ * guest @name are, into @buf: its trace area ($HVT_SHM_DIR/hvtrace-NAME,
+ * default /dev/shm) when the area's header names a kernel section (agent
+ * copy mode), else its RAM file (hvtrace-NAME.ram)
  *
- * Return: 1 when it exists, 0 when not, -ENAMETOOLONG.
+ * Return: 2 for a kernel section, 1 when the RAM file exists, 0 for
+ * neither, -ENAMETOOLONG.
  */
 HVTRACE_API int hvtrace_daemon_kring_path(const char *name, char *buf,
 					  size_t size);
 /**
  * hvtrace_daemon_kring_open - the guest kernel's own ring of remote @name,
- * read from its RAM file, and a decoder of @formats (a folder of the guest's
- * formats laid out like tracefs)
+ * read from its RAM file, or in agent copy mode from the kernel section of
+ * its trace area (opened as its owner), and a decoder of @formats (a
+ * folder of the guest's formats laid out like tracefs)
  *
- * Return: 0 with *@out set; 0 with *@out NULL when the remote has no RAM
- * file (no kernel ring); a negative errno of hvtrace_kring_open() or
- * hvtrace_decoder_new_kernel() (hvtrace_last_error() says why).
+ * Return: 0 with *@out set; 0 with *@out NULL when the remote has neither
+ * (no kernel ring); a negative errno of hvtrace_kring_open(),
+ * hvtrace_area_open() or hvtrace_decoder_new_kernel()
+ * (hvtrace_last_error() says why).
  */
 HVTRACE_API int hvtrace_daemon_kring_open(const char *name,
 					  const char *formats,
@@ -406,9 +411,22 @@ HVTRACE_API uint32_t
 hvtrace_daemon_kring_subbuf_size(const struct hvtrace_daemon_kring *r);
 HVTRACE_API struct hvtrace_decoder *
 hvtrace_daemon_kring_decoder(const struct hvtrace_daemon_kring *r);
-/** hvtrace_daemon_kring_ring - the ring itself, for hvtrace_kring_get_stats() */
+/** hvtrace_daemon_kring_ring - the ring itself, for hvtrace_kring_get_stats()
+ * (NULL in agent copy mode) */
 HVTRACE_API struct hvtrace_kring *
 hvtrace_daemon_kring_ring(const struct hvtrace_daemon_kring *r);
+/** hvtrace_daemon_kring_copied - whether the pages come from the agent's
+ * copy (the trace area's kernel section) rather than guest RAM */
+HVTRACE_API bool
+hvtrace_daemon_kring_copied(const struct hvtrace_daemon_kring *r);
+/**
+ * hvtrace_daemon_kring_finished - in agent copy mode, whether the agent has
+ * copied its last page and said so (the section's writer state is
+ * stopped): every page it copied can be read now, so a reader may drain
+ * and end.  Always false for a ring in guest RAM.
+ */
+HVTRACE_API bool
+hvtrace_daemon_kring_finished(const struct hvtrace_daemon_kring *r);
 /**
  * hvtrace_daemon_kring_read_page - the next validated sub-buffer of guest CPU
  * @cpu (timestamps in the guest's trace clock), valid until the next call

@@ -72,6 +72,12 @@ struct hvtrace_area_info {
 	uint32_t clock_shift;
 	uint32_t writer_pid;
 	uint64_t clock_freq_hz;
+	/* A guest's kernel section (agent copy mode, <hvtrace/abi.h>): an
+	 * area of writer kind HVT_WRITER_GUEST_KERNEL at kernel_offset from
+	 * this area's start (file_offset + kernel_offset in the file),
+	 * kernel_size bytes; both 0 when there is none. */
+	uint64_t kernel_offset;
+	uint64_t kernel_size;
 };
 
 /**

@@ -399,6 +399,8 @@ HVTRACE_API int hvtrace_area_get_info(const struct hvtrace_area *a,
 	info->name[sizeof(info->name) - 1] = '\0';
 	info->writer_kind = a->hdr.writer_kind;
 	info->mode = a->hdr.mode;
+	info->kernel_offset = a->hdr.kernel_offset;
+	info->kernel_size = a->hdr.kernel_size;
 	{
 		struct hvt_guard g;
 

@@ -17,6 +17,17 @@
  * ring's timestamps are the guest's trace clock, which the caller puts on
  * the host's clock with hvtraced's model of the guest's mono clock
  * (hvtrace_daemon_feed_to_host()) when the folder's trace_clock says mono.
+ *
+ * In agent copy mode (a guest kernel without the persistent ring, or the
+ * rig's --kernel-mode copy) there is no ring in guest RAM: the guest's
+ * agent copies the kernel's pages into the kernel section of the guest's
+ * trace area ($HVT_SHM_DIR/hvtrace-NAME), which the area's header names
+ * (<hvtrace/abi.h>, kernel_offset).  The section is an area of its own;
+ * this file opens it as its owner (its consumer progress lets the agent
+ * reuse slots) and hands out the pages the one page reader returns
+ * (hvtrace_cpu_read_page()), to the same callers, decoder and merge.  A
+ * section wins over a RAM file: the agent copies only when the kernel made
+ * no persistent ring.
  */
 #include <errno.h>
 #include <limits.h>
@@ -29,24 +40,84 @@
 #include <hvtrace-daemon.h>
 
 struct hvtrace_daemon_kring {
-	struct hvtrace_kring *k;
+	struct hvtrace_kring *k;  /* ring mode: read from guest RAM */
+	struct hvtrace_area *sec; /* copy mode: the area's kernel section */
 	struct hvtrace_decoder *dec;
 	uint32_t nr_cpus;
 	uint32_t subbuf_size;
 	uint8_t *page;
 };
 
+/*
+ * The kernel section named by the header of the area @path: 1 with its
+ * place in *@off and *@size, 0 when the area names none (or is no area).
+ */
+static int dk_section(const char *path, uint64_t *off, uint64_t *size)
+{
+	struct hvtrace_area_info ui;
+	struct hvtrace_area *ua = NULL;
+	int ret;
+
+	if (access(path, F_OK) || hvtrace_area_open(path, 0, 0, 0, &ua))
+		return 0;
+	ret = hvtrace_area_get_info(ua, &ui);
+	hvtrace_area_close(ua);
+	if (ret || !ui.kernel_size)
+		return 0;
+	*off = ui.file_offset + ui.kernel_offset;
+	*size = ui.kernel_size;
+	return 1;
+}
+
 int hvtrace_daemon_kring_path(const char *name, char *buf, size_t size)
 {
 	const char *shm = getenv("HVT_SHM_DIR");
+	uint64_t off, len;
 	int n;
 
-	n = snprintf(buf, size, "%s/hvtrace-%s.ram",
-		     shm && *shm ? shm : "/dev/shm", name);
+	shm = shm && *shm ? shm : "/dev/shm";
+	n = snprintf(buf, size, "%s/hvtrace-%s", shm, name);
+	if (n < 0 || (size_t)n >= size)
+		return hvt_err(-ENAMETOOLONG,
+			       "the area file name of '%s' is too long", name);
+	if (dk_section(buf, &off, &len))
+		return 2;
+	n = snprintf(buf, size, "%s/hvtrace-%s.ram", shm, name);
 	if (n < 0 || (size_t)n >= size)
 		return hvt_err(-ENAMETOOLONG,
 			       "the RAM file name of '%s' is too long", name);
 	return access(buf, F_OK) ? 0 : 1;
+}
+
+/* Copy mode: the section of the area @path, opened as its owner. */
+static int dk_open_section(struct hvtrace_daemon_kring *r, const char *path)
+{
+	struct hvtrace_area_info ki;
+	uint64_t off, len;
+	int ret;
+
+	if (!dk_section(path, &off, &len))
+		return hvt_err(-ENOENT, "%s names no kernel section any more",
+			       path);
+	ret = hvtrace_area_open(path, off, len, HVTRACE_OPEN_CONTROL, &r->sec);
+	if (!ret)
+		ret = hvtrace_area_get_info(r->sec, &ki);
+	if (ret)
+		return ret;
+	if (ki.writer_kind != HVT_WRITER_GUEST_KERNEL)
+		return hvt_err(-EINVAL,
+			       "%s: the kernel section at %llu holds an area "
+			       "of writer kind %u, not a guest kernel's (%u)",
+			       path, (unsigned long long)off, ki.writer_kind,
+			       HVT_WRITER_GUEST_KERNEL);
+	if (ki.clock_id != HVT_CLOCK_MONO_NS)
+		return hvt_err(-EINVAL,
+			       "%s: the kernel section's clock is not mono, "
+			       "the agent's",
+			       path);
+	r->nr_cpus = ki.nr_cpus;
+	r->subbuf_size = ki.subbuf_size;
+	return 0;
 }
 
 int hvtrace_daemon_kring_open(const char *name, const char *formats,
@@ -64,15 +135,21 @@ int hvtrace_daemon_kring_open(const char *name, const char *formats,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
-	ret = hvtrace_kring_open(ram, 0, &r->k);
-	if (!ret)
-		ret = hvtrace_kring_get_info(r->k, &ki);
+	if (ret == 2) {
+		ret = dk_open_section(r, ram);
+	} else {
+		ret = hvtrace_kring_open(ram, 0, &r->k);
+		if (!ret)
+			ret = hvtrace_kring_get_info(r->k, &ki);
+		if (!ret) {
+			r->nr_cpus = ki.nr_cpus;
+			r->subbuf_size = ki.subbuf_size;
+		}
+	}
 	if (!ret)
 		ret = hvtrace_decoder_new_kernel(formats, &r->dec);
 	if (ret)
 		goto fail;
-	r->nr_cpus = ki.nr_cpus;
-	r->subbuf_size = ki.subbuf_size;
 	r->page = malloc(r->subbuf_size);
 	if (!r->page) {
 		ret = hvt_err(-ENOMEM, "out of memory");
@@ -114,13 +191,33 @@ int hvtrace_daemon_kring_read_page(struct hvtrace_daemon_kring *r, uint32_t cpu,
 
 	if (cpu >= r->nr_cpus)
 		return hvt_err(-EINVAL, "the guest kernel has no CPU %u", cpu);
-	ret = hvtrace_kring_read_page(r->k, (int)cpu, r->page, r->subbuf_size,
-				      NULL);
+	ret = r->sec ? hvtrace_cpu_read_page(r->sec, (int)cpu, r->page,
+					     r->subbuf_size, NULL)
+		     : hvtrace_kring_read_page(r->k, (int)cpu, r->page,
+					       r->subbuf_size, NULL);
 	if (ret <= 0)
 		return ret;
 	*page = r->page;
 	*len = r->subbuf_size;
 	return 1;
+}
+
+bool hvtrace_daemon_kring_copied(const struct hvtrace_daemon_kring *r)
+{
+	return r->sec != NULL;
+}
+
+bool hvtrace_daemon_kring_finished(const struct hvtrace_daemon_kring *r)
+{
+	uint32_t state;
+
+	if (!r->sec || hvtrace_area_writer_state(r->sec, &state, NULL) < 0 ||
+	    state != HVT_STATE_STOPPED)
+		return false;
+	/* The agent stored the state (release) after its last page: what
+	 * is read from here on sees every page. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return true;
 }
 
 void hvtrace_daemon_kring_close(struct hvtrace_daemon_kring *r)
@@ -129,6 +226,7 @@ void hvtrace_daemon_kring_close(struct hvtrace_daemon_kring *r)
 		return;
 	hvtrace_decoder_free(r->dec);
 	hvtrace_kring_close(r->k);
+	hvtrace_area_close(r->sec);
 	free(r->page);
 	free(r);
 }

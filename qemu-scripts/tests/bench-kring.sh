@@ -16,6 +16,14 @@
 #     agent reads the ring, and the agent's CPU time over the run is
 #     printed to show it.
 #
+# Then the same two loops with agent copy mode forced (--kernel-mode
+# copy: hvtrace-agent copies the instance's pages into the trace area's
+# kernel section, and "hvtrace stream NAME" reads them through the area
+# beside the user events), as kcopy_* lines: the rate, the events lost,
+# the stream's CPU, the guest's cost traced against tracing off, and the
+# agent's CPU time over the run, which is what copy mode costs the guest
+# on top of the ring writes.
+#
 # Environment: HVT_BENCH_KRING_LINES (N, default 20000).
 . "$(dirname "$0")/lib.sh"
 t_require
@@ -36,6 +44,36 @@ echo 0 >$T/tracing_on; t2=\$($up); taskset 1 sh -c '$loop' 2>/dev/null; t3=\$($u
 echo 1 >$T/tracing_on; g1=\$($agent); echo hvt-bench \$t0 \$t1 \$t2 \$t3 \$g0 \$g1"
 run=${run//$'\n'/ }
 
+# bench PREFIX NAME OUT ERR TIME: the BENCH lines of a run whose stream
+# wrote OUT and ERR, its CPU time in TIME, the guest's timings on the
+# console of guest NAME.
+bench() {
+	local p=$1 name=$2 out=$3 err=$4 cpu_user cpu_sys line got lost
+	local t0 t1 t2 t3 gu0 gs0 gu1 gs1
+	read -r cpu_user cpu_sys <"$5"
+	line=$(grep -a '^hvt-bench ' "$T_TMP/$name.log" | tr -d '\r')
+	[ -n "$line" ] || fail "the guest printed no timings ($p)"
+	read -r _ t0 t1 t2 t3 gu0 gs0 gu1 gs1 <<<"$line"
+	got=$(grep -ac 'hvt-mark' "$out")
+	lost=$(sed -n 's/^hvtrace stream: .* events, \([0-9]*\) lost, .*/\1/p' "$err")
+	[ "$got" -eq "$N" ] || [ "${lost:-0}" -gt 0 ] ||
+		fail "the stream printed $got of $N lines and no loss ($p: $(tail -1 "$err"))"
+	awk -v p="$p" -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" \
+		-v u="$cpu_user" -v s="$cpu_sys" -v lost="${lost:-0}" \
+		-v hz="$(getconf CLK_TCK)" -v ga="$((gu1 + gs1 - gu0 - gs0))" 'BEGIN {
+		on = (t1 - t0) * 1e9 / n; off = (t3 - t2) * 1e9 / n
+		printf "BENCH %s_events_per_s %.0f events/s\n", p, n / (t1 - t0)
+		printf "BENCH %s_events_lost %d events\n", p, lost
+		printf "BENCH %s_host_cpu_per_1M_events %.2f s\n", p, (u + s) * 1e6 / n
+		printf "BENCH %s_guest_write_traced %.0f ns/event\n", p, on
+		printf "BENCH %s_guest_write_tracing_off %.0f ns/event\n", p, off
+		printf "BENCH %s_guest_cost_traced_vs_off %.2f x\n", p, on / off
+		printf "BENCH %s_guest_agent_cpu %.0f ms\n", p, ga * 1000 / hz
+		printf "BENCH %s_guest_agent_cpu_per_event %.0f ns/event\n", p, ga * 1e9 / hz / n
+	}'
+}
+
+# --- the persistent ring, read from guest RAM, no agent involved ----------
 t_name n kbench
 "$G" start --name "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
 	--kernel-events ftrace:print --run "$run" \
@@ -44,23 +82,18 @@ TIMEFORMAT='%U %S'
 { time HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 900 "$HVTRACE" stream \
 	"$n" --guest-kernel --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt"; } \
 	2>"$T_TMP/time.txt" || { cat "$T_TMP/err.txt"; fail "stream failed"; }
-read -r cpu_user cpu_sys <"$T_TMP/time.txt"
-line=$(grep -a '^hvt-bench ' "$T_TMP/$n.log" | tr -d '\r')
-[ -n "$line" ] || fail "the guest printed no timings"
-read -r _ t0 t1 t2 t3 gu0 gs0 gu1 gs1 <<<"$line"
-got=$(grep -ac 'hvt-mark' "$T_TMP/out.txt")
-lost=$(sed -n 's/^hvtrace stream: .* events, \([0-9]*\) lost, .*/\1/p' "$T_TMP/err.txt")
-[ "$got" -eq "$N" ] || fail "the stream printed $got of $N lines ($(tail -1 "$T_TMP/err.txt"))"
-hz=$(getconf CLK_TCK)
-awk -v n="$N" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v t3="$t3" \
-	-v u="$cpu_user" -v s="$cpu_sys" -v lost="${lost:-0}" -v hz="$hz" \
-	-v ga="$((gu1 + gs1 - gu0 - gs0))" 'BEGIN {
-	on = (t1 - t0) * 1e9 / n; off = (t3 - t2) * 1e9 / n
-	printf "BENCH kring_events_per_s %.0f events/s\n", n / (t1 - t0)
-	printf "BENCH kring_events_lost %d events\n", lost
-	printf "BENCH kring_host_cpu_per_1M_events %.2f s\n", (u + s) * 1e6 / n
-	printf "BENCH kring_guest_write_traced %.0f ns/event\n", on
-	printf "BENCH kring_guest_write_tracing_off %.0f ns/event\n", off
-	printf "BENCH kring_guest_cost_traced_vs_off %.2f x\n", on / off
-	printf "BENCH kring_guest_agent_cpu %.0f ms\n", ga * 1000 / hz
-}'
+bench kring "$n" "$T_TMP/out.txt" "$T_TMP/err.txt" "$T_TMP/time.txt"
+
+# --- agent copy mode: the same loops, the pages through the agent ---------
+t_own_daemon
+t_name c kbcopy
+"$HVTRACE" guest start "$c" --initrd "$initrd" --log "$T_TMP/$c.log" \
+	--kernel-events ftrace:print --kernel-mode copy --run "$run" \
+	--timeout 180 >"$T_TMP/start-copy.out" 2>&1 ||
+	{ cat "$T_TMP/start-copy.out"; fail "start (copy mode) failed"; }
+{ time timeout 900 "$HVTRACE" stream "$c" --summary >"$T_TMP/out-copy.txt" \
+	2>"$T_TMP/err-copy.txt"; } 2>"$T_TMP/time-copy.txt" ||
+	{ cat "$T_TMP/err-copy.txt"; fail "stream (copy mode) failed"; }
+grep -q 'kernel copy mode' "$T_TMP/err-copy.txt" ||
+	fail "the stream did not read the kernel section: $(cat "$T_TMP/err-copy.txt")"
+bench kcopy "$c" "$T_TMP/out-copy.txt" "$T_TMP/err-copy.txt" "$T_TMP/time-copy.txt"

@@ -27,10 +27,7 @@ K=${HVT_KCLOCK_ROUNDS:-20}
 initrd=$T_OBJTREE/qemu-scripts/guest.cpio.gz
 [ -f "$initrd" ] || fail "$initrd is missing; build it with 'make guest-image'"
 T=/sys/kernel/tracing/instances/hvt
-# A daemon of the test's own: its socket and runtime folder in $T_TMP.
-T_RUNDIR=$T_TMP/run
-export HVTRACED_SOCKET=$T_TMP/hvtraced.sock HVT_RUNDIR=$T_RUNDIR HVT_SHM_DIR=$T_SHM
-trap '"$HVTRACE" daemon stop >/dev/null 2>&1; t_cleanup' EXIT
+t_own_daemon
 
 t_name n kclock
 # Round k's byte is letter k (a, b, ...): the copies of the previous

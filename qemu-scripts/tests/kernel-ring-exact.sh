@@ -46,12 +46,5 @@ HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 600 "$HVTRACE" stream "$n" \
 cat "$T_TMP/err.txt"
 grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$n.log" || fail "the guest's writers failed"
 kring_check_marks "$T_TMP/out.txt" "$N"
-pid=$(sed -n 's/^getppid_loop: pid \([0-9]*\) made .*/\1/p' "$T_TMP/$n.log" | tr -d '\r')
-[ -n "$pid" ] || fail "getppid_loop did not say its pid"
-calls=$(grep -a -c -- "-$pid *\[.*sys_enter: NR 110 (" "$T_TMP/out.txt")
-info "getppid_loop (pid $pid): $calls getppid sys_enter events of $K calls"
-[ "$calls" -eq "$K" ] || {
-	grep -a -m5 -- "-$pid *\[" "$T_TMP/out.txt"
-	fail "$calls getppid sys_enter events from pid $pid, not $K"
-}
+kring_check_getppid "$T_TMP/$n.log" "$T_TMP/out.txt" "$K"
 echo "PASS"

@@ -18,47 +18,21 @@ t_require
 HVTRACE=$T_OBJTREE/bin/hvtrace
 [ -x "$HVTRACE" ] || fail "$HVTRACE is missing; build it with 'make O=$T_OBJTREE'"
 initrd=$(t_initrd)
-T=/sys/kernel/tracing/instances/hvt
 
-# marks FROM TO: the guest writes "hvt-mark FROM" .. "hvt-mark TO-1".
-marks() {
-	echo "i=$1; while [ \$i -lt $2 ]; do echo \"hvt-mark \$i\" >$T/trace_marker; i=\$((i + 1)); done"
-}
-
-# The guest (pinned to CPU 0): 100 lines, then waits for a "g" on its
-# port "go" (the host's signal that the reader is stopped; a read before
-# the host connects sees end of file), 19900 more, a console line, a
-# pause, 1000 more.
+# The guest: kring_lap_run (lib.sh).
 t_name n lost
 "$G" start --name "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
 	--kernel-events ftrace:print --kernel-buffer 128K --port go \
-	--run "taskset 1 sh -c '$(marks 0 100); until head -c 1 /dev/virtio-ports/go | grep -q g; do sleep 0.1; done; echo hvt-go-seen; $(marks 100 20000); echo hvt-burst1-done; sleep 3; $(marks 20000 21000)'" \
+	--run "$(kring_lap_run)" \
 	--wait-ready --timeout 120 >/dev/null || fail "start failed"
 "$G" kformats "$n" "$T_TMP/fmt" >/dev/null || fail "kformats failed"
 HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR "$HVTRACE" stream "$n" --guest-kernel \
 	--formats "$T_TMP/fmt" --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt" &
 spid=$!
 T_PIDS+=("$spid")
-# The reader has started (it printed the first 100 lines): stop it.
-wait_line "$T_TMP/out.txt" 'hvt-mark 99$' 120 ||
-	fail "the stream did not print the first lines"
-kill -STOP "$spid" || fail "cannot stop the stream"
-# From here a failure must let the stream run again, or it never ends.
-resume_fail() {
-	kill -CONT "$spid" 2>/dev/null
-	fail "$@"
-}
-# Stay connected and repeat the byte until the guest says it saw one: a
-# byte sent while the guest has the port closed may be dropped.
-"$T_SRCTREE/qemu-scripts/port-send" "$T_RUNDIR/$n/port-go.sock" g "$T_TMP/$n.log" \
-	$'\nhvt-go-seen' 120 ||
-	resume_fail "the guest did not take the signal on its port"
-wait_line "$T_TMP/$n.log" '^hvt-burst1-done' 120 ||
-	resume_fail "the guest did not finish its first burst"
-kill -CONT "$spid"
-wait "$spid" || { cat "$T_TMP/err.txt"; fail "stream failed"; }
-cat "$T_TMP/err.txt"
-grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$n.log" || fail "the guest's writer failed"
+# The reader has started (it printed the first 100 lines): stop it,
+# let the guest lap it, resume it.
+kring_lap "$n" "$spid" "$T_TMP/out.txt" "$T_TMP/err.txt"
 
 # Every marker line is on CPU 0; numbers strictly increase; a gap only
 # right after a LOST line; the last 1000 (the second burst) all there.

@@ -145,3 +145,60 @@ kring_check_marks() {
 		END { if (!bad && seen != n) printf "%d of %d lines\n", seen, n; else if (!bad) print "ok" }')
 	[ "$got" = ok ] || fail "$file: $got"
 }
+
+# kring_check_getppid LOG OUT CALLS: getppid_loop (its pid from the console
+# LOG) made CALLS getppid calls, and OUT shows exactly that many
+# "sys_enter: NR 110" events (getppid on x86_64) of that pid.
+kring_check_getppid() {
+	local log=$1 out=$2 want=$3 pid calls
+	pid=$(sed -n 's/^getppid_loop: pid \([0-9]*\) made .*/\1/p' "$log" | tr -d '\r')
+	[ -n "$pid" ] || fail "getppid_loop did not say its pid"
+	calls=$(grep -a -c -- "-$pid *\[.*sys_enter: NR 110 (" "$out")
+	info "getppid_loop (pid $pid): $calls getppid sys_enter events of $want calls"
+	[ "$calls" -eq "$want" ] || {
+		grep -a -m5 -- "-$pid *\[" "$out"
+		fail "$calls getppid sys_enter events from pid $pid, not $want"
+	}
+}
+
+# The overwrite tests' guest (pinned to CPU 0): 100 numbered marker
+# lines, then it waits for a "g" on its port "go" (the host's signal that
+# the reader is stopped; a read before the host connects sees end of
+# file), 19900 more, the console line hvt-burst1-done, a pause, 1000 more.
+kring_lap_run() {
+	local T=/sys/kernel/tracing/instances/hvt
+	marks() {
+		echo "i=$1; while [ \$i -lt $2 ]; do echo \"hvt-mark \$i\" >$T/trace_marker; i=\$((i + 1)); done"
+	}
+	echo "taskset 1 sh -c '$(marks 0 100); until head -c 1 /dev/virtio-ports/go | grep -q g; do sleep 0.1; done; echo hvt-go-seen; $(marks 100 20000); echo hvt-burst1-done; sleep 3; $(marks 20000 21000)'"
+}
+
+# kring_lap NAME SPID OUT ERR: once the stream SPID printed the first 100
+# lines to OUT, stop it (SIGSTOP), signal guest NAME (kring_lap_run) on
+# its port until it says it saw the byte (one sent while the port is
+# closed may be dropped), wait for its burst, resume the stream and wait
+# for its end (ERR: its stderr, shown).
+kring_lap() {
+	local n=$1 spid=$2 out=$3 err=$4
+	wait_line "$out" 'hvt-mark 99$' 120 ||
+		{ cat "$err"; fail "the stream did not print the first lines"; }
+	kill -STOP "$spid" || fail "cannot stop the stream"
+	# From here a failure must let the stream run again, or it never ends.
+	"$T_SRCTREE/qemu-scripts/port-send" "$T_RUNDIR/$n/port-go.sock" g "$T_TMP/$n.log" \
+		$'\nhvt-go-seen' 120 ||
+		{ kill -CONT "$spid"; fail "the guest did not take the signal on its port"; }
+	wait_line "$T_TMP/$n.log" '^hvt-burst1-done' 120 ||
+		{ kill -CONT "$spid"; fail "the guest did not finish its first burst"; }
+	kill -CONT "$spid"
+	wait "$spid" || { cat "$err"; fail "stream failed"; }
+	cat "$err"
+	grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$n.log" || fail "the guest's writer failed"
+}
+
+# t_own_daemon: the test's own hvtraced (started by "hvtrace guest start"),
+# its socket and runtime folder in $T_TMP, stopped at exit.
+t_own_daemon() {
+	T_RUNDIR=$T_TMP/run
+	export HVTRACED_SOCKET=$T_TMP/hvtraced.sock HVT_RUNDIR=$T_RUNDIR HVT_SHM_DIR=$T_SHM
+	trap '"$T_OBJTREE/bin/hvtrace" daemon stop >/dev/null 2>&1; t_cleanup' EXIT
+}

@@ -282,6 +282,10 @@ static const struct hdr_case hdr_cases[] = {
 	  "geometry" },
 	{ "clock 9", HF(clock_id), 9, -EINVAL, "clock" },
 	{ "clock shift 64", HF(clock_shift), 64, -EINVAL, "shift" },
+	{ "kernel section in a loopback area", HF(kernel_size), 8192,
+	  -EINVAL, "kernel section" },
+	{ "kernel offset without a size", HF(kernel_offset), 0x100000,
+	  -EINVAL, "kernel section" },
 };
 
 static void put_field(uint8_t *h, size_t off, int width, uint64_t v)
@@ -334,6 +338,54 @@ static void test_header(void)
 	check(ret == -EINVAL, "open returned %d", ret);
 	if (!ret)
 		hvtrace_area_close(a);
+	memcpy(x.area, &saved, sizeof(saved));
+	/* A guest's kernel section (agent copy mode) that is not 4 KiB
+	 * aligned, overlaps the area or wraps around. */
+	{
+		static const struct {
+			const char *name;
+			uint64_t off, size;	/* off 0: the area's end */
+		} ks[] = {
+			{ "kernel section offset unaligned", 100, 8192 },
+			{ "kernel section size unaligned", 0, 8000 },
+			{ "kernel section inside the area", 0x5000, 8192 },
+			{ "kernel section wrapping around",
+			  ~0ULL & ~4095ULL, 8192 },
+		};
+		struct hvt_area_header *h = (struct hvt_area_header *)x.area;
+		const char *msg;
+
+		for (i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+			cur_case = ks[i].name;
+			cases++;
+			memcpy(x.area, &saved, sizeof(saved));
+			h->writer_kind = HVT_WRITER_GUEST;
+			h->kernel_offset = ks[i].off == 100 ? h->area_size + 100
+					   : ks[i].off ? ks[i].off
+						       : h->area_size;
+			h->kernel_size = ks[i].size;
+			ret = hvtrace_area_open(x.path, 0, 0, 0, &a);
+			msg = hvtrace_last_error();
+			check(ret == -EINVAL, "open returned %d", ret);
+			check(msg && strstr(msg, "kernel section"),
+			      "message does not say 'kernel section': '%s'",
+			      msg ? msg : "");
+			if (!ret)
+				hvtrace_area_close(a);
+		}
+		/* A well-formed one opens. */
+		cur_case = "kernel section after a guest's area";
+		cases++;
+		memcpy(x.area, &saved, sizeof(saved));
+		h->writer_kind = HVT_WRITER_GUEST;
+		h->kernel_offset = h->area_size;
+		h->kernel_size = 8192;
+		ret = hvtrace_area_open(x.path, 0, 0, 0, &a);
+		check(ret == 0, "open returned %d (%s)", ret,
+		      hvtrace_last_error());
+		if (!ret)
+			hvtrace_area_close(a);
+	}
 	memcpy(x.area, &saved, sizeof(saved));
 	hx_teardown(&x);
 }

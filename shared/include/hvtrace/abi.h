@@ -81,6 +81,14 @@
 #define HVT_WRITER_LOOPBACK	1u
 #define HVT_WRITER_GUEST	2u
 #define HVT_WRITER_HYP		3u
+/*
+ * A guest kernel's own ftrace pages, copied whole by the guest's agent
+ * from the kernel's trace_pipe_raw: the *kernel section* of a guest's
+ * area (see hvt_area_header.kernel_offset).  Its event ids, formats and
+ * clock are the guest kernel's, not the user events' (docs/design.md,
+ * "The kernel section").
+ */
+#define HVT_WRITER_GUEST_KERNEL	4u
 
 /* Writer life cycle, area header 'state'. */
 #define HVT_STATE_INIT		0u
@@ -167,7 +175,20 @@ struct hvt_area_header {
 	uint64_t sync_seq;		/* 0x088 */
 	uint64_t sync_clock;		/* 0x090 writer clock when answered */
 	uint64_t generation;		/* 0x098 bumped on every writer start */
-	uint8_t reserved[4096 - 0xa0];
+	/*
+	 * The kernel section (agent copy mode): a second, complete trace
+	 * area of writer kind HVT_WRITER_GUEST_KERNEL, kernel_size bytes at
+	 * kernel_offset from the start of this area (at or after its
+	 * area_size, 4 KiB aligned), whose sub-buffers are the guest
+	 * kernel's own ftrace pages.  Its rings, descriptors and control
+	 * page work exactly as this area's; only what the pages hold
+	 * differs (the guest kernel's event ids and trace clock).  Both 0
+	 * when there is none.  The host reads the section with the same
+	 * page reader and validates it as any area.
+	 */
+	uint64_t kernel_offset;		/* 0x0a0 */
+	uint64_t kernel_size;		/* 0x0a8 */
+	uint8_t reserved[4096 - 0xb0];
 };
 HVT_STATIC_ASSERT(sizeof(struct hvt_area_header) == HVT_AREA_HEADER_SIZE,
 		  "area header is one page");
@@ -182,6 +203,8 @@ HVT_STATIC_ASSERT(offsetof(struct hvt_area_header, sync_seq) == 0x88,
 		  "sync_seq");
 HVT_STATIC_ASSERT(offsetof(struct hvt_area_header, generation) == 0x98,
 		  "generation");
+HVT_STATIC_ASSERT(offsetof(struct hvt_area_header, kernel_offset) == 0xa0,
+		  "kernel_offset");
 
 /* --- control page (host-owned, page 1) ------------------------------ */
 

@@ -263,6 +263,32 @@ void *hvt_rb_reserve(struct hvt_rb_cpu *cb, struct hvt_rb_reservation *r,
 void hvt_rb_commit(struct hvt_rb_cpu *cb, struct hvt_rb_reservation *r);
 
 /**
+ * hvt_rb_put_page - commit a whole ftrace sub-buffer from another ring
+ * @cb:   CPU buffer (single writer: the caller is its only one)
+ * @page: the sub-buffer as Linux's trace_pipe_raw returns it: u64
+ *        time_stamp, u64 commit (data size | RB_MISSED_* flags), data
+ * @len:  bytes readable at @page
+ * @lost: events lost right before it (its own RB_MISSED_* flags and
+ *        stored count are not looked at: the caller decodes them)
+ *
+ * For the agent's kernel copy (abi.h, HVT_WRITER_GUEST_KERNEL): the page
+ * is walked with the host's page walker (every event inside its commit,
+ * data events counted), copied into the next slot and committed with the
+ * same stores and barriers as a page switch (W2, W3, W1), so the host's
+ * reader takes it like any page and counts @lost exactly through the
+ * descriptors.
+ *
+ * Return: 0 when committed; -HVT_ENOSPC when the ring is full in consume
+ * mode (nothing changed: keep the page, try again once the host read);
+ * -HVT_ENODATA when the page holds no data event (nothing changed: carry
+ * @lost to the next page); -HVT_EBADMSG for a malformed page or
+ * -HVT_E2BIG for one larger than this ring's sub-buffers (nothing
+ * changed); -HVT_EINVAL for bad arguments.
+ */
+int hvt_rb_put_page(struct hvt_rb_cpu *cb, const uint8_t *page, uint32_t len,
+		    uint64_t lost);
+
+/**
  * hvt_rb_count_unplaced - count an event that no CPU buffer took
  *
  * For a writer running on a CPU the area has no buffer for (pass the
@@ -364,6 +390,13 @@ struct hvt_area_params {
 	uint32_t clock_shift;
 	uint32_t writer_pid;
 	const char *name;
+	/*
+	 * Bytes at the end of area_size kept for a kernel section (agent
+	 * copy mode, abi.h): the area takes area_size - kernel_size and its
+	 * header names the section right after it.  0: none.  A multiple
+	 * of 4096; the caller formats the section itself.
+	 */
+	uint64_t kernel_size;
 };
 
 /**
