@@ -13,7 +13,10 @@
  *                             use; refused on an area
  *   ENABLE                    user events by name or '*'; on an area
  *                             its static events, by NAME, SYSTEM/NAME,
- *                             SYSTEM:NAME, globs or '*'
+ *                             SYSTEM:NAME, globs or '*'; with an agent,
+ *                             SYSTEM:EVENT or SYSTEM of the guest
+ *                             kernel, and any name that is no user
+ *                             event (kevents.c asks the agent)
  *   TEXT EVENTS               every event that has an enable bit:
  *                             "SYSTEM NAME ID BIT ENABLED" lines
  *   TEXT STATUS               on an area: its events in the shape of
@@ -221,6 +224,18 @@ static void names_free(struct names *ns)
 	free(ns->v);
 }
 
+/* Could @s name a guest kernel event or system (SYSTEM[:EVENT])? */
+static bool kevent_name(const char *s)
+{
+	const char *p;
+
+	for (p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == ':'))
+			return false;
+	return *s && *s != ':';
+}
+
 static void user_enable(struct conn *c, struct remote *r,
 			const struct hvt_msg *m)
 {
@@ -244,6 +259,19 @@ static void user_enable(struct conn *c, struct remote *r,
 		conn_reply_result(c, m, HVT_MSG_ENABLE, ret, (uint32_t)ns.n, 0,
 				  "%s", ret ? err.msg : "");
 		names_free(&ns);
+		return;
+	}
+	/*
+	 * SYSTEM:EVENT of another system than user_events, or a name the
+	 * registry does not know: the guest kernel's, through the agent
+	 * (kevents.c).
+	 */
+	if (n == s && strchr(s, ':')) {
+		kevents_forward(c, r, m, s, false);
+		return;
+	}
+	if (n == s && hvtrace_ue_lookup(r->reg, n, &info) && kevent_name(n)) {
+		kevents_forward(c, r, m, n, n == s);
 		return;
 	}
 	ret = hvtrace_ue_set_enabled(r->reg, n, HVT_UE_USED_FTRACE, m->u.arg.arg,
