@@ -60,6 +60,17 @@ int hvt_cli_parse_pid(const char *s, int *out);
 /* The trace clock a guest kernel's formats folder names (its
  * trace_clock file) into @clock; true when it is mono (stream_kclock.c). */
 bool hvt_cli_ring_clock_mono(const char *dir, char *clock, size_t len);
+/*
+ * The guest kernel's ring of remote @name (daemon_kring.c): its formats
+ * unpacked into a private folder (@formats, @size >= 32 bytes) and the
+ * ring (hvtrace_daemon_kring_open()).  Returns 0 with *@out NULL when the
+ * remote has none or it cannot join (a note on stderr says why), 0 with
+ * *@out set, or an exit code.  hvt_cli_kring_close() removes the folder.
+ */
+struct hvtrace_daemon_kring;
+int hvt_cli_kring_open(const char *verb, const char *name, char *formats,
+		       size_t size, struct hvtrace_daemon_kring **out);
+void hvt_cli_kring_close(struct hvtrace_daemon_kring *r, char *formats);
 
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);

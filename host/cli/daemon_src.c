@@ -58,7 +58,8 @@ struct rs {
 	struct rs_cpu *cpus;
 	uint32_t nr_cpus;
 	uint32_t nr_q;		  /* queues: nr_cpus, then the kernel's CPUs */
-	struct hvt_rs_kring *kr;  /* the guest kernel's ring, or NULL */
+	struct hvtrace_daemon_kring *kr; /* the guest kernel's ring, or NULL */
+	char kformats[64];              /* its formats' private folder */
 	uint64_t sub_dropped; /* subscriber drops seen so far */
 	uint64_t comm_tried_ns;
 	unsigned long long printed, lost, bytes, pages;
@@ -191,11 +192,11 @@ static int rs_kpump(struct rs *s)
 	const uint8_t *data;
 	int n = 0, i, ret;
 
-	for (cpu = 0; s->kr && cpu < hvt_rs_kring_cpus(s->kr); cpu++) {
+	for (cpu = 0; s->kr && cpu < hvtrace_daemon_kring_cpus(s->kr); cpu++) {
 		if (s->o->cpu >= 0 && (int)cpu != s->o->cpu)
 			continue;
 		for (i = 0; i < 64; i++) {
-			ret = hvt_rs_kring_page(s->kr, cpu, &data, &len);
+			ret = hvtrace_daemon_kring_read_page(s->kr, cpu, &data, &len);
 			if (ret < 0)
 				return hvt_cli_error(s->verb,
 						     "the guest kernel's ring: "
@@ -269,7 +270,7 @@ static int rs_print(struct rs *s, struct rs_rec *r)
 	struct rs_cpu *c = &s->cpus[r->q];
 	bool kernel = r->q >= s->nr_cpus;
 	struct hvtrace_decoder *dec =
-		kernel ? hvt_rs_kring_decoder(s->kr) : s->dec;
+		kernel ? hvtrace_daemon_kring_decoder(s->kr) : s->dec;
 	struct hvtrace_record rec;
 	int n;
 
@@ -468,10 +469,13 @@ static int rs_open(struct rs *s)
 				     s->rec.nr_cpus - 1);
 	s->nr_cpus = s->rec.nr_cpus;
 	/* A guest agent's clock is mono: its kernel ring can join. */
-	if (!s->o->user_only && s->rec.clock_id == HVT_CLOCK_MONO_NS &&
-	    hvt_rs_kring_open(s->rec.name, &s->kr))
-		return hvt_cli_error(s->verb, "out of memory");
-	s->nr_q = s->nr_cpus + (s->kr ? hvt_rs_kring_cpus(s->kr) : 0);
+	if (!s->o->user_only && s->rec.clock_id == HVT_CLOCK_MONO_NS) {
+		ret = hvt_cli_kring_open(s->verb, s->rec.name, s->kformats,
+					 sizeof(s->kformats), &s->kr);
+		if (ret)
+			return ret;
+	}
+	s->nr_q = s->nr_cpus + (s->kr ? hvtrace_daemon_kring_cpus(s->kr) : 0);
 	s->cpus = calloc(s->nr_q, sizeof(*s->cpus));
 	s->line_cap = 8192;
 	s->line = malloc(s->line_cap);
@@ -613,7 +617,7 @@ out:
 	free(s.line);
 	rs_free_queues(&s);
 	hvtrace_decoder_free(s.dec);
-	hvt_rs_kring_close(s.kr);
+	hvt_cli_kring_close(s.kr, s.kformats);
 	hvtrace_daemon_events_free(&s.evs);
 	hvtrace_daemon_feed_close(s.feed);
 	hvtrace_daemon_close(s.dc);

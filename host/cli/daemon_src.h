@@ -20,20 +20,6 @@ struct hvt_rstream_opts {
 	bool user_only; /* not the guest kernel's ring beside */
 };
 
-/* A rig guest's kernel ring beside its user events (daemon_kring.c):
- * @out NULL when NAME has none or it cannot join (a note says why). */
-struct hvt_rs_kring;
-struct hvtrace_decoder;
-int hvt_rs_kring_open(const char *name, struct hvt_rs_kring **out);
-uint32_t hvt_rs_kring_cpus(const struct hvt_rs_kring *r);
-struct hvtrace_decoder *hvt_rs_kring_decoder(const struct hvt_rs_kring *r);
-/* The next validated sub-buffer of guest CPU @cpu (timestamps in the
- * guest's mono clock), valid until the next call: 1, 0 when nothing is
- * new, or -errno. */
-int hvt_rs_kring_page(struct hvt_rs_kring *r, uint32_t cpu,
-		      const uint8_t **page, uint32_t *len);
-void hvt_rs_kring_close(struct hvt_rs_kring *r);
-
 /* hvtrace stream NAME: the remote's events through hvtraced. */
 int hvt_cli_stream_remote(const struct hvt_rstream_opts *o);
 

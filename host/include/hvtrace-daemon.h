@@ -374,6 +374,53 @@ HVTRACE_API int hvtrace_daemon_enable_event(struct hvtrace_daemon *dc,
  */
 HVTRACE_API bool hvtrace_daemon_name_is_remote(const char *arg);
 
+/* --- The guest kernel's ring of a remote ----------------------------- */
+
+struct hvtrace_daemon_kring;
+struct hvtrace_kring;
+
+/**
+ * hvtrace_daemon_kring_path - the RAM file of the rig guest @name
+ * ($HVT_SHM_DIR/hvtrace-NAME.ram, default /dev/shm) into @buf
+ *
+ * Return: 1 when it exists, 0 when not, -ENAMETOOLONG.
+ */
+HVTRACE_API int hvtrace_daemon_kring_path(const char *name, char *buf,
+					  size_t size);
+/**
+ * hvtrace_daemon_kring_open - the guest kernel's own ring of remote @name,
+ * read from its RAM file, and a decoder of @formats (a folder of the guest's
+ * formats laid out like tracefs)
+ *
+ * Return: 0 with *@out set; 0 with *@out NULL when the remote has no RAM
+ * file (no kernel ring); a negative errno of hvtrace_kring_open() or
+ * hvtrace_decoder_new_kernel() (hvtrace_last_error() says why).
+ */
+HVTRACE_API int hvtrace_daemon_kring_open(const char *name,
+					  const char *formats,
+					  struct hvtrace_daemon_kring **out);
+HVTRACE_API void hvtrace_daemon_kring_close(struct hvtrace_daemon_kring *r);
+HVTRACE_API uint32_t
+hvtrace_daemon_kring_cpus(const struct hvtrace_daemon_kring *r);
+HVTRACE_API uint32_t
+hvtrace_daemon_kring_subbuf_size(const struct hvtrace_daemon_kring *r);
+HVTRACE_API struct hvtrace_decoder *
+hvtrace_daemon_kring_decoder(const struct hvtrace_daemon_kring *r);
+/** hvtrace_daemon_kring_ring - the ring itself, for hvtrace_kring_get_stats() */
+HVTRACE_API struct hvtrace_kring *
+hvtrace_daemon_kring_ring(const struct hvtrace_daemon_kring *r);
+/**
+ * hvtrace_daemon_kring_read_page - the next validated sub-buffer of guest CPU
+ * @cpu (timestamps in the guest's trace clock), valid until the next call
+ *
+ * Return: 1 with *@page and *@len set, 0 when nothing new is committed, or a
+ * negative errno of hvtrace_kring_read_page() (-EINVAL: no such CPU).
+ */
+HVTRACE_API int hvtrace_daemon_kring_read_page(struct hvtrace_daemon_kring *r,
+					       uint32_t cpu,
+					       const uint8_t **page,
+					       uint32_t *len);
+
 #ifdef __cplusplus
 }
 #endif
