@@ -78,7 +78,7 @@ void kevents_forward(struct conn *tool, struct remote *r,
 					  "be changed through hvtrace-agent, "
 					  "which is not connected");
 		else
-			conn_reply_result(tool, m, HVT_MSG_ERROR, -ENOTCONN, 0,
+			conn_reply_result(tool, m, HVT_MSG_ERROR, -ENODEV, 0,
 					  0, no_agent, r->name);
 		return;
 	}
