@@ -50,8 +50,9 @@
 
 /* An agent's upload of its guest kernel's formats (kformats.c). */
 #define KF_MAX_FILES		16384u
-#define KF_MAX_BYTES		(64u << 20)
-#define KF_FILE_MAX		(16u << 20)
+#define KF_MAX_BYTES		(16u << 20)	/* a real 6.12 kernel: 2 MiB */
+#define KF_FILE_MAX		(8u << 20)
+#define KF_MAX_KERNELS		64	/* folders in the cache */
 struct kf_upload {
 	bool active;
 	int failed;		/* -errno of a broken upload, for END */

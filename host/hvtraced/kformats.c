@@ -16,7 +16,9 @@
  *     with '.': no "..", no absolute path, no other file;
  *   - each file arrives in order, its pieces contiguous, once; a file
  *     is at most KF_FILE_MAX bytes, an upload at most KF_MAX_FILES files
- *     and KF_MAX_BYTES bytes;
+ *     and KF_MAX_BYTES bytes, and the cache at most KF_MAX_KERNELS
+ *     folders (a guest that names a new kernel at every session cannot
+ *     fill the disk);
  *   - files are created with openat() under a fresh staging folder that
  *     only this daemon made (O_CREAT | O_EXCL | O_NOFOLLOW), folders with
  *     mkdirat(), never following a link.
@@ -229,6 +231,22 @@ int kf_key(char *out, size_t size, const struct hvt_m_kformats *m)
 	return n > 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
 }
 
+/* Folders in the cache (bounded count), or -errno. */
+static int kf_count(const char *root)
+{
+	DIR *d = opendir(root);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) && n <= KF_MAX_KERNELS)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
 int kf_begin(struct kf_upload *u, const char *cache,
 	     const struct hvt_m_kformats *m, char *dir, size_t dir_size,
 	     char *msg, size_t msgsize)
@@ -263,6 +281,13 @@ int kf_begin(struct kf_upload *u, const char *cache,
 		return -ENAMETOOLONG;
 	if (!lstat(dir, &st) && S_ISDIR(st.st_mode))
 		return 1;	/* cached already */
+	if (kf_count(root) >= KF_MAX_KERNELS) {
+		kf_msg(msg, msgsize,
+		       "the formats cache %s holds %d kernels already: "
+		       "remove the folders of kernels no longer traced",
+		       root, KF_MAX_KERNELS);
+		return -ENOSPC;
+	}
 	if (snprintf(u->stage, sizeof(u->stage), "%s/.upload-%s.%d.XXXXXX",
 		     root, u->key, (int)getpid()) >= (int)sizeof(u->stage))
 		return -ENAMETOOLONG;

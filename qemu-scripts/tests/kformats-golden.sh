@@ -17,6 +17,9 @@
 #    file, byte for byte, and no file missing or extra), the folder named
 #    by the guest's release and a build id that its notes hold.
 #    saved_cmdlines is not compared: the guest adds to it while it runs.
+#    A read of the guest's RAM file alone (hvtrace stream RAMFILE
+#    --drain, as after a crash) finds that folder by the release in the
+#    banner and the build id in RAM.
 # 2. Events: sched:sched_waking is off at boot (--kernel-events
 #    ftrace:print,sched:sched_switch); "hvtrace events enable --remote
 #    NAME sched:sched_waking" makes it appear in "hvtrace stream NAME
@@ -52,7 +55,7 @@ run+=' { cd $I && sha256sum events/header_page events/header_event events/*/enab
 run+=' echo "hvt-sums $(wc -l </tmp/sums) $(LC_ALL=C sort /tmp/sums | sha256sum | cut -c1-64)";'
 run+=' echo "hvt-release $(uname -r)";'
 run+=' echo "hvt-notes $(od -An -tx1 -v /sys/kernel/notes | tr -d " \n")";'
-run+=' ( until head -c 1 /dev/virtio-ports/go | grep -q k; do sleep 0.1; done; kill $(pidof hvtrace-agent); echo hvt-agent-killed ) &'
+run+=' ( until head -c 1 /dev/virtio-ports/go | grep -q k; do sleep 0.1; done; for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = hvtrace-agent ] && kill ${p#/proc/}; done; echo hvt-agent-killed ) &'
 run+=' i=0; while :; do echo "hvt-tick $i" >$I/trace_marker; echo "hvt-tick-$i"; i=$((i + 1)); sleep 0.3; done'
 "$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
 	--kernel-events ftrace:print,sched:sched_switch --port go --run "$run" \
@@ -86,6 +89,16 @@ hsum=$(LC_ALL=C sort "$T_TMP/host.sums" | sha256sum | cut -c1-64)
 [ "$hcount" = "$gcount" ] || fail "the cache has $hcount files, the guest $gcount"
 [ "$hsum" = "$gsum" ] || fail "the cache's files differ from the guest's (digest of the sums $hsum, guest $gsum)"
 info "$gcount files of kernel $rel (build id $bid) served byte for byte as the guest has them"
+
+# The same folder for a read of the RAM file alone (as after the guest
+# died): found by the release in the guest's banner and confirmed by the
+# build id bytes in guest RAM.
+HVT_CACHE=$CACHE "$HVTRACE" stream "$T_SHM/hvtrace-$n.ram" --drain \
+	>"$T_TMP/pm.txt" 2>"$T_TMP/pm.err" || fail "stream RAMFILE --drain: $(cat "$T_TMP/pm.err")"
+grep -q "the guest kernel's formats from $dir (release $rel, build id $bid found in guest RAM)" "$T_TMP/pm.err" ||
+	fail "stream RAMFILE did not pick $dir: $(cat "$T_TMP/pm.err")"
+grep -Eq ': hvt-tick [0-9]+$' "$T_TMP/pm.txt" || fail "stream RAMFILE decoded no marker"
+info "a read of the RAM file alone decodes with $dir"
 
 # 2. sched:sched_waking through the agent.
 last_tick() { tr -d '\r' <"$T_TMP/$n.log" | sed -n 's/^hvt-tick-\([0-9]*\)$/\1/p' | tail -n 1; }
@@ -125,12 +138,13 @@ info "sched_waking: $w1 events while enabled, none after the disable"
 # 3. Without an agent.
 "$T_SRCTREE/qemu-scripts/port-send" "$T_RUNDIR/$n/port-go.sock" k "$T_TMP/$n.log" \
 	hvt-agent-killed 60 || fail "the guest did not kill its agent"
+# (the agent says goodbye: the guest's remote waits for another one)
 for _ in $(seq 300); do
-	"$HVTRACE" list 2>/dev/null | grep -Eq "^$n .*disconnected" && break
+	"$HVTRACE" list 2>/dev/null | grep -Eq "^$n .* connected " || break
 	sleep 0.1
 done
 "$HVTRACE" events enable --remote "$n" sched:sched_waking >"$T_TMP/noag.out" 2>&1 &&
-	fail "events enable succeeded without an agent"
+	fail "events enable succeeded without an agent: $(cat "$T_TMP/noag.out"; "$HVTRACE" list; tail -n 5 "$T_RUNDIR/hvtraced.log")"
 grep -q "the guest kernel's events can only be changed through hvtrace-agent" "$T_TMP/noag.out" ||
 	fail "without an agent: $(cat "$T_TMP/noag.out")"
 info "without an agent: $(head -n 1 "$T_TMP/noag.out")"
