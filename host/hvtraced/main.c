@@ -92,7 +92,10 @@ static const char usage_text[] =
 	"                         it a REGISTER is refused with ENOSPC\n"
 	"  -v, --verbose          log more\n"
 	"  -h, --help             this text\n"
-	"  --version\n";
+	"  --version\n"
+	"\n"
+	"Guest kernel formats that agents send are kept in\n"
+	"$HVT_CACHE/kformats/RELEASE@BUILDID (default /var/cache/hvtrace).\n";
 
 static int listen_socket(void)
 {
