@@ -214,6 +214,10 @@ void link_fail_inflight(struct agent *ag, const char *why);
 void link_down(struct agent *ag, const char *why, bool close_fd);
 
 /* kformats.c: the guest kernel's formats, sent at each session */
+void agent_path(char *dst, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The kernel instance's folder (the tracefs top level without one). */
+void agent_kinstance_dir(const struct agent *ag, char *dst, size_t size);
 void kformats_session_up(struct agent *ag);
 void kformats_answer(struct agent *ag, const struct hvt_msg *m);
 void kformats_tick(struct agent *ag);

@@ -6,46 +6,19 @@
  * into the kernel instance's events/SYSTEM[/EVENT]/enable (the instance
  * whose ring the host reads from guest RAM, --kernel-instance), and
  * answers with a RESULT that says what happened.  The codec has checked
- * the name already (letters, digits, '_' and one ':'), so it cannot name
- * anything outside the events folder; it is checked again here before it
- * becomes part of a path.
+ * the name (hvt_msg_decode(): letters, digits, '_' and at most one ':'
+ * between two non-empty parts), so it cannot name anything outside the
+ * events folder; the file is opened O_NOFOLLOW.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
-
-static void kev_path(char *dst, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void kev_path(char *dst, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(dst, size, fmt, ap);
-	va_end(ap);
-}
-
-static bool kev_name_ok(const char *s)
-{
-	const char *p;
-
-	if (!*s || *s == ':')
-		return false;
-	for (p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '_' || *p == ':'))
-			return false;
-	p = strchr(s, ':');
-	return !p || (p[1] && !strchr(p + 1, ':'));
-}
 
 static void kev_reply(struct agent *ag, const struct hvt_msg *req, int status,
 		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -76,7 +49,6 @@ void kevents_request(struct agent *ag, const struct hvt_msg *m)
 {
 	char name[HVT_PROTO_EVNAME_MAX + 1], inst[PATH_MAX], path[2 * PATH_MAX];
 	const char *on = m->u.arg.arg ? "1" : "0";
-	struct stat st;
 	char *colon;
 	ssize_t n;
 	int fd;
@@ -85,24 +57,16 @@ void kevents_request(struct agent *ag, const struct hvt_msg *m)
 						sizeof(name) - 1;
 	memcpy(name, m->u.arg.s.ptr, (size_t)n);
 	name[n] = '\0';
-	if (!kev_name_ok(name)) {
-		kev_reply(ag, m, -EINVAL,
-			  "'%s' is not SYSTEM or SYSTEM:EVENT", name);
-		return;
-	}
 	if (!ag->tracefs) {
 		kev_reply(ag, m, -ENOENT,
 			  "this agent has no tracefs (--tracefs)");
 		return;
 	}
-	kev_path(inst, sizeof(inst), "%s/instances/%s", ag->tracefs,
-		 ag->kinstance);
-	if (stat(inst, &st) || !S_ISDIR(st.st_mode))
-		kev_path(inst, sizeof(inst), "%s", ag->tracefs);
+	agent_kinstance_dir(ag, inst, sizeof(inst));
 	colon = strchr(name, ':');
 	if (colon)
 		*colon = '/';
-	kev_path(path, sizeof(path), "%s/events/%s/enable", inst, name);
+	agent_path(path, sizeof(path), "%s/events/%s/enable", inst, name);
 	if (colon)
 		*colon = ':';
 	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);

@@ -130,16 +130,22 @@ static void kf_build_id(char *out, size_t size)
 /* --- the list of files ----------------------------------------------------- */
 
 /* A path into @dst; a path that does not fit is cut (and then not found). */
-static void kf_path(char *dst, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void kf_path(char *dst, size_t size, const char *fmt, ...)
+void agent_path(char *dst, size_t size, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(dst, size, fmt, ap);
 	va_end(ap);
+}
+
+void agent_kinstance_dir(const struct agent *ag, char *dst, size_t size)
+{
+	struct stat st;
+
+	agent_path(dst, size, "%s/instances/%s", ag->tracefs, ag->kinstance);
+	if (stat(dst, &st) || !S_ISDIR(st.st_mode))
+		agent_path(dst, size, "%s", ag->tracefs);
 }
 
 static void kf_clear_list(struct kformats *k)
@@ -209,7 +215,7 @@ static char **kf_subdirs(const char *dir)
 	while ((de = readdir(d)) && n < KF_MAX_FILES) {
 		if (de->d_name[0] == '.')
 			continue;
-		kf_path(path, sizeof(path), "%s/%s", dir, de->d_name);
+		agent_path(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (stat(path, &st) || !S_ISDIR(st.st_mode))
 			continue;
 		if (n + 1 >= cap) {
@@ -253,31 +259,28 @@ static int kf_build_list(struct agent *ag, struct kformats *k)
 	struct stat st;
 	int ret = 0;
 
-	kf_path(inst, sizeof(inst), "%s/instances/%s", ag->tracefs,
-		 ag->kinstance);
-	if (stat(inst, &st) || !S_ISDIR(st.st_mode))
-		kf_path(inst, sizeof(inst), "%s", ag->tracefs);
-	kf_path(evd, sizeof(evd), "%s/events", inst);
+	agent_kinstance_dir(ag, inst, sizeof(inst));
+	agent_path(evd, sizeof(evd), "%s/events", inst);
 	if (stat(evd, &st) || !S_ISDIR(st.st_mode))
 		return -ENOENT;
 	sys = kf_subdirs(evd);
 	if (!sys)
 		return -ENOMEM;
 #define ADD(n, s) do { if (!ret) ret = kf_add(k, &cap, (n), (s)); } while (0)
-	kf_path(src, sizeof(src), "%s/header_page", evd);
+	agent_path(src, sizeof(src), "%s/header_page", evd);
 	ADD("events/header_page", src);
-	kf_path(src, sizeof(src), "%s/header_event", evd);
+	agent_path(src, sizeof(src), "%s/header_event", evd);
 	ADD("events/header_event", src);
 	for (i = 0; sys[i] && !ret; i++) {
-		kf_path(name, sizeof(name), "%s/%s", evd, sys[i]);
+		agent_path(name, sizeof(name), "%s/%s", evd, sys[i]);
 		ev = kf_subdirs(name);
-		kf_path(name, sizeof(name), "events/%s/enable", sys[i]);
-		kf_path(src, sizeof(src), "%s/%s/enable", evd, sys[i]);
+		agent_path(name, sizeof(name), "events/%s/enable", sys[i]);
+		agent_path(src, sizeof(src), "%s/%s/enable", evd, sys[i]);
 		ADD(name, src);
 		for (j = 0; ev && ev[j] && !ret; j++) {
-			kf_path(name, sizeof(name), "events/%s/%s/format",
+			agent_path(name, sizeof(name), "events/%s/%s/format",
 				 sys[i], ev[j]);
-			kf_path(src, sizeof(src), "%s/%s/%s/format", evd,
+			agent_path(src, sizeof(src), "%s/%s/%s/format", evd,
 				 sys[i], ev[j]);
 			if (!access(src, R_OK))
 				ADD(name, src);
@@ -285,11 +288,11 @@ static int kf_build_list(struct agent *ag, struct kformats *k)
 		kf_free_v(ev);
 	}
 	kf_free_v(sys);
-	kf_path(src, sizeof(src), "%s/printk_formats", ag->tracefs);
+	agent_path(src, sizeof(src), "%s/printk_formats", ag->tracefs);
 	ADD("printk_formats", src);
-	kf_path(src, sizeof(src), "%s/saved_cmdlines", ag->tracefs);
+	agent_path(src, sizeof(src), "%s/saved_cmdlines", ag->tracefs);
 	ADD("saved_cmdlines", src);
-	kf_path(src, sizeof(src), "%s/trace_clock", inst);
+	agent_path(src, sizeof(src), "%s/trace_clock", inst);
 	ADD("trace_clock", src);
 	ADD("version", "/proc/version");
 #undef ADD

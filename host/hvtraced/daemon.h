@@ -509,6 +509,7 @@ void trigger_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
 void trigger_tool_gone(struct conn *tool);
 
 /* kevents.c: tools' changes of the guest kernel's events, via the agent */
+bool kevents_name_ok(const char *name);	/* SYSTEM or SYSTEM:EVENT */
 void kevents_forward(struct conn *tool, struct remote *r,
 		     const struct hvt_msg *m, const char *name, bool bare);
 bool kevents_answer(struct remote *r, const struct hvt_msg *m);

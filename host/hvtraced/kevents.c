@@ -61,6 +61,25 @@ static void kev_reply(struct kev_wait *w, int status, uint32_t on,
 	memset(w, 0, sizeof(*w));
 }
 
+/* A KEVENT of @name, its answer's type aside; the codec holds the rule
+ * for names (no path can be made of one). */
+static void kev_msg(struct hvt_msg *k, const char *name, uint32_t on)
+{
+	memset(k, 0, sizeof(*k));
+	k->type = HVT_MSG_KEVENT;
+	k->u.arg.arg = on;
+	k->u.arg.s.ptr = name;
+	k->u.arg.s.len = (uint32_t)strlen(name);
+}
+
+bool kevents_name_ok(const char *name)
+{
+	struct hvt_msg k;
+
+	kev_msg(&k, name, 1);
+	return hvt_msg_encoded_size(&k) >= 0;
+}
+
 void kevents_forward(struct conn *tool, struct remote *r,
 		     const struct hvt_msg *m, const char *name, bool bare)
 {
@@ -92,13 +111,7 @@ void kevents_forward(struct conn *tool, struct remote *r,
 				  D_KEV_WAITS, r->name);
 		return;
 	}
-	memset(&k, 0, sizeof(k));
-	k.type = HVT_MSG_KEVENT;
-	k.req = remote_next_req(r);
-	k.u.arg.arg = m->u.arg.arg;
-	k.u.arg.s.ptr = name;
-	k.u.arg.s.len = (uint32_t)strlen(name);
-	/* The codec holds the rule for names (no path can be made of one). */
+	kev_msg(&k, name, m->u.arg.arg);
 	if (hvt_msg_encoded_size(&k) < 0) {
 		conn_reply_result(tool, m, HVT_MSG_ERROR, -EINVAL, 0, 0,
 				  "'%s' is not a guest kernel event: give "
@@ -107,6 +120,7 @@ void kevents_forward(struct conn *tool, struct remote *r,
 				  name);
 		return;
 	}
+	k.req = remote_next_req(r);
 	if (conn_send(r->conn, &k)) {
 		conn_reply_result(tool, m, HVT_MSG_ERROR, -EAGAIN, 0, 0,
 				  "the agent of remote '%s' does not read its "

@@ -224,18 +224,6 @@ static void names_free(struct names *ns)
 	free(ns->v);
 }
 
-/* Could @s name a guest kernel event or system (SYSTEM[:EVENT])? */
-static bool kevent_name(const char *s)
-{
-	const char *p;
-
-	for (p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '_' || *p == ':'))
-			return false;
-	return *s && *s != ':';
-}
-
 static void user_enable(struct conn *c, struct remote *r,
 			const struct hvt_msg *m)
 {
@@ -270,8 +258,9 @@ static void user_enable(struct conn *c, struct remote *r,
 		kevents_forward(c, r, m, s, false);
 		return;
 	}
-	if (n == s && hvtrace_ue_lookup(r->reg, n, &info) && kevent_name(n)) {
-		kevents_forward(c, r, m, n, n == s);
+	if (n == s && hvtrace_ue_lookup(r->reg, n, &info) &&
+	    kevents_name_ok(n)) {
+		kevents_forward(c, r, m, n, true);
 		return;
 	}
 	ret = hvtrace_ue_set_enabled(r->reg, n, HVT_UE_USED_FTRACE, m->u.arg.arg,

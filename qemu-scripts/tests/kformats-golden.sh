@@ -49,13 +49,14 @@ HVT_CACHE=$CACHE "$T_OBJTREE/bin/hvtraced" --socket "$HVTRACED_SOCKET" \
 t_name n kfg
 # The guest's own account of its files, then a marker every 0.3 s
 # ("hvt-tick N" in the ring, "hvt-tick-N" on the console), and on the
-# byte 'k' on port "go" it kills its agent.
+# byte 'k' on port "go" it kills its agent (its answer is spelled apart in
+# the command, which the console shows, so only the answer matches).
 run='T=/sys/kernel/tracing; I=$T/instances/hvt;'
 run+=' { cd $I && sha256sum events/header_page events/header_event events/*/enable events/*/*/format trace_clock; cd $T && sha256sum printk_formats; } >/tmp/sums;'
 run+=' echo "hvt-sums $(wc -l </tmp/sums) $(LC_ALL=C sort /tmp/sums | sha256sum | cut -c1-64)";'
 run+=' echo "hvt-release $(uname -r)";'
 run+=' echo "hvt-notes $(od -An -tx1 -v /sys/kernel/notes | tr -d " \n")";'
-run+=' ( until head -c 1 /dev/virtio-ports/go | grep -q k; do sleep 0.1; done; for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = hvtrace-agent ] && kill ${p#/proc/}; done; echo hvt-agent-killed ) &'
+run+=' ( until head -c 1 /dev/virtio-ports/go | grep -q k; do sleep 0.1; done; for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = hvtrace-agent ] && kill ${p#/proc/}; done; echo hvt-agent-kill""ed ) &'
 run+=' i=0; while :; do echo "hvt-tick $i" >$I/trace_marker; echo "hvt-tick-$i"; i=$((i + 1)); sleep 0.3; done'
 "$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
 	--kernel-events ftrace:print,sched:sched_switch --port go --run "$run" \
@@ -144,7 +145,7 @@ for _ in $(seq 300); do
 	sleep 0.1
 done
 "$HVTRACE" events enable --remote "$n" sched:sched_waking >"$T_TMP/noag.out" 2>&1 &&
-	fail "events enable succeeded without an agent: $(cat "$T_TMP/noag.out"; "$HVTRACE" list; tail -n 5 "$T_RUNDIR/hvtraced.log")"
+	fail "events enable succeeded without an agent: $(cat "$T_TMP/noag.out")"
 grep -q "the guest kernel's events can only be changed through hvtrace-agent" "$T_TMP/noag.out" ||
 	fail "without an agent: $(cat "$T_TMP/noag.out")"
 info "without an agent: $(head -n 1 "$T_TMP/noag.out")"
