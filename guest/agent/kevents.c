@@ -21,7 +21,8 @@
 #include "agent.h"
 
 static void kev_reply(struct agent *ag, const struct hvt_msg *req, int status,
-		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+		      const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 static void kev_reply(struct agent *ag, const struct hvt_msg *req, int status,
 		      const char *fmt, ...)
@@ -94,7 +95,8 @@ void kevents_request(struct agent *ag, const struct hvt_msg *m)
 	}
 	close(fd);
 	agent_log("guest kernel %s '%s' %s in %s",
-		  colon ? "event" : "event system", name, m->u.arg.arg ? "enabled" : "disabled", inst);
+		  colon ? "event" : "event system", name,
+		  m->u.arg.arg ? "enabled" : "disabled", inst);
 	kev_reply(ag, m, 0, "%s %s", name,
 		  m->u.arg.arg ? "enabled" : "disabled");
 }

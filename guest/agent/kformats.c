@@ -75,7 +75,7 @@ struct kformats {
 
 static struct kformats kf_state;
 
-/* --- what the kernel is ----------------------------------------------------- */
+/* --- what the kernel is -------------------------------------------------- */
 
 /*
  * The GNU build id from /sys/kernel/notes (the kernel's ELF notes: namesz,
@@ -112,8 +112,9 @@ static void kf_build_id(char *out, size_t size)
 		if (namesz > have || descsz > have ||
 		    off + 12 + name_pad + desc_pad > have)
 			break;
-		if (type == 3 && namesz == 4 && !memcmp(b + off + 12, "GNU", 4) &&
-		    descsz >= 1 && descsz <= HVT_PROTO_BUILD_ID_MAX &&
+		if (type == 3 && namesz == 4 &&
+		    !memcmp(b + off + 12, "GNU", 4) && descsz >= 1 &&
+		    descsz <= HVT_PROTO_BUILD_ID_MAX &&
 		    2 * (size_t)descsz < size) {
 			const uint8_t *d = b + off + 12 + name_pad;
 			uint32_t i;
@@ -127,7 +128,7 @@ static void kf_build_id(char *out, size_t size)
 	free(b);
 }
 
-/* --- the list of files ----------------------------------------------------- */
+/* --- the list of files --------------------------------------------------- */
 
 /* A path into @dst; a path that does not fit is cut (and then not found). */
 void agent_path(char *dst, size_t size, const char *fmt, ...)

@@ -92,8 +92,8 @@ static const char usage_text[] =
 	"                       " DEFAULT_TRACEFS " with --control,\n"
 	"                       none with --host-socket; 'none': off)\n"
 	"  --kernel-instance NAME  the instance the host reads (default\n"
-	"                       " DEFAULT_KINSTANCE "; the top level when there\n"
-	"                       is no such instance)\n"
+	"                       " DEFAULT_KINSTANCE "; the top level when\n"
+	"                       there is no such instance)\n"
 	"\n"
 	"  -v, --verbose        log more\n"
 	"  -h, --help           this text\n";

@@ -393,6 +393,8 @@ static void agent_kformats(struct conn *c, struct remote *r,
 			d_log("remote '%s': the guest kernel's formats are "
 			      "refused: %s",
 			      r->name, msg);
+		} else {
+			r->kf.began_ms = d_now_ms();
 		}
 		conn_reply_result(c, m, HVT_MSG_KFORMATS, ret < 0 ? ret : 0,
 				  ret == 1, 0, "%s", msg);
@@ -402,8 +404,10 @@ static void agent_kformats(struct conn *c, struct remote *r,
 		     sizeof(msg));
 	if (!ret)
 		snprintf(r->kf_dir, sizeof(r->kf_dir), "%s", dir);
-	d_log("remote '%s': guest kernel formats %s: %s", r->name,
-	      ret ? "not kept" : "received", msg);
+	d_log("remote '%s': guest kernel formats %s: %s (%llu ms after "
+	      "BEGIN)",
+	      r->name, ret ? "not kept" : "received", msg,
+	      (unsigned long long)(d_now_ms() - r->kf.began_ms));
 	conn_reply_result(c, m, HVT_MSG_KFORMATS, ret, 0, 0, "%s", msg);
 }
 

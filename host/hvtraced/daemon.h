@@ -66,6 +66,7 @@ struct kf_upload {
 	uint64_t cur_off;
 	uint32_t files, max_files;
 	uint64_t bytes;
+	uint64_t began_ms;	/* agent.c: when BEGIN came */
 };
 
 /* A tool's change of a guest kernel event, waiting for the agent

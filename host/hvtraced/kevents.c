@@ -37,7 +37,8 @@ static struct conn *kev_tool(uint32_t id)
 
 /* Answer the tool that waits in @w, and free @w. */
 static void kev_reply(struct kev_wait *w, int status, uint32_t on,
-		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+		      const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 static void kev_reply(struct kev_wait *w, int status, uint32_t on,
 		      const char *fmt, ...)

@@ -90,6 +90,7 @@ hsum=$(LC_ALL=C sort "$T_TMP/host.sums" | sha256sum | cut -c1-64)
 [ "$hcount" = "$gcount" ] || fail "the cache has $hcount files, the guest $gcount"
 [ "$hsum" = "$gsum" ] || fail "the cache's files differ from the guest's (digest of the sums $hsum, guest $gsum)"
 info "$gcount files of kernel $rel (build id $bid) served byte for byte as the guest has them"
+info "hvtraced: $(sed -n 's/.*guest kernel formats received: //p' "$T_RUNDIR/hvtraced.log")"
 
 # The same folder for a read of the RAM file alone (as after the guest
 # died): found by the release in the guest's banner and confirmed by the

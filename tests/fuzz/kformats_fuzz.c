@@ -146,7 +146,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int records = 0;
 
 	if (!cache[0]) {
-		snprintf(cache, sizeof(cache), "/dev/shm/hvt-kformats-fuzz.XXXXXX");
+		snprintf(cache, sizeof(cache),
+			 "/dev/shm/hvt-kformats-fuzz.XXXXXX");
 		check(mkdtemp(cache) != NULL);
 		snprintf(root, sizeof(root), "%s/kformats", cache);
 		atexit(remove_cache);
