@@ -193,6 +193,11 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      r->held.nr_refs, D->max_registrations,
 				      D->max_channels,
 				      (unsigned long long)r->refused_regs);
+		if (n > 0 && n < (int)sizeof(small) && !remote_static_events(r))
+			n += snprintf(small + n, sizeof(small) - (size_t)n,
+				      "kernel_formats: %s\n",
+				      r->kf_dir[0] ? r->kf_dir :
+				      r->kf.active ? "(being sent)" : "(none)");
 		if (n < 0 || n >= (int)sizeof(small))
 			n = (int)sizeof(small) - 1;
 		send_text(c, m, 0, small, (size_t)n);

@@ -121,6 +121,8 @@ got=$(cd "$C" && find . -type f | sort | tr '\n' ' ')
 want='./build_id ./events/ftrace/enable ./events/ftrace/print/format ./events/header_event ./events/header_page ./events/irq/enable ./events/irq/irq_handler_entry/format ./events/sched/enable ./events/sched/sched_switch/format ./events/sched/sched_waking/format ./printk_formats ./release ./saved_cmdlines ./trace_clock ./version '
 [ "$got" = "$want" ] || fail "the folder holds: $got"
 ls -a "$HVT_CACHE/kformats" | grep -q '^\.upload' && fail "a staging folder was left"
+"$H" daemon info --remote "$NAME" >"$T/info.out" 2>&1 || fail "daemon info: $(cat "$T/info.out")"
+grep -qx "kernel_formats: $C" "$T/info.out" || fail "daemon info does not name $C: $(cat "$T/info.out")"
 echo "ok: $n formats and 10 other files kept byte for byte in $C"
 
 # The same kernel again: the cache has it, the agent sends nothing more.
