@@ -389,7 +389,9 @@ static void agent_kformats(struct conn *c, struct remote *r,
 			d_log("remote '%s': guest kernel %s: formats in %s",
 			      r->name, r->kf.key, dir);
 		} else if (ret < 0) {
-			r->proto_errors++;
+			/* The agent's fault, not the cache's: counted. */
+			if (ret == -EINVAL || ret == -E2BIG)
+				r->proto_errors++;
 			d_log("remote '%s': the guest kernel's formats are "
 			      "refused: %s",
 			      r->name, msg);
