@@ -296,6 +296,16 @@ struct remote {
 	struct kf_upload kf;
 	char kf_dir[PATH_MAX];		/* "": none from the agent */
 	struct kev_wait kev[D_KEV_WAITS];
+	/* armed wakeups (wake.c); fanout.c fills want and more */
+	struct {
+		enum { WAKE_POLL, WAKE_BARRIER, WAKE_ASLEEP } state;
+		bool refused;		/* the agent refused a BARRIER */
+		bool more;		/* the last poll stopped at its cap */
+		uint64_t want;		/* CPUs subscribed at the last poll */
+		uint64_t cpus;		/* CPUs armed */
+		uint32_t req;		/* the BARRIER out */
+		uint64_t armings, barriers, doorbells, sleeps;
+	} wake;
 
 	uint64_t proto_errors;
 	uint64_t pages_read;
@@ -353,6 +363,9 @@ struct daemon {
 	/* page polling */
 	uint32_t poll_us;		/* current interval */
 	uint64_t next_poll_us;
+	bool wakeups;			/* arm wakeups of agents' remotes */
+	uint32_t wake_mark;		/* bytes a doorbell waits for */
+	uint32_t wake_backstop_ms;	/* poll interval when all sleep */
 
 	volatile int stop;
 };
@@ -499,6 +512,12 @@ void ping_burst(struct remote *r);
 void ping_reset(struct remote *r);
 void ping_answer(struct remote *r, const struct hvt_msg *m, uint64_t recv_ns);
 void ping_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
+
+/* wake.c: armed wakeups of agents' remotes */
+void wake_reset(struct remote *r);
+bool wake_after_poll(void); /* true: every read remote sleeps */
+void wake_answer(struct remote *r, const struct hvt_msg *m);
+void wake_doorbell(struct remote *r);
 
 /* trigger.c */
 int trigger_start(struct remote *r, struct conn *tool, uint32_t req,

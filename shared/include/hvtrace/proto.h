@@ -89,6 +89,10 @@ enum hvt_msg_type {
 	HVT_MSG_KEVENT = 38,		/* host -> agent: ARG, enable (1) or
 					 * disable (0) "system[:event]" in
 					 * the kernel instance */
+	/* armed wakeups (docs/design.md, "Waking the reader") */
+	HVT_MSG_DOORBELL = 48,		/* agent -> host notice: a writer rang */
+	HVT_MSG_BARRIER = 49,		/* host -> agent: a full barrier on
+					 * every CPU of the guest's writers */
 	/* tool -> daemon */
 	HVT_MSG_REMOTES = 64,
 	HVT_MSG_TEXT = 65,
