@@ -139,7 +139,7 @@ struct pl {
 };
 
 /* The layouts, indexed by enum hvt_layout (proto_layouts.c). */
-extern const struct pl hvt_proto_layouts[HVT_L_TRIGGER_RUN_REPLY + 1]
+extern const struct pl hvt_proto_layouts[HVT_L_COUNT]
 	__attribute__((visibility("hidden")));
 
 /* --- values in members and on the wire ------------------------------------ */

@@ -42,6 +42,9 @@ static const struct msg_layout msg_layouts[] = {
 	MT(HVT_MSG_TRACING, "TRACING", HVT_L_TRACING, HVT_L_RESULT),
 	MT(HVT_MSG_PING, "PING", HVT_L_PING, HVT_L_PONG),
 	MT(HVT_MSG_TRIGGER, "TRIGGER", HVT_L_TRIGGER, HVT_L_TRIGGER_ACK),
+	MT(HVT_MSG_KFORMATS, "KFORMATS", HVT_L_KFORMATS, HVT_L_RESULT),
+	MT(HVT_MSG_KFILE, "KFILE", HVT_L_KFILE, HVT_L_RESULT),
+	MT(HVT_MSG_KEVENT, "KEVENT", HVT_L_ARG, HVT_L_RESULT),
 	MT(HVT_MSG_DOORBELL, "DOORBELL", HVT_L_EMPTY, HVT_L_NONE),
 	MT(HVT_MSG_BARRIER, "BARRIER", HVT_L_EMPTY, HVT_L_RESULT),
 	MT(HVT_MSG_REMOTES, "REMOTES", HVT_L_EMPTY, HVT_L_REMOTES),
@@ -61,6 +64,7 @@ static const struct msg_layout msg_layouts[] = {
 	MT(HVT_MSG_DETACH, "DETACH", HVT_L_ARG, HVT_L_RESULT),
 	MT(HVT_MSG_ATTACH_AREA, "ATTACH_AREA", HVT_L_ARG, HVT_L_RESULT),
 	MT(HVT_MSG_DRAIN, "DRAIN", HVT_L_EMPTY, HVT_L_RESULT),
+	MT(HVT_MSG_KFORMATS_DIR, "KFORMATS_DIR", HVT_L_EMPTY, HVT_L_TEXT),
 };
 #undef MT
 
@@ -315,7 +319,36 @@ static const struct pf f_unregister[] = {
 	I(0, 4, unreg.id, PR_RANGE, 0, 0xffff, "UNREGISTER id out of range"),
 };
 
-/* DELETE, DEFINE, ENABLE, ATTACH, DETACH, ATTACH_AREA: arg_extra(). */
+/*
+ * A guest kernel event or system: "SYSTEM" or "SYSTEM:EVENT", both parts
+ * non-empty, of [A-Za-z0-9_], HVT_PROTO_EVNAME_MAX in all (tracefs folder
+ * names: nothing a path could be made of).
+ */
+static int kevent_name_ok(const char *s, uint32_t len)
+{
+	uint32_t i, part = 0, colons = 0;
+
+	if (len < 1 || len > HVT_PROTO_EVNAME_MAX)
+		return 0;
+	for (i = 0; i < len; i++) {
+		char ch = s[i];
+
+		if (ch == ':') {
+			if (!part || colons++)
+				return 0;
+			part = 0;
+			continue;
+		}
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '_'))
+			return 0;
+		part++;
+	}
+	return part > 0;
+}
+
+/* DELETE, DEFINE, ENABLE, ATTACH, DETACH, ATTACH_AREA, KEVENT:
+ * arg_extra(). */
 static const struct pf f_arg[] = {
 	U(0, 4, arg.arg),
 	S(4, 2, arg.s, PR_NONE, 0, 0,
@@ -326,7 +359,7 @@ static int arg_extra(const struct hvt_msg *m, const char **why)
 {
 	const struct hvt_m_arg *a = &m->u.arg;
 
-	if (m->type == HVT_MSG_ENABLE) {
+	if (m->type == HVT_MSG_ENABLE || m->type == HVT_MSG_KEVENT) {
 		if (a->arg > 1) {
 			*why = "ENABLE argument is not 0 or 1";
 			return 0;
@@ -343,6 +376,14 @@ static int arg_extra(const struct hvt_msg *m, const char **why)
 	if (m->type == HVT_MSG_ATTACH || m->type == HVT_MSG_DETACH) {
 		if (!hvt_proto_name_ok(a->s.ptr, a->s.len)) {
 			*why = "remote name is not 1..31 of [A-Za-z0-9._-]";
+			return 0;
+		}
+		return 1;
+	}
+	if (m->type == HVT_MSG_KEVENT) {
+		if (!kevent_name_ok(a->s.ptr, a->s.len)) {
+			*why = "KEVENT name is not SYSTEM or SYSTEM:EVENT of "
+			       "[A-Za-z0-9_]";
 			return 0;
 		}
 		return 1;
@@ -497,9 +538,56 @@ static const struct pf f_trigger_run_reply[] = {
 	  trigger_rec_bad),
 };
 
+static const struct pf f_kformats[] = {
+	I(0, 4, kformats.op, PR_RANGE, 1, HVT_KF_OP_MAX,
+	  "KFORMATS op out of range"),
+	U(4, 4, kformats.nr_files),
+	U(8, 8, kformats.total_bytes),
+	S(16, 2, kformats.release, PR_LINE, 1, HVT_PROTO_RELEASE_MAX,
+	  "KFORMATS release empty, too long or with control characters"),
+	S(18, 2, kformats.build_id, PR_LINE, 0, 2 * HVT_PROTO_BUILD_ID_MAX,
+	  "KFORMATS build id too long"),
+};
+
+static int kformats_extra(const struct hvt_msg *m, const char **why)
+{
+	const struct hvt_m_kformats *k = &m->u.kformats;
+	uint32_t i;
+
+	if (k->build_id.len % 2) {
+		*why = "KFORMATS build id is not lowercase hex bytes";
+		return 0;
+	}
+	for (i = 0; i < k->build_id.len; i++) {
+		char ch = k->build_id.ptr[i];
+
+		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) {
+			*why = "KFORMATS build id is not lowercase hex bytes";
+			return 0;
+		}
+	}
+	if (k->op == HVT_KF_BEGIN && k->total_bytes) {
+		*why = "KFORMATS BEGIN with a byte count";
+		return 0;
+	}
+	return 1;
+}
+
+static const struct pf f_kfile[] = {
+	I(0, 4, kfile.flags, PR_MASK, 0, HVT_KFILE_ALL,
+	  "KFILE with unknown flags"),
+	U(8, 8, kfile.offset),
+	S(16, 2, kfile.name, PR_LINE, 1, HVT_PROTO_KPATH_MAX,
+	  "KFILE name empty, too long or with control characters"),
+	{ .kind = PK_VAR, .rule = PR_RANGE, .off = 20, .wire = 4,
+	  .mem = M_OFF(kfile.len), .msize = 4, .mptr = M_OFF(kfile.data),
+	  .unit = 1, .lo = 0, .hi = HVT_PROTO_MAX_FRAME,
+	  .why = "KFILE length out of range" },
+};
+
 #define L(fx, t) { (fx), NF(t), (t), NULL }
 #define LX(fx, t, x) { (fx), NF(t), (t), (x) }
-const struct pl hvt_proto_layouts[HVT_L_TRIGGER_RUN_REPLY + 1] = {
+const struct pl hvt_proto_layouts[HVT_L_COUNT] = {
 	[HVT_L_EMPTY] = { 8, 0, NULL, NULL },
 	[HVT_L_HELLO] = LX(60, f_hello, hello_extra),
 	[HVT_L_BYE] = L(12, f_bye),
@@ -527,6 +615,8 @@ const struct pl hvt_proto_layouts[HVT_L_TRIGGER_RUN_REPLY + 1] = {
 	[HVT_L_TO_HOST_REPLY] = L(16, f_to_host_reply),
 	[HVT_L_TRIGGER_RUN] = L(8, f_trigger_run),
 	[HVT_L_TRIGGER_RUN_REPLY] = L(8, f_trigger_run_reply),
+	[HVT_L_KFORMATS] = LX(24, f_kformats, kformats_extra),
+	[HVT_L_KFILE] = L(24, f_kfile),
 };
 #undef L
 #undef LX

@@ -140,6 +140,8 @@ struct agent {
 	uint32_t host_wait_ms;
 	struct hvtg_format fmt;
 	const char *kcopy_dir;	/* --kernel-copy: a tracing instance */
+	const char *tracefs;	/* the guest kernel's tracefs, or NULL */
+	const char *kinstance;	/* its instance the host reads */
 
 	/* the area */
 	int area_fd;		/* read-write */
@@ -168,6 +170,8 @@ struct agent {
 	struct pending *pend;
 	unsigned int nr_pend;
 	struct link link;
+
+	struct kformats *kf;	/* kformats.c */
 
 	volatile int stop;
 };
@@ -226,6 +230,19 @@ void link_hello(struct agent *ag, const struct hvt_msg *answer_to);
 void link_replay(struct agent *ag);
 void link_fail_inflight(struct agent *ag, const char *why);
 void link_down(struct agent *ag, const char *why, bool close_fd);
+
+/* kformats.c: the guest kernel's formats, sent at each session */
+void agent_path(char *dst, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The kernel instance's folder (the tracefs top level without one). */
+void agent_kinstance_dir(const struct agent *ag, char *dst, size_t size);
+void kformats_session_up(struct agent *ag);
+void kformats_answer(struct agent *ag, const struct hvt_msg *m);
+void kformats_tick(struct agent *ag);
+bool kformats_busy(const struct agent *ag);
+
+/* kevents.c: the guest kernel instance's events, switched by the host */
+void kevents_request(struct agent *ag, const struct hvt_msg *m);
 
 /* link_frame.c, for link.c */
 void link_frame(struct agent *ag, const struct hvt_frame *f);

@@ -385,6 +385,7 @@ void link_replay(struct agent *ag)
 			link_submit(ag, p);
 	}
 	l->nr_gone = 0;
+	kformats_session_up(ag);
 	/* Requests that waited for the host, in arrival order. */
 	for (p = ag->pend; p; p = p->next)
 		if (!p->host_req)
@@ -568,7 +569,9 @@ void link_poll_prep(struct agent *ag, struct pollfd *pfd, uint64_t now,
 	for (p = ag->pend; p; p = p->next)
 		if (p->deadline_ms && *next_ms > p->deadline_ms)
 			*next_ms = p->deadline_ms;
-	(void)now;
+	/* Formats to send and room in the queue: come back at once. */
+	if (kformats_busy(ag))
+		*next_ms = now;
 }
 
 void link_tick(struct agent *ag, uint64_t now)
@@ -593,6 +596,7 @@ void link_tick(struct agent *ag, uint64_t now)
 	if (l->fd >= 0 && !l->hup && !l->up &&
 	    now >= l->hello_ms + LINK_HELLO_RETRY_MS)
 		link_hello(ag, NULL);
+	kformats_tick(ag);
 	for (p = ag->pend; p; p = n) {
 		n = p->next;
 		if (!p->deadline_ms || now < p->deadline_ms)

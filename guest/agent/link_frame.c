@@ -42,6 +42,10 @@ static void link_answer(struct agent *ag, struct pending *p,
 	struct hvt_msg r;
 	int st = m->u.result.status;
 
+	if (p->type == HVT_MSG_KFORMATS) {
+		kformats_answer(ag, m);
+		return;
+	}
 	if (m->type == HVT_MSG_REGISTER && !st) {
 		if (p->chan == 0) {
 			ag->trig_pending = false;
@@ -228,6 +232,9 @@ void link_frame(struct agent *ag, const struct hvt_frame *f)
 		break;
 	case HVT_MSG_EVENT_STATE:
 		clients_notice(ag, &m);
+		break;
+	case HVT_MSG_KEVENT:
+		kevents_request(ag, &m);
 		break;
 	case HVT_MSG_TRACING:
 		agent_dbg("host: tracing %s",

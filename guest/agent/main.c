@@ -42,6 +42,8 @@
 #define DEFAULT_CONTROL		"/dev/virtio-ports/hvtrace-control"
 #define DEFAULT_SOCKET		"/run/hvtrace/agent.sock"
 #define DEFAULT_GROUP		"hvtrace"
+#define DEFAULT_TRACEFS		"/sys/kernel/tracing"
+#define DEFAULT_KINSTANCE	"hvt"
 
 static const char usage_text[] =
 	"usage: hvtrace-agent [OPTIONS]\n"
@@ -86,6 +88,16 @@ static const char usage_text[] =
 	",\n"
 	"                       when it exists)\n"
 	"  --socket-mode OCTAL  socket permissions (default 0660)\n"
+	"\n"
+	"Guest kernel:\n"
+	"  --tracefs DIR        the kernel's tracefs: its event formats go to\n"
+	"                       the host at each session, and the host may\n"
+	"                       switch the instance's events (default\n"
+	"                       " DEFAULT_TRACEFS " with --control,\n"
+	"                       none with --host-socket; 'none': off)\n"
+	"  --kernel-instance NAME  the instance the host reads (default\n"
+	"                       " DEFAULT_KINSTANCE "; the top level when\n"
+	"                       there is no such instance)\n"
 	"\n"
 	"  -v, --verbose        log more\n"
 	"  -h, --help           this text\n";
@@ -243,6 +255,8 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 'S' },
 		{ "group", required_argument, NULL, 'g' },
 		{ "socket-mode", required_argument, NULL, 'M' },
+		{ "tracefs", required_argument, NULL, 'T' },
+		{ "kernel-instance", required_argument, NULL, 'I' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -250,6 +264,7 @@ int main(int argc, char **argv)
 	static struct agent agent;
 	struct agent *ag = &agent;
 	const char *control = DEFAULT_CONTROL, *host_socket = NULL;
+	const char *tracefs = NULL;
 	struct pollfd pfd[4 + AGENT_MAX_CLIENTS];
 	struct client *cl[AGENT_MAX_CLIENTS];
 	uint64_t v;
@@ -349,6 +364,12 @@ int main(int argc, char **argv)
 		case 'S':
 			ag->sock_path = optarg;
 			break;
+		case 'T':
+			tracefs = optarg;
+			break;
+		case 'I':
+			ag->kinstance = optarg;
+			break;
 		case 'g':
 			ag->group = *optarg ? optarg : NULL;
 			break;
@@ -402,6 +423,13 @@ int main(int argc, char **argv)
 		return 1;
 	link_init(ag, host_socket ? LINK_SOCKET : LINK_CHARDEV,
 		  host_socket ? host_socket : control);
+	/* In a VM the kernel is the guest's; next to hvtraced it is the
+	 * host's own, which the host can read itself. */
+	if (!tracefs)
+		tracefs = host_socket ? "none" : DEFAULT_TRACEFS;
+	ag->tracefs = strcmp(tracefs, "none") ? tracefs : NULL;
+	if (!ag->kinstance)
+		ag->kinstance = DEFAULT_KINSTANCE;
 	agent_log("'%s' ready: clients on %s, host via %s", ag->name,
 		  ag->sock_path, ag->link.path);
 

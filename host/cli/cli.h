@@ -61,16 +61,32 @@ int hvt_cli_parse_pid(const char *s, int *out);
  * trace_clock file) into @clock; true when it is mono (stream_kclock.c). */
 bool hvt_cli_ring_clock_mono(const char *dir, char *clock, size_t len);
 /*
- * The guest kernel's ring of remote @name (daemon_kring.c): its formats
- * unpacked into a private folder (@formats, @size >= 32 bytes) and the
- * ring (hvtrace_daemon_kring_open()).  Returns 0 with *@out NULL when the
- * remote has none or it cannot join (a note on stderr says why), 0 with
- * *@out set, or an exit code.  hvt_cli_kring_close() removes the folder.
+ * The guest kernel's ring of remote @name, id @remote on @dc
+ * (daemon_kring.c): its formats -- the folder hvtraced keeps from the
+ * guest's agent, else unpacked from the guest's console into a private
+ * folder (@formats, @size >= 32 bytes; left empty with the agent's) --
+ * and the ring (hvtrace_daemon_kring_open()).  Returns 0 with *@out NULL
+ * when the remote has none or it cannot join (a note on stderr says
+ * why), 0 with *@out set, or an exit code.  hvt_cli_kring_close()
+ * removes a private folder.
  */
+struct hvtrace_daemon;
 struct hvtrace_daemon_kring;
-int hvt_cli_kring_open(const char *verb, const char *name, char *formats,
+int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
+		       uint32_t remote, const char *name, char *formats,
 		       size_t size, struct hvtrace_daemon_kring **out);
 void hvt_cli_kring_close(struct hvtrace_daemon_kring *r, char *formats);
+
+/*
+ * The formats cache's folder of the guest kernel whose RAM @ram holds
+ * (kformats_cache.c): by the release of its banner, confirmed by its build
+ * id in RAM, else the console's folder of its version line.  0 with @dir
+ * set (stderr says which), -ENOENT when the cache has none, -EEXIST or
+ * -ESRCH when it has some but none can be chosen (stderr says why).
+ */
+#define HVT_CLI_RELEASE_MAX	64
+int hvt_cli_kformats_cached(const char *verb, const char *ram, char *dir,
+			    size_t dirsize);
 
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);

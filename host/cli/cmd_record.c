@@ -4,6 +4,7 @@
  * host kernel) into a trace-cmd trace.dat file.
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +70,11 @@ static const char record_usage[] =
 	"                        recorded alone\n"
 	"      --vm-pid PID      the same from the memory of VMM process PID\n"
 	"      --formats DIR     the guest kernel's formats (a copy of its\n"
-	"                        tracefs files: hvtrace-guest kformats)\n"
+	"                        tracefs files: hvtrace-guest kformats);\n"
+	"                        with a RAM file, the default is the\n"
+	"                        formats cache's entry of its kernel\n"
+	"                        ($HVT_CACHE/kformats: what hvtraced kept\n"
+	"                        from the guest's agent)\n"
 	"  -q, --quiet           no status line\n"
 	"      --socket PATH     hvtraced's socket, for REMOTEs (default\n"
 	"                        $HVTRACED_SOCKET or "
@@ -127,6 +132,7 @@ static int record_run(int argc, char **argv)
 	bool quiet = false, threads_set = false;
 	unsigned int threads = 0;
 	const char *sock = NULL;
+	static char cached[PATH_MAX];
 	int nev = 0, c, i, ret;
 
 	events = calloc((size_t)argc + 1, sizeof(*events));
@@ -235,6 +241,12 @@ static int record_run(int argc, char **argv)
 			free(events);
 			return hvt_cli_usage("record", "%s", why);
 		}
+		/* A RAM file without --formats: the formats cache's entry of
+		 * the kernel it held (stderr says which, or why none). */
+		if (o.guest_ram && !o.guest_formats &&
+		    !hvt_cli_kformats_cached("record", o.guest_ram, cached,
+					     sizeof(cached)))
+			o.guest_formats = cached;
 	}
 	if (optind < argc && hvtrace_daemon_name_is_remote(argv[optind])) {
 		struct hvt_rrecord_opts ro = {

@@ -5,10 +5,13 @@
  *
  * A rig guest started with --kernel-events keeps its kernel's ftrace ring
  * in its RAM file; libhvtrace-daemon's hvtrace_daemon_kring_*() read it.
- * What the library cannot do is find the guest's formats: the guest
- * printed them on its console at boot, and the rig's launcher unpacks
- * them (hvtrace-guest kformats NAME DIR) into a private folder that lives
- * as long as the ring is read.  The ring joins the remote's user events
+ * Its formats come, first, from the guest's agent: hvtraced keeps what
+ * the agent sent in its formats cache and says where
+ * (hvtrace_daemon_kformats_dir()).  Without them (no agent, or it sent
+ * none yet) they come from the guest's console: the guest printed them
+ * at boot, and the rig's launcher unpacks them (hvtrace-guest kformats
+ * NAME DIR) into a private folder that lives as long as the ring is
+ * read.  The ring joins the remote's user events
  * only when its trace clock is mono, the clock of the guest's agent, so
  * that both go through hvtraced's conversion to host time; otherwise it is
  * left out and stderr says why.  In agent copy mode the pages come from
@@ -35,11 +38,14 @@ static void ck_rm(const char *dir)
 		hvt_cli_run(argv, NULL);
 }
 
-int hvt_cli_kring_open(const char *verb, const char *name, char *formats,
+int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
+		       uint32_t remote, const char *name, char *formats,
 		       size_t size, struct hvtrace_daemon_kring **out)
 {
 	char ram[PATH_MAX], launcher[PATH_MAX], *argv[5], *text = NULL;
-	char clock[64];
+	char clock[64], agent[PATH_MAX];
+	const char *from = "its agent";
+	const char *dir = agent;
 	const char *what;
 	int rc, where;
 
@@ -49,6 +55,20 @@ int hvt_cli_kring_open(const char *verb, const char *name, char *formats,
 	if (where <= 0)
 		return 0; /* no kernel ring: user events only */
 	what = where == 2 ? "pages" : "ring";
+	if (!hvtrace_daemon_kformats_dir(dc, remote, agent, sizeof(agent))) {
+		if (!hvt_cli_ring_clock_mono(agent, clock, sizeof(clock))) {
+			fprintf(stderr,
+				"hvtrace %s: note: the guest kernel's %s of "
+				"'%s' is left out: its clock is not mono, the "
+				"agent's (hvtrace stream %s --guest-kernel "
+				"reads it alone)\n",
+				verb, what, name, name);
+			return 0;
+		}
+		goto open;
+	}
+	from = "its console";
+	dir = formats;
 	snprintf(formats, size, "/tmp/hvtrace-kformats.XXXXXX");
 	if (!mkdtemp(formats)) {
 		formats[0] = '\0';
@@ -77,7 +97,8 @@ int hvt_cli_kring_open(const char *verb, const char *name, char *formats,
 			where == 2 ? "" : " --guest-kernel reads it alone)");
 		goto none;
 	}
-	if (hvtrace_daemon_kring_open(name, formats, out)) {
+open:
+	if (hvtrace_daemon_kring_open(name, dir, out)) {
 		fprintf(stderr,
 			"hvtrace %s: note: the guest kernel's %s of '%s' "
 			"is left out: %s\n",
@@ -88,12 +109,13 @@ int hvt_cli_kring_open(const char *verb, const char *name, char *formats,
 		goto none; /* the RAM file went away */
 	fprintf(stderr,
 		"hvtrace %s: '%s': the guest kernel's %s (%u CPUs) "
-		"beside its user events, on the host's clock\n",
+		"beside its user events, on the host's clock (formats from "
+		"%s)\n",
 		verb, name,
 		hvtrace_daemon_kring_copied(*out)
 			? "pages, copied by its agent (kernel copy mode)"
 			: "ring",
-		hvtrace_daemon_kring_cpus(*out));
+		hvtrace_daemon_kring_cpus(*out), from);
 	return 0;
 none:
 	ck_rm(formats);

@@ -470,7 +470,8 @@ static int rs_open(struct rs *s)
 	s->nr_cpus = s->rec.nr_cpus;
 	/* A guest agent's clock is mono: its kernel ring can join. */
 	if (!s->o->user_only && s->rec.clock_id == HVT_CLOCK_MONO_NS) {
-		ret = hvt_cli_kring_open(s->verb, s->rec.name, s->kformats,
+		ret = hvt_cli_kring_open(s->verb, s->dc, s->rec.id,
+					 s->rec.name, s->kformats,
 					 sizeof(s->kformats), &s->kr);
 		if (ret)
 			return ret;

@@ -193,6 +193,30 @@ int st_open_kernel(struct st_state *s)
 }
 
 /*
+ * The formats a running rig guest's agent sent to hvtraced, which keeps
+ * them in its formats cache (hvtrace_daemon_kformats_dir()); -ENOENT when
+ * no hvtraced has the guest, or its agent sent none.
+ */
+static int st_agent_formats(struct st_state *s)
+{
+	struct hvtrace_daemon *dc = NULL;
+	struct hvt_remote_rec rec;
+	int ret;
+
+	ret = hvtrace_daemon_open(s->sock, &dc);
+	if (!ret)
+		ret = hvtrace_daemon_find_remote(dc, s->spec, &rec);
+	if (!ret)
+		ret = hvtrace_daemon_kformats_dir(dc, rec.id, s->cache_formats,
+						  sizeof(s->cache_formats));
+	if (dc)
+		hvtrace_daemon_close(dc);
+	if (ret)
+		s->cache_formats[0] = '\0';
+	return ret ? -ENOENT : 0;
+}
+
+/*
  * The formats a running rig guest printed on its console at boot, unpacked
  * by its launcher (hvtrace-guest kformats NAME DIR) into a private folder.
  */
@@ -223,69 +247,6 @@ static int st_rig_formats(struct st_state *s)
 		return -ENOENT;
 	}
 	return 0;
-}
-
-/*
- * The cache folder of the guest kernel build whose version line ("Linux
- * version ...", the kernel's banner, in guest RAM) names one that
- * hvtrace-guest kformats filled: $HVT_CACHE/kformats/<version line with
- * every character outside [A-Za-z0-9._+-] as '_', at most 240>.  Reads
- * the RAM file in bounded chunks and tries at most 64 banners.
- */
-static int st_cached_formats(struct st_state *s)
-{
-	static const char tag[] = "Linux version ";
-	const char *cache = getenv("HVT_CACHE");
-	size_t chunk = 1u << 20, keep = 512, have = 0;
-	unsigned int tries = 0;
-	char *buf, key[241];
-	off_t off = 0;
-	int fd, found = -ENOENT;
-
-	fd = open(s->ram, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = malloc(chunk + keep);
-	while (buf && found && tries < 64) {
-		ssize_t n = pread(fd, buf + have, chunk, off);
-		char *p, *end;
-
-		if (n <= 0)
-			break;
-		off += n;
-		end = buf + have + (size_t)n;
-		for (p = buf;
-		     found && tries < 64 &&
-		     (p = memmem(p, (size_t)(end - p), tag, sizeof(tag) - 1));
-		     p++) {
-			char *nl = memchr(p, '\n', (size_t)(end - p));
-			size_t i, len;
-			struct stat st;
-
-			if (!nl || nl - p > (ptrdiff_t)keep)
-				continue; /* cut by the chunk, or no line */
-			tries++;
-			len = (size_t)(nl - p) < 240 ? (size_t)(nl - p) : 240;
-			for (i = 0; i < len; i++)
-				key[i] = isalnum((unsigned char)p[i]) ||
-							 strchr("._+-", p[i])
-						 ? p[i]
-						 : '_';
-			key[len] = '\0';
-			snprintf(s->cache_formats, sizeof(s->cache_formats),
-				 "%s/kformats/%s",
-				 cache && *cache ? cache : "/var/cache/hvtrace",
-				 key);
-			if (!stat(s->cache_formats, &st) && S_ISDIR(st.st_mode))
-				found = 0;
-		}
-		/* Keep the tail: a banner may straddle two chunks. */
-		have = (size_t)(end - buf) < keep ? (size_t)(end - buf) : keep;
-		memmove(buf, end - have, have);
-	}
-	free(buf);
-	close(fd);
-	return found;
 }
 
 /* Remove the folder st_rig_formats() made (files and folders we wrote). */
@@ -351,17 +312,21 @@ int st_open_kring(struct st_state *s)
 	if (st_open_rings(s, first, last, st_ring_kring, s->kring))
 		return HVT_EXIT_FAIL;
 	snprintf(s->info.name, sizeof(s->info.name), "guest kernel");
+	if (!s->formats && s->qemu_pid[0] && !st_agent_formats(s)) {
+		s->formats = s->cache_formats;
+		fprintf(stderr,
+			"hvtrace stream: the guest kernel's formats from its "
+			"agent: %s\n",
+			s->formats);
+	}
 	if (!s->formats && s->qemu_pid[0] && !st_rig_formats(s))
 		s->formats = s->kformats;
 	/* Not for --vm-pid: reading all guest RAM for the banner would
 	 * populate the untouched pages of a VMM's memfd. */
-	if (!s->formats && !s->vm_pid && !st_cached_formats(s)) {
+	if (!s->formats && !s->vm_pid &&
+	    !hvt_cli_kformats_cached("stream", s->ram, s->cache_formats,
+				     sizeof(s->cache_formats)))
 		s->formats = s->cache_formats;
-		fprintf(stderr,
-			"hvtrace stream: the guest kernel's formats from "
-			"%s\n",
-			s->formats);
-	}
 	if (s->formats) {
 		if (hvtrace_decoder_new_kernel(s->formats, &s->dec))
 			return hvt_cli_error(VERB, "--formats %s: %s",

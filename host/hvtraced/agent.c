@@ -244,6 +244,8 @@ static void agent_closed(struct conn *c)
 	ping_reset(r);
 	wake_reset(r);
 	trigger_cancel(r, -ECONNRESET);
+	kevents_cancel(r, -ECONNRESET);
+	kf_abort(&r->kf);
 	r->ops->conn_lost(r);
 }
 
@@ -356,6 +358,63 @@ static void agent_register(struct conn *c, struct remote *r,
 	conn_reply_result(c, m, HVT_MSG_REGISTER, 0, out.id, out.bit, NULL);
 }
 
+/*
+ * The guest kernel's formats (kformats.c keeps them): BEGIN answers
+ * whether the cache has this build already, KFILE pieces are not
+ * answered (a broken upload is refused at END, counted once), END says
+ * where they went.
+ */
+static void agent_kformats(struct conn *c, struct remote *r,
+			   const struct hvt_msg *m)
+{
+	char msg[HVT_PROTO_TEXT_MAX + 1] = "";
+	char dir[PATH_MAX];
+	int ret;
+
+	if (m->type == HVT_MSG_KFILE) {
+		bool was = r->kf.active;
+
+		ret = kf_file(&r->kf, &m->u.kfile);
+		if (ret && was) {
+			r->proto_errors++;
+			d_log("remote '%s': the guest kernel's formats are "
+			      "refused: %s",
+			      r->name, r->kf.why);
+		}
+		return;
+	}
+	if (m->u.kformats.op == HVT_KF_BEGIN) {
+		ret = kf_begin(&r->kf, D->cache_dir, &m->u.kformats, dir,
+			       sizeof(dir), msg, sizeof(msg));
+		if (ret == 1) {
+			snprintf(r->kf_dir, sizeof(r->kf_dir), "%s", dir);
+			d_log("remote '%s': guest kernel %s: formats in %s",
+			      r->name, r->kf.key, dir);
+		} else if (ret < 0) {
+			/* The agent's fault, not the cache's: counted. */
+			if (ret == -EINVAL || ret == -E2BIG)
+				r->proto_errors++;
+			d_log("remote '%s': the guest kernel's formats are "
+			      "refused: %s",
+			      r->name, msg);
+		} else {
+			r->kf.began_ms = d_now_ms();
+		}
+		conn_reply_result(c, m, HVT_MSG_KFORMATS, ret < 0 ? ret : 0,
+				  ret == 1, 0, "%s", msg);
+		return;
+	}
+	ret = kf_end(&r->kf, &m->u.kformats, dir, sizeof(dir), msg,
+		     sizeof(msg));
+	if (!ret)
+		snprintf(r->kf_dir, sizeof(r->kf_dir), "%s", dir);
+	d_log("remote '%s': guest kernel formats %s: %s (%llu ms after "
+	      "BEGIN)",
+	      r->name, ret ? "not kept" : "received", msg,
+	      (unsigned long long)(d_now_ms() - r->kf.began_ms));
+	conn_reply_result(c, m, HVT_MSG_KFORMATS, ret, 0, 0, "%s", msg);
+}
+
 static void agent_request(struct conn *c, struct remote *r,
 			  const struct hvt_msg *m)
 {
@@ -396,6 +455,10 @@ static void agent_request(struct conn *c, struct remote *r,
 	case HVT_MSG_CMDLINE:
 		remote_cmdline_set(r, m->u.cmdline.pid, m->u.cmdline.comm.ptr,
 				   m->u.cmdline.comm.len);
+		break;
+	case HVT_MSG_KFORMATS:
+	case HVT_MSG_KFILE:
+		agent_kformats(c, r, m);
 		break;
 	case HVT_MSG_DOORBELL:
 		wake_doorbell(r);
@@ -454,6 +517,8 @@ static void agent_frame(struct conn *c, const struct hvt_msg *m)
 		trigger_answer(r, m, c->rx_ns);
 		return;
 	}
+	if (kevents_answer(r, m))
+		return;
 	/* A late reply to a request given up on, or an answer to nothing:
 	 * both harmless. */
 	if (m->type != HVT_MSG_ERROR) {

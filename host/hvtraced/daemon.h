@@ -45,6 +45,41 @@
 					 * two sent back to back */
 #define D_PING_TIMEOUT_MS	2000
 #define D_TRIGGER_EVENT		"hvtrace_trigger"
+#define D_KEV_WAITS		8	/* KEVENTs in flight per remote */
+#define D_KEV_TIMEOUT_MS	5000
+
+/* An agent's upload of its guest kernel's formats (kformats.c). */
+#define KF_MAX_FILES		16384u
+#define KF_MAX_BYTES		(16u << 20)	/* a real 6.12 kernel: 2 MiB */
+#define KF_FILE_MAX		(8u << 20)
+#define KF_MAX_KERNELS		64	/* folders in the cache */
+struct kf_upload {
+	bool active;
+	int failed;		/* -errno of a broken upload, for END */
+	char why[256];
+	char key[HVT_PROTO_RELEASE_MAX + 2 * HVT_PROTO_BUILD_ID_MAX + 8];
+	char stage[PATH_MAX];	/* the staging folder */
+	char dir[PATH_MAX];	/* where it goes at END */
+	int dfd;		/* the staging folder */
+	int fd;			/* the file being written */
+	char cur[HVT_PROTO_KPATH_MAX + 1];
+	uint64_t cur_off;
+	uint32_t files, max_files;
+	uint64_t bytes;
+	uint64_t began_ms;	/* agent.c: when BEGIN came */
+};
+
+/* A tool's change of a guest kernel event, waiting for the agent
+ * (kevents.c). */
+struct kev_wait {
+	uint32_t req;		/* our KEVENT; 0: free */
+	uint32_t tool_id;	/* the tool's connection, by id */
+	uint32_t tool_req;
+	uint32_t tool_chan;
+	bool bare;		/* a name that could have been a user event */
+	uint64_t deadline_ms;
+	char name[HVT_PROTO_EVNAME_MAX + 1];
+};
 
 /* --- output queues (conn.c) ----------------------------------------------- */
 
@@ -257,6 +292,10 @@ struct remote {
 
 	struct trig_run *trig;		/* trigger.c */
 
+	/* the guest kernel's formats (kformats.c) and events (kevents.c) */
+	struct kf_upload kf;
+	char kf_dir[PATH_MAX];		/* "": none from the agent */
+	struct kev_wait kev[D_KEV_WAITS];
 	/* armed wakeups (wake.c); fanout.c fills want and more */
 	struct {
 		enum { WAKE_POLL, WAKE_BARRIER, WAKE_ASLEEP } state;
@@ -317,6 +356,7 @@ struct daemon {
 					 * holding registrations */
 	unsigned int max_registrations;	/* per remote: distinct (channel,
 					 * event) registrations */
+	const char *cache_dir;		/* $HVT_CACHE: kformats/ below it */
 	int verbose;
 	bool state_dirty;		/* remotes came or went (state.c) */
 
@@ -382,6 +422,20 @@ unsigned int held_take_owner(struct held_map *m, uint64_t owner, held_fn fn,
 			     void *arg);
 unsigned int held_take_all(struct held_map *m, held_fn fn, void *arg);
 void held_free(struct held_map *m);
+
+/* kformats.c: an agent's upload of its kernel's formats (no daemon state) */
+void kf_init(struct kf_upload *u);
+void kf_abort(struct kf_upload *u);
+bool kf_release_ok(const char *s, size_t len);
+int kf_path_ok(const char *p);
+int kf_key(char *out, size_t size, const struct hvt_m_kformats *m);
+/* 0: send the files; 1: @dir has this kernel's formats already. */
+int kf_begin(struct kf_upload *u, const char *cache,
+	     const struct hvt_m_kformats *m, char *dir, size_t dir_size,
+	     char *msg, size_t msgsize);
+int kf_file(struct kf_upload *u, const struct hvt_m_kfile *m);
+int kf_end(struct kf_upload *u, const struct hvt_m_kformats *m, char *dir,
+	   size_t dir_size, char *msg, size_t msgsize);
 
 /* access.c */
 void access_init(void);
@@ -474,6 +528,14 @@ void trigger_cancel(struct remote *r, int status);
 void trigger_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
 void trigger_tool_gone(struct conn *tool);
 
+/* kevents.c: tools' changes of the guest kernel's events, via the agent */
+bool kevents_name_ok(const char *name);	/* SYSTEM or SYSTEM:EVENT */
+void kevents_forward(struct conn *tool, struct remote *r,
+		     const struct hvt_msg *m, const char *name, bool bare);
+bool kevents_answer(struct remote *r, const struct hvt_msg *m);
+void kevents_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
+void kevents_cancel(struct remote *r, int status);
+
 /* remote_life.c */
 void remote_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
 void remote_destroy(struct remote *r);
@@ -513,6 +575,8 @@ void tool_events_send_static(struct conn *c, struct remote *r,
 void tool_fill_rec(const struct remote *r, struct hvt_remote_rec *rec);
 void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m);
 void tool_formats(struct conn *c, struct remote *r, const struct hvt_msg *m);
+void tool_kformats_dir(struct conn *c, struct remote *r,
+		       const struct hvt_msg *m);
 extern const struct conn_ops tool_conn_ops;
 
 /* state.c: what was attached, across a restart (RUN_DIR/hvtraced.state) */

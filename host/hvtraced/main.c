@@ -99,7 +99,10 @@ static const char usage_text[] =
 	"                         it a REGISTER is refused with ENOSPC\n"
 	"  -v, --verbose          log more\n"
 	"  -h, --help             this text\n"
-	"  --version\n";
+	"  --version\n"
+	"\n"
+	"Guest kernel formats that agents send are kept in\n"
+	"$HVT_CACHE/kformats/RELEASE@BUILDID (default /var/cache/hvtrace).\n";
 
 static int listen_socket(void)
 {
@@ -234,6 +237,11 @@ int main(int argc, char **argv)
 	D->sock_mode = 0660;
 	D->run_dir = DEFAULT_RUN_DIR;
 	D->shm_dir = "/dev/shm";
+	/* The formats cache, shared with hvtrace-guest kformats and the
+	 * CLI's post-mortem reads. */
+	D->cache_dir = getenv("HVT_CACHE") && *getenv("HVT_CACHE") ?
+			       getenv("HVT_CACHE") :
+			       "/var/cache/hvtrace";
 	D->client_queue = 8u << 20;
 	D->sync_interval_ms = 1000;
 	D->poll_min_us = CONFIG_HVT_HOST_POLL_US;

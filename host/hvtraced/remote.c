@@ -219,6 +219,7 @@ int remote_new(const char *name, const struct remote_ops *ops, void *priv,
 	r->state = HVT_REMOTE_WAITING;
 	r->tracing_on = true;
 	r->agent.next_req = 1;
+	kf_init(&r->kf);
 	for (pp = &D->remotes; *pp; pp = &(*pp)->next)
 		;
 	*pp = r;

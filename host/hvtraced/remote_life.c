@@ -23,6 +23,7 @@ void remote_tick(struct remote *r, uint64_t now, uint64_t *next)
 		r->ops->tick(r, now, next);
 	ping_tick(r, now, next);
 	trigger_tick(r, now, next);
+	kevents_tick(r, now, next);
 }
 
 void remote_destroy(struct remote *r)
@@ -30,6 +31,8 @@ void remote_destroy(struct remote *r)
 	struct remote **pp;
 
 	trigger_cancel(r, -ECANCELED);
+	kevents_cancel(r, -ECANCELED);
+	kf_abort(&r->kf);
 	subs_drop_remote(r);
 	if (r->ops->free)
 		r->ops->free(r);

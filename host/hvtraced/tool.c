@@ -302,6 +302,9 @@ static void tool_frame(struct conn *c, const struct hvt_msg *m)
 	case HVT_MSG_TRIGGER_RUN:
 		tool_trigger(c, r, m);
 		break;
+	case HVT_MSG_KFORMATS_DIR:
+		tool_kformats_dir(c, r, m);
+		break;
 	default:
 		c->errors++;
 		conn_reply_error(c, m->req, m->chan, -EOPNOTSUPP,

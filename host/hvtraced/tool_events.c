@@ -13,7 +13,10 @@
  *                             use; refused on an area
  *   ENABLE                    user events by name or '*'; on an area
  *                             its static events, by NAME, SYSTEM/NAME,
- *                             SYSTEM:NAME, globs or '*'
+ *                             SYSTEM:NAME, globs or '*'; with an agent,
+ *                             SYSTEM:EVENT or SYSTEM of the guest
+ *                             kernel, and any name that is no user
+ *                             event (kevents.c asks the agent)
  *   TEXT EVENTS               every event that has an enable bit:
  *                             "SYSTEM NAME ID BIT ENABLED" lines
  *   TEXT STATUS               on an area: its events in the shape of
@@ -244,6 +247,20 @@ static void user_enable(struct conn *c, struct remote *r,
 		conn_reply_result(c, m, HVT_MSG_ENABLE, ret, (uint32_t)ns.n, 0,
 				  "%s", ret ? err.msg : "");
 		names_free(&ns);
+		return;
+	}
+	/*
+	 * SYSTEM:EVENT of another system than user_events, or a name the
+	 * registry does not know: the guest kernel's, through the agent
+	 * (kevents.c).
+	 */
+	if (n == s && strchr(s, ':')) {
+		kevents_forward(c, r, m, s, false);
+		return;
+	}
+	if (n == s && hvtrace_ue_lookup(r->reg, n, &info) &&
+	    kevents_name_ok(n)) {
+		kevents_forward(c, r, m, n, true);
 		return;
 	}
 	ret = hvtrace_ue_set_enabled(r->reg, n, HVT_UE_USED_FTRACE, m->u.arg.arg,

@@ -10,6 +10,7 @@
  * the static formats) are tool_events.c's.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,11 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      r->held.nr_refs, D->max_registrations,
 				      D->max_channels,
 				      (unsigned long long)r->refused_regs);
+		if (n > 0 && n < (int)sizeof(small) && !remote_static_events(r))
+			n += snprintf(small + n, sizeof(small) - (size_t)n,
+				      "kernel_formats: %s\n",
+				      r->kf_dir[0] ? r->kf_dir :
+				      r->kf.active ? "(being sent)" : "(none)");
 		if (n > 0 && n < (int)sizeof(small))
 			n += snprintf(small + n, sizeof(small) - (size_t)n,
 				      "wakeups: %s\nwake_armings: %llu\n"
@@ -320,3 +326,38 @@ void tool_formats(struct conn *c, struct remote *r, const struct hvt_msg *m)
 	free(fl.bufs);
 }
 
+
+/*
+ * KFORMATS_DIR: the folder with the remote's guest kernel formats, as its
+ * agent sent them (or as the cache had them for that kernel build); the
+ * reply is a TEXT of type KFORMATS_DIR, with -ENOENT and a reason when
+ * there is none.
+ */
+void tool_kformats_dir(struct conn *c, struct remote *r,
+		       const struct hvt_msg *m)
+{
+	char text[PATH_MAX + 256];
+	struct hvt_msg a;
+
+	memset(&a, 0, sizeof(a));
+	a.type = HVT_MSG_KFORMATS_DIR;
+	a.flags = HVT_PF_REPLY;
+	a.req = m->req;
+	a.chan = m->chan;
+	if (r->kf_dir[0]) {
+		snprintf(text, sizeof(text), "%s", r->kf_dir);
+	} else {
+		a.u.text.status = -ENOENT;
+		snprintf(text, sizeof(text),
+			 "remote '%s' has no guest kernel formats from an "
+			 "agent (%s)",
+			 r->name,
+			 r->kf.active ? "they are on their way" :
+			 r->conn      ? "its agent sent none: has the guest "
+					"tracefs?" :
+					"no agent is connected");
+	}
+	a.u.text.text.ptr = text;
+	a.u.text.text.len = (uint32_t)strlen(text);
+	conn_send(c, &a);
+}

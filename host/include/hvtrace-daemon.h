@@ -401,6 +401,17 @@ HVTRACE_API int hvtrace_daemon_kring_path(const char *name, char *buf,
  * hvtrace_area_open() or hvtrace_decoder_new_kernel()
  * (hvtrace_last_error() says why).
  */
+/**
+ * hvtrace_daemon_kformats_dir - where hvtraced keeps the guest kernel's
+ * formats that remote @remote's agent sent (a folder laid out like
+ * tracefs, in the host's formats cache)
+ *
+ * Return: 0 with the folder in @buf, -ENOENT when the agent sent none
+ * (hvtrace_last_error() says why), or a transport error.
+ */
+HVTRACE_API int hvtrace_daemon_kformats_dir(struct hvtrace_daemon *dc,
+					    uint32_t remote, char *buf,
+					    size_t size);
 HVTRACE_API int hvtrace_daemon_kring_open(const char *name,
 					  const char *formats,
 					  struct hvtrace_daemon_kring **out);

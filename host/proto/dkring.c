@@ -13,6 +13,9 @@
  *   hvtrace_daemon_kring_read_page()  the next validated sub-buffer of one
  *                                     guest CPU (hvtrace_kring_read_page())
  *
+ *   hvtrace_daemon_kformats_dir()     where hvtraced keeps the formats the
+ *                                     guest's agent sent (KFORMATS_DIR)
+ *
  * The formats are the caller's (a folder laid out like tracefs); the
  * ring's timestamps are the guest's trace clock, which the caller puts on
  * the host's clock with hvtraced's model of the guest's mono clock
@@ -117,6 +120,40 @@ static int dk_open_section(struct hvtrace_daemon_kring *r, const char *path)
 			       path);
 	r->nr_cpus = ki.nr_cpus;
 	r->subbuf_size = ki.subbuf_size;
+	return 0;
+}
+
+int hvtrace_daemon_kformats_dir(struct hvtrace_daemon *dc, uint32_t remote,
+				char *buf, size_t size)
+{
+	struct hvt_msg m, r;
+	int ret;
+
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_KFORMATS_DIR;
+	m.chan = remote;
+	ret = hvtrace_daemon_call(dc, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL,
+				  NULL);
+	if (ret)
+		return ret;
+	if (r.type == HVT_MSG_ERROR)
+		return hvt_err(r.u.result.status ? r.u.result.status : -EIO,
+			       "%.*s", (int)r.u.result.text.len,
+			       r.u.result.text.ptr);
+	if (r.type != HVT_MSG_KFORMATS_DIR)
+		return hvt_err(-EPROTO, "unexpected %s reply",
+			       hvt_msg_type_name(r.type));
+	if (r.u.text.status)
+		return hvt_err(r.u.text.status, "%.*s",
+			       (int)r.u.text.text.len, r.u.text.text.ptr);
+	/* A folder path: absolute, one line, and it must fit. */
+	if (!r.u.text.text.len || r.u.text.text.len >= size ||
+	    r.u.text.text.ptr[0] != '/' ||
+	    memchr(r.u.text.text.ptr, '\n', r.u.text.text.len))
+		return hvt_err(-EPROTO, "hvtraced named no usable formats "
+			       "folder");
+	memcpy(buf, r.u.text.text.ptr, r.u.text.text.len);
+	buf[r.u.text.text.len] = '\0';
 	return 0;
 }
 

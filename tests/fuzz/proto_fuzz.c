@@ -55,6 +55,16 @@ static void check_msg(const struct hvt_frame *f)
 		inside(m.u.format.name.ptr, m.u.format.name.len, lo, hi);
 		inside(m.u.format.text.ptr, m.u.format.text.len, lo, hi);
 		break;
+	case HVT_L_KFORMATS:
+		inside(m.u.kformats.release.ptr, m.u.kformats.release.len, lo,
+		       hi);
+		inside(m.u.kformats.build_id.ptr, m.u.kformats.build_id.len, lo,
+		       hi);
+		break;
+	case HVT_L_KFILE:
+		inside(m.u.kfile.name.ptr, m.u.kfile.name.len, lo, hi);
+		inside(m.u.kfile.data, m.u.kfile.len, lo, hi);
+		break;
 	case HVT_L_REMOTES:
 		inside(m.u.remotes.recs.ptr,
 		       m.u.remotes.recs.count * HVT_REMOTE_REC_SIZE, lo, hi);

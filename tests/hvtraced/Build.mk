@@ -8,3 +8,9 @@
 ifneq ($(HVTRACED_BIN),)
 $(eval $(call add-test,hvtraced/callgraph,python3 $(srctree)/tests/hvtraced/callgraph.py $(objtree)/host/hvtraced $(srctree)/host/hvtraced $(srctree)/docs/proxy.md))
 endif
+
+# kformats: a guest kernel's formats and events through a local agent
+# with a tracefs-like folder (no VM).
+ifneq ($(HVTRACED_BIN)$(AGENT_BIN),)
+$(eval $(call add-test,hvtraced/kformats,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/kformats.sh))
+endif

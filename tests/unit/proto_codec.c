@@ -35,6 +35,7 @@ static int sample(uint16_t type, int reply, struct hvt_msg *m)
 	m->chan = 7u + type;
 	switch (l) {
 	case HVT_L_NONE:
+	case HVT_L_COUNT:
 		return 0;
 	case HVT_L_EMPTY:
 		break;
@@ -79,6 +80,9 @@ static int sample(uint16_t type, int reply, struct hvt_msg *m)
 	case HVT_L_ARG:
 		if (type == HVT_MSG_ATTACH || type == HVT_MSG_DETACH) {
 			m->u.arg.s = S("vm_0.a-b");
+		} else if (type == HVT_MSG_KEVENT) {
+			m->u.arg.arg = 1;
+			m->u.arg.s = S("sched:sched_waking");
 		} else {
 			m->u.arg.arg = type == HVT_MSG_ENABLE;
 			m->u.arg.s = S("u:test_ev u32 a;\tu64 b");
@@ -202,6 +206,20 @@ static int sample(uint16_t type, int reply, struct hvt_msg *m)
 		break;
 	case HVT_L_TRIGGER_RUN:
 		m->u.trigger_run.count = 1000;
+		break;
+	case HVT_L_KFORMATS:
+		m->u.kformats.op = HVT_KF_END;
+		m->u.kformats.nr_files = 1500;
+		m->u.kformats.total_bytes = 2345678;
+		m->u.kformats.release = S("6.12.48+deb13-amd64");
+		m->u.kformats.build_id = S("0123456789abcdef0123456789abcdef01234567");
+		break;
+	case HVT_L_KFILE:
+		m->u.kfile.flags = HVT_KFILE_LAST;
+		m->u.kfile.offset = 16384;
+		m->u.kfile.name = S("events/sched/sched_switch/format");
+		m->u.kfile.data = page_bytes;
+		m->u.kfile.len = sizeof(page_bytes);
 		break;
 	case HVT_L_TRIGGER_RUN_REPLY:
 		for (i = 0; i < 3; i++) {
@@ -330,9 +348,9 @@ static void check_roundtrip(void)
 			}
 		}
 	}
-	/* 27 types; all have requests except ERROR, replies except BYE,
-	 * EVENT_STATE and PAGE. */
-	t_eq(n, 27 * 2 - 4);
+	/* 33 types; all have requests except ERROR, replies except BYE,
+	 * EVENT_STATE, PAGE and DOORBELL. */
+	t_eq(n, 33 * 2 - 5);
 	printf("round trip: %u message kinds\n", n);
 }
 
@@ -591,6 +609,22 @@ static void check_payload_errors(void)
 	REFUSE_ENC(HVT_MSG_PAGE, 0, m.u.page.data = NULL);
 	REFUSE_ENC(HVT_MSG_FORMATS, 1, m.u.format.name.ptr = NULL);
 	REFUSE_ENC(HVT_MSG_DEFINE, 0, m.u.arg.s.len = 70000);
+	REFUSE_ENC(HVT_MSG_KEVENT, 0, m.u.arg.s = S("../sched"));
+	REFUSE_ENC(HVT_MSG_KEVENT, 0, m.u.arg.s = S("sched/x"));
+	REFUSE_ENC(HVT_MSG_KEVENT, 0, m.u.arg.s = S("sched:"));
+	REFUSE_ENC(HVT_MSG_KEVENT, 0, m.u.arg.s = S(":sched_waking"));
+	REFUSE_ENC(HVT_MSG_KEVENT, 0, m.u.arg.s = S("a:b:c"));
+	REFUSE_ENC(HVT_MSG_KEVENT, 0, m.u.arg.arg = 2);
+	REFUSE_ENC(HVT_MSG_KFORMATS, 0, m.u.kformats.op = 3);
+	REFUSE_ENC(HVT_MSG_KFORMATS, 0, m.u.kformats.build_id = S("0A"));
+	REFUSE_ENC(HVT_MSG_KFORMATS, 0, m.u.kformats.build_id = S("abc"));
+	REFUSE_ENC(HVT_MSG_KFORMATS, 0, m.u.kformats.release.len = 0);
+	REFUSE_ENC(HVT_MSG_KFORMATS, 0,
+		   m.u.kformats.release = S("6.12\n-evil"));
+	REFUSE_ENC(HVT_MSG_KFORMATS, 0, m.u.kformats.op = HVT_KF_BEGIN);
+	REFUSE_ENC(HVT_MSG_KFILE, 0, m.u.kfile.flags = 2);
+	REFUSE_ENC(HVT_MSG_KFILE, 0, m.u.kfile.name.len = 0);
+	REFUSE_ENC(HVT_MSG_KFILE, 0, m.u.kfile.name = S("a\tb"));
 	sample(HVT_MSG_REGISTER, 0, &m);
 	m.flags = HVT_PF_MORE;
 	t_eq(hvt_msg_encode(a, sizeof(a), &m), -EINVAL);
@@ -644,6 +678,14 @@ static void check_payload_errors(void)
 	REFUSE_DEC(HVT_MSG_BYE, 0, 0, 9);		/* reason */
 	REFUSE_DEC(HVT_MSG_ERROR, 1, 3, 0x7f);		/* status > 0 */
 	REFUSE_DEC(HVT_MSG_REMOTES, 0, 0, 1);		/* reserved */
+	REFUSE_DEC(HVT_MSG_KEVENT, 0, 8, '.');		/* name char */
+	REFUSE_DEC(HVT_MSG_KFORMATS, 0, 0, 0);		/* op 0 */
+	REFUSE_DEC(HVT_MSG_KFORMATS, 0, 20, 1);		/* reserved */
+	REFUSE_DEC(HVT_MSG_KFORMATS, 0, 24 + 19, 'A');	/* build id hex */
+	REFUSE_DEC(HVT_MSG_KFILE, 0, 4, 1);		/* reserved */
+	REFUSE_DEC(HVT_MSG_KFILE, 0, 18, 1);		/* reserved */
+	REFUSE_DEC(HVT_MSG_KFILE, 0, 24, '\n');	/* name char */
+	REFUSE_DEC(HVT_MSG_KFILE, 0, 21, 0x0f);	/* len mismatch */
 #undef REFUSE_DEC
 }
 

@@ -163,6 +163,17 @@ static const struct gcase cases[] = {
 	{ "TRIGGER_RUN_REPLY", HVT_MSG_TRIGGER_RUN, 1, 8,
 	  { F(0, 4, trigger_run_reply.status, 0),
 	    F(4, 4, trigger_run_reply.recs.count, 1) }, NULL, 0 },
+	{ "KFORMATS", HVT_MSG_KFORMATS, 0, 24,
+	  { F(0, 4, kformats.op, HVT_KF_END), F(4, 4, kformats.nr_files, 1234),
+	    F(8, 8, kformats.total_bytes, 0x0102030405ull),
+	    F(16, 2, kformats.release.len, 12),
+	    F(18, 2, kformats.build_id.len, 8) },
+	  VAR("6.12.9-amd640a1b2c3d") },
+	{ "KFILE", HVT_MSG_KFILE, 0, 24,
+	  { F(0, 4, kfile.flags, HVT_KFILE_LAST),
+	    F(8, 8, kfile.offset, 0x1122334455ull),
+	    F(16, 2, kfile.name.len, 18), F(20, 4, kfile.len, 8) },
+	  VAR("events/header_pagefield: x") },
 };
 
 /* The variable part of a case without strings: records or bytes. */
@@ -329,7 +340,7 @@ int main(void)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		check_case(&cases[i]);
 	/* Every layout but NONE has a case. */
-	t_equ(sizeof(cases) / sizeof(cases[0]), HVT_L_TRIGGER_RUN_REPLY);
+	t_equ(sizeof(cases) / sizeof(cases[0]), HVT_L_COUNT - 1);
 	printf("ok: %zu layouts match docs/proxy.md byte for byte\n",
 	       sizeof(cases) / sizeof(cases[0]));
 	return 0;

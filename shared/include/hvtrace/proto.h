@@ -81,6 +81,14 @@ enum hvt_msg_type {
 	HVT_MSG_TRACING = 33,		/* notice to agents, request by tools */
 	HVT_MSG_PING = 34,
 	HVT_MSG_TRIGGER = 35,
+	/* the guest kernel's own ftrace, through the agent */
+	HVT_MSG_KFORMATS = 36,		/* agent -> host: begin/end of an
+					 * upload of the kernel's formats */
+	HVT_MSG_KFILE = 37,		/* agent -> host: a piece of one file
+					 * of that upload (no reply) */
+	HVT_MSG_KEVENT = 38,		/* host -> agent: ARG, enable (1) or
+					 * disable (0) "system[:event]" in
+					 * the kernel instance */
 	/* armed wakeups (docs/design.md, "Waking the reader") */
 	HVT_MSG_DOORBELL = 48,		/* agent -> host notice: a writer rang */
 	HVT_MSG_BARRIER = 49,		/* host -> agent: a full barrier on
@@ -105,7 +113,26 @@ enum hvt_msg_type {
 	HVT_MSG_DRAIN = 78,		/* read the remote's rings now: every
 					 * page committed before the request
 					 * precedes the RESULT reply */
+	HVT_MSG_KFORMATS_DIR = 79,	/* EMPTY -> TEXT: the host folder with
+					 * the remote's guest kernel formats */
 };
+
+/* KFORMATS ops. */
+enum hvt_kformats_op {
+	HVT_KF_BEGIN = 1,	/* nr_files: files that follow; reply id 1:
+				 * the host has this build already */
+	HVT_KF_END = 2,		/* nr_files, total_bytes: what was sent */
+	HVT_KF_OP_MAX = 2,
+};
+
+/* KFILE flags. */
+#define HVT_KFILE_LAST		0x1u	/* the file's last piece */
+#define HVT_KFILE_ALL		HVT_KFILE_LAST
+
+/* Limits of a kernel formats upload. */
+#define HVT_PROTO_RELEASE_MAX	64u	/* uname -r */
+#define HVT_PROTO_BUILD_ID_MAX	64u	/* build id bytes (hex: twice) */
+#define HVT_PROTO_KPATH_MAX	255u	/* a file's path in the upload */
 
 /* ATTACH_AREA flags (the ARG's arg). */
 #define HVT_ATTACH_DISABLED	0x1u	/* start with every event disabled */
@@ -353,6 +380,28 @@ struct hvt_m_format {
 	struct hvt_str text;	/* the format file's text */
 };
 
+/*
+ * KFORMATS: the guest kernel an upload of formats is for, keyed by its
+ * release and build id (lowercase hex, 2 digits per byte, may be empty
+ * when the kernel has none).
+ */
+struct hvt_m_kformats {
+	uint32_t op;		/* enum hvt_kformats_op */
+	uint32_t nr_files;
+	uint64_t total_bytes;	/* END: bytes of all files; BEGIN: 0 */
+	struct hvt_str release;	/* 1..64, no control characters */
+	struct hvt_str build_id; /* 0..128 of [0-9a-f], even */
+};
+
+/* KFILE: @len bytes of file @name at @offset (pieces in order). */
+struct hvt_m_kfile {
+	uint32_t flags;		/* HVT_KFILE_* */
+	uint64_t offset;
+	struct hvt_str name;	/* "events/sched/sched_switch/format" */
+	const uint8_t *data;
+	uint32_t len;
+};
+
 /* One STATS record: struct hvtrace_cpu_stats of a CPU, in wire order. */
 #define HVT_STATS_FIELDS	15u
 struct hvt_m_stats {
@@ -441,6 +490,8 @@ struct hvt_msg {
 		struct hvt_m_text text;
 		struct hvt_m_remotes remotes;
 		struct hvt_m_format format;
+		struct hvt_m_kformats kformats;
+		struct hvt_m_kfile kfile;
 		struct hvt_m_stats stats;
 		struct hvt_m_subscribe subscribe;
 		struct hvt_m_unsubscribe unsubscribe;
@@ -486,6 +537,9 @@ enum hvt_layout {
 	HVT_L_TO_HOST_REPLY,
 	HVT_L_TRIGGER_RUN,
 	HVT_L_TRIGGER_RUN_REPLY,
+	HVT_L_KFORMATS,
+	HVT_L_KFILE,
+	HVT_L_COUNT		/* not a layout: how many there are */
 };
 
 /**

@@ -1,0 +1,517 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtraced: the guest kernel's event formats an agent uploads, kept in
+ * the host's formats cache.
+ *
+ * An agent sends KFORMATS BEGIN (the kernel's release and build id),
+ * then each file as KFILE pieces, then KFORMATS END with the counts
+ * (docs/proxy.md).  Everything in them is hostile input:
+ *
+ *   - the release becomes part of a folder name: only [A-Za-z0-9._+-],
+ *     not starting with '.';
+ *   - a file's path must have one of the shapes of a tracefs formats
+ *     folder (events/header_page, events/header_event, events/SYS/enable,
+ *     events/SYS/EVENT/format, printk_formats, saved_cmdlines,
+ *     trace_clock, version), SYS and EVENT of [A-Za-z0-9_.-] not starting
+ *     with '.': no "..", no absolute path, no other file;
+ *   - each file arrives in order, its pieces contiguous, once; a file
+ *     is at most KF_FILE_MAX bytes, an upload at most KF_MAX_FILES files
+ *     and KF_MAX_BYTES bytes, and the cache at most KF_MAX_KERNELS
+ *     folders (a guest that names a new kernel at every session cannot
+ *     fill the disk);
+ *   - files are created with openat() under a fresh staging folder that
+ *     only this daemon made (O_CREAT | O_EXCL | O_NOFOLLOW), folders with
+ *     mkdirat(), never following a link.
+ *
+ * END with counts that match what arrived renames the staging folder to
+ * CACHE/kformats/RELEASE@BUILDID (BUILDID "none" when the kernel has
+ * none), the layout hvtrace_decoder_new_kernel() reads, plus "release"
+ * and "build_id" files written from the BEGIN.  An existing folder of
+ * the same key is kept (first upload wins; a kernel build's formats do not
+ * change).  Any error discards the staging folder; the agent learns why
+ * in the answer to END.  A connection that ends mid-upload discards it
+ * too (kf_abort()).
+ *
+ * This file knows nothing of connections or remotes, so the fuzz target
+ * (tests/fuzz/kformats_fuzz.c) drives it directly.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+static void kf_msg(char *msg, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void kf_msg(char *msg, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!msg || !size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, size, fmt, ap);
+	va_end(ap);
+}
+
+static bool kf_part_ok(const char *s, size_t len, bool dot_dash)
+{
+	size_t i;
+
+	if (!len || len > NAME_MAX || s[0] == '.' || s[0] == '-')
+		return false;
+	for (i = 0; i < len; i++) {
+		char ch = s[i];
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '_')
+			continue;
+		if (dot_dash && (ch == '.' || ch == '-' || ch == '+'))
+			continue;
+		return false;
+	}
+	return true;
+}
+
+bool kf_release_ok(const char *s, size_t len)
+{
+	return len <= HVT_PROTO_RELEASE_MAX && kf_part_ok(s, len, true);
+}
+
+/*
+ * Is @p (NUL-terminated) a file of a formats folder?  Returns the number
+ * of folders it has (0..3), or -1.
+ */
+int kf_path_ok(const char *p)
+{
+	static const char *const top[] = { "printk_formats", "saved_cmdlines",
+					    "trace_clock", "version" };
+	const char *parts[4];
+	size_t lens[4], n = 0, i;
+	const char *s = p;
+
+	if (strlen(p) > HVT_PROTO_KPATH_MAX)
+		return -1;
+	for (;;) {
+		const char *sl = strchr(s, '/');
+		size_t len = sl ? (size_t)(sl - s) : strlen(s);
+
+		if (n == 4)
+			return -1;
+		parts[n] = s;
+		lens[n++] = len;
+		if (!sl)
+			break;
+		s = sl + 1;
+	}
+	for (i = 0; i < n; i++)
+		if (!kf_part_ok(parts[i], lens[i], true))
+			return -1;
+	if (n == 1) {
+		for (i = 0; i < sizeof(top) / sizeof(top[0]); i++)
+			if (!strcmp(p, top[i]))
+				return 0;
+		return -1;
+	}
+	if (lens[0] != 6 || strncmp(parts[0], "events", 6))
+		return -1;
+	if (n == 2)
+		return !strcmp(parts[1], "header_page") ||
+				       !strcmp(parts[1], "header_event") ?
+			       1 :
+			       -1;
+	if (n == 3)
+		return lens[2] == 6 && !strncmp(parts[2], "enable", 6) ? 2 : -1;
+	return lens[3] == 6 && !strncmp(parts[3], "format", 6) ? 3 : -1;
+}
+
+/* Remove what an upload wrote under its staging folder (bounded depth). */
+static void kf_rm_at(int dfd, int depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int fd = dup(dfd);
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		int sub;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!unlinkat(dfd, de->d_name, 0))
+			continue;
+		if (depth >= 4)
+			continue;
+		sub = openat(dfd, de->d_name,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			continue;
+		kf_rm_at(sub, depth + 1);
+		close(sub);
+		unlinkat(dfd, de->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
+static void kf_close_file(struct kf_upload *u)
+{
+	if (u->fd >= 0)
+		close(u->fd);
+	u->fd = -1;
+	u->cur[0] = '\0';
+	u->cur_off = 0;
+}
+
+void kf_abort(struct kf_upload *u)
+{
+	kf_close_file(u);
+	if (u->dfd >= 0) {
+		kf_rm_at(u->dfd, 0);
+		close(u->dfd);
+		u->dfd = -1;
+		if (u->stage[0])
+			rmdir(u->stage);
+	}
+	u->stage[0] = '\0';
+	u->active = false;
+}
+
+void kf_init(struct kf_upload *u)
+{
+	memset(u, 0, sizeof(*u));
+	u->fd = -1;
+	u->dfd = -1;
+}
+
+/* @dir and its parents, as mkdir -p with mode 0755. */
+static int kf_mkdirs(const char *dir)
+{
+	char p[PATH_MAX];
+	size_t i, n = strlen(dir);
+
+	if (n >= sizeof(p))
+		return -ENAMETOOLONG;
+	memcpy(p, dir, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		p[i] = '\0';
+		if (mkdir(p, 0755) && errno != EEXIST)
+			return -errno;
+		p[i] = dir[i];
+	}
+	return 0;
+}
+
+int kf_key(char *out, size_t size, const struct hvt_m_kformats *m)
+{
+	int n;
+
+	if (!kf_release_ok(m->release.ptr, m->release.len))
+		return -EINVAL;
+	n = snprintf(out, size, "%.*s@%.*s", (int)m->release.len,
+		     m->release.ptr, (int)m->build_id.len, m->build_id.ptr);
+	if (!m->build_id.len)
+		n = snprintf(out, size, "%.*s@none", (int)m->release.len,
+			     m->release.ptr);
+	return n > 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
+}
+
+/* Folders in the cache (bounded count), or -errno. */
+static int kf_count(const char *root)
+{
+	DIR *d = opendir(root);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) && n <= KF_MAX_KERNELS)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+int kf_begin(struct kf_upload *u, const char *cache,
+	     const struct hvt_m_kformats *m, char *dir, size_t dir_size,
+	     char *msg, size_t msgsize)
+{
+	char root[PATH_MAX];
+	struct stat st;
+	int ret;
+
+	kf_abort(u);
+	if (m->op != HVT_KF_BEGIN)
+		return -EINVAL;
+	if (kf_key(u->key, sizeof(u->key), m)) {
+		kf_msg(msg, msgsize,
+		       "kernel release '%.*s' is not a folder name of "
+		       "[A-Za-z0-9._+-]",
+		       (int)m->release.len, m->release.ptr);
+		return -EINVAL;
+	}
+	if (m->nr_files > KF_MAX_FILES) {
+		kf_msg(msg, msgsize, "%u files: at most %u are kept",
+		       m->nr_files, KF_MAX_FILES);
+		return -E2BIG;
+	}
+	snprintf(root, sizeof(root), "%s/kformats", cache);
+	ret = kf_mkdirs(root);
+	if (ret) {
+		kf_msg(msg, msgsize, "cannot make the formats cache %s: %s",
+		       root, strerror(-ret));
+		return ret;
+	}
+	if (snprintf(dir, dir_size, "%s/%s", root, u->key) >= (int)dir_size)
+		return -ENAMETOOLONG;
+	if (!lstat(dir, &st) && S_ISDIR(st.st_mode))
+		return 1;	/* cached already */
+	if (kf_count(root) >= KF_MAX_KERNELS) {
+		kf_msg(msg, msgsize,
+		       "the formats cache %s holds %d kernels already: "
+		       "remove the folders of kernels no longer traced",
+		       root, KF_MAX_KERNELS);
+		return -ENOSPC;
+	}
+	if (snprintf(u->stage, sizeof(u->stage), "%s/.upload-%s.%d.XXXXXX",
+		     root, u->key, (int)getpid()) >= (int)sizeof(u->stage))
+		return -ENAMETOOLONG;
+	if (!mkdtemp(u->stage)) {
+		ret = -errno;
+		u->stage[0] = '\0';
+		kf_msg(msg, msgsize, "cannot make a folder in %s: %s", root,
+		       strerror(-ret));
+		return ret;
+	}
+	chmod(u->stage, 0755);
+	u->dfd = open(u->stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+				       O_CLOEXEC);
+	if (u->dfd < 0) {
+		ret = -errno;
+		rmdir(u->stage);
+		u->stage[0] = '\0';
+		return ret;
+	}
+	snprintf(u->dir, sizeof(u->dir), "%s", dir);
+	u->active = true;
+	u->failed = 0;
+	u->why[0] = '\0';
+	u->files = 0;
+	u->bytes = 0;
+	u->max_files = m->nr_files;
+	return 0;
+}
+
+/* The upload breaks: remember why for END, drop what was written. */
+static int kf_fail(struct kf_upload *u, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int kf_fail(struct kf_upload *u, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(u->why, sizeof(u->why), fmt, ap);
+	va_end(ap);
+	kf_abort(u);
+	u->failed = err;
+	return err;
+}
+
+/* Open @name for writing under the staging folder, making its folders. */
+static int kf_create(struct kf_upload *u, const char *name)
+{
+	char path[HVT_PROTO_KPATH_MAX + 1];
+	char *s, *sl;
+	int dfd = u->dfd, fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s", name);
+	s = path;
+	while ((sl = strchr(s, '/'))) {
+		int nd;
+
+		*sl = '\0';
+		if (mkdirat(dfd, s, 0755) && errno != EEXIST) {
+			ret = -errno;
+			break;
+		}
+		nd = openat(dfd, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					    O_CLOEXEC);
+		if (nd < 0) {
+			ret = -errno;
+			break;
+		}
+		if (dfd != u->dfd)
+			close(dfd);
+		dfd = nd;
+		s = sl + 1;
+	}
+	if (ret) {
+		if (dfd != u->dfd)
+			close(dfd);
+		return ret;
+	}
+	fd = openat(dfd, s, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				    O_CLOEXEC, 0644);
+	ret = fd < 0 ? -errno : fd;
+	if (dfd != u->dfd)
+		close(dfd);
+	return ret;
+}
+
+int kf_file(struct kf_upload *u, const struct hvt_m_kfile *m)
+{
+	char name[HVT_PROTO_KPATH_MAX + 1];
+	size_t done;
+
+	if (!u->active)
+		return u->failed ? u->failed : -EPROTO;
+	d_copy_str(name, sizeof(name), &m->name);
+	if (m->name.len >= sizeof(name) || kf_path_ok(name) < 0)
+		return kf_fail(u, -EINVAL,
+			       "'%s' is not a file of a formats folder", name);
+	if (u->cur[0] && strcmp(u->cur, name))
+		return kf_fail(u, -EPROTO,
+			       "'%s' began before '%s' ended", name, u->cur);
+	if (!u->cur[0]) {
+		int fd;
+
+		if (m->offset)
+			return kf_fail(u, -EPROTO,
+				       "'%s' does not start at offset 0",
+				       name);
+		if (u->files >= KF_MAX_FILES || u->files >= u->max_files)
+			return kf_fail(u, -E2BIG,
+				       "more files than announced (%u)",
+				       u->max_files);
+		fd = kf_create(u, name);
+		if (fd < 0)
+			return kf_fail(u, fd, "cannot create '%s': %s%s",
+				       name, strerror(-fd),
+				       fd == -EEXIST ? " (sent twice)" : "");
+		u->fd = fd;
+		snprintf(u->cur, sizeof(u->cur), "%s", name);
+		u->cur_off = 0;
+	}
+	if (m->offset != u->cur_off)
+		return kf_fail(u, -EPROTO,
+			       "'%s': a piece at offset %llu, expected %llu",
+			       name, (unsigned long long)m->offset,
+			       (unsigned long long)u->cur_off);
+	if (u->cur_off + m->len > KF_FILE_MAX ||
+	    u->bytes + m->len > KF_MAX_BYTES)
+		return kf_fail(u, -EFBIG,
+			       "'%s' goes past %u bytes, or the upload past "
+			       "%u",
+			       name, KF_FILE_MAX, KF_MAX_BYTES);
+	for (done = 0; done < m->len;) {
+		ssize_t n = write(u->fd, m->data + done, m->len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return kf_fail(u, n < 0 ? -errno : -EIO,
+				       "cannot write '%s': %s", name,
+				       strerror(n < 0 ? errno : EIO));
+		done += (size_t)n;
+	}
+	u->cur_off += m->len;
+	u->bytes += m->len;
+	if (m->flags & HVT_KFILE_LAST) {
+		kf_close_file(u);
+		u->files++;
+	}
+	return 0;
+}
+
+static int kf_write_small(int dfd, const char *name, const char *text,
+			  size_t len)
+{
+	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+					   O_CLOEXEC, 0644);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, len);
+	close(fd);
+	return n == (ssize_t)len ? 0 : -EIO;
+}
+
+int kf_end(struct kf_upload *u, const struct hvt_m_kformats *m, char *dir,
+	   size_t dir_size, char *msg, size_t msgsize)
+{
+	char line[2 * HVT_PROTO_BUILD_ID_MAX + 2];
+	int ret;
+
+	if (!u->active) {
+		kf_msg(msg, msgsize, "%s",
+		       u->failed ? u->why : "KFORMATS END without a BEGIN");
+		ret = u->failed ? u->failed : -EPROTO;
+		u->failed = 0;
+		return ret;
+	}
+	if (u->cur[0]) {
+		kf_msg(msg, msgsize, "'%s' did not end", u->cur);
+		kf_abort(u);
+		return -EPROTO;
+	}
+	if (m->nr_files != u->files || m->total_bytes != u->bytes) {
+		kf_msg(msg, msgsize,
+		       "END counts %u files, %llu bytes; %u files, %llu "
+		       "bytes arrived",
+		       m->nr_files, (unsigned long long)m->total_bytes,
+		       u->files, (unsigned long long)u->bytes);
+		kf_abort(u);
+		return -EPROTO;
+	}
+	if (kf_key(line, sizeof(line), m) || strcmp(line, u->key)) {
+		kf_msg(msg, msgsize, "END names another kernel than BEGIN");
+		kf_abort(u);
+		return -EPROTO;
+	}
+	snprintf(line, sizeof(line), "%.*s\n", (int)m->release.len,
+		 m->release.ptr);
+	ret = kf_write_small(u->dfd, "release", line, strlen(line));
+	snprintf(line, sizeof(line), "%.*s\n", (int)m->build_id.len,
+		 m->build_id.ptr);
+	if (!ret)
+		ret = kf_write_small(u->dfd, "build_id", line, strlen(line));
+	if (!ret && rename(u->stage, u->dir)) {
+		ret = -errno;
+		if (ret == -EEXIST || ret == -ENOTEMPTY)
+			ret = 1;	/* another upload made it first */
+	}
+	if (ret < 0) {
+		kf_msg(msg, msgsize, "cannot keep the formats in %s: %s",
+		       u->dir, strerror(-ret));
+		kf_abort(u);
+		return ret;
+	}
+	snprintf(dir, dir_size, "%s", u->dir);
+	if (ret == 0) {
+		/* Renamed: the folder is the cache's now, not to remove. */
+		close(u->dfd);
+		u->dfd = -1;
+		u->stage[0] = '\0';
+	}
+	kf_abort(u);
+	kf_msg(msg, msgsize, "%u files, %llu bytes kept in %s", m->nr_files,
+	       (unsigned long long)m->total_bytes, dir);
+	return 0;
+}

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Fuzz hvtraced's intake of a guest kernel's formats (host/hvtraced/
+ * kformats.c): an agent's KFORMATS and KFILE messages, hostile from the
+ * first byte.  The input is a list of records "u8 type, u16 length
+ * (little-endian), payload": type 0 is KFORMATS, 1 is KFILE, anything
+ * else ends the list.  Each payload goes through the codec's validation
+ * (hvt_msg_decode(), as hvtraced gets it from a frame) and, when it is
+ * accepted, to kf_begin(), kf_file() or kf_end() against a cache folder
+ * of this process in /dev/shm.
+ *
+ * Properties checked besides memory safety: everything the upload left
+ * in the cache lies below CACHE/kformats, is a regular file or folder (no
+ * link), has a path that kf_path_ok() accepts (or is the "release" and
+ * "build_id" files of a kept folder, or a staging folder of an upload
+ * still open), at most 4 folders deep; a kept folder is named
+ * RELEASE@BUILDID of a release kf_release_ok() accepts; the bytes kept
+ * stay within KF_MAX_BYTES; and after kf_abort() no staging folder is
+ * left.  The cache is emptied after every input.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../host/hvtraced/daemon.h"
+
+static char cache[PATH_MAX];
+static char root[PATH_MAX];
+
+static void remove_cache(void)
+{
+	rmdir(cache);
+}
+
+static void check(int cond)
+{
+	if (!cond)
+		abort();
+}
+
+/* Walk @dir (relative path @rel under root/KEY), checking each entry. */
+static uint64_t walk(const char *dir, const char *rel, int depth,
+		     bool staging)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	uint64_t bytes = 0;
+
+	check(d != NULL);
+	check(depth <= 4);
+	while ((de = readdir(d))) {
+		char path[PATH_MAX], r[PATH_MAX];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		snprintf(r, sizeof(r), "%s%s%s", rel, *rel ? "/" : "",
+			 de->d_name);
+		check(!lstat(path, &st));
+		check(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
+		if (S_ISDIR(st.st_mode)) {
+			bytes += walk(path, r, depth + 1, staging);
+			continue;
+		}
+		bytes += (uint64_t)st.st_size;
+		if (!staging && (!strcmp(r, "release") ||
+				 !strcmp(r, "build_id")))
+			continue;
+		check(kf_path_ok(r) >= 0);
+	}
+	closedir(d);
+	return bytes;
+}
+
+/* Check the cache; with @open an upload may still be staging. */
+static void check_cache(bool open)
+{
+	DIR *d = opendir(root);
+	struct dirent *de;
+	uint64_t bytes = 0;
+	unsigned int staging = 0;
+
+	if (!d)
+		return;		/* nothing was made */
+	while ((de = readdir(d))) {
+		char path[PATH_MAX];
+		const char *at;
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", root, de->d_name);
+		check(!lstat(path, &st) && S_ISDIR(st.st_mode));
+		if (!strncmp(de->d_name, ".upload-", 8)) {
+			staging++;
+			bytes += walk(path, "", 1, true);
+			continue;
+		}
+		at = strchr(de->d_name, '@');
+		check(at != NULL);
+		check(kf_release_ok(de->d_name, (size_t)(at - de->d_name)));
+		bytes += walk(path, "", 1, false);
+	}
+	closedir(d);
+	check(staging <= (open ? 1u : 0u));
+	check(bytes <= KF_MAX_BYTES + 4096);
+}
+
+static void rm_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char path[PATH_MAX];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (!lstat(path, &st) && S_ISDIR(st.st_mode))
+			rm_tree(path);
+		else
+			unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct kf_upload u;
+	char dir[PATH_MAX], msg[HVT_PROTO_TEXT_MAX + 1];
+	size_t off = 0;
+	int records = 0;
+
+	if (!cache[0]) {
+		snprintf(cache, sizeof(cache),
+			 "/dev/shm/hvt-kformats-fuzz.XXXXXX");
+		check(mkdtemp(cache) != NULL);
+		snprintf(root, sizeof(root), "%s/kformats", cache);
+		atexit(remove_cache);
+	}
+	msg[0] = '\0';
+	kf_init(&u);
+	while (off + 3 <= size && records++ < 4096) {
+		uint8_t type = data[off];
+		uint32_t len = (uint32_t)data[off + 1] |
+			       (uint32_t)data[off + 2] << 8;
+		struct hvt_frame f;
+		struct hvt_msg m;
+		const char *why = NULL;
+		uint8_t *copy;
+		int ret;
+
+		off += 3;
+		if (type > 1 || len > size - off)
+			break;
+		/* A copy of exactly the payload, so ASan sees any overread. */
+		copy = malloc(len ? len : 1);
+		check(copy != NULL);
+		memcpy(copy, data + off, len);
+		off += len;
+		memset(&f, 0, sizeof(f));
+		f.type = type ? HVT_MSG_KFILE : HVT_MSG_KFORMATS;
+		f.version = HVT_PROTO_VERSION;
+		f.payload = copy;
+		f.len = len;
+		if (hvt_msg_decode(&f, &m, &why)) {
+			free(copy);
+			continue;
+		}
+		if (type) {
+			kf_file(&u, &m.u.kfile);
+		} else if (m.u.kformats.op == HVT_KF_BEGIN) {
+			ret = kf_begin(&u, cache, &m.u.kformats, dir,
+				       sizeof(dir), msg, sizeof(msg));
+			check(ret <= 1);
+			check(ret != 0 || u.active);
+		} else {
+			ret = kf_end(&u, &m.u.kformats, dir, sizeof(dir), msg,
+				     sizeof(msg));
+			check(!u.active);
+			if (!ret) {
+				struct stat st;
+
+				check(!lstat(dir, &st) && S_ISDIR(st.st_mode));
+				check(!strncmp(dir, root, strlen(root)));
+			}
+		}
+		check(memchr(msg, '\0', sizeof(msg)) != NULL);
+		free(copy);
+		check_cache(u.active);
+	}
+	kf_abort(&u);
+	check(!u.active && u.dfd < 0 && u.fd < 0);
+	check_cache(false);
+	rm_tree(root);
+	return 0;
+}

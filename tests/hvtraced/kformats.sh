@@ -1,0 +1,177 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# A guest kernel's formats and events through the agent, on one machine:
+# hvtrace-agent with --tracefs pointing at a tracefs-like folder this
+# test builds (an instance "hvt" with events of two systems, one of them
+# with a format of several pieces, printk_formats of 100 KiB, and files
+# whose bytes include tabs, a NUL-free binary mix and no final newline)
+# uploads it to hvtraced, which keeps it in $HVT_CACHE/kformats/
+# RELEASE@BUILDID.  Checked against the test's own files, byte for byte,
+# every file of the upload and no other; the folder's name against
+# uname -r.  A second agent of the same kernel finds the cache and sends
+# nothing.  Then hvtrace events enable/disable --remote switches a guest
+# kernel event and a whole system in the folder (the agent writes the
+# instance's enable files), an unknown name and a name with a path in it
+# are refused with clear messages, and without an agent the refusal says
+# that only hvtrace-agent can change the guest kernel's events.
+set -u
+
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OBJ=${HVT_OBJTREE:-$SRC/build}
+H=$OBJ/bin/hvtrace
+T=$(mktemp -d /tmp/hvt-kformats.XXXXXX)
+NAME=kf$$
+AREA=/dev/shm/hvt-kformats-$$
+export HVTRACED_SOCKET=$T/hvtraced.sock HVT_CACHE=$T/cache
+DPID='' APID=''
+
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$T"/*.log "$T"/*.err; do
+		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 20 "$f" >&2; }
+	done
+	exit 1
+}
+
+cleanup() {
+	[ -n "$APID" ] && kill "$APID" 2>/dev/null
+	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null
+	wait 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+	rm -f "$AREA" "$AREA"2
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+for b in "$H" "$OBJ/bin/hvtraced" "$OBJ/bin/hvtrace-agent"; do
+	[ -x "$b" ] || fail "$b is not built"
+done
+
+# The guest's tracefs, as the test makes it.
+F=$T/tracefs
+I=$F/instances/hvt
+mkdir -p "$I/events/sched/sched_switch" "$I/events/sched/sched_waking" \
+	"$I/events/ftrace/print" "$I/events/irq/irq_handler_entry"
+printf 'field: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n' >"$I/events/header_page"
+printf 'type_len    :    5 bits\n' >"$I/events/header_event"
+for e in sched/sched_switch sched/sched_waking ftrace/print irq/irq_handler_entry; do
+	{
+		echo "name: ${e#*/}"
+		echo "ID: $((RANDOM % 1000 + 1))"
+		echo "format:"
+		printf '\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n'
+	} >"$I/events/$e/format"
+	echo 0 >"$I/events/$e/enable"
+done
+# A format longer than one KFILE piece, without a final newline.
+head -c 40000 /dev/urandom | base64 -w 100 | head -c 39999 >>"$I/events/sched/sched_switch/format"
+for s in sched ftrace irq; do echo 0 >"$I/events/$s/enable"; done
+echo 'mono [local] global' >"$I/trace_clock"
+head -c 102400 /dev/urandom | base64 >"$F/printk_formats"
+printf '1 init\n42 worker\n' >"$F/saved_cmdlines"
+# Top-level events are not the instance's: they must not be sent.
+mkdir -p "$F/events/other/ev"
+echo 'name: not_sent' >"$F/events/other/ev/format"
+
+"$OBJ/bin/hvtraced" --foreground --socket "$HVTRACED_SOCKET" \
+	--run-dir "$T/run" --shm-dir /dev/shm >"$T/hvtraced.log" 2>&1 &
+DPID=$!
+for _ in $(seq 100); do [ -S "$HVTRACED_SOCKET" ] && break; sleep 0.05; done
+[ -S "$HVTRACED_SOCKET" ] || fail "hvtraced did not listen"
+
+"$OBJ/bin/hvtrace-agent" --create "$AREA" --size 1M --name "$NAME" \
+	--host-socket "$HVTRACED_SOCKET" --socket "$T/agent.sock" \
+	--tracefs "$F" -v >"$T/agent.log" 2>&1 &
+APID=$!
+
+REL=$(uname -r)
+C=''
+for _ in $(seq 200); do
+	C=$(ls -d "$HVT_CACHE/kformats/$REL@"* 2>/dev/null | head -n1)
+	[ -n "$C" ] && break
+	sleep 0.05
+done
+[ -n "$C" ] || fail "no formats folder for $REL in $HVT_CACHE/kformats"
+BID=$(cat "$C/build_id")
+[ "$C" = "$HVT_CACHE/kformats/$REL@${BID:-none}" ] ||
+	fail "folder $C is not named RELEASE@BUILDID ($REL@$BID)"
+[[ $BID =~ ^([0-9a-f]{2})*$ ]] || fail "build id '$BID' is not hex"
+[ "$(cat "$C/release")" = "$REL" ] || fail "release file: $(cat "$C/release")"
+
+# Byte for byte, every file, and nothing else.
+check() {	# check UPLOADED SOURCE
+	cmp -s "$C/$1" "$2" || fail "$C/$1 differs from $2"
+}
+check events/header_page "$I/events/header_page"
+check events/header_event "$I/events/header_event"
+n=0
+for e in sched/sched_switch sched/sched_waking ftrace/print irq/irq_handler_entry; do
+	check "events/$e/format" "$I/events/$e/format"
+	n=$((n + 1))
+done
+for s in sched ftrace irq; do check "events/$s/enable" "$I/events/$s/enable"; done
+check trace_clock "$I/trace_clock"
+check printk_formats "$F/printk_formats"
+check saved_cmdlines "$F/saved_cmdlines"
+# (procfs reports a size of 0: compare with a copy)
+cat /proc/version >"$T/version.txt"
+check version "$T/version.txt"
+got=$(cd "$C" && find . -type f | sort | tr '\n' ' ')
+want='./build_id ./events/ftrace/enable ./events/ftrace/print/format ./events/header_event ./events/header_page ./events/irq/enable ./events/irq/irq_handler_entry/format ./events/sched/enable ./events/sched/sched_switch/format ./events/sched/sched_waking/format ./printk_formats ./release ./saved_cmdlines ./trace_clock ./version '
+[ "$got" = "$want" ] || fail "the folder holds: $got"
+ls -a "$HVT_CACHE/kformats" | grep -q '^\.upload' && fail "a staging folder was left"
+"$H" daemon info --remote "$NAME" >"$T/info.out" 2>&1 || fail "daemon info: $(cat "$T/info.out")"
+grep -qx "kernel_formats: $C" "$T/info.out" || fail "daemon info does not name $C: $(cat "$T/info.out")"
+echo "ok: $n formats and 10 other files kept byte for byte in $C"
+
+# The same kernel again: the cache has it, the agent sends nothing more.
+"$OBJ/bin/hvtrace-agent" --create "$AREA"2 --size 1M --name "${NAME}b" \
+	--host-socket "$HVTRACED_SOCKET" --socket "$T/agent2.sock" \
+	--tracefs "$F" -v >"$T/agent2.log" 2>&1 &
+A2=$!
+for _ in $(seq 100); do
+	grep -q "has this kernel's formats already" "$T/agent2.log" && break
+	sleep 0.05
+done
+kill "$A2"; wait "$A2" 2>/dev/null
+grep -q "has this kernel's formats already" "$T/agent2.log" ||
+	fail "the second agent was not told that the host has its formats"
+grep -q "sent the formats" "$T/agent2.log" && fail "the second agent sent them again"
+
+# Guest kernel events through the agent.
+en() { cat "$I/events/$1/enable"; }
+"$H" events enable --remote "$NAME" sched:sched_waking >"$T/en.out" 2>"$T/en.err" ||
+	fail "events enable sched:sched_waking failed: $(cat "$T/en.err")"
+[ "$(en sched/sched_waking)" = 1 ] || fail "sched_waking/enable is '$(en sched/sched_waking)'"
+[ "$(en sched/sched_switch)" = 0 ] || fail "enabling sched_waking touched sched_switch"
+"$H" events disable --remote "$NAME" sched:sched_waking 2>"$T/dis.err" ||
+	fail "events disable failed: $(cat "$T/dis.err")"
+[ "$(en sched/sched_waking)" = 0 ] || fail "sched_waking/enable is '$(en sched/sched_waking)' after disable"
+"$H" events enable --remote "$NAME" irq 2>"$T/sys.err" ||
+	fail "events enable irq (a system) failed: $(cat "$T/sys.err")"
+[ "$(en irq)" = 1 ] || fail "irq/enable is '$(en irq)'"
+"$H" events enable --remote "$NAME" no_such_thing >"$T/bad.out" 2>"$T/bad.err" &&
+	fail "enabling an unknown name succeeded"
+grep -q "neither a user event of remote '$NAME' nor an event or event system of its guest kernel" "$T/bad.err" ||
+	fail "unknown name: $(cat "$T/bad.err")"
+"$H" events enable --remote "$NAME" sched:nope 2>"$T/bad2.err" && fail "sched:nope succeeded"
+grep -q "the guest kernel has no event 'sched:nope'" "$T/bad2.err" ||
+	fail "sched:nope: $(cat "$T/bad2.err")"
+"$H" events enable --remote "$NAME" '../x:y' 2>"$T/bad3.err" && fail "'../x:y' succeeded"
+grep -q "'../x:y' is not a guest kernel event: give SYSTEM or SYSTEM:EVENT" "$T/bad3.err" ||
+	fail "'../x:y': $(cat "$T/bad3.err")"
+[ -e "$F/instances/x" ] && fail "a path escaped the events folder"
+
+# Without an agent.
+kill "$APID"; wait "$APID" 2>/dev/null; APID=''
+for _ in $(seq 100); do
+	"$H" list 2>/dev/null | grep -Eq "^$NAME .*disconnected" && break
+	sleep 0.05
+done
+"$H" events enable --remote "$NAME" sched:sched_waking 2>"$T/noag.err" &&
+	fail "enable succeeded without an agent"
+grep -q "the guest kernel's events can only be changed through hvtrace-agent" "$T/noag.err" ||
+	fail "without an agent: $(cat "$T/noag.err")"
+[ "$(en sched/sched_waking)" = 0 ] || fail "sched_waking changed without an agent"
+echo "ok: kernel events switched through the agent; refusals say why"
