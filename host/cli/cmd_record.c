@@ -70,6 +70,9 @@ static const char record_usage[] =
 	"      --vm-pid PID      the same from the memory of VMM process PID\n"
 	"      --formats DIR     the guest kernel's formats (a copy of its\n"
 	"                        tracefs files: hvtrace-guest kformats)\n"
+	"      --no-guest-kernel leave out the kernel ring of a rig guest\n"
+	"                        REMOTE (by default its events go in a\n"
+	"                        buffer REMOTE-kernel, on the host's clock)\n"
 	"  -q, --quiet           no status line\n"
 	"      --socket PATH     hvtraced's socket, for REMOTEs (default\n"
 	"                        $HVTRACED_SOCKET or "
@@ -114,6 +117,7 @@ static int record_run(int argc, char **argv)
 		{"guest-kernel", required_argument, NULL, 'G'},
 		{"vm-pid", required_argument, NULL, 'P'},
 		{"formats", required_argument, NULL, 'F'},
+		{"no-guest-kernel", no_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -124,7 +128,7 @@ static int record_run(int argc, char **argv)
 	const char **events;
 	unsigned long long max_events = 0;
 	double duration = 0;
-	bool quiet = false, threads_set = false;
+	bool quiet = false, threads_set = false, no_guest_kernel = false;
 	unsigned int threads = 0;
 	const char *sock = NULL;
 	int nev = 0, c, i, ret;
@@ -194,6 +198,9 @@ static int record_run(int argc, char **argv)
 		case 'F':
 			o.guest_formats = optarg;
 			break;
+		case 'K':
+			no_guest_kernel = true;
+			break;
 		case 'R':
 			if (hvt_cli_parse_reader_threads(optarg, &threads)) {
 				free(events);
@@ -246,6 +253,7 @@ static int record_run(int argc, char **argv)
 			.quiet = quiet,
 			.kernel = o.kernel,
 			.kernel_instance = o.kernel_instance,
+			.no_guest_kernel = no_guest_kernel,
 		};
 
 		if (threads_set) {
