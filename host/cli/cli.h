@@ -97,6 +97,7 @@ struct hvt_cli_rec {
 	unsigned long long max_events; /* 0: none */
 	bool quiet;		       /* no status line */
 	const char *errors_note;       /* after "malformed item(s) skipped" */
+	bool say_clock;		       /* print the clock error bounds */
 };
 
 /* Ctrl-C, SIGTERM and SIGHUP end the recording, not the process. */

@@ -66,6 +66,7 @@ int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 		if (kr[i] && hvtrace_tracedat_record_add_remote_kring(
 				     rec.r, remotes[i], kr[i], formats[i]) < 0)
 			goto fail;
+		rec.say_clock |= kr[i] != NULL;
 	}
 	if (hvtrace_tracedat_record_start(rec.r))
 		goto fail;

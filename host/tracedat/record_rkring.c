@@ -34,7 +34,7 @@
 
 #include "rremote.h"
 
-#define RK_COMM_LEN 16	    /* TASK_COMM_LEN */
+#define RK_COMM_LEN 16	       /* TASK_COMM_LEN */
 #define RK_SKIP_MAX (1u << 22) /* records skipped at start, per CPU */
 
 struct rk_comm {
@@ -56,8 +56,8 @@ struct dr_kring {
 	uint32_t nr_cpus;
 	uint32_t subbuf_size;
 	struct dr_cpu *cpu;
-	uint16_t *idmap; /* guest id -> file id, 0: none */
-	uint8_t *tried;	 /* guest ids looked up */
+	uint16_t *idmap;	    /* guest id -> file id, 0: none */
+	uint8_t *tried;		    /* guest ids looked up */
 	struct hvtrace_catalog cat; /* the formats placed, file ids */
 	struct rk_switch sw;
 	uint32_t *comm_of; /* guest pid -> index + 1 in @comm */
@@ -102,14 +102,17 @@ static bool rk_field(const char *text, const char *name, uint32_t size,
 		o = memmem(l, len, "offset:", 7);
 		z = memmem(l, len, "size:", 5);
 		if (f && o && z) {
-			/* The name ends the declaration: "char prev_comm[16];" */
+			/* The name ends the declaration: "char prev_comm[16];"
+			 */
 			const char *d = memchr(f, ';', (size_t)(l + len - f));
 			const char *p = d;
 
 			while (p && p > f && p[-1] == ']')
 				p = memrchr(f, '[', (size_t)(p - f));
-			if (p && (size_t)(p - f) > n && !memcmp(p - n, name, n) &&
-			    (p[-(long)n - 1] == ' ' || p[-(long)n - 1] == '*')) {
+			if (p && (size_t)(p - f) > n &&
+			    !memcmp(p - n, name, n) &&
+			    (p[-(long)n - 1] == ' ' ||
+			     p[-(long)n - 1] == '*')) {
 				v = strtoul(o + 7, NULL, 10);
 				sz = strtoul(z + 5, NULL, 10);
 				if (v < 0xffff && (!size || sz == size)) {
@@ -162,8 +165,7 @@ static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
 	} else {
 		if (k->nr_comm == k->cap_comm) {
 			unsigned int cap = k->cap_comm ? k->cap_comm * 2 : 256;
-			struct rk_comm *v =
-				realloc(k->comm, cap * sizeof(*v));
+			struct rk_comm *v = realloc(k->comm, cap * sizeof(*v));
 
 			if (!v)
 				return -ENOMEM;
@@ -180,8 +182,7 @@ static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
 }
 
 /* Comms a sched_switch record names (fields checked against @len). */
-static int rk_switch_comms(struct dr_kring *k, const uint8_t *rec,
-			   uint32_t len)
+static int rk_switch_comms(struct dr_kring *k, const uint8_t *rec, uint32_t len)
 {
 	const struct rk_switch *sw = &k->sw;
 	int32_t pid;
@@ -329,14 +330,14 @@ int hvt_rk_pump(struct hvt_tdat_rset *r, unsigned int max)
 				}
 				if (!ret)
 					break;
-				if (kr.size < sizeof(struct hvt_common_fields)) {
+				if (kr.size <
+				    sizeof(struct hvt_common_fields)) {
 					k->st.errors++;
 					continue;
 				}
-				ret = hvt_rr_batch_add(r, &k->cpu[cpu], kr.ts,
-						       kr.data, kr.size,
-						       kr.lost,
-						       kr.lost_unknown);
+				ret = hvt_rr_batch_add(
+					r, &k->cpu[cpu], kr.ts, kr.data,
+					kr.size, kr.lost, kr.lost_unknown);
 				if (ret)
 					return hvt_err(ret, "out of memory");
 			}
@@ -422,8 +423,7 @@ static int rk_saved_cmdlines(struct dr_kring *k)
 		if (next)
 			*next++ = '\0';
 		if (sscanf(line, "%d %15[^\n]", &pid, comm) != 2 || pid <= 0 ||
-		    pid >= HVT_TDAT_PID_MAX ||
-		    (k->comm_of && k->comm_of[pid]))
+		    pid >= HVT_TDAT_PID_MAX || (k->comm_of && k->comm_of[pid]))
 			continue;
 		ret = rk_note_comm(k, pid, comm, sizeof(comm));
 	}
@@ -482,10 +482,9 @@ int hvt_rk_cpustats(struct hvt_tdat_rset *r)
 			b.len = 0;
 			if (hvt_tdat_kernel_cpu_stats(k->k, c, &b))
 				continue;
-			ret = hvt_tdat_rec_add_optionf(r->w,
-						       HVT_TDAT_OPT_CPUSTAT,
-						       "CPU: %u\n%s", c,
-						       b.data);
+			ret = hvt_tdat_rec_add_optionf(
+				r->w, HVT_TDAT_OPT_CPUSTAT, "CPU: %u\n%s", c,
+				b.data);
 		}
 	}
 	hvt_tdat_blob_free(&b);
@@ -529,9 +528,10 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 			       "kernel's ring",
 			       remote);
 	if (s->kr)
-		return hvt_err(-EEXIST, "the guest kernel ring of '%s' is "
-					"given twice",
-					remote);
+		return hvt_err(-EEXIST,
+			       "the guest kernel ring of '%s' is "
+			       "given twice",
+			       remote);
 	if (s->rec.clock_id != HVT_CLOCK_MONO_NS)
 		return hvt_err(-EINVAL,
 			       "the guest kernel ring of '%s' cannot go on the "
@@ -560,13 +560,13 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 	k->subbuf_size = hvt_tdat_kernel_subbuf_size(k->k);
 	if (strlen(s->name) + sizeof("-kernel") > sizeof(k->st.name)) {
 		hvt_rk_free(k);
-		return hvt_err(-ENAMETOOLONG, "the buffer name '%s' is too "
-					      "long for '%s-kernel'",
+		return hvt_err(-ENAMETOOLONG,
+			       "the buffer name '%s' is too "
+			       "long for '%s-kernel'",
 			       s->name, s->name);
 	}
 	snprintf(k->name, sizeof(k->name), "%s-kernel", s->name);
 	memcpy(k->st.name, k->name, strlen(k->name) + 1);
-	k->st.kernel = true;
 	k->st.nr_cpus = k->nr_cpus;
 	k->cpu = calloc(k->nr_cpus, sizeof(*k->cpu));
 	k->idmap = calloc(65536, sizeof(*k->idmap));

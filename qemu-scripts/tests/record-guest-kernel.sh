@@ -72,6 +72,8 @@ wait "$rec" || { cat "$T_TMP/rec.err"; fail "record failed"; }
 cat "$T_TMP/rec.err"
 grep -q "the guest kernel's ring (2 CPUs) beside its user events" "$T_TMP/rec.err" ||
 	fail "record did not take the guest kernel's ring"
+grep -Eq "^hvtrace record: $n-kernel: times on the host's CLOCK_MONOTONIC through hvtraced's clock model \(error bound \+-[0-9.]+ us\)" "$T_TMP/rec.err" ||
+	fail "record did not state the guest kernel times' error bound"
 
 trace-cmd report "$T_TMP/t.dat" >"$T_TMP/report.txt" 2>"$T_TMP/report.err" ||
 	{ cat "$T_TMP/report.err"; fail "trace-cmd report failed"; }
