@@ -34,18 +34,11 @@
 
 #include "rremote.h"
 
-#define RK_COMM_LEN 16	       /* TASK_COMM_LEN */
 #define RK_SKIP_MAX (1u << 22) /* records skipped at start, per CPU */
 
 struct rk_comm {
 	int pid;
-	char comm[RK_COMM_LEN];
-};
-
-/* Where sched_switch keeps the comms and pids it names. */
-struct rk_switch {
-	uint16_t id; /* the guest's id, 0: none */
-	uint32_t prev_comm, prev_pid, next_comm, next_pid;
+	char comm[HVT_TDAT_COMM_LEN];
 };
 
 struct dr_kring {
@@ -59,7 +52,8 @@ struct dr_kring {
 	uint16_t *idmap;	    /* guest id -> file id, 0: none */
 	uint8_t *tried;		    /* guest ids looked up */
 	struct hvtrace_catalog cat; /* the formats placed, file ids */
-	struct rk_switch sw;
+	struct hvt_tdat_switch sw;
+	uint16_t sw_id; /* the guest's sched_switch id, 0: none */
 	uint32_t *comm_of; /* guest pid -> index + 1 in @comm */
 	struct rk_comm *comm;
 	unsigned int nr_comm, cap_comm;
@@ -85,63 +79,6 @@ void hvt_rk_free(struct dr_kring *k)
 	free(k);
 }
 
-/* "field:TYPE NAME..." of @text: its offset into *@off, and true when it
- * is @size bytes (0: any). */
-static bool rk_field(const char *text, const char *name, uint32_t size,
-		     uint32_t *off)
-{
-	const char *l = text;
-	size_t n = strlen(name);
-
-	while (l && *l) {
-		const char *e = strchr(l, '\n'), *f, *o, *z;
-		size_t len = e ? (size_t)(e - l) : strlen(l);
-		unsigned long v, sz;
-
-		f = memmem(l, len, "field:", 6);
-		o = memmem(l, len, "offset:", 7);
-		z = memmem(l, len, "size:", 5);
-		if (f && o && z) {
-			/* The name ends the declaration: "char prev_comm[16];"
-			 */
-			const char *d = memchr(f, ';', (size_t)(l + len - f));
-			const char *p = d;
-
-			while (p && p > f && p[-1] == ']')
-				p = memrchr(f, '[', (size_t)(p - f));
-			if (p && (size_t)(p - f) > n &&
-			    !memcmp(p - n, name, n) &&
-			    (p[-(long)n - 1] == ' ' ||
-			     p[-(long)n - 1] == '*')) {
-				v = strtoul(o + 7, NULL, 10);
-				sz = strtoul(z + 5, NULL, 10);
-				if (v < 0xffff && (!size || sz == size)) {
-					*off = (uint32_t)v;
-					return true;
-				}
-				return false;
-			}
-		}
-		l = e ? e + 1 : NULL;
-	}
-	return false;
-}
-
-/* The guest's sched_switch: where its comms and pids are. */
-static void rk_learn_switch(struct dr_kring *k, uint16_t id, const char *name,
-			    const char *text)
-{
-	struct rk_switch sw = {.id = id};
-
-	if (strcmp(name, "sched_switch") || k->sw.id)
-		return;
-	if (rk_field(text, "prev_comm", RK_COMM_LEN, &sw.prev_comm) &&
-	    rk_field(text, "prev_pid", 4, &sw.prev_pid) &&
-	    rk_field(text, "next_comm", RK_COMM_LEN, &sw.next_comm) &&
-	    rk_field(text, "next_pid", 4, &sw.next_pid))
-		k->sw = sw;
-}
-
 /* Name guest @pid @comm (the latest name wins: exec renames). */
 static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
 			size_t max)
@@ -151,7 +88,7 @@ static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
 
 	if (pid <= 0 || pid >= HVT_TDAT_PID_MAX)
 		return 0;
-	n = strnlen(comm, max < RK_COMM_LEN ? max : RK_COMM_LEN - 1);
+	n = strnlen(comm, max < HVT_TDAT_COMM_LEN ? max : HVT_TDAT_COMM_LEN - 1);
 	if (!n)
 		return 0;
 	if (!k->comm_of) {
@@ -181,25 +118,9 @@ static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
 	return 0;
 }
 
-/* Comms a sched_switch record names (fields checked against @len). */
-static int rk_switch_comms(struct dr_kring *k, const uint8_t *rec, uint32_t len)
+static int rk_comm_fn(void *arg, int pid, const char *comm)
 {
-	const struct rk_switch *sw = &k->sw;
-	int32_t pid;
-	int ret = 0;
-
-	if (sw->prev_comm + RK_COMM_LEN <= len && sw->prev_pid + 4 <= len) {
-		memcpy(&pid, rec + sw->prev_pid, 4);
-		ret = rk_note_comm(k, pid, (const char *)rec + sw->prev_comm,
-				   RK_COMM_LEN);
-	}
-	if (!ret && sw->next_comm + RK_COMM_LEN <= len &&
-	    sw->next_pid + 4 <= len) {
-		memcpy(&pid, rec + sw->next_pid, 4);
-		ret = rk_note_comm(k, pid, (const char *)rec + sw->next_comm,
-				   RK_COMM_LEN);
-	}
-	return ret;
+	return rk_note_comm(arg, pid, comm, HVT_TDAT_COMM_LEN);
 }
 
 /*
@@ -271,8 +192,10 @@ static int rk_place(struct hvt_tdat_rset *r, struct dr_kring *k, uint16_t id,
 			rec->ids.sys[fid] = k->cat.fmt[k->cat.nr - 1].system;
 		}
 	}
-	if (!ret && !strcmp(f->system, "sched"))
-		rk_learn_switch(k, id, f->name, f->text);
+	if (!ret && !k->sw_id && !strcmp(f->system, "sched") &&
+	    !strcmp(f->name, "sched_switch") &&
+	    hvt_tdat_switch_learn(&k->sw, f->text))
+		k->sw_id = id;
 	free(t);
 	free(plain);
 	hvtrace_catalog_free(&one);
@@ -298,8 +221,8 @@ int hvt_rk_put(struct hvt_tdat_rset *r, struct dr_cpu *c, uint64_t ts,
 		fid = (uint16_t)r->rec->ids.unknown_id;
 		k->st.unknown++;
 		r->rec->ids.unknown_total++;
-	} else if (k->sw.id && id == k->sw.id) {
-		ret = rk_switch_comms(k, rec, len);
+	} else if (k->sw_id && id == k->sw_id) {
+		ret = hvt_tdat_switch_comms(&k->sw, rec, len, rk_comm_fn, k);
 		if (ret)
 			return hvt_err(ret, "out of memory");
 	}
@@ -416,7 +339,7 @@ static int rk_saved_cmdlines(struct dr_kring *k)
 	if (hvt_tdat_kernel_file(k->k, "saved_cmdlines", true, &b))
 		return 0;
 	for (line = b.data; !ret && line && *line; line = next) {
-		char comm[RK_COMM_LEN];
+		char comm[HVT_TDAT_COMM_LEN];
 		int pid;
 
 		next = strchr(line, '\n');

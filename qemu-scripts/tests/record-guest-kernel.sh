@@ -110,7 +110,11 @@ for p in $pids; do
 	grep -Eq "^ *$n-kernel: .* sched_switch: .*(ue_writer:$p \[|prev_comm=ue_writer prev_pid=$p )" "$T_TMP/report.txt" ||
 		fail "no guest sched_switch of ue_writer:$p: $(grep -m3 "$n-kernel: .*sched_switch" "$T_TMP/report.txt")"
 done
-info "the guest's sched_switch names all $M ue_writer processes (comm and pid)"
+# Every guest task is named in the file's pid table (the guest's own
+# sched_switch names the short-lived ones: sh, head, grep, ...).
+unnamed=$(grep -c "^ *$n-kernel: *<\.\.\.>-" "$T_TMP/report.txt")
+[ "$unnamed" -eq 0 ] || fail "$unnamed guest kernel events of unnamed tasks: $(grep -m3 "^ *$n-kernel: *<\.\.\.>-" "$T_TMP/report.txt")"
+info "the guest's sched_switch names all $M ue_writer processes (comm and pid); every guest task named"
 
 # Event ids: each once in the file (the ftrace system's formats are a
 # section of their own); the guest's print under an id apart from the
