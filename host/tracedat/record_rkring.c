@@ -58,6 +58,7 @@ struct dr_kring {
 	struct rk_comm *comm;
 	unsigned int nr_comm, cap_comm;
 	uint64_t host_named; /* guest pids a host event had named */
+	uint64_t comm_over;  /* guest pids past HVT_TDAT_SRC_MAX_PIDS */
 	struct hvtrace_tracedat_source_stats st;
 };
 
@@ -99,6 +100,10 @@ static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
 	}
 	if (k->comm_of[pid]) {
 		c = &k->comm[k->comm_of[pid] - 1];
+	} else if (k->nr_comm >= HVT_TDAT_SRC_MAX_PIDS) {
+		/* Bounded, whatever a guest's records claim. */
+		k->comm_over++;
+		return 0;
 	} else {
 		if (k->nr_comm == k->cap_comm) {
 			unsigned int cap = k->cap_comm ? k->cap_comm * 2 : 256;
@@ -379,6 +384,12 @@ int hvt_rk_formats(struct hvt_tdat_rset *r)
 			ret = hvtrace_tracedat_writer_add_cmdline(
 				r->w, pid, k->comm[j].comm);
 		}
+		if (k->comm_over)
+			fprintf(stderr,
+				"hvtrace record: '%s': %u guest pids named; "
+				"%llu more were left unnamed\n",
+				k->name, HVT_TDAT_SRC_MAX_PIDS,
+				(unsigned long long)k->comm_over);
 		if (k->host_named)
 			fprintf(stderr,
 				"hvtrace record: '%s': %llu guest pids are "
