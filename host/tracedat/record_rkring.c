@@ -235,6 +235,27 @@ int hvt_rk_put(struct hvt_tdat_rset *r, struct dr_cpu *c, uint64_t ts,
 	return hvt_tdat_rcpu_put_event(&c->rc, ts, rec, len);
 }
 
+/* One record of CPU @cpu into the batch; a malformed one is counted and
+ * its loss carried on to the CPU's next record. */
+static int rk_batch(struct hvt_tdat_rset *r, struct dr_kring *k, uint32_t cpu,
+		    const struct hvt_tdat_krec *kr)
+{
+	struct dr_cpu *c = &k->cpu[cpu];
+	uint64_t lost = c->pending_lost + kr->lost;
+	bool unknown = c->pending_unknown || kr->lost_unknown;
+
+	if (kr->size < sizeof(struct hvt_common_fields)) {
+		k->st.errors++;
+		c->pending_lost = lost;
+		c->pending_unknown = unknown;
+		return 0;
+	}
+	c->pending_lost = 0;
+	c->pending_unknown = false;
+	return hvt_rr_batch_add(r, c, kr->ts, kr->data, kr->size, lost,
+				unknown);
+}
+
 int hvt_rk_pump(struct hvt_tdat_rset *r, unsigned int max)
 {
 	struct hvt_tdat_krec kr;
@@ -258,14 +279,7 @@ int hvt_rk_pump(struct hvt_tdat_rset *r, unsigned int max)
 				}
 				if (!ret)
 					break;
-				if (kr.size <
-				    sizeof(struct hvt_common_fields)) {
-					k->st.errors++;
-					continue;
-				}
-				ret = hvt_rr_batch_add(
-					r, &k->cpu[cpu], kr.ts, kr.data,
-					kr.size, kr.lost, kr.lost_unknown);
+				ret = rk_batch(r, k, cpu, &kr);
 				if (ret)
 					return hvt_err(ret, "out of memory");
 			}
@@ -307,8 +321,10 @@ int hvt_rk_drain(struct hvt_tdat_rset *r, int ret)
 		struct dr_kring *k = r->ksrc[i]->kr;
 
 		k->st.errors += hvt_tdat_kernel_errors(k->k);
-		for (c = 0; c < k->nr_cpus && !ret; c++)
+		for (c = 0; c < k->nr_cpus && !ret; c++) {
+			k->st.trailing_lost += k->cpu[c].pending_lost;
 			ret = hvtrace_pack_flush(&k->cpu[c].rc.pack);
+		}
 		k->st.finished = true;
 	}
 	return ret;
