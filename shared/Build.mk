@@ -40,14 +40,15 @@ FS_HDRS := $(wildcard $(srctree)/shared/include/hvtrace/*.h $(srctree)/shared/*.
 # $(1): arch.  Every shared/*.c, freestanding; then two relocatable
 # objects per arch: hvtcore.o, the writer core an EL2 image links, and
 # hvtshared.o, all of shared/, which the link check inspects.  hvtcore.o is
-# the writer core and its area container (ring_buffer.c, trace_area.c).
+# the writer core, its armed wakeups and its area container (ring_buffer.c,
+# ring_wake.c, trace_area.c).
 define fs-arch
 $(FS_NAMES:%=$(objtree)/freestanding/$(1)/%.o): $(objtree)/freestanding/$(1)/%.o: $(srctree)/shared/%.c $(FS_HDRS)
 	@mkdir -p $$(@D)
 	$$(quiet) CC-FS $$(patsubst $(objtree)/%,%,$$@)
 	$$(Q)$$(FS_CC_$(1)) $$(FS_CFLAGS) $$(FS_CFLAGS_$(1)) -c -o $$@ $$<
 
-$(objtree)/freestanding/$(1)/hvtcore.o: $(objtree)/freestanding/$(1)/ring_buffer.o $(objtree)/freestanding/$(1)/trace_area.o
+$(objtree)/freestanding/$(1)/hvtcore.o: $(objtree)/freestanding/$(1)/ring_buffer.o $(objtree)/freestanding/$(1)/ring_wake.o $(objtree)/freestanding/$(1)/trace_area.o
 	$$(quiet) LD-R $$(patsubst $(objtree)/%,%,$$@)
 	$$(Q)$$(FS_LD_$(1)) -r -o $$@ $$^
 

@@ -47,7 +47,8 @@ int hvt_cli_kring_open(const char *verb, const char *name, char *formats,
 	snprintf(formats, size, "/tmp/hvtrace-kformats.XXXXXX");
 	if (!mkdtemp(formats)) {
 		formats[0] = '\0';
-		return hvt_cli_error(verb, "cannot make a folder for the "
+		return hvt_cli_error(verb,
+				     "cannot make a folder for the "
 				     "guest kernel's formats: %s",
 				     strerror(errno));
 	}

@@ -20,8 +20,13 @@
  *	    them took at least host_send_j - host_recv_i and at most
  *	    host_recv_j - host_send_i host ns, give or take what the rate may
  *	    have drifted in between.  The intersection over every pair (and
- *	    the 5% window around the nominal rate) is [lo, hi]; the model
- *	    takes its middle, and rate_err is half its width.
+ *	    the 5% window around the nominal rate) is [lo, hi].  The model
+ *	    takes the nominal rate (the writer's declared frequency) clamped
+ *	    into [lo, hi], and rate_err is the distance from it to the far
+ *	    end: a bound still, and much closer to the truth than the middle
+ *	    while few samples, close in time, leave [lo, hi] wide (a calibrated
+ *	    counter is right to a few ppm, while the middle of a lopsided
+ *	    5% window is off by percents: 1 ms over 100 ms).
  *
  *	      host
  *	       |            [j]       a sample: the host bracket
@@ -156,8 +161,10 @@ static bool clock_fit(struct hvt_clock_model *m, unsigned int use)
 	}
 	if (rlo > rhi)
 		return false;
-	r = (rlo + rhi) / 2;
-	rerr = (rhi - rlo) / 2;
+	r = m->nominal_rate < rlo ? rlo
+	    : m->nominal_rate > rhi ? rhi
+				    : m->nominal_rate;
+	rerr = r - rlo > rhi - r ? r - rlo : rhi - r;
 
 	for (i = 0; i < use; i++) {
 		const struct hvt_clock_sample *a = clock_nth(m, use, i);

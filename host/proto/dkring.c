@@ -44,8 +44,8 @@ int hvtrace_daemon_kring_path(const char *name, char *buf, size_t size)
 	n = snprintf(buf, size, "%s/hvtrace-%s.ram",
 		     shm && *shm ? shm : "/dev/shm", name);
 	if (n < 0 || (size_t)n >= size)
-		return hvt_err(-ENAMETOOLONG, "the RAM file name of '%s' is too long",
-			       name);
+		return hvt_err(-ENAMETOOLONG,
+			       "the RAM file name of '%s' is too long", name);
 	return access(buf, F_OK) ? 0 : 1;
 }
 
@@ -107,9 +107,8 @@ hvtrace_daemon_kring_ring(const struct hvtrace_daemon_kring *r)
 	return r->k;
 }
 
-int hvtrace_daemon_kring_read_page(struct hvtrace_daemon_kring *r,
-				   uint32_t cpu, const uint8_t **page,
-				   uint32_t *len)
+int hvtrace_daemon_kring_read_page(struct hvtrace_daemon_kring *r, uint32_t cpu,
+				   const uint8_t **page, uint32_t *len)
 {
 	int ret;
 

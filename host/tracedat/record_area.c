@@ -36,6 +36,10 @@
 #include "tracedat-local.h"
 
 #define RC_PAGES_PER_POLL 64u /* per CPU, for fairness */
+/* Time-sync samples: every 10 ms at first, then twice as far apart each
+ * time, up to every 200 ms: samples spread over the first second pin the
+ * rate of the writer's clock while the recording is young. */
+#define RC_SYNC_FIRST_NS  10000000ULL
 #define RC_SYNC_PERIOD_NS 200000000ULL
 #define RC_SYNC_GIVE_UP	  5u
 
@@ -79,6 +83,7 @@ struct rc_src {
 	bool finished;
 	bool gone; /* re-formatted or unreadable */
 	uint64_t next_sync;
+	uint64_t sync_period; /* ns to the next sample, RC_SYNC_FIRST_NS.. */
 	unsigned int sync_fail;
 	bool sync_off;
 	struct hvt_tdat_pids pids; /* host pids named (loopback) */
@@ -328,7 +333,11 @@ static bool rc_sync(struct rc_src *s, unsigned int n, int timeout_ms)
 		}
 	}
 	hvtrace_area_to_host_ns(s->area, 0, &s->st.sync_err_ns);
-	s->next_sync = hvt_host_now_ns() + RC_SYNC_PERIOD_NS;
+	s->sync_period = !s->sync_period ? RC_SYNC_FIRST_NS
+			 : s->sync_period * 2 < RC_SYNC_PERIOD_NS
+			       ? s->sync_period * 2
+			       : RC_SYNC_PERIOD_NS;
+	s->next_sync = hvt_host_now_ns() + s->sync_period;
 	return any;
 }
 

@@ -9,7 +9,8 @@
 ifeq ($(CONFIG_HVT_GUEST),y)
 ifneq ($(SANITIZE),1)
 
-STRESS_NAMES := $(notdir $(basename $(wildcard $(srctree)/tests/stress/guest_stress_*.c)))
+STRESS_NAMES := $(notdir $(basename $(wildcard $(srctree)/tests/stress/guest_stress_*.c))) \
+	wake_stress
 STRESS_PROGS := $(addprefix $(objtree)/tests/stress/,$(STRESS_NAMES))
 STRESS_LIBS := $(TEST_LIBS)
 

@@ -241,6 +241,30 @@ static inline uint16_t hvt_ctrl_pos_check(uint64_t accounted,
  * loop on any value.  The host, in turn, never reads its own decisions back
  * from this page (a guest can scribble on it); it keeps private copies.
  */
+/*
+ * A wakeup request of the reader of one CPU buffer, one 64-bit word so a
+ * writer loads both halves at once: gen in the low half (armed while it
+ * differs from the meta's wake_ack), at in the high half (ring when the
+ * commit position, HVT_WAKE_POS() of the commit word, reaches it,
+ * compared modulo 2^32).
+ */
+struct hvt_ctrl_wake {
+	uint64_t word;	/* HVT_WAKE(gen, at) */
+};
+#define HVT_WAKE(gen, at)	((uint64_t)(uint32_t)(gen) |		\
+				 (uint64_t)(uint32_t)(at) << 32)
+#define HVT_WAKE_GEN(w)		((uint32_t)(w))
+#define HVT_WAKE_AT(w)		((uint32_t)((w) >> 32))
+
+/*
+ * The commit position of a commit word for wakeups: the low 16 bits of
+ * the sequence number above the 16-bit offset.  Positions are compared
+ * as a signed 32-bit distance, so a watermark may reach 32767 pages
+ * ahead.
+ */
+#define HVT_WAKE_POS(w)	((uint32_t)(((w) >> 16) & 0xffff0000u) |	\
+			 (uint32_t)((w) & 0xffffu))
+
 struct hvt_control {
 	uint64_t magic;			/* 0x000 HVT_CONTROL_MAGIC */
 	uint32_t abi_version;		/* 0x008 */
@@ -272,7 +296,15 @@ struct hvt_control {
 	uint32_t consumer[HVT_ABI_MAX_CPUS];	/* 0x1000 */
 	/* Per-CPU reset request generation (writer acks in hvt_cpu_meta). */
 	uint32_t reset_req[HVT_ABI_MAX_CPUS];	/* 0x1400 */
-	uint8_t reserved2[0x2000 - 0x1800];
+	/*
+	 * Armed wakeups, per CPU (docs/design.md, "Waking the reader").
+	 * A reader that has caught up stores a new gen and its at (A2),
+	 * then makes every writer pass a full barrier (A3); a writer that
+	 * sees gen != its meta's wake_ack after a commit, and has committed
+	 * up to at, claims gen in wake_ack and rings its doorbell once
+	 * (hvt_rb_wake_due()).
+	 */
+	struct hvt_ctrl_wake wake[HVT_ABI_MAX_CPUS];	/* 0x1800 */
 	/* The owner's read position per CPU (host-only, see above). */
 	struct hvt_ctrl_pos read_pos[HVT_ABI_MAX_CPUS];	/* 0x2000 */
 	uint8_t reserved3[0x4000 - 0x3800];
@@ -286,6 +318,7 @@ HVT_STATIC_ASSERT(offsetof(struct hvt_control, enable) == 0x800, "enable");
 HVT_STATIC_ASSERT(offsetof(struct hvt_control, consumer) == 0x1000,
 		  "consumer");
 HVT_STATIC_ASSERT(offsetof(struct hvt_control, reset_req) == 0x1400, "reset");
+HVT_STATIC_ASSERT(offsetof(struct hvt_control, wake) == 0x1800, "wake");
 HVT_STATIC_ASSERT(offsetof(struct hvt_control, read_pos) == 0x2000,
 		  "read_pos");
 
@@ -349,7 +382,11 @@ struct hvt_cpu_meta {
 	uint32_t reset_ack;		/* 0x24 last control reset_req served */
 	uint64_t ctrl_errors;		/* 0x28 hostile control values seen */
 	uint32_t reset_seq;		/* 0x30 first page after the last reset */
-	uint32_t reserved32;		/* 0x34 */
+	/*
+	 * The newest wakeup gen (struct hvt_ctrl_wake) a writer claimed,
+	 * with a compare-and-swap, so one writer rings per arming.
+	 */
+	uint32_t wake_ack;		/* 0x34 */
 	/*
 	 * Events that could not be placed in any CPU buffer: written on a
 	 * CPU the area has no buffer for (counted in the buffer of

@@ -289,6 +289,45 @@ uint64_t hvt_rb_entries(const struct hvt_rb_cpu *cb);
  */
 int hvt_rb_poll_reset(struct hvt_rb_cpu *cb);
 
+/* --- armed wakeups (shared/ring_wake.c) -------------------------------- */
+
+/* The slow half of hvt_rb_wake_due(): 1 when this writer must ring. */
+int hvt_rb_wake_slow(struct hvt_rb_cpu *cb, uint64_t wake);
+
+/**
+ * hvt_rb_wake_due - after a commit: must this writer ring the doorbell?
+ *
+ * One load and a compare while no reader is armed.  When one is, and this
+ * CPU buffer has committed up to its watermark, exactly one writer of the
+ * arming gets 1 (the protocol is in shared/ring_wake.c).
+ */
+static inline int hvt_rb_wake_due(struct hvt_rb_cpu *cb)
+{
+	/* W2: relaxed; see ring_wake.c for why no fence is needed here. */
+	uint64_t wake = __atomic_load_n(
+		&cb->ctrl->wake[cb->cpu & (HVT_ABI_MAX_CPUS - 1)].word,
+		__ATOMIC_RELAXED);
+
+	if (__builtin_expect(HVT_WAKE_GEN(wake) ==
+				     __atomic_load_n(&cb->meta->wake_ack,
+						     __ATOMIC_RELAXED),
+			     1))
+		return 0;
+	return hvt_rb_wake_slow(cb, wake);
+}
+
+/**
+ * hvt_wake_arm - the reader's step A2: ask for a doorbell once the buffer
+ * has committed @mark bytes (at least one) past @read_word, the commit word
+ * read up to (@data_size: bytes of data per sub-buffer).  The caller then
+ * makes every writer CPU pass a full barrier (A3) and loads the commit word
+ * again (A4) before it sleeps.
+ *
+ * Return: the wake word stored (HVT_WAKE()).
+ */
+uint64_t hvt_wake_arm(struct hvt_ctrl_wake *w, uint64_t read_word,
+		      uint32_t mark, uint32_t data_size);
+
 /* --- enable check ----------------------------------------------------- */
 
 /**
