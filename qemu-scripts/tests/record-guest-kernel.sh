@@ -21,7 +21,8 @@
 #     and pid, as the user events carry them;
 #   - the host's marker in the top-level buffer;
 # and trace-cmd dump --events lists every event id once: the guest's
-# ftrace:print sits under an id of its own next to the host's.
+# ftrace:print sits under an id of its own next to the host's; KernelShark
+# opens the file with its three buffers as streams.
 #
 # Environment: HVT_RGK_ROUNDS (M, default 20).
 . "$(dirname "$0")/lib.sh"
@@ -133,6 +134,16 @@ prints=$(awk '/^name: print$/ { p = 1; next } p && /^ID: / { print $2; p = 0 }' 
 grep -iE 'no event found|unknown_event|UNKNOWN' "$T_TMP/report.txt" "$T_TMP/report.err" | head -3 | grep . &&
 	fail "events printed without their format"
 info "$nids event ids, each once; the host's and the guest's ftrace:print under two ids"
+
+# KernelShark opens it: three streams, all events loaded
+# (tests/tracedat/ks_check.sh; skipped without its tools).
+HVT_OBJTREE=$T_OBJTREE "$T_SRCTREE/tests/tracedat/ks_check.sh" "$T_TMP/t.dat" "" \
+	"top buffer" "$n" "$n-kernel" >"$T_TMP/ks.out" 2>&1
+case $? in
+0) info "KernelShark: $(grep '^PASS' "$T_TMP/ks.out")" ;;
+77) info "KernelShark not checked: $(grep '^SKIP' "$T_TMP/ks.out")" ;;
+*) cat "$T_TMP/ks.out"; fail "KernelShark did not open the file" ;;
+esac
 
 # hvtrace's own reader prints what trace-cmd prints.
 "$HVTRACE" report "$T_TMP/t.dat" >"$T_TMP/hv.txt" 2>"$T_TMP/hv.err" || { cat "$T_TMP/hv.err"; fail "hvtrace report failed"; }
