@@ -149,4 +149,12 @@ esac
 "$HVTRACE" report "$T_TMP/t.dat" >"$T_TMP/hv.txt" 2>"$T_TMP/hv.err" || { cat "$T_TMP/hv.err"; fail "hvtrace report failed"; }
 cmp -s "$T_TMP/report.txt" "$T_TMP/hv.txt" ||
 	fail "hvtrace report differs from trace-cmd report: $(diff "$T_TMP/report.txt" "$T_TMP/hv.txt" | head -5)"
+# --no-guest-kernel: the remote's user events only.
+"$HVTRACE" record -o "$T_TMP/u.dat" -q -d 2 --no-guest-kernel "$n" >/dev/null 2>"$T_TMP/u.err" ||
+	{ cat "$T_TMP/u.err"; fail "record --no-guest-kernel failed"; }
+grep -q "guest kernel's ring" "$T_TMP/u.err" && fail "--no-guest-kernel took the guest kernel's ring: $(cat "$T_TMP/u.err")"
+trace-cmd dump --options "$T_TMP/u.dat" >"$T_TMP/u.opt" 2>&1 || fail "trace-cmd dump --options failed"
+grep -q "$n-kernel" "$T_TMP/u.opt" && fail "--no-guest-kernel wrote a buffer $n-kernel"
+grep -q "$n" "$T_TMP/u.opt" || fail "record --no-guest-kernel has no buffer $n: $(head -20 "$T_TMP/u.opt")"
+info "--no-guest-kernel: buffer $n alone"
 echo "PASS"
