@@ -64,8 +64,15 @@ int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 		}
 		ret = HVT_EXIT_FAIL;
 		if (kr[i] && hvtrace_tracedat_record_add_remote_kring(
-				     rec.r, remotes[i], kr[i], formats[i]) < 0)
-			goto fail;
+				     rec.r, remotes[i], kr[i], formats[i]) < 0) {
+			/* As the stream does: the user events without it. */
+			fprintf(stderr,
+				"hvtrace record: note: the guest kernel's ring "
+				"of '%s' is left out: %s\n",
+				remotes[i], hvtrace_last_error());
+			hvt_cli_kring_close(kr[i], formats[i]);
+			kr[i] = NULL;
+		}
 		rec.say_clock |= kr[i] != NULL;
 	}
 	if (hvtrace_tracedat_record_start(rec.r))
