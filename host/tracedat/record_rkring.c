@@ -59,6 +59,8 @@ struct dr_kring {
 	unsigned int nr_comm, cap_comm;
 	uint64_t host_named; /* guest pids a host event had named */
 	uint64_t comm_over;  /* guest pids past HVT_TDAT_SRC_MAX_PIDS */
+	struct hvtrace_kring *ring;	    /* the caller's */
+	struct hvtrace_kring_stats *base; /* per CPU, once started */
 	struct hvtrace_tracedat_source_stats st;
 };
 
@@ -76,6 +78,7 @@ void hvt_rk_free(struct dr_kring *k)
 	free(k->tried);
 	free(k->comm_of);
 	free(k->comm);
+	free(k->base);
 	hvtrace_catalog_free(&k->cat);
 	free(k);
 }
@@ -304,10 +307,13 @@ int hvt_rk_start(struct hvt_tdat_rset *r)
 			return ret;
 		/* What the guest committed before: not this recording's
 		 * (bounded: the guest keeps writing meanwhile). */
-		for (c = 0; c < k->nr_cpus; c++)
+		for (c = 0; c < k->nr_cpus; c++) {
 			for (n = 0; n < RK_SKIP_MAX; n++)
 				if (hvt_tdat_kernel_next(k->k, c, &kr) <= 0)
 					break;
+			/* The CPU statistics count from here. */
+			hvtrace_kring_get_stats(k->ring, (int)c, &k->base[c]);
+		}
 	}
 	return 0;
 }
@@ -419,7 +425,7 @@ int hvt_rk_formats(struct hvt_tdat_rset *r)
 
 int hvt_rk_cpustats(struct hvt_tdat_rset *r)
 {
-	struct hvt_tdat_blob b = {0};
+	struct hvtrace_kring_stats now;
 	unsigned int i;
 	uint32_t c;
 	int ret = 0;
@@ -429,15 +435,25 @@ int hvt_rk_cpustats(struct hvt_tdat_rset *r)
 
 		ret = hvt_tdat_rec_add_buffer_stat(r->w, k->name);
 		for (c = 0; !ret && c < k->nr_cpus; c++) {
-			b.len = 0;
-			if (hvt_tdat_kernel_cpu_stats(k->k, c, &b))
+			const struct hvtrace_kring_stats *b = &k->base[c];
+
+			if (hvtrace_kring_get_stats(k->ring, (int)c, &now))
 				continue;
+			/* What this recording read, and what it skipped. */
 			ret = hvt_tdat_rec_add_optionf(
-				r->w, HVT_TDAT_OPT_CPUSTAT, "CPU: %u\n%s", c,
-				b.data);
+				r->w, HVT_TDAT_OPT_CPUSTAT,
+				"CPU: %u\nentries: %llu\nbytes: %llu\n"
+				"pages lost (overwritten before read): %llu\n"
+				"errors: %llu\n"
+				"entries before the recording (skipped): %llu\n",
+				c, (unsigned long long)(now.read - b->read),
+				(unsigned long long)(now.bytes - b->bytes),
+				(unsigned long long)(now.lost_pages -
+						     b->lost_pages),
+				(unsigned long long)(now.errors - b->errors),
+				(unsigned long long)b->read);
 		}
 	}
-	hvt_tdat_blob_free(&b);
 	return ret;
 }
 
@@ -492,6 +508,7 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 	if (!k)
 		return hvt_err(-ENOMEM, "out of memory");
 	k->s = s;
+	k->ring = ko.guest_kring;
 	ret = hvt_tdat_kernel_open(&ko, &k->k);
 	if (ret) {
 		hvt_rk_free(k);
@@ -519,9 +536,10 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 	memcpy(k->st.name, k->name, strlen(k->name) + 1);
 	k->st.nr_cpus = k->nr_cpus;
 	k->cpu = calloc(k->nr_cpus, sizeof(*k->cpu));
+	k->base = calloc(k->nr_cpus, sizeof(*k->base));
 	k->idmap = calloc(65536, sizeof(*k->idmap));
 	k->tried = calloc(65536 / 8, 1);
-	if (!k->cpu || !k->idmap || !k->tried) {
+	if (!k->cpu || !k->base || !k->idmap || !k->tried) {
 		hvt_rk_free(k);
 		return hvt_err(-ENOMEM, "out of memory");
 	}

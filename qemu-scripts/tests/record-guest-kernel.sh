@@ -135,6 +135,20 @@ grep -iE 'no event found|unknown_event|UNKNOWN' "$T_TMP/report.txt" "$T_TMP/repo
 	fail "events printed without their format"
 info "$nids event ids, each once; the host's and the guest's ftrace:print under two ids"
 
+# Every record the recording read from the guest kernel's ring is in the
+# file: the CPU statistics saved for NAME-kernel (what this recording
+# read, past what the ring held before) add up to its events.
+trace-cmd report --stat "$T_TMP/t.dat" >"$T_TMP/stat.txt" 2>&1 || fail "trace-cmd report --stat failed"
+read -r entries errors < <(awk -v b="Buffer: $n-kernel" '
+	$0 == b { on = 1; next } /^Buffer: / { on = 0 }
+	on && /^entries: / { e += $2 } on && /^errors: / { x += $2 }
+	END { print e + 0, x + 0 }' "$T_TMP/stat.txt")
+events=$(grep -c "^ *$n-kernel: " "$T_TMP/report.txt")
+[ "$errors" -eq 0 ] || fail "the guest kernel's ring had $errors malformed items"
+[ "$entries" -eq "$events" ] ||
+	fail "--stat says $entries guest kernel records were read, the file has $events"
+info "the $events guest kernel events are all it read (--stat)"
+
 # KernelShark opens it: three streams, all events loaded
 # (tests/tracedat/ks_check.sh; skipped without its tools).
 HVT_OBJTREE=$T_OBJTREE "$T_SRCTREE/tests/tracedat/ks_check.sh" "$T_TMP/t.dat" "" \
@@ -149,6 +163,9 @@ esac
 "$HVTRACE" report "$T_TMP/t.dat" >"$T_TMP/hv.txt" 2>"$T_TMP/hv.err" || { cat "$T_TMP/hv.err"; fail "hvtrace report failed"; }
 cmp -s "$T_TMP/report.txt" "$T_TMP/hv.txt" ||
 	fail "hvtrace report differs from trace-cmd report: $(diff "$T_TMP/report.txt" "$T_TMP/hv.txt" | head -5)"
+"$HVTRACE" report --stat "$T_TMP/t.dat" >"$T_TMP/hvstat.txt" 2>&1 || fail "hvtrace report --stat failed"
+cmp -s "$T_TMP/stat.txt" "$T_TMP/hvstat.txt" ||
+	fail "hvtrace report --stat differs from trace-cmd's: $(diff "$T_TMP/stat.txt" "$T_TMP/hvstat.txt" | head -5)"
 # --no-guest-kernel: the remote's user events only.
 "$HVTRACE" record -o "$T_TMP/u.dat" -q -d 2 --no-guest-kernel "$n" >/dev/null 2>"$T_TMP/u.err" ||
 	{ cat "$T_TMP/u.err"; fail "record --no-guest-kernel failed"; }
