@@ -10,11 +10,7 @@
 need_tools
 command -v kernelshark >/dev/null ||
 	skip "kernelshark is not installed (apt-get install kernelshark)"
-command -v Xvfb >/dev/null || skip "Xvfb is not installed (apt-get install xvfb)"
-command -v xwininfo >/dev/null ||
-	skip "xwininfo is not installed (apt-get install x11-utils)"
-command -v import >/dev/null ||
-	skip "import is not installed (apt-get install imagemagick)"
+# (ks_check.sh says what else it misses.)
 
 # A recording: two remote buffers, plus the kernel's markers if possible.
 area A ks-hyp
