@@ -75,6 +75,7 @@ grep -q "the guest kernel's ring (2 CPUs) beside its user events" "$T_TMP/rec.er
 	fail "record did not take the guest kernel's ring"
 grep -Eq "^hvtrace record: $n-kernel: times on the host's CLOCK_MONOTONIC through hvtraced's clock model \(error bound \+-[0-9.]+ us\)" "$T_TMP/rec.err" ||
 	fail "record did not state the guest kernel times' error bound"
+info "$(grep -E "^hvtrace record: $n-kernel: times on the host" "$T_TMP/rec.err")"
 
 trace-cmd report "$T_TMP/t.dat" >"$T_TMP/report.txt" 2>"$T_TMP/report.err" ||
 	{ cat "$T_TMP/report.err"; fail "trace-cmd report failed"; }
