@@ -33,7 +33,7 @@ int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 		.quiet = o->quiet,
 	};
 	struct hvtrace_daemon_kring **kr;
-	char (*formats)[64];
+	char(*formats)[64];
 	int i, ret = HVT_EXIT_FAIL;
 
 	kr = calloc((size_t)n, sizeof(*kr));
@@ -63,8 +63,9 @@ int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 			goto out;
 		}
 		ret = HVT_EXIT_FAIL;
-		if (kr[i] && hvtrace_tracedat_record_add_remote_kring(
-				     rec.r, remotes[i], kr[i], formats[i]) < 0) {
+		if (kr[i] &&
+		    hvtrace_tracedat_record_add_remote_kring(
+			    rec.r, remotes[i], kr[i], formats[i]) < 0) {
 			/* As the stream does: the user events without it. */
 			fprintf(stderr,
 				"hvtrace record: note: the guest kernel's ring "

@@ -53,13 +53,13 @@ struct dr_kring {
 	uint8_t *tried;		    /* guest ids looked up */
 	struct hvtrace_catalog cat; /* the formats placed, file ids */
 	struct hvt_tdat_switch sw;
-	uint16_t sw_id; /* the guest's sched_switch id, 0: none */
+	uint16_t sw_id;	   /* the guest's sched_switch id, 0: none */
 	uint32_t *comm_of; /* guest pid -> index + 1 in @comm */
 	struct rk_comm *comm;
 	unsigned int nr_comm, cap_comm;
-	uint64_t host_named; /* guest pids a host event had named */
-	uint64_t comm_over;  /* guest pids past HVT_TDAT_SRC_MAX_PIDS */
-	struct hvtrace_kring *ring;	    /* the caller's */
+	uint64_t host_named;	    /* guest pids a host event had named */
+	uint64_t comm_over;	    /* guest pids past HVT_TDAT_SRC_MAX_PIDS */
+	struct hvtrace_kring *ring; /* the caller's */
 	struct hvtrace_kring_stats *base; /* per CPU, once started */
 	struct hvtrace_tracedat_source_stats st;
 };
@@ -92,7 +92,8 @@ static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
 
 	if (pid <= 0 || pid >= HVT_TDAT_PID_MAX)
 		return 0;
-	n = strnlen(comm, max < HVT_TDAT_COMM_LEN ? max : HVT_TDAT_COMM_LEN - 1);
+	n = strnlen(comm,
+		    max < HVT_TDAT_COMM_LEN ? max : HVT_TDAT_COMM_LEN - 1);
 	if (!n)
 		return 0;
 	if (!k->comm_of) {
@@ -445,7 +446,8 @@ int hvt_rk_cpustats(struct hvt_tdat_rset *r)
 				"CPU: %u\nentries: %llu\nbytes: %llu\n"
 				"pages lost (overwritten before read): %llu\n"
 				"errors: %llu\n"
-				"entries before the recording (skipped): %llu\n",
+				"entries before the recording (skipped): "
+				"%llu\n",
 				c, (unsigned long long)(now.read - b->read),
 				(unsigned long long)(now.bytes - b->bytes),
 				(unsigned long long)(now.lost_pages -

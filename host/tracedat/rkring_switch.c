@@ -28,7 +28,8 @@ static bool sw_field(const char *text, const char *name, uint32_t size,
 		const char *f = memmem(l, len, "field:", 6);
 		const char *o = memmem(l, len, "offset:", 7);
 		const char *z = memmem(l, len, "size:", 5);
-		const char *p = f ? memchr(f, ';', (size_t)(l + len - f)) : NULL;
+		const char *p =
+			f ? memchr(f, ';', (size_t)(l + len - f)) : NULL;
 
 		/* The declaration ends with the name, then array brackets. */
 		while (p && p > f && p[-1] == ']')
@@ -82,9 +83,8 @@ static int sw_one(const uint8_t *rec, uint32_t len, uint32_t comm_off,
 	return fn(arg, pid, comm);
 }
 
-int hvt_tdat_switch_comms(const struct hvt_tdat_switch *sw,
-			  const uint8_t *rec, uint32_t len,
-			  hvt_tdat_switch_fn fn, void *arg)
+int hvt_tdat_switch_comms(const struct hvt_tdat_switch *sw, const uint8_t *rec,
+			  uint32_t len, hvt_tdat_switch_fn fn, void *arg)
 {
 	int ret;
 
