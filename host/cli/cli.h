@@ -64,17 +64,21 @@ bool hvt_cli_ring_clock_mono(const char *dir, char *clock, size_t len);
  * The guest kernel's ring of remote @name, id @remote on @dc
  * (daemon_kring.c): its formats -- the folder hvtraced keeps from the
  * guest's agent, else unpacked from the guest's console into a private
- * folder (@formats, @size >= 32 bytes; left empty with the agent's) --
- * and the ring (hvtrace_daemon_kring_open()).  Returns 0 with *@out NULL
- * when the remote has none or it cannot join (a note on stderr says
- * why), 0 with *@out set, or an exit code.  hvt_cli_kring_close()
- * removes a private folder.
+ * folder; either way its path is in @formats (@size: PATH_MAX) -- and the
+ * ring (hvtrace_daemon_kring_open()).  Returns 0 with *@out NULL when the
+ * remote has none or it cannot join (a note on stderr says why), 0 with
+ * *@out set, or an exit code.  hvt_cli_kring_close() removes a private
+ * folder, never hvtraced's cache.
  */
 struct hvtrace_daemon;
 struct hvtrace_daemon_kring;
 int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 		       uint32_t remote, const char *name, char *formats,
 		       size_t size, struct hvtrace_daemon_kring **out);
+/* The same, for a verb without a daemon connection of its own. */
+int hvt_cli_kring_of(const char *verb, const char *name, const char *sock,
+		     char *formats, size_t size,
+		     struct hvtrace_daemon_kring **out);
 void hvt_cli_kring_close(struct hvtrace_daemon_kring *r, char *formats);
 
 /*
@@ -113,6 +117,7 @@ struct hvt_cli_rec {
 	unsigned long long max_events; /* 0: none */
 	bool quiet;		       /* no status line */
 	const char *errors_note;       /* after "malformed item(s) skipped" */
+	bool say_clock;		       /* print the clock error bounds */
 };
 
 /* Ctrl-C, SIGTERM and SIGHUP end the recording, not the process. */

@@ -75,6 +75,9 @@ static const char record_usage[] =
 	"                        formats cache's entry of its kernel\n"
 	"                        ($HVT_CACHE/kformats: what hvtraced kept\n"
 	"                        from the guest's agent)\n"
+	"      --no-guest-kernel leave out the kernel ring of a rig guest\n"
+	"                        REMOTE (by default its events go in a\n"
+	"                        buffer REMOTE-kernel, on the host's clock)\n"
 	"  -q, --quiet           no status line\n"
 	"      --socket PATH     hvtraced's socket, for REMOTEs (default\n"
 	"                        $HVTRACED_SOCKET or "
@@ -119,6 +122,7 @@ static int record_run(int argc, char **argv)
 		{"guest-kernel", required_argument, NULL, 'G'},
 		{"vm-pid", required_argument, NULL, 'P'},
 		{"formats", required_argument, NULL, 'F'},
+		{"no-guest-kernel", no_argument, NULL, 'K'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -129,7 +133,7 @@ static int record_run(int argc, char **argv)
 	const char **events;
 	unsigned long long max_events = 0;
 	double duration = 0;
-	bool quiet = false, threads_set = false;
+	bool quiet = false, threads_set = false, no_guest_kernel = false;
 	unsigned int threads = 0;
 	const char *sock = NULL;
 	static char cached[PATH_MAX];
@@ -200,6 +204,9 @@ static int record_run(int argc, char **argv)
 		case 'F':
 			o.guest_formats = optarg;
 			break;
+		case 'K':
+			no_guest_kernel = true;
+			break;
 		case 'R':
 			if (hvt_cli_parse_reader_threads(optarg, &threads)) {
 				free(events);
@@ -258,6 +265,7 @@ static int record_run(int argc, char **argv)
 			.quiet = quiet,
 			.kernel = o.kernel,
 			.kernel_instance = o.kernel_instance,
+			.no_guest_kernel = no_guest_kernel,
 		};
 
 		if (threads_set) {

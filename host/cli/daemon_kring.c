@@ -30,11 +30,14 @@
 
 #include "cli.h"
 
+#define CK_PRIVATE "/tmp/hvtrace-kformats."
+
+/* Remove the folder if it is our private copy (not hvtraced's cache). */
 static void ck_rm(const char *dir)
 {
 	char *argv[] = {"rm", "-rf", (char *)dir, NULL};
 
-	if (dir[0])
+	if (!strncmp(dir, CK_PRIVATE, strlen(CK_PRIVATE)))
 		hvt_cli_run(argv, NULL);
 }
 
@@ -45,7 +48,6 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 	char ram[PATH_MAX], launcher[PATH_MAX], *argv[5], *text = NULL;
 	char clock[64], agent[PATH_MAX];
 	const char *from = "its agent";
-	const char *dir = agent;
 	const char *what;
 	int rc, where;
 
@@ -65,11 +67,12 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 				verb, what, name, name);
 			return 0;
 		}
-		goto open;
+		if ((size_t)snprintf(formats, size, "%s", agent) < size)
+			goto open;
+		formats[0] = '\0'; /* too long for the caller: the console */
 	}
 	from = "its console";
-	dir = formats;
-	snprintf(formats, size, "/tmp/hvtrace-kformats.XXXXXX");
+	snprintf(formats, size, CK_PRIVATE "XXXXXX");
 	if (!mkdtemp(formats)) {
 		formats[0] = '\0';
 		return hvt_cli_error(verb,
@@ -98,7 +101,7 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 		goto none;
 	}
 open:
-	if (hvtrace_daemon_kring_open(name, dir, out)) {
+	if (hvtrace_daemon_kring_open(name, formats, out)) {
 		fprintf(stderr,
 			"hvtrace %s: note: the guest kernel's %s of '%s' "
 			"is left out: %s\n",
@@ -121,6 +124,27 @@ none:
 	ck_rm(formats);
 	formats[0] = '\0';
 	return 0;
+}
+
+int hvt_cli_kring_of(const char *verb, const char *name, const char *sock,
+		     char *formats, size_t size,
+		     struct hvtrace_daemon_kring **out)
+{
+	struct hvtrace_daemon *dc = NULL;
+	struct hvt_remote_rec rec;
+	int ret;
+
+	*out = NULL;
+	formats[0] = '\0';
+	if (hvtrace_daemon_open(sock, &dc) ||
+	    hvtrace_daemon_find_remote(dc, name, &rec)) {
+		ret = hvt_cli_error(verb, "%s", hvtrace_last_error());
+		hvtrace_daemon_close(dc);
+		return ret;
+	}
+	ret = hvt_cli_kring_open(verb, dc, rec.id, name, formats, size, out);
+	hvtrace_daemon_close(dc);
+	return ret;
 }
 
 void hvt_cli_kring_close(struct hvtrace_daemon_kring *r, char *formats)

@@ -15,6 +15,7 @@
  * same TO_HOST as the agent's.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +60,7 @@ struct rs {
 	uint32_t nr_cpus;
 	uint32_t nr_q;		  /* queues: nr_cpus, then the kernel's CPUs */
 	struct hvtrace_daemon_kring *kr; /* the guest kernel's ring, or NULL */
-	char kformats[64];              /* its formats' private folder */
+	char kformats[PATH_MAX];        /* its formats' folder */
 	uint64_t sub_dropped; /* subscriber drops seen so far */
 	uint64_t comm_tried_ns;
 	unsigned long long printed, lost, bytes, pages;

@@ -35,6 +35,7 @@ struct hvt_rrecord_opts {
 	bool quiet;
 	bool kernel;		     /* the host kernel too (-k, -B) */
 	const char *kernel_instance; /* -B NAME, or NULL */
+	bool no_guest_kernel;	     /* leave a rig guest's kernel ring out */
 };
 
 /* hvtrace record -o FILE REMOTE...: remotes through hvtraced (and the

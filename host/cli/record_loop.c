@@ -99,6 +99,25 @@ static void rec_report_problems(const struct hvt_cli_rec *rec)
 	}
 }
 
+/* The clock models' error bounds (a guest kernel ring beside its
+ * remote's user events: how far its times may be off the host's). */
+static void rec_report_clock(const struct hvt_cli_rec *rec)
+{
+	struct hvtrace_tracedat_source_stats st;
+	unsigned int i;
+
+	for (i = 0;
+	     rec->say_clock && i < hvtrace_tracedat_record_nr_sources(rec->r);
+	     i++)
+		if (!hvtrace_tracedat_record_source_stats(rec->r, i, &st) &&
+		    st.sync_err_ns && st.events)
+			fprintf(stderr,
+				"hvtrace record: %s: times on the host's "
+				"CLOCK_MONOTONIC through hvtraced's clock "
+				"model (error bound +-%.1f us)\n",
+				st.name, (double)st.sync_err_ns / 1e3);
+}
+
 int hvt_cli_rec_run(const struct hvt_cli_rec *rec)
 {
 	double t0, last_status = 0, last_t;
@@ -151,6 +170,7 @@ int hvt_cli_rec_run(const struct hvt_cli_rec *rec)
 	if (hvtrace_tracedat_record_stop(rec->r))
 		hvt_cli_error("record", "%s", hvtrace_last_error());
 	rec_report_problems(rec);
+	rec_report_clock(rec);
 	rec_totals(rec, &ev, &lost);
 	ret = hvtrace_tracedat_record_finish(rec->r);
 	if (ret)

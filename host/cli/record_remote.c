@@ -2,8 +2,16 @@
 /*
  * hvtrace record -o FILE [-k|-B NAME] REMOTE...: remotes of hvtraced (and
  * the host kernel) into trace.dat (hvtrace_tracedat_record_add_remote()),
- * with the same stops, signals and status line as recording areas.
+ * with the same stops, signals and status line as recording areas.  A rig
+ * guest's kernel ring joins its remote (hvt_cli_kring_of() finds it and
+ * its formats; hvtrace_tracedat_record_add_remote_kring()) unless
+ * --no-guest-kernel.
  */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <hvtrace-daemon.h>
 #include <hvtrace-tracedat.h>
 
 #include "cli.h"
@@ -25,24 +33,62 @@ int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 		.max_events = o->max_events,
 		.quiet = o->quiet,
 	};
-	int i;
+	struct hvtrace_daemon_kring **kr;
+	char(*formats)[PATH_MAX];
+	int i, ret = HVT_EXIT_FAIL;
 
+	kr = calloc((size_t)n, sizeof(*kr));
+	formats = calloc((size_t)n, sizeof(*formats));
+	if (!kr || !formats) {
+		free(kr);
+		free(formats);
+		return hvt_cli_error("record", "out of memory");
+	}
 	/* Ctrl-C finishes the file instead of killing the process. */
 	hvt_cli_catch_stop_signals(true);
-	if (hvtrace_tracedat_record_create(&ro, &rec.r))
-		return hvt_cli_error("record", "%s", hvtrace_last_error());
+	if (hvtrace_tracedat_record_create(&ro, &rec.r)) {
+		hvt_cli_error("record", "%s", hvtrace_last_error());
+		goto out;
+	}
 	for (i = 0; i < n; i++) {
 		if (hvtrace_tracedat_record_add_remote(rec.r, remotes[i],
-						       NULL) < 0) {
-			hvt_cli_error("record", "%s", hvtrace_last_error());
+						       NULL) < 0)
+			goto fail;
+		if (o->no_guest_kernel)
+			continue;
+		/* A rig guest's kernel ring, in a buffer of its own. */
+		ret = hvt_cli_kring_of("record", remotes[i], o->sock,
+				       formats[i], sizeof(formats[i]), &kr[i]);
+		if (ret) {
 			hvtrace_tracedat_record_abort(rec.r);
-			return HVT_EXIT_FAIL;
+			goto out;
 		}
+		ret = HVT_EXIT_FAIL;
+		if (kr[i] &&
+		    hvtrace_tracedat_record_add_remote_kring(
+			    rec.r, remotes[i], kr[i], formats[i]) < 0) {
+			/* As the stream does: the user events without it. */
+			fprintf(stderr,
+				"hvtrace record: note: the guest kernel's ring "
+				"of '%s' is left out: %s\n",
+				remotes[i], hvtrace_last_error());
+			hvt_cli_kring_close(kr[i], formats[i]);
+			kr[i] = NULL;
+		}
+		rec.say_clock |= kr[i] != NULL;
 	}
-	if (hvtrace_tracedat_record_start(rec.r)) {
-		hvt_cli_error("record", "%s", hvtrace_last_error());
-		hvtrace_tracedat_record_abort(rec.r);
-		return HVT_EXIT_FAIL;
-	}
-	return hvt_cli_rec_run(&rec);
+	if (hvtrace_tracedat_record_start(rec.r))
+		goto fail;
+	ret = hvt_cli_rec_run(&rec);
+	goto out;
+fail:
+	hvt_cli_error("record", "%s", hvtrace_last_error());
+	hvtrace_tracedat_record_abort(rec.r);
+out:
+	for (i = 0; i < n; i++)
+		if (kr[i] || formats[i][0])
+			hvt_cli_kring_close(kr[i], formats[i]);
+	free(kr);
+	free(formats);
+	return ret;
 }

@@ -112,6 +112,32 @@ HVTRACE_API int hvtrace_tracedat_record_add_area(
 HVTRACE_API int hvtrace_tracedat_record_add_remote(
 	struct hvtrace_tracedat_record *r, const char *remote, const char *name);
 
+struct hvtrace_daemon_kring;
+
+/**
+ * hvtrace_tracedat_record_add_remote_kring - record the guest kernel's own
+ * ring of a remote beside its user events
+ * @r:       recording (before _start()), with @remote added
+ * @remote:  the remote's name (or its buffer name)
+ * @ring:    its guest kernel's ring (hvtrace_daemon_kring_open()); the
+ *           caller's: keep it open until the recording is finished
+ * @formats: the guest kernel's formats, a folder laid out like its tracefs
+ *           (the one @ring was opened with)
+ *
+ * The ring's events go in a buffer of their own, "REMOTE-kernel", with
+ * the guest's CPUs.  Its trace clock must be mono (the guest agent's),
+ * and the remote's clock the guest's mono clock: the records go on the
+ * host's clock with the daemon's model of the guest, as the remote's user
+ * events do.  Event ids are given file ids at first sight (kept when
+ * free, else renumbered below 0x8000, records rewritten); records
+ * committed before _start() are skipped.
+ *
+ * Return: the source index (>= 0) or a negative errno.
+ */
+HVTRACE_API int hvtrace_tracedat_record_add_remote_kring(
+	struct hvtrace_tracedat_record *r, const char *remote,
+	struct hvtrace_daemon_kring *ring, const char *formats);
+
 /**
  * hvtrace_tracedat_record_set_reader_threads - threads that read the areas
  * @r: recording (before _start())

@@ -65,6 +65,7 @@ struct hvt_tdat_kernel {
 	unsigned int nr_ev;
 	uint64_t ids[65536 / 64];
 	struct hvtrace_kring *kring; /* a guest kernel's ring, or NULL */
+	bool kring_borrowed;	     /* the caller's: not closed here */
 };
 
 static int kn_path(const struct hvt_tdat_kernel *k, char *buf, size_t len,
@@ -261,8 +262,15 @@ static int kn_open_guest(struct hvt_tdat_kernel *k,
 			       "a guest's tracefs (write one with "
 			       "'hvtrace-guest kformats NAME DIR')",
 			       o->guest_formats);
-	ret = o->guest_ram ? hvtrace_kring_open(o->guest_ram, 0, &k->kring)
-			   : hvtrace_kring_open_pid(o->guest_pid, &k->kring);
+	if (o->guest_kring) {
+		k->kring = o->guest_kring;
+		k->kring_borrowed = true;
+		ret = 0;
+	} else if (o->guest_ram) {
+		ret = hvtrace_kring_open(o->guest_ram, 0, &k->kring);
+	} else {
+		ret = hvtrace_kring_open_pid(o->guest_pid, &k->kring);
+	}
 	if (ret)
 		return ret;
 	ret = hvtrace_kring_get_info(k->kring, &info);
@@ -311,7 +319,7 @@ int hvt_tdat_kernel_open(const struct hvt_tdat_kernel_opts *o,
 	k->saved_tracing_on = -1;
 	snprintf(k->clock, sizeof(k->clock), "%s",
 		 o->clock ? o->clock : "mono");
-	if (o->guest_ram || o->guest_pid > 0) {
+	if (o->guest_ram || o->guest_pid > 0 || o->guest_kring) {
 		ret = kn_open_guest(k, o);
 		if (ret)
 			goto fail;
@@ -618,7 +626,8 @@ void hvt_tdat_kernel_close(struct hvt_tdat_kernel *k)
 	free(k->ring);
 	free(k->consume);
 	k->ring = NULL;
-	hvtrace_kring_close(k->kring);
+	if (!k->kring_borrowed)
+		hvtrace_kring_close(k->kring);
 	kn_restore(k); /* a guest's: nothing was changed, nothing written */
 	if (k->created && rmdir(k->dir) && errno != ENOENT)
 		fprintf(stderr,
@@ -747,6 +756,17 @@ static int kn_add_new_formats(struct hvt_tdat_kernel *k, const uint64_t *seen,
 	}
 	closedir(sd);
 	return ret;
+}
+
+int hvt_tdat_kernel_event_format(struct hvt_tdat_kernel *k, uint32_t id,
+				 struct hvtrace_catalog *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < k->nr_ev; i++)
+		if (k->ev[i].id == id)
+			return kn_add_format(k, &k->ev[i], c);
+	return -ENOENT;
 }
 
 int hvt_tdat_kernel_formats(struct hvt_tdat_kernel *k, const uint64_t *seen,

@@ -162,6 +162,17 @@ hvtrace_tracedat_record_add_remote(struct hvtrace_tracedat_record *r,
 	return hvt_tdat_rremote_add(r, remote, name);
 }
 
+HVTRACE_API int
+hvtrace_tracedat_record_add_remote_kring(struct hvtrace_tracedat_record *r,
+					 const char *remote,
+					 struct hvtrace_daemon_kring *ring,
+					 const char *formats)
+{
+	if (!r || !remote || !ring)
+		return hvt_err(-EINVAL, "record: no guest kernel ring given");
+	return hvt_tdat_rremote_add_kring(r, remote, ring, formats);
+}
+
 bool hvt_tdat_rec_selected(const struct hvtrace_tracedat_record *r,
 			   const char *sys, const char *name)
 {

@@ -630,7 +630,9 @@ int hvt_tdat_rkernel_add_formats(struct hvt_tdat_rkernel *rk)
 	return ret;
 }
 
-/* saved_cmdlines: the pids /proc could not name. */
+/* saved_cmdlines: the pids /proc could not name, and nothing else named
+ * (a guest's pids: the kernel's table names processes of the same
+ * number that are rarely in the file). */
 static int rk_add_cmdlines(struct hvt_tdat_rkernel *rk, char *text)
 {
 	char *line, *next;
@@ -648,6 +650,8 @@ static int rk_add_cmdlines(struct hvt_tdat_rkernel *rk, char *text)
 		if (pid > 0 && pid < HVT_TDAT_PID_MAX && rk->named &&
 		    (rk->named[pid / 8] >> (pid % 8)) & 1)
 			continue; /* /proc named it */
+		if (hvt_tdat_writer_named(rk->w, pid))
+			continue;
 		ret = hvtrace_tracedat_writer_add_cmdline(rk->w, pid, comm);
 	}
 	return ret;

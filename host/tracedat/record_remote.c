@@ -41,6 +41,7 @@ static void dr_free_src(struct dr_src *s)
 	free(s->chg);
 	hvt_tdat_pids_fini(&s->pids);
 	hvtrace_catalog_free(&s->cat);
+	hvt_rk_free(s->kr);
 	free(s);
 }
 
@@ -69,6 +70,11 @@ static void dr_free(struct hvt_tdat_rset *r)
 }
 
 static const struct hvt_tdat_rset_ops dr_ops;
+
+bool hvt_tdat_rremote_is(const struct hvtrace_tracedat_record *rec)
+{
+	return rec->ops == &dr_ops;
+}
 
 /* The set, connected to hvtraced, at the first remote. */
 static int dr_set_get(struct hvtrace_tracedat_record *rec,
@@ -349,8 +355,12 @@ static int dr_no_match(struct hvt_tdat_rset *r, const char *pat)
 static int dr_subscribe(struct hvt_tdat_rset *r)
 {
 	unsigned int i;
-	int ret = 0;
+	int ret;
 
+	/* The guest kernels' rings from now: what they hold is skipped
+	 * before the kernel starts, so that nothing written once the host
+	 * kernel records can be skipped. */
+	ret = hvt_rk_start(r);
 	for (i = 0; !ret && i < r->nr_src; i++)
 		ret = hvtrace_daemon_feed_subscribe(r->feed, r->src[i]->rec.id,
 						    -1, 0, NULL);
@@ -371,12 +381,15 @@ static int dr_start(struct hvt_tdat_rset *r)
 
 static unsigned int dr_nr_sources(const struct hvt_tdat_rset *r)
 {
-	return r->nr_src;
+	return r->nr_src + r->nr_ksrc;
 }
 
+/* The remotes, then their guest kernels' rings. */
 static const struct hvtrace_tracedat_source_stats *
 dr_stats(const struct hvt_tdat_rset *r, unsigned int i)
 {
+	if (i >= r->nr_src)
+		return hvt_rk_stats(r, i - r->nr_src);
 	return &r->src[i]->st;
 }
 
@@ -441,7 +454,7 @@ static int dr_cpustats(struct hvt_tdat_rset *r)
 		}
 	}
 	free(st);
-	return ret;
+	return ret ? ret : hvt_rk_cpustats(r);
 }
 
 /* saved_cmdlines of a remote's agent into the file. */
@@ -461,6 +474,7 @@ static void dr_geometry(struct hvt_tdat_rset *r, uint32_t *sb, uint32_t *cpus)
 		if (r->src[i]->rec.nr_cpus > *cpus)
 			*cpus = r->src[i]->rec.nr_cpus;
 	}
+	hvt_rk_geometry(r, sb, cpus);
 }
 
 static int dr_formats(struct hvt_tdat_rset *r)
@@ -480,7 +494,7 @@ static int dr_formats(struct hvt_tdat_rset *r)
 			hvtrace_daemon_cmdlines_each(r->dc, s->rec.id,
 						     dr_cmdline, r->w);
 	}
-	return ret;
+	return ret ? ret : hvt_rk_formats(r);
 }
 
 static const struct hvt_tdat_rset_ops dr_ops = {

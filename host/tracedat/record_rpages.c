@@ -20,6 +20,9 @@
 
 #include "rremote.h"
 
+#define RR_KRING_MAX	4096 /* records a guest kernel CPU, per pump */
+#define RR_KRING_PASSES 64   /* pumps when stopping */
+
 struct dr_src *hvt_rr_src_of(struct hvt_tdat_rset *r, uint32_t id)
 {
 	unsigned int i;
@@ -30,10 +33,10 @@ struct dr_src *hvt_rr_src_of(struct hvt_tdat_rset *r, uint32_t id)
 	return NULL;
 }
 
-static int dr_batch_event(void *arg, uint64_t ts, const uint8_t *p,
-			  uint32_t len)
+int hvt_rr_batch_add(struct hvt_tdat_rset *r, struct dr_cpu *c, uint64_t ts,
+		     const uint8_t *p, uint32_t len, uint64_t lost,
+		     bool lost_unknown)
 {
-	struct hvt_tdat_rset *r = arg;
 	struct dr_ev *e;
 
 	if (r->nr_batch == r->cap_batch) {
@@ -55,17 +58,28 @@ static int dr_batch_event(void *arg, uint64_t ts, const uint8_t *p,
 		r->cap_bytes = cap;
 	}
 	e = &r->batch[r->nr_batch++];
-	e->c = &r->cur_src->cpu[r->cur_cpu];
+	e->c = c;
 	e->ts = ts;
-	e->lost = r->cur_lost;
-	e->lost_unknown = r->cur_unknown;
-	r->cur_lost = 0;
-	r->cur_unknown = false;
+	e->lost = lost;
+	e->lost_unknown = lost_unknown;
 	e->len = len;
 	e->off = (uint32_t)r->nr_bytes;
 	memcpy(r->bytes + r->nr_bytes, p, len);
 	r->nr_bytes += len;
 	return 0;
+}
+
+static int dr_batch_event(void *arg, uint64_t ts, const uint8_t *p,
+			  uint32_t len)
+{
+	struct hvt_tdat_rset *r = arg;
+	int ret;
+
+	ret = hvt_rr_batch_add(r, &r->cur_src->cpu[r->cur_cpu], ts, p, len,
+			       r->cur_lost, r->cur_unknown);
+	r->cur_lost = 0;
+	r->cur_unknown = false;
+	return ret;
 }
 
 /* Only a loopback writer's pids are pids of this host. */
@@ -84,6 +98,8 @@ static int dr_converted(void *arg, uint32_t remote, int ret, uint64_t err_ns)
 
 	if (s)
 		s->st.sync_err_ns = err_ns;
+	if (s && s->kr)
+		hvt_rk_set_sync_err(s->kr, err_ns);
 	return ret;
 }
 
@@ -124,6 +140,10 @@ static int dr_flush_batch(struct hvt_tdat_rset *r)
 						     !e->lost_unknown);
 			if (ret)
 				break;
+		}
+		if (c->k) { /* the guest kernel's ring */
+			ret = hvt_rk_put(r, c, ts[i], rec, e->len);
+			continue;
 		}
 		if (e->len < sizeof(struct hvt_common_fields)) {
 			s->st.errors++;
@@ -208,8 +228,16 @@ static int dr_page(struct hvt_tdat_rset *r,
 static int dr_pump(struct hvt_tdat_rset *r, int wait_ms)
 {
 	struct hvtrace_daemon_page *pg;
-	int ret, got = 0;
+	int ret, got = 0, kn;
 
+	/* The guest kernels' rings first: when they gave records, no wait
+	 * for the feed.  Only the feed's pages count: the guest kernel
+	 * never stops writing, so it must not keep a drain going. */
+	kn = hvt_rk_pump(r, RR_KRING_MAX);
+	if (kn < 0)
+		return kn;
+	if (kn)
+		wait_ms = 0;
 	for (;;) {
 		ret = hvtrace_daemon_feed_next(r->feed, got ? 0 : wait_ms, &pg);
 		if (ret < 0)
@@ -322,6 +350,11 @@ void hvt_rr_stop(struct hvt_tdat_rset *r)
 	}
 	if (r->rec->started)
 		dr_pump(r, 0);
+	/* The guest kernels' rings up to their newest records (bounded:
+	 * the guests keep running). */
+	for (i = 0; r->rec->started && i < RR_KRING_PASSES; i++)
+		if (hvt_rk_pump(r, RR_KRING_MAX) <= 0 || dr_flush_batch(r))
+			break;
 }
 
 /* After the kernel drained: enable states back, the last pages closed. */
@@ -331,6 +364,7 @@ int hvt_rr_drain(struct hvt_tdat_rset *r, int ret)
 	uint32_t c;
 
 	hvt_rr_restore(r);
+	ret = hvt_rk_drain(r, ret);
 	for (i = 0; i < r->nr_src && !ret; i++) {
 		struct dr_src *s = r->src[i];
 

@@ -14,9 +14,12 @@
 #define DR_REFRESH_NS 200000000ULL /* remote state polls */
 #define DR_FORMATS_NS 500000000ULL /* unknown ids: formats again */
 
+struct dr_kring;
+
 struct dr_cpu {
 	struct hvt_tdat_rcpu rc;
 	struct dr_src *src;
+	struct dr_kring *k; /* a CPU of @src's guest kernel ring, or NULL */
 	uint64_t pending_lost; /* carried to the next event */
 	bool pending_unknown;
 };
@@ -53,6 +56,7 @@ struct dr_src {
 	unsigned int nr_chg;
 	struct hvt_tdat_pids pids; /* host pids named (loopback) */
 	struct hvtrace_tracedat_source_stats st;
+	struct dr_kring *kr; /* its guest kernel's ring, or NULL */
 };
 
 /* The remotes of a recording (record.c sees it opaque). */
@@ -63,6 +67,9 @@ struct hvt_tdat_rset {
 	struct hvtrace_daemon_feed *feed;
 	struct dr_src *src[HVT_TDAT_REC_MAX_SOURCES];
 	unsigned int nr_src;
+	/* the remotes whose guest kernel ring is recorded, in that order */
+	struct dr_src *ksrc[HVT_TDAT_REC_MAX_SOURCES];
+	unsigned int nr_ksrc;
 	uint64_t next_refresh;
 	struct hvtrace_daemon_events
 		*evs; /* per remote, from place() to start() */
@@ -86,6 +93,32 @@ HVT_INTERNAL int hvt_rr_place_formats(struct hvt_tdat_rset *r, struct dr_src *s,
 				      const struct hvtrace_daemon_events *evs);
 /* Put back the enable states the recording changed. */
 HVT_INTERNAL void hvt_rr_restore(struct hvt_tdat_rset *r);
+
+/* record_rkring.c: the guest kernel rings of remotes. */
+/* Append one record of CPU @c to the batch waiting for TO_HOST. */
+HVT_INTERNAL int hvt_rr_batch_add(struct hvt_tdat_rset *r, struct dr_cpu *c,
+				  uint64_t ts, const uint8_t *p, uint32_t len,
+				  uint64_t lost, bool lost_unknown);
+/* Records the rings committed since the last call into the batch (at
+ * most @max a CPU); how many, or -errno. */
+HVT_INTERNAL int hvt_rk_pump(struct hvt_tdat_rset *r, unsigned int max);
+/* A record of a ring's CPU, its stamp converted: its file id, pack it. */
+HVT_INTERNAL int hvt_rk_put(struct hvt_tdat_rset *r, struct dr_cpu *c,
+			    uint64_t ts, uint8_t *rec, uint32_t len);
+/* The readers, past what the guest committed before. */
+HVT_INTERNAL int hvt_rk_start(struct hvt_tdat_rset *r);
+/* Errors counted, the last pages closed. */
+HVT_INTERNAL int hvt_rk_drain(struct hvt_tdat_rset *r, int ret);
+/* The clock model's error bound of the ring's remote. */
+HVT_INTERNAL void hvt_rk_set_sync_err(struct dr_kring *k, uint64_t err_ns);
+HVT_INTERNAL void hvt_rk_geometry(struct hvt_tdat_rset *r, uint32_t *sb,
+				  uint32_t *cpus);
+/* Formats (under their file ids) and the guest's comms. */
+HVT_INTERNAL int hvt_rk_formats(struct hvt_tdat_rset *r);
+HVT_INTERNAL int hvt_rk_cpustats(struct hvt_tdat_rset *r);
+HVT_INTERNAL const struct hvtrace_tracedat_source_stats *
+hvt_rk_stats(const struct hvt_tdat_rset *r, unsigned int i);
+HVT_INTERNAL void hvt_rk_free(struct dr_kring *k);
 
 /* record_rpages.c: the set's ops that read pages. */
 HVT_INTERNAL struct dr_src *hvt_rr_src_of(struct hvt_tdat_rset *r, uint32_t id);

@@ -14,6 +14,8 @@
  *   record_readers.c the reader threads a set runs its per-CPU jobs on
  *   record_remote.c  the source set of remotes of hvtraced (rremote.h),
  *   record_rpages.c  ... and the pages of its feed
+ *   record_rkring.c  the guest kernel ring of a remote (in the remote set)
+ *   rkring_switch.c  ... the comms its sched_switch records name
  *   record_common.c  what the sets share: per-CPU packing, file-wide
  *              event ids, host pids, the host kernel as a source,
  *              metadata and finishing
@@ -77,6 +79,10 @@ HVT_INTERNAL int hvt_tdat_blob_printf(struct hvt_tdat_blob *b, const char *fmt,
 	__attribute__((format(printf, 2, 3)));
 HVT_INTERNAL void hvt_tdat_blob_free(struct hvt_tdat_blob *b);
 
+/* Has @pid a name in the file yet (a CMDLINES line)? */
+HVT_INTERNAL bool hvt_tdat_writer_named(const struct hvtrace_tracedat_writer *w,
+					int pid);
+
 /* Read a whole (proc, tracefs) file; NUL-terminated; -errno on failure. */
 HVT_INTERNAL int hvt_tdat_read_file(const char *path, struct hvt_tdat_blob *b,
 				    size_t max);
@@ -120,6 +126,8 @@ struct hvt_tdat_kernel_opts {
 	const char *guest_ram;
 	int guest_pid;
 	const char *guest_formats;
+	/* ... or the ring @guest_kring, the caller's (not closed here). */
+	struct hvtrace_kring *guest_kring;
 };
 
 HVT_INTERNAL int hvt_tdat_kernel_open(const struct hvt_tdat_kernel_opts *o,
@@ -161,6 +169,11 @@ HVT_INTERNAL bool hvt_tdat_kernel_has_id(const struct hvt_tdat_kernel *k,
 HVT_INTERNAL int hvt_tdat_kernel_formats(struct hvt_tdat_kernel *k,
 					 const uint64_t *seen,
 					 struct hvtrace_catalog *c);
+/* Add the format of event @id to @c (not when it holds @id already);
+ * -ENOENT: no event has @id, or its format is gone. */
+HVT_INTERNAL int hvt_tdat_kernel_event_format(struct hvt_tdat_kernel *k,
+					      uint32_t id,
+					      struct hvtrace_catalog *c);
 /* tracefs file of the instance (or top-level for printk_formats etc.). */
 HVT_INTERNAL int hvt_tdat_kernel_file(struct hvt_tdat_kernel *k,
 				      const char *name, bool top,
@@ -168,6 +181,28 @@ HVT_INTERNAL int hvt_tdat_kernel_file(struct hvt_tdat_kernel *k,
 HVT_INTERNAL int hvt_tdat_kernel_cpu_stats(struct hvt_tdat_kernel *k,
 					   uint32_t cpu,
 					   struct hvt_tdat_blob *b);
+
+/* --- a guest kernel's sched_switch (rkring_switch.c) ---------------------
+ */
+
+#define HVT_TDAT_COMM_LEN 16 /* TASK_COMM_LEN */
+
+/* Where sched_switch keeps the comms and pids it names. */
+struct hvt_tdat_switch {
+	bool known;
+	uint32_t prev_comm, prev_pid, next_comm, next_pid;
+};
+
+/* Learn the offsets from a sched_switch format text; false (and @sw
+ * unchanged) when it does not have the four fields. */
+HVT_INTERNAL bool hvt_tdat_switch_learn(struct hvt_tdat_switch *sw,
+					const char *text);
+/* @fn(@arg, pid, comm) for the prev and next task of the record (fields
+ * inside @len only, pid > 0, comm non-empty); its first non-zero result. */
+typedef int (*hvt_tdat_switch_fn)(void *arg, int pid, const char *comm);
+HVT_INTERNAL int hvt_tdat_switch_comms(const struct hvt_tdat_switch *sw,
+				       const uint8_t *rec, uint32_t len,
+				       hvt_tdat_switch_fn fn, void *arg);
 
 /* --- recording (record_common.c, for record*.c) ---------------------------
  */
@@ -509,5 +544,14 @@ HVT_INTERNAL int hvt_tdat_rarea_add(struct hvtrace_tracedat_record *r,
 /* The remote set (record_remote.c): connects at the first remote. */
 HVT_INTERNAL int hvt_tdat_rremote_add(struct hvtrace_tracedat_record *r,
 				      const char *remote, const char *name);
+/* Is the recording's set the remote set? */
+HVT_INTERNAL bool
+hvt_tdat_rremote_is(const struct hvtrace_tracedat_record *r);
+/* The guest kernel ring of remote @remote, added already (record_rkring.c). */
+struct hvtrace_daemon_kring;
+HVT_INTERNAL int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *r,
+					    const char *remote,
+					    struct hvtrace_daemon_kring *ring,
+					    const char *formats);
 
 #endif /* HVT_TRACEDAT_LOCAL_H */

@@ -180,6 +180,16 @@ hvtrace_tracedat_writer_set_printk(struct hvtrace_tracedat_writer *w,
 	return wr_set_text(w ? &w->printk : NULL, "printk formats", text, len);
 }
 
+bool hvt_tdat_writer_named(const struct hvtrace_tracedat_writer *w, int pid)
+{
+	unsigned int i;
+
+	for (i = 0; i < w->nr_cmd; i++)
+		if (w->cmd[i].pid == pid)
+			return true;
+	return false;
+}
+
 HVTRACE_API int
 hvtrace_tracedat_writer_add_cmdline(struct hvtrace_tracedat_writer *w, int pid,
 				    const char *comm)

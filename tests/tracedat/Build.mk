@@ -17,7 +17,8 @@ $(TDAT_WRITER): $(TDAT_DIR)/tdat_writer.o $(LIBHVTCORE)
 TEST_PROGS += $(TDAT_WRITER)
 
 # x_close: closes KernelShark's window the way a window manager does, so
-# it saves its session (t_kernelshark.sh); needs libX11 (libx11-dev).
+# it saves its session (ks_check.sh, run by t_kernelshark.sh and
+# qemu/record-guest-kernel); needs libX11 (libx11-dev).
 X11_LIBS := $(shell pkg-config --libs x11 2>/dev/null)
 ifneq ($(X11_LIBS),)
 $(TDAT_DIR)/x_close: $(TDAT_DIR)/x_close.o

@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libhvtrace: the guest kernel's own ring of a remote of hvtraced, in
+ * the remote set (record_remote.c) beside the remote's user events.
+ *
+ * A rig guest started with --kernel-events keeps its kernel's ftrace ring
+ * in its RAM file; the caller opens it (hvtrace_daemon_kring_open(), with
+ * a folder of the guest's formats) and hands it over with
+ * hvtrace_tracedat_record_add_remote_kring().  The ring is read through
+ * the kernel source of kernel.c (its guest mode, the caller's ring
+ * borrowed), records go into the remote set's batch, and so:
+ *
+ *   - one buffer of its own, "NAME-kernel", with the guest's CPUs: guest
+ *     CPU numbers never mix with the host's or the agent's;
+ *   - timestamps: the ring's clock must be mono, the clock of the guest's
+ *     agent, so the records share the remote's TO_HOST requests and land
+ *     on the host's CLOCK_MONOTONIC with the same clock model and error
+ *     bound as the remote's user events;
+ *   - event ids: the guest's kernel ids collide with the host kernel's
+ *     (often the very same kernel) and with user events; each id is given
+ *     a file id at first sight by the file-wide rules (kept when free,
+ *     shared with a buffer that placed the same format, else the highest
+ *     free id below 0x8000), written in every record's common_type while
+ *     packing; the formats saved list the events under those ids;
+ *   - comms: guest pids are not host pids; the guest's saved_cmdlines
+ *     from its formats folder, and the prev/next comm of every
+ *     sched_switch read, name them (pids the host's own events named keep
+ *     the host's name: a trace.dat has one pid table).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rremote.h"
+
+#define RK_SKIP_MAX (1u << 22) /* records skipped at start, per CPU */
+
+struct rk_comm {
+	int pid;
+	char comm[HVT_TDAT_COMM_LEN];
+};
+
+struct dr_kring {
+	struct dr_src *s;
+	struct hvt_tdat_kernel *k;
+	char name[80];
+	int buffer;
+	uint32_t nr_cpus;
+	uint32_t subbuf_size;
+	struct dr_cpu *cpu;
+	uint16_t *idmap;	    /* guest id -> file id, 0: none */
+	uint8_t *tried;		    /* guest ids looked up */
+	struct hvtrace_catalog cat; /* the formats placed, file ids */
+	struct hvt_tdat_switch sw;
+	uint16_t sw_id;	   /* the guest's sched_switch id, 0: none */
+	uint32_t *comm_of; /* guest pid -> index + 1 in @comm */
+	struct rk_comm *comm;
+	unsigned int nr_comm, cap_comm;
+	uint64_t host_named;	    /* guest pids a host event had named */
+	uint64_t comm_over;	    /* guest pids past HVT_TDAT_SRC_MAX_PIDS */
+	struct hvtrace_kring *ring; /* the caller's */
+	struct hvtrace_kring_stats *base; /* per CPU, once started */
+	struct hvtrace_tracedat_source_stats st;
+};
+
+void hvt_rk_free(struct dr_kring *k)
+{
+	uint32_t c;
+
+	if (!k)
+		return;
+	for (c = 0; k->cpu && c < k->nr_cpus; c++)
+		hvt_tdat_rcpu_fini(&k->cpu[c].rc);
+	free(k->cpu);
+	hvt_tdat_kernel_close(k->k);
+	free(k->idmap);
+	free(k->tried);
+	free(k->comm_of);
+	free(k->comm);
+	free(k->base);
+	hvtrace_catalog_free(&k->cat);
+	free(k);
+}
+
+/* Name guest @pid @comm (the latest name wins: exec renames). */
+static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
+			size_t max)
+{
+	struct rk_comm *c;
+	size_t n;
+
+	if (pid <= 0 || pid >= HVT_TDAT_PID_MAX)
+		return 0;
+	n = strnlen(comm,
+		    max < HVT_TDAT_COMM_LEN ? max : HVT_TDAT_COMM_LEN - 1);
+	if (!n)
+		return 0;
+	if (!k->comm_of) {
+		/* Pages of it are touched only for the pids met. */
+		k->comm_of = calloc(HVT_TDAT_PID_MAX, sizeof(*k->comm_of));
+		if (!k->comm_of)
+			return -ENOMEM;
+	}
+	if (k->comm_of[pid]) {
+		c = &k->comm[k->comm_of[pid] - 1];
+	} else if (k->nr_comm >= HVT_TDAT_SRC_MAX_PIDS) {
+		/* Bounded, whatever a guest's records claim. */
+		k->comm_over++;
+		return 0;
+	} else {
+		if (k->nr_comm == k->cap_comm) {
+			unsigned int cap = k->cap_comm ? k->cap_comm * 2 : 256;
+			struct rk_comm *v = realloc(k->comm, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			k->comm = v;
+			k->cap_comm = cap;
+		}
+		c = &k->comm[k->nr_comm++];
+		k->comm_of[pid] = k->nr_comm;
+		c->pid = pid;
+	}
+	memcpy(c->comm, comm, n);
+	c->comm[n] = '\0';
+	return 0;
+}
+
+static int rk_comm_fn(void *arg, int pid, const char *comm)
+{
+	return rk_note_comm(arg, pid, comm, HVT_TDAT_COMM_LEN);
+}
+
+/*
+ * A guest kernel address cannot be named: the file has one kallsyms, the
+ * host's.  The print format of a guest event shows addresses as numbers
+ * ("%ps" and friends become "%p") rather than a host symbol they are not.
+ */
+static void rk_plain_addresses(char *text)
+{
+	char *p = strstr(text, "\nprint fmt:");
+
+	while (p && (p = strstr(p, "%p"))) {
+		if (p[2] == 's' || p[2] == 'S' || p[2] == 'F' || p[2] == 'f' ||
+		    p[2] == 'B')
+			memmove(p + 2, p + 3, strlen(p + 3) + 1);
+		p += 2;
+	}
+}
+
+/* The file id of guest event @id: placed at first sight; 0 when the
+ * guest's folder has no format for it. */
+static int rk_place(struct hvt_tdat_rset *r, struct dr_kring *k, uint16_t id,
+		    uint16_t *out)
+{
+	struct hvtrace_tracedat_record *rec = r->rec;
+	struct hvtrace_catalog one = {0};
+	const struct hvtrace_catalog_format *f;
+	uint32_t fid;
+	char *t = NULL, *plain;
+	int ret;
+
+	*out = 0;
+	if ((k->tried[id / 8] >> (id % 8)) & 1) {
+		*out = k->idmap[id];
+		return 0;
+	}
+	k->tried[id / 8] |= (uint8_t)(1u << (id % 8));
+	ret = hvt_tdat_kernel_event_format(k->k, id, &one);
+	if (ret == -ENOENT || (!ret && !one.nr)) {
+		hvtrace_catalog_free(&one);
+		return 0; /* no format: the unknown id */
+	}
+	if (ret) {
+		hvtrace_catalog_free(&one);
+		return hvt_err(ret, "out of memory");
+	}
+	f = &one.fmt[0];
+	plain = strdup(f->text);
+	if (!plain) {
+		hvtrace_catalog_free(&one);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	rk_plain_addresses(plain);
+	/* Another buffer placed the same format (a second guest of the same
+	 * kernel)?  Else its own id when free, else a free one. */
+	fid = hvt_tdat_ids_find(&rec->ids, f->system, plain, NULL);
+	if (!fid) {
+		fid = id;
+		if (!fid || hvt_tdat_ids_used(&rec->ids, rec->kern, fid))
+			ret = hvt_tdat_ids_alloc(&rec->ids, rec->kern, &fid);
+		if (!ret) {
+			t = hvt_tdat_format_set_id(plain, fid);
+			if (!t || hvtrace_catalog_add(&k->cat, f->system,
+						      f->name, fid, t, -1))
+				ret = hvt_err(-ENOMEM, "out of memory");
+		}
+		if (!ret) {
+			rec->ids.text[fid] = k->cat.fmt[k->cat.nr - 1].text;
+			rec->ids.sys[fid] = k->cat.fmt[k->cat.nr - 1].system;
+		}
+	}
+	if (!ret && !k->sw_id && !strcmp(f->system, "sched") &&
+	    !strcmp(f->name, "sched_switch") &&
+	    hvt_tdat_switch_learn(&k->sw, f->text))
+		k->sw_id = id;
+	free(t);
+	free(plain);
+	hvtrace_catalog_free(&one);
+	if (ret)
+		return ret;
+	k->idmap[id] = (uint16_t)fid;
+	*out = (uint16_t)fid;
+	return 0;
+}
+
+int hvt_rk_put(struct hvt_tdat_rset *r, struct dr_cpu *c, uint64_t ts,
+	       uint8_t *rec, uint32_t len)
+{
+	struct dr_kring *k = c->k;
+	uint16_t id, fid;
+	int ret;
+
+	memcpy(&id, rec, 2);
+	ret = rk_place(r, k, id, &fid);
+	if (ret)
+		return ret;
+	if (!fid) {
+		fid = (uint16_t)r->rec->ids.unknown_id;
+		k->st.unknown++;
+		r->rec->ids.unknown_total++;
+	} else if (k->sw_id && id == k->sw_id) {
+		ret = hvt_tdat_switch_comms(&k->sw, rec, len, rk_comm_fn, k);
+		if (ret)
+			return hvt_err(ret, "out of memory");
+	}
+	memcpy(rec, &fid, 2);
+	return hvt_tdat_rcpu_put_event(&c->rc, ts, rec, len);
+}
+
+/* One record of CPU @cpu into the batch; a malformed one is counted and
+ * its loss carried on to the CPU's next record. */
+static int rk_batch(struct hvt_tdat_rset *r, struct dr_kring *k, uint32_t cpu,
+		    const struct hvt_tdat_krec *kr)
+{
+	struct dr_cpu *c = &k->cpu[cpu];
+	uint64_t lost = c->pending_lost + kr->lost;
+	bool unknown = c->pending_unknown || kr->lost_unknown;
+
+	if (kr->size < sizeof(struct hvt_common_fields)) {
+		k->st.errors++;
+		c->pending_lost = lost;
+		c->pending_unknown = unknown;
+		return 0;
+	}
+	c->pending_lost = 0;
+	c->pending_unknown = false;
+	return hvt_rr_batch_add(r, c, kr->ts, kr->data, kr->size, lost,
+				unknown);
+}
+
+int hvt_rk_pump(struct hvt_tdat_rset *r, unsigned int max)
+{
+	struct hvt_tdat_krec kr;
+	unsigned int i, n = 0, got;
+	uint32_t cpu;
+	int ret;
+
+	for (i = 0; i < r->nr_ksrc; i++) {
+		struct dr_kring *k = r->ksrc[i]->kr;
+
+		if (r->ksrc[i]->finished)
+			continue;
+		for (cpu = 0; cpu < k->nr_cpus; cpu++) {
+			for (got = 0; got < max; got++) {
+				ret = hvt_tdat_kernel_next(k->k, cpu, &kr);
+				if (ret < 0) {
+					/* A ring the guest damaged: counted,
+					 * the reader skips on. */
+					k->st.errors++;
+					break;
+				}
+				if (!ret)
+					break;
+				ret = rk_batch(r, k, cpu, &kr);
+				if (ret)
+					return hvt_err(ret, "out of memory");
+			}
+			n += got;
+		}
+	}
+	return (int)n;
+}
+
+int hvt_rk_start(struct hvt_tdat_rset *r)
+{
+	struct hvt_tdat_krec kr;
+	unsigned int i, n;
+	uint32_t c;
+	int ret;
+
+	for (i = 0; i < r->nr_ksrc; i++) {
+		struct dr_kring *k = r->ksrc[i]->kr;
+
+		ret = hvt_tdat_kernel_start(k->k); /* the per-CPU readers */
+		if (ret)
+			return ret;
+		/* What the guest committed before: not this recording's
+		 * (bounded: the guest keeps writing meanwhile). */
+		for (c = 0; c < k->nr_cpus; c++) {
+			for (n = 0; n < RK_SKIP_MAX; n++)
+				if (hvt_tdat_kernel_next(k->k, c, &kr) <= 0)
+					break;
+			/* The CPU statistics count from here. */
+			hvtrace_kring_get_stats(k->ring, (int)c, &k->base[c]);
+		}
+	}
+	return 0;
+}
+
+int hvt_rk_drain(struct hvt_tdat_rset *r, int ret)
+{
+	unsigned int i;
+	uint32_t c;
+
+	for (i = 0; i < r->nr_ksrc && !ret; i++) {
+		struct dr_kring *k = r->ksrc[i]->kr;
+
+		k->st.errors += hvt_tdat_kernel_errors(k->k);
+		for (c = 0; c < k->nr_cpus && !ret; c++) {
+			k->st.trailing_lost += k->cpu[c].pending_lost;
+			ret = hvtrace_pack_flush(&k->cpu[c].rc.pack);
+		}
+		k->st.finished = true;
+	}
+	return ret;
+}
+
+void hvt_rk_set_sync_err(struct dr_kring *k, uint64_t err_ns)
+{
+	k->st.sync_err_ns = err_ns;
+}
+
+void hvt_rk_geometry(struct hvt_tdat_rset *r, uint32_t *sb, uint32_t *cpus)
+{
+	unsigned int i;
+
+	for (i = 0; i < r->nr_ksrc; i++) {
+		const struct dr_kring *k = r->ksrc[i]->kr;
+
+		if (k->subbuf_size > *sb)
+			*sb = k->subbuf_size;
+		if (k->nr_cpus > *cpus)
+			*cpus = k->nr_cpus;
+	}
+}
+
+/* The guest's saved_cmdlines ("pid comm" lines) under the names the
+ * records gave (those are newer). */
+static int rk_saved_cmdlines(struct dr_kring *k)
+{
+	struct hvt_tdat_blob b = {0};
+	char *line, *next;
+	int ret = 0;
+
+	if (hvt_tdat_kernel_file(k->k, "saved_cmdlines", true, &b))
+		return 0;
+	for (line = b.data; !ret && line && *line; line = next) {
+		char comm[HVT_TDAT_COMM_LEN];
+		int pid;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (sscanf(line, "%d %15[^\n]", &pid, comm) != 2 || pid <= 0 ||
+		    pid >= HVT_TDAT_PID_MAX || (k->comm_of && k->comm_of[pid]))
+			continue;
+		ret = rk_note_comm(k, pid, comm, sizeof(comm));
+	}
+	hvt_tdat_blob_free(&b);
+	return ret;
+}
+
+int hvt_rk_formats(struct hvt_tdat_rset *r)
+{
+	const uint8_t *named = r->rec->pid_named;
+	unsigned int i, j;
+	int ret = 0;
+
+	for (i = 0; !ret && i < r->nr_ksrc; i++) {
+		struct dr_kring *k = r->ksrc[i]->kr;
+
+		for (j = 0; !ret && j < k->cat.nr; j++)
+			ret = hvtrace_tracedat_writer_add_format(
+				r->w, k->cat.fmt[j].system, k->cat.fmt[j].text,
+				strlen(k->cat.fmt[j].text));
+		if (!ret)
+			ret = rk_saved_cmdlines(k);
+		for (j = 0; !ret && j < k->nr_comm; j++) {
+			int pid = k->comm[j].pid;
+
+			if (named && (named[pid / 8] >> (pid % 8)) & 1) {
+				k->host_named++;
+				continue; /* a host event named that pid */
+			}
+			ret = hvtrace_tracedat_writer_add_cmdline(
+				r->w, pid, k->comm[j].comm);
+		}
+		if (k->comm_over)
+			fprintf(stderr,
+				"hvtrace record: '%s': %u guest pids named; "
+				"%llu more were left unnamed\n",
+				k->name, HVT_TDAT_SRC_MAX_PIDS,
+				(unsigned long long)k->comm_over);
+		if (k->host_named)
+			fprintf(stderr,
+				"hvtrace record: '%s': %llu guest pids are "
+				"also host pids of this file; their events "
+				"show the host's comm (the file has one pid "
+				"table)\n",
+				k->name, (unsigned long long)k->host_named);
+	}
+	return ret;
+}
+
+int hvt_rk_cpustats(struct hvt_tdat_rset *r)
+{
+	struct hvtrace_kring_stats now;
+	unsigned int i;
+	uint32_t c;
+	int ret = 0;
+
+	for (i = 0; !ret && i < r->nr_ksrc; i++) {
+		struct dr_kring *k = r->ksrc[i]->kr;
+
+		ret = hvt_tdat_rec_add_buffer_stat(r->w, k->name);
+		for (c = 0; !ret && c < k->nr_cpus; c++) {
+			const struct hvtrace_kring_stats *b = &k->base[c];
+
+			if (hvtrace_kring_get_stats(k->ring, (int)c, &now))
+				continue;
+			/* What this recording read, and what it skipped. */
+			ret = hvt_tdat_rec_add_optionf(
+				r->w, HVT_TDAT_OPT_CPUSTAT,
+				"CPU: %u\nentries: %llu\nbytes: %llu\n"
+				"pages lost (overwritten before read): %llu\n"
+				"errors: %llu\n"
+				"entries before the recording (skipped): "
+				"%llu\n",
+				c, (unsigned long long)(now.read - b->read),
+				(unsigned long long)(now.bytes - b->bytes),
+				(unsigned long long)(now.lost_pages -
+						     b->lost_pages),
+				(unsigned long long)(now.errors - b->errors),
+				(unsigned long long)b->read);
+		}
+	}
+	return ret;
+}
+
+const struct hvtrace_tracedat_source_stats *
+hvt_rk_stats(const struct hvt_tdat_rset *r, unsigned int i)
+{
+	return &r->ksrc[i]->kr->st;
+}
+
+int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
+			       const char *remote,
+			       struct hvtrace_daemon_kring *ring,
+			       const char *formats)
+{
+	struct hvt_tdat_kernel_opts ko = {
+		.guest_formats = formats,
+		.guest_kring = ring ? hvtrace_daemon_kring_ring(ring) : NULL,
+	};
+	struct hvt_tdat_rset *r = rec->set;
+	struct dr_src *s = NULL;
+	struct dr_kring *k;
+	unsigned int i;
+	uint32_t c;
+	int ret;
+
+	if (!ring || !remote)
+		return hvt_err(-EINVAL, "record: no guest kernel ring given");
+	if (rec->started)
+		return hvt_err(-EBUSY, "record: a guest kernel ring is added "
+				       "before recording starts");
+	for (i = 0; r && hvt_tdat_rremote_is(rec) && i < r->nr_src; i++)
+		if (!strcmp(r->src[i]->rec.name, remote) ||
+		    !strcmp(r->src[i]->name, remote))
+			s = r->src[i];
+	if (!s)
+		return hvt_err(-ENOENT,
+			       "record: add the remote '%s' before its guest "
+			       "kernel's ring",
+			       remote);
+	if (s->kr)
+		return hvt_err(-EEXIST,
+			       "the guest kernel ring of '%s' is "
+			       "given twice",
+			       remote);
+	if (s->rec.clock_id != HVT_CLOCK_MONO_NS)
+		return hvt_err(-EINVAL,
+			       "the guest kernel ring of '%s' cannot go on the "
+			       "host's clock: its agent's clock is not the "
+			       "guest's mono clock",
+			       remote);
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return hvt_err(-ENOMEM, "out of memory");
+	k->s = s;
+	k->ring = ko.guest_kring;
+	ret = hvt_tdat_kernel_open(&ko, &k->k);
+	if (ret) {
+		hvt_rk_free(k);
+		return ret;
+	}
+	if (strcmp(hvt_tdat_kernel_clock(k->k), "mono")) {
+		ret = hvt_err(-EINVAL,
+			      "the guest kernel ring of '%s' uses the '%s' "
+			      "trace clock; only 'mono' (the rig's) can be "
+			      "put on the host's clock",
+			      remote, hvt_tdat_kernel_clock(k->k));
+		hvt_rk_free(k);
+		return ret;
+	}
+	k->nr_cpus = hvt_tdat_kernel_nr_cpus(k->k);
+	k->subbuf_size = hvt_tdat_kernel_subbuf_size(k->k);
+	if (strlen(s->name) + sizeof("-kernel") > sizeof(k->st.name)) {
+		hvt_rk_free(k);
+		return hvt_err(-ENAMETOOLONG,
+			       "the buffer name '%s' is too "
+			       "long for '%s-kernel'",
+			       s->name, s->name);
+	}
+	snprintf(k->name, sizeof(k->name), "%s-kernel", s->name);
+	memcpy(k->st.name, k->name, strlen(k->name) + 1);
+	k->st.nr_cpus = k->nr_cpus;
+	k->cpu = calloc(k->nr_cpus, sizeof(*k->cpu));
+	k->base = calloc(k->nr_cpus, sizeof(*k->base));
+	k->idmap = calloc(65536, sizeof(*k->idmap));
+	k->tried = calloc(65536 / 8, 1);
+	if (!k->cpu || !k->base || !k->idmap || !k->tried) {
+		hvt_rk_free(k);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	for (c = 0; c < k->nr_cpus; c++) {
+		k->cpu[c].src = s;
+		k->cpu[c].k = k;
+		ret = hvt_tdat_rcpu_init(&k->cpu[c].rc, r->w, &k->buffer, c,
+					 k->subbuf_size, &k->st);
+		if (ret) {
+			hvt_rk_free(k);
+			return hvt_err(ret, "bad sub-buffer size %u",
+				       k->subbuf_size);
+		}
+	}
+	for (i = 0; i < r->nr_src; i++)
+		if (!strcmp(r->src[i]->name, k->name)) {
+			hvt_rk_free(k);
+			return hvt_err(-EEXIST, "a remote is named '%s-kernel'",
+				       s->name);
+		}
+	ret = hvtrace_tracedat_writer_add_buffer(r->w, k->name, "mono",
+						 k->nr_cpus, k->subbuf_size);
+	if (ret < 0) {
+		hvt_rk_free(k);
+		return ret;
+	}
+	k->buffer = ret;
+	s->kr = k;
+	r->ksrc[r->nr_ksrc++] = s;
+	/* Source indexes: the kernel, the remotes, then these rings. */
+	return (int)(!!rec->kern + r->nr_src + r->nr_ksrc - 1);
+}
