@@ -184,7 +184,7 @@ static int fza_read(struct fz_aremote *x, bool all)
 			if (!ret)
 				break;
 			pages++;
-			c = fz_chunk_from_page(x->page, x->info.subbuf_size, 0,
+			c = fz_chunk_from_page(x->page, x->info.subbuf_size, 0, NULL,
 					       &err);
 			if (!c)
 				continue;
