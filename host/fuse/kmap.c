@@ -172,8 +172,7 @@ int fz_kmap_add(struct fz_kmap *m, const char *system, const char *name,
 	return 0;
 }
 
-/* Slurp at most KMAP_FORMAT_MAX bytes of a regular file. */
-static char *kmap_slurp(const char *path, size_t *len)
+char *fz_kmap_slurp(const char *path, size_t max, size_t *len)
 {
 	struct stat st;
 	char *buf;
@@ -187,10 +186,10 @@ static char *kmap_slurp(const char *path, size_t *len)
 		fclose(f);
 		return NULL;
 	}
-	buf = malloc(KMAP_FORMAT_MAX + 1);
-	n = buf ? fread(buf, 1, KMAP_FORMAT_MAX + 1, f) : 0;
+	buf = malloc(max + 1);
+	n = buf ? fread(buf, 1, max + 1, f) : 0;
 	fclose(f);
-	if (!buf || n > KMAP_FORMAT_MAX) {
+	if (!buf || n > max) {
 		free(buf);
 		return NULL;
 	}
@@ -224,7 +223,7 @@ int fz_kmap_load(struct fz_kmap *m, const char *dir, const char *enabled)
 				     "%s/events/%s/%s/format", dir, se->d_name,
 				     ee->d_name) >= (int)sizeof(path))
 				continue;
-			text = kmap_slurp(path, &len);
+			text = fz_kmap_slurp(path, KMAP_FORMAT_MAX, &len);
 			if (text && !fz_kmap_add(m, se->d_name, ee->d_name,
 						 text, len, enabled))
 				n++;

@@ -45,6 +45,11 @@ HVT_INTERNAL void fz_kmap_free(struct fz_kmap *m);
 HVT_INTERNAL int fz_kmap_add(struct fz_kmap *m, const char *system,
 			     const char *name, const char *format, size_t len,
 			     const char *enabled);
+/*
+ * A regular file of at most @max bytes, NUL-terminated (malloc'd; its
+ * length in *@len), or NULL: missing, not a regular file, or larger.
+ */
+HVT_INTERNAL char *fz_kmap_slurp(const char *path, size_t max, size_t *len);
 /* Every events/SYS/EV/format of folder @dir; -ENOENT when none is good. */
 HVT_INTERNAL int fz_kmap_load(struct fz_kmap *m, const char *dir,
 			      const char *enabled);

@@ -395,22 +395,14 @@ static void fzd_kring_close(struct fz_daemon *d, struct fz_dremote *x)
 	d->nr_kr--;
 }
 
-/* FILE of the formats' folder, at most FZD_KFILE_MAX bytes, or NULL. */
+/* FILE of the formats' folder (text, at most FZD_KFILE_MAX bytes) or NULL. */
 static char *fzd_kfile(const char *dir, const char *file)
 {
 	char path[4200], *buf;
 	size_t n;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "re");
-	if (!f)
-		return NULL;
-	buf = malloc(FZD_KFILE_MAX + 1);
-	n = buf ? fread(buf, 1, FZD_KFILE_MAX, f) : 0;
-	fclose(f);
-	if (buf)
-		buf[n] = '\0';
+	buf = fz_kmap_slurp(path, FZD_KFILE_MAX, &n);
 	/* Text only: what the guest put there is shown as it is. */
 	if (buf && memchr(buf, '\0', n)) {
 		free(buf);

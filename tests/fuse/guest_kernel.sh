@@ -21,16 +21,7 @@
 #     agent, each seq once (the user events still read right).
 . "$(dirname "$0")/lib.sh"
 fz_need_fuse
-[ -x "$TRACEFS_READ" ] || fail "$TRACEFS_READ is missing (make tests)"
-if [ ! -x /usr/bin/qemu-system-x86_64 ]; then
-	echo "SKIP: qemu-system-x86_64 is not installed (make deps)"
-	exit 77
-fi
-SRC=$(cd "$(dirname "$0")/../.." && pwd)
-OBJ=${HVT_OBJTREE:-$SRC/build}
-LAUNCHER=$SRC/qemu-scripts/hvtrace-guest
-IMAGE=$OBJ/qemu-scripts/guest.cpio.gz
-[ -r "$IMAGE" ] || fail "$IMAGE is not built: make O=$OBJ guest-image"
+fz_need_guest
 
 M=${HVT_FGK_MARKERS:-3000}
 N=200
@@ -39,12 +30,7 @@ G=fgk$$
 export HVT_RUNDIR=$TMP/run HVT_SHM_DIR=$TMP HVT_OBJTREE=$OBJ
 fz_daemon
 fz_mount
-stop_guest() {
-	"$LAUNCHER" stop "$G" --timeout 20 >/dev/null 2>&1
-	"$LAUNCHER" cleanup "$G" >/dev/null 2>&1
-	fz_cleanup
-}
-trap stop_guest EXIT
+trap fz_stop_guest EXIT
 T=/sys/kernel/tracing/instances/hvt
 "$LAUNCHER" start --name "$G" --initrd "$IMAGE" \
 	--kernel-events sched:sched_switch,ftrace:print \
