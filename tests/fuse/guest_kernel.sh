@@ -13,7 +13,10 @@
 #     nothing and succeeds; printk_formats is there, saved_cmdlines has
 #     every pid of the guest's own;
 #   - trace (not consuming) shows each of the M numbered markers the
-#     guest wrote to its instance's trace_marker exactly once;
+#     guest wrote to its instance's trace_marker exactly once; once the
+#     agent's N user events (written after the markers) are there too,
+#     trace is one timeline: times never go back, markers in the order
+#     written, every user event after the last marker;
 #   - libtracefs (tracefs_read: tracefs_local_events +
 #     tracefs_iterate_raw_events on the mount) finds sched:sched_switch and
 #     ftrace:print, reads every marker exactly once with its text, reads
@@ -85,6 +88,22 @@ for _ in $(seq 600); do grep -qa '^registered id=' "$TMP/console.log" && break; 
 wait_for 60 test -e "$R/events/user_events/hvt_e2e/enable" || fail "hvt_e2e did not appear"
 echo 1 >"$R/events/user_events/hvt_e2e/enable" || fail "enable hvt_e2e"
 wait_for 120 grep -qa '^hvt-ue-done' "$TMP/console.log" || fail "ue_writer did not finish"
+# One time base (host CLOCK_MONOTONIC) for both kinds: trace, merged by
+# time, has every line in time order, the markers in the order written,
+# and every user event (written after the last marker) after them.
+wait_for 30 bash -c "[ \$(grep -c ' hvt_e2e: ' '$R/trace') -ge $N ]" ||
+	fail "$(grep -c ' hvt_e2e: ' "$R/trace") of $N user events in trace"
+awk -v m="$M" -v n="$N" '
+	/^#/ { next }
+	{ ts = $0; sub(/: .*/, "", ts); k = split(ts, f, " "); ts = f[k] + 0
+	  if (ts < last) { print "line " NR " goes back in time: " $0; exit 1 }
+	  last = ts }
+	/ hvt-fk [0-9]+$/ { if ($NF != nm) { print "marker " $NF ", expected " nm; exit 1 }
+		nm++; lastk = ts }
+	/ hvt_e2e: / { if (nm != m) { print "a user event before the last marker"; exit 1 } nu++ }
+	END { if (nm != m || nu != n) { print nm " markers, " nu " user events"; exit 1 } }' \
+	"$R/trace" || fail "trace is not one timeline"
+echo "one timeline: $M markers in order, then $N user events, times never going back"
 "$TRACEFS_READ" "$MNT" "$G" --dump ftrace:print:buf \
 	--unique user_events:hvt_e2e:seq --total $N >"$TMP/read.txt" 2>&1 ||
 	fail "libtracefs: $(grep -v '^dump' "$TMP/read.txt" | head)"
