@@ -211,9 +211,11 @@ HVT_INTERNAL bool fz_system_exists(const struct fz_remote *r,
 				   const char *system);
 
 /*
- * The records of a page (no lock needed); NULL with *err on failure.
- * With @kmap (a guest kernel page), only the records fz_kmap_keep() keeps;
- * the others count as lost before the next one.
+ * The records of a page (no lock needed); NULL with *err when out of
+ * memory.  A malformed page gives no record and a loss of an unknown
+ * number (*err -EBADMSG).  With @kmap (a guest kernel page), only the
+ * records fz_kmap_keep() keeps; the others count as lost before the next
+ * one.
  */
 HVT_INTERNAL struct fz_chunk *fz_chunk_from_page(const uint8_t *page,
 						 uint32_t len,

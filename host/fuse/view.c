@@ -460,10 +460,6 @@ struct fz_chunk *fz_chunk_from_page(const uint8_t *page, uint32_t len,
 
 	*err = 0;
 	n = hvtrace_daemon_page_walk(page, len, &lost, NULL, NULL);
-	if (n < 0) {
-		*err = -EBADMSG;
-		return NULL;
-	}
 	b.c = calloc(1, sizeof(*b.c));
 	if (!b.c) {
 		*err = -ENOMEM;
@@ -471,6 +467,13 @@ struct fz_chunk *fz_chunk_from_page(const uint8_t *page, uint32_t len,
 	}
 	b.first_lost = lost == UINT64_MAX ? FZ_LOST_UNKNOWN : lost;
 	lost_add(&b.first_lost, extra_lost);
+	if (n < 0) {
+		/* A malformed page: skipped, its events lost (how many is
+		 * not known), said before the CPU's next record. */
+		*err = -EBADMSG;
+		n = 0;
+		b.first_lost = FZ_LOST_UNKNOWN;
+	}
 	if (!n) {
 		/* No record: only a loss, which fz_ingest() carries on to
 		 * the CPU's next record. */
