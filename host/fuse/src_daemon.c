@@ -21,9 +21,10 @@
  * A guest remote whose agent stamps the guest's CLOCK_MONOTONIC may have
  * its kernel's own ring in guest RAM (a rig guest started with
  * --kernel-events).  The mount's kring_open() callback is asked for it
- * when the remote appears and again when its writer starts a new run
- * (a guest that rebooted), never in between: a remote whose formats were
- * missing then stays without its kernel's events until it comes back.
+ * once per run of the remote's writer, when its agent session is up (the
+ * guest printed its formats before it started the agent), however early
+ * the remote appeared; a remote whose formats were missing then stays
+ * without its kernel's events until its next run or until it comes back.
  * The same thread reads the ring's validated sub-buffers at every turn
  * (at least every 100 ms) and on every drain, checks each record against
  * the guest's formats (kmap.c) and queues them beside the agent's, their
@@ -62,6 +63,8 @@ struct fz_dremote {
 	uint64_t generation;
 	struct hvtrace_daemon_kring *kr; /* the guest kernel's ring, or NULL */
 	char kformats[4096];		 /* its formats' folder */
+	bool kr_asked;	 /* kring_open() was asked in this run */
+	bool subscribed; /* to its pages on the feed */
 };
 
 struct fz_daemon {
@@ -411,8 +414,7 @@ static char *fzd_kfile(const char *dir, const char *file)
 	return buf;
 }
 
-/* Ask for the guest kernel's ring of @x (the remote appeared or began a
- * new run); its events join the remote's. */
+/* Ask for the guest kernel's ring of @x; its events join the remote's. */
 static void fzd_kring_open(struct fz_daemon *d, struct fz_dremote *x,
 			   const struct hvt_remote_rec *rec)
 {
@@ -463,6 +465,28 @@ static void fzd_kring_open(struct fz_daemon *d, struct fz_dremote *x,
 		"out: %s\n",
 		rec->name, hvtrace_last_error());
 	fzd_kring_close(d, x);
+}
+
+/* Once per run, as soon as the guest's agent is up. */
+static void fzd_kring_maybe(struct fz_daemon *d, struct fz_dremote *x,
+			    const struct hvt_remote_rec *rec)
+{
+	if (x->kr || x->kr_asked || !rec->nr_cpus ||
+	    rec->state != HVT_REMOTE_CONNECTED)
+		return;
+	x->kr_asked = true;
+	fzd_kring_open(d, x, rec);
+}
+
+/* A new run of the remote's writer (the guest rebooted): what the last
+ * run's kernel showed goes; its ring is asked for again. */
+static void fzd_kring_new_run(struct fz_daemon *d, struct fz_dremote *x)
+{
+	fzd_kring_close(d, x);
+	x->kr_asked = false;
+	pthread_mutex_lock(&d->v->lock);
+	fz_remote_set_kernel(x->r, NULL, NULL, 0, NULL, NULL);
+	pthread_mutex_unlock(&d->v->lock);
 }
 
 /*
@@ -581,6 +605,25 @@ static int fzd_pump(struct fz_daemon *d, int wait_ms)
 	return ret < 0 ? ret : (int)n;
 }
 
+/*
+ * Its pages, once it has an area: a guest that hvtrace guest start
+ * attached while it boots has none yet (ENODEV), and is subscribed at
+ * the first look that finds one.
+ */
+static int fzd_subscribe(struct fz_daemon *d, struct fz_dremote *x,
+			 const struct hvt_remote_rec *rec)
+{
+	int ret;
+
+	if (x->subscribed || !rec->nr_cpus)
+		return 0;
+	ret = hvtrace_daemon_feed_subscribe(d->feed, x->id, -1, 0, NULL);
+	x->subscribed = !ret;
+	if (ret && ret != -ENODEV)
+		hvt_err(ret, "cannot subscribe to '%s'", rec->name);
+	return ret == -ENODEV ? 0 : ret;
+}
+
 /* A remote of the daemon appeared: its events, then its pages. */
 static void fzd_add(struct fz_daemon *d, const struct hvt_remote_rec *rec)
 {
@@ -626,16 +669,14 @@ static void fzd_add(struct fz_daemon *d, const struct hvt_remote_rec *rec)
 	if (d->ctl)
 		fzd_fetch_events(x);
 	pthread_mutex_unlock(&d->ctl_lock);
-	ret = hvtrace_daemon_feed_subscribe(d->feed, x->id, -1, 0, NULL);
-	if (ret && ret != -ENODEV)
-		hvt_err(ret, "cannot subscribe to '%s'", rec->name);
-	if (rec->nr_cpus)
-		fzd_kring_open(d, x, rec);
+	ret = fzd_subscribe(d, x, rec);
+	fzd_kring_maybe(d, x, rec);
 	if (rec->transport == HVT_TRANSPORT_AREA &&
 	    rec->state == HVT_REMOTE_DISCONNECTED) {
 		/* A writer that stopped already: what it left, then the
 		 * news. */
-		if (!ret && !hvtrace_daemon_feed_drain(d->feed, x->id))
+		if (!ret && x->subscribed &&
+		    !hvtrace_daemon_feed_drain(d->feed, x->id))
 			while (fzd_pump(d, 0) > 0)
 				;
 		pthread_mutex_lock(&d->v->lock);
@@ -718,9 +759,8 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 			continue;
 		}
 		stopped = hvtrace_daemon_remote_stopped(rec);
-		new_run = rec->nr_cpus &&
-			  (rec->generation != x->generation ||
-			   (!x->r->loaded && !x->kr));
+		new_run = rec->nr_cpus && x->r->loaded &&
+			  rec->generation != x->generation;
 		if (stopped && !x->r->stopped) {
 			/* The writer stopped: everything it committed
 			 * reaches the view before readers are told. */
@@ -745,10 +785,10 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 		if (d->v->wake)
 			d->v->wake(d->v, x->r);
 		pthread_mutex_unlock(&d->v->lock);
-		/* A new run of the guest (or its area attached only now):
-		 * its kernel's ring is asked for again. */
 		if (new_run)
-			fzd_kring_open(d, x, rec);
+			fzd_kring_new_run(d, x);
+		fzd_subscribe(d, x, rec);
+		fzd_kring_maybe(d, x, rec);
 		if (rec->nr_events != x->nr_events)
 			refetch = true;
 		if (refetch) {

@@ -34,9 +34,9 @@ struct hvtrace_fuse_options {
 	void *ready_arg;
 	/*
 	 * The guest kernel's own ring of a remote of hvtraced (a guest
-	 * whose agent's clock is mono), asked once when the remote appears
-	 * in the view and again when its writer starts a new run.  NULL:
-	 * no remote shows its guest kernel's events.
+	 * whose agent's clock is mono), asked once per run of the remote's
+	 * writer, when its agent session is up.  NULL: no remote shows its
+	 * guest kernel's events.
 	 *
 	 * kring_open() returns 0 with *@out set, the folder of the guest
 	 * kernel's formats (laid out like tracefs) in @formats and, when

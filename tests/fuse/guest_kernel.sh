@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 #
 # A real 6.12 guest (QEMU TCG, the rig's initramfs) started with
-# --kernel-events sched:sched_switch,ftrace:print, through hvtrace mount
-# (mounted before the guest exists: its remote appears later):
+# --kernel-events sched:sched_switch,ftrace:print by hvtrace guest start,
+# through hvtrace mount (mounted before the guest exists: its remote
+# appears while it boots):
 #   - events/sched/sched_switch and events/ftrace/print of the guest
 #     kernel are in the remote's tree beside user_events/hvt_e2e; their
 #     format files are the guest's own (hvtrace-guest kformats) but for
@@ -35,12 +36,14 @@ fz_daemon
 fz_mount
 trap fz_stop_guest EXIT
 T=/sys/kernel/tracing/instances/hvt
-"$LAUNCHER" start --name "$G" --initrd "$IMAGE" \
+# hvtrace guest start attaches the guest to hvtraced as it boots: the
+# remote is in the view before the guest printed its formats, and its
+# kernel's ring is asked for once its agent is up.
+"$HVTRACE" guest start "$G" --initrd "$IMAGE" \
 	--kernel-events sched:sched_switch,ftrace:print \
 	--run "i=0; while [ \$i -lt $M ]; do echo \"hvt-fk \$i\" >$T/trace_marker; i=\$((i + 1)); done; echo hvt-fk-done; ue_writer --wait-agent 30000 --count $N --wait-enable 120000 && echo hvt-ue-done; sleep 300" \
-	--log "$TMP/console.log" --wait-ready --timeout 120 >"$TMP/launcher.log" 2>&1 ||
+	--log "$TMP/console.log" >"$TMP/launcher.log" 2>&1 ||
 	fail "the guest did not start: $(tail -5 "$TMP/launcher.log")"
-"$HVTRACE" daemon attach "$G" >/dev/null || fail "attach $G"
 R=$MNT/remotes/$G
 wait_for 120 test -e "$R/events/sched/sched_switch/format" ||
 	fail "the guest kernel's events did not appear (mount: $(cat "$TMP/mount.log"))"
