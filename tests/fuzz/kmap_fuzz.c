@@ -18,8 +18,9 @@
  * and is at least the common header long; a rewritten record carries its
  * event's served id; the served format text parses back to that id.
  *
- * Seeds: tests/fuzz/corpus/kmap/ (formats of a 6.12 guest, a page with
- * its records, a page with unknown types and short records).
+ * Seeds: tests/fuzz/corpus/kmap/ (the sched_switch and print formats of a
+ * Debian 6.12 guest and of a host kernel with pages of their records,
+ * colliding ids, a page with unknown types and short records).
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -19,6 +19,7 @@
  *     is taken or skipped as a loss, never a crash; what comes out of
  *     trace_pipe_raw walks cleanly, carries only served ids, and is
  *     exactly the records that were kept;
+ *   - without a kernel ring again (a new run), its events go;
  *   - the text of `trace` decodes the kernel's records with the guest's
  *     formats (print's buffer) and names pid 7 from its saved_cmdlines.
  */
@@ -341,6 +342,12 @@ int main(void)
 		}
 		t_eq(n, (int)kept);
 	}
+
+	/* A new run without a kernel ring: the kernel's events go. */
+	t_ok(fz_remote_set_kernel(r, NULL, NULL, 0, NULL, NULL));
+	t_eq(r->nev, 2);
+	t_assert(!fz_event_find(r, "ftrace", "print") && !r->kmap &&
+		 !r->knr_cpus);
 
 	/* Not known: no list. */
 	m = fz_kmap_new();
