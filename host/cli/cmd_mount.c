@@ -122,8 +122,7 @@ static int mount_kring_open(void *arg, const char *name,
 {
 	(void)arg;
 	*out = NULL;
-	if (hvt_cli_kring_open(VERB, name, formats, formats_size, out) ||
-	    !*out)
+	if (hvt_cli_kring_open(VERB, name, formats, formats_size, out) || !*out)
 		return 0; /* said why on stderr; the user events stay */
 	mount_kernel_events(name, enabled, enabled_size);
 	return 0;

@@ -67,9 +67,9 @@ struct fz_ev {
 /* The records of one page as it arrived. */
 struct fz_chunk {
 	struct fz_chunk *next;
-	uint32_t n;	/* records */
-	uint32_t pos;	/* first unconsumed */
-	uint64_t bytes; /* ring bytes of the unconsumed records */
+	uint32_t n;	    /* records */
+	uint32_t pos;	    /* first unconsumed */
+	uint64_t bytes;	    /* ring bytes of the unconsumed records */
 	uint64_t tail_lost; /* records left out after the last one */
 	struct fz_ev *ev;
 	uint8_t *data;
@@ -217,11 +217,9 @@ HVT_INTERNAL bool fz_system_exists(const struct fz_remote *r,
  * records fz_kmap_keep() keeps; the others count as lost before the next
  * one.
  */
-HVT_INTERNAL struct fz_chunk *fz_chunk_from_page(const uint8_t *page,
-						 uint32_t len,
-						 uint64_t extra_lost,
-						 const struct fz_kmap *kmap,
-						 int *err);
+HVT_INTERNAL struct fz_chunk *
+fz_chunk_from_page(const uint8_t *page, uint32_t len, uint64_t extra_lost,
+		   const struct fz_kmap *kmap, int *err);
 HVT_INTERNAL void fz_chunk_free(struct fz_chunk *c);
 /* Queue a chunk for @cpu (lock held; takes ownership). */
 HVT_INTERNAL void fz_ingest(struct fz_remote *r, uint32_t cpu,

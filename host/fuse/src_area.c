@@ -184,8 +184,8 @@ static int fza_read(struct fz_aremote *x, bool all)
 			if (!ret)
 				break;
 			pages++;
-			c = fz_chunk_from_page(x->page, x->info.subbuf_size, 0, NULL,
-					       &err);
+			c = fz_chunk_from_page(x->page, x->info.subbuf_size, 0,
+					       NULL, &err);
 			if (!c)
 				continue;
 			for (e = 0; e < c->n; e++)

@@ -47,8 +47,8 @@
 #define FZD_COMMS_NS	  1000000000ULL /* a guest's comms */
 #define FZD_RECONNECT_NS  1000000000ULL
 #define FZD_DRAIN_WAIT_MS 5000
-#define FZD_BATCH	  4096 /* pages per burst */
-#define FZD_KPAGES	  64   /* guest kernel pages per CPU per burst */
+#define FZD_BATCH	  4096	     /* pages per burst */
+#define FZD_KPAGES	  64	     /* guest kernel pages per CPU per burst */
 #define FZD_KFILE_MAX	  (4u << 20) /* printk_formats, saved_cmdlines */
 
 struct fz_dremote {
@@ -386,7 +386,8 @@ static int fzd_convert(struct fz_daemon *d, struct fzd_item *items,
 	return ret;
 }
 
-/* --- the guest kernel's ring of a remote ------------------------------------ */
+/* --- the guest kernel's ring of a remote ------------------------------------
+ */
 
 static void fzd_kring_close(struct fz_daemon *d, struct fz_dremote *x)
 {

@@ -412,9 +412,9 @@ static int chunk_add(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
 	/* A guest kernel record the view cannot name (unknown type, no
 	 * common header) or serve (larger than a page of the view's): a
 	 * loss, told before the next record. */
-	if (b->kmap && (fz_kmap_keep(b->kmap, p, len) < 0 ||
-			ev_bytes(len) + HVT_PAGE_HDR_SIZE + 8 >
-				HVT_ABI_MIN_SUBBUF_SIZE)) {
+	if (b->kmap &&
+	    (fz_kmap_keep(b->kmap, p, len) < 0 ||
+	     ev_bytes(len) + HVT_PAGE_HDR_SIZE + 8 > HVT_ABI_MIN_SUBBUF_SIZE)) {
 		b->rejected++;
 		return 0;
 	}
