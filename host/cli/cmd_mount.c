@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 #include "cli.h"
 #if IS_ENABLED(CONFIG_HVT_HOST_FUSE)
+#include <hvtrace-daemon.h>
 #include <hvtrace-fuse.h>
 #endif
 
@@ -45,7 +47,10 @@ static const char mount_usage[] =
 	"\n"
 	"Remotes are those of hvtraced (guests, local agents, areas attached\n"
 	"with 'hvtrace daemon attach --area'); they appear and disappear as\n"
-	"the daemon attaches and detaches them.  --area NAME=AREA adds an\n"
+	"the daemon attaches and detaches them.  A rig guest whose kernel\n"
+	"keeps its own ring in guest RAM (see 'hvtrace guest --help') also\n"
+	"shows its kernel's events (events/SYSTEM/EVENT, their records in\n"
+	"the same per_cpu files).  --area NAME=AREA adds an\n"
 	"area (PATH[@OFFSET[+SIZE]]) that this process owns itself, for use\n"
 	"without hvtraced (with --no-daemon, only those).\n"
 	"\n"
@@ -81,6 +86,54 @@ enum { OPT_SOCKET = 1, OPT_AREA, OPT_NO_DAEMON, OPT_BG, OPT_ALLOW, OPT_DEBUG };
 struct mount_ready {
 	int fd; /* the parent's pipe, -1: foreground */
 };
+
+/*
+ * The events a rig guest's kernel instance enabled at boot, as its
+ * launcher recorded them (KERNEL_EVENTS= in $HVT_RUNDIR/NAME/guest.env);
+ * "" when not known.
+ */
+static void mount_kernel_events(const char *name, char *buf, size_t size)
+{
+	const char *run = getenv("HVT_RUNDIR");
+	char path[PATH_MAX], line[4096];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "%s/%s/guest.env",
+		 run && *run ? run : "/run/hvtrace", name);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "KERNEL_EVENTS=", 14)) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(buf, size, "%s", line + 14);
+			break;
+		}
+	fclose(f);
+}
+
+/* The view asks for a remote's guest kernel ring: the one the stream and
+ * the recorder read too (hvt_cli_kring_of(); @arg: hvtraced's socket). */
+static int mount_kring_open(void *arg, const char *name,
+			    struct hvtrace_daemon_kring **out, char *formats,
+			    size_t formats_size, char *enabled,
+			    size_t enabled_size)
+{
+	*out = NULL;
+	if (hvt_cli_kring_of(VERB, name, arg, formats, formats_size, out) ||
+	    !*out)
+		return 0; /* said why on stderr; the user events stay */
+	mount_kernel_events(name, enabled, enabled_size);
+	return 0;
+}
+
+static void mount_kring_close(void *arg, struct hvtrace_daemon_kring *kr,
+			      char *formats)
+{
+	(void)arg;
+	hvt_cli_kring_close(kr, formats);
+}
 
 /* Mounted: a background child tells its parent, then detaches. */
 static void mount_ready_cb(void *arg)
@@ -244,6 +297,9 @@ static int cmd_mount(int argc, char **argv)
 	}
 	o.ready = mount_ready_cb;
 	o.ready_arg = &mr;
+	o.kring_open = mount_kring_open;
+	o.kring_close = mount_kring_close;
+	o.kring_arg = (void *)o.sock;
 	ret = hvtrace_fuse_run(&o);
 	free(areas);
 	if (ret && !o.no_daemon && (ret == -ENOENT || ret == -ECONNREFUSED))

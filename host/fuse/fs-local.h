@@ -47,6 +47,7 @@ enum fz_file {
 	F_DYNAMIC_EVENTS,
 	F_USER_EVENTS_STATUS,
 	F_SAVED_CMDLINES,
+	F_PRINTK_FORMATS,
 	F_SET_EVENT,
 	F_AVAILABLE_EVENTS,
 	/* per_cpu/cpuN */
@@ -179,6 +180,10 @@ HVT_INTERNAL struct fz_ev *q_cur(struct fz_cpu *q, struct fz_chunk **cp);
 HVT_INTERNAL void q_advance(struct fz_cpu *q);
 HVT_INTERNAL uint64_t ev_clock(const struct fz_remote *r,
 			       const struct fz_ev *e);
+/* The queue of @cpu (the source's or the guest kernel's) with the older
+ * next record, that record and its chunk; NULL when both are empty. */
+HVT_INTERNAL struct fz_cpu *fz_q_next(struct fz_remote *r, uint32_t cpu,
+				      struct fz_chunk **cp, struct fz_ev **ep);
 
 /* view_text.c */
 HVT_INTERNAL void fz_comm(struct fz_remote *r, const uint8_t *rec,

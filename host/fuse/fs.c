@@ -53,6 +53,7 @@ static const struct file_def rfiles[] = {
 	{"set_event", F_SET_EVENT, 0640, false},
 	{"available_events", F_AVAILABLE_EVENTS, 0440, false},
 	{"saved_cmdlines", F_SAVED_CMDLINES, 0440, false},
+	{"printk_formats", F_PRINTK_FORMATS, 0440, false},
 	{"dynamic_events", F_DYNAMIC_EVENTS, 0640, false},
 	{"user_events_status", F_USER_EVENTS_STATUS, 0440, false},
 	{NULL, F_NONE, 0, false},
@@ -197,9 +198,13 @@ struct fz_remote *node_check(struct fz_view *v, const struct fz_node *n,
 		*ok = true;
 		break;
 	case K_RFILE:
-		*ok = (n->file != F_DYNAMIC_EVENTS &&
-		       n->file != F_USER_EVENTS_STATUS) ||
-		      r->user_events;
+		if (n->file == F_DYNAMIC_EVENTS ||
+		    n->file == F_USER_EVENTS_STATUS)
+			*ok = r->user_events;
+		else if (n->file == F_PRINTK_FORMATS)
+			*ok = r->kmap != NULL; /* a guest kernel's */
+		else
+			*ok = true;
 		break;
 	case K_PERCPU:
 		*ok = true;

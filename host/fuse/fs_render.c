@@ -48,7 +48,10 @@ static char *xprintf(size_t *len, const char *fmt, ...)
 	return p;
 }
 
-/* "0", "1" or "X" over the events of @system (NULL: all). */
+/*
+ * "0", "1" or "X" over the events of @system (NULL: all); X also when the
+ * state of one of them is not known (a guest kernel's event).
+ */
 static char enable_state(const struct fz_remote *r, const char *system)
 {
 	unsigned int i, on = 0, off = 0;
@@ -56,6 +59,8 @@ static char enable_state(const struct fz_remote *r, const char *system)
 	for (i = 0; i < r->nev; i++) {
 		if (system && strcmp(r->ev[i].system, system))
 			continue;
+		if (r->ev[i].unknown)
+			return 'X';
 		if (r->ev[i].enabled)
 			on++;
 		else
@@ -88,6 +93,62 @@ int parse_ulong(const char *s, size_t len, unsigned long *out)
 	}
 	*out = v;
 	return 0;
+}
+
+/* Whether a "PID COMM" line of @text names @pid. */
+static bool names_pid(const char *text, int pid)
+{
+	const char *p = text;
+
+	while (p && *p) {
+		int v;
+
+		if (sscanf(p, "%d", &v) == 1 && v == pid)
+			return true;
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+/*
+ * saved_cmdlines: the pids the guest's agent named (@agent, taken), then
+ * those of the guest kernel's own saved_cmdlines (@kernel) the agent did
+ * not name.
+ */
+static char *merge_cmdlines(char *agent, const char *kernel, size_t *len)
+{
+	size_t al = agent ? strlen(agent) : 0;
+	const char *p = kernel;
+	char *out;
+
+	if (!kernel)
+		return agent;
+	out = malloc(al + strlen(kernel) + 2);
+	if (!out)
+		return agent;
+	memcpy(out, agent ? agent : "", al);
+	if (al && out[al - 1] != '\n')
+		out[al++] = '\n';
+	while (*p) {
+		size_t n = strcspn(p, "\n");
+		int pid;
+
+		if (sscanf(p, "%d", &pid) == 1 && pid > 0 &&
+		    !names_pid(agent, pid)) {
+			memcpy(out + al, p, n);
+			al += n;
+			out[al++] = '\n';
+		}
+		p += n;
+		if (*p)
+			p++;
+	}
+	out[al] = '\0';
+	free(agent);
+	*len = al;
+	return out;
 }
 
 /* Render a snapshot file (view lock NOT held; takes it). */
@@ -182,12 +243,18 @@ int fh_render(struct fz_view *v, struct fz_fh *fh)
 			fh->buf[fh->len] = '\0';
 		break;
 	}
+	case F_SAVED_CMDLINES:
+		text = merge_cmdlines(text, r->kcmdlines, &fh->len);
+		/* fall through */
 	case F_DYNAMIC_EVENTS:
 	case F_USER_EVENTS_STATUS:
-	case F_SAVED_CMDLINES:
 		fh->buf = text;
 		fh->len = text ? strlen(text) : 0;
 		text = NULL;
+		break;
+	case F_PRINTK_FORMATS:
+		/* The guest kernel's (bprint's format strings); else none. */
+		fh->buf = xstrdup_len(r->kprintk, &fh->len);
 		break;
 	case F_EV_ENABLE:
 		fh->buf = xprintf(&fh->len, "%c\n",
@@ -223,6 +290,8 @@ int fh_render(struct fz_view *v, struct fz_fh *fh)
 
 		if (!e)
 			ret = -ENOENT;
+		else if (n->file == F_E_ENABLE && e->unknown)
+			fh->buf = xprintf(&fh->len, "X\n");
 		else if (n->file == F_E_ENABLE)
 			fh->buf = xprintf(&fh->len, "%d\n", e->enabled ? 1 : 0);
 		else if (n->file == F_E_ID)

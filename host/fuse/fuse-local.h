@@ -10,6 +10,8 @@
  *   src_daemon.c  remotes of hvtraced: a page feed thread, a control
  *                 connection for everything else
  *   src_area.c    areas opened directly (hvtrace mount --area NAME=SPEC)
+ *   kmap.c        the guest kernel's events of a remote: their ids in the
+ *                 view, and the check of each of its records
  *   fs.c          the libfuse3 low-level file system on top of the view
  *   mount.c       hvtrace_fuse_run(): mounting, threads, signals, teardown
  *
@@ -47,6 +49,8 @@ struct fz_event {
 	uint32_t id;
 	int bit;
 	bool enabled;
+	bool unknown; /* the enable state is not known */
+	bool kernel;  /* the guest kernel's (kmap.c), not the source's */
 	char *format;
 };
 
@@ -63,9 +67,10 @@ struct fz_ev {
 /* The records of one page as it arrived. */
 struct fz_chunk {
 	struct fz_chunk *next;
-	uint32_t n;	/* records */
-	uint32_t pos;	/* first unconsumed */
-	uint64_t bytes; /* ring bytes of the unconsumed records */
+	uint32_t n;	    /* records */
+	uint32_t pos;	    /* first unconsumed */
+	uint64_t bytes;	    /* ring bytes of the unconsumed records */
+	uint64_t tail_lost; /* records left out after the last one */
 	struct fz_ev *ev;
 	uint8_t *data;
 };
@@ -86,6 +91,7 @@ struct fz_cpu {
 
 struct fz_remote;
 struct fz_view;
+struct fz_kmap;
 
 /* What a remote's source can do (called without the view lock). */
 struct fz_src_ops {
@@ -129,7 +135,21 @@ struct fz_remote {
 	struct hvtrace_decoder *dec;
 	uint32_t writer_pid; /* loopback writers: comms from /proc */
 
-	unsigned int ncpu; /* per_cpu dirs: max(nr_cpus, host) */
+	/*
+	 * The guest kernel's ring beside the remote's own (a guest remote
+	 * of hvtraced whose clock is mono): its events follow the source's
+	 * in ev[] (nuser of them are the source's), its records are in
+	 * queues of their own, decoded with kdec.
+	 */
+	unsigned int nuser;
+	struct fz_kmap *kmap;
+	struct hvtrace_decoder *kdec;
+	uint32_t knr_cpus;
+	char *kprintk, *kcmdlines;
+
+	unsigned int ncpu; /* per_cpu dirs: max(nr_cpus, knr_cpus, host) */
+	/* 2 * ncpu queues: cpu[i] the source's records of CPU i,
+	 * cpu[ncpu + i] the guest kernel's (fz_q()) */
 	struct fz_cpu *cpu;
 	uint64_t limit; /* ring bytes kept per CPU */
 
@@ -190,14 +210,44 @@ fz_event_find(const struct fz_remote *r, const char *system, const char *name);
 HVT_INTERNAL bool fz_system_exists(const struct fz_remote *r,
 				   const char *system);
 
-/* The records of a page (no lock needed); NULL with *err on failure. */
-HVT_INTERNAL struct fz_chunk *fz_chunk_from_page(const uint8_t *page,
-						 uint32_t len,
-						 uint64_t extra_lost, int *err);
+/*
+ * The records of a page (no lock needed); NULL with *err when out of
+ * memory.  A malformed page gives no record and a loss of an unknown
+ * number (*err -EBADMSG).  With @kmap (a guest kernel page), only the
+ * records fz_kmap_keep() keeps; the others count as lost before the next
+ * one.
+ */
+HVT_INTERNAL struct fz_chunk *
+fz_chunk_from_page(const uint8_t *page, uint32_t len, uint64_t extra_lost,
+		   const struct fz_kmap *kmap, int *err);
 HVT_INTERNAL void fz_chunk_free(struct fz_chunk *c);
 /* Queue a chunk for @cpu (lock held; takes ownership). */
 HVT_INTERNAL void fz_ingest(struct fz_remote *r, uint32_t cpu,
 			    struct fz_chunk *c);
+/* The same for a chunk of the guest kernel's CPU @cpu. */
+HVT_INTERNAL void fz_ingest_kernel(struct fz_remote *r, uint32_t cpu,
+				   struct fz_chunk *c);
+/*
+ * The guest kernel's ring joins the remote (lock held; takes ownership
+ * of everything): @map its events (ids assigned here), @dec their
+ * decoder, @nr_cpus its CPUs, @printk and @cmdlines its printk_formats and
+ * saved_cmdlines (may be NULL).
+ */
+HVT_INTERNAL int fz_remote_set_kernel(struct fz_remote *r, struct fz_kmap *map,
+				      struct hvtrace_decoder *dec,
+				      uint32_t nr_cpus, char *printk,
+				      char *cmdlines);
+/* Queue @cpu of the source (@kernel false) or of the guest kernel. */
+static inline struct fz_cpu *fz_q(struct fz_remote *r, uint32_t cpu,
+				  bool kernel)
+{
+	return &r->cpu[kernel ? r->ncpu + cpu : cpu];
+}
+/* Whether queue @qi (0 .. 2 * ncpu) holds records of a CPU there is. */
+static inline bool fz_q_live(const struct fz_remote *r, uint32_t qi)
+{
+	return qi < r->ncpu ? qi < r->nr_cpus : qi - r->ncpu < r->knr_cpus;
+}
 /* Records lost with no page to carry them (lock held). */
 HVT_INTERNAL void fz_ingest_lost(struct fz_remote *r, uint32_t cpu,
 				 uint64_t lost);
@@ -240,7 +290,9 @@ HVT_INTERNAL int fz_clock_parse(const struct fz_remote *r, const char *s);
 /* --- sources ------------------------------------------------------------ */
 
 struct fz_daemon;
-HVT_INTERNAL int fz_daemon_start(struct fz_view *v, const char *sock,
+/* @o: the socket, and the guest kernel rings' callbacks. */
+HVT_INTERNAL int fz_daemon_start(struct fz_view *v,
+				 const struct hvtrace_fuse_options *o,
 				 struct fz_daemon **out);
 HVT_INTERNAL void fz_daemon_stop(struct fz_daemon *d);
 

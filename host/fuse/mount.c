@@ -143,7 +143,7 @@ int hvtrace_fuse_run(const struct hvtrace_fuse_options *o)
 	/* Our threads never take the stop signals: libfuse's loop must. */
 	fz_block_signals(&old);
 	if (!o->no_daemon)
-		ret = fz_daemon_start(&v, o->sock, &dmn);
+		ret = fz_daemon_start(&v, o, &dmn);
 	if (!ret && o->nr_areas)
 		ret = fz_areas_start(&v, o->areas, o->nr_areas, &areas);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

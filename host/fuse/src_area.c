@@ -185,7 +185,7 @@ static int fza_read(struct fz_aremote *x, bool all)
 				break;
 			pages++;
 			c = fz_chunk_from_page(x->page, x->info.subbuf_size, 0,
-					       &err);
+					       NULL, &err);
 			if (!c)
 				continue;
 			for (e = 0; e < c->n; e++)

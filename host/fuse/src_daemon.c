@@ -17,6 +17,18 @@
  *
  * When the daemon goes away every remote goes with it (readers get the
  * end of file); the thread reconnects every second.
+ *
+ * A guest remote whose agent stamps the guest's CLOCK_MONOTONIC may have
+ * its kernel's own ring in guest RAM (a rig guest started with
+ * --kernel-events).  The mount's kring_open() callback is asked for it
+ * once per run of the remote's writer, when its agent session is up (the
+ * guest printed its formats before it started the agent), however early
+ * the remote appeared; a remote whose formats were missing then stays
+ * without its kernel's events until its next run or until it comes back.
+ * The same thread reads the ring's validated sub-buffers at every turn
+ * (at least every 100 ms) and on every drain, checks each record against
+ * the guest's formats (kmap.c) and queues them beside the agent's, their
+ * times through the same clock model (both are the guest's mono clock).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,13 +40,16 @@
 #include <unistd.h>
 
 #include "fuse-local.h"
+#include "kmap.h"
 #include <hvtrace-daemon.h>
 
 #define FZD_REFRESH_NS	  300000000ULL	/* remotes list */
 #define FZD_COMMS_NS	  1000000000ULL /* a guest's comms */
 #define FZD_RECONNECT_NS  1000000000ULL
 #define FZD_DRAIN_WAIT_MS 5000
-#define FZD_BATCH	  4096 /* pages per burst */
+#define FZD_BATCH	  4096	     /* pages per burst */
+#define FZD_KPAGES	  64	     /* guest kernel pages per CPU per burst */
+#define FZD_KFILE_MAX	  (4u << 20) /* printk_formats, saved_cmdlines */
 
 struct fz_dremote {
 	struct fz_dremote *next;
@@ -46,6 +61,10 @@ struct fz_dremote {
 	uint64_t sub_dropped;
 	uint64_t comms_ns;
 	uint64_t generation;
+	struct hvtrace_daemon_kring *kr; /* the guest kernel's ring, or NULL */
+	char kformats[4096];		 /* its formats' folder */
+	bool kr_asked;	 /* kring_open() was asked in this run */
+	bool subscribed; /* to its pages on the feed */
 };
 
 struct fz_daemon {
@@ -61,6 +80,8 @@ struct fz_daemon {
 	struct fz_dremote *all;		  /* live and dead: freed at stop */
 	uint64_t next_refresh, next_connect;
 	bool logged_down;
+	const struct hvtrace_fuse_options *o; /* kring_open, kring_close */
+	unsigned int nr_kr;		      /* rings open */
 };
 
 static struct fz_dremote *fzd_by_id(struct fz_daemon *d, uint32_t id)
@@ -157,10 +178,12 @@ static int fzd_enable(struct fz_remote *r, const struct fz_event *e,
 	struct {
 		char system[64], name[256];
 	} *list = NULL;
-	unsigned int n = 0, i;
+	unsigned int n = 0, i, nk = 0;
 	int ret = 0;
 
-	/* The events to change, copied while the view is locked. */
+	/* The events to change, copied while the view is locked.  The
+	 * guest kernel's are chosen when the guest boots: one that is as
+	 * asked already needs nothing, any other is refused. */
 	pthread_mutex_lock(&r->v->lock);
 	list = calloc(r->nev + 1, sizeof(*list));
 	for (i = 0; list && i < r->nev; i++) {
@@ -169,6 +192,20 @@ static int fzd_enable(struct fz_remote *r, const struct fz_event *e,
 		if (e ? strcmp(k->system, e->system) || strcmp(k->name, e->name)
 		      : system && strcmp(k->system, system))
 			continue;
+		if (k->kernel) {
+			if (!ret && (k->unknown || k->enabled != on)) {
+				snprintf(msg, msgsize,
+					 "%s:%s is the guest kernel's; its "
+					 "events are set when '%s' boots "
+					 "(hvtrace guest start "
+					 "--kernel-events), not through "
+					 "this view",
+					 k->system, k->name, r->name);
+				ret = -EOPNOTSUPP;
+			}
+			nk++;
+			continue;
+		}
 		snprintf(list[n].system, sizeof(list[n].system), "%s",
 			 k->system);
 		snprintf(list[n].name, sizeof(list[n].name), "%s", k->name);
@@ -177,6 +214,11 @@ static int fzd_enable(struct fz_remote *r, const struct fz_event *e,
 	pthread_mutex_unlock(&r->v->lock);
 	if (!list)
 		return -ENOMEM;
+	if (ret || (!n && nk)) {
+		/* Refused before anything changed, or nothing to change. */
+		free(list);
+		return ret;
+	}
 	ret = fzd_ctl_begin(x);
 	if (ret) {
 		free(list);
@@ -297,6 +339,7 @@ static const struct fz_src_ops fzd_ops = {
 struct fzd_item {
 	struct fz_dremote *x;
 	uint32_t cpu;
+	bool kernel; /* a page of the guest kernel's ring */
 	struct fz_chunk *c;
 };
 
@@ -343,6 +386,163 @@ static int fzd_convert(struct fz_daemon *d, struct fzd_item *items,
 	return ret;
 }
 
+/* --- the guest kernel's ring of a remote ------------------------------------
+ */
+
+static void fzd_kring_close(struct fz_daemon *d, struct fz_dremote *x)
+{
+	if (!x->kr)
+		return;
+	d->o->kring_close(d->o->kring_arg, x->kr, x->kformats);
+	x->kr = NULL;
+	x->kformats[0] = '\0';
+	d->nr_kr--;
+}
+
+/* FILE of the formats' folder (text, at most FZD_KFILE_MAX bytes) or NULL. */
+static char *fzd_kfile(const char *dir, const char *file)
+{
+	char path[4200], *buf;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	buf = fz_kmap_slurp(path, FZD_KFILE_MAX, &n);
+	/* Text only: what the guest put there is shown as it is. */
+	if (buf && memchr(buf, '\0', n)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* Ask for the guest kernel's ring of @x; its events join the remote's. */
+static void fzd_kring_open(struct fz_daemon *d, struct fz_dremote *x,
+			   const struct hvt_remote_rec *rec)
+{
+	struct hvtrace_decoder *dec = NULL;
+	struct fz_kmap *map = NULL;
+	char enabled[4096] = "";
+	int ret;
+
+	fzd_kring_close(d, x);
+	if (!d->o || !d->o->kring_open || !d->o->kring_close ||
+	    rec->transport == HVT_TRANSPORT_AREA ||
+	    rec->clock_id != HVT_CLOCK_MONO_NS)
+		return;
+	x->kformats[0] = '\0';
+	if (d->o->kring_open(d->o->kring_arg, rec->name, &x->kr, x->kformats,
+			     sizeof(x->kformats), enabled, sizeof(enabled)) ||
+	    !x->kr) {
+		x->kr = NULL;
+		return;
+	}
+	d->nr_kr++;
+	enabled[sizeof(enabled) - 1] = '\0';
+	x->kformats[sizeof(x->kformats) - 1] = '\0';
+	map = fz_kmap_new();
+	ret = map ? fz_kmap_load(map, x->kformats, enabled[0] ? enabled : NULL)
+		  : -ENOMEM;
+	if (ret)
+		hvt_err(ret, "no usable event format in %s", x->kformats);
+	else
+		ret = hvtrace_decoder_new_kernel(x->kformats, &dec);
+	if (!ret) {
+		pthread_mutex_lock(&d->v->lock);
+		ret = fz_remote_set_kernel(
+			x->r, map, dec, hvtrace_daemon_kring_cpus(x->kr),
+			fzd_kfile(x->kformats, "printk_formats"),
+			fzd_kfile(x->kformats, "saved_cmdlines"));
+		if (d->v->wake)
+			d->v->wake(d->v, x->r);
+		pthread_mutex_unlock(&d->v->lock);
+		if (!ret)
+			return;
+		hvt_err(ret, "out of memory");
+	} else {
+		fz_kmap_free(map);
+	}
+	fprintf(stderr,
+		"hvtrace mount: '%s': the guest kernel's events are left "
+		"out: %s\n",
+		rec->name, hvtrace_last_error());
+	fzd_kring_close(d, x);
+}
+
+/* Once per run, as soon as the guest's agent is up. */
+static void fzd_kring_maybe(struct fz_daemon *d, struct fz_dremote *x,
+			    const struct hvt_remote_rec *rec)
+{
+	if (x->kr || x->kr_asked || !rec->nr_cpus ||
+	    rec->state != HVT_REMOTE_CONNECTED)
+		return;
+	x->kr_asked = true;
+	fzd_kring_open(d, x, rec);
+}
+
+/* A new run of the remote's writer (the guest rebooted): what the last
+ * run's kernel showed goes; its ring is asked for again. */
+static void fzd_kring_new_run(struct fz_daemon *d, struct fz_dremote *x)
+{
+	fzd_kring_close(d, x);
+	x->kr_asked = false;
+	pthread_mutex_lock(&d->v->lock);
+	fz_remote_set_kernel(x->r, NULL, NULL, 0, NULL, NULL);
+	pthread_mutex_unlock(&d->v->lock);
+}
+
+/*
+ * Pages of the guest kernels' rings after the @n items there are (at
+ * most FZD_KPAGES per CPU, FZD_BATCH in all); each one is validated by
+ * the ring reader, each record checked against the guest's formats.
+ * Returns the new count.
+ */
+static unsigned int fzd_kpump(struct fz_daemon *d, struct fzd_item *items,
+			      unsigned int n)
+{
+	struct fz_dremote *x;
+
+	for (x = d->all; x && n < FZD_BATCH; x = x->next) {
+		uint32_t cpu;
+
+		if (x->dead || !x->kr || !x->r->kmap)
+			continue;
+		for (cpu = 0; x->kr && cpu < hvtrace_daemon_kring_cpus(x->kr);
+		     cpu++) {
+			unsigned int k;
+
+			for (k = 0; k < FZD_KPAGES && n < FZD_BATCH; k++) {
+				const uint8_t *page;
+				uint32_t len;
+				int ret, err;
+
+				ret = hvtrace_daemon_kring_read_page(
+					x->kr, cpu, &page, &len);
+				if (ret < 0) {
+					fprintf(stderr,
+						"hvtrace mount: '%s': the "
+						"guest kernel's ring is no "
+						"longer read: %s\n",
+						x->r->name,
+						hvtrace_last_error());
+					fzd_kring_close(d, x);
+					break;
+				}
+				if (!ret)
+					break;
+				items[n].c = fz_chunk_from_page(
+					page, len, 0, x->r->kmap, &err);
+				if (!items[n].c)
+					continue;
+				items[n].x = x;
+				items[n].cpu = cpu;
+				items[n].kernel = true;
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
 /* Take the pages there are now (at most FZD_BATCH), convert, queue. */
 static int fzd_pump(struct fz_daemon *d, int wait_ms)
 {
@@ -363,6 +563,7 @@ static int fzd_pump(struct fz_daemon *d, int wait_ms)
 		if (ret <= 0)
 			break;
 		x = fzd_by_id(d, pg->remote);
+		items[n].kernel = false;
 		if (x) {
 			if (pg->dropped_events > x->sub_dropped) {
 				/* Pages the daemon dropped for us (we were
@@ -371,7 +572,7 @@ static int fzd_pump(struct fz_daemon *d, int wait_ms)
 				x->sub_dropped = pg->dropped_events;
 			}
 			items[n].c = fz_chunk_from_page(pg->data, pg->len,
-							drops, &err);
+							drops, NULL, &err);
 			if (items[n].c) {
 				items[n].x = x;
 				items[n].cpu = pg->cpu;
@@ -380,6 +581,8 @@ static int fzd_pump(struct fz_daemon *d, int wait_ms)
 		}
 		free(pg);
 	}
+	if (ret >= 0)
+		n = fzd_kpump(d, items, n);
 	/* Host times: one TO_HOST per remote in the batch. */
 	if (ret >= 0)
 		ret = fzd_convert(d, items, n);
@@ -389,14 +592,37 @@ static int fzd_pump(struct fz_daemon *d, int wait_ms)
 		uint32_t cpu = items[i].cpu;
 
 		if (ret >= 0 && x && !x->dead && !x->r->gone &&
-		    x->generation == x->r->generation)
-			fz_ingest(x->r, cpu, items[i].c);
-		else
+		    x->generation == x->r->generation) {
+			if (items[i].kernel)
+				fz_ingest_kernel(x->r, cpu, items[i].c);
+			else
+				fz_ingest(x->r, cpu, items[i].c);
+		} else {
 			fz_chunk_free(items[i].c);
+		}
 	}
 	pthread_mutex_unlock(&d->v->lock);
 	free(items);
 	return ret < 0 ? ret : (int)n;
+}
+
+/*
+ * Its pages, once it has an area: a guest that hvtrace guest start
+ * attached while it boots has none yet (ENODEV), and is subscribed at
+ * the first look that finds one.
+ */
+static int fzd_subscribe(struct fz_daemon *d, struct fz_dremote *x,
+			 const struct hvt_remote_rec *rec)
+{
+	int ret;
+
+	if (x->subscribed || !rec->nr_cpus)
+		return 0;
+	ret = hvtrace_daemon_feed_subscribe(d->feed, x->id, -1, 0, NULL);
+	x->subscribed = !ret;
+	if (ret && ret != -ENODEV)
+		hvt_err(ret, "cannot subscribe to '%s'", rec->name);
+	return ret == -ENODEV ? 0 : ret;
 }
 
 /* A remote of the daemon appeared: its events, then its pages. */
@@ -444,14 +670,14 @@ static void fzd_add(struct fz_daemon *d, const struct hvt_remote_rec *rec)
 	if (d->ctl)
 		fzd_fetch_events(x);
 	pthread_mutex_unlock(&d->ctl_lock);
-	ret = hvtrace_daemon_feed_subscribe(d->feed, x->id, -1, 0, NULL);
-	if (ret && ret != -ENODEV)
-		hvt_err(ret, "cannot subscribe to '%s'", rec->name);
+	ret = fzd_subscribe(d, x, rec);
+	fzd_kring_maybe(d, x, rec);
 	if (rec->transport == HVT_TRANSPORT_AREA &&
 	    rec->state == HVT_REMOTE_DISCONNECTED) {
 		/* A writer that stopped already: what it left, then the
 		 * news. */
-		if (!ret && !hvtrace_daemon_feed_drain(d->feed, x->id))
+		if (!ret && x->subscribed &&
+		    !hvtrace_daemon_feed_drain(d->feed, x->id))
 			while (fzd_pump(d, 0) > 0)
 				;
 		pthread_mutex_lock(&d->v->lock);
@@ -464,6 +690,8 @@ static void fzd_add(struct fz_daemon *d, const struct hvt_remote_rec *rec)
 
 static void fzd_remove(struct fz_daemon *d, struct fz_dremote *x)
 {
+	/* What the view queued stays readable: it has its own decoder. */
+	fzd_kring_close(d, x);
 	x->dead = true;
 	pthread_mutex_lock(&d->v->lock);
 	fz_remote_remove(x->r);
@@ -520,7 +748,7 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 		return ret;
 	for (x = d->all; x; x = x->next) {
 		const struct hvt_remote_rec *rec = NULL;
-		bool refetch = false, stopped;
+		bool refetch = false, stopped, new_run;
 
 		if (x->dead)
 			continue;
@@ -532,6 +760,8 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 			continue;
 		}
 		stopped = hvtrace_daemon_remote_stopped(rec);
+		new_run = rec->nr_cpus && x->r->loaded &&
+			  rec->generation != x->generation;
 		if (stopped && !x->r->stopped) {
 			/* The writer stopped: everything it committed
 			 * reaches the view before readers are told. */
@@ -556,6 +786,10 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 		if (d->v->wake)
 			d->v->wake(d->v, x->r);
 		pthread_mutex_unlock(&d->v->lock);
+		if (new_run)
+			fzd_kring_new_run(d, x);
+		fzd_subscribe(d, x, rec);
+		fzd_kring_maybe(d, x, rec);
 		if (rec->nr_events != x->nr_events)
 			refetch = true;
 		if (refetch) {
@@ -714,7 +948,10 @@ static void *fzd_thread(void *arg)
 		}
 		if (d->stop)
 			break;
-		if (!timeout || (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+		/* Guest kernel rings have no fd: they are read at every
+		 * turn. */
+		if (!timeout || d->nr_kr ||
+		    (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			ret = fzd_pump(d, 0);
 		if (ret >= 0)
 			ret = fzd_drains(d);
@@ -724,14 +961,17 @@ static void *fzd_thread(void *arg)
 	return NULL;
 }
 
-int fz_daemon_start(struct fz_view *v, const char *sock, struct fz_daemon **out)
+int fz_daemon_start(struct fz_view *v, const struct hvtrace_fuse_options *o,
+		    struct fz_daemon **out)
 {
 	struct fz_daemon *d = calloc(1, sizeof(*d));
+	const char *sock = o->sock;
 	int ret;
 
 	if (!d)
 		return hvt_err(-ENOMEM, "out of memory");
 	d->v = v;
+	d->o = o;
 	d->wake[0] = d->wake[1] = -1;
 	pthread_mutex_init(&d->ctl_lock, NULL);
 	if (sock) {
@@ -783,6 +1023,7 @@ void fz_daemon_stop(struct fz_daemon *d)
 		pthread_join(d->thr, NULL);
 	for (x = d->all; x; x = n) {
 		n = x->next;
+		fzd_kring_close(d, x);
 		pthread_mutex_lock(&d->v->lock);
 		if (!x->dead)
 			fz_remote_remove(x->r);

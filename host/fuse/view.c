@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "fs-local.h"
+#include "kmap.h"
 #include <hvtrace-daemon.h>
 
 int fz_view_init(struct fz_view *v)
@@ -103,7 +104,7 @@ static void fz_queues_free(struct fz_remote *r)
 {
 	unsigned int i;
 
-	for (i = 0; r->cpu && i < r->ncpu; i++) {
+	for (i = 0; r->cpu && i < 2 * r->ncpu; i++) {
 		struct fz_chunk *c, *n;
 
 		for (c = r->cpu[i].head; c; c = n) {
@@ -134,6 +135,10 @@ void fz_remote_put(struct fz_remote *r)
 	free(r->header_page);
 	free(r->header_event);
 	hvtrace_decoder_free(r->dec);
+	fz_kmap_free(r->kmap);
+	hvtrace_decoder_free(r->kdec);
+	free(r->kprintk);
+	free(r->kcmdlines);
 	free(r->errlog);
 	free(r);
 }
@@ -174,7 +179,9 @@ int fz_remote_set_geometry(struct fz_remote *r, uint32_t nr_cpus,
 	 * CPU loops by the host (libtracefs, trace-cmd) find every file;
 	 * CPUs the remote does not have stay empty. */
 	ncpu = nr_cpus > r->v->host_cpus ? nr_cpus : r->v->host_cpus;
-	cpu = calloc(ncpu, sizeof(*cpu));
+	if (r->knr_cpus > ncpu)
+		ncpu = r->knr_cpus;
+	cpu = calloc(2 * (size_t)ncpu, sizeof(*cpu));
 	if (!cpu)
 		return -ENOMEM;
 	fz_queues_free(r);
@@ -209,7 +216,7 @@ int fz_remote_decoder(struct fz_remote *r)
 	if (ret)
 		return ret;
 	hvtrace_decoder_add_builtin(d, r->writer_kind);
-	for (i = 0; i < r->nev; i++)
+	for (i = 0; i < r->nuser; i++)
 		if (r->ev[i].format)
 			/* A format the built-ins hold already is the same
 			 * event (-EEXIST); a bad one prints as unknown. */
@@ -221,12 +228,111 @@ int fz_remote_decoder(struct fz_remote *r)
 	return 0;
 }
 
+static void q_empty(struct fz_cpu *q)
+{
+	struct fz_chunk *c, *n;
+
+	for (c = q->head; c; c = n) {
+		n = c->next;
+		fz_chunk_free(c);
+	}
+	q->head = q->tail = NULL;
+	q->queued = q->bytes = 0;
+	q->pending_lost = 0;
+	q->pending_unknown = false;
+}
+
+/*
+ * The guest kernel's events after the source's in r->ev: served ids that
+ * no event of the source has (kmap.c), their formats saying so.
+ */
+static int kernel_events(struct fz_remote *r)
+{
+	struct fz_kmap *m = r->kmap;
+	struct fz_event *ev;
+	uint32_t *ids;
+	unsigned int i, n = r->nuser;
+
+	for (i = r->nuser; i < r->nev; i++)
+		free(r->ev[i].format);
+	r->nev = r->nuser;
+	if (!m || !m->nev)
+		return 0;
+	ids = calloc(r->nuser + 1, sizeof(*ids));
+	ev = realloc(r->ev, (r->nuser + m->nev) * sizeof(*ev));
+	if (!ids || !ev) {
+		free(ids);
+		if (ev)
+			r->ev = ev;
+		return -ENOMEM;
+	}
+	r->ev = ev;
+	for (i = 0; i < r->nuser; i++)
+		ids[i] = r->ev[i].id;
+	fz_kmap_assign(m, ids, r->nuser);
+	free(ids);
+	for (i = 0; i < m->nev; i++) {
+		const struct fz_kev *k = &m->ev[i];
+		struct fz_event *e = &r->ev[n];
+
+		if (!k->served)
+			continue; /* no id left: its records count as lost */
+		memset(e, 0, sizeof(*e));
+		snprintf(e->system, sizeof(e->system), "%s", k->system);
+		snprintf(e->name, sizeof(e->name), "%s", k->name);
+		e->id = k->id;
+		e->bit = -1;
+		e->enabled = k->enabled == 1;
+		e->unknown = k->enabled < 0;
+		e->kernel = true;
+		e->format = fz_kmap_format(k);
+		if (!e->format)
+			return -ENOMEM;
+		n++;
+		r->nev = n;
+	}
+	return 0;
+}
+
+int fz_remote_set_kernel(struct fz_remote *r, struct fz_kmap *map,
+			 struct hvtrace_decoder *dec, uint32_t nr_cpus,
+			 char *printk, char *cmdlines)
+{
+	unsigned int i;
+
+	fz_kmap_free(r->kmap);
+	hvtrace_decoder_free(r->kdec);
+	free(r->kprintk);
+	free(r->kcmdlines);
+	r->kmap = map;
+	r->kdec = dec;
+	r->kprintk = printk;
+	r->kcmdlines = cmdlines;
+	if (nr_cpus > HVT_ABI_MAX_CPUS)
+		nr_cpus = HVT_ABI_MAX_CPUS;
+	if (r->loaded && nr_cpus > r->ncpu) {
+		/* More queues: the geometry starts over. */
+		r->knr_cpus = nr_cpus;
+		r->loaded = false;
+		fz_remote_set_geometry(r, r->nr_cpus, r->nr_subbufs,
+				       r->subbuf_size, r->writer_kind, r->mode,
+				       r->clock_id, r->generation);
+	} else {
+		/* What an earlier ring of the guest left goes. */
+		for (i = 0; r->cpu && i < r->ncpu; i++)
+			q_empty(fz_q(r, i, true));
+		r->knr_cpus = nr_cpus;
+	}
+	return kernel_events(r);
+}
+
 int fz_remote_set_events(struct fz_remote *r, struct fz_event *ev,
 			 unsigned int nev, char *header_page,
 			 char *header_event)
 {
-	bool same = nev == r->nev;
+	bool same = nev == r->nuser;
 	unsigned int i;
+	int ret;
 
 	for (i = 0; same && i < nev; i++)
 		same = ev[i].id == r->ev[i].id &&
@@ -235,6 +341,10 @@ int fz_remote_set_events(struct fz_remote *r, struct fz_event *ev,
 	fz_events_free(r->ev, r->nev);
 	r->ev = ev;
 	r->nev = nev;
+	r->nuser = nev;
+	ret = kernel_events(r);
+	if (ret)
+		return ret;
 	if (header_page) {
 		free(r->header_page);
 		r->header_page = header_page;
@@ -289,6 +399,8 @@ struct chunk_build {
 	uint32_t cap_ev;
 	size_t cap_data, data_len;
 	uint64_t first_lost;
+	const struct fz_kmap *kmap;
+	uint64_t rejected; /* records left out since the last kept one */
 };
 
 static int chunk_add(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
@@ -297,6 +409,15 @@ static int chunk_add(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
 	struct fz_chunk *c = b->c;
 	struct fz_ev *e;
 
+	/* A guest kernel record the view cannot name (unknown type, no
+	 * common header) or serve (larger than a page of the view's): a
+	 * loss, told before the next record. */
+	if (b->kmap &&
+	    (fz_kmap_keep(b->kmap, p, len) < 0 ||
+	     ev_bytes(len) + HVT_PAGE_HDR_SIZE + 8 > HVT_ABI_MIN_SUBBUF_SIZE)) {
+		b->rejected++;
+		return 0;
+	}
 	if (c->n == b->cap_ev) {
 		uint32_t cap = b->cap_ev ? b->cap_ev * 2 : 64;
 		struct fz_ev *v = realloc(c->ev, cap * sizeof(*v));
@@ -319,6 +440,8 @@ static int chunk_add(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
 	e->ts = ts;
 	e->host = ts;
 	e->lost = c->n == 1 ? b->first_lost : 0;
+	lost_add(&e->lost, b->rejected);
+	b->rejected = 0;
 	e->off = (uint32_t)b->data_len;
 	e->len = len;
 	memcpy(c->data + b->data_len, p, len);
@@ -328,18 +451,15 @@ static int chunk_add(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
 }
 
 struct fz_chunk *fz_chunk_from_page(const uint8_t *page, uint32_t len,
-				    uint64_t extra_lost, int *err)
+				    uint64_t extra_lost,
+				    const struct fz_kmap *kmap, int *err)
 {
-	struct chunk_build b = {0};
+	struct chunk_build b = {.kmap = kmap};
 	uint64_t lost = 0;
 	int n;
 
 	*err = 0;
 	n = hvtrace_daemon_page_walk(page, len, &lost, NULL, NULL);
-	if (n < 0) {
-		*err = -EBADMSG;
-		return NULL;
-	}
 	b.c = calloc(1, sizeof(*b.c));
 	if (!b.c) {
 		*err = -ENOMEM;
@@ -347,6 +467,13 @@ struct fz_chunk *fz_chunk_from_page(const uint8_t *page, uint32_t len,
 	}
 	b.first_lost = lost == UINT64_MAX ? FZ_LOST_UNKNOWN : lost;
 	lost_add(&b.first_lost, extra_lost);
+	if (n < 0) {
+		/* A malformed page: skipped, its events lost (how many is
+		 * not known), said before the CPU's next record. */
+		*err = -EBADMSG;
+		n = 0;
+		b.first_lost = FZ_LOST_UNKNOWN;
+	}
 	if (!n) {
 		/* No record: only a loss, which fz_ingest() carries on to
 		 * the CPU's next record. */
@@ -367,33 +494,54 @@ struct fz_chunk *fz_chunk_from_page(const uint8_t *page, uint32_t len,
 		*err = -ENOMEM;
 		return NULL;
 	}
+	if (!b.c->n) {
+		/* Every record left out: the loss alone. */
+		lost_add(&b.first_lost, b.rejected);
+		b.c->ev = calloc(1, sizeof(*b.c->ev));
+		if (!b.c->ev) {
+			fz_chunk_free(b.c);
+			*err = -ENOMEM;
+			return NULL;
+		}
+		b.c->ev[0].lost = b.first_lost;
+	} else if (b.rejected) {
+		/* Left out after the last record: before the next page's. */
+		b.c->tail_lost = b.rejected;
+	}
 	return b.c;
 }
 
-/* The loss a writer reported counts as overrun or as dropped by mode. */
+/*
+ * The loss a writer reported counts as overrun or as dropped by mode (the
+ * guest kernel's ring: records it overwrote, or that the view could not
+ * name, are overrun).
+ */
 static void account_writer_loss(struct fz_remote *r, struct fz_cpu *q,
 				uint64_t lost)
 {
 	if (!lost || lost == FZ_LOST_UNKNOWN)
 		return;
-	if (r->mode == HVT_MODE_OVERWRITE)
+	if (r->mode == HVT_MODE_OVERWRITE || q >= r->cpu + r->ncpu)
 		q->overrun += lost;
 	else
 		q->dropped += lost;
 }
 
-void fz_ingest_lost(struct fz_remote *r, uint32_t cpu, uint64_t lost)
+static void ingest_lost(struct fz_remote *r, struct fz_cpu *q, uint64_t lost)
 {
-	struct fz_cpu *q;
-
-	if (!r->cpu || cpu >= r->nr_cpus || !lost)
+	if (!lost)
 		return;
-	q = &r->cpu[cpu];
 	account_writer_loss(r, q, lost);
 	if (lost == FZ_LOST_UNKNOWN)
 		q->pending_unknown = true;
 	else
 		q->pending_lost += lost;
+}
+
+void fz_ingest_lost(struct fz_remote *r, uint32_t cpu, uint64_t lost)
+{
+	if (r->cpu && cpu < r->nr_cpus)
+		ingest_lost(r, fz_q(r, cpu, false), lost);
 }
 
 /* Free chunks whose records were all consumed. */
@@ -435,24 +583,42 @@ static void drop_oldest(struct fz_cpu *q)
 	}
 }
 
+static void ingest(struct fz_remote *r, struct fz_cpu *q, struct fz_chunk *c);
+
 void fz_ingest(struct fz_remote *r, uint32_t cpu, struct fz_chunk *c)
 {
-	struct fz_cpu *q;
-	uint32_t i;
-
 	if (!r->cpu || cpu >= r->nr_cpus) {
 		fz_chunk_free(c);
 		return;
 	}
-	q = &r->cpu[cpu];
-	if (!c->n) {
-		/* A page without records: only its loss. */
-		if (c->ev)
-			fz_ingest_lost(r, cpu, c->ev[0].lost);
+	ingest(r, fz_q(r, cpu, false), c);
+}
+
+void fz_ingest_kernel(struct fz_remote *r, uint32_t cpu, struct fz_chunk *c)
+{
+	if (!r->cpu || cpu >= r->knr_cpus) {
 		fz_chunk_free(c);
 		return;
 	}
-	account_writer_loss(r, q, c->ev[0].lost);
+	ingest(r, fz_q(r, cpu, true), c);
+}
+
+static void ingest(struct fz_remote *r, struct fz_cpu *q, struct fz_chunk *c)
+{
+	uint64_t tail_lost = c->tail_lost;
+	uint32_t i;
+
+	if (!c->n) {
+		/* A page without records: only its loss. */
+		if (c->ev)
+			ingest_lost(r, q, c->ev[0].lost);
+		fz_chunk_free(c);
+		return;
+	}
+	/* Records a guest kernel page held that the view could not name are
+	 * losses inside the chunk. */
+	for (i = 0; i < c->n; i++)
+		account_writer_loss(r, q, c->ev[i].lost);
 	if (q->pending_lost || q->pending_unknown) {
 		lost_add(&c->ev[0].lost, q->pending_unknown ? FZ_LOST_UNKNOWN
 							    : q->pending_lost);
@@ -470,7 +636,7 @@ void fz_ingest(struct fz_remote *r, uint32_t cpu, struct fz_chunk *c)
 	/* A loopback writer's thread is named now, while it surely lives
 	 * (one thread per CPU buffer: the chunk's first record says it), so
 	 * every later rendering shows the same name. */
-	if (r->dec)
+	if (r->dec && q < r->cpu + r->ncpu)
 		fz_comm(r, c->data + c->ev[0].off, c->ev[0].len);
 	if (q->bytes + c->bytes > r->limit) {
 		if (r->mode == HVT_MODE_OVERWRITE) {
@@ -496,6 +662,7 @@ void fz_ingest(struct fz_remote *r, uint32_t cpu, struct fz_chunk *c)
 			else
 				q->pending_lost += lost;
 			fz_chunk_free(c);
+			ingest_lost(r, q, tail_lost);
 			return;
 		}
 	}
@@ -507,6 +674,7 @@ void fz_ingest(struct fz_remote *r, uint32_t cpu, struct fz_chunk *c)
 	q->tail = c;
 	q->queued += c->n;
 	q->bytes += c->bytes;
+	ingest_lost(r, q, tail_lost);
 	r->data_gen++;
 	if (r->v->wake)
 		r->v->wake(r->v, r);
@@ -543,8 +711,9 @@ bool fz_has_data(const struct fz_remote *r, int cpu)
 
 	if (!r->cpu)
 		return false;
-	for (i = 0; i < r->nr_cpus; i++)
-		if ((cpu < 0 || (unsigned int)cpu == i) && r->cpu[i].queued)
+	for (i = 0; i < 2 * r->ncpu; i++)
+		if ((cpu < 0 || (unsigned int)cpu == i % r->ncpu) &&
+		    fz_q_live(r, i) && r->cpu[i].queued)
 			return true;
 	return false;
 }
@@ -553,21 +722,9 @@ void fz_reset(struct fz_remote *r, int cpu)
 {
 	unsigned int i;
 
-	for (i = 0; r->cpu && i < r->ncpu; i++) {
-		struct fz_cpu *q = &r->cpu[i];
-		struct fz_chunk *c, *n;
-
-		if (cpu >= 0 && (unsigned int)cpu != i)
-			continue;
-		for (c = q->head; c; c = n) {
-			n = c->next;
-			fz_chunk_free(c);
-		}
-		q->head = q->tail = NULL;
-		q->queued = q->bytes = 0;
-		q->pending_lost = 0;
-		q->pending_unknown = false;
-	}
+	for (i = 0; r->cpu && i < 2 * r->ncpu; i++)
+		if (cpu < 0 || (unsigned int)cpu == i % r->ncpu)
+			q_empty(&r->cpu[i]);
 	r->data_gen++;
 }
 
@@ -594,19 +751,44 @@ static int raw_emit(void *ctx, const uint8_t *page, uint32_t size)
 	return 0;
 }
 
+/*
+ * The queue of CPU @cpu whose next record is the older: the source's or
+ * the guest kernel's (one CPU of a guest, one ring in tracefs).
+ */
+struct fz_cpu *fz_q_next(struct fz_remote *r, uint32_t cpu,
+			 struct fz_chunk **cp, struct fz_ev **ep)
+{
+	struct fz_cpu *best = NULL;
+	unsigned int k;
+
+	*ep = NULL;
+	for (k = 0; k < 2; k++) {
+		uint32_t qi = k ? r->ncpu + cpu : cpu;
+		struct fz_chunk *c;
+		struct fz_ev *e;
+
+		if (!fz_q_live(r, qi) || !(e = q_cur(&r->cpu[qi], &c)))
+			continue;
+		if (!best || ev_clock(r, e) < ev_clock(r, *ep)) {
+			best = &r->cpu[qi];
+			*cp = c;
+			*ep = e;
+		}
+	}
+	return best;
+}
+
 uint32_t fz_take_raw(struct fz_remote *r, uint32_t cpu, uint8_t *page)
 {
 	struct raw_out out = {.page = page};
+	uint8_t rec[HVT_ABI_MIN_SUBBUF_SIZE];
 	struct hvtrace_pack pk;
 	struct fz_cpu *q;
 	struct fz_chunk *c;
 	struct fz_ev *e;
 	uint32_t taken = 0;
 
-	if (!r->cpu || cpu >= r->nr_cpus)
-		return 0;
-	q = &r->cpu[cpu];
-	if (!q_cur(q, &c))
+	if (!r->cpu || cpu >= r->ncpu || !fz_q_next(r, cpu, &c, &e))
 		return 0;
 	if (hvtrace_pack_init(&pk, r->subbuf_size, raw_emit, &out))
 		return 0;
@@ -614,8 +796,35 @@ uint32_t fz_take_raw(struct fz_remote *r, uint32_t cpu, uint8_t *page)
 	 * Feed records until the packer closes a page: that page holds the
 	 * records fed before the one that did not fit, which stays queued.
 	 * A loss starts a page, so one met after the first record ends it.
+	 * The guest kernel's records go out under their served ids.
 	 */
-	while ((e = q_cur(q, &c))) {
+	while ((q = fz_q_next(r, cpu, &c, &e))) {
+		const uint8_t *p = c->data + e->off;
+
+		if (q >= r->cpu + r->ncpu) {
+			/* Checked at ingest (at most a minimal page). */
+			if (e->len > sizeof(rec) || !r->kmap)
+				break;
+			memcpy(rec, p, e->len);
+			if (fz_kmap_rewrite(r->kmap, rec, e->len)) {
+				/* No id now (none was left): a loss, told
+				 * with the next record. */
+				uint64_t lost = e->lost;
+
+				lost_add(&lost, 1);
+				q_advance(q);
+				q->read--;
+				q->overrun++;
+				if (q_cur(q, &c))
+					lost_add(&q_cur(q, &c)->lost, lost);
+				else if (lost == FZ_LOST_UNKNOWN)
+					q->pending_unknown = true;
+				else
+					q->pending_lost += lost;
+				continue;
+			}
+			p = rec;
+		}
 		if (e->lost) {
 			if (taken)
 				break;
@@ -623,8 +832,7 @@ uint32_t fz_take_raw(struct fz_remote *r, uint32_t cpu, uint8_t *page)
 				&pk, e->lost == FZ_LOST_UNKNOWN ? 0 : e->lost,
 				e->lost != FZ_LOST_UNKNOWN);
 		}
-		if (hvtrace_pack_add_event(&pk, ev_clock(r, e),
-					   c->data + e->off, e->len) ||
+		if (hvtrace_pack_add_event(&pk, ev_clock(r, e), p, e->len) ||
 		    out.emitted)
 			break;
 		q_advance(q);

@@ -71,10 +71,34 @@ void fz_comm(struct fz_remote *r, const uint8_t *rec, uint32_t len)
 	hvtrace_daemon_comm_local(r->dec, pid);
 }
 
-/* One record (and the loss before it) as trace_pipe lines. */
-static int fz_line(struct fz_remote *r, uint32_t cpu, const struct fz_chunk *c,
+/*
+ * The decoder of a record of queue @qi: the remote's, or for the guest
+ * kernel's records the guest kernel's, which names a pid its own
+ * saved_cmdlines did not name as the guest's agent named it.
+ */
+static struct hvtrace_decoder *line_decoder(struct fz_remote *r, uint32_t qi,
+					    const uint8_t *rec, uint32_t len)
+{
+	const char *comm;
+	int32_t pid;
+
+	if (qi < r->ncpu || !r->kdec)
+		return r->dec;
+	if (len >= 8 && r->dec) {
+		memcpy(&pid, rec + 4, 4);
+		if (pid > 0 && !hvtrace_decoder_comm(r->kdec, pid) &&
+		    (comm = hvtrace_decoder_comm(r->dec, pid)))
+			hvtrace_decoder_set_comm(r->kdec, pid, comm);
+	}
+	return r->kdec;
+}
+
+/* One record of queue @qi (and the loss before it) as trace_pipe lines. */
+static int fz_line(struct fz_remote *r, uint32_t qi, const struct fz_chunk *c,
 		   const struct fz_ev *e, struct text_buf *b)
 {
+	uint32_t cpu = qi % r->ncpu;
+	struct hvtrace_decoder *dec;
 	struct hvtrace_record rec;
 	unsigned int flags = 0;
 	int n;
@@ -92,7 +116,9 @@ static int fz_line(struct fz_remote *r, uint32_t cpu, const struct fz_chunk *c,
 	}
 	if (!r->dec && fz_remote_decoder(r))
 		return -ENOMEM;
-	fz_comm(r, c->data + e->off, e->len);
+	if (qi < r->ncpu)
+		fz_comm(r, c->data + e->off, e->len);
+	dec = line_decoder(r, qi, c->data + e->off, e->len);
 	memset(&rec, 0, sizeof(rec));
 	rec.ts = e->ts;
 	rec.host_ns = e->host;
@@ -107,7 +133,7 @@ static int fz_line(struct fz_remote *r, uint32_t cpu, const struct fz_chunk *c,
 		if (tb_reserve(b, 256))
 			return -ENOMEM;
 		room = b->cap - b->len;
-		n = hvtrace_decoder_format(r->dec, &rec, ev_clock(r, e), flags,
+		n = hvtrace_decoder_format(dec, &rec, ev_clock(r, e), flags,
 					   b->p + b->len, room);
 		if (n < 0)
 			return n;
@@ -120,7 +146,10 @@ static int fz_line(struct fz_remote *r, uint32_t cpu, const struct fz_chunk *c,
 	}
 }
 
-/* The CPU whose next record is the oldest (consuming cursor). */
+/*
+ * The queue whose next record is the oldest (consuming cursor), of CPU
+ * @cpu or of all (-1): the source's queues and the guest kernel's.
+ */
 static int pick_cpu(struct fz_remote *r, int cpu)
 {
 	struct fz_chunk *c;
@@ -128,10 +157,11 @@ static int pick_cpu(struct fz_remote *r, int cpu)
 	int best = -1;
 	unsigned int i;
 
-	for (i = 0; i < r->nr_cpus; i++) {
+	for (i = 0; i < 2 * r->ncpu; i++) {
 		struct fz_ev *e;
 
-		if (cpu >= 0 && (unsigned int)cpu != i)
+		if ((cpu >= 0 && (unsigned int)cpu != i % r->ncpu) ||
+		    !fz_q_live(r, i))
 			continue;
 		e = q_cur(&r->cpu[i], &c);
 		if (e && (best < 0 || ev_clock(r, e) < best_ts)) {
@@ -201,9 +231,10 @@ char *fz_trace_text(struct fz_remote *r, int cpu, size_t *len)
 	unsigned int i;
 
 	if (r->cpu)
-		cur = calloc(r->nr_cpus + 1, sizeof(*cur));
-	for (i = 0; r->cpu && i < r->nr_cpus; i++) {
-		if (cpu >= 0 && (unsigned int)cpu != i)
+		cur = calloc(2 * (size_t)r->ncpu, sizeof(*cur));
+	for (i = 0; r->cpu && i < 2 * r->ncpu; i++) {
+		if ((cpu >= 0 && (unsigned int)cpu != i % r->ncpu) ||
+		    !fz_q_live(r, i))
 			continue;
 		entries += r->cpu[i].queued;
 		written += r->cpu[i].queued + r->cpu[i].overrun;
@@ -233,10 +264,11 @@ char *fz_trace_text(struct fz_remote *r, int cpu, size_t *len)
 		int best = -1;
 		uint64_t best_ts = 0;
 
-		for (i = 0; i < r->nr_cpus; i++) {
+		for (i = 0; i < 2 * r->ncpu; i++) {
 			struct cur *k = &cur[i];
 
-			if (cpu >= 0 && (unsigned int)cpu != i)
+			if ((cpu >= 0 && (unsigned int)cpu != i % r->ncpu) ||
+			    !fz_q_live(r, i))
 				continue;
 			while (k->c && k->i >= k->c->n) {
 				k->c = k->c->next;
@@ -276,28 +308,43 @@ static void ts_line(struct text_buf *b, const struct fz_remote *r,
 char *fz_stats_text(struct fz_remote *r, uint32_t cpu, size_t *len)
 {
 	struct text_buf b = {0};
-	struct fz_cpu none = {0}, *q = &none;
+	struct fz_cpu sum = {0};
 	struct fz_chunk *c;
 	struct fz_ev *e;
-	uint64_t oldest = 0, now;
+	uint64_t oldest = 0, now = 0;
+	unsigned int k;
 
-	if (r->cpu && cpu < r->nr_cpus)
-		q = &r->cpu[cpu];
-	e = q == &none ? NULL : q_cur(q, &c);
-	if (e)
+	/* One CPU of a guest is one ring in tracefs: the source's records
+	 * and the guest kernel's together. */
+	for (k = 0; r->cpu && cpu < r->ncpu && k < 2; k++) {
+		struct fz_cpu *q = fz_q(r, cpu, k);
+
+		if (!fz_q_live(r, k ? r->ncpu + cpu : cpu))
+			continue;
+		sum.queued += q->queued;
+		sum.overrun += q->overrun;
+		sum.bytes += q->bytes;
+		sum.dropped += q->dropped;
+		sum.read += q->read;
+		if (q->tail && q->tail->n &&
+		    q->tail->ev[q->tail->n - 1].ts > now)
+			now = q->tail->ev[q->tail->n - 1].ts;
+	}
+	if (r->cpu && cpu < r->ncpu && fz_q_next(r, cpu, &c, &e))
 		oldest = ev_clock(r, e);
-	now = r->clock == FZ_CLOCK_MONO ? hvt_host_now_ns()
-	      : q->tail && q->tail->n	? q->tail->ev[q->tail->n - 1].ts
-					: 0;
+	if (r->clock == FZ_CLOCK_MONO)
+		now = hvt_host_now_ns();
 	tb_printf(&b,
 		  "entries: %llu\noverrun: %llu\ncommit overrun: 0\n"
 		  "bytes: %llu\n",
-		  (unsigned long long)q->queued, (unsigned long long)q->overrun,
-		  (unsigned long long)q->bytes);
+		  (unsigned long long)sum.queued,
+		  (unsigned long long)sum.overrun,
+		  (unsigned long long)sum.bytes);
 	ts_line(&b, r, "oldest event ts:", oldest);
 	ts_line(&b, r, "now ts:", now);
 	tb_printf(&b, "dropped events: %llu\nread events: %llu\n",
-		  (unsigned long long)q->dropped, (unsigned long long)q->read);
+		  (unsigned long long)sum.dropped,
+		  (unsigned long long)sum.read);
 	*len = b.len;
 	return b.p;
 }

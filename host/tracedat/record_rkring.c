@@ -483,6 +483,11 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 
 	if (!ring || !remote)
 		return hvt_err(-EINVAL, "record: no guest kernel ring given");
+	if (hvtrace_daemon_kring_copied(ring))
+		return hvt_err(-EOPNOTSUPP,
+			       "its pages are copied by the agent (kernel copy "
+			       "mode), which hvtrace record does not take yet; "
+			       "start the guest with --kernel-mode ring");
 	if (rec->started)
 		return hvt_err(-EBUSY, "record: a guest kernel ring is added "
 				       "before recording starts");

@@ -27,7 +27,7 @@ ifneq ($(CONFIG_HVT_HYP),y)
 FUSE_TESTS := $(filter-out hyp_%,$(FUSE_TESTS))
 endif
 ifneq ($(CONFIG_HVT_TEST_QEMU)$(CONFIG_HVT_GUEST),yy)
-FUSE_TESTS := $(filter-out guest,$(FUSE_TESTS))
+FUSE_TESTS := $(filter-out guest guest_kernel,$(FUSE_TESTS))
 endif
 ifneq ($(CONFIG_HVT_GUEST),y)
 FUSE_TESTS := $(filter-out userevents,$(FUSE_TESTS))

@@ -10,28 +10,14 @@
 #   - libtracefs then reads every record from trace_pipe_raw
 . "$(dirname "$0")/lib.sh"
 fz_need_fuse
-[ -x "$TRACEFS_READ" ] || fail "$TRACEFS_READ is missing (make tests)"
-if [ ! -x /usr/bin/qemu-system-x86_64 ]; then
-	echo "SKIP: qemu-system-x86_64 is not installed (make deps)"
-	exit 77
-fi
-SRC=$(cd "$(dirname "$0")/../.." && pwd)
-OBJ=${HVT_OBJTREE:-$SRC/build}
-LAUNCHER=$SRC/qemu-scripts/hvtrace-guest
-IMAGE=$OBJ/qemu-scripts/guest.cpio.gz
-[ -r "$IMAGE" ] || fail "$IMAGE is not built: make O=$OBJ guest-image"
+fz_need_guest
 
 N=1000
 G=fzg$$
 fz_daemon
 fz_mount
 export HVT_RUNDIR=$TMP/run HVT_SHM_DIR=$TMP HVT_OBJTREE=$OBJ
-stop_guest() {
-	"$LAUNCHER" stop "$G" --timeout 20 >/dev/null 2>&1
-	"$LAUNCHER" cleanup "$G" >/dev/null 2>&1
-	fz_cleanup
-}
-trap stop_guest EXIT
+trap fz_stop_guest EXIT
 "$LAUNCHER" start --name "$G" --initrd "$IMAGE" \
 	--run "ue_writer --wait-agent 30000 --count $N --wait-enable 120000 && sleep 300" \
 	--log "$TMP/console.log" --wait-ready --timeout 120 >"$TMP/launcher.log" 2>&1 ||

@@ -20,6 +20,11 @@
 #   expect_errno ERRTEXT CMD  CMD must fail and say ERRTEXT (strerror)
 #   wait_for SECONDS CMD      retry CMD every 50 ms until it succeeds
 #   running PID               PID is alive (not a zombie)
+#   fz_need_guest             exit 77 (with SKIP:) without QEMU; sets SRC,
+#                             OBJ, LAUNCHER (the rig's hvtrace-guest) and
+#                             IMAGE (its initramfs, which must be built)
+#   fz_stop_guest             stop and clean up the rig guest $G, then
+#                             fz_cleanup (an EXIT trap)
 
 set -u
 HVTRACE=${HVTRACE:-${HVT_OBJTREE:-build}/bin/hvtrace}
@@ -191,4 +196,23 @@ ids_exact() {
 		if (bad) exit 1
 		if (want != n) { print "cpu " cpu ": " want " ids, expected " n; exit 1 }
 	}' "$1"
+}
+
+fz_need_guest() {
+	[ -x "$TRACEFS_READ" ] || fail "$TRACEFS_READ is missing (make tests)"
+	if [ ! -x /usr/bin/qemu-system-x86_64 ]; then
+		echo "SKIP: qemu-system-x86_64 is not installed (make deps)"
+		exit 77
+	fi
+	SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	OBJ=${HVT_OBJTREE:-$SRC/build}
+	LAUNCHER=$SRC/qemu-scripts/hvtrace-guest
+	IMAGE=$OBJ/qemu-scripts/guest.cpio.gz
+	[ -r "$IMAGE" ] || fail "$IMAGE is not built: make O=$OBJ guest-image"
+}
+
+fz_stop_guest() {
+	"$LAUNCHER" stop "$G" --timeout 20 >/dev/null 2>&1
+	"$LAUNCHER" cleanup "$G" >/dev/null 2>&1
+	fz_cleanup
 }

@@ -25,6 +25,9 @@
  *                    missed); with --unique: the values are 0..N-1
  *   --unique SYS:EVENT:FIELD  FIELD takes every value 0..N-1 exactly once
  *                    over all CPUs (a writer that moves between CPUs)
+ *   --dump SYS:EVENT:FIELD  print "dump CPU VALUE" for every record of
+ *                    SYS:EVENT (FIELD as libtraceevent prints it, a
+ *                    string without its trailing newline)
  *
  * Prints "cpu C SYS:EVENT N" per CPU and event; exits 0 when every
  * expectation holds, 1 otherwise.
@@ -65,6 +68,7 @@ static char uq_sys[64], uq_ev[128], uq_field[64];
 static unsigned char *uq_seen;
 static unsigned long long uq_count;
 static unsigned long long missed_records, total;
+static char dump_sys[64], dump_ev[128], dump_field[64];
 
 static int on_record(struct tep_event *event, struct tep_record *record,
 		     int cpu, void *ctx)
@@ -98,6 +102,25 @@ static int on_record(struct tep_event *event, struct tep_record *record,
 	}
 	if (i < MAX_KINDS)
 		kinds[i].count[cpu]++;
+	if (dump_sys[0] && !strcmp(dump_sys, event->system) &&
+	    !strcmp(dump_ev, event->name)) {
+		struct tep_format_field *f = tep_find_field(event, dump_field);
+		struct trace_seq sq;
+
+		if (!f) {
+			printf("FAIL: %s:%s has no field %s\n", dump_sys,
+			       dump_ev, dump_field);
+			failed = 1;
+			return 1;
+		}
+		trace_seq_init(&sq);
+		tep_print_field(&sq, record->data, f);
+		trace_seq_terminate(&sq);
+		while (sq.len && sq.buffer[sq.len - 1] == '\n')
+			sq.buffer[--sq.len] = '\0';
+		printf("dump %d %s\n", cpu, sq.buffer);
+		trace_seq_destroy(&sq);
+	}
 	if (uq_sys[0] && !strcmp(uq_sys, event->system) &&
 	    !strcmp(uq_ev, event->name)) {
 		struct tep_format_field *f = tep_find_field(event, uq_field);
@@ -193,6 +216,12 @@ int main(int argc, char **argv)
 			    !*rest)
 				return 2;
 			snprintf(uq_field, sizeof(uq_field), "%s", rest);
+		} else if (!strcmp(argv[a], "--dump") && a + 1 < argc) {
+			if (split_event(argv[++a], dump_sys, sizeof(dump_sys),
+					dump_ev, sizeof(dump_ev), &rest) ||
+			    !*rest)
+				return 2;
+			snprintf(dump_field, sizeof(dump_field), "%s", rest);
 		} else if (!strcmp(argv[a], "--cpus") && a + 1 < argc) {
 			cpus = (unsigned int)atoi(argv[++a]);
 		} else if (!strcmp(argv[a], "--seq") && a + 1 < argc) {
