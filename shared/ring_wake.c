@@ -71,15 +71,11 @@ int hvt_rb_wake_slow(struct hvt_rb_cpu *cb, uint64_t wake)
 					   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
-uint64_t hvt_wake_arm(struct hvt_ctrl_wake *w, uint64_t read_word,
-		      uint32_t mark, uint32_t data_size)
+uint64_t hvt_wake_word(uint32_t gen, uint64_t read_word, uint32_t mark,
+		       uint32_t data_size)
 {
 	uint32_t seq = HVT_WORD_SEQ(read_word);
 	uint32_t off = HVT_WORD_OFFSET(read_word);
-	/* The host is the only writer of the wake word. */
-	uint32_t gen =
-		HVT_WAKE_GEN(__atomic_load_n(&w->word, __ATOMIC_RELAXED)) + 1;
-	uint64_t wake;
 
 	if (!mark)
 		mark = 1;
@@ -93,8 +89,5 @@ uint64_t hvt_wake_arm(struct hvt_ctrl_wake *w, uint64_t read_word,
 	}
 	if (off > 0xffff)
 		off = 0xffff;
-	wake = HVT_WAKE(gen, HVT_WAKE_POS(HVT_WORD(seq, 0, off)));
-	/* A2: relaxed, the barrier (A3) orders it. */
-	__atomic_store_n(&w->word, wake, __ATOMIC_RELAXED);
-	return wake;
+	return HVT_WAKE(gen, HVT_WAKE_POS(HVT_WORD(seq, 0, off)));
 }

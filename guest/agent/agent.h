@@ -159,6 +159,11 @@ struct agent {
 	unsigned int nr_clients;
 	uint32_t next_chan;
 
+	/* the doorbell (doorbell.c) */
+	int bell_fd;
+	bool bell_refuse;	/* a writer cannot take the host's barrier */
+	uint64_t bell_rings;	/* DOORBELL notices sent */
+
 	/* the host */
 	struct pending *pend;
 	unsigned int nr_pend;
@@ -166,6 +171,13 @@ struct agent {
 
 	volatile int stop;
 };
+
+/* doorbell.c */
+int bell_listen(struct agent *ag);
+void bell_poll_prep(struct agent *ag, struct pollfd *pfd);
+void bell_poll_done(struct agent *ag, const struct pollfd *pfd);
+void bell_barrier(struct agent *ag, const struct hvt_msg *m);
+void bell_close(struct agent *ag);
 
 /* main.c */
 int agent_area_setup(struct agent *ag);

@@ -223,6 +223,9 @@ void link_frame(struct agent *ag, const struct hvt_frame *f)
 	case HVT_MSG_TRIGGER:
 		link_trigger(ag, &m);
 		break;
+	case HVT_MSG_BARRIER:
+		bell_barrier(ag, &m);
+		break;
 	case HVT_MSG_EVENT_STATE:
 		clients_notice(ag, &m);
 		break;

@@ -250,7 +250,7 @@ int main(int argc, char **argv)
 	static struct agent agent;
 	struct agent *ag = &agent;
 	const char *control = DEFAULT_CONTROL, *host_socket = NULL;
-	struct pollfd pfd[3 + AGENT_MAX_CLIENTS];
+	struct pollfd pfd[4 + AGENT_MAX_CLIENTS];
 	struct client *cl[AGENT_MAX_CLIENTS];
 	uint64_t v;
 	sigset_t mask;
@@ -264,6 +264,7 @@ int main(int argc, char **argv)
 	ag->host_wait_ms = 5000;
 	ag->next_chan = 1;
 	ag->lfd = -1;
+	ag->bell_fd = -1;
 	ag->area_fd = ag->ctrl_fd = -1;
 	ag->trig_ev = (struct hvtg_event)HVTG_EVENT_INIT;
 	hvt_util_log_setup("hvtrace-agent", 0);
@@ -395,6 +396,8 @@ int main(int argc, char **argv)
 	if (ret || (ag->kcopy_dir && kcopy_start(ag)))
 		return 1;
 	ret = clients_listen(ag);
+	if (!ret)
+		ret = bell_listen(ag);
 	if (ret)
 		return 1;
 	link_init(ag, host_socket ? LINK_SOCKET : LINK_CHARDEV,
@@ -419,9 +422,10 @@ int main(int argc, char **argv)
 			client_poll_prep(c, &pfd[3 + n]);
 			n++;
 		}
+		bell_poll_prep(ag, &pfd[3 + n]);
 		timeout = next <= now ? 0 :
 			  next - now > 60000 ? 60000 : (int)(next - now);
-		ret = poll(pfd, 3 + n, timeout);
+		ret = poll(pfd, 4 + n, timeout);
 		if (ret < 0) {
 			if (errno == EINTR)
 				continue;
@@ -438,6 +442,7 @@ int main(int argc, char **argv)
 			}
 		}
 		link_poll_done(ag, &pfd[2], now);
+		bell_poll_done(ag, &pfd[3 + n]);
 		for (i = 0; i < n; i++)
 			if (pfd[3 + i].revents)
 				client_poll_done(ag, cl[i], &pfd[3 + i]);
@@ -447,6 +452,7 @@ int main(int argc, char **argv)
 	}
 	kcopy_stop(ag);	/* the kernel's last pages before the host hears */
 	link_bye(ag);
+	bell_close(ag);
 	if (ag->lfd >= 0) {
 		close(ag->lfd);
 		unlink(ag->sock_path);

@@ -330,6 +330,8 @@ int hvtc_open(const char *path, struct hvtc **out)
 		       hvtg_last_error());
 		goto fail;
 	}
+	/* The same agent's doorbell; without it the host polls the area. */
+	hvtg_area_set_doorbell(c->area, path);
 	*out = c;
 	return 0;
 fail:

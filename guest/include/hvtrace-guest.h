@@ -87,6 +87,25 @@ struct hvtg_area_fds {
 };
 
 /**
+ * hvtg_area_set_doorbell - let the host sleep until this process writes
+ * @a:            an open area
+ * @agent_socket: the agent's socket (NULL: $HVTRACE_AGENT_SOCKET, else
+ *                /run/hvtrace/agent.sock)
+ *
+ * Connects the agent's doorbell (the socket path with ".bell" appended)
+ * and registers the process for membarrier(2) GLOBAL_EXPEDITED, so that
+ * a write that crosses a wakeup the host armed rings the agent (one
+ * datagram, only then).  hvtg_area_open() and the client library's
+ * hvtc_open() call it; an area opened with hvtg_area_open_fds() alone has
+ * no doorbell, and the host polls it.  Where the kernel refuses the
+ * registration, the agent is told, and the host polls.
+ *
+ * Return: 0; -ENOENT, -ECONNREFUSED (no agent doorbell there), or the
+ * membarrier(2) error.  Writing works either way.
+ */
+int hvtg_area_set_doorbell(struct hvtg_area *a, const char *agent_socket);
+
+/**
  * hvtg_area_open_fds - open a trace area from file descriptors
  * @fds: the descriptors (for example handed over by the guest agent over
  *       a UNIX socket); they are not closed and may be closed after return

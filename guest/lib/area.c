@@ -84,6 +84,10 @@ int hvtg_area_open(const char *spec, struct hvtg_area **out)
 	ret = hvtg_area_open_fds(&fds, out);
 	close(fds.ctrl_fd);
 	close(fds.area_fd);
+	/* The agent of $HVTRACE_AGENT_SOCKET (or the default), if any: an
+	 * area without one is polled by the host. */
+	if (!ret)
+		hvtg_area_set_doorbell(*out, NULL);
 	return ret;
 }
 
@@ -218,6 +222,7 @@ int hvtg_area_open_fds(const struct hvtg_area_fds *fds,
 	a->info.area_size = h.area_size;
 	a->info.max_payload = a->cpus[0].max_record -
 			      (uint32_t)sizeof(struct hvt_common_fields);
+	a->bell_fd = -1; /* hvtg_area_set_doorbell() connects it */
 
 	*out = a;
 	return 0;
@@ -227,6 +232,7 @@ void hvtg_area_close(struct hvtg_area *a)
 {
 	if (!a)
 		return;
+	hvtg_bell_close(a);
 	munmap(a->base, a->map_size);
 	free(a);
 }

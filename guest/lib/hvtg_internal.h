@@ -33,8 +33,17 @@ struct hvtg_area {
 	uint32_t nr_cpus;
 	uint32_t clock_id;
 	struct hvtg_area_info info;
+	int bell_fd;			/* the agent's doorbell, or -1 */
 	struct hvt_rb_cpu cpus[HVT_ABI_MAX_CPUS];
 };
+
+/* Where the agent listens unless $HVTRACE_AGENT_SOCKET says otherwise
+ * (hvtrace-client.h's HVTC_DEFAULT_SOCKET); the doorbell is beside it. */
+#define HVTG_DEFAULT_AGENT_SOCKET "/run/hvtrace/agent.sock"
+
+/* doorbell.c: ring the agent when hvt_rb_wake_due() says so. */
+void hvtg_bell_ring(struct hvtg_area *a);
+void hvtg_bell_close(struct hvtg_area *a);
 
 /* Per-thread state: the rseq area in use and what the writes did. */
 struct hvtg_tls {

@@ -102,6 +102,8 @@ wr_append(struct hvtg_area *a, uint32_t id, const void *payload,
 	r = hvtg_rseq_append_asm(&ap, rs);
 	if (__builtin_expect(r == HVTG_EXEC_COMMITTED, 1)) {
 		hvtg_tls.st.committed++;
+		if (__builtin_expect(hvt_rb_wake_due(&a->cpus[cpu]), 0))
+			hvtg_bell_ring(a);
 		return 0;
 	}
 	wr_count_retry(r);	/* never a rejection: no op lists here */
@@ -165,6 +167,8 @@ wr_commit(struct hvtg_area *a, uint32_t id, const struct hvt_iovec *iov,
 				break;
 			}
 			hvtg_tls.st.committed++;	/* APPEND or SWITCH */
+			if (__builtin_expect(hvt_rb_wake_due(&a->cpus[cpu]), 0))
+				hvtg_bell_ring(a);
 			return 0;
 		default:
 			ret = wr_count_retry(r);

@@ -7,7 +7,8 @@
  *   1. writes --pre events while (normally) still disabled and reports how
  *      many the enable-bit check skipped;
  *   2. waits up to --wait-enable ms for the host to enable the event;
- *   3. writes --count events;
+ *   3. writes --count events (--gap-ms apart, printing "wrote seq=N" after
+ *      each, when given);
  *   4. with --hold, sleeps until killed (a client that vanishes).
  *
  * The default definition is "hvt_e2e u32 seq; u64 val; __rel_loc char[]
@@ -70,11 +71,12 @@ int main(int argc, char **argv)
 		{ "wait-enable", required_argument, NULL, 'w' },
 		{ "hold", no_argument, NULL, 'H' },
 		{ "wait-agent", required_argument, NULL, 'a' },
+		{ "gap-ms", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct hvtg_event ev = HVTG_EVENT_INIT;
 	const char *sock = NULL, *def = DEFAULT_DEF;
-	long pre = 0, count = 0, wait_ms = 10000, agent_ms = 0, i;
+	long pre = 0, count = 0, wait_ms = 10000, agent_ms = 0, gap_ms = 0, i;
 	long skipped = 0, written = 0, wrote = 0, failed = 0;
 	int opt, ret, e2e, hold = 0;
 	struct hvtc *c;
@@ -105,11 +107,14 @@ int main(int argc, char **argv)
 		case 'a':
 			agent_ms = atol(optarg);
 			break;
+		case 'g':
+			gap_ms = atol(optarg);
+			break;
 		default:
 			fprintf(stderr, "usage: ue_writer [--socket PATH] "
 					"[--def DEF] [--pre N] [--count N] "
 					"[--wait-enable MS] [--hold] "
-					"[--wait-agent MS]\n");
+					"[--wait-agent MS] [--gap-ms MS]\n");
 			return 2;
 		}
 	}
@@ -159,11 +164,15 @@ int main(int argc, char **argv)
 
 			if (!e2e)
 				memset(rec, (int)i, 8);
+			if (gap_ms && i)
+				usleep((useconds_t)gap_ms * 1000);
 			ret = hvtg_write(&ev, rec, len);
 			if (ret)
 				failed++;
 			else
 				wrote++;
+			if (gap_ms)
+				printf("wrote seq=%ld\n", i);
 		}
 		printf("done wrote=%ld failed=%ld\n", wrote, failed);
 	}

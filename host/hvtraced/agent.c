@@ -113,6 +113,7 @@ static void agent_session_up(struct remote *r)
 	if (!was) {
 		d_log("remote '%s': agent session up", r->name);
 		ping_burst(r);
+		wake_reset(r);
 		remote_set_tracing(r, r->tracing_on);
 	}
 }
@@ -241,6 +242,7 @@ static void agent_closed(struct conn *c)
 		return;
 	r->conn = NULL;
 	ping_reset(r);
+	wake_reset(r);
 	trigger_cancel(r, -ECONNRESET);
 	r->ops->conn_lost(r);
 }
@@ -395,6 +397,9 @@ static void agent_request(struct conn *c, struct remote *r,
 		remote_cmdline_set(r, m->u.cmdline.pid, m->u.cmdline.comm.ptr,
 				   m->u.cmdline.comm.len);
 		break;
+	case HVT_MSG_DOORBELL:
+		wake_doorbell(r);
+		break;
 	case HVT_MSG_BYE:
 		d_log("remote '%s': the agent said goodbye", r->name);
 		r->ops->bye(r, c);
@@ -436,6 +441,12 @@ static void agent_frame(struct conn *c, const struct hvt_msg *m)
 	if (r->ping.req && m->req == r->ping.req &&
 	    (m->type == HVT_MSG_PING || m->type == HVT_MSG_ERROR)) {
 		ping_answer(r, m, c->rx_ns);
+		return;
+	}
+	if (m->type == HVT_MSG_BARRIER ||
+	    (r->wake.req && m->req == r->wake.req &&
+	     m->type == HVT_MSG_ERROR)) {
+		wake_answer(r, m);
 		return;
 	}
 	if (r->trig && r->trig->req && m->req == r->trig->req &&

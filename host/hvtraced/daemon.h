@@ -257,6 +257,17 @@ struct remote {
 
 	struct trig_run *trig;		/* trigger.c */
 
+	/* armed wakeups (wake.c); fanout.c fills want and more */
+	struct {
+		enum { WAKE_POLL, WAKE_BARRIER, WAKE_ASLEEP } state;
+		bool refused;		/* the agent refused a BARRIER */
+		bool more;		/* the last poll stopped at its cap */
+		uint64_t want;		/* CPUs subscribed at the last poll */
+		uint64_t cpus;		/* CPUs armed */
+		uint32_t req;		/* the BARRIER out */
+		uint64_t armings, barriers, doorbells, sleeps;
+	} wake;
+
 	uint64_t proto_errors;
 	uint64_t pages_read;
 	struct cmdline cmdlines[D_CMDLINE_SLOTS];
@@ -312,6 +323,9 @@ struct daemon {
 	/* page polling */
 	uint32_t poll_us;		/* current interval */
 	uint64_t next_poll_us;
+	bool wakeups;			/* arm wakeups of agents' remotes */
+	uint32_t wake_mark;		/* bytes a doorbell waits for */
+	uint32_t wake_backstop_ms;	/* poll interval when all sleep */
 
 	volatile int stop;
 };
@@ -444,6 +458,12 @@ void ping_burst(struct remote *r);
 void ping_reset(struct remote *r);
 void ping_answer(struct remote *r, const struct hvt_msg *m, uint64_t recv_ns);
 void ping_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
+
+/* wake.c: armed wakeups of agents' remotes */
+void wake_reset(struct remote *r);
+bool wake_after_poll(void); /* true: every read remote sleeps */
+void wake_answer(struct remote *r, const struct hvt_msg *m);
+void wake_doorbell(struct remote *r);
 
 /* trigger.c */
 int trigger_start(struct remote *r, struct conn *tool, uint32_t req,

@@ -20,7 +20,10 @@
  *
  * Shared memory gives no wake-up, so rings are polled: every poll_min
  * while pages keep coming, backing off by doubling to poll_max when a
- * round finds nothing, and not at all without subscriptions.
+ * round finds nothing, and not at all without subscriptions.  A guest
+ * whose agent takes armed wakeups (wake.c) is not polled while it sleeps:
+ * each round notes, per remote, which CPUs it read and whether it
+ * stopped at its page cap, for wake.c to arm the drained ones.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -146,9 +149,12 @@ void fanout_poll(void)
 		uint64_t want;
 		uint32_t cpu;
 
+		r->wake.want = 0;
+		r->wake.more = false;
 		if (!r->area || !r->page)
 			continue;
 		want = wanted_cpus(r);
+		r->wake.want = want;
 		for (cpu = 0; want && cpu < r->info.nr_cpus; cpu++) {
 			int k;
 
@@ -165,6 +171,8 @@ void fanout_poll(void)
 				r->pages_read++;
 				deliver(r, cpu, &info);
 			}
+			if (k == D_PAGES_PER_TICK)
+				r->wake.more = true;
 		}
 	}
 	/* Drops no page has reported yet: an empty page tells them. */

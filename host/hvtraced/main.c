@@ -82,6 +82,13 @@ static const char usage_text[] =
 	"  --poll-max-us US       poll interval when idle (default 10000:\n"
 	"                         an event is seen within 10 ms; idle, with a\n"
 	"                         subscriber, about 0.3% of a CPU)\n"
+	"  --no-wakeups           poll guests' rings as areas are polled,\n"
+	"                         rather than sleeping until an agent's\n"
+	"                         writer rings (armed wakeups, the default)\n"
+	"  --wake-mark BYTES      bytes committed past what was read before\n"
+	"                         a writer rings (default 1: the next event)\n"
+	"  --wake-backstop-ms MS  poll interval while every read remote\n"
+	"                         sleeps (default 1000)\n"
 	"  --max-channels N       per remote: client channels that may hold\n"
 	"                         registrations (default\n"
 	"                         CONFIG_HVT_HOSTD_MAX_CHANNELS); a REGISTER\n"
@@ -198,6 +205,9 @@ int main(int argc, char **argv)
 		{ "sync-interval", required_argument, NULL, 'I' },
 		{ "poll-us", required_argument, NULL, 'p' },
 		{ "poll-max-us", required_argument, NULL, 'P' },
+		{ "no-wakeups", no_argument, NULL, 'W' },
+		{ "wake-mark", required_argument, NULL, 'k' },
+		{ "wake-backstop-ms", required_argument, NULL, 'b' },
 		{ "max-channels", required_argument, NULL, 'C' },
 		{ "max-registrations", required_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -228,6 +238,9 @@ int main(int argc, char **argv)
 	D->sync_interval_ms = 1000;
 	D->poll_min_us = CONFIG_HVT_HOST_POLL_US;
 	D->poll_max_us = 10000;
+	D->wakeups = true;
+	D->wake_mark = 1;
+	D->wake_backstop_ms = 1000;
 	D->max_channels = CONFIG_HVT_HOSTD_MAX_CHANNELS;
 	D->max_registrations = CONFIG_HVT_HOSTD_MAX_REGISTRATIONS;
 
@@ -315,6 +328,27 @@ int main(int argc, char **argv)
 				D->poll_min_us = (uint32_t)v;
 			else
 				D->poll_max_us = (uint32_t)v;
+			break;
+		case 'W':
+			D->wakeups = false;
+			break;
+		case 'k':
+		case 'b':
+			if (hvt_util_size_parse(optarg, &v) || !v ||
+			    v > (opt == 'k' ? (1u << 24) : 3600000u)) {
+				fprintf(stderr,
+					"hvtraced: --%s takes %s, not '%s'\n",
+					opt == 'k' ? "wake-mark" :
+						     "wake-backstop-ms",
+					opt == 'k' ? "1 to 16M bytes" :
+						     "1 to 3600000 ms",
+					optarg);
+				return 2;
+			}
+			if (opt == 'k')
+				D->wake_mark = (uint32_t)v;
+			else
+				D->wake_backstop_ms = (uint32_t)v;
 			break;
 		case 'C':
 		case 'G':
@@ -468,7 +502,12 @@ int main(int argc, char **argv)
 			conn_handle(evs[i].data.ptr, evs[i].events);
 		if (fanout_active() && d_now_us() >= D->next_poll_us) {
 			fanout_poll();
-			D->next_poll_us = d_now_us() + D->poll_us;
+			/* All read remotes asleep: only the backstop. */
+			D->next_poll_us =
+				d_now_us() +
+				(wake_after_poll() ?
+					 (uint64_t)D->wake_backstop_ms * 1000 :
+					 D->poll_us);
 		}
 		conns_reap();
 		state_save();

@@ -192,6 +192,21 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      r->held.nr_refs, D->max_registrations,
 				      D->max_channels,
 				      (unsigned long long)r->refused_regs);
+		if (n > 0 && n < (int)sizeof(small))
+			n += snprintf(small + n, sizeof(small) - (size_t)n,
+				      "wakeups: %s\nwake_armings: %llu\n"
+				      "wake_barriers: %llu\nwake_sleeps: %llu\n"
+				      "wake_doorbells: %llu\n",
+				      !D->wakeups     ? "off (--no-wakeups)" :
+				      !r->conn        ? "no agent (polled)" :
+				      r->wake.refused ? "refused by the agent (polled)" :
+				      r->wake.state == WAKE_ASLEEP ? "asleep" :
+				      r->wake.state == WAKE_BARRIER ? "arming" :
+								      "polling",
+				      (unsigned long long)r->wake.armings,
+				      (unsigned long long)r->wake.barriers,
+				      (unsigned long long)r->wake.sleeps,
+				      (unsigned long long)r->wake.doorbells);
 		if (n < 0 || n >= (int)sizeof(small))
 			n = (int)sizeof(small) - 1;
 		send_text(c, m, 0, small, (size_t)n);

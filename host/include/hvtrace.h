@@ -181,6 +181,32 @@ HVTRACE_API int hvtrace_area_set_clock(struct hvtrace_area *a, uint32_t mult,
 HVTRACE_API int hvtrace_area_send_command(struct hvtrace_area *a,
 					  uint32_t cmd);
 
+/* --- armed wakeups ------------------------------------------------------- */
+
+/**
+ * hvtrace_area_wake_arm - arm a doorbell on CPU @cpu: the writer that commits
+ * @mark bytes (at least one) past what this reader has read rings once
+ *
+ * Step A2 of the armed-wakeup handshake (docs/design.md, "Waking the
+ * reader").  The caller then has every CPU of the area's writers pass a
+ * full barrier (membarrier(2) for writers on this host, the agent's
+ * BARRIER for a guest's) and calls hvtrace_area_wake_pending() before it
+ * sleeps.  Needs the owner's control page.
+ *
+ * Return: 0, -EINVAL (no such CPU), -EPERM (not the owner).
+ */
+HVTRACE_API int hvtrace_area_wake_arm(struct hvtrace_area *a, int cpu,
+				      uint32_t mark);
+
+/**
+ * hvtrace_area_wake_pending - after the barrier: has CPU @cpu committed up to
+ * the position its last hvtrace_area_wake_arm() armed?  Then read it rather
+ * than sleep.
+ *
+ * Return: 1 or 0, -EINVAL (no such CPU).
+ */
+HVTRACE_API int hvtrace_area_wake_pending(struct hvtrace_area *a, int cpu);
+
 /* --- time --------------------------------------------------------------- */
 
 /**

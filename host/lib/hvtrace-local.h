@@ -144,6 +144,9 @@ struct hvt_rd_cpu {
 	uint64_t pending_lost;	/* to report with the next page */
 	uint64_t last_ts;
 
+	uint32_t wake_gen;	/* last wakeup generation armed (wake.c) */
+	uint32_t wake_at;	/* and its commit position */
+
 	uint32_t reset_req;	/* last reset generation posted */
 	uint32_t reset_done;	/* last reset generation served */
 

@@ -5,20 +5,24 @@
  *
  *   BENCH e2e_idle_cpu_unsubscribed  hvtraced's CPU use with the guest
  *                                    attached and idle, nobody reading
- *   BENCH e2e_idle_cpu_<poll>        ... with a subscriber, for the
- *                                    default ring poll back-off limit and
- *                                    four others (peers): --poll-max-us
- *                                    50000, 10000, 5000 and 1000
+ *   BENCH e2e_idle_cpu_<cfg>         ... with a subscriber: the default
+ *                                    (armed wakeups), and polling alone
+ *                                    (peers, --no-wakeups): the default
+ *                                    back-off limit (default_nowake) and
+ *                                    --poll-max-us 50000, 10000, 5000 and
+ *                                    1000
  *   BENCH e2e_throughput             events/s delivered from a guest
  *                                    workload writing as fast as it can
  *                                    (2 threads, one per vCPU): from the
  *                                    first event's write to the last
  *                                    one's arrival here; and
  *   BENCH e2e_throughput_lost        how many of them were lost
+ *   BENCH e2e_wake_doorbells_per_s   doorbells the agent sent during it
+ *   BENCH e2e_wake_events_per_doorbell  and events delivered per doorbell
  *   BENCH e2e_latency_p50_<poll>     from the guest's write (its ring
  *   BENCH e2e_latency_p99_<poll>     timestamp on the host clock) to the
  *                                    moment this reader has the event,
- *                                    at 50 events/s, per poll limit
+ *                                    at 50 events/s, per configuration
  *   BENCH e2e_clock_error_bound      the time-sync error bound then
  *
  * Upstream Linux trace remotes poll a remote's buffer every 100 ms, so a
@@ -39,17 +43,37 @@
 #define TPUT_COUNT   150000
 #define LAT_RATE     50
 #define LAT_SECONDS  8
-#define NR_CFG	     5
+#define NR_CFG	     6
 
+/* The default (armed wakeups), then polling alone: the default back-off
+ * limit and four others. */
 static const char *const cfg_args[NR_CFG] = {
 	"--shm-dir /dev/shm",
-	"--shm-dir /dev/shm --poll-max-us 50000",
-	"--shm-dir /dev/shm --poll-max-us 10000",
-	"--shm-dir /dev/shm --poll-max-us 5000",
-	"--shm-dir /dev/shm --poll-max-us 1000",
+	"--shm-dir /dev/shm --no-wakeups",
+	"--shm-dir /dev/shm --no-wakeups --poll-max-us 50000",
+	"--shm-dir /dev/shm --no-wakeups --poll-max-us 10000",
+	"--shm-dir /dev/shm --no-wakeups --poll-max-us 5000",
+	"--shm-dir /dev/shm --no-wakeups --poll-max-us 1000",
 };
-static const char *const cfg_name[NR_CFG] = {"default", "poll50ms", "poll10ms",
-					     "poll5ms", "poll1ms"};
+static const char *const cfg_name[NR_CFG] = {
+	"default", "default_nowake", "poll50ms", "poll10ms", "poll5ms",
+	"poll1ms"};
+
+/* A counter of the remote's summary (hvtrace daemon info). */
+static uint64_t info_u64(struct e_guest *g, const char *key)
+{
+	char *text = NULL, *p;
+	unsigned long long v = 0;
+	size_t len;
+
+	t_ok(hvtrace_daemon_get_text(e_dc, g->remote, HVT_TEXT_INFO, &text,
+				     &len));
+	p = strstr(text, key);
+	if (!p || sscanf(p + strlen(key), ": %llu", &v) != 1)
+		t_fail("no '%s' in the remote's summary", key);
+	free(text);
+	return v;
+}
 
 struct bcol {
 	uint32_t sub;
@@ -251,6 +275,7 @@ int main(void)
 	const char *l;
 	char run[512];
 	double pct, secs;
+	uint64_t bells;
 	unsigned int c;
 
 	e_init(NULL);
@@ -284,6 +309,7 @@ int main(void)
 	e_guest_attach(&g);
 	e_wait_event(&g, "hvt_seq", 30000);
 	b_subscribe(&g);
+	bells = info_u64(&g, "wake_doorbells");
 	e_enable(&g, "hvt_seq", true);
 	while (!(l = e_console_line(&g, "ue_seq: done ", "ue_seq: error", 0)))
 		e_seq_collect(NULL, 200, 0);
@@ -299,6 +325,18 @@ int main(void)
 	       secs > 0 ? (double)col.tput / secs : 0);
 	printf("BENCH e2e_throughput_lost %llu events\n",
 	       (unsigned long long)(col.lost + e_kv(l, "dropped")));
+	/* One doorbell per arming at most: the daemon arms when it has read
+	 * everything, so a stream rings about once per drained batch. */
+	bells = info_u64(&g, "wake_doorbells") - bells;
+	printf("doorbells during the stream: %llu (%llu armings, %llu "
+	       "sleeps in all)\n",
+	       (unsigned long long)bells,
+	       (unsigned long long)info_u64(&g, "wake_armings"),
+	       (unsigned long long)info_u64(&g, "wake_sleeps"));
+	printf("BENCH e2e_wake_doorbells_per_s %.0f doorbells/s\n",
+	       secs > 0 ? (double)bells / secs : 0);
+	printf("BENCH e2e_wake_events_per_doorbell %.0f events\n",
+	       bells ? (double)col.tput / (double)bells : 0);
 	fflush(stdout);
 
 	/* Latency at a low rate, per poll limit. */

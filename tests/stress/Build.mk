@@ -33,7 +33,8 @@ $(foreach n,$(STRESS_NAMES),$(eval $(call add-test,stress/$(n),$(objtree)/tests/
 GUEST_A64 := $(objtree)/tests/stress/guest_exec_functional.aarch64
 ifneq ($(shell command -v $(FS_CC_aarch64) 2>/dev/null),)
 $(GUEST_A64): $(srctree)/tests/unit/guest_exec_functional.c $(GUEST_LIB_SRCS) $(addprefix $(srctree)/,$(UTIL_SRCS)) \
-		$(srctree)/shared/ring_buffer.c $(srctree)/shared/trace_area.c $(AUTOHEADER)
+		$(srctree)/shared/ring_buffer.c $(srctree)/shared/ring_wake.c \
+		$(srctree)/shared/trace_area.c $(AUTOHEADER)
 	@mkdir -p $(@D)
 	$(quiet) CC-A64 $(patsubst $(objtree)/%,%,$@)
 	$(Q)$(FS_CC_aarch64) $(CPPFLAGS) $(CFLAGS) $(TEST_CFLAGS) -static -o $@ \

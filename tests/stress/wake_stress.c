@@ -7,7 +7,7 @@
  * and one reader thread, in one process.  The reader plays the host:
  *
  *   1 takes every CPU's commit word (all it has "read"), starts a cycle
- *   2 samples the doorbell counter, arms every CPU (hvt_wake_arm(): A2)
+ *   2 samples the doorbell counter, arms every CPU (hvt_wake_word(): A2)
  *   3 membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): the writers' CPUs pass
  *     a full barrier (A3)
  *   4 loads the commit words again (A4): data, back to 1
@@ -143,10 +143,8 @@ int main(void)
 {
 	uint64_t want = 1000000, sleeps = 0, cycles = 0, found = 0, r[NR_W];
 	const char *env = getenv("HVT_WAKE_SLEEPS");
-	uint32_t mark, w, gen[NR_W], at[NR_W];
+	uint32_t mark, w, gen[NR_W] = {0}, at[NR_W];
 	uint32_t data_size = 4096 - HVT_PAGE_HDR_SIZE;
-	/* hvt_wake_arm() into a private copy first (see armed_at). */
-	struct hvt_ctrl_wake shadow[NR_W] = {{0}};
 	pthread_t th[NR_W];
 	time_t t0 = time(NULL);
 
@@ -180,10 +178,10 @@ int main(void)
 		/* 2: the doorbell first, so a ring after it ends the wait. */
 		db = __atomic_load_n(&doorbell, __ATOMIC_ACQUIRE);
 		for (w = 0; w < NR_W; w++) {
-			uint64_t next =
-				hvt_wake_arm(&shadow[w], r[w], mark, data_size);
+			uint64_t next = hvt_wake_word(gen[w] + 1, r[w], mark,
+						      data_size);
 
-			/* Note the at first, then arm for real. */
+			/* Note the at first, then arm (A2). */
 			__atomic_store_n(
 				&armed_at[w][HVT_WAKE_GEN(next) % AT_KEEP],
 				next, __ATOMIC_RELAXED);

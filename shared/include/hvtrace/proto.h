@@ -81,6 +81,10 @@ enum hvt_msg_type {
 	HVT_MSG_TRACING = 33,		/* notice to agents, request by tools */
 	HVT_MSG_PING = 34,
 	HVT_MSG_TRIGGER = 35,
+	/* armed wakeups (docs/design.md, "Waking the reader") */
+	HVT_MSG_DOORBELL = 48,		/* agent -> host notice: a writer rang */
+	HVT_MSG_BARRIER = 49,		/* host -> agent: a full barrier on
+					 * every CPU of the guest's writers */
 	/* tool -> daemon */
 	HVT_MSG_REMOTES = 64,
 	HVT_MSG_TEXT = 65,

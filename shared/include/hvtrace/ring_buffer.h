@@ -343,16 +343,16 @@ static inline int hvt_rb_wake_due(struct hvt_rb_cpu *cb)
 }
 
 /**
- * hvt_wake_arm - the reader's step A2: ask for a doorbell once the buffer
- * has committed @mark bytes (at least one) past @read_word, the commit word
- * read up to (@data_size: bytes of data per sub-buffer).  The caller then
- * makes every writer CPU pass a full barrier (A3) and loads the commit word
- * again (A4) before it sleeps.
- *
- * Return: the wake word stored (HVT_WAKE()).
+ * hvt_wake_word - the wake word a reader stores in its CPU's control entry
+ * (step A2, a relaxed store): generation @gen (any value other than the one
+ * the writers last claimed; a reader counts its own, never reading it back),
+ * ringing once the buffer has committed @mark bytes (at least one) past
+ * @read_word, the commit word read up to (@data_size: bytes of data per
+ * sub-buffer).  The reader then makes every writer CPU pass a full barrier
+ * (A3) and loads the commit word again (A4) before it sleeps.
  */
-uint64_t hvt_wake_arm(struct hvt_ctrl_wake *w, uint64_t read_word,
-		      uint32_t mark, uint32_t data_size);
+uint64_t hvt_wake_word(uint32_t gen, uint64_t read_word, uint32_t mark,
+		       uint32_t data_size);
 
 /* --- enable check ----------------------------------------------------- */
 

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtrace-agent: the guest's half of armed wakeups (docs/design.md,
+ * "Waking the reader").
+ *
+ *   writers --"R"--> <socket>.bell --DOORBELL--> hvtraced
+ *   hvtraced --BARRIER--> membarrier(GLOBAL_EXPEDITED) --RESULT--> hvtraced
+ *
+ * Writers ring a datagram socket beside the agent's socket (libhvtrace-
+ * guest's doorbell.c); every poll round that finds rings sends one
+ * DOORBELL notice, so a burst of rings costs the link one frame.  When
+ * the host has armed a wakeup it asks for a BARRIER: a full memory
+ * barrier on every CPU that runs a writer (step A3), which the agent runs
+ * with membarrier(2) MEMBARRIER_CMD_GLOBAL_EXPEDITED; writers register
+ * for it when they open the area.  A writer that could not register says
+ * "N"; from then on, and on a kernel without the command, BARRIER is
+ * answered -EOPNOTSUPP and the host keeps polling.
+ */
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define BELL_SUFFIX ".bell"
+
+int bell_listen(struct agent *ag)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, ret;
+
+	ag->bell_fd = -1;
+	if (strlen(ag->sock_path) + sizeof(BELL_SUFFIX) > sizeof(sa.sun_path)) {
+		agent_log(
+			"no doorbell: socket path too long for '%s" BELL_SUFFIX
+			"' (the host polls)",
+			ag->sock_path);
+		return 0;
+	}
+	strcpy(sa.sun_path, ag->sock_path);
+	strcat(sa.sun_path, BELL_SUFFIX);
+	unlink(sa.sun_path); /* ours: clients_listen() took the name */
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		ret = -errno;
+		agent_log("no doorbell: cannot bind %s: %s (the host polls)",
+			  sa.sun_path, strerror(-ret));
+		close(fd);
+		return 0;
+	}
+	/* The same access as the agent's socket: whoever may register
+	 * events may ring. */
+	if (chmod(sa.sun_path, ag->sock_mode))
+		agent_log("warning: cannot chmod %s: %s", sa.sun_path,
+			  strerror(errno));
+	{
+		struct stat st;
+
+		if (!stat(ag->sock_path, &st) &&
+		    chown(sa.sun_path, (uid_t)-1, st.st_gid))
+			agent_dbg("cannot give %s the group of %s", sa.sun_path,
+				  ag->sock_path);
+	}
+	ag->bell_fd = fd;
+	return 0;
+}
+
+void bell_poll_prep(struct agent *ag, struct pollfd *pfd)
+{
+	pfd->fd = ag->bell_fd;
+	pfd->events = POLLIN;
+	pfd->revents = 0;
+}
+
+void bell_poll_done(struct agent *ag, const struct pollfd *pfd)
+{
+	bool rang = false;
+	char b[64];
+	ssize_t n;
+	int i;
+
+	if (!(pfd->revents & POLLIN))
+		return;
+	/* Drain what is queued, a bounded number of reads per round. */
+	for (i = 0; i < 256; i++) {
+		n = recv(ag->bell_fd, b, sizeof(b), MSG_DONTWAIT);
+		if (n <= 0)
+			break;
+		if (b[0] == 'N' && !ag->bell_refuse) {
+			agent_log("a writer cannot register for "
+				  "membarrier(2): the host's wakeups are "
+				  "refused from now on (it polls)");
+			ag->bell_refuse = true;
+		}
+		rang |= b[0] == 'R';
+	}
+	if (rang && ag->link.up) {
+		struct hvt_msg m;
+
+		memset(&m, 0, sizeof(m));
+		m.type = HVT_MSG_DOORBELL;
+		if (!link_push(ag, &m))
+			ag->bell_rings++;
+	}
+}
+
+static int bell_barrier_run(struct agent *ag)
+{
+	long q;
+
+	if (ag->bell_refuse)
+		return -EOPNOTSUPP;
+	q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	if (q < 0 || !(q & MEMBARRIER_CMD_GLOBAL_EXPEDITED))
+		return -EOPNOTSUPP;
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0))
+		return -errno;
+	return 0;
+}
+
+void bell_barrier(struct agent *ag, const struct hvt_msg *m)
+{
+	static const char why[] = "no barrier here: the host must poll";
+	struct hvt_msg r;
+	int ret = bell_barrier_run(ag);
+
+	memset(&r, 0, sizeof(r));
+	r.type = HVT_MSG_BARRIER;
+	r.flags = HVT_PF_REPLY;
+	r.req = m->req;
+	r.u.result.status = ret;
+	if (ret) {
+		r.u.result.text.ptr = why;
+		r.u.result.text.len = sizeof(why) - 1;
+	}
+	link_push(ag, &r);
+}
+
+void bell_close(struct agent *ag)
+{
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
+
+	if (ag->bell_fd < 0)
+		return;
+	if (!getsockname(ag->bell_fd, (struct sockaddr *)&sa, &len) &&
+	    sa.sun_path[0])
+		unlink(sa.sun_path);
+	close(ag->bell_fd);
+	ag->bell_fd = -1;
+}

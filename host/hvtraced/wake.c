@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hvtraced: armed wakeups for guests with an agent (docs/design.md,
+ * "Waking the reader"), so that an idle remote costs no polling and a
+ * new event does not wait for the next poll.
+ *
+ *   POLL     read every poll interval (fanout.c), as without wakeups; a
+ *            round that drains every wanted CPU of the remote (it did not
+ *            stop at its page cap) arms them (hvtrace_area_wake_arm(),
+ *            step A2) and asks the agent for a BARRIER (A3)
+ *   BARRIER  the agent runs membarrier() in the guest; its answer leads
+ *            to the check (hvtrace_area_wake_pending(), A4): committed
+ *            meanwhile?  POLL.  Otherwise
+ *   ASLEEP   nothing polls the remote (a backstop of --wake-backstop-ms
+ *            aside); the agent's DOORBELL, sent when a writer crossed
+ *            the watermark, makes it POLL again at once
+ *
+ * An agent that answers BARRIER with an error (an older agent, a writer
+ * that cannot take the barrier, a kernel without the command) is never
+ * asked again in its session: its remote stays POLL.  Areas without an
+ * agent (a hypervisor, loopback writers) always POLL, with the adaptive
+ * interval of fanout.c.  Answers to an older BARRIER are ignored: they
+ * do not cover the newer arming.
+ */
+#include <string.h>
+
+#include "daemon.h"
+
+static bool wake_capable(const struct remote *r)
+{
+	return D->wakeups && r->conn && r->area &&
+	       r->state == HVT_REMOTE_CONNECTED && !r->wake.refused &&
+	       r->info.nr_cpus <= 64;
+}
+
+void wake_reset(struct remote *r)
+{
+	r->wake.state = WAKE_POLL;
+	r->wake.req = 0;
+	r->wake.refused = false;
+}
+
+/* Arm every CPU that is read and ask for the barrier. */
+static void wake_arm(struct remote *r, uint64_t cpus)
+{
+	struct hvt_msg m;
+	uint32_t cpu;
+
+	for (cpu = 0; cpu < r->info.nr_cpus; cpu++)
+		if ((cpus >> cpu) & 1 &&
+		    hvtrace_area_wake_arm(r->area, (int)cpu, D->wake_mark))
+			return; /* not the owner: keep polling */
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_BARRIER;
+	m.req = remote_next_req(r);
+	if (conn_send(r->conn, &m))
+		return;
+	conn_flush(r->conn);
+	r->wake.req = m.req;
+	r->wake.cpus = cpus;
+	r->wake.state = WAKE_BARRIER;
+	r->wake.armings++;
+}
+
+bool wake_after_poll(void)
+{
+	bool all_asleep = true, any = false;
+	struct remote *r;
+
+	for (r = D->remotes; r; r = r->next) {
+		if (!r->wake.want)
+			continue; /* nobody reads it: no timer for it */
+		any = true;
+		/* Drained (the round did not stop at its page cap), with or
+		 * without pages: everything up to here is read, so arm. */
+		if (r->wake.more || !wake_capable(r)) {
+			r->wake.state = WAKE_POLL;
+			all_asleep = false;
+			continue;
+		}
+		if (r->wake.state == WAKE_POLL)
+			wake_arm(r, r->wake.want);
+		if (r->wake.state == WAKE_POLL)
+			all_asleep = false;
+	}
+	return any && all_asleep;
+}
+
+void wake_answer(struct remote *r, const struct hvt_msg *m)
+{
+	uint32_t cpu;
+
+	if (m->req != r->wake.req)
+		return; /* an older arming's: a newer one is out */
+	r->wake.req = 0;
+	if (m->type == HVT_MSG_ERROR || m->u.result.status) {
+		d_log("remote '%s': the agent refuses wakeups (%.*s): its "
+		      "rings are polled",
+		      r->name, (int)m->u.result.text.len,
+		      m->u.result.text.ptr ? m->u.result.text.ptr : "");
+		r->wake.refused = true;
+		r->wake.state = WAKE_POLL;
+		D->next_poll_us = 0;
+		return;
+	}
+	r->wake.barriers++;
+	if (r->wake.state != WAKE_BARRIER)
+		return; /* a doorbell came first */
+	for (cpu = 0; cpu < r->info.nr_cpus; cpu++)
+		if ((r->wake.cpus >> cpu) & 1 &&
+		    hvtrace_area_wake_pending(r->area, (int)cpu) > 0) {
+			/* A4: committed while the barrier ran. */
+			r->wake.state = WAKE_POLL;
+			D->next_poll_us = 0;
+			return;
+		}
+	r->wake.state = WAKE_ASLEEP;
+	r->wake.sleeps++;
+}
+
+void wake_doorbell(struct remote *r)
+{
+	r->wake.doorbells++;
+	r->wake.state = WAKE_POLL;
+	D->next_poll_us = 0; /* read now */
+}
