@@ -46,6 +46,10 @@ refuse "--kernel" start --name "$n" --kernel /nonexistent-kernel
 refuse "cannot be combined" start --name "$n" --initrd "$0" --add /bin/true
 refuse "is not a readable file" start --name "$n" --initrd /dev/null
 refuse "no such file" start --name "$n" --add /nonexistent-file
+refuse "use ring, copy or auto" start --name "$n" --kernel-events sched --kernel-mode both
+refuse "--kernel-mode goes with --kernel-events" start --name "$n" --kernel-mode copy
+refuse "--kernel-ram and --keep-ram do not apply" start --name "$n" --kernel-events sched --kernel-mode copy --kernel-ram memfd
+refuse "--kernel-ram and --keep-ram do not apply" start --name "$n" --kernel-events sched --kernel-mode copy --keep-ram
 refuse "no guest" status "$n"
 refuse "unknown command" frobnicate
 refuse "--ready or --poweroff" wait "$n"

@@ -5,9 +5,11 @@
  * and every writer reads the host-owned control page; neither may make it
  * fault, write outside the area or loop.  The input is a whole area image
  * (the area_parse seeds); every CPU the header validates for gets a burst
- * of writes of all sizes, a reserve/commit, a reset poll and a time-sync
- * poll.  The area buffer is exactly the input size, so ASan catches any
- * access outside it.
+ * of writes of all sizes, a reserve/commit, a reset poll, whole pages
+ * put as the agent's kernel copy does (hvt_rb_put_page(): the input's own
+ * bytes as the pages, so their commits and events are hostile too) and a
+ * time-sync poll.  The area buffer and each page are exactly their size,
+ * so ASan catches any access outside them.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -59,6 +61,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fuzz_assert(err == -HVT_ENOSPC);
 		}
 		hvt_rb_poll_reset(&cb);
+		for (i = 0; i < 4; i++) {
+			/* A page of the input's bytes, at four places, one
+			 * short of a whole sub-buffer. */
+			uint32_t len = cb.subbuf_size - (i == 3 ? 8 : 0);
+			uint64_t at = (size - 1) / 4 * i;
+			uint8_t *pg = calloc(1, len);
+
+			fuzz_assert(pg);
+			memcpy(pg, data + at, size - at < len ? size - at : len);
+			ret = hvt_rb_put_page(&cb, pg, len, i);
+			fuzz_assert(ret == 0 || ret == -HVT_ENOSPC ||
+				    ret == -HVT_EBADMSG ||
+				    ret == -HVT_ENODATA || ret == -HVT_E2BIG);
+			free(pg);
+		}
 		hvt_rb_entries(&cb);
 		ret = hvt_rb_write(&cb, ts + 2, &c, NULL, 0);
 		fuzz_assert(ret == 0 || ret == -HVT_ENOSPC);
