@@ -171,19 +171,47 @@ static int fzd_enable_one(struct fz_dremote *x, const char *system,
 					   msgsize);
 }
 
+/* A guest kernel event the agent switched: the view shows it so. */
+static void fzd_kernel_set(struct fz_remote *r, const char *system,
+			   const char *name, bool on)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&r->v->lock);
+	for (i = 0; i < r->nev; i++) {
+		struct fz_event *k = &r->ev[i];
+
+		if (k->kernel && !strcmp(k->system, system) &&
+		    !strcmp(k->name, name)) {
+			k->enabled = on;
+			k->unknown = false;
+		}
+	}
+	/* And in the kernel map the event table is rebuilt from. */
+	for (i = 0; r->kmap && i < r->kmap->nev; i++) {
+		struct fz_kev *k = &r->kmap->ev[i];
+
+		if (!strcmp(k->system, system) && !strcmp(k->name, name))
+			k->enabled = on;
+	}
+	pthread_mutex_unlock(&r->v->lock);
+}
+
 static int fzd_enable(struct fz_remote *r, const struct fz_event *e,
 		      const char *system, bool on, char *msg, size_t msgsize)
 {
 	struct fz_dremote *x = r->priv;
 	struct {
 		char system[64], name[256];
+		bool kernel;
 	} *list = NULL;
 	unsigned int n = 0, i, nk = 0;
 	int ret = 0;
 
-	/* The events to change, copied while the view is locked.  The
-	 * guest kernel's are chosen when the guest boots: one that is as
-	 * asked already needs nothing, any other is refused. */
+	/* The events to change, copied while the view is locked.  A guest
+	 * kernel event already as asked needs nothing; the others go
+	 * through hvtraced to the guest's agent (ENABLE of "SYSTEM:EVENT"),
+	 * which refuses with a message when the guest has no agent. */
 	pthread_mutex_lock(&r->v->lock);
 	list = calloc(r->nev + 1, sizeof(*list));
 	for (i = 0; list && i < r->nev; i++) {
@@ -193,40 +221,43 @@ static int fzd_enable(struct fz_remote *r, const struct fz_event *e,
 		      : system && strcmp(k->system, system))
 			continue;
 		if (k->kernel) {
-			if (!ret && (k->unknown || k->enabled != on)) {
-				snprintf(msg, msgsize,
-					 "%s:%s is the guest kernel's; its "
-					 "events are set when '%s' boots "
-					 "(hvtrace guest start "
-					 "--kernel-events), not through "
-					 "this view",
-					 k->system, k->name, r->name);
-				ret = -EOPNOTSUPP;
-			}
 			nk++;
-			continue;
+			if (!k->unknown && k->enabled == on)
+				continue;
 		}
 		snprintf(list[n].system, sizeof(list[n].system), "%s",
 			 k->system);
 		snprintf(list[n].name, sizeof(list[n].name), "%s", k->name);
+		list[n].kernel = k->kernel;
 		n++;
 	}
 	pthread_mutex_unlock(&r->v->lock);
 	if (!list)
 		return -ENOMEM;
-	if (ret || (!n && nk)) {
-		/* Refused before anything changed, or nothing to change. */
+	if (!n && nk) {
 		free(list);
-		return ret;
+		return 0; /* nothing to change */
 	}
 	ret = fzd_ctl_begin(x);
 	if (ret) {
 		free(list);
 		return ret;
 	}
-	for (i = 0; !ret && i < n; i++)
-		ret = fzd_enable_one(x, list[i].system, list[i].name, on, msg,
-				     msgsize);
+	for (i = 0; !ret && i < n; i++) {
+		char full[330];
+
+		if (!list[i].kernel) {
+			ret = fzd_enable_one(x, list[i].system, list[i].name,
+					     on, msg, msgsize);
+			continue;
+		}
+		snprintf(full, sizeof(full), "%s:%s", list[i].system,
+			 list[i].name);
+		ret = hvtrace_daemon_enable_event(x->d->ctl, x->id, full, on,
+						  msg, msgsize);
+		if (!ret)
+			fzd_kernel_set(r, list[i].system, list[i].name, on);
+	}
 	/* The state as the daemon has it now, whatever happened. */
 	if (!fzd_fetch_events(x) && !ret && !n)
 		ret = -ENOENT;
