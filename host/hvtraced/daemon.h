@@ -296,11 +296,11 @@ struct remote {
 	struct kf_upload kf;
 	char kf_dir[PATH_MAX];		/* "": none from the agent */
 	struct kev_wait kev[D_KEV_WAITS];
-	/* armed wakeups (wake.c); fanout.c fills want and more */
+	/* armed wakeups (wake.c); fanout.c fills want, found and more */
 	struct {
 		enum { WAKE_POLL, WAKE_BARRIER, WAKE_ASLEEP } state;
 		bool refused;		/* the agent refused a BARRIER */
-		bool more;		/* the last poll stopped at its cap */
+		bool found, more;	/* the last poll read pages; hit its cap */
 		uint64_t want;		/* CPUs subscribed at the last poll */
 		uint64_t cpus;		/* CPUs armed */
 		uint32_t req;		/* the BARRIER out */

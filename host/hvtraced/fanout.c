@@ -22,8 +22,9 @@
  * while pages keep coming, backing off by doubling to poll_max when a
  * round finds nothing, and not at all without subscriptions.  A guest
  * whose agent takes armed wakeups (wake.c) is not polled while it sleeps:
- * each round notes, per remote, which CPUs it read and whether it
- * stopped at its page cap, for wake.c to arm the drained ones.
+ * each round notes, per remote, which CPUs it read, whether it found
+ * pages and whether it stopped at its page cap, for wake.c to arm the
+ * idle ones.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -150,7 +151,7 @@ void fanout_poll(void)
 		uint32_t cpu;
 
 		r->wake.want = 0;
-		r->wake.more = false;
+		r->wake.found = r->wake.more = false;
 		if (!r->area || !r->page)
 			continue;
 		want = wanted_cpus(r);
@@ -168,6 +169,7 @@ void fanout_poll(void)
 				if (ret <= 0)
 					break;
 				any = true;
+				r->wake.found = true;
 				r->pages_read++;
 				deliver(r, cpu, &info);
 			}

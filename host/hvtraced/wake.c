@@ -5,9 +5,9 @@
  * new event does not wait for the next poll.
  *
  *   POLL     read every poll interval (fanout.c), as without wakeups; a
- *            round that drains every wanted CPU of the remote (it did not
- *            stop at its page cap) arms them (hvtrace_area_wake_arm(),
- *            step A2) and asks the agent for a BARRIER (A3)
+ *            round that finds no page on any wanted CPU of the remote
+ *            arms them (hvtrace_area_wake_arm(), step A2) and asks the
+ *            agent for a BARRIER (A3)
  *   BARRIER  the agent runs membarrier() in the guest; its answer leads
  *            to the check (hvtrace_area_wake_pending(), A4): committed
  *            meanwhile?  POLL.  Otherwise
@@ -71,9 +71,12 @@ bool wake_after_poll(void)
 		if (!r->wake.want)
 			continue; /* nobody reads it: no timer for it */
 		any = true;
-		/* Drained (the round did not stop at its page cap), with or
-		 * without pages: everything up to here is read, so arm. */
-		if (r->wake.more || !wake_capable(r)) {
+		/* Pages this round: data flows, poll again (every --poll-us)
+		 * as without wakeups; a round that finds none arms.  Arming
+		 * after every drained round instead would hang each batch on
+		 * a doorbell from the guest, whose agent a busy guest may not
+		 * run for milliseconds while its writers fill the ring. */
+		if (r->wake.found || r->wake.more || !wake_capable(r)) {
 			r->wake.state = WAKE_POLL;
 			all_asleep = false;
 			continue;

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * Armed wakeups through the agent (docs/design.md, "Waking the reader"):
- * hvtraced polls its rings only once a minute here (--poll-us and
- * --poll-max-us 60 s, a backstop of an hour), so an event can reach a
- * subscriber within the test's time only by the doorbell: the writer
- * rings the agent, the agent sends DOORBELL, the daemon reads at once.
+ * hvtraced backs off to polling its rings once a minute here
+ * (--poll-max-us 60 s, a backstop of an hour), so an idle remote is read
+ * again only when a writer rings: the writer rings the agent, the agent
+ * sends DOORBELL, the daemon reads at once.
  *
  * A workload writes 8 events 200 ms apart; each must arrive (decoded by
  * libtraceevent, every field checked) before the next is written, and the
- * remote's counters must show the handshake: every event armed, answered
- * by a BARRIER, slept on and rung for.
+ * remote's counters must show the handshake for each: the daemon slept
+ * (armed, the agent's BARRIER answered, nothing committed meanwhile) and
+ * a doorbell woke it.  With --no-wakeups the counters stay 0 and the
+ * test fails.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -48,8 +50,7 @@ static void wait_record(struct hvtrace_daemon *dc, struct tep_handle *tep,
 	while (seen->n < want) {
 		if (h_now_ns() > deadline)
 			t_fail("record %u did not arrive within %d ms: no "
-			       "doorbell woke the daemon (it polls once a "
-			       "minute here)",
+			       "doorbell woke the daemon",
 			       want - 1, timeout_ms);
 		ret = hvtrace_daemon_recv(dc, &m, 200);
 		if (ret < 0)
@@ -117,8 +118,7 @@ int main(void)
 	struct h_agent a;
 	struct hvt_msg m, r;
 
-	dc = h_start("--poll-us 60000000 --poll-max-us 60000000 "
-		     "--wake-backstop-ms 3600000");
+	dc = h_start("--poll-max-us 60000000 --wake-backstop-ms 3600000");
 	h_agent_start(&a, "wk", NULL);
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_SUBSCRIBE;
