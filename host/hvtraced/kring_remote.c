@@ -313,17 +313,23 @@ static int kr_read_page(struct remote *r, uint32_t cpu, uint8_t *page,
 	struct kring_remote *kr = r->priv;
 	int ret;
 
+	/* Anonymous guest RAM goes with its process: once the VMM is gone
+	 * and a read failed, there is nothing more to read. */
+	if (kr->gone && kr->read_failed)
+		return 0;
 	ret = hvtrace_kring_read_page(kr->k, (int)cpu, page, size, info);
+	if (ret > 0)
+		kr->read_failed = false;
 	if (ret >= 0)
 		return ret;
-	/* Anonymous guest RAM goes with its process: nothing more to read,
-	 * which the state poll reports. */
-	if (!kr->read_failed)
+	/* Logged and counted once per run of failures, not per poll. */
+	if (!kr->read_failed) {
 		d_log("remote '%s': %s%s", r->name, hvtrace_last_error(),
 		      kr->gone ? " (the VMM exited; the ring went with it)"
 			       : "");
+		r->proto_errors++;
+	}
 	kr->read_failed = true;
-	r->proto_errors++;
 	return 0;
 }
 

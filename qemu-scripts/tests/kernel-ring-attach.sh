@@ -17,8 +17,10 @@
 #   remote is "disconnected".
 #
 # Refused, with messages that say why: a pid that is no process, a
-# process that is not a VMM, a formats folder with no formats, and (when
-# root runs the test) a peer that is neither root nor QEMU's user.
+# process that is not a VMM, a formats folder with no formats, the same
+# name twice, "hvtrace record NAME" (its times cannot go on the host's
+# clock), and (when root runs the test) a peer that is neither root nor
+# QEMU's user.
 #
 # Environment: HVT_KRING_LINES (N, default 2000).
 . "$(dirname "$0")/lib.sh"
@@ -85,6 +87,11 @@ if "$HVTRACE" daemon attach --vm-pid "$qpid" --name "$k" >"$T_TMP/dup.err" 2>&1;
 	fail "a second attach under the same name succeeded"
 fi
 grep -q "attached already" "$T_TMP/dup.err" || fail "same name: $(cat "$T_TMP/dup.err")"
+if "$HVTRACE" record -o "$T_TMP/k.dat" -q "$k" >"$T_TMP/rec.err" 2>&1; then
+	fail "record of $k (guest clock) on the host's clock succeeded"
+fi
+grep -q "guest kernel ring attached by VMM pid: its times are the guest's own" "$T_TMP/rec.err" ||
+	fail "record $k: $(cat "$T_TMP/rec.err")"
 mkdir "$T_TMP/empty"
 if "$HVTRACE" daemon attach --vm-pid "$qpid" --name "$k-e" --formats "$T_TMP/empty" \
 	>"$T_TMP/nofmt.err" 2>&1; then
