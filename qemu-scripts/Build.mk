@@ -59,7 +59,7 @@ QEMU_TESTS := boot-probe two-guests teardown-stop teardown-sigint \
 	teardown-kill9 keep-area launcher-refusals kvm-probe kernel-ring \
 	kernel-ring-lost boot-retry kernel-ring-vmpid kernel-ring-scribble \
 	kernel-ring-exact kernel-ring-clock kformats-log kernel-copy-exact \
-	kformats-golden \
+	kformats-golden kernel-ring-attach \
 	record-guest-kernel
 $(foreach t,$(QEMU_TESTS),$(eval $(call add-test,qemu/$(t),$(QEMU_TEST_ENV) $(srctree)/qemu-scripts/tests/$(t).sh)))
 

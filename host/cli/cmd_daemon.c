@@ -26,6 +26,8 @@ static const char daemon_usage[] =
 	"       hvtrace daemon attach|detach NAME [--socket PATH]\n"
 	"       hvtrace daemon attach --area AREA --name NAME [--disabled]\n"
 	"                      [--socket PATH]\n"
+	"       hvtrace daemon attach --vm-pid PID [--name NAME]\n"
+	"                      [--formats DIR] [--socket PATH]\n"
 	"       hvtrace daemon stop [--socket PATH]\n"
 	"\n"
 	"start (the default) runs hvtraced, the host daemon that owns the\n"
@@ -48,6 +50,14 @@ static const char daemon_usage[] =
 	"         hvtraced owns its control page (enable bits, tracing_on,\n"
 	"         time sync) and retries every second until the writer has\n"
 	"         formatted it.  Its events are enabled, unless --disabled\n"
+	"attach --vm-pid PID\n"
+	"         attach the guest kernel's ftrace ring found in the memory\n"
+	"         of VMM process PID (as hvtrace stream --vm-pid finds it),\n"
+	"         as remote NAME (default vmpid-PID); --formats DIR names\n"
+	"         its events (the guest's formats, as 'hvtrace guest\n"
+	"         kformats' writes them).  Only root, or the VMM's own user\n"
+	"         with ptrace access to it, may.  Its times are the guest's\n"
+	"         own trace clock; when the VMM exits, the remote stops\n"
 	"detach   forget a remote (its registry and subscriptions)\n"
 	"stop     stop hvtraced (SIGTERM; it says goodbye to its agents) and\n"
 	"         wait until it is gone\n"
@@ -137,6 +147,7 @@ static int daemon_status(struct hvtrace_daemon *dc)
 		       x.name, state_name(x.state),
 		       x.transport == HVT_TRANSPORT_SOCKET ? "socket" :
 		       x.transport == HVT_TRANSPORT_AREA   ? "area" :
+		       x.transport == HVT_TRANSPORT_KRING  ? "kring" :
 							     "chardev",
 		       x.nr_cpus, x.nr_events, x.nr_clients,
 		       (unsigned long long)x.sync_samples, err);
@@ -178,6 +189,8 @@ static int daemon_stop(struct hvtrace_daemon *dc, const char *sock)
 static int daemon_run(int argc, char **argv)
 {
 	const char *sock = NULL, *remote = NULL, *cmd = "start", *area = NULL;
+	const char *vm_pid = NULL, *formats = NULL;
+	char formats_abs[PATH_MAX], vm_spec[PATH_MAX + 64], vm_name[32];
 	bool disabled = false;
 	struct hvtrace_daemon *dc;
 	struct hvt_remote_rec rec;
@@ -207,6 +220,12 @@ static int daemon_run(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--disabled") &&
 			   !strcmp(cmd, "attach")) {
 			disabled = true;
+		} else if (!strcmp(argv[i], "--vm-pid") && i + 1 < argc &&
+			   !strcmp(cmd, "attach")) {
+			vm_pid = argv[++i];
+		} else if (!strcmp(argv[i], "--formats") && i + 1 < argc &&
+			   !strcmp(cmd, "attach")) {
+			formats = argv[++i];
 		} else if (argv[i][0] == '-') {
 			return hvt_cli_usage("daemon", "unknown option '%s'",
 					     argv[i]);
@@ -217,6 +236,31 @@ static int daemon_run(int argc, char **argv)
 			return hvt_cli_usage("daemon", "unexpected '%s'",
 					     argv[i]);
 		}
+	}
+	if (vm_pid) {
+		char *e;
+		long pid = strtol(vm_pid, &e, 10);
+
+		if (area)
+			return hvt_cli_usage("daemon", "--vm-pid or --area, "
+						       "not both");
+		if (*e || e == vm_pid || pid <= 0 || pid > 0x3fffffff)
+			return hvt_cli_usage("daemon", "--vm-pid %s: not a "
+						       "process id",
+					     vm_pid);
+		if (formats && !realpath(formats, formats_abs))
+			return hvt_cli_error("daemon", "--formats %s: %s",
+					     formats, strerror(errno));
+		snprintf(vm_spec, sizeof(vm_spec), "vmpid:%ld%s%s", pid,
+			 formats ? ",formats=" : "",
+			 formats ? formats_abs : "");
+		if (!remote) {
+			snprintf(vm_name, sizeof(vm_name), "vmpid-%ld", pid);
+			remote = vm_name;
+		}
+		area = vm_spec;
+	} else if (formats) {
+		return hvt_cli_usage("daemon", "--formats goes with --vm-pid");
 	}
 	if ((!strcmp(cmd, "attach") || !strcmp(cmd, "detach")) && !remote)
 		return hvt_cli_usage("daemon", "%s needs a %sNAME", cmd,

@@ -469,6 +469,10 @@ static int rs_open(struct rs *s)
 				     s->o->cpu, s->rec.name,
 				     s->rec.nr_cpus - 1);
 	s->nr_cpus = s->rec.nr_cpus;
+	if (s->rec.transport == HVT_TRANSPORT_KRING)
+		fprintf(stderr, "hvtrace stream: '%s' is a guest kernel ring "
+			"read by VMM pid: times are the guest's own trace "
+			"clock (no clock model)\n", s->rec.name);
 	/* A guest agent's clock is mono: its kernel ring can join. */
 	if (!s->o->user_only && s->rec.clock_id == HVT_CLOCK_MONO_NS) {
 		ret = hvt_cli_kring_open(s->verb, s->dc, s->rec.id,
@@ -598,8 +602,12 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 			}
 			/* An area's writer that stopped or died: read it to
 			 * the end and stop, unless --follow. */
-			if (ret == HVTRACE_DAEMON_REMOTE_STOPPED && !o->follow)
+			if (ret == HVTRACE_DAEMON_REMOTE_STOPPED && !o->follow) {
+				fprintf(stderr, "hvtrace stream: '%s' stopped "
+					"(its writer or VMM ended); reading "
+					"to the end\n", s.rec.name);
 				finishing = true;
+			}
 			/* Kernel copy mode: the agent copied its last page
 			 * and left; the same. */
 			if (s.kr && !o->follow &&

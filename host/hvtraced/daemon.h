@@ -233,6 +233,19 @@ struct remote_ops {
 	const struct hvtrace_catalog *(*catalog)(struct remote *r);
 	bool (*event_on)(const struct remote *r, unsigned int i);
 	int (*set_event)(struct remote *r, unsigned int i, bool on);
+
+	/* A remote whose pages are not an area's (r->area stays NULL; the
+	 * transport fills r->info's geometry and r->page): the next page
+	 * of @cpu as hvtrace_cpu_read_page() returns it, and the CPU's
+	 * counters.  NULL: the area's. */
+	int (*read_page)(struct remote *r, uint32_t cpu, uint8_t *page,
+			 uint32_t size, struct hvtrace_page_info *info);
+	int (*cpu_stats)(struct remote *r, uint32_t cpu,
+			 struct hvtrace_cpu_stats *st);
+	/* The event formats its pages need beyond the static and user
+	 * events (FORMATS replies, name "SYSTEM/EVENT"); returns how many. */
+	size_t (*formats)(const struct remote *r,
+			  const struct hvt_m_format **v);
 };
 
 /* The agent session of a socket or chardev remote (agent.c). */
@@ -501,6 +514,12 @@ uint32_t remote_next_req(struct remote *r);
 void remote_cmdline_set(struct remote *r, uint32_t pid, const char *comm,
 			size_t len);
 
+/* Whether @r has pages to read: an area, or a transport's own. */
+static inline bool remote_has_pages(const struct remote *r)
+{
+	return r->area || (r->ops->read_page && r->info.nr_cpus && r->page);
+}
+
 /* Whether @r has static events (an area) rather than user events. */
 static inline bool remote_static_events(const struct remote *r)
 {
@@ -558,6 +577,12 @@ int remote_attach_chardev(const char *name, struct remote **out,
 int area_remote_attach(const char *name, const char *spec, uint32_t flags,
 		       const struct d_cred *cred,
 		       struct remote **out, char *msg, size_t msgsize);
+
+/* kring_remote.c: the kring transport (a guest kernel ring by VMM pid) */
+bool kring_remote_spec(const char *spec);	/* "vmpid:..." */
+int kring_remote_attach(const char *name, const char *spec,
+			const struct d_cred *cred, struct remote **out,
+			char *msg, size_t msgsize);
 
 /* tool_events.c, tool_text.c, tool.c: the tool role */
 void tool_events_define(struct conn *c, struct remote *r,

@@ -3,7 +3,8 @@
  * hvtraced: fan-out -- reading the rings and handing pages to subscribers.
  *
  * The daemon is the only consumer of each area it owns: it reads pages
- * with hvtrace_cpu_read_page() (which publishes consumer progress, so a
+ * with hvtrace_cpu_read_page() (a transport without an area, such as a
+ * guest kernel ring, supplies them through its remote_ops read_page) (which publishes consumer progress, so a
  * producer-consumer ring never overwrites what the daemon has not read)
  * and gives each page to every subscription that covers its CPU.  It
  * reads a CPU only while someone subscribes to it, so an unwatched area
@@ -109,6 +110,17 @@ static void deliver(struct remote *r, uint32_t cpu,
 	}
 }
 
+/* The next page of @cpu into r->page: the area's, or the transport's. */
+static int fanout_read(struct remote *r, uint32_t cpu,
+		       struct hvtrace_page_info *info)
+{
+	if (r->ops->read_page)
+		return r->ops->read_page(r, cpu, r->page, r->info.subbuf_size,
+					 info);
+	return hvtrace_cpu_read_page(r->area, (int)cpu, r->page,
+				     r->info.subbuf_size, info);
+}
+
 int fanout_drain_remote(struct remote *r)
 {
 	struct hvtrace_page_info info;
@@ -116,7 +128,7 @@ int fanout_drain_remote(struct remote *r)
 	uint32_t cpu, k;
 	int pages = 0;
 
-	if (!r->area || !r->page)
+	if (!remote_has_pages(r))
 		return 0;
 	want = wanted_cpus(r);
 	for (cpu = 0; want && cpu < r->info.nr_cpus; cpu++) {
@@ -125,10 +137,7 @@ int fanout_drain_remote(struct remote *r)
 		/* Bounded: a writer that keeps writing cannot hold us here
 		 * longer than one lap of its ring. */
 		for (k = 0; k <= r->info.nr_subbufs + 1; k++) {
-			int ret = hvtrace_cpu_read_page(r->area, (int)cpu,
-							r->page,
-							r->info.subbuf_size,
-							&info);
+			int ret = fanout_read(r, cpu, &info);
 
 			if (ret <= 0)
 				break;
@@ -152,7 +161,7 @@ void fanout_poll(void)
 
 		r->wake.want = 0;
 		r->wake.found = r->wake.more = false;
-		if (!r->area || !r->page)
+		if (!remote_has_pages(r))
 			continue;
 		want = wanted_cpus(r);
 		r->wake.want = want;
@@ -162,9 +171,7 @@ void fanout_poll(void)
 			if (!((want >> cpu) & 1))
 				continue;
 			for (k = 0; k < D_PAGES_PER_TICK; k++) {
-				int ret = hvtrace_cpu_read_page(
-					r->area, (int)cpu, r->page,
-					r->info.subbuf_size, &info);
+				int ret = fanout_read(r, cpu, &info);
 
 				if (ret <= 0)
 					break;

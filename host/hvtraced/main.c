@@ -63,7 +63,9 @@ static const char usage_text[] =
 	"  --attach-area NAME=AREA  attach an area alone (repeatable): a\n"
 	"                         hypervisor's RAM-file range or a loopback\n"
 	"                         writer's file, PATH[@OFFSET[+SIZE]]; the\n"
-	"                         daemon owns its control page\n"
+	"                         daemon owns its control page; or a guest\n"
+	"                         kernel's ring in a VMM's memory,\n"
+	"                         vmpid:PID[,formats=DIR]\n"
 	"  --run-dir DIR          default " DEFAULT_RUN_DIR "\n"
 	"  --shm-dir DIR          default /dev/shm\n"
 	"  --area-dir DIR         a directory whose regular files clients\n"
@@ -469,8 +471,11 @@ int main(int argc, char **argv)
 
 		snprintf(name, sizeof(name), "%.*s",
 			 (int)(eq - attach_area[i]), attach_area[i]);
-		if (area_remote_attach(name, eq + 1, 0, NULL, &r, msg,
-				       sizeof(msg)))
+		if (kring_remote_spec(eq + 1) ?
+			    kring_remote_attach(name, eq + 1, NULL, &r, msg,
+						sizeof(msg)) :
+			    area_remote_attach(name, eq + 1, 0, NULL, &r, msg,
+					       sizeof(msg)))
 			d_log("--attach-area %s: %s", attach_area[i], msg);
 		else
 			d_log("%s", msg);

@@ -99,7 +99,7 @@ void subs_request(struct conn *c, struct remote *r, const struct hvt_msg *m)
 
 	switch (m->type) {
 	case HVT_MSG_SUBSCRIBE:
-		if (!r->area) {
+		if (!remote_has_pages(r)) {
 			conn_reply_error(c, m->req, m->chan, -ENODEV,
 					 "the remote has no area attached "
 					 "yet");

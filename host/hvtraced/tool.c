@@ -75,13 +75,18 @@ static void tool_attach_area(struct conn *c, const struct hvt_msg *m)
 	eq = strchr(s, '=');
 	if (!eq || eq == s || !eq[1]) {
 		conn_reply_result(c, m, HVT_MSG_ATTACH_AREA, -EINVAL, 0, 0,
-				  "give NAME=PATH[@OFFSET[+SIZE]], not '%s'",
+				  "give NAME=PATH[@OFFSET[+SIZE]] or "
+				  "NAME=vmpid:PID[,formats=DIR], not '%s'",
 				  s);
 		return;
 	}
 	*eq = '\0';
-	ret = area_remote_attach(s, eq + 1, m->u.arg.arg, &c->cred, &r, msg,
-				 sizeof(msg));
+	if (kring_remote_spec(eq + 1))
+		ret = kring_remote_attach(s, eq + 1, &c->cred, &r, msg,
+					  sizeof(msg));
+	else
+		ret = area_remote_attach(s, eq + 1, m->u.arg.arg, &c->cred, &r,
+					 msg, sizeof(msg));
 	if (ret)
 		d_log("refused ATTACH_AREA %s from uid %u: %s", eq + 1,
 		      (unsigned int)c->cred.uid, msg);
@@ -98,7 +103,7 @@ static void tool_stats(struct conn *c, struct remote *r,
 	struct hvt_msg out;
 	uint32_t cpu;
 
-	if (!r->area || !r->info.nr_cpus) {
+	if (!remote_has_pages(r) || !r->info.nr_cpus) {
 		conn_reply_error(c, m->req, m->chan, -ENODEV,
 				 "the remote has no area attached yet");
 		return;
@@ -111,7 +116,8 @@ static void tool_stats(struct conn *c, struct remote *r,
 		out.req = m->req;
 		out.chan = m->chan;
 		out.u.stats.cpu = cpu;
-		if (hvtrace_cpu_get_stats(r->area, (int)cpu, &st)) {
+		if (r->ops->cpu_stats ? r->ops->cpu_stats(r, cpu, &st) :
+		    hvtrace_cpu_get_stats(r->area, (int)cpu, &st)) {
 			out.u.stats.status = -EIO;
 		} else {
 			uint64_t *v = out.u.stats.v;
@@ -144,7 +150,7 @@ static void tool_to_host(struct conn *c, struct remote *r,
 	struct hvt_msg out;
 	uint8_t *buf;
 
-	if (!r->area) {
+	if (!remote_has_pages(r)) {
 		conn_reply_error(c, m->req, m->chan, -ENODEV,
 				 "the remote has no area attached yet");
 		return;
@@ -157,8 +163,13 @@ static void tool_to_host(struct conn *c, struct remote *r,
 	for (i = 0; i < n; i++) {
 		uint64_t ts = hvt_msg_u64_at(&m->u.to_host.ts, i);
 
+		/* Without an area there is no clock model (a guest kernel
+		 * ring): the times stay the writer's own, and err_ns
+		 * UINT64_MAX says they are not the host's. */
 		hvt_msg_put_u64(buf + 8 * i,
-				hvtrace_area_to_host_ns(r->area, ts, &err));
+				r->area ? hvtrace_area_to_host_ns(r->area, ts,
+								  &err) :
+					  ts);
 	}
 	memset(&out, 0, sizeof(out));
 	out.type = HVT_MSG_TO_HOST;

@@ -64,7 +64,7 @@ void tool_fill_rec(const struct remote *r, struct hvt_remote_rec *rec)
 	rec->nr_clients = (uint32_t)r->held.nr_owners;
 	rec->sync_samples = r->sync_samples;
 	rec->proto_errors = r->proto_errors;
-	if (r->area) {
+	if (remote_has_pages(r)) {
 		rec->writer_kind = r->info.writer_kind;
 		rec->nr_cpus = r->info.nr_cpus;
 		rec->nr_subbufs = r->info.nr_subbufs;
@@ -72,7 +72,8 @@ void tool_fill_rec(const struct remote *r, struct hvt_remote_rec *rec)
 		rec->mode = r->info.mode;
 		rec->clock_id = r->info.clock_id;
 		rec->generation = r->info.generation;
-		if (r->sync_samples || r->info.clock_id == HVT_CLOCK_HOST_NS)
+		if (r->area && (r->sync_samples ||
+				r->info.clock_id == HVT_CLOCK_HOST_NS))
 			hvtrace_area_to_host_ns(r->area, 0, &err);
 	}
 	rec->clock_err_ns = err;
@@ -119,7 +120,8 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 	}
 	case HVT_TEXT_HEADER_PAGE:
 	case HVT_TEXT_HEADER_EVENT:
-		if (m->u.text_req.kind == HVT_TEXT_HEADER_PAGE && !r->area) {
+		if (m->u.text_req.kind == HVT_TEXT_HEADER_PAGE &&
+		    !remote_has_pages(r)) {
 			conn_reply_error(c, m->req, m->chan, -ENODEV,
 					 "the remote has no area attached yet");
 			return;
@@ -154,11 +156,11 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 			     r->state == HVT_REMOTE_WAITING ? "waiting" :
 							      "disconnected",
 			     r->ops->name, r->ops->control(r),
-			     !r->area ? "(not attached yet)" :
+			     !remote_has_pages(r) ? "(not attached yet)" :
 			     r->ops->area_path(r)[0] ?
 					       r->ops->area_path(r) :
 					       "(descriptor from the agent)");
-		if (r->area && n > 0 && n < (int)sizeof(small))
+		if (remote_has_pages(r) && n > 0 && n < (int)sizeof(small))
 			n += snprintf(small + n, sizeof(small) - (size_t)n,
 				      "cpus: %u\nsubbufs: %u\nsubbuf_size: %u\n"
 				      "mode: %s\nclock: %s\ngeneration: %llu\n",
@@ -169,7 +171,11 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      rec.clock_id == HVT_CLOCK_COUNTER ?
 					      "counter" :
 				      rec.clock_id == HVT_CLOCK_MONO_NS ?
-					      "mono" : "host",
+					      "mono" :
+				      rec.clock_id == HVT_CLOCK_HOST_NS ?
+					      "host" :
+					      "the guest's own trace clock "
+					      "(not mapped to the host's)",
 				      (unsigned long long)rec.generation);
 		if (n > 0 && n < (int)sizeof(small))
 			n += snprintf(small + n, sizeof(small) - (size_t)n,
@@ -279,14 +285,18 @@ static int collect_formats(const struct hvtrace_ue_event_info *info, void *arg)
 
 void tool_formats(struct conn *c, struct remote *r, const struct hvt_msg *m)
 {
+	const struct hvt_m_format *kv = NULL;
 	struct fmt_list fl = { 0 };
 	char hp[8192], he[8192];
 	struct hvt_msg out;
 	int nhp = -1, nhe;
-	size_t i;
+	size_t i, nk = 0;
 	int ret;
 
-	if (r->area)
+	if (r->ops->formats)
+		nk = r->ops->formats(r, &kv);
+
+	if (remote_has_pages(r))
 		nhp = hvtrace_header_page_text(r->info.subbuf_size, hp,
 					       sizeof(hp));
 	nhe = hvtrace_header_event_text(he, sizeof(he));
@@ -305,8 +315,8 @@ void tool_formats(struct conn *c, struct remote *r, const struct hvt_msg *m)
 	}
 	if (nhe >= 0 && (size_t)nhe < sizeof(he)) {
 		out.flags = HVT_PF_REPLY |
-			    ((fl.n || tool_events_nr_static(r)) ? HVT_PF_MORE :
-								0);
+			    ((fl.n || nk || tool_events_nr_static(r)) ?
+				     HVT_PF_MORE : 0);
 		out.u.format.name.ptr = "header_event";
 		out.u.format.name.len = 12;
 		out.u.format.text.ptr = he;
@@ -314,7 +324,13 @@ void tool_formats(struct conn *c, struct remote *r, const struct hvt_msg *m)
 		out.u.format.status = ret < 0 ? ret : 0;
 		conn_send(c, &out);
 	}
-	tool_events_send_static(c, r, m, fl.n > 0);
+	tool_events_send_static(c, r, m, fl.n > 0 || nk > 0);
+	for (i = 0; i < nk; i++) {
+		out.flags = HVT_PF_REPLY |
+			    (i + 1 < nk || fl.n ? HVT_PF_MORE : 0);
+		out.u.format = kv[i];
+		conn_send(c, &out);
+	}
 	for (i = 0; i < fl.n; i++) {
 		fl.v[i].status = 0;
 		out.flags = HVT_PF_REPLY | (i + 1 < fl.n ? HVT_PF_MORE : 0);

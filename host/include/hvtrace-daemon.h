@@ -318,7 +318,8 @@ HVTRACE_API enum hvtrace_daemon_remote_change
 hvtrace_daemon_remote_now(const struct hvt_remote_rec *v, uint32_t n,
 			  const struct hvt_remote_rec *was,
 			  const struct hvt_remote_rec **cur);
-/** hvtrace_daemon_remote_stopped - an area remote whose writer stopped or died
+/** hvtrace_daemon_remote_stopped - an area remote whose writer stopped or died,
+ * or a guest kernel ring attached by pid whose VMM exited
  */
 HVTRACE_API bool
 hvtrace_daemon_remote_stopped(const struct hvt_remote_rec *rec);

@@ -89,7 +89,8 @@ hvtrace_daemon_remote_now(const struct hvt_remote_rec *v, uint32_t n,
 
 bool hvtrace_daemon_remote_stopped(const struct hvt_remote_rec *rec)
 {
-	return rec->transport == HVT_TRANSPORT_AREA &&
+	return (rec->transport == HVT_TRANSPORT_AREA ||
+		rec->transport == HVT_TRANSPORT_KRING) &&
 	       rec->state == HVT_REMOTE_DISCONNECTED;
 }
 

@@ -229,6 +229,17 @@ int hvt_tdat_rremote_add(struct hvtrace_tracedat_record *rec,
 		dr_free_src(s);
 		return ret;
 	}
+	if (s->rec.transport == HVT_TRANSPORT_KRING) {
+		/* Its times are the guest's own: no host time to give them. */
+		dr_free_src(s);
+		return hvt_err(-EINVAL,
+			       "'%s' is a guest kernel ring attached by VMM "
+			       "pid: its times are the guest's own, which a "
+			       "recording on the host's clock cannot hold; "
+			       "record it alone with 'hvtrace record -o FILE "
+			       "--vm-pid PID --formats DIR'",
+			       remote);
+	}
 	if (!s->rec.nr_cpus || !s->rec.subbuf_size) {
 		dr_free_src(s);
 		return hvt_err(-ENODEV,

@@ -14,3 +14,9 @@ endif
 ifneq ($(HVTRACED_BIN)$(AGENT_BIN),)
 $(eval $(call add-test,hvtraced/kformats,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/kformats.sh))
 endif
+
+# kring_attach: a guest kernel ring attached by pid (the kring transport)
+# from a fake VMM process holding unit/kring_golden's ring (no VM).
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-test,hvtraced/kring_attach,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/kring_attach.sh))
+endif

@@ -197,7 +197,9 @@ enum hvt_transport {
 	HVT_TRANSPORT_AREA = 3,		/* an area alone: the daemon owns its
 					 * control page (hypervisor, loopback
 					 * writer) */
-	HVT_TRANSPORT_MAX = 3,
+	HVT_TRANSPORT_KRING = 4,	/* a guest kernel's ftrace ring in
+					 * the memory of a VMM process */
+	HVT_TRANSPORT_MAX = 4,
 };
 
 /* PAGE flags. */

@@ -1,0 +1,153 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The kring transport without a VM: a fake VMM process (python3) holds the
+# golden 6.12 guest kernel ring that unit/kring_golden writes (7 events on
+# CPU 0, 1 on CPU 1) in 64 MiB of private anonymous memory, as QEMU holds
+# guest RAM.  hvtraced attaches it by pid (hvtrace daemon attach --vm-pid)
+# and:
+#
+#   "hvtrace stream NAME --drain" prints exactly the lines "hvtrace stream
+#   --vm-pid PID --drain" prints reading the ring itself, and says the
+#   times are the guest's own; "hvtrace stat NAME" counts 7 events read
+#   on CPU 0 and 1 on CPU 1, no errors; "daemon status" lists a connected
+#   kring remote.  Killing the fake VMM under a live stream ends the
+#   stream (exit 0) with a line saying so, and the remote is
+#   disconnected.
+#
+# Refused with their reasons: a pid that is no process (also after the
+# kill), a process without guest RAM, a bad --vm-pid, a formats folder
+# without formats, and (when root runs it and user nobody can) a peer
+# that is neither root nor the process's user.
+set -u
+
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OBJ=${HVT_OBJTREE:-$SRC/build}
+H=$OBJ/bin/hvtrace
+GOLDEN=$OBJ/tests/unit/kring_golden
+T=$(mktemp -d /tmp/hvt-kring-attach.XXXXXX)
+NAME=kr$$
+export HVTRACED_SOCKET=$T/hvtraced.sock
+DPID='' VPID='' SPID=''
+
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$T"/*.log "$T"/*.err; do
+		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 20 "$f" >&2; }
+	done
+	exit 1
+}
+
+cleanup() {
+	for p in "$SPID" "$VPID" "$DPID"; do
+		[ -n "$p" ] && kill "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+for b in "$H" "$OBJ/bin/hvtraced"; do
+	[ -x "$b" ] || fail "$b is not built"
+done
+if [ ! -x "$GOLDEN" ]; then
+	echo "SKIP: $GOLDEN is not built (make tests)"
+	exit 77
+fi
+command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
+mkdir "$T/seeds"
+"$GOLDEN" "$T/seeds" >/dev/null 2>&1 || fail "kring_golden did not write its images"
+[ -s "$T/seeds/612-golden" ] || fail "no 612-golden image from kring_golden"
+
+# The socket's group is nogroup (when it exists), so that user nobody is
+# a trusted tool and is refused for attaching by pid, not for the socket.
+group=()
+if getent group nogroup >/dev/null; then
+	group=(--group nogroup)
+	chmod 711 "$T"
+fi
+"$OBJ/bin/hvtraced" --foreground --socket "$HVTRACED_SOCKET" \
+	--run-dir "$T/run" "${group[@]}" >"$T/hvtraced.log" 2>&1 &
+DPID=$!
+for _ in $(seq 100); do [ -S "$HVTRACED_SOCKET" ] && break; sleep 0.05; done
+[ -S "$HVTRACED_SOCKET" ] || fail "hvtraced did not listen"
+
+# The fake VMM: the ring 1 MiB into 64 MiB of private anonymous memory.
+python3 -c '
+import mmap, sys, time
+img = open(sys.argv[1], "rb").read()
+m = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+m[1 << 20:(1 << 20) + len(img)] = img
+print("ready", flush=True)
+time.sleep(600)' "$T/seeds/612-golden" >"$T/vmm.out" 2>"$T/vmm.err" &
+VPID=$!
+for _ in $(seq 100); do grep -q ready "$T/vmm.out" && break; sleep 0.05; done
+grep -q ready "$T/vmm.out" || fail "the fake VMM did not start"
+
+"$H" stream --vm-pid "$VPID" --drain >"$T/direct.txt" 2>"$T/direct.err" ||
+	fail "stream --vm-pid $VPID failed"
+[ "$(grep -c . "$T/direct.txt")" = 8 ] || fail "stream --vm-pid: not the golden ring's 8 events"
+
+"$H" daemon attach --vm-pid "$VPID" --name "$NAME" >"$T/attach.out" 2>&1 ||
+	fail "daemon attach --vm-pid $VPID: $(cat "$T/attach.out")"
+grep -q "attached '$NAME' (the guest kernel ring in process $VPID" "$T/attach.out" ||
+	fail "attach: $(cat "$T/attach.out")"
+"$H" daemon status | grep -E "^[0-9]+ +$NAME +connected +kring " >/dev/null ||
+	fail "daemon status does not list a connected kring remote: $("$H" daemon status)"
+
+"$H" stream "$NAME" --drain >"$T/daemon.txt" 2>"$T/daemon.err" ||
+	fail "stream $NAME --drain failed"
+diff "$T/direct.txt" "$T/daemon.txt" >"$T/diff.err" ||
+	fail "stream $NAME differs from stream --vm-pid"
+grep -q "times are the guest's own trace clock" "$T/daemon.err" ||
+	fail "stream $NAME does not say whose clock its times are"
+"$H" stat "$NAME" >"$T/stat.txt" 2>&1 || fail "stat $NAME: $(cat "$T/stat.txt")"
+awk '/^CPU 0:/ { c = 0 } /^CPU 1:/ { c = 1 }
+	/^read events:/ { e[c] = $3 } /^errors:/ { err += $2 }
+	END { exit !(e[0] == 7 && e[1] == 1 && err == 0) }' "$T/stat.txt" ||
+	fail "stat $NAME: not 7 and 1 events read: $(cat "$T/stat.txt")"
+
+# Refusals.
+mkdir "$T/empty"
+"$H" daemon attach --vm-pid "$VPID" --name "$NAME-e" --formats "$T/empty" \
+	>"$T/nofmt.err" 2>&1 && fail "attach with an empty formats folder succeeded"
+grep -q "no events/ folder in it" "$T/nofmt.err" || fail "empty formats: $(cat "$T/nofmt.err")"
+"$H" daemon attach --vm-pid "$DPID" --name "$NAME-d" >"$T/notvm.err" 2>&1 &&
+	fail "attach of hvtraced's own pid succeeded"
+grep -q "no populated writable mapping of 64 MiB" "$T/notvm.err" ||
+	fail "not a VMM: $(cat "$T/notvm.err")"
+"$H" daemon attach --vm-pid 12x >"$T/badpid.err" 2>&1 && fail "--vm-pid 12x accepted"
+grep -q "not a process id" "$T/badpid.err" || fail "bad pid: $(cat "$T/badpid.err")"
+if [ "$(id -u)" = 0 ] && [ ${#group[@]} -gt 0 ] &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$H" 2>/dev/null; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$H" daemon attach \
+		--vm-pid "$VPID" --name "$NAME-n" >"$T/eperm.err" 2>&1 &&
+		fail "attach by pid as nobody succeeded"
+	grep -q "needs root, or the VMM's own user" "$T/eperm.err" ||
+		fail "as nobody: $(cat "$T/eperm.err")"
+else
+	echo "(not checked: the refusal of a non-root peer; needs root, group nogroup and a build nobody can run)"
+fi
+
+# The VMM goes under a live stream.
+"$H" stream "$NAME" >"$T/end.txt" 2>"$T/end.err" &
+SPID=$!
+for _ in $(seq 200); do grep -q "guest's own" "$T/end.err" && break; sleep 0.05; done
+kill -9 "$VPID"
+wait "$VPID" 2>/dev/null
+VPID=''
+rc=0
+timeout 60 tail --pid="$SPID" -f /dev/null || fail "the stream did not end when the VMM went"
+wait "$SPID" || rc=$?
+SPID=''
+[ "$rc" = 0 ] || fail "the stream ended with $rc"
+grep -q "'$NAME' stopped (its writer or VMM ended)" "$T/end.err" ||
+	fail "the stream's end says nothing: $(cat "$T/end.err")"
+"$H" daemon info --remote "$NAME" | grep -q "^state: disconnected" ||
+	fail "$NAME is not disconnected"
+pid=$(sed -n 's/.*(the guest kernel ring in process \([0-9]*\) .*/\1/p' "$T/attach.out")
+"$H" daemon attach --vm-pid "$pid" --name "$NAME-g" >"$T/gone.err" 2>&1 &&
+	fail "attach of a gone pid succeeded"
+grep -q "no process $pid" "$T/gone.err" || fail "gone pid: $(cat "$T/gone.err")"
+echo PASS
