@@ -102,5 +102,6 @@ verdict=$(awk -v k="$K" '
 	END { if (!bad) print "ok " i " " nu }' "$T_TMP/out.txt")
 [ "$verdict" = "ok $want 5" ] || fail "stream NAME --kernel: $verdict"
 grep -q "^  host kernel cpu 0: " "$T_TMP/err.txt" || fail "the summary has no host kernel CPUs"
+grep -E -m 3 'hvt-(host|guest) 1$|hvt-host 2$' "$T_TMP/out.txt"
 info "one timeline: $((K + 1)) host markers and $K guest kernel markers in the order written, 5 user events after, instance removed"
 echo "PASS"
