@@ -662,6 +662,10 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 	memset(&s, 0, sizeof(s));
 	s.o = o;
 	s.verb = "stream";
+	/* A host instance is set up in rs_open(): a stop signal from then on
+	 * must let it be put back. */
+	if (o->host_kernel)
+		hvt_cli_catch_stop_signals(false);
 	ret = rs_open(&s);
 	if (ret)
 		goto out;

@@ -13,6 +13,10 @@
 #   - an instance that was there before: -e enables a host event there
 #     (its lines show up), and at exit its trace clock and the event's
 #     enable are put back and the instance kept;
+#   - nothing lost silently: with the stream stopped (SIGSTOP) and a tiny
+#     instance buffer, 3000 host markers overflow it; the markers printed
+#     plus the "host: CPU:N [LOST n EVENTS]" counts are exactly 3000, the
+#     printed ones in order;
 #   - -e that matches nothing, -e without --kernel, --cpu with --kernel:
 #     errors that change nothing.
 . "$(dirname "$0")/lib.sh"
@@ -28,10 +32,12 @@ if [ ! -w $TRACEFS/instances ]; then
 fi
 INST=hvt-sk-$$
 INST2=hvt-sk2-$$
+INST3=hvt-sk3-$$
 sk_cleanup() {
 	fz_cleanup
 	[ -d $TRACEFS/instances/$INST ] && rmdir $TRACEFS/instances/$INST
 	[ -d $TRACEFS/instances/$INST2 ] && rmdir $TRACEFS/instances/$INST2
+	[ -d $TRACEFS/instances/$INST3 ] && rmdir $TRACEFS/instances/$INST3
 }
 trap sk_cleanup EXIT
 
@@ -109,6 +115,43 @@ grep -q "\[local\]" $TRACEFS/instances/$INST2/trace_clock ||
 expect_eq "sched_switch enable put back" \
 	"$(cat $TRACEFS/instances/$INST2/events/sched/sched_switch/enable)" 0
 echo "an existing instance: host sched_switch shown, clock and enable put back"
+
+# Losses: the host ring overflows while the stream is stopped.
+mkdir $TRACEFS/instances/$INST3 || fail "cannot make instance $INST3"
+echo 8 >$TRACEFS/instances/$INST3/buffer_size_kb
+"$HVTRACE" stream b --kernel --instance $INST3 -e ftrace:print --summary \
+	>"$TMP/c.txt" 2>"$TMP/c.err" &
+S_PID=$!
+PIDS="$PIDS $S_PID"
+wait_for 20 grep -q "the host kernel's events (instance $INST3" "$TMP/c.err" ||
+	fail "stream c did not start: $(cat "$TMP/c.err")"
+kill -STOP "$S_PID"
+W=3000
+for ((i = 0; i < W; i++)); do
+	echo "hvt-sl $i" >$TRACEFS/instances/$INST3/trace_marker ||
+		fail "cannot write marker $i"
+done
+kill -CONT "$S_PID"
+# Everything after the losses is printed once read: the last marker.
+wait_for 30 grep -q "hvt-sl $((W - 1))\$" "$TMP/c.txt" ||
+	fail "the last marker never came: $(tail -3 "$TMP/c.txt")"
+kill -INT "$S_PID"
+wait "$S_PID"
+expect_eq "stream c status" $? 0
+verdict=$(awk -v w=$W '
+	/^host: CPU:[0-9]+ \[LOST [0-9]+ EVENTS\]$/ { lost += $4; next }
+	/^host: CPU:/ { print "a loss with no count: " $0; bad = 1; exit }
+	/hvt-sl [0-9]+$/ { if (n && $NF <= last) { print "marker " $NF " after " last; bad = 1; exit }
+		last = $NF; n++ }
+	END { if (!bad) print n + lost, lost }' "$TMP/c.txt")
+case $verdict in
+"$W 0") fail "no host event was lost: the step checks nothing (buffer_size_kb?)" ;;
+"$W "*) ;;
+*) fail "host markers printed + lost: $verdict, expected $W" ;;
+esac
+grep -q "host kernel cpu [0-9]*: [0-9]* events, [1-9][0-9]* lost" "$TMP/c.err" ||
+	fail "summary: $(cat "$TMP/c.err")"
+echo "losses: $W host markers written, printed + lost = $W (${verdict#* } lost)"
 
 # Errors.
 expect_errno "no kernel event matches 'no_such_event_xyz'" \
