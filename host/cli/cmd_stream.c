@@ -315,13 +315,14 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		return hvt_cli_usage(VERB, "-e goes with a remote NAME and "
 					   "--kernel");
 	if (s->kernel && s->remote && s->only_cpu >= 0)
-		return hvt_cli_usage(VERB, "--cpu names a CPU of '%s' or of the "
-					   "host: not with NAME --kernel",
+		return hvt_cli_usage(VERB,
+				     "--cpu names a CPU of '%s' or of the "
+				     "host: not with NAME --kernel",
 				     s->spec);
-	if (s->kernel && s->remote && s->instance &&
-	    strchr(s->instance, '/'))
-		return hvt_cli_usage(VERB, "--instance '%s': with a remote NAME "
-					   "an instance name, not a path",
+	if (s->kernel && s->remote && s->instance && strchr(s->instance, '/'))
+		return hvt_cli_usage(VERB,
+				     "--instance '%s': with a remote NAME "
+				     "an instance name, not a path",
 				     s->instance);
 	if (!s->kernel && !s->spec && !s->vm_pid)
 		return hvt_cli_usage(VERB, "no AREA given (or --kernel)");

@@ -255,8 +255,8 @@ static int rs_hpump(struct rs *s)
 
 	s->now_fetch = hvt_cli_now_ns();
 	for (cpu = 0; cpu < nr; cpu++) {
-		struct hvtrace_ring *ring = hvtrace_tracedat_kernel_ring(s->hk,
-									 cpu);
+		struct hvtrace_ring *ring =
+			hvtrace_tracedat_kernel_ring(s->hk, cpu);
 
 		for (i = 0; ring && i < RS_HOST_READ; i++) {
 			ret = hvtrace_ring_peek(ring, &rec);
@@ -631,7 +631,7 @@ static void rs_summary(struct rs *s, double secs)
 	for (i = 0; i < s->nr_q; i++) {
 		struct rs_cpu *c = &s->cpus[i];
 		bool host = s->hk && i >= s->host_q;
-		uint32_t cpu = host		 ? i - s->host_q
+		uint32_t cpu = host		? i - s->host_q
 			       : i < s->nr_cpus ? i
 						: i - s->nr_cpus;
 
@@ -641,8 +641,7 @@ static void rs_summary(struct rs *s, double secs)
 			host		 ? "host kernel "
 			: i < s->nr_cpus ? ""
 					 : "guest kernel ",
-			cpu, c->events,
-			c->lost,
+			cpu, c->events, c->lost,
 			c->lost_unknown ? " (and an unknown number)" : "");
 	}
 	fprintf(stderr,

@@ -260,9 +260,9 @@ struct hvtrace_tracedat_kernel;
  * Return: 0 or a negative errno (-ENOENT: a pattern matched no event, or
  * no tracefs; -EACCES: not root); what was changed is put back.
  */
-HVTRACE_API int hvtrace_tracedat_kernel_open(const char *instance,
-					     const char *const *events,
-					     struct hvtrace_tracedat_kernel **out);
+HVTRACE_API int
+hvtrace_tracedat_kernel_open(const char *instance, const char *const *events,
+			     struct hvtrace_tracedat_kernel **out);
 
 /** hvtrace_tracedat_kernel_nr_cpus - the instance's CPU buffers */
 HVTRACE_API unsigned int
@@ -280,7 +280,8 @@ hvtrace_tracedat_kernel_ring(struct hvtrace_tracedat_kernel *k,
  * hvtrace_tracedat_kernel_close - put back the instance's clock, events and
  * tracing_on, remove it if _open() created it, free @k (NULL: nothing)
  */
-HVTRACE_API void hvtrace_tracedat_kernel_close(struct hvtrace_tracedat_kernel *k);
+HVTRACE_API void
+hvtrace_tracedat_kernel_close(struct hvtrace_tracedat_kernel *k);
 
 /* --- writing (the low-level writer the recorder uses) ---------------------- */
 
