@@ -69,7 +69,8 @@ struct rs {
 	struct hvtrace_decoder *dec;
 	struct rs_cpu *cpus;
 	uint32_t nr_cpus;
-	uint32_t nr_q;		  /* queues: nr_cpus, then the kernel's CPUs */
+	uint32_t nr_q;		  /* queues: nr_cpus, the guest kernel's CPUs, then
+				   * the host kernel's */
 	struct hvtrace_daemon_kring *kr; /* the guest kernel's ring, or NULL */
 	struct hvtrace_tracedat_kernel *hk; /* the host kernel, or NULL */
 	struct hvtrace_decoder *hdec;	    /* ... its formats */
