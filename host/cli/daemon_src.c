@@ -17,7 +17,8 @@
  * clock, the host's CLOCK_MONOTONIC, so its times need no conversion):
  * its CPUs are the last queues, read through their rings before the guest
  * kernel's in each pass (so a host event that a guest event followed is
- * never fetched after it), decoded with the host's formats and printed
+ * not fetched after it, while the host's backlog fits in one pass),
+ * decoded with the host's formats and printed
  * with a "host: " prefix, as trace-cmd report starts a buffer's lines with
  * its name.
  */
