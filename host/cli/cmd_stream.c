@@ -38,6 +38,8 @@
 static const char st_usage[] =
 	"usage: hvtrace stream AREA [OPTIONS]\n"
 	"       hvtrace stream NAME [--socket PATH] [OPTIONS]\n"
+	"       hvtrace stream NAME --kernel [-e EVENT]... [--instance NAME]\n"
+	"                      [OPTIONS]\n"
 	"       hvtrace stream --kernel [--instance NAME] [OPTIONS]\n"
 	"       hvtrace stream RAMFILE|NAME --guest-kernel [--formats DIR]\n"
 	"                      [OPTIONS]\n"
@@ -77,6 +79,16 @@ static const char st_usage[] =
 	"ends once an area's writer stopped and was read to the end (unless\n"
 	"--follow) or when the remote is detached.\n"
 	"\n"
+	"NAME --kernel adds the host kernel's events to the same merge: a\n"
+	"tracefs instance of its own (instances/hvtrace-stream-PID, or\n"
+	"--instance NAME) on the mono trace clock, the host's\n"
+	"CLOCK_MONOTONIC, so host, guest kernel and guest user events share\n"
+	"one timeline; -e EVENT enables events there (repeatable; patterns\n"
+	"as for record; ftrace:print is every write to the instance's\n"
+	"trace_marker).  Host lines start with \"host: \" (the host's CPU\n"
+	"numbers are its own).  At exit the instance is removed, or, when\n"
+	"it was there before, its clock, events and tracing_on are put back.\n"
+	"\n"
 	"--guest-kernel reads a guest kernel's own ftrace ring from its RAM\n"
 	"file, with no agent and after the guest died (a guest started with\n"
 	"'hvtrace guest start NAME --kernel-events LIST': NAME stands for\n"
@@ -103,7 +115,10 @@ static const char st_usage[] =
 	"error).\n"
 	"\n"
 	"options:\n"
-	"  --kernel            read the host kernel's ring buffer\n"
+	"  --kernel            read the host kernel's ring buffer (with\n"
+	"                      NAME: beside the remote's events)\n"
+	"  -e, --event EVENT   with NAME --kernel: enable host kernel\n"
+	"                      events EVENT (sys, sys:event, event, all)\n"
 	"  --guest-kernel      read a guest kernel's ring from guest RAM\n"
 	"  --vm-pid PID        ... from the memory of VMM process PID\n"
 	"  --formats DIR       the guest kernel's event formats (a directory\n"
@@ -112,7 +127,7 @@ static const char st_usage[] =
 	"                      --kernel-events: its user events only, not its\n"
 	"                      kernel's ring merged beside them\n"
 	"  --instance NAME     with --kernel: tracefs instance NAME (or a\n"
-	"                      path)\n"
+	"                      path; with a remote NAME: a name only)\n"
 	"  --cpu N             only CPU N\n"
 	"  --count N           stop after N events\n"
 	"  --timeout S         stop after S seconds\n"
@@ -157,6 +172,8 @@ enum {
 	OPT_NO_GUEST_KERNEL,
 };
 
+#define ST_MAX_EVENTS 64 /* -e patterns */
+
 static void st_sleep_poll(void)
 {
 	struct timespec ts = {0, (long)CONFIG_HVT_HOST_POLL_US * 1000L};
@@ -182,6 +199,7 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		{"formats", required_argument, NULL, OPT_FORMATS},
 		{"vm-pid", required_argument, NULL, OPT_VM_PID},
 		{"no-guest-kernel", no_argument, NULL, OPT_NO_GUEST_KERNEL},
+		{"event", required_argument, NULL, 'e'},
 		{NULL, 0, NULL, 0},
 	};
 	unsigned long long v;
@@ -191,8 +209,15 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 	s->window_ms = ST_DEFAULT_WINDOW_MS;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":e:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'e':
+			if (s->nr_events >= ST_MAX_EVENTS)
+				return hvt_cli_usage(VERB,
+						     "more than %d -e patterns",
+						     ST_MAX_EVENTS);
+			s->events[s->nr_events++] = optarg;
+			break;
 		case OPT_KERNEL:
 			s->kernel = true;
 			break;
@@ -279,9 +304,26 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 	if (s->vm_pid && (s->spec || s->kernel))
 		return hvt_cli_usage(VERB, "--vm-pid names the guest RAM: give "
 					   "no AREA, NAME or --kernel with it");
-	if (s->kernel && s->spec)
+	s->remote = s->spec && !s->vm_pid && !s->guest_kernel &&
+		    hvtrace_daemon_name_is_remote(s->spec);
+	if (s->kernel && s->spec && !s->remote)
 		return hvt_cli_usage(VERB,
-				     "give an AREA or --kernel, not both");
+				     "give an AREA or --kernel, not both (a "
+				     "remote NAME takes --kernel: the host "
+				     "kernel beside it)");
+	if (s->nr_events && !(s->kernel && s->remote))
+		return hvt_cli_usage(VERB, "-e goes with a remote NAME and "
+					   "--kernel");
+	if (s->kernel && s->remote && s->only_cpu >= 0)
+		return hvt_cli_usage(VERB,
+				     "--cpu names a CPU of '%s' or of the "
+				     "host: not with NAME --kernel",
+				     s->spec);
+	if (s->kernel && s->remote && s->instance && strchr(s->instance, '/'))
+		return hvt_cli_usage(VERB,
+				     "--instance '%s': with a remote NAME "
+				     "an instance name, not a path",
+				     s->instance);
 	if (!s->kernel && !s->spec && !s->vm_pid)
 		return hvt_cli_usage(VERB, "no AREA given (or --kernel)");
 	if (s->instance && !s->kernel)
@@ -642,8 +684,13 @@ static int cmd_stream(int argc, char **argv)
 	ret = st_parse(&s, argc, argv);
 	if (ret)
 		return ret;
-	if (!s.kernel && !s.guest_kernel &&
-	    hvtrace_daemon_name_is_remote(s.spec)) {
+	if (s.kernel && s.remote) {
+		/* The host kernel beside the remote, in its merge. */
+		s.events[s.nr_events] = NULL;
+		s.kernel = false;
+		s.host_kernel = true;
+	}
+	if (!s.kernel && !s.guest_kernel && s.remote) {
 		struct hvt_rstream_opts o = {
 			.name = s.spec,
 			.sock = s.sock,
@@ -655,6 +702,9 @@ static int cmd_stream(int argc, char **argv)
 			.follow = s.follow,
 			.summary = s.summary,
 			.user_only = s.no_guest_kernel,
+			.host_kernel = s.host_kernel,
+			.kernel_instance = s.instance,
+			.kernel_events = (const char *const *)s.events,
 		};
 
 		if (s.read_only)

@@ -12,7 +12,15 @@
  * reorder window, and printed exactly as hvtrace stream prints an area.
  * A rig guest's kernel ring (daemon_kring.c) joins the same merge: its
  * CPUs are queues after the remote's, its mono timestamps go through the
- * same TO_HOST as the agent's.
+ * same TO_HOST as the agent's.  With --kernel the host kernel joins too
+ * (hvtrace_tracedat_kernel_open(): a tracefs instance on the mono trace
+ * clock, the host's CLOCK_MONOTONIC, so its times need no conversion):
+ * its CPUs are the last queues, read through their rings before the guest
+ * kernel's in each pass (so a host event that a guest event followed is
+ * not fetched after it, while the host's backlog fits in one pass),
+ * decoded with the host's formats and printed
+ * with a "host: " prefix, as trace-cmd report starts a buffer's lines with
+ * its name.
  */
 #include <errno.h>
 #include <limits.h>
@@ -24,6 +32,7 @@
 #include <unistd.h>
 
 #include <hvtrace.h>
+#include <hvtrace-tracedat.h>
 
 #include "cli.h"
 #include "daemon_src.h"
@@ -32,12 +41,15 @@
 #define RS_REFRESH_NS 250000000ULL /* remote state polls */
 #define RS_STATUS_NS  500000000ULL
 #define RS_WAIT_MS    20 /* longest sleep for a page */
+#define RS_HOST_READ  4096u /* host kernel records per CPU and pass */
+#define RS_HOST_INSTANCE "hvtrace-stream-%d" /* the private instance */
 
 struct rs_rec {
 	struct rs_rec *next;
 	uint64_t ts, host, fetched, lost;
 	int cpu;
-	uint32_t q; /* its queue: the remote's CPU, or nr_cpus + kernel CPU */
+	uint32_t q; /* its queue: the remote's CPU, nr_cpus + the guest
+		     * kernel's CPU, or host_q + the host kernel's CPU */
 	uint32_t len;
 	uint8_t data[];
 };
@@ -58,8 +70,15 @@ struct rs {
 	struct hvtrace_decoder *dec;
 	struct rs_cpu *cpus;
 	uint32_t nr_cpus;
-	uint32_t nr_q;		  /* queues: nr_cpus, then the kernel's CPUs */
+	uint32_t nr_q;		  /* queues: nr_cpus, the guest kernel's CPUs, then
+				   * the host kernel's */
 	struct hvtrace_daemon_kring *kr; /* the guest kernel's ring, or NULL */
+	struct hvtrace_tracedat_kernel *hk; /* the host kernel, or NULL */
+	struct hvtrace_decoder *hdec;	    /* ... its formats */
+	uint32_t host_q;		    /* its first queue */
+	bool host_frozen;		    /* draining: read it no more */
+	uint64_t hcomm_ns;		    /* last saved_cmdlines read */
+	char hinst[64];			    /* its private instance's name */
 	char kformats[PATH_MAX];        /* its formats' folder */
 	uint64_t sub_dropped; /* subscriber drops seen so far */
 	uint64_t comm_tried_ns;
@@ -81,42 +100,54 @@ static int rs_fail(struct rs *s)
 	return hvt_cli_error(s->verb, "%s", hvtrace_last_error());
 }
 
-static int rs_add_event(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
+/* A record at the tail of queue @q; NULL when out of memory. */
+static struct rs_rec *rs_queue(struct rs *s, uint32_t q, uint32_t cpu,
+			       uint64_t ts, uint64_t lost, const void *p,
+			       uint32_t len)
 {
-	struct rs *s = arg;
-	struct rs_cpu *c = &s->cpus[s->page_q];
+	struct rs_cpu *c = &s->cpus[q];
 	struct rs_rec *r;
 
 	r = malloc(sizeof(*r) + len);
 	if (!r)
-		return -ENOMEM;
+		return NULL;
 	r->next = NULL;
 	r->ts = ts;
 	r->host = ts;
 	r->fetched = s->now_fetch;
-	r->lost = s->page_lost;
-	s->page_lost = 0;
-	r->cpu = (int)s->page_cpu;
-	r->q = s->page_q;
+	r->lost = lost;
+	r->cpu = (int)cpu;
+	r->q = q;
 	r->len = len;
 	memcpy(r->data, p, len);
-	if (s->nr_conv == s->cap_conv) {
-		size_t cap = s->cap_conv ? s->cap_conv * 2 : 1024;
-		struct rs_rec **v = realloc(s->conv, cap * sizeof(*v));
-
-		if (!v) {
-			free(r);
-			return -ENOMEM;
-		}
-		s->conv = v;
-		s->cap_conv = cap;
-	}
-	s->conv[s->nr_conv++] = r;
 	if (c->tail)
 		c->tail->next = r;
 	else
 		c->head = r;
 	c->tail = r;
+	return r;
+}
+
+static int rs_add_event(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
+{
+	struct rs *s = arg;
+	struct rs_rec *r;
+
+	/* Room to convert it first: a queued record is always converted. */
+	if (s->nr_conv == s->cap_conv) {
+		size_t cap = s->cap_conv ? s->cap_conv * 2 : 1024;
+		struct rs_rec **v = realloc(s->conv, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->conv = v;
+		s->cap_conv = cap;
+	}
+	r = rs_queue(s, s->page_q, s->page_cpu, ts, s->page_lost, p, len);
+	if (!r)
+		return -ENOMEM;
+	s->page_lost = 0;
+	s->conv[s->nr_conv++] = r;
 	return 0;
 }
 
@@ -214,6 +245,40 @@ static int rs_kpump(struct rs *s)
 	return n;
 }
 
+/* What the host kernel wrote since the last call (at most RS_HOST_READ
+ * records a CPU); the number of records, or -1.  Its times are the host's
+ * CLOCK_MONOTONIC already (the instance's mono trace clock). */
+static int rs_hpump(struct rs *s)
+{
+	uint32_t cpu, nr = hvtrace_tracedat_kernel_nr_cpus(s->hk);
+	struct hvtrace_record rec;
+	unsigned int i;
+	int n = 0, ret;
+
+	s->now_fetch = hvt_cli_now_ns();
+	for (cpu = 0; cpu < nr; cpu++) {
+		struct hvtrace_ring *ring =
+			hvtrace_tracedat_kernel_ring(s->hk, cpu);
+
+		for (i = 0; ring && i < RS_HOST_READ; i++) {
+			ret = hvtrace_ring_peek(ring, &rec);
+			if (ret < 0)
+				return hvt_cli_error(s->verb,
+						     "the host kernel's ring: "
+						     "%s",
+						     hvtrace_last_error());
+			if (!ret)
+				break;
+			if (!rs_queue(s, s->host_q + cpu, cpu, rec.ts,
+				      rec.lost_before, rec.data, rec.size))
+				return hvt_cli_error(s->verb, "out of memory");
+			hvtrace_ring_consume(ring);
+			n++;
+		}
+	}
+	return n;
+}
+
 /* Host times for the records that arrived since the last call. */
 static int rs_convert(struct rs *s)
 {
@@ -266,12 +331,30 @@ static void rs_comm(struct rs *s, int pid)
 	}
 }
 
+/* Name the host's pids from its saved_cmdlines, read again at most once a
+ * second for a pid it did not have (as trace_pipe looks them up). */
+static void rs_hcomm(struct rs *s, int pid)
+{
+	uint64_t now;
+
+	if (pid <= 0 || hvtrace_decoder_comm(s->hdec, pid))
+		return;
+	now = hvt_cli_now_ns();
+	if (now - s->hcomm_ns >= 1000000000ULL) {
+		s->hcomm_ns = now;
+		hvtrace_decoder_load_cmdlines(s->hdec, NULL);
+	}
+}
+
 static int rs_print(struct rs *s, struct rs_rec *r)
 {
 	struct rs_cpu *c = &s->cpus[r->q];
-	bool kernel = r->q >= s->nr_cpus;
+	bool host = s->hk && r->q >= s->host_q;
+	bool kernel = !host && r->q >= s->nr_cpus;
 	struct hvtrace_decoder *dec =
-		kernel ? hvtrace_daemon_kring_decoder(s->kr) : s->dec;
+		host	 ? s->hdec
+		: kernel ? hvtrace_daemon_kring_decoder(s->kr)
+			 : s->dec;
 	struct hvtrace_record rec;
 	int n;
 
@@ -285,10 +368,17 @@ static int rs_print(struct rs *s, struct rs_rec *r)
 			s->lost += r->lost;
 		}
 		n = hvtrace_format_lost(r->cpu, r->lost, buf, sizeof(buf));
+		if (n > 0 && host)
+			rs_write(s, "host: ", 6);
 		if (n > 0)
 			rs_write(s, buf, (size_t)n);
 	}
-	if (r->len >= 8) {
+	if (r->len >= 8 && host) {
+		int32_t pid;
+
+		memcpy(&pid, r->data + 4, 4);
+		rs_hcomm(s, pid);
+	} else if (r->len >= 8) {
 		int32_t pid;
 		const char *comm;
 
@@ -322,6 +412,8 @@ static int rs_print(struct rs *s, struct rs_rec *r)
 		if (!s->line)
 			return hvt_cli_error(s->verb, "out of memory");
 	}
+	if (host)
+		rs_write(s, "host: ", 6);
 	rs_write(s, s->line, (size_t)n);
 	c->events++;
 	s->printed++;
@@ -348,7 +440,8 @@ static int rs_emit(struct rs *s, bool flush)
 			struct rs_cpu *c = &s->cpus[i];
 			uint32_t cpu = i < s->nr_cpus ? i : i - s->nr_cpus;
 
-			if (s->o->cpu >= 0 && (int)cpu != s->o->cpu)
+			if (s->o->cpu >= 0 && (int)cpu != s->o->cpu &&
+			    !(s->hk && i >= s->host_q))
 				continue;
 			if (!c->head) {
 				all = false;
@@ -410,6 +503,14 @@ static int rs_pump(struct rs *s, int wait_ms)
 		if (s->nr_conv >= 16384)
 			break;
 	}
+	/* The host kernel before the guest kernel: a guest event written
+	 * after a host one (caused by it) is never fetched first. */
+	if (s->hk && !s->host_frozen) {
+		ret = rs_hpump(s);
+		if (ret < 0)
+			return -1;
+		got += ret;
+	}
 	if (s->kr) {
 		ret = rs_kpump(s);
 		if (ret < 0)
@@ -451,6 +552,30 @@ static int rs_refresh(struct rs *s)
 	return ret;
 }
 
+/* The host kernel beside: its instance on the mono trace clock. */
+static int rs_host_open(struct rs *s)
+{
+	const char *inst = s->o->kernel_instance;
+
+	if (!inst) {
+		snprintf(s->hinst, sizeof(s->hinst), RS_HOST_INSTANCE,
+			 (int)getpid());
+		inst = s->hinst;
+	}
+	if (hvtrace_tracedat_kernel_open(inst, s->o->kernel_events, &s->hk))
+		return hvt_cli_error(s->verb, "the host kernel: %s",
+				     hvtrace_last_error());
+	if (hvtrace_decoder_new_kernel(NULL, &s->hdec))
+		return rs_fail(s);
+	hvtrace_decoder_load_cmdlines(s->hdec, NULL);
+	fprintf(stderr,
+		"hvtrace stream: '%s': the host kernel's events (instance %s, "
+		"%u CPUs, trace clock mono) beside, their lines start with "
+		"'host: '\n",
+		s->o->name, inst, hvtrace_tracedat_kernel_nr_cpus(s->hk));
+	return 0;
+}
+
 static int rs_open(struct rs *s)
 {
 	int ret;
@@ -482,6 +607,13 @@ static int rs_open(struct rs *s)
 			return ret;
 	}
 	s->nr_q = s->nr_cpus + (s->kr ? hvtrace_daemon_kring_cpus(s->kr) : 0);
+	s->host_q = s->nr_q;
+	if (s->o->host_kernel) {
+		ret = rs_host_open(s);
+		if (ret)
+			return ret;
+		s->nr_q += hvtrace_tracedat_kernel_nr_cpus(s->hk);
+	}
 	s->cpus = calloc(s->nr_q, sizeof(*s->cpus));
 	s->line_cap = 8192;
 	s->line = malloc(s->line_cap);
@@ -504,13 +636,18 @@ static void rs_summary(struct rs *s, double secs)
 
 	for (i = 0; i < s->nr_q; i++) {
 		struct rs_cpu *c = &s->cpus[i];
-		uint32_t cpu = i < s->nr_cpus ? i : i - s->nr_cpus;
+		bool host = s->hk && i >= s->host_q;
+		uint32_t cpu = host		? i - s->host_q
+			       : i < s->nr_cpus ? i
+						: i - s->nr_cpus;
 
-		if (s->o->cpu >= 0 && (int)cpu != s->o->cpu)
+		if (s->o->cpu >= 0 && (int)cpu != s->o->cpu && !host)
 			continue;
 		fprintf(stderr, "  %scpu %u: %llu events, %llu lost%s\n",
-			i < s->nr_cpus ? "" : "guest kernel ", cpu, c->events,
-			c->lost,
+			host		 ? "host kernel "
+			: i < s->nr_cpus ? ""
+					 : "guest kernel ",
+			cpu, c->events, c->lost,
 			c->lost_unknown ? " (and an unknown number)" : "");
 	}
 	fprintf(stderr,
@@ -530,6 +667,10 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 	memset(&s, 0, sizeof(s));
 	s.o = o;
 	s.verb = "stream";
+	/* A host instance is set up in rs_open(): a stop signal from then on
+	 * must let it be put back. */
+	if (o->host_kernel)
+		hvt_cli_catch_stop_signals(false);
 	ret = rs_open(&s);
 	if (ret)
 		goto out;
@@ -553,6 +694,9 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 				ret = rs_fail(&s);
 				break;
 			}
+			/* The host kernel up to now, not what it keeps
+			 * writing (its own events about this reader). */
+			s.host_frozen = true;
 			while ((got = rs_pump(&s, 0)) > 0)
 				;
 			if (got < 0) {
@@ -638,6 +782,8 @@ out:
 	free(s.line);
 	rs_free_queues(&s);
 	hvtrace_decoder_free(s.dec);
+	hvtrace_decoder_free(s.hdec);
+	hvtrace_tracedat_kernel_close(s.hk);
 	hvt_cli_kring_close(s.kr, s.kformats);
 	hvtrace_daemon_events_free(&s.evs);
 	hvtrace_daemon_feed_close(s.feed);

@@ -18,6 +18,11 @@ struct hvt_rstream_opts {
 	double window_ms;	  /* reorder window */
 	bool drain, follow, summary;
 	bool user_only; /* not the guest kernel's ring beside */
+	/* The host kernel beside (--kernel): its tracefs instance (NULL: a
+	 * private one) and the events to enable there (NULL-terminated). */
+	bool host_kernel;
+	const char *kernel_instance;
+	const char *const *kernel_events;
 };
 
 /* hvtrace stream NAME: the remote's events through hvtraced. */

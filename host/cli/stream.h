@@ -39,6 +39,10 @@ struct st_state {
 	bool no_guest_kernel; /* NAME: its user events only */
 	const char *formats;
 	int vm_pid; /* --vm-pid: the VMM process */
+	bool remote;	  /* spec is a remote NAME of hvtraced */
+	bool host_kernel; /* NAME --kernel: the host kernel beside */
+	const char *events[65]; /* -e patterns, NULL-terminated */
+	unsigned int nr_events;
 
 	/* sources */
 	struct hvtrace_area *area;

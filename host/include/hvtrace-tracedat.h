@@ -241,6 +241,48 @@ HVTRACE_API int hvtrace_tracedat_record_finish(struct hvtrace_tracedat_record *r
 /** hvtrace_tracedat_record_abort - restore and free; no file is left */
 HVTRACE_API void hvtrace_tracedat_record_abort(struct hvtrace_tracedat_record *r);
 
+/* --- the host kernel, live ----------------------------------------------- */
+
+struct hvtrace_tracedat_kernel;
+
+/**
+ * hvtrace_tracedat_kernel_open - own a host tracefs instance for a live read
+ * @instance: instances/NAME, created when missing and removed again by
+ *            _close(); NULL or "": the top-level instance
+ * @events:   patterns of events to enable, as for a recording
+ *            (NULL-terminated); NULL: the instance keeps what it has
+ * @out:      the new handle
+ *
+ * Sets the instance up as a recording does: trace clock mono (the host's
+ * CLOCK_MONOTONIC), buffer cleared, @events enabled, tracing on.  The
+ * caller reads each CPU through hvtrace_tracedat_kernel_ring().
+ *
+ * Return: 0 or a negative errno (-ENOENT: a pattern matched no event, or
+ * no tracefs; -EACCES: not root); what was changed is put back.
+ */
+HVTRACE_API int
+hvtrace_tracedat_kernel_open(const char *instance, const char *const *events,
+			     struct hvtrace_tracedat_kernel **out);
+
+/** hvtrace_tracedat_kernel_nr_cpus - the instance's CPU buffers */
+HVTRACE_API unsigned int
+hvtrace_tracedat_kernel_nr_cpus(const struct hvtrace_tracedat_kernel *k);
+
+/**
+ * hvtrace_tracedat_kernel_ring - the ring of CPU @cpu, the handle's (not to
+ * be closed); NULL when there is no such CPU
+ */
+HVTRACE_API struct hvtrace_ring *
+hvtrace_tracedat_kernel_ring(struct hvtrace_tracedat_kernel *k,
+			     unsigned int cpu);
+
+/**
+ * hvtrace_tracedat_kernel_close - put back the instance's clock, events and
+ * tracing_on, remove it if _open() created it, free @k (NULL: nothing)
+ */
+HVTRACE_API void
+hvtrace_tracedat_kernel_close(struct hvtrace_tracedat_kernel *k);
+
 /* --- writing (the low-level writer the recorder uses) ---------------------- */
 
 struct hvtrace_tracedat_writer;

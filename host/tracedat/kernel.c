@@ -451,8 +451,13 @@ int hvt_tdat_kernel_enable(struct hvt_tdat_kernel *k, const char *pattern)
 			    e->system, e->name))
 			continue;
 		if (e->saved_enable < 0) {
-			if (kn_read_small(p, v, sizeof(v)))
-				continue; /* no enable file (ftrace) */
+			if (kn_read_small(p, v, sizeof(v))) {
+				/* No enable file: an ftrace event, always on
+				 * (ftrace:print is every trace_marker write):
+				 * selected, nothing to change. */
+				n++;
+				continue;
+			}
 			e->saved_enable = v[0] == '1';
 		}
 		ret = kn_write(p, "1");
@@ -640,6 +645,12 @@ void hvt_tdat_kernel_close(struct hvt_tdat_kernel *k)
 	}
 	free(k->ev);
 	free(k);
+}
+
+struct hvtrace_ring *hvt_tdat_kernel_ring(struct hvt_tdat_kernel *k,
+					  uint32_t cpu)
+{
+	return cpu < k->nr_cpus && k->ring ? k->ring[cpu] : NULL;
 }
 
 uint32_t hvt_tdat_kernel_nr_cpus(const struct hvt_tdat_kernel *k)

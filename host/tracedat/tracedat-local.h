@@ -159,6 +159,11 @@ struct hvt_tdat_krec {
 /* 1 with @rec, 0 when nothing is pending, -errno on failure. */
 HVT_INTERNAL int hvt_tdat_kernel_next(struct hvt_tdat_kernel *k, uint32_t cpu,
 				      struct hvt_tdat_krec *rec);
+/* The ring of @cpu once started (NULL before, or no such CPU), the
+ * instance's: read it with hvtrace_ring_peek()/_consume(), not mixed with
+ * hvt_tdat_kernel_next(). */
+HVT_INTERNAL struct hvtrace_ring *
+hvt_tdat_kernel_ring(struct hvt_tdat_kernel *k, uint32_t cpu);
 /* Malformed data the kernel readers skipped. */
 HVT_INTERNAL uint64_t hvt_tdat_kernel_errors(const struct hvt_tdat_kernel *k);
 /* Is @id a kernel event id (as of open)? */
