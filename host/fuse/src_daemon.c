@@ -79,6 +79,7 @@ struct fz_daemon {
 	struct hvtrace_daemon_feed *feed; /* the thread's */
 	struct fz_dremote *all;		  /* live and dead: freed at stop */
 	uint64_t next_refresh, next_connect;
+	uint64_t kring_noted; /* kring remotes said to be left out, id % 64 */
 	bool logged_down;
 	const struct hvtrace_fuse_options *o; /* kring_open, kring_close */
 	unsigned int nr_kr;		      /* rings open */
@@ -835,9 +836,25 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 		    fzd_comms(d, x))
 			x->comms_ns = now;
 	}
-	for (i = 0; i < n; i++)
-		if (!fzd_by_id(d, recs[i].id))
-			fzd_add(d, &recs[i]);
+	for (i = 0; i < n; i++) {
+		if (fzd_by_id(d, recs[i].id))
+			continue;
+		/* A guest kernel ring attached by pid has no clock model: its
+		 * times are the guest's own, which the view would show as the
+		 * host's.  Left out, and said once. */
+		if (recs[i].transport == HVT_TRANSPORT_KRING) {
+			if (!(d->kring_noted & (1ull << (recs[i].id % 64))))
+				fprintf(stderr,
+					"hvtrace mount: '%s' (a guest kernel "
+					"ring attached by pid) is left out: "
+					"its times are the guest's own; read "
+					"it with hvtrace stream %s\n",
+					recs[i].name, recs[i].name);
+			d->kring_noted |= 1ull << (recs[i].id % 64);
+			continue;
+		}
+		fzd_add(d, &recs[i]);
+	}
 	free(recs);
 	return 0;
 }
