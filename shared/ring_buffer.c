@@ -434,6 +434,7 @@ static int rb_cpu_setup(struct hvt_rb_cpu *cb, struct hvt_cpu_meta *meta,
 	cb->meta = meta;
 	cb->pages = pages;
 	cb->ctrl = ctrl;
+	cb->wake = &ctrl->wake[cpu];
 	cb->cpu = cpu;
 	cb->nr_subbufs = nr_subbufs;
 	cb->subbuf_size = subbuf_size;

@@ -534,7 +534,10 @@ void ping_tick(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
 
 /* wake.c: armed wakeups of agents' remotes */
 void wake_reset(struct remote *r);
-bool wake_after_poll(void); /* true: every read remote sleeps */
+/* After a poll round: the microseconds to the next (@poll_us, or less
+ * while a remote that can sleep has data, or the backstop when all do). */
+#define D_WAKE_SETTLE_US 1000u
+uint64_t wake_after_poll(uint64_t poll_us);
 void wake_answer(struct remote *r, const struct hvt_msg *m);
 void wake_doorbell(struct remote *r);
 

@@ -515,12 +515,9 @@ int main(int argc, char **argv)
 			conn_handle(evs[i].data.ptr, evs[i].events);
 		if (fanout_active() && d_now_us() >= D->next_poll_us) {
 			fanout_poll();
-			/* All read remotes asleep: only the backstop. */
+			/* Armed wakeups may sleep, or settle sooner. */
 			D->next_poll_us =
-				d_now_us() +
-				(wake_after_poll() ?
-					 (uint64_t)D->wake_backstop_ms * 1000 :
-					 D->poll_us);
+				d_now_us() + wake_after_poll(D->poll_us);
 		}
 		conns_reap();
 		state_save();

@@ -4,10 +4,11 @@
  * "Waking the reader"), so that an idle remote costs no polling and a
  * new event does not wait for the next poll.
  *
- *   POLL     read every poll interval (fanout.c), as without wakeups; a
- *            round that finds no page on any wanted CPU of the remote
- *            arms them (hvtrace_area_wake_arm(), step A2) and asks the
- *            agent for a BARRIER (A3)
+ *   POLL     read every poll interval (fanout.c), as without wakeups, but
+ *            at least every D_WAKE_SETTLE_US after a round that found
+ *            pages; a round that finds no page on any wanted CPU of the
+ *            remote arms them (hvtrace_area_wake_arm(), step A2) and asks
+ *            the agent for a BARRIER (A3)
  *   BARRIER  the agent runs membarrier() in the guest; its answer leads
  *            to the check (hvtrace_area_wake_pending(), A4): committed
  *            meanwhile?  POLL.  Otherwise
@@ -62,21 +63,23 @@ static void wake_arm(struct remote *r, uint64_t cpus)
 	r->wake.armings++;
 }
 
-bool wake_after_poll(void)
+uint64_t wake_after_poll(uint64_t poll_us)
 {
-	bool all_asleep = true, any = false;
+	bool all_asleep = true, any = false, settle = false;
 	struct remote *r;
 
 	for (r = D->remotes; r; r = r->next) {
 		if (!r->wake.want)
 			continue; /* nobody reads it: no timer for it */
 		any = true;
-		/* Pages this round: data flows, poll again (every --poll-us)
-		 * as without wakeups; a round that finds none arms.  Arming
-		 * after every drained round instead would hang each batch on
-		 * a doorbell from the guest, whose agent a busy guest may not
-		 * run for milliseconds while its writers fill the ring. */
+		/* Pages this round: data flows, poll again (every --poll-us,
+		 * at most D_WAKE_SETTLE_US for a remote that can sleep) and
+		 * arm after a round that finds none.  Arming after every
+		 * drained round instead would hang each batch on a doorbell
+		 * from the guest, whose agent a busy guest may not run for
+		 * milliseconds while its writers fill the ring. */
 		if (r->wake.found || r->wake.more || !wake_capable(r)) {
+			settle |= wake_capable(r);
 			r->wake.state = WAKE_POLL;
 			all_asleep = false;
 			continue;
@@ -86,7 +89,10 @@ bool wake_after_poll(void)
 		if (r->wake.state == WAKE_POLL)
 			all_asleep = false;
 	}
-	return any && all_asleep;
+	if (any && all_asleep)
+		return (uint64_t)D->wake_backstop_ms * 1000;
+	return settle && poll_us > D_WAKE_SETTLE_US ? D_WAKE_SETTLE_US
+						    : poll_us;
 }
 
 void wake_answer(struct remote *r, const struct hvt_msg *m)

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * Armed wakeups through the agent (docs/design.md, "Waking the reader"):
- * hvtraced backs off to polling its rings once a minute here
- * (--poll-max-us 60 s, a backstop of an hour), so an idle remote is read
- * again only when a writer rings: the writer rings the agent, the agent
- * sends DOORBELL, the daemon reads at once.
+ * hvtraced polls its rings once a minute here (--poll-us and
+ * --poll-max-us 60 s, a backstop of an hour), so an event can reach a
+ * subscriber within the test's time only by the doorbell: the writer
+ * rings the agent, the agent sends DOORBELL, the daemon reads at once
+ * (then settles with one more round 1 ms later, finds nothing, and arms
+ * again).
  *
  * A workload writes 8 events 200 ms apart; each must arrive (decoded by
  * libtraceevent, every field checked) before the next is written, and the
- * remote's counters must show the handshake for each: the daemon slept
- * (armed, the agent's BARRIER answered, nothing committed meanwhile) and
- * a doorbell woke it.  With --no-wakeups the counters stay 0 and the
- * test fails.
+ * remote's counters must show doorbells and the daemon asleep.  With
+ * --no-wakeups the first event does not arrive.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -50,7 +50,8 @@ static void wait_record(struct hvtrace_daemon *dc, struct tep_handle *tep,
 	while (seen->n < want) {
 		if (h_now_ns() > deadline)
 			t_fail("record %u did not arrive within %d ms: no "
-			       "doorbell woke the daemon",
+			       "doorbell woke the daemon (it polls once a "
+			       "minute here)",
 			       want - 1, timeout_ms);
 		ret = hvtrace_daemon_recv(dc, &m, 200);
 		if (ret < 0)
@@ -97,12 +98,15 @@ static void run(struct hvtrace_daemon *dc, struct h_agent *a)
 	for (i = 0; i < COUNT; i++)
 		if (counts[i] != 1)
 			t_fail("seq %u arrived %u times", i, counts[i]);
-	/* Each doorbell woke a sleeping daemon. */
-	if (info_field(dc, a->remote, "wake_doorbells") - bells0 < COUNT)
-		t_fail("fewer doorbells than %u", COUNT);
-	if (info_field(dc, a->remote, "wake_sleeps") - sleeps0 < COUNT)
-		t_fail("the daemon slept fewer than %u times", COUNT);
-	printf("%u records, each rung for: %llu doorbells, %llu sleeps\n",
+	/* Every record arrived although the daemon polls once a minute:
+	 * doorbells brought them (one may bring two under load). */
+	if (info_field(dc, a->remote, "wake_doorbells") - bells0 < 1)
+		t_fail("no doorbell counted");
+	/* Under load a doorbell may come while the daemon still waits for
+	 * the BARRIER answer: then it did not count as asleep that time. */
+	if (info_field(dc, a->remote, "wake_sleeps") - sleeps0 < 1)
+		t_fail("the daemon never slept");
+	printf("%u records, rung for: %llu doorbells, %llu sleeps\n",
 	       seen.n,
 	       (unsigned long long)(info_field(dc, a->remote,
 					       "wake_doorbells") -
@@ -118,7 +122,8 @@ int main(void)
 	struct h_agent a;
 	struct hvt_msg m, r;
 
-	dc = h_start("--poll-max-us 60000000 --wake-backstop-ms 3600000");
+	dc = h_start("--poll-us 60000000 --poll-max-us 60000000 "
+		     "--wake-backstop-ms 3600000");
 	h_agent_start(&a, "wk", NULL);
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_SUBSCRIBE;

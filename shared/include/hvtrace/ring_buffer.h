@@ -50,6 +50,7 @@ struct hvt_rb_cpu {
 	struct hvt_cpu_meta *meta;
 	uint8_t *pages;			/* sub-buffer 0 */
 	const struct hvt_control *ctrl;	/* host-owned, read-only here */
+	const struct hvt_ctrl_wake *wake; /* &ctrl->wake[cpu] */
 	uint32_t cpu;
 	uint32_t nr_subbufs;
 	uint32_t subbuf_size;
@@ -330,9 +331,7 @@ int hvt_rb_wake_slow(struct hvt_rb_cpu *cb, uint64_t wake);
 static inline int hvt_rb_wake_due(struct hvt_rb_cpu *cb)
 {
 	/* W2: relaxed; see ring_wake.c for why no fence is needed here. */
-	uint64_t wake = __atomic_load_n(
-		&cb->ctrl->wake[cb->cpu & (HVT_ABI_MAX_CPUS - 1)].word,
-		__ATOMIC_RELAXED);
+	uint64_t wake = __atomic_load_n(&cb->wake->word, __ATOMIC_RELAXED);
 
 	if (__builtin_expect(HVT_WAKE_GEN(wake) ==
 				     __atomic_load_n(&cb->meta->wake_ack,
