@@ -435,6 +435,7 @@ static int rb_cpu_setup(struct hvt_rb_cpu *cb, struct hvt_cpu_meta *meta,
 	cb->pages = pages;
 	cb->ctrl = ctrl;
 	cb->wake = &ctrl->wake[cpu];
+	cb->wake_seen = 0;
 	cb->cpu = cpu;
 	cb->nr_subbufs = nr_subbufs;
 	cb->subbuf_size = subbuf_size;

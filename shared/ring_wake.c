@@ -40,6 +40,9 @@
  *
  * At most one doorbell per arming: the writers of a CPU buffer claim the
  * gen with a compare-and-swap on meta->wake_ack; only the winner rings.
+ * Each writer handle remembers the last gen it found claimed
+ * (wake_seen), so the check after a commit compares the wake word with
+ * the handle's own copy, not with the meta.
  * A writer that saw the gen but has not reached at does nothing: a later
  * commit will.  A reader that found data at A4 re-arms with a new gen
  * later; a doorbell still due for the older one may then come early for
@@ -60,13 +63,19 @@ int hvt_rb_wake_slow(struct hvt_rb_cpu *cb, uint64_t wake)
 	if ((int32_t)(HVT_WAKE_POS(word) - HVT_WAKE_AT(wake)) < 0)
 		return 0; /* W3: not up to the watermark yet */
 	ack = __atomic_load_n(&cb->meta->wake_ack, __ATOMIC_RELAXED);
+	/*
+	 * Claimed or not, this gen needs nothing more from this handle: the
+	 * fast path skips it from now on (a relaxed store: the threads of a
+	 * process share the handle; it is only a hint).  The CAS elects the
+	 * one writer that rings; relaxed, since the doorbell carries no data
+	 * (the reader loads the commit word, acquire, when it wakes).  A CAS
+	 * that fails lost to another writer's claim, of this gen or of an
+	 * older one it still held: that writer rings, and any doorbell after
+	 * the arming wakes the reader.
+	 */
+	__atomic_store_n(&cb->wake_seen, gen, __ATOMIC_RELAXED);
 	if (ack == gen)
 		return 0;
-	/*
-	 * Relaxed: the doorbell carries no data; the reader loads the commit
-	 * word (acquire) when it wakes.  The CAS only elects the one writer
-	 * that rings.
-	 */
 	return __atomic_compare_exchange_n(&cb->meta->wake_ack, &ack, gen, 0,
 					   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }

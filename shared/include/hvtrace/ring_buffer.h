@@ -51,6 +51,7 @@ struct hvt_rb_cpu {
 	uint8_t *pages;			/* sub-buffer 0 */
 	const struct hvt_control *ctrl;	/* host-owned, read-only here */
 	const struct hvt_ctrl_wake *wake; /* &ctrl->wake[cpu] */
+	uint32_t wake_seen;		/* a gen claimed already (a hint) */
 	uint32_t cpu;
 	uint32_t nr_subbufs;
 	uint32_t subbuf_size;
@@ -333,8 +334,10 @@ static inline int hvt_rb_wake_due(struct hvt_rb_cpu *cb)
 	/* W2: relaxed; see ring_wake.c for why no fence is needed here. */
 	uint64_t wake = __atomic_load_n(&cb->wake->word, __ATOMIC_RELAXED);
 
+	/* A gen this handle saw claimed needs nothing more: one load of the
+	 * control page and a compare with our own copy. */
 	if (__builtin_expect(HVT_WAKE_GEN(wake) ==
-				     __atomic_load_n(&cb->meta->wake_ack,
+				     __atomic_load_n(&cb->wake_seen,
 						     __ATOMIC_RELAXED),
 			     1))
 		return 0;
