@@ -75,6 +75,12 @@ struct hvtrace_daemon_kring;
 int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 		       uint32_t remote, const char *name, char *formats,
 		       size_t size, struct hvtrace_daemon_kring **out);
+/*
+ * Turn @formats, a guest's console dump, into the agent's formats folder
+ * @agent (linked) with the dump's own trace_clock and saved_cmdlines:
+ * the cache is per kernel build, those two are per boot.  0 or -errno.
+ */
+int hvt_cli_kformats_overlay(const char *agent, const char *formats);
 /* The same, for a verb without a daemon connection of its own. */
 int hvt_cli_kring_of(const char *verb, const char *name, const char *sock,
 		     char *formats, size_t size,

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * The guest kernel's own ring of a remote NAME, for the verbs that read
- * remotes (stream NAME today): its formats, and the ring beside them.
+ * remotes (stream, record, mount): its formats, and the ring beside them.
  *
  * A rig guest started with --kernel-events keeps its kernel's ftrace ring
  * in its RAM file; libhvtrace-daemon's hvtrace_daemon_kring_*() read it.
  * Its formats come, first, from the guest's agent: hvtraced keeps what
  * the agent sent in its formats cache and says where
- * (hvtrace_daemon_kformats_dir()).  Without them (no agent, or it sent
- * none yet) they come from the guest's console: the guest printed them
- * at boot, and the rig's launcher unpacks them (hvtrace-guest kformats
- * NAME DIR) into a private folder that lives as long as the ring is
+ * (hvtrace_daemon_kformats_dir()); the cache is per kernel build, so this
+ * boot's trace_clock and saved_cmdlines come from the console's dump
+ * beside it (hvt_cli_kformats_overlay()).  Without the agent's they come
+ * from the guest's console alone: the guest printed them at boot, and
+ * the rig's launcher unpacks them (hvtrace-guest kformats NAME DIR) into
+ * a private folder that lives as long as the ring is
  * read.  The ring joins the remote's user events
  * only when its trace clock is mono, the clock of the guest's agent, so
  * that both go through hvtraced's conversion to host time; otherwise it is
@@ -18,8 +20,10 @@
  * the kernel section of the guest's trace area instead (the library
  * finds it); the formats and the clock rule are the same.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,14 +45,52 @@ static void ck_rm(const char *dir)
 		hvt_cli_run(argv, NULL);
 }
 
+/*
+ * The agent's formats (hvtraced's cache: one folder per kernel build) with
+ * this boot's own trace_clock and saved_cmdlines from the console dump in
+ * @formats: every other entry of the dump is replaced by a link into the
+ * cache folder, so events enabled later (not in the dump) decode too.
+ */
+int hvt_cli_kformats_overlay(const char *agent, const char *formats)
+{
+	char src[PATH_MAX], dst[PATH_MAX];
+	struct dirent *de;
+	DIR *d = opendir(agent);
+	int ret = 0;
+
+	if (!d)
+		return -errno;
+	while (!ret && (de = readdir(d))) {
+		char *argv[] = {"rm", "-rf", dst, NULL};
+
+		if (de->d_name[0] == '.' ||
+		    !strcmp(de->d_name, "trace_clock") ||
+		    !strcmp(de->d_name, "saved_cmdlines"))
+			continue;
+		if (snprintf(src, sizeof(src), "%s/%s", agent, de->d_name) >=
+			    (int)sizeof(src) ||
+		    snprintf(dst, sizeof(dst), "%s/%s", formats, de->d_name) >=
+			    (int)sizeof(dst)) {
+			ret = -ENAMETOOLONG;
+			break;
+		}
+		hvt_cli_run(argv, NULL);
+		if (symlink(src, dst))
+			ret = -errno;
+	}
+	closedir(d);
+	return ret;
+}
+
 int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 		       uint32_t remote, const char *name, char *formats,
 		       size_t size, struct hvtrace_daemon_kring **out)
 {
 	char ram[PATH_MAX], launcher[PATH_MAX], *argv[5], *text = NULL;
 	char clock[64], agent[PATH_MAX];
-	const char *from = "its agent";
+	const char *from = "its console";
 	const char *what;
+	bool have_agent;
 	int rc, where;
 
 	*out = NULL;
@@ -57,21 +99,10 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 	if (where <= 0)
 		return 0; /* no kernel ring: user events only */
 	what = where == 2 ? "pages" : "ring";
-	if (!hvtrace_daemon_kformats_dir(dc, remote, agent, sizeof(agent))) {
-		if (!hvt_cli_ring_clock_mono(agent, clock, sizeof(clock))) {
-			fprintf(stderr,
-				"hvtrace %s: note: the guest kernel's %s of "
-				"'%s' is left out: its clock is not mono, the "
-				"agent's (hvtrace stream %s --guest-kernel "
-				"reads it alone)\n",
-				verb, what, name, name);
-			return 0;
-		}
-		if ((size_t)snprintf(formats, size, "%s", agent) < size)
-			goto open;
-		formats[0] = '\0'; /* too long for the caller: the console */
-	}
-	from = "its console";
+	have_agent =
+		!hvtrace_daemon_kformats_dir(dc, remote, agent, sizeof(agent));
+	/* This boot's dump from the console: its trace clock and comms are
+	 * the boot's own, which the cache (per kernel build) cannot say. */
 	snprintf(formats, size, CK_PRIVATE "XXXXXX");
 	if (!mkdtemp(formats)) {
 		formats[0] = '\0';
@@ -88,6 +119,25 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 	argv[4] = NULL;
 	rc = hvt_cli_run(argv, &text);
 	free(text);
+	if (have_agent && !rc && !hvt_cli_kformats_overlay(agent, formats)) {
+		from = "its agent, with this boot's clock and comms from its "
+		       "console";
+	} else if (have_agent && rc && where == 2) {
+		/* Copy mode: the kernel section's header names the clock. */
+		ck_rm(formats);
+		if ((size_t)snprintf(formats, size, "%s", agent) >= size)
+			goto none;
+		from = "its agent";
+		goto open;
+	} else if (have_agent && rc) {
+		fprintf(stderr,
+			"hvtrace %s: note: the guest kernel's ring of '%s' is "
+			"left out: this boot's trace clock is not known (its "
+			"console has no formats dump; hvtraced's cache holds "
+			"those of the kernel build, not of a boot)\n",
+			verb, name);
+		goto none;
+	}
 	if (rc || !hvt_cli_ring_clock_mono(formats, clock, sizeof(clock))) {
 		fprintf(stderr,
 			"hvtrace %s: note: the guest kernel's %s of '%s' "

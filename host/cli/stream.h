@@ -64,6 +64,7 @@ struct st_state {
 
 	/* guest kernel times on the host clock (stream_kclock.c) */
 	const char *kclock_name; /* the rig guest NAME, or NULL */
+	bool boot_clock_unknown;  /* formats from the cache alone */
 	struct hvtrace_daemon *kclock_dc;
 	struct hvtrace_daemon_feed *kclock_feed;
 	uint32_t kclock_remote;

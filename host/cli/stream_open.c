@@ -312,15 +312,32 @@ int st_open_kring(struct st_state *s)
 	if (st_open_rings(s, first, last, st_ring_kring, s->kring))
 		return HVT_EXIT_FAIL;
 	snprintf(s->info.name, sizeof(s->info.name), "guest kernel");
-	if (!s->formats && s->qemu_pid[0] && !st_agent_formats(s)) {
-		s->formats = s->cache_formats;
-		fprintf(stderr,
-			"hvtrace stream: the guest kernel's formats from its "
-			"agent: %s\n",
-			s->formats);
+	if (!s->formats && s->qemu_pid[0]) {
+		/* The agent's (hvtraced's cache, per kernel build: every
+		 * event) with this boot's trace clock and comms from the
+		 * console's dump (daemon_kring.c's rule). */
+		bool agent = !st_agent_formats(s), rig = !st_rig_formats(s);
+
+		if (agent && rig &&
+		    !hvt_cli_kformats_overlay(s->cache_formats, s->kformats)) {
+			s->formats = s->kformats;
+			fprintf(stderr,
+				"hvtrace stream: the guest kernel's formats "
+				"from its agent: %s (this boot's clock and "
+				"comms from its console)\n",
+				s->cache_formats);
+		} else if (rig) {
+			s->formats = s->kformats;
+		} else if (agent) {
+			s->formats = s->cache_formats;
+			s->boot_clock_unknown = true;
+			fprintf(stderr,
+				"hvtrace stream: the guest kernel's formats "
+				"from its agent: %s (this boot's trace clock "
+				"is not known: the times stay the guest's)\n",
+				s->formats);
+		}
 	}
-	if (!s->formats && s->qemu_pid[0] && !st_rig_formats(s))
-		s->formats = s->kformats;
 	/* Not for --vm-pid: reading all guest RAM for the banner would
 	 * populate the untouched pages of a VMM's memfd. */
 	if (!s->formats && !s->vm_pid &&
@@ -333,7 +350,7 @@ int st_open_kring(struct st_state *s)
 					     s->formats, hvtrace_last_error());
 		/* A rig guest's NAME: its times on the host's clock when
 		 * hvtraced has it. */
-		if (s->qemu_pid[0]) {
+		if (s->qemu_pid[0] && !s->boot_clock_unknown) {
 			s->kclock_name = s->spec;
 			st_kclock_open(s);
 		}
