@@ -25,8 +25,10 @@ PKGS=(
 	# (libX11) closes it so it saves its session
 	x11-utils libx11-dev
 	man-db groff-base bsdextrautils
-	# the FUSE tests check poll() on trace_pipe with python3's select
-	python3-minimal
+	# the FUSE tests check poll() on trace_pipe with python3's select;
+	# hvtraced/kring_attach's fake VMM maps memory with python3's mmap
+	# (libpython3-stdlib, which python3-minimal lacks)
+	python3-minimal python3
 	# make check-fresh: a fresh Debian 12 root to run the README in
 	debootstrap git
 )
