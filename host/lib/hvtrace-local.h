@@ -154,7 +154,8 @@ HVT_LIBPRIVATE uint64_t hvt_host_now_ns(void);
  * one shorter than @min_len, a converted delta over 27 bits, a record the
  * fresh page cannot hold.  @out says what was done and where the caller's
  * event path goes on (an iterator at @out->pos with running time
- * @out->ts).  Returns 0, or a flush's error.
+ * @out->ts).  Returns 0, or a flush's error (@out still says what was
+ * packed before it).
  */
 struct hvt_pack_page_in {
 	const uint8_t *data;	/* the records, after the page header */

@@ -402,8 +402,7 @@ static int rc_start(struct hvt_tdat_rset *r)
 	return rc_threads_start(r);
 }
 
-/* One page from an area's reader: convert, remap, pack. */
-/* A loopback record's pid, for the names (noting one twice is harmless). */
+/* A loopback record's pid, for the names. */
 struct rc_note {
 	struct rc_cpu *x;
 	const struct hvt_tdat_pids *pids;
@@ -469,8 +468,6 @@ static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 	in.have_prev = c->have_ts;
 	in.prev = c->last_ts;
 	ret = hvt_pack_add_page(&c->pack, &in, &out);
-	if (ret)
-		return ret;
 	if (out.events) {
 		c->last_ts = out.last_ts;
 		c->have_ts = true;
@@ -478,6 +475,8 @@ static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 		c->st->clamped += out.clamped;
 		x->d.unknown += out.unknown;
 	}
+	if (ret)
+		return ret;
 	hvt_page_iter_init(&it, page + HVT_PAGE_HDR_SIZE, size, ts);
 	it.pos = out.pos;
 	it.ts = out.ts;
