@@ -214,23 +214,18 @@ void hvt_clock_add(struct hvt_clock_model *m, const struct hvt_clock_sample *s)
 uint64_t hvt_clock_to_host(const struct hvt_clock_model *m, uint64_t ts,
 			   uint64_t *err_ns)
 {
-	double v, d;
+	struct hvt_clock_affine a;
 
-	if (err_ns)
-		*err_ns = m->err_ns;
-	if (m->clock_id == HVT_CLOCK_HOST_NS)
-		return ts;
-	if (!m->synced)
-		/* No sample yet: the writer's own timeline, in ns. */
-		return (uint64_t)((double)ts * m->rate);
-	/* Subtract in integers first: counters exceed double precision. */
-	d = (double)(int64_t)(ts - m->base_writer);
-	v = (double)m->base_host + d * m->rate;
 	if (err_ns) {
-		double e = (double)m->err_ns + m->rate_err * fabs(d) +
-			   clock_drift(m) / 2 * d * d;
+		*err_ns = m->err_ns;
+		if (m->clock_id != HVT_CLOCK_HOST_NS && m->synced) {
+			double d = (double)(int64_t)(ts - m->base_writer);
+			double e = (double)m->err_ns + m->rate_err * fabs(d) +
+				   clock_drift(m) / 2 * d * d;
 
-		*err_ns = e < 1.8e19 ? (uint64_t)ceil(e) : UINT64_MAX;
+			*err_ns = e < 1.8e19 ? (uint64_t)ceil(e) : UINT64_MAX;
+		}
 	}
-	return v < 0 ? 0 : (uint64_t)v;
+	hvt_clock_affine_get(m, &a);
+	return hvt_clock_affine_to_host(&a, ts);
 }

@@ -100,7 +100,91 @@ HVT_INTERNAL void hvt_clock_add(struct hvt_clock_model *m,
 				const struct hvt_clock_sample *s);
 HVT_INTERNAL uint64_t hvt_clock_to_host(const struct hvt_clock_model *m,
 					uint64_t ts, uint64_t *err_ns);
+
+/*
+ * The model's conversion as it stands now (an affine map), for a caller
+ * that converts many timestamps at once without the error bound: the
+ * recorder takes one per page.  hvt_clock_to_host() converts through it
+ * too, so both give the same value for the same model.
+ */
+struct hvt_clock_affine {
+	bool identity; /* HVT_CLOCK_HOST_NS: no conversion */
+	bool synced;
+	double rate;
+	uint64_t base_writer;
+	uint64_t base_host;
+};
+
+static inline void hvt_clock_affine_get(const struct hvt_clock_model *m,
+					struct hvt_clock_affine *a)
+{
+	a->identity = m->clock_id == HVT_CLOCK_HOST_NS;
+	a->synced = m->synced;
+	a->rate = m->rate;
+	a->base_writer = m->base_writer;
+	a->base_host = m->base_host;
+}
+
+static inline uint64_t hvt_clock_affine_to_host(const struct hvt_clock_affine *a,
+						uint64_t ts)
+{
+	double v;
+
+	if (a->identity)
+		return ts;
+	if (!a->synced)
+		/* No sample yet: the writer's own timeline, in ns. */
+		return (uint64_t)((double)ts * a->rate);
+	/* Subtract in integers first: counters exceed double precision. */
+	v = (double)a->base_host + (double)(int64_t)(ts - a->base_writer) *
+					   a->rate;
+	return v < 0 ? 0 : (uint64_t)v;
+}
 HVT_LIBPRIVATE uint64_t hvt_host_now_ns(void);
+
+/*
+ * The packer (pack.c), a page at a time.  A caller with a page of records
+ * validated by its reader gives it here with the conversion its event path
+ * applies to each record (the clock, the id map).  The records the open
+ * page takes go on it through add_event(); the rest of the page is copied
+ * once to a fresh page and rewritten in place (ids, and deltas from the
+ * converted absolute times), where add_event() record by record would lay
+ * them out the same way.  The walk stops before a record it cannot vouch
+ * for: a padding or time record, one add_event() would encode otherwise,
+ * one shorter than @min_len, a converted delta over 27 bits, a record the
+ * fresh page cannot hold.  @out says what was done and where the caller's
+ * event path goes on (an iterator at @out->pos with running time
+ * @out->ts).  Returns 0, or a flush's error (@out still says what was
+ * packed before it).
+ */
+struct hvt_pack_page_in {
+	const uint8_t *data;	/* the records, after the page header */
+	uint32_t size;		/* their bytes (commit, flags masked) */
+	uint64_t ts;		/* the page header's time stamp */
+	const struct hvt_clock_affine *clk; /* writer time -> file time */
+	const uint16_t *idmap;	/* common_type -> file id (65536 entries) */
+	uint16_t unknown_id;	/* the id counted in @out->unknown */
+	uint32_t min_len;	/* shorter records: the event path's error */
+	bool have_prev;		/* times are held at @prev or later */
+	uint64_t prev;
+	/* Called for each record packed, or NULL. */
+	void (*note)(void *ctx, const uint8_t *rec, uint32_t len);
+	void *note_ctx;
+};
+
+struct hvt_pack_page_out {
+	uint32_t events;	/* records packed */
+	uint32_t unknown;	/* records mapped to @unknown_id */
+	uint32_t clamped;	/* times held at the one before */
+	uint64_t last_ts;	/* of the last record packed */
+	uint32_t pos;		/* the first record left to the caller */
+	uint64_t ts;		/* the running time before it */
+};
+
+struct hvtrace_pack;
+HVT_LIBPRIVATE int hvt_pack_add_page(struct hvtrace_pack *p,
+				     const struct hvt_pack_page_in *in,
+				     struct hvt_pack_page_out *out);
 
 /*
  * Back off while polling shared memory: spin briefly (a writer on another

@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hvtrace/page.h>
+
 #include "hvtrace-local.h"
 
 #define PK_SMALL_MAX (HVT_TYPE_DATA_MAX * 4u) /* 112 */
@@ -127,6 +129,121 @@ int hvtrace_pack_add_lost(struct hvtrace_pack *p, uint64_t count, bool known)
 	return ret;
 }
 
+/* Whether an event of @len bytes at @ts goes on the open page. */
+static bool pk_appends(const struct hvtrace_pack *p, uint64_t ts, uint32_t len)
+{
+	uint64_t delta;
+	uint32_t need;
+
+	if (!p->open)
+		return false;
+	delta = ts < p->last_ts ? 0 : ts - p->last_ts;
+	need = (len <= PK_SMALL_MAX ? 4 : 8) + len +
+	       (delta > HVT_TS_MASK ? 8u : 0u);
+	/* TIME_EXTEND carries 59 bits; a larger jump starts a new page,
+	 * whose header holds the absolute time. */
+	return p->pos + need <= pk_limit(p) && !(delta >> 59);
+}
+
+/* Whether @it's record is one add_event() would write back as it is. */
+static bool pk_plain(const struct hvt_page_iter *it, int item, uint32_t min_len)
+{
+	const uint8_t *e = it->data + it->evt_pos;
+
+	if (item != HVT_ITEM_DATA || it->len < min_len)
+		return false;
+	/* Small records in the 4-byte form, larger ones with their exact
+	 * length word. */
+	if (it->len <= PK_SMALL_MAX)
+		return e + 4 == it->payload;
+	return e + 8 == it->payload && hvt_rd32(e + 4) == it->len + 4;
+}
+
+int hvt_pack_add_page(struct hvtrace_pack *p, const struct hvt_pack_page_in *in,
+		      struct hvt_pack_page_out *out)
+{
+	uint64_t prev = in->prev, t, delta, run_ts;
+	uint32_t n = 0, unknown = 0, clamped = 0, hdr, at, base = 0, limit = 0;
+	bool have = in->have_prev, block = false, held;
+	struct hvt_page_iter it;
+	uint8_t *d = p->page + HVT_PAGE_HDR_SIZE;
+	uint16_t id;
+	int item, ret = 0;
+
+	hvt_page_iter_init(&it, in->data, in->size, in->ts);
+	for (;;) {
+		/* Where the caller goes on if this record stays with it. */
+		at = it.pos;
+		run_ts = it.ts;
+		item = hvt_page_next(&it);
+		if (item <= 0 || !pk_plain(&it, item, in->min_len))
+			break;
+		t = hvt_clock_affine_to_host(in->clk, it.ts);
+		held = have && t < prev;
+		if (held)
+			t = prev; /* as the caller's event path holds it */
+		memcpy(&id, it.payload, 2);
+		id = in->idmap[id];
+		if (!block && pk_appends(p, t, it.len)) {
+			/* The open page takes it: as add_event() does. */
+			ret = hvtrace_pack_add_event(p, t, it.payload, it.len);
+			if (ret)
+				break;
+			memcpy(d + p->pos - it.len, &id, 2);
+		} else {
+			if (!block) {
+				/* The rest of the page starts a fresh one,
+				 * copied once and rewritten in place. */
+				if (p->open) {
+					ret = hvtrace_pack_flush(p);
+					if (ret)
+						break;
+				}
+				limit = pk_limit(p);
+				memcpy(d, in->data + at,
+				       in->size - at < limit ? in->size - at
+							     : limit);
+				base = at;
+				pk_put64(p->page, t);
+				prev = t;
+				p->open = true;
+				p->pos = 0;
+				block = true;
+			}
+			delta = t - prev;
+			/* add_event() would add a TIME_EXTEND or close the
+			 * page: that record stays with the caller. */
+			if (delta > HVT_TS_MASK || it.pos - base > limit)
+				break;
+			hdr = (hvt_rd32(in->data + at) &
+			       ((1u << HVT_TYPE_LEN_BITS) - 1)) |
+			      (uint32_t)delta << HVT_TYPE_LEN_BITS;
+			pk_put32(d + at - base, hdr);
+			memcpy(d + (uint32_t)(it.payload - it.data) - base, &id,
+			       2);
+			p->pos = it.pos - base;
+			p->last_ts = t;
+		}
+		clamped += held;
+		unknown += id == in->unknown_id;
+		if (in->note)
+			in->note(in->note_ctx, it.payload, it.len);
+		prev = t;
+		have = true;
+		n++;
+	}
+	/* A page opened for the block with nothing in it stays closed. */
+	if (block && !p->pos)
+		p->open = false;
+	out->events = n;
+	out->unknown = unknown;
+	out->clamped = clamped;
+	out->last_ts = prev;
+	out->pos = at;
+	out->ts = run_ts;
+	return ret;
+}
+
 int hvtrace_pack_add_event(struct hvtrace_pack *p, uint64_t ts,
 			   const uint8_t *rec, uint32_t len)
 {
@@ -142,9 +259,7 @@ int hvtrace_pack_add_event(struct hvtrace_pack *p, uint64_t ts,
 		ts = p->last_ts; /* callers keep time monotonic; be safe */
 	delta = p->open ? ts - p->last_ts : 0;
 	need = hdr_len + len + (delta > HVT_TS_MASK ? 8u : 0u);
-	/* TIME_EXTEND carries 59 bits; a larger jump starts a new page,
-	 * whose header holds the absolute time. */
-	if (p->open && (p->pos + need > pk_limit(p) || delta >> 59)) {
+	if (p->open && !pk_appends(p, ts, len)) {
 		ret = hvtrace_pack_flush(p);
 		if (ret)
 			return ret;

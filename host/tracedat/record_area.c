@@ -402,7 +402,29 @@ static int rc_start(struct hvt_tdat_rset *r)
 	return rc_threads_start(r);
 }
 
-/* One page from an area's reader: convert, remap, pack. */
+/* A loopback record's pid, for the names. */
+struct rc_note {
+	struct rc_cpu *x;
+	const struct hvt_tdat_pids *pids;
+};
+
+static void rc_note_pid(void *ctx, const uint8_t *rec, uint32_t len)
+{
+	struct rc_note *n = ctx;
+	int32_t pid;
+
+	(void)len;
+	memcpy(&pid, rec + 4, 4);
+	hvt_tdat_pend_note(&n->x->pend, n->pids, pid);
+}
+
+/*
+ * One page read from CPU @cpu's buffer into the file.  The reader
+ * validated it, so the packer takes what it can a page at a time
+ * (hvt_pack_add_page(): one copy, the ids and deltas rewritten in place,
+ * the clock model taken once for the page); the records it leaves, if
+ * any, go record by record, with the same result.
+ */
 static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 			const struct hvtrace_page_info *info)
 {
@@ -410,6 +432,18 @@ static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 	struct rc_cpu *x = &s->rc[cpu];
 	uint16_t unknown_id = (uint16_t)s->r->rec->ids.unknown_id;
 	bool loopback = s->info.writer_kind == HVT_WRITER_LOOPBACK;
+	struct rc_note note = {x, &s->pids};
+	struct hvt_clock_affine clk;
+	struct hvt_pack_page_out out;
+	struct hvt_pack_page_in in = {
+		.data = page + HVT_PAGE_HDR_SIZE,
+		.clk = &clk,
+		.idmap = s->idmap,
+		.unknown_id = unknown_id,
+		.min_len = sizeof(struct hvt_common_fields),
+		.note = loopback ? rc_note_pid : NULL,
+		.note_ctx = &note,
+	};
 	struct hvt_page_iter it;
 	uint64_t commit, ts;
 	uint32_t size;
@@ -428,7 +462,24 @@ static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 		if (ret)
 			return ret;
 	}
+	hvt_clock_affine_get(&s->area->clock, &clk);
+	in.size = size;
+	in.ts = ts;
+	in.have_prev = c->have_ts;
+	in.prev = c->last_ts;
+	ret = hvt_pack_add_page(&c->pack, &in, &out);
+	if (out.events) {
+		c->last_ts = out.last_ts;
+		c->have_ts = true;
+		c->st->events += out.events;
+		c->st->clamped += out.clamped;
+		x->d.unknown += out.unknown;
+	}
+	if (ret)
+		return ret;
 	hvt_page_iter_init(&it, page + HVT_PAGE_HDR_SIZE, size, ts);
+	it.pos = out.pos;
+	it.ts = out.ts;
 	while ((item = hvt_page_next(&it)) > 0) {
 		uint16_t id, fid;
 
@@ -442,15 +493,11 @@ static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 		fid = s->idmap[id];
 		if (fid == unknown_id)
 			x->d.unknown++;
-		if (loopback) {
-			int32_t pid;
-
-			memcpy(&pid, it.payload + 4, 4);
-			hvt_tdat_pend_note(&x->pend, &s->pids, pid);
-		}
+		if (loopback)
+			rc_note_pid(&note, it.payload, it.len);
 		ret = hvt_tdat_rcpu_put_event_id(
-			c, hvtrace_area_to_host_ns(s->area, it.ts, NULL),
-			it.payload, it.len, fid);
+			c, hvt_clock_affine_to_host(&clk, it.ts), it.payload,
+			it.len, fid);
 		if (ret)
 			return ret;
 	}
