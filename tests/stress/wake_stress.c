@@ -79,7 +79,7 @@ static void spin(uint64_t n)
 
 static void *writer(void *arg)
 {
-	uint32_t w = (uint32_t)(uintptr_t)arg, seen = 0, k;
+	uint32_t w = (uint32_t)(uintptr_t)arg, seen = 0, k, idle = 0;
 	struct hvt_common_fields c = {1, 0, 0, 1234};
 	uint64_t s = 0x9e3779b97f4a7c15ull * (w + 1), v[2] = {0, 0};
 	struct hvt_iovec iov = {v, sizeof(v)};
@@ -88,9 +88,19 @@ static void *writer(void *arg)
 		uint32_t cy = __atomic_load_n(&cycle, __ATOMIC_ACQUIRE);
 
 		if (cy == seen) {
-			__builtin_ia32_pause();
+			/* A short spin, then sleep on the cycle word: writers
+			 * that spin for long starve the reader of the two
+			 * CPUs, and a cycle then takes a scheduler tick. */
+			struct timespec to = {0, 100000000};
+
+			if (++idle < 2000) {
+				__builtin_ia32_pause();
+				continue;
+			}
+			futex(&cycle, FUTEX_WAIT, seen, &to);
 			continue;
 		}
+		idle = 0;
 		seen = cy;
 		/* Mostly close to the reader's arming, where the race is. */
 		spin(rnd(&s) % ((cy & 6) ? 400 : 6000));
@@ -171,6 +181,7 @@ int main(void)
 		for (w = 0; w < NR_W; w++)
 			r[w] = word_of(w);
 		__atomic_fetch_add(&cycle, 1, __ATOMIC_RELEASE);
+		futex(&cycle, FUTEX_WAKE, NR_W, NULL);
 		cycles++;
 		/* Odd cycles: the next commit; even: 64 bytes (the writers
 		 * write 8 events of 32 bytes then). */
@@ -234,6 +245,8 @@ int main(void)
 		sleeps++;
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&cycle, 1, __ATOMIC_RELEASE);
+	futex(&cycle, FUTEX_WAKE, NR_W, NULL);
 	for (w = 0; w < NR_W; w++)
 		pthread_join(th[w], NULL);
 	for (w = 0; w < NR_W; w++) {
