@@ -140,8 +140,16 @@ run_one() {
 	# The logs of the tests that failed, before the root goes.
 	local t
 	for t in $(sed -n 's/^failed tests: //p' "$logs/make-$goal.log" | tail -n1); do
+		# The runner's report of it (exit status, time, reason).
+		grep -a -A 20 "^FAIL  $t " "$logs/make-$goal.log" |
+			awk 'NR > 1 && !/^      [|>]/ { exit } { print }' |
+			cut -c1-300 | sed 's/^/  | /'
 		t=${t//\//_}
 		[ -f "$root/root/hvtrace/build/test-logs/$t.log" ] || continue
+		if [ ! -s "$root/root/hvtrace/build/test-logs/$t.log" ]; then
+			echo "check-fresh: $t's log is empty"
+			continue
+		fi
 		echo "check-fresh: $t's log: its FAIL lines, then its end:"
 		grep -a -m 5 'FAIL' "$root/root/hvtrace/build/test-logs/$t.log" | cut -c1-300 | sed 's/^/  | /'
 		echo "  | ..."

@@ -52,6 +52,9 @@ while IFS='|' read -r name cmd; do
 		failed+=("$name")
 		[ $rc -eq 124 ] && echo "runner: timed out after ${timeout_s}s" >>"$log"
 		printf 'FAIL  %-40s %6ss  (exit %d, log %s)\n' "$name" "$dt" "$rc" "$log"
+		# The reason first (a test's "FAIL: ..." lines can sit above
+		# the consoles it dumps), then the end of its log.
+		grep -a -m 3 '^FAIL' "$log" | cut -c1-400 | sed 's/^/      > /'
 		tail -n 15 "$log" | sed 's/^/      | /'
 		;;
 	esac

@@ -52,6 +52,7 @@ t_name n kcopy
 	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }
 [ ! -e "$T_SHM/hvtrace-$n.ram" ] || fail "copy mode made a RAM file"
 grep -qa 'reserve_mem' "$T_RUNDIR/$n/qemu.args" && fail "copy mode passed reserve_mem to the guest"
+info "$n started ($SECONDS s); streaming until it powers off"
 timeout 600 "$HVTRACE" stream "$n" --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt" ||
 	{ cat "$T_TMP/err.txt"; fail "stream failed or did not end with the guest"; }
 cat "$T_TMP/err.txt"

@@ -54,6 +54,7 @@ t_name n kfg
 run='T=/sys/kernel/tracing; I=$T/instances/hvt;'
 run+=' { cd $I && sha256sum events/header_page events/header_event events/*/enable events/*/*/format trace_clock; cd $T && sha256sum printk_formats; } >/tmp/sums;'
 run+=' echo "hvt-sums $(wc -l </tmp/sums) $(LC_ALL=C sort /tmp/sums | sha256sum | cut -c1-64)";'
+run+=' for c in header_ /enable /format trace_clock printk_formats; do echo "hvt-part $c $(grep -c -- $c /tmp/sums) $(grep -- $c /tmp/sums | LC_ALL=C sort | sha256sum | cut -c1-64)"; done;'
 run+=' echo "hvt-release $(uname -r)";'
 run+=' echo "hvt-notes $(od -An -tx1 -v /sys/kernel/notes | tr -d " \n")";'
 run+=' ( until head -c 1 /dev/virtio-ports/go | grep -q k; do sleep 0.1; done; for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = hvtrace-agent ] && kill ${p#/proc/}; done; echo hvt-agent-kill""ed ) &'
@@ -87,8 +88,17 @@ bid=$(cat "$dir/build_id")
 	fail "the cache folder lacks files: $(cat "$T_TMP/host.sums.err")"
 hcount=$(wc -l <"$T_TMP/host.sums")
 hsum=$(LC_ALL=C sort "$T_TMP/host.sums" | sha256sum | cut -c1-64)
-[ "$hcount" = "$gcount" ] || fail "the cache has $hcount files, the guest $gcount"
-[ "$hsum" = "$gsum" ] || fail "the cache's files differ from the guest's (digest of the sums $hsum, guest $gsum)"
+if [ "$hcount" != "$gcount" ] || [ "$hsum" != "$gsum" ]; then
+	# Which kind of file differs: the guest printed a count and a digest
+	# for each (header_*, enable, format, trace_clock, printk_formats).
+	parts=''
+	while read -r _ c gc gd; do
+		hc=$(grep -c -- "$c" "$T_TMP/host.sums")
+		hd=$(grep -- "$c" "$T_TMP/host.sums" | LC_ALL=C sort | sha256sum | cut -c1-64)
+		[ "$hc $hd" = "$gc $gd" ] || parts+=" '$c' (guest $gc files, cache $hc)"
+	done < <(grep -a '^hvt-part ' "$T_TMP/console.txt")
+	fail "the cache has $hcount files, the guest $gcount; digest of the sums $hsum, guest $gsum; differing:${parts:- none found}"
+fi
 info "$gcount files of kernel $rel (build id $bid) served byte for byte as the guest has them"
 info "hvtraced: $(sed -n 's/.*guest kernel formats received: //p' "$T_RUNDIR/hvtraced.log")"
 

@@ -40,6 +40,10 @@ t_dump_logs() {
 	done
 }
 
+t_stopped() {
+	fail "stopped by SIG$1 after ${SECONDS}s (the runner's timeout, or a signal from outside the test)"
+}
+
 t_cleanup() {
 	local n p
 	for p in "${T_PIDS[@]}"; do
@@ -63,7 +67,11 @@ t_require() {
 	T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/hvt-qemu-test.XXXXXX")
 	trap t_cleanup EXIT
 	# A runner's timeout must not leave guests behind either.
-	trap 'exit 1' INT TERM HUP
+	# (said, with the consoles: a test stopped from outside must not
+	# leave an empty log)
+	trap 't_stopped INT' INT
+	trap 't_stopped TERM' TERM
+	trap 't_stopped HUP' HUP
 }
 
 # t_name VAR SUFFIX: set VAR to a guest name unique to this test run and
