@@ -314,6 +314,7 @@ struct remote {
 		enum { WAKE_POLL, WAKE_BARRIER, WAKE_ASLEEP } state;
 		bool refused;		/* the agent refused a BARRIER */
 		bool found, more;	/* the last poll read pages; hit its cap */
+		uint64_t data_us;	/* when a poll last read pages */
 		uint64_t want;		/* CPUs subscribed at the last poll */
 		uint64_t cpus;		/* CPUs armed */
 		uint32_t req;		/* the BARRIER out */
@@ -537,6 +538,8 @@ void wake_reset(struct remote *r);
 /* After a poll round: the microseconds to the next (@poll_us, or less
  * while a remote that can sleep has data, or the backstop when all do). */
 #define D_WAKE_SETTLE_US 1000u
+/* ... and arm only once no page came for this long (see wake.c). */
+#define D_WAKE_QUIET_US 10000u
 uint64_t wake_after_poll(uint64_t poll_us);
 void wake_answer(struct remote *r, const struct hvt_msg *m);
 void wake_doorbell(struct remote *r);

@@ -16,6 +16,9 @@
  * tool always knows what it missed.
  * When no page follows the drops, an empty PAGE (a sub-buffer with no
  * events) carries the counters as soon as the tool's queue has room.  A
+ * DRAIN does the same for the events a consume-mode writer dropped after
+ * its last page (lost_events of an empty PAGE), so that a drained tool's
+ * account closes: read + lost == written.  A
  * slow tool therefore never holds up the others, the daemon, or the
  * writer.
  *
@@ -121,6 +124,56 @@ static int fanout_read(struct remote *r, uint32_t cpu,
 				     r->info.subbuf_size, info);
 }
 
+/* Events a consume-mode writer dropped after its last page (its ring was
+ * full, then it stopped writing): no page will carry them, so a drain
+ * hands them on as an empty PAGE with that lost count, once every
+ * subscription of the CPU has room for it (else a later drain does). */
+static void drain_trailing(struct remote *r, uint32_t cpu)
+{
+	static const uint8_t empty[HVT_PAGE_HDR_SIZE];
+	struct conn *c;
+	struct sub *s;
+	uint64_t n;
+
+	if (r->ops->read_page || !r->area)
+		return; /* a transport's pages carry their own losses */
+	for (c = D->conns; c; c = c->next)
+		for (s = c->subs; s && !c->dead; s = s->next)
+			if (s->remote == r &&
+			    (s->cpu < 0 || (uint32_t)s->cpu == cpu) &&
+			    c->q.page_bytes + 256 > c->page_budget)
+				return;
+	n = hvtrace_cpu_take_trailing_lost(r->area, (int)cpu);
+	if (!n)
+		return;
+	for (c = D->conns; c; c = c->next) {
+		if (!c->subs || c->dead)
+			continue;
+		for (s = c->subs; s; s = s->next) {
+			struct hvt_msg m;
+
+			if (s->remote != r ||
+			    (s->cpu >= 0 && (uint32_t)s->cpu != cpu))
+				continue;
+			memset(&m, 0, sizeof(m));
+			m.type = HVT_MSG_PAGE;
+			m.req = s->id;
+			m.chan = r->id;
+			m.u.page.cpu = cpu;
+			m.u.page.lost_events = n;
+			m.u.page.dropped_pages = s->dropped_pages;
+			m.u.page.dropped_events = s->dropped_events;
+			m.u.page.data = empty;
+			m.u.page.len = sizeof(empty);
+			if (conn_send_page(c, &m)) {
+				/* still told, as a dropped page's events */
+				s->dropped_pages++;
+				s->dropped_events += n;
+			}
+		}
+	}
+}
+
 int fanout_drain_remote(struct remote *r)
 {
 	struct hvtrace_page_info info;
@@ -145,6 +198,7 @@ int fanout_drain_remote(struct remote *r)
 			r->pages_read++;
 			deliver(r, cpu, &info);
 		}
+		drain_trailing(r, cpu);
 	}
 	return pages;
 }

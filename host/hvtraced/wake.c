@@ -7,8 +7,9 @@
  *   POLL     read every poll interval (fanout.c), as without wakeups, but
  *            at least every D_WAKE_SETTLE_US after a round that found
  *            pages; a round that finds no page on any wanted CPU of the
- *            remote arms them (hvtrace_area_wake_arm(), step A2) and asks
- *            the agent for a BARRIER (A3)
+ *            remote, D_WAKE_QUIET_US or more after the last page came,
+ *            arms them (hvtrace_area_wake_arm(), step A2) and asks the
+ *            agent for a BARRIER (A3)
  *   BARRIER  the agent runs membarrier() in the guest; its answer leads
  *            to the check (hvtrace_area_wake_pending(), A4): committed
  *            meanwhile?  POLL.  Otherwise
@@ -66,6 +67,7 @@ static void wake_arm(struct remote *r, uint64_t cpus)
 uint64_t wake_after_poll(uint64_t poll_us)
 {
 	bool all_asleep = true, any = false, settle = false;
+	uint64_t now_us = d_now_us();
 	struct remote *r;
 
 	for (r = D->remotes; r; r = r->next) {
@@ -78,7 +80,16 @@ uint64_t wake_after_poll(uint64_t poll_us)
 		 * drained round instead would hang each batch on a doorbell
 		 * from the guest, whose agent a busy guest may not run for
 		 * milliseconds while its writers fill the ring. */
-		if (r->wake.found || r->wake.more || !wake_capable(r)) {
+		if (r->wake.found || r->wake.more)
+			r->wake.data_us = now_us;
+		/* Quiet for less than D_WAKE_QUIET_US: a doorbell relayed by
+		 * the guest's agent would come later than the next poll (a
+		 * TCG guest wakes one of its processes in 0.4 ms at the
+		 * median, 3.5 ms at p99: BENCH e2e_guest_wake_*), and a
+		 * flood that pauses for a moment would wait for it while
+		 * its writers fill the ring.  Sparser events sleep. */
+		if (r->wake.found || r->wake.more || !wake_capable(r) ||
+		    now_us - r->wake.data_us < D_WAKE_QUIET_US) {
 			settle |= wake_capable(r);
 			r->wake.state = WAKE_POLL;
 			all_asleep = false;
