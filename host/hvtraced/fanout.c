@@ -3,12 +3,13 @@
  * hvtraced: fan-out -- reading the rings and handing pages to subscribers.
  *
  * The daemon is the only consumer of each area it owns: it reads pages
- * with hvtrace_cpu_read_page() (a transport without an area, such as a
- * guest kernel ring, supplies them through its remote_ops read_page) (which publishes consumer progress, so a
- * producer-consumer ring never overwrites what the daemon has not read)
- * and gives each page to every subscription that covers its CPU.  It
- * reads a CPU only while someone subscribes to it, so an unwatched area
- * keeps its data for the first subscriber.
+ * with hvtrace_cpu_read_page(), which publishes consumer progress, so a
+ * producer-consumer ring never overwrites what the daemon has not read (a
+ * transport without an area, such as a guest kernel ring, supplies its
+ * pages through its remote_ops read_page).  It gives each page to every
+ * subscription that covers its CPU, and reads a CPU only while someone
+ * subscribes to it, so an unwatched area keeps its data for the first
+ * subscriber.
  *
  * Each tool connection has a page budget (subs.c).  A page that does not
  * fit is dropped for that subscription only; its dropped_pages and
@@ -57,6 +58,33 @@ static uint64_t wanted_cpus(const struct remote *r)
 	return want;
 }
 
+static bool sub_covers(const struct sub *s, const struct remote *r,
+		       uint32_t cpu)
+{
+	return s->remote == r && (s->cpu < 0 || (uint32_t)s->cpu == cpu);
+}
+
+/* A PAGE with no events, for counters no page carries: a slow tool's
+ * dropped pages, a writer's drops after its last page (@lost). */
+static int send_empty_page(struct conn *c, const struct sub *s, uint32_t cpu,
+			   uint64_t lost)
+{
+	static const uint8_t empty[HVT_PAGE_HDR_SIZE];
+	struct hvt_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_PAGE;
+	m.req = s->id;
+	m.chan = s->remote->id;
+	m.u.page.cpu = cpu;
+	m.u.page.lost_events = lost;
+	m.u.page.dropped_pages = s->dropped_pages;
+	m.u.page.dropped_events = s->dropped_events;
+	m.u.page.data = empty;
+	m.u.page.len = sizeof(empty);
+	return conn_send_page(c, &m);
+}
+
 static void deliver(struct remote *r, uint32_t cpu,
 		    const struct hvtrace_page_info *info)
 {
@@ -76,8 +104,7 @@ static void deliver(struct remote *r, uint32_t cpu,
 		for (s = c->subs; s; s = s->next) {
 			struct hvt_msg m;
 
-			if (s->remote != r ||
-			    (s->cpu >= 0 && (uint32_t)s->cpu != cpu))
+			if (!sub_covers(s, r, cpu))
 				continue;
 			/* Over budget: first hand what is queued to the
 			 * socket; drop only if the tool really lags. */
@@ -130,7 +157,6 @@ static int fanout_read(struct remote *r, uint32_t cpu,
  * subscription of the CPU has room for it (else a later drain does). */
 static void drain_trailing(struct remote *r, uint32_t cpu)
 {
-	static const uint8_t empty[HVT_PAGE_HDR_SIZE];
 	struct conn *c;
 	struct sub *s;
 	uint64_t n;
@@ -139,39 +165,20 @@ static void drain_trailing(struct remote *r, uint32_t cpu)
 		return; /* a transport's pages carry their own losses */
 	for (c = D->conns; c; c = c->next)
 		for (s = c->subs; s && !c->dead; s = s->next)
-			if (s->remote == r &&
-			    (s->cpu < 0 || (uint32_t)s->cpu == cpu) &&
+			if (sub_covers(s, r, cpu) &&
 			    c->q.page_bytes + 256 > c->page_budget)
 				return;
 	n = hvtrace_cpu_take_trailing_lost(r->area, (int)cpu);
 	if (!n)
 		return;
-	for (c = D->conns; c; c = c->next) {
-		if (!c->subs || c->dead)
-			continue;
-		for (s = c->subs; s; s = s->next) {
-			struct hvt_msg m;
-
-			if (s->remote != r ||
-			    (s->cpu >= 0 && (uint32_t)s->cpu != cpu))
-				continue;
-			memset(&m, 0, sizeof(m));
-			m.type = HVT_MSG_PAGE;
-			m.req = s->id;
-			m.chan = r->id;
-			m.u.page.cpu = cpu;
-			m.u.page.lost_events = n;
-			m.u.page.dropped_pages = s->dropped_pages;
-			m.u.page.dropped_events = s->dropped_events;
-			m.u.page.data = empty;
-			m.u.page.len = sizeof(empty);
-			if (conn_send_page(c, &m)) {
+	for (c = D->conns; c; c = c->next)
+		for (s = c->subs; s && !c->dead; s = s->next)
+			if (sub_covers(s, r, cpu) &&
+			    send_empty_page(c, s, cpu, n)) {
 				/* still told, as a dropped page's events */
 				s->dropped_pages++;
 				s->dropped_events += n;
 			}
-		}
-	}
 }
 
 int fanout_drain_remote(struct remote *r)
@@ -240,30 +247,17 @@ void fanout_poll(void)
 	}
 	/* Drops no page has reported yet: an empty page tells them. */
 	{
-		static const uint8_t empty[HVT_PAGE_HDR_SIZE];
 		struct conn *c;
 		struct sub *s;
 
 		for (c = D->conns; c; c = c->next) {
-			if (!c->subs || c->dead)
-				continue;
-			for (s = c->subs; s; s = s->next) {
-				struct hvt_msg m;
-
-				if (s->reported_pages == s->dropped_pages ||
-				    c->q.page_bytes + 256 > c->page_budget)
-					continue;
-				memset(&m, 0, sizeof(m));
-				m.type = HVT_MSG_PAGE;
-				m.req = s->id;
-				m.chan = s->remote->id;
-				m.u.page.cpu =
+			for (s = c->subs; s && !c->dead; s = s->next) {
+				uint32_t cpu =
 					s->cpu < 0 ? 0 : (uint32_t)s->cpu;
-				m.u.page.dropped_pages = s->dropped_pages;
-				m.u.page.dropped_events = s->dropped_events;
-				m.u.page.data = empty;
-				m.u.page.len = sizeof(empty);
-				if (!conn_send_page(c, &m))
+
+				if (s->reported_pages != s->dropped_pages &&
+				    c->q.page_bytes + 256 <= c->page_budget &&
+				    !send_empty_page(c, s, cpu, 0))
 					s->reported_pages = s->dropped_pages;
 			}
 		}
