@@ -24,8 +24,9 @@
  *     packing; the formats saved list the events under those ids;
  *   - comms: guest pids are not host pids; the guest's saved_cmdlines
  *     from its formats folder, and the prev/next comm of every
- *     sched_switch read, name them (pids the host's own events named keep
- *     the host's name: a trace.dat has one pid table).
+ *     sched_switch read, name them, the latest in time winning (pids the
+ *     host's own events named keep the host's name: a trace.dat has one
+ *     pid table).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,6 +39,7 @@
 
 struct rk_comm {
 	int pid;
+	uint64_t ts; /* of the record that gave the name */
 	char comm[HVT_TDAT_COMM_LEN];
 };
 
@@ -57,6 +59,7 @@ struct dr_kring {
 	uint32_t *comm_of; /* guest pid -> index + 1 in @comm */
 	struct rk_comm *comm;
 	unsigned int nr_comm, cap_comm;
+	uint64_t comm_ts;	    /* the sched_switch being read */
 	uint64_t host_named;	    /* guest pids a host event had named */
 	uint64_t comm_over;	    /* guest pids past HVT_TDAT_SRC_MAX_PIDS */
 	struct hvtrace_kring *ring; /* the caller's */
@@ -83,9 +86,14 @@ void hvt_rk_free(struct dr_kring *k)
 	free(k);
 }
 
-/* Name guest @pid @comm (the latest name wins: exec renames). */
+/*
+ * Name guest @pid @comm as of time @ts.  The name of the latest time wins
+ * (exec renames), not the latest read: a batch holds each CPU's records in
+ * turn, so a child switched out as "sh" on one CPU before its exec can be
+ * read after its switches as "ue_writer" on another.
+ */
 static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
-			size_t max)
+			size_t max, uint64_t ts)
 {
 	struct rk_comm *c;
 	size_t n;
@@ -104,6 +112,8 @@ static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
 	}
 	if (k->comm_of[pid]) {
 		c = &k->comm[k->comm_of[pid] - 1];
+		if (ts < c->ts)
+			return 0; /* an older name */
 	} else if (k->nr_comm >= HVT_TDAT_SRC_MAX_PIDS) {
 		/* Bounded, whatever a guest's records claim. */
 		k->comm_over++;
@@ -122,6 +132,7 @@ static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
 		k->comm_of[pid] = k->nr_comm;
 		c->pid = pid;
 	}
+	c->ts = ts;
 	memcpy(c->comm, comm, n);
 	c->comm[n] = '\0';
 	return 0;
@@ -129,7 +140,9 @@ static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
 
 static int rk_comm_fn(void *arg, int pid, const char *comm)
 {
-	return rk_note_comm(arg, pid, comm, HVT_TDAT_COMM_LEN);
+	struct dr_kring *k = arg;
+
+	return rk_note_comm(k, pid, comm, HVT_TDAT_COMM_LEN, k->comm_ts);
 }
 
 /*
@@ -231,6 +244,7 @@ int hvt_rk_put(struct hvt_tdat_rset *r, struct dr_cpu *c, uint64_t ts,
 		k->st.unknown++;
 		r->rec->ids.unknown_total++;
 	} else if (k->sw_id && id == k->sw_id) {
+		k->comm_ts = ts;
 		ret = hvt_tdat_switch_comms(&k->sw, rec, len, rk_comm_fn, k);
 		if (ret)
 			return hvt_err(ret, "out of memory");
@@ -376,7 +390,7 @@ static int rk_saved_cmdlines(struct dr_kring *k)
 		if (sscanf(line, "%d %15[^\n]", &pid, comm) != 2 || pid <= 0 ||
 		    pid >= HVT_TDAT_PID_MAX || (k->comm_of && k->comm_of[pid]))
 			continue;
-		ret = rk_note_comm(k, pid, comm, sizeof(comm));
+		ret = rk_note_comm(k, pid, comm, sizeof(comm), 0);
 	}
 	hvt_tdat_blob_free(&b);
 	return ret;
