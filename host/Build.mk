@@ -109,6 +109,16 @@ PROGS += $(HVTRACED_BIN)
 INSTALL_BIN += $(HVTRACED_BIN)
 endif
 
+# The rig's doorbell server (one per guest, run by the launcher).
+IVSHMEM_SRCS := $(wildcard $(srctree)/host/ivshmem/*.c)
+IVSHMEM_OBJS := $(patsubst $(srctree)/%.c,$(objtree)/%.o,$(IVSHMEM_SRCS))
+IVSHMEM_BIN := $(objtree)/bin/hvtrace-ivshmem
+$(IVSHMEM_OBJS): EXTRA_CFLAGS += $(HOST_PROG_CFLAGS)
+$(IVSHMEM_BIN): $(IVSHMEM_OBJS) $(LIBHVTUTIL)
+	$(call link,$(IVSHMEM_OBJS),$(LIBHVTUTIL))
+PROGS += $(IVSHMEM_BIN)
+INSTALL_BIN += $(IVSHMEM_BIN)
+
 PROGS += $(HVTRACE_BIN)
 INSTALL_BIN += $(HVTRACE_BIN)
 INSTALL_HDR += $(filter-out $(if $(LIBHVT_FUSE),,%/hvtrace-fuse.h),\

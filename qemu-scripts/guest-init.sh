@@ -114,7 +114,10 @@ if [ -f /etc/hvtrace/modules ]; then
 fi
 
 # The trace area: BAR2 of the ivshmem device (PCI 1af4:1110).  The first
-# one is /dev/hvtrace-area, further ones /dev/hvtrace-area1, ...
+# one is /dev/hvtrace-area, further ones /dev/hvtrace-area1, ...  An
+# ivshmem-doorbell device (the one with an MSI-X BAR1) is the host's
+# doorbell: its register BAR0 is /dev/hvtrace-bell, which writers map to
+# ring the host without a relay (docs/design.md, "Waking the reader").
 n=0
 for dev in /sys/bus/pci/devices/*; do
 	[ -r "$dev/vendor" ] || continue
@@ -122,6 +125,11 @@ for dev in /sys/bus/pci/devices/*; do
 	[ "$(cat "$dev/device")" = 0x1110 ] || continue
 	if [ "$(cat "$dev/enable" 2>/dev/null)" = 0 ]; then
 		echo 1 >"$dev/enable" || say "warning: could not enable ${dev##*/}"
+	fi
+	if [ -e "$dev/resource1" ]; then
+		[ -e /dev/hvtrace-bell ] ||
+			ln -sf "/sys/bus/pci/devices/${dev##*/}/resource0" /dev/hvtrace-bell
+		continue
 	fi
 	link=/dev/hvtrace-area
 	[ $n -gt 0 ] && link=/dev/hvtrace-area$n

@@ -94,8 +94,11 @@ struct hvtg_area_fds {
  *
  * Connects the agent's doorbell (the socket path with ".bell" appended)
  * and registers the process for membarrier(2) GLOBAL_EXPEDITED, so that
- * a write that crosses a wakeup the host armed rings the agent (one
- * datagram, only then).  hvtg_area_open() and the client library's
+ * a write that crosses a wakeup the host armed rings the host once.
+ * Where the process may open the guest's ivshmem doorbell register
+ * ($HVTRACE_BELL, else /dev/hvtrace-bell), it maps it and rings with one
+ * store, which QEMU turns into an eventfd signal to hvtraced; otherwise
+ * it sends the agent one datagram, which the agent relays.  hvtg_area_open() and the client library's
  * hvtc_open() call it; an area opened with hvtg_area_open_fds() alone has
  * no doorbell, and the host polls it.  Where the kernel refuses the
  * registration, the agent is told, and the host polls.

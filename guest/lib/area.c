@@ -223,6 +223,7 @@ int hvtg_area_open_fds(const struct hvtg_area_fds *fds,
 	a->info.max_payload = a->cpus[0].max_record -
 			      (uint32_t)sizeof(struct hvt_common_fields);
 	a->bell_fd = -1; /* hvtg_area_set_doorbell() connects it */
+	a->bell_regs = NULL;
 
 	*out = a;
 	return 0;

@@ -34,14 +34,19 @@ struct hvtg_area {
 	uint32_t clock_id;
 	struct hvtg_area_info info;
 	int bell_fd;			/* the agent's doorbell, or -1 */
+	volatile uint32_t *bell_regs;	/* the ivshmem doorbell's BAR0, or
+					 * NULL (then the agent relays) */
 	struct hvt_rb_cpu cpus[HVT_ABI_MAX_CPUS];
 };
 
 /* Where the agent listens unless $HVTRACE_AGENT_SOCKET says otherwise
  * (hvtrace-client.h's HVTC_DEFAULT_SOCKET); the doorbell is beside it. */
 #define HVTG_DEFAULT_AGENT_SOCKET "/run/hvtrace/agent.sock"
+/* The ivshmem doorbell's register BAR unless $HVTRACE_BELL says otherwise
+ * (qemu-scripts/guest-init.sh links it). */
+#define HVTG_DEFAULT_BELL "/dev/hvtrace-bell"
 
-/* doorbell.c: ring the agent when hvt_rb_wake_due() says so. */
+/* doorbell.c: ring the host when hvt_rb_wake_due() says so. */
 void hvtg_bell_ring(struct hvtg_area *a);
 void hvtg_bell_close(struct hvtg_area *a);
 

@@ -461,6 +461,7 @@ static void agent_request(struct conn *c, struct remote *r,
 		agent_kformats(c, r, m);
 		break;
 	case HVT_MSG_DOORBELL:
+		r->wake.relayed++;
 		wake_doorbell(r);
 		break;
 	case HVT_MSG_BYE:

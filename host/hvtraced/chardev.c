@@ -8,7 +8,9 @@
  * or the port may deliver bytes of an earlier session late, so the
  * daemon keeps trying: it reconnects every D_RECONNECT_MS when the socket
  * goes away, retries the area every D_RECONNECT_MS until it opens, and
- * says HELLO again every D_HELLO_RETRY_MS until the agent answers.  A
+ * says HELLO again every D_HELLO_RETRY_MS until the agent answers.  With
+ * each connection it takes the guest's doorbell eventfd from
+ * RUN_DIR/NAME/bell.sock where the rig serves one (bell.c).  A
  * HELLO of an agent instance the daemon has not seen, or of another area
  * generation, re-opens the area.  Guests attached this way are kept in
  * the state file (state.c) as "guest NAME".
@@ -27,6 +29,8 @@
 struct chardev_remote {
 	char ctl_path[PATH_MAX];
 	char area_path[PATH_MAX];
+	char bell_path[PATH_MAX];
+	struct conn *bell;	/* the doorbell's eventfd (bell.c), or NULL */
 	uint64_t next_try_ms;	/* reconnect */
 	uint64_t area_try_ms;	/* area retry */
 };
@@ -62,6 +66,11 @@ static void chardev_connect(struct remote *r)
 	r->conn = c;
 	r->agent.session = d_now_ns();
 	d_log("remote '%s': connected to %s", r->name, cr->ctl_path);
+	/* The guest's doorbell device, if it has one: asked for again with
+	 * every connection (a guest started again has a new one). */
+	if (cr->bell)
+		conn_close(cr->bell);
+	cr->bell = bell_connect(r, cr->bell_path);
 	agent_send_hello(r, NULL, 0, NULL);
 }
 
@@ -99,6 +108,8 @@ int remote_attach_chardev(const char *name, struct remote **out, char *msg,
 		 D->run_dir, name);
 	snprintf(cr->area_path, sizeof(cr->area_path), "%s/hvtrace-%s",
 		 D->shm_dir, name);
+	snprintf(cr->bell_path, sizeof(cr->bell_path), "%s/%s/bell.sock",
+		 D->run_dir, name);
 	if (remote_open_area(r, cr->area_path, tmp, sizeof(tmp)))
 		d_dbg("remote '%s': %s (retrying)", name, tmp);
 	chardev_connect(r);
@@ -185,7 +196,13 @@ static void chardev_save(const struct remote *r, FILE *f)
 
 static void chardev_free(struct remote *r)
 {
-	free(r->priv);
+	struct chardev_remote *cr = r->priv;
+
+	if (cr->bell) {
+		cr->bell->remote = NULL;
+		conn_close(cr->bell);
+	}
+	free(cr);
 }
 
 static const struct remote_ops chardev_ops = {

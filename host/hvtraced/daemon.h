@@ -319,6 +319,8 @@ struct remote {
 		uint64_t cpus;		/* CPUs armed */
 		uint32_t req;		/* the BARRIER out */
 		uint64_t armings, barriers, doorbells, sleeps;
+		uint64_t bell_rings;	/* rings on the ivshmem eventfd */
+		uint64_t relayed;	/* DOORBELLs relayed by the agent */
 	} wake;
 
 	uint64_t proto_errors;
@@ -543,6 +545,9 @@ void wake_reset(struct remote *r);
 uint64_t wake_after_poll(uint64_t poll_us);
 void wake_answer(struct remote *r, const struct hvt_msg *m);
 void wake_doorbell(struct remote *r);
+
+/* bell.c: a rig guest's ivshmem doorbell; NULL: none (the agent relays) */
+struct conn *bell_connect(struct remote *r, const char *path);
 
 /* trigger.c */
 int trigger_start(struct remote *r, struct conn *tool, uint32_t req,

@@ -208,7 +208,9 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 			n += snprintf(small + n, sizeof(small) - (size_t)n,
 				      "wakeups: %s\nwake_armings: %llu\n"
 				      "wake_barriers: %llu\nwake_sleeps: %llu\n"
-				      "wake_doorbells: %llu\n",
+				      "wake_doorbells: %llu\n"
+				      "wake_bell_rings: %llu\n"
+				      "wake_relayed: %llu\n",
 				      !D->wakeups     ? "off (--no-wakeups)" :
 				      !r->conn        ? "no agent (polled)" :
 				      r->wake.refused ? "refused by the agent (polled)" :
@@ -218,7 +220,9 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      (unsigned long long)r->wake.armings,
 				      (unsigned long long)r->wake.barriers,
 				      (unsigned long long)r->wake.sleeps,
-				      (unsigned long long)r->wake.doorbells);
+				      (unsigned long long)r->wake.doorbells,
+				      (unsigned long long)r->wake.bell_rings,
+				      (unsigned long long)r->wake.relayed);
 		if (n < 0 || n >= (int)sizeof(small))
 			n = (int)sizeof(small) - 1;
 		send_text(c, m, 0, small, (size_t)n);

@@ -475,6 +475,23 @@ char *h_text(struct hvtrace_daemon *dc, uint32_t remote, uint32_t kind)
 	return t;
 }
 
+uint64_t h_info_u64(struct hvtrace_daemon *dc, uint32_t remote,
+		    const char *key)
+{
+	char *text = h_text(dc, remote, HVT_TEXT_INFO), *p;
+	unsigned long long v;
+	size_t n = strlen(key);
+
+	for (p = text; (p = strstr(p, key)); p += n)
+		if ((p == text || p[-1] == '\n') &&
+		    sscanf(p + n, ": %llu", &v) == 1)
+			break;
+	if (!p)
+		t_fail("no '%s' in the remote's info:\n%s", key, text);
+	free(text);
+	return v;
+}
+
 struct tep_handle *h_tep(struct hvtrace_daemon *dc, uint32_t remote)
 {
 	struct tep_handle *tep = tep_alloc();

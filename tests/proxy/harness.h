@@ -76,6 +76,9 @@ int h_result(struct hvtrace_daemon *dc, uint16_t type, uint32_t remote,
 
 /* TEXT of a remote (malloc'd). */
 char *h_text(struct hvtrace_daemon *dc, uint32_t remote, uint32_t kind);
+/* The "KEY: N" line of a remote's info text (fails when missing). */
+uint64_t h_info_u64(struct hvtrace_daemon *dc, uint32_t remote,
+		    const char *key);
 
 /* libtraceevent decoding of pages from a remote. */
 struct tep_handle;

@@ -25,20 +25,6 @@
 
 #define COUNT 8
 
-static uint64_t info_field(struct hvtrace_daemon *dc, uint32_t remote,
-			   const char *key)
-{
-	char *text = h_text(dc, remote, HVT_TEXT_INFO), *p;
-	uint64_t v;
-
-	p = strstr(text, key);
-	if (!p ||
-	    sscanf(p + strlen(key), ": %llu", (unsigned long long *)&v) != 1)
-		t_fail("no '%s' in the remote's info:\n%s", key, text);
-	free(text);
-	return v;
-}
-
 /* Receive until record @want has arrived (within @timeout_ms). */
 static void wait_record(struct hvtrace_daemon *dc, struct tep_handle *tep,
 			struct h_e2e *seen, unsigned int want, int timeout_ms)
@@ -65,8 +51,8 @@ static void run(struct hvtrace_daemon *dc, struct h_agent *a)
 {
 	static unsigned int counts[COUNT];
 	struct h_e2e seen = {.total = COUNT, .count = counts};
-	uint64_t bells0 = info_field(dc, a->remote, "wake_doorbells");
-	uint64_t sleeps0 = info_field(dc, a->remote, "wake_sleeps");
+	uint64_t bells0 = h_info_u64(dc, a->remote, "wake_doorbells");
+	uint64_t sleeps0 = h_info_u64(dc, a->remote, "wake_sleeps");
 	struct tep_handle *tep;
 	const char *line;
 	char text[256];
@@ -100,18 +86,18 @@ static void run(struct hvtrace_daemon *dc, struct h_agent *a)
 			t_fail("seq %u arrived %u times", i, counts[i]);
 	/* Every record arrived although the daemon polls once a minute:
 	 * doorbells brought them (one may bring two under load). */
-	if (info_field(dc, a->remote, "wake_doorbells") - bells0 < 1)
+	if (h_info_u64(dc, a->remote, "wake_doorbells") - bells0 < 1)
 		t_fail("no doorbell counted");
 	/* Under load a doorbell may come while the daemon still waits for
 	 * the BARRIER answer: then it did not count as asleep that time. */
-	if (info_field(dc, a->remote, "wake_sleeps") - sleeps0 < 1)
+	if (h_info_u64(dc, a->remote, "wake_sleeps") - sleeps0 < 1)
 		t_fail("the daemon never slept");
 	printf("%u records, rung for: %llu doorbells, %llu sleeps\n",
 	       seen.n,
-	       (unsigned long long)(info_field(dc, a->remote,
+	       (unsigned long long)(h_info_u64(dc, a->remote,
 					       "wake_doorbells") -
 				    bells0),
-	       (unsigned long long)(info_field(dc, a->remote, "wake_sleeps") -
+	       (unsigned long long)(h_info_u64(dc, a->remote, "wake_sleeps") -
 				    sleeps0));
 	tep_free(tep);
 }

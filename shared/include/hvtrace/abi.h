@@ -288,6 +288,21 @@ struct hvt_ctrl_wake {
 #define HVT_WAKE_POS(w)	((uint32_t)(((w) >> 16) & 0xffff0000u) |	\
 			 (uint32_t)((w) & 0xffffu))
 
+/*
+ * The rig's relay-free doorbell: QEMU's ivshmem-doorbell device, served
+ * by hvtrace-ivshmem (host/ivshmem/main.c).  A guest writer rings the
+ * host by storing HVT_BELL_VALUE in the device's doorbell register, at
+ * HVT_BELL_REG in BAR0; QEMU signals the host's eventfd, which hvtraced
+ * watches.  The guest is peer HVT_BELL_GUEST_ID, the host peer
+ * HVT_BELL_HOST_PEER (vector 0).
+ */
+#define HVT_BELL_REG		12	/* ivshmem's Doorbell register */
+#define HVT_BELL_HOST_PEER	0
+#define HVT_BELL_GUEST_ID	1
+#define HVT_BELL_VALUE		((uint32_t)HVT_BELL_HOST_PEER << 16 | 0)
+/* The 64-bit word hvtrace-ivshmem sends with the eventfd on bell.sock. */
+#define HVT_BELL_MAGIC		0x6c6c6562747668ull	/* "hvtbell" */
+
 struct hvt_control {
 	uint64_t magic;			/* 0x000 HVT_CONTROL_MAGIC */
 	uint32_t abi_version;		/* 0x008 */
