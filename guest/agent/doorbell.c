@@ -6,6 +6,10 @@
  *   writers --"R"--> <socket>.bell --DOORBELL--> hvtraced
  *   hvtraced --BARRIER--> membarrier(GLOBAL_EXPEDITED) --RESULT--> hvtraced
  *
+ * (Writers that can map the guest's ivshmem doorbell, /dev/hvtrace-bell,
+ * ring hvtraced with one store instead; the agent gives that device the
+ * access of its socket.)
+ *
  * Writers ring a datagram socket beside the agent's socket (libhvtrace-
  * guest's doorbell.c); every poll round that finds rings sends one
  * DOORBELL notice, so a burst of rings costs the link one frame.  When
@@ -17,7 +21,9 @@
  * answered -EOPNOTSUPP and the host keeps polling.
  */
 #include <errno.h>
+#include <limits.h>
 #include <linux/membarrier.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -28,6 +34,27 @@
 #include "agent.h"
 
 #define BELL_SUFFIX ".bell"
+#define BELL_DEVICE "/dev/hvtrace-bell"
+
+/*
+ * The relay-free doorbell (qemu-scripts/guest-init.sh links the register
+ * BAR of the guest's ivshmem-doorbell device as /dev/hvtrace-bell): the
+ * same access as the agent's socket, so that the writers who may
+ * register events may also ring the host with one store rather than
+ * through this agent.  Ringing is all the register does for them (a
+ * spurious ring costs the host one read that finds nothing).
+ */
+static void bell_share_device(struct agent *ag, gid_t gid)
+{
+	char path[PATH_MAX];
+
+	if (!realpath(BELL_DEVICE, path))
+		return; /* none: writers ring through this agent */
+	if (chown(path, (uid_t)-1, gid) || chmod(path, ag->sock_mode & 0660))
+		agent_log("warning: cannot give %s (%s) to the agent's "
+			  "clients: %s (their doorbells go through the agent)",
+			  BELL_DEVICE, path, strerror(errno));
+}
 
 int bell_listen(struct agent *ag)
 {
@@ -63,10 +90,12 @@ int bell_listen(struct agent *ag)
 	{
 		struct stat st;
 
-		if (!stat(ag->sock_path, &st) &&
-		    chown(sa.sun_path, (uid_t)-1, st.st_gid))
-			agent_dbg("cannot give %s the group of %s", sa.sun_path,
-				  ag->sock_path);
+		if (!stat(ag->sock_path, &st)) {
+			if (chown(sa.sun_path, (uid_t)-1, st.st_gid))
+				agent_dbg("cannot give %s the group of %s",
+					  sa.sun_path, ag->sock_path);
+			bell_share_device(ag, st.st_gid);
+		}
 	}
 	ag->bell_fd = fd;
 	return 0;

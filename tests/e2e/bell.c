@@ -13,6 +13,11 @@
  *     grows) and none is relayed by the agent (wake_relayed stays 0);
  *   - a guest started with --no-bell: no eventfd rings, and the agent
  *     relays the doorbells (wake_relayed grows);
+ *   - the default guest again, the writer run by a user that is not root
+ *     but a member of the agent socket's group (root's group here): the
+ *     agent gave the device that group's access, so its doorbells come on
+ *     the eventfd too (the device's register file is root's alone until
+ *     then);
  *
  * and in both, every event arrives exactly once, in order, with read +
  * lost == written and nothing lost.  The backstop (--wake-backstop-ms)
@@ -28,7 +33,15 @@
 #define COUNT 60
 #define RATE  20
 
-static void run_one(const char *suffix, bool bell)
+/* Before the workload, for the "user" run: user hvtw (uid 1000), a
+ * member of group root, which owns the agent's socket. */
+#define AS_USER                                                                \
+	"echo hvtw:x:1000:1000::/:/bin/sh >>/etc/passwd && "                   \
+	"echo hvtw:x:1000: >>/etc/group && "                                   \
+	"sed -i 's/^root:x:0:$/root:x:0:hvtw/' /etc/group && "                 \
+	"ls -lL /dev/hvtrace-bell && su hvtw -c 'id; "
+
+static void run_one(const char *suffix, bool bell, bool user)
 {
 	static struct e_seq s;
 	struct hvt_m_stats st[8];
@@ -37,10 +50,11 @@ static void run_one(const char *suffix, bool bell)
 	struct e_guest g;
 	unsigned int n, cpu;
 	const char *done;
-	char run[256];
+	char run[512];
 
 	snprintf(run, sizeof(run),
-		 "ue_seq --threads 1 --count %d --rate %d --hold", COUNT, RATE);
+		 "%sue_seq --threads 1 --count %d --rate %d --hold%s",
+		 user ? AS_USER : "", COUNT, RATE, user ? "'" : "");
 	e_guest_start(&g, suffix, run, bell ? NULL : extra);
 	e_wait_event(&g, "hvt_seq", 60000);
 	e_seq_init(&s, &g, 1, COUNT);
@@ -104,8 +118,9 @@ int main(void)
 {
 	/* A backstop far past the run: only doorbells wake the daemon. */
 	e_init("--wake-backstop-ms 600000");
-	run_one("bell", true);
-	run_one("relay", false);
+	run_one("bell", true, false);
+	run_one("relay", false, false);
+	run_one("user", true, true);
 	h_pass();
 	return 0;
 }
