@@ -37,7 +37,8 @@ static void bell_event(struct conn *c, uint32_t events)
 
 	(void)events;
 	/* An eventfd read gives the count and resets it; the rings it
-	 * counts are one wake. */
+	 * counts are one wake (wake.c decides what it is worth, and stops
+	 * watching the eventfd after a stale one). */
 	if (read(c->fd, &n, sizeof(n)) != (ssize_t)sizeof(n) || !c->remote)
 		return;
 	c->remote->wake.bell_rings += n;

@@ -30,7 +30,6 @@ struct chardev_remote {
 	char ctl_path[PATH_MAX];
 	char area_path[PATH_MAX];
 	char bell_path[PATH_MAX];
-	struct conn *bell;	/* the doorbell's eventfd (bell.c), or NULL */
 	uint64_t next_try_ms;	/* reconnect */
 	uint64_t area_try_ms;	/* area retry */
 };
@@ -68,9 +67,9 @@ static void chardev_connect(struct remote *r)
 	d_log("remote '%s': connected to %s", r->name, cr->ctl_path);
 	/* The guest's doorbell device, if it has one: asked for again with
 	 * every connection (a guest started again has a new one). */
-	if (cr->bell)
-		conn_close(cr->bell);
-	cr->bell = bell_connect(r, cr->bell_path);
+	if (r->wake.bell)
+		conn_close(r->wake.bell);
+	r->wake.bell = bell_connect(r, cr->bell_path);
 	agent_send_hello(r, NULL, 0, NULL);
 }
 
@@ -198,9 +197,10 @@ static void chardev_free(struct remote *r)
 {
 	struct chardev_remote *cr = r->priv;
 
-	if (cr->bell) {
-		cr->bell->remote = NULL;
-		conn_close(cr->bell);
+	if (r->wake.bell) {
+		r->wake.bell->remote = NULL;
+		conn_close(r->wake.bell);
+		r->wake.bell = NULL;
 	}
 	free(cr);
 }

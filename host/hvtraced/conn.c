@@ -111,8 +111,8 @@ void conn_update_events(struct conn *c)
 		want |= EPOLLIN;
 	if (c->q.head)
 		want |= EPOLLOUT;
-	if (c->ops->event)
-		want = EPOLLIN;
+	if (c->ops->event) /* paused: not watched (a doorbell, bell.c) */
+		want = c->paused ? 0 : EPOLLIN;
 	if (want == c->ev)
 		return;
 	ev.events = want;

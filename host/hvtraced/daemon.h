@@ -321,6 +321,10 @@ struct remote {
 		uint64_t armings, barriers, doorbells, sleeps;
 		uint64_t bell_rings;	/* rings on the ivshmem eventfd */
 		uint64_t relayed;	/* DOORBELLs relayed by the agent */
+		uint64_t stale;		/* doorbells while polled: ignored */
+		/* The ivshmem doorbell's eventfd (bell.c), or NULL; watched
+		 * (not paused) from an arming to its first doorbell. */
+		struct conn *bell;
 	} wake;
 
 	uint64_t proto_errors;

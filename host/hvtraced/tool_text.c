@@ -210,7 +210,8 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      "wake_barriers: %llu\nwake_sleeps: %llu\n"
 				      "wake_doorbells: %llu\n"
 				      "wake_bell_rings: %llu\n"
-				      "wake_relayed: %llu\n",
+				      "wake_relayed: %llu\n"
+				      "wake_stale: %llu\n",
 				      !D->wakeups     ? "off (--no-wakeups)" :
 				      !r->conn        ? "no agent (polled)" :
 				      r->wake.refused ? "refused by the agent (polled)" :
@@ -222,7 +223,8 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      (unsigned long long)r->wake.sleeps,
 				      (unsigned long long)r->wake.doorbells,
 				      (unsigned long long)r->wake.bell_rings,
-				      (unsigned long long)r->wake.relayed);
+				      (unsigned long long)r->wake.relayed,
+				      (unsigned long long)r->wake.stale);
 		if (n < 0 || n >= (int)sizeof(small))
 			n = (int)sizeof(small) - 1;
 		send_text(c, m, 0, small, (size_t)n);

@@ -14,8 +14,16 @@
  *            to the check (hvtrace_area_wake_pending(), A4): committed
  *            meanwhile?  POLL.  Otherwise
  *   ASLEEP   nothing polls the remote (a backstop of --wake-backstop-ms
- *            aside); the agent's DOORBELL, sent when a writer crossed
- *            the watermark, makes it POLL again at once
+ *            aside); a doorbell, rung when a writer crossed the
+ *            watermark, makes it POLL again at once: the eventfd of the
+ *            guest's ivshmem doorbell (bell.c), or the agent's DOORBELL
+ *
+ * A doorbell that finds the remote in POLL (one for an arming already
+ * answered, or a guest ringing for nothing) is counted and does nothing
+ * else, and the ivshmem eventfd is not watched again until the next
+ * arming: a guest that rings without end costs at most one wakeup per
+ * arming, and arming waits for D_WAKE_QUIET_US without pages or
+ * doorbells.
  *
  * An agent that answers BARRIER with an error (an older agent, a writer
  * that cannot take the barrier, a kernel without the command) is never
@@ -24,7 +32,9 @@
  * interval of fanout.c.  Answers to an older BARRIER are ignored: they
  * do not cover the newer arming.
  */
+#include <poll.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon.h"
 
@@ -42,12 +52,35 @@ void wake_reset(struct remote *r)
 	r->wake.refused = false;
 }
 
+/*
+ * Watch the remote's ivshmem doorbell again (bell.c), for the arming that
+ * follows.  Rings that came while it was not watched were for an older
+ * arming: cleared first, before A2, so that none of them wakes this one
+ * early; a ring for this arming can only come after A2.
+ */
+static void wake_watch_bell(struct remote *r)
+{
+	struct conn *b = r->wake.bell;
+	struct pollfd p;
+	uint64_t n;
+
+	if (!b || b->dead)
+		return;
+	p.fd = b->fd;
+	p.events = POLLIN;
+	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN))
+		(void)!read(b->fd, &n, sizeof(n));
+	b->paused = false;
+	conn_update_events(b);
+}
+
 /* Arm every CPU that is read and ask for the barrier. */
 static void wake_arm(struct remote *r, uint64_t cpus)
 {
 	struct hvt_msg m;
 	uint32_t cpu;
 
+	wake_watch_bell(r);
 	for (cpu = 0; cpu < r->info.nr_cpus; cpu++)
 		if ((cpus >> cpu) & 1 &&
 		    hvtrace_area_wake_arm(r->area, (int)cpu, D->wake_mark))
@@ -141,6 +174,26 @@ void wake_answer(struct remote *r, const struct hvt_msg *m)
 void wake_doorbell(struct remote *r)
 {
 	r->wake.doorbells++;
+	if (r->wake.state == WAKE_POLL) {
+		/*
+		 * Polled anyway: a doorbell of an arming already answered
+		 * (or a guest ringing for nothing).  It forces no read, so
+		 * that a guest that rings without end cannot make the
+		 * daemon spin, and the ivshmem doorbell goes unwatched until
+		 * the next arming.
+		 */
+		r->wake.stale++;
+		if (r->wake.bell && !r->wake.bell->paused) {
+			r->wake.bell->paused = true;
+			conn_update_events(r->wake.bell);
+		}
+		return;
+	}
 	r->wake.state = WAKE_POLL;
+	/* As data for the quiet rule: a remote is armed again only
+	 * D_WAKE_QUIET_US after a doorbell too, so a guest that rings for
+	 * nothing gets at most one arming (one BARRIER) per
+	 * D_WAKE_QUIET_US; a real doorbell brings pages anyway. */
+	r->wake.data_us = d_now_us();
 	D->next_poll_us = 0; /* read now */
 }
