@@ -219,8 +219,10 @@ static int kr_parse_615(struct hvtrace_kring *k, uint64_t off)
 			       "a multiple of 8",
 			       k->path, (unsigned long long)off, cpu_size,
 			       KR_615_CPU_MAX);
-	if (total > k->size - off || bo < KR_615_GLOBAL_SIZE || bo % 8 ||
-	    bo > total - KR_615_CPU_MIN)
+	/* total < KR_615_CPU_MIN first: total - KR_615_CPU_MIN would wrap
+	 * and let any buffers offset through. */
+	if (total > k->size - off || total < KR_615_CPU_MIN ||
+	    bo < KR_615_GLOBAL_SIZE || bo % 8 || bo > total - KR_615_CPU_MIN)
 		return hvt_err(-EINVAL, "%s: ring meta at 0x%llx: total size "
 					"%llu or buffers offset %llu does not "
 					"fit the %llu bytes of the %s after "

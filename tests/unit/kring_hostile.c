@@ -172,6 +172,9 @@ int main(void)
 			{ 32 | 24u << 16, 0xa000, 4, -EINVAL },
 			{ 32 | 24u << 16, 0xa000, 90, -EINVAL },
 			{ 32 | 24u << 16, 0x1000, 88, -EINVAL },
+			/* a total below one CPU meta, a wild offset */
+			{ 32 | 24u << 16, 0, 0x100000000000ull, -EINVAL },
+			{ 32 | 24u << 16, 31, 0x7ffffffffff8ull, -EINVAL },
 		};
 		unsigned int i;
 
