@@ -89,7 +89,8 @@ verdict=$(awk -v k="$K" '
 		return -1 }
 	/LOST/ { print "lost events: " $0; bad = 1; exit }
 	{ ts = t($0); if (ts < 0) { print "no time in line " NR; bad = 1; exit }
-	  if (ts < last) { print "line " NR " goes back in time"; bad = 1; exit } last = ts }
+	  if (ts < last) { print "line " NR " goes back in time: \"" prev "\" then \"" $0 "\""; bad = 1; exit }
+	  last = ts; prev = $0 }
 	/hvt-(host|guest) [0-9]+$/ {
 		who = $(NF - 1); host = $1 == "host:"
 		if ((who == "hvt-host") != host) { print "prefix wrong: " $0; bad = 1; exit }
