@@ -104,6 +104,20 @@ int hvt_cli_parse_seconds(const char *s, double *out);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t hvt_cli_now_ns(void);
 
+/*
+ * The time to print for an event at host time @ns, +- @err_ns (0: exact;
+ * UINT64_MAX: not on the host's clock), after the events @o has seen
+ * (zeroed at first): no earlier than the latest time printed while their
+ * error intervals overlap, so a refitted clock model never makes the
+ * output go back in time (stream_order.c).
+ */
+struct hvt_cli_order {
+	uint64_t ns;	 /* the latest time printed */
+	uint64_t err_ns; /* ... its error bound */
+};
+uint64_t hvt_cli_order_time(struct hvt_cli_order *o, uint64_t ns,
+			    uint64_t err_ns);
+
 /* The SIGINT or SIGTERM (or SIGHUP) that asked a long-running verb to
  * stop, 0 before any; set by the handlers hvt_cli_catch_stop_signals()
  * installs (without SA_RESTART, so a blocking poll returns EINTR). */

@@ -414,10 +414,19 @@ static void st_print_lost(struct st_state *s, int cpu, uint64_t lost)
 
 static int st_print(struct st_state *s, const struct hvtrace_record *rec)
 {
-	uint64_t ts = s->kernel ? rec->ts
-		      : s->kring ? st_kclock_map(s, rec->ts)
-				 : rec->host_ns;
+	uint64_t ts = rec->host_ns, err = UINT64_MAX;
 	int n;
+
+	if (s->kernel)
+		ts = rec->ts; /* its own trace clock, as trace_pipe prints */
+	else if (s->kring)
+		ts = st_kclock_map(s, rec->ts, &err);
+	else
+		hvtrace_area_to_host_ns(s->area, rec->ts, &err);
+	/* A refitted clock model (an area's time sync, a new anchor of the
+	 * guest kernel's line) moves converted times: stream_order.c's
+	 * rule keeps the output in time order. */
+	ts = hvt_cli_order_time(&s->order, ts, err);
 
 	if (rec->lost_before)
 		st_print_lost(s, rec->cpu, rec->lost_before);

@@ -47,6 +47,7 @@
 struct rs_rec {
 	struct rs_rec *next;
 	uint64_t ts, host, fetched, lost;
+	uint64_t err; /* host's error bound: 0 for the host kernel's */
 	int cpu;
 	uint32_t q; /* its queue: the remote's CPU, nr_cpus + the guest
 		     * kernel's CPU, or host_q + the host kernel's CPU */
@@ -93,6 +94,7 @@ struct rs {
 	uint32_t page_cpu;
 	uint32_t page_q;
 	uint64_t page_lost;
+	struct hvt_cli_order order; /* the latest time printed */
 };
 
 static int rs_fail(struct rs *s)
@@ -114,6 +116,7 @@ static struct rs_rec *rs_queue(struct rs *s, uint32_t q, uint32_t cpu,
 	r->next = NULL;
 	r->ts = ts;
 	r->host = ts;
+	r->err = 0;
 	r->fetched = s->now_fetch;
 	r->lost = lost;
 	r->cpu = (int)cpu;
@@ -282,7 +285,7 @@ static int rs_hpump(struct rs *s)
 /* Host times for the records that arrived since the last call. */
 static int rs_convert(struct rs *s)
 {
-	uint64_t *ts;
+	uint64_t *ts, err = UINT64_MAX;
 	size_t i;
 	int ret;
 
@@ -294,10 +297,12 @@ static int rs_convert(struct rs *s)
 	for (i = 0; i < s->nr_conv; i++)
 		ts[i] = s->conv[i]->ts;
 	ret = hvtrace_daemon_feed_to_host(s->feed, s->rec.id, ts, ts,
-					  s->nr_conv, NULL);
+					  s->nr_conv, &err);
 	if (!ret)
-		for (i = 0; i < s->nr_conv; i++)
+		for (i = 0; i < s->nr_conv; i++) {
 			s->conv[i]->host = ts[i];
+			s->conv[i]->err = err; /* the batch's bound */
+		}
 	free(ts);
 	s->nr_conv = 0;
 	return ret ? rs_fail(s) : 0;
@@ -356,6 +361,8 @@ static int rs_print(struct rs *s, struct rs_rec *r)
 		: kernel ? hvtrace_daemon_kring_decoder(s->kr)
 			 : s->dec;
 	struct hvtrace_record rec;
+	/* The model moves between batches: stream_order.c's rule. */
+	uint64_t t = hvt_cli_order_time(&s->order, r->host, r->err);
 	int n;
 
 	if (r->lost) {
@@ -394,13 +401,13 @@ static int rs_print(struct rs *s, struct rs_rec *r)
 	}
 	memset(&rec, 0, sizeof(rec));
 	rec.ts = r->ts;
-	rec.host_ns = r->host;
+	rec.host_ns = t;
 	rec.data = r->data;
 	rec.size = r->len;
 	rec.cpu = r->cpu;
 	rec.fetched_ns = r->fetched;
 	for (;;) {
-		n = hvtrace_decoder_format(dec, &rec, r->host, 0, s->line,
+		n = hvtrace_decoder_format(dec, &rec, t, 0, s->line,
 					   s->line_cap);
 		if (n < 0)
 			return rs_fail(s);
@@ -423,7 +430,10 @@ static int rs_print(struct rs *s, struct rs_rec *r)
 /*
  * Print what may go: the oldest record once every CPU has one pending
  * (none can be older then), once it waited the window, or everything
- * when flushing.  Returns 1 when --count was reached.
+ * when flushing.  Its time is printed by stream_order.c's rule (no
+ * earlier than the latest time printed while their error bounds
+ * overlap), as each batch is converted with the clock model of its
+ * moment.  Returns 1 when --count was reached.
  */
 static int rs_emit(struct rs *s, bool flush)
 {

@@ -70,6 +70,7 @@ struct st_state {
 	uint32_t kclock_remote;
 	bool kclock_on, kclock_said;
 	uint64_t kclock_g0, kclock_h0, kclock_h1, kclock_at, kclock_err;
+	uint64_t kclock_bound; /* the error bound of the line now */
 
 	/* comm lookups already tried (loopback writer threads) */
 	int tried[256];
@@ -80,6 +81,7 @@ struct st_state {
 	size_t line_cap;
 	unsigned long long printed, lost;
 	bool out_broken;
+	struct hvt_cli_order order; /* the latest time printed */
 };
 
 /* The source's rings, decoder and formats (stream_open.c); each returns
@@ -91,7 +93,9 @@ int st_open_kring(struct st_state *s);
  * @kclock_name, when it has one (stream_kclock.c); a note on stderr
  * either way. */
 void st_kclock_open(struct st_state *s);
-uint64_t st_kclock_map(struct st_state *s, uint64_t ts);
+/* @ts on the host's clock, its error bound in *@err_ns (UINT64_MAX: the
+ * guest's own time). */
+uint64_t st_kclock_map(struct st_state *s, uint64_t ts, uint64_t *err_ns);
 void st_kclock_close(struct st_state *s);
 /* Remove a directory tree (formats unpacked from a console). */
 int st_rm_tree(const char *path);

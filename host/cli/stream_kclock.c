@@ -111,6 +111,7 @@ static int kc_anchor(struct st_state *s, uint64_t ts)
 	s->kclock_h0 = h[0];
 	s->kclock_h1 = h[1];
 	s->kclock_at = hvt_cli_now_ns();
+	s->kclock_bound = err;
 	if (!s->kclock_said || err > s->kclock_err) {
 		if (!s->kclock_said)
 			fprintf(stderr,
@@ -124,10 +125,11 @@ static int kc_anchor(struct st_state *s, uint64_t ts)
 	return 0;
 }
 
-uint64_t st_kclock_map(struct st_state *s, uint64_t ts)
+uint64_t st_kclock_map(struct st_state *s, uint64_t ts, uint64_t *err_ns)
 {
 	double rate;
 
+	*err_ns = UINT64_MAX;
 	if (!s->kclock_on)
 		return ts;
 	if (!s->kclock_at || hvt_cli_now_ns() - s->kclock_at >= KC_REFRESH_NS) {
@@ -145,6 +147,7 @@ uint64_t st_kclock_map(struct st_state *s, uint64_t ts)
 			return ts;
 		}
 	}
+	*err_ns = s->kclock_bound;
 	rate = (double)(int64_t)(s->kclock_h1 - s->kclock_h0) /
 	       (double)KC_SPAN_NS;
 	return s->kclock_h0 +
