@@ -221,6 +221,24 @@ if [ "$kmode" = copy ]; then
 	done
 fi
 
+# hvtrace.klate=LIST: the syscall events of the ring's list, left out of
+# trace_instance= (a system call event enabled on the command line records
+# nothing: enabling it flags the tasks of that moment, and there are none
+# yet).  Enabled here, while init is the only process, so that no CPU is
+# in a system call while the kernel patches its entry code for them, and
+# every later process inherits the flag from init.
+if [ "$kmode" = ring ] && kl=$(cmdline_get hvtrace.klate); then
+	for item in $(echo "$kl" | tr ',' ' '); do
+		e=$ti/hvt/events/${item%%:*}
+		[ "$item" = "${item%%:*}" ] || e=$e/${item#*:}
+		if [ -w "$e/enable" ]; then
+			echo 1 >"$e/enable" || say "cannot enable $item in the kernel ring"
+		else
+			say "the guest kernel has no event $item"
+		fi
+	done
+fi
+
 # hvtrace.kformats=SYS1,SYS2:EVENT: the guest kernel's event formats for the
 # host, which reads this kernel's own ring from guest RAM but cannot see
 # its tracefs: the headers, saved_cmdlines, printk_formats and the format

@@ -14,6 +14,12 @@
  * HELLO of an agent instance the daemon has not seen, or of another area
  * generation, re-opens the area.  Guests attached this way are kept in
  * the state file (state.c) as "guest NAME".
+ *
+ * A guest whose socket refuses connections after a session (its QEMU
+ * exited: powered off, panicked, killed) is DISCONNECTED: its area stays
+ * readable, and readers that follow it read it to the end and stop
+ * (hvtrace_daemon_remote_stopped()).  The daemon keeps trying, so a
+ * guest started again under the name is taken up as before.
  */
 #include <errno.h>
 #include <limits.h>
@@ -32,6 +38,7 @@ struct chardev_remote {
 	char bell_path[PATH_MAX];
 	uint64_t next_try_ms;	/* reconnect */
 	uint64_t area_try_ms;	/* area retry */
+	bool had_session;	/* connected once: a refusal means QEMU left */
 };
 
 static const struct remote_ops chardev_ops;
@@ -51,9 +58,19 @@ static void chardev_connect(struct remote *r)
 	if (fd < 0)
 		return;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int err = errno;
+
 		d_dbg("remote '%s': %s: %s", r->name, cr->ctl_path,
-		      strerror(errno));
+		      strerror(err));
 		close(fd);
+		/* Nobody listens where QEMU did: the guest is gone. */
+		if (cr->had_session && r->state != HVT_REMOTE_DISCONNECTED &&
+		    (err == ECONNREFUSED || err == ENOENT)) {
+			r->state = HVT_REMOTE_DISCONNECTED;
+			d_log("remote '%s': %s: %s: the guest's QEMU is gone; "
+			      "its area stays readable",
+			      r->name, cr->ctl_path, strerror(err));
+		}
 		return;
 	}
 	c = conn_new(fd, &agent_chardev_conn_ops);
@@ -63,6 +80,8 @@ static void chardev_connect(struct remote *r)
 	}
 	c->remote = r;
 	r->conn = c;
+	r->state = HVT_REMOTE_WAITING;
+	cr->had_session = true;
 	r->agent.session = d_now_ns();
 	d_log("remote '%s': connected to %s", r->name, cr->ctl_path);
 	/* The guest's doorbell device, if it has one: asked for again with

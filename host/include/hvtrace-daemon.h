@@ -319,7 +319,8 @@ hvtrace_daemon_remote_now(const struct hvt_remote_rec *v, uint32_t n,
 			  const struct hvt_remote_rec *was,
 			  const struct hvt_remote_rec **cur);
 /** hvtrace_daemon_remote_stopped - an area remote whose writer stopped or died,
- * or a guest kernel ring attached by pid whose VMM exited
+ * a guest kernel ring attached by pid whose VMM exited, or a guest whose
+ * QEMU exited (its control socket refuses connections)
  */
 HVTRACE_API bool
 hvtrace_daemon_remote_stopped(const struct hvt_remote_rec *rec);

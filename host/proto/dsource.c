@@ -89,8 +89,11 @@ hvtrace_daemon_remote_now(const struct hvt_remote_rec *v, uint32_t n,
 
 bool hvtrace_daemon_remote_stopped(const struct hvt_remote_rec *rec)
 {
+	/* A socket remote's agent may come back to its listening writers;
+	 * an area's writer, a VMM and a rig guest's QEMU do not. */
 	return (rec->transport == HVT_TRANSPORT_AREA ||
-		rec->transport == HVT_TRANSPORT_KRING) &&
+		rec->transport == HVT_TRANSPORT_KRING ||
+		rec->transport == HVT_TRANSPORT_CHARDEV) &&
 	       rec->state == HVT_REMOTE_DISCONNECTED;
 }
 

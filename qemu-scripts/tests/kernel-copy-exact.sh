@@ -12,8 +12,9 @@
 #
 # 1. Exact delivery: the guest writes N numbered trace_marker lines on
 #    CPU 0 while getppid_loop makes exactly K getppid calls on CPU 1 with
-#    raw_syscalls:sys_enter enabled at run time (see kernel-ring-exact.sh
-#    for why raw_syscalls, at run time).  The live stream, which ends by
+#    raw_syscalls:sys_enter in --kernel-events (the guest's init enables
+#    the list before any other process runs; see kernel-ring-exact.sh for
+#    why raw_syscalls).  The live stream, which ends by
 #    itself when the guest powers off (the agent copies through the mmap
 #    ABI here), must show every line exactly once
 #    and in order, exactly K "sys_enter: NR 110" events of getppid_loop's
@@ -40,20 +41,18 @@ N=${HVT_KCOPY_LINES:-10000}
 K=${HVT_KCOPY_CALLS:-5000}
 initrd=$T_OBJTREE/qemu-scripts/guest.cpio.gz
 [ -f "$initrd" ] || fail "$initrd is missing; build it with 'make guest-image'"
-T=/sys/kernel/tracing/instances/hvt
 t_own_daemon
 
 # --- 1. exact delivery ---------------------------------------------------
 t_name n kcopy
 "$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
-	--kernel-events ftrace:print --kernel-formats raw_syscalls:sys_enter \
-	--kernel-mode copy \
-	--run "echo 1 >$T/events/raw_syscalls/sys_enter/enable; sleep 2; taskset 2 getppid_loop $K & $(kring_marks "$N"); wait" \
+	--kernel-events ftrace:print,raw_syscalls:sys_enter --kernel-mode copy \
+	--run "taskset 2 getppid_loop $K & $(kring_marks "$N"); wait" \
 	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }
 [ ! -e "$T_SHM/hvtrace-$n.ram" ] || fail "copy mode made a RAM file"
 grep -qa 'reserve_mem' "$T_RUNDIR/$n/qemu.args" && fail "copy mode passed reserve_mem to the guest"
 info "$n started ($SECONDS s); streaming until it powers off"
-timeout 600 "$HVTRACE" stream "$n" --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt" ||
+timeout 200 "$HVTRACE" stream "$n" --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt" ||
 	{ cat "$T_TMP/err.txt"; fail "stream failed or did not end with the guest"; }
 cat "$T_TMP/err.txt"
 grep -q "the guest kernel's pages, copied by its agent (kernel copy mode) (2 CPUs) beside its user events" "$T_TMP/err.txt" ||

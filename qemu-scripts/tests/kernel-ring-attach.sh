@@ -64,7 +64,7 @@ grep -q "attached '$k' (the guest kernel ring in process $qpid" "$T_TMP/attach.o
 "$HVTRACE" daemon status | grep -E "^[0-9]+ +$k +connected +kring " >/dev/null ||
 	fail "daemon status does not list $k as a connected kring remote: $("$HVTRACE" daemon status)"
 
-timeout 600 "$HVTRACE" stream "$k" --count "$N" --summary \
+timeout 200 "$HVTRACE" stream "$k" --count "$N" --summary \
 	>"$T_TMP/live.txt" 2>"$T_TMP/live.err" ||
 	{ cat "$T_TMP/live.err"; fail "stream $k failed"; }
 cat "$T_TMP/live.err"

@@ -13,14 +13,15 @@
 # and no loss.  (qemu/kernel-ring-lost is the paced variant in which the
 # ring overflows.)
 #
-# Why raw_syscalls, enabled at run time: on the Debian 6.12 guest kernel
+# Why raw_syscalls, in --kernel-events: on the Debian 6.12 guest kernel
 # the per-syscall event syscalls:sys_enter_getppid is listed and can be
 # enabled but never fires (checked in the guest's own top-level instance
-# too), and a syscall event enabled from the kernel command line
-# (trace_instance=...,raw_syscalls:sys_enter) records nothing, in any
-# instance, even after it is disabled and enabled again; enabled at run
-# time, raw_syscalls:sys_enter records every getppid call.
-# --kernel-formats has the guest print its format at boot all the same.
+# too).  A syscall event in trace_instance= records nothing, so the rig
+# leaves raw_syscalls:sys_enter out of it and the guest's init enables it
+# while it is the only process (hvtrace.klate, docs/guest-kernel.md).
+# Enabled later, by the workload, it raced with the agent's system calls:
+# under TCG another vCPU could run the entry code's patch site after the
+# patch and oops on its int3, a guest panic that ended this test.
 #
 # Environment: HVT_KRING_LINES (N, default 10000), HVT_KRING_CALLS (K,
 # default 5000).
@@ -37,10 +38,10 @@ initrd=$T_OBJTREE/qemu-scripts/guest.cpio.gz
 
 t_name n exact
 "$G" start --name "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
-	--kernel-events ftrace:print --kernel-formats raw_syscalls:sys_enter \
-	--run "echo 1 >/sys/kernel/tracing/instances/hvt/events/raw_syscalls/sys_enter/enable; sleep 2; taskset 2 getppid_loop $K & $(kring_marks "$N"); wait" \
+	--kernel-events ftrace:print,raw_syscalls:sys_enter \
+	--run "taskset 2 getppid_loop $K & $(kring_marks "$N"); wait" \
 	--wait-ready --timeout 120 >/dev/null || fail "start failed"
-HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 600 "$HVTRACE" stream "$n" \
+HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 200 "$HVTRACE" stream "$n" \
 	--guest-kernel --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt" ||
 	{ cat "$T_TMP/err.txt"; fail "stream failed or did not end with the guest"; }
 cat "$T_TMP/err.txt"

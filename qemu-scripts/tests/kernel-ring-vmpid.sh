@@ -47,7 +47,7 @@ one() {
 	fi
 	"$G" kformats "$n" "$T_TMP/fmt-$n" >/dev/null || fail "kformats failed"
 	# Live: from the ring's head while the guest writes; ends at N events.
-	timeout 600 "$HVTRACE" stream --vm-pid "$qpid" --formats "$T_TMP/fmt-$n" \
+	timeout 200 "$HVTRACE" stream --vm-pid "$qpid" --formats "$T_TMP/fmt-$n" \
 		--count "$N" --summary >"$T_TMP/$n-live.txt" 2>"$T_TMP/$n-live.err" ||
 		{ cat "$T_TMP/$n-live.err"; fail "live stream --vm-pid $qpid failed"; }
 	cat "$T_TMP/$n-live.err"

@@ -61,7 +61,7 @@ ram=$(status_get "$n" ram)
 [ "$ram" = "$T_SHM/hvtrace-$n.ram" ] || fail "status names RAM '$ram'"
 [ "$(stat -c %a "$ram")" = 600 ] || fail "$ram has mode $(stat -c %a "$ram"), not 0600"
 # No --formats: stream takes the ones the running guest printed at boot.
-HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 600 "$HVTRACE" stream "$n" \
+HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 200 "$HVTRACE" stream "$n" \
 	--guest-kernel --summary \
 	>"$T_TMP/live.txt" 2>"$T_TMP/live.err" ||
 	{ cat "$T_TMP/live.err"; fail "stream failed or did not end with the guest"; }
