@@ -136,20 +136,29 @@ HVT_INTERNAL void rd_sandbox(struct hvtrace_tracedat_file *f);
 
 #define WR_OBUF_SIZE   (256u * 1024)
 #define WR_MAX_BUFFERS 256u
-#define WR_BATCH_SIZE  (64u * 1024) /* pages written at once, per CPU */
+#define WR_BATCH_SIZE  (1024u * 1024) /* a chunk of pages, per CPU */
+#define WR_MEM_MAX     (128ull << 20) /* chunks kept in memory, all CPUs;
+					 * $HVT_RECORD_MEM_MB changes it */
 
 /*
- * One CPU of a buffer.  Its pages gather in @batch and go to the
- * temporary file WR_BATCH_SIZE bytes at a time: one system call per page
- * costs more than the page's copy.  Nothing but the CPU's own state is
- * touched by _add_page(), so callers may add pages of different CPUs
+ * One CPU of a buffer.  Its pages gather in @batch, a chunk of
+ * WR_BATCH_SIZE bytes.  A full chunk is kept in @chunks while the
+ * writer's chunks stay under WR_MEM_MAX in all (@mem_bytes of the
+ * writer), and _finish() writes them straight into the output: one copy
+ * of each page, no temporary file.  Past the cap, the CPU spills: its
+ * chunks go to its temporary file (@fd), and from then on each chunk
+ * as it fills, so memory stays bounded however long the recording.
+ * Nothing but the CPU's own state (and the writer's atomic @mem_bytes)
+ * is touched by _add_page(), so callers may add pages of different CPUs
  * from different threads.
  */
 struct wr_cpu {
-	int fd;	       /* temporary page file, -1 until first write */
-	uint64_t size; /* bytes added (in the file and in @batch) */
+	int fd;	       /* temporary page file, -1 until it spills */
+	uint64_t size; /* bytes added (file, @chunks and @batch) */
 	uint8_t *batch;
 	uint32_t batch_len;
+	uint8_t **chunks; /* full chunks kept in memory, in order */
+	unsigned int nr_chunks, cap_chunks;
 };
 
 struct wr_buffer {
@@ -199,6 +208,8 @@ struct hvtrace_tracedat_writer {
 	unsigned int nr_cmd, cap_cmd;
 	struct wr_buffer *buf;
 	unsigned int nr_buf;
+	uint64_t mem_bytes; /* chunks kept in memory (atomic) */
+	uint64_t mem_max;   /* at most ($HVT_RECORD_MEM_MB, WR_MEM_MAX) */
 
 	/* output state of _finish() */
 	struct hvt_tdat_blob strings;
@@ -212,6 +223,8 @@ struct hvtrace_tracedat_writer {
 
 /* write.c */
 HVT_INTERNAL int wr_cpu_flush(struct hvtrace_tracedat_writer *w,
+			      struct wr_cpu *c);
+HVT_INTERNAL void wr_cpu_free(struct hvtrace_tracedat_writer *w,
 			      struct wr_cpu *c);
 
 #endif /* HVT_TRACEDAT_RW_LOCAL_H */

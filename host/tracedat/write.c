@@ -3,10 +3,12 @@
  * libhvtrace: the trace.dat (trace-cmd file format version 7) writer.
  *
  * Pages arrive while recording, interleaved across CPUs, but trace.dat
- * wants each CPU's pages contiguous.  So each (buffer, CPU) appends its
- * pages to an unnamed temporary file next to the output (O_TMPFILE: it
- * vanishes with the process), and _finish() writes the whole file in one
- * pass and copies the page data in with copy_file_range().
+ * wants each CPU's pages contiguous.  So each (buffer, CPU) gathers its
+ * pages in memory, in chunks, up to WR_MEM_MAX for all of them
+ * (rw-local.h); past that a CPU spills to an unnamed temporary file next
+ * to the output (O_TMPFILE: it vanishes with the process).  _finish()
+ * writes the whole file in one pass: a CPU's chunks straight from memory,
+ * a spilled CPU's file with copy_file_range().
  *
  * This file gathers: creating the writer, metadata, options, buffers and
  * pages, and aborting; write_finish.c is the output pass and documents
@@ -43,6 +45,29 @@ static bool wr_pow2(uint32_t v)
 	return v && !(v & (v - 1));
 }
 
+/* $HVT_RECORD_MEM_MB: the pages kept in memory, in MiB (default
+ * WR_MEM_MAX; 0: every full chunk goes to a temporary file). */
+static int wr_mem_max(uint64_t *max)
+{
+	const char *v = getenv("HVT_RECORD_MEM_MB");
+	unsigned long long mb = 0;
+	const char *p;
+
+	*max = WR_MEM_MAX;
+	if (!v)
+		return 0;
+	for (p = v; *p >= '0' && *p <= '9' && mb <= (1ull << 20); p++)
+		mb = mb * 10 + (unsigned long long)(*p - '0');
+	if (!*v || *p || mb > (1ull << 20))
+		return hvt_err(-EINVAL,
+			       "HVT_RECORD_MEM_MB='%s' is not a number of MiB "
+			       "from 0 to 1048576 (the recorded pages kept in "
+			       "memory; unset it for %llu)",
+			       v, (unsigned long long)(WR_MEM_MAX >> 20));
+	*max = (uint64_t)mb << 20;
+	return 0;
+}
+
 HVTRACE_API int
 hvtrace_tracedat_writer_create(const char *path, uint32_t page_size,
 			       struct hvtrace_tracedat_writer **out)
@@ -62,6 +87,11 @@ hvtrace_tracedat_writer_create(const char *path, uint32_t page_size,
 	if (!w)
 		return hvt_err(-ENOMEM, "out of memory");
 	w->page_size = page_size;
+	ret = wr_mem_max(&w->mem_max);
+	if (ret) {
+		free(w);
+		return ret;
+	}
 	w->path = strdup(path);
 	tmp = strdup(path);
 	if (!w->path || !tmp) {
@@ -380,13 +410,14 @@ static int wr_write_all(int fd, const struct iovec *iov, int n)
 	return 0;
 }
 
-/* The pages gathered for @c into its temporary file. */
+/* Everything gathered for @c into its temporary file: it spills. */
 int wr_cpu_flush(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
 {
 	struct iovec iov;
-	int ret;
+	unsigned int i;
+	int ret = 0;
 
-	if (!c->batch_len)
+	if (!c->batch_len && !c->nr_chunks)
 		return 0;
 	if (c->fd < 0) {
 		c->fd = wr_tmpfile(w);
@@ -396,15 +427,70 @@ int wr_cpu_flush(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
 				       "%s",
 				       w->dir, strerror(-c->fd));
 	}
-	iov.iov_base = c->batch;
-	iov.iov_len = c->batch_len;
-	ret = wr_write_all(c->fd, &iov, 1);
+	for (i = 0; i < c->nr_chunks && !ret; i++) {
+		iov.iov_base = c->chunks[i];
+		iov.iov_len = WR_BATCH_SIZE;
+		ret = wr_write_all(c->fd, &iov, 1);
+	}
+	if (!ret && c->batch_len) {
+		iov.iov_base = c->batch;
+		iov.iov_len = c->batch_len;
+		ret = wr_write_all(c->fd, &iov, 1);
+	}
 	if (ret)
 		return hvt_err(ret,
 			       "cannot write recorded pages next to %s: %s",
 			       w->path, strerror(-ret));
+	for (i = 0; i < c->nr_chunks; i++)
+		free(c->chunks[i]);
+	__atomic_fetch_sub(&w->mem_bytes, (uint64_t)c->nr_chunks * WR_BATCH_SIZE,
+			   __ATOMIC_RELAXED);
+	c->nr_chunks = 0;
 	c->batch_len = 0;
 	return 0;
+}
+
+/* A full chunk: kept while the writer's memory allows, else spilled. */
+static int wr_cpu_chunk_full(struct hvtrace_tracedat_writer *w,
+			     struct wr_cpu *c)
+{
+	uint8_t **v;
+
+	if (c->fd >= 0)
+		return wr_cpu_flush(w, c);
+	if (__atomic_add_fetch(&w->mem_bytes, WR_BATCH_SIZE, __ATOMIC_RELAXED) >
+	    w->mem_max)
+		goto spill;
+	v = wr_grow(c->chunks, &c->cap_chunks, c->nr_chunks, sizeof(*v));
+	if (!v)
+		goto spill;
+	c->chunks = v;
+	c->chunks[c->nr_chunks++] = c->batch;
+	c->batch = NULL;
+	c->batch_len = 0;
+	return 0;
+spill:
+	__atomic_fetch_sub(&w->mem_bytes, WR_BATCH_SIZE, __ATOMIC_RELAXED);
+	return wr_cpu_flush(w, c);
+}
+
+void wr_cpu_free(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
+{
+	unsigned int i;
+
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	for (i = 0; i < c->nr_chunks; i++)
+		free(c->chunks[i]);
+	__atomic_fetch_sub(&w->mem_bytes, (uint64_t)c->nr_chunks * WR_BATCH_SIZE,
+			   __ATOMIC_RELAXED);
+	free(c->chunks);
+	c->chunks = NULL;
+	c->nr_chunks = c->cap_chunks = 0;
+	free(c->batch);
+	c->batch = NULL;
+	c->batch_len = 0;
 }
 
 HVTRACE_API int
@@ -427,18 +513,17 @@ hvtrace_tracedat_writer_add_page(struct hvtrace_tracedat_writer *w, int buffer,
 			       "buffer '%s': page of %zu bytes (page size %u)",
 			       b->name, size, b->page_size);
 	c = &b->cpu[cpu];
-	if (!c->batch) {
-		/* A page size is at most 64 KiB (HVT_ABI_MAX_SUBBUF_SIZE). */
-		c->batch = malloc(WR_BATCH_SIZE > b->page_size ? WR_BATCH_SIZE
-							       : b->page_size);
-		if (!c->batch)
-			return hvt_err(-ENOMEM, "out of memory");
-	}
-	if (c->batch_len + b->page_size >
-	    (WR_BATCH_SIZE > b->page_size ? WR_BATCH_SIZE : b->page_size)) {
-		ret = wr_cpu_flush(w, c);
+	/* A page size (at most 64 KiB, HVT_ABI_MAX_SUBBUF_SIZE) divides a
+	 * chunk: a chunk is always full when it is kept. */
+	if (c->batch_len + b->page_size > WR_BATCH_SIZE) {
+		ret = wr_cpu_chunk_full(w, c);
 		if (ret)
 			return ret;
+	}
+	if (!c->batch) {
+		c->batch = malloc(WR_BATCH_SIZE);
+		if (!c->batch)
+			return hvt_err(-ENOMEM, "out of memory");
 	}
 	/* Every page takes exactly page_size bytes in the file. */
 	memcpy(c->batch + c->batch_len, page, size);
@@ -475,11 +560,8 @@ hvtrace_tracedat_writer_abort(struct hvtrace_tracedat_writer *w)
 	if (!w->keep && w->path && w->created)
 		unlink(w->path);
 	for (i = 0; w->buf && i < w->nr_buf; i++) {
-		for (c = 0; c < w->buf[i].nr_cpus; c++) {
-			if (w->buf[i].cpu[c].fd >= 0)
-				close(w->buf[i].cpu[c].fd);
-			free(w->buf[i].cpu[c].batch);
-		}
+		for (c = 0; c < w->buf[i].nr_cpus; c++)
+			wr_cpu_free(w, &w->buf[i].cpu[c]);
 		free(w->buf[i].cpu);
 		free(w->buf[i].name);
 		free(w->buf[i].clock);

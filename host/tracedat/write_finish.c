@@ -3,8 +3,9 @@
  * libhvtrace: _finish() of the trace.dat writer: the output pass.
  *
  * One job: write the whole file in one pass from what write.c gathered
- * (metadata, options, and each CPU's pages in its temporary file), and
- * copy the page data in with copy_file_range().
+ * (metadata, options, and each CPU's pages): a CPU's pages straight from
+ * its chunks in memory, or, for a CPU that spilled, from its temporary
+ * file with copy_file_range().
  *
  * The layout written by _finish() (every number little-endian):
  *
@@ -350,6 +351,43 @@ static int wr_copy(struct hvtrace_tracedat_writer *w, int fd, uint64_t len)
 	return w->err;
 }
 
+/* Bytes @p..@p+@n straight to the output at its offset (no staging). */
+static void wr_direct(struct hvtrace_tracedat_writer *w, const uint8_t *p,
+		      size_t n)
+{
+	ssize_t r;
+
+	if (wr_flush(w))
+		return;
+	while (n) {
+		r = pwrite(w->fd, p, n, (off_t)w->off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			w->err = r < 0 ? -errno : -EIO;
+			return;
+		}
+		p += r;
+		n -= (size_t)r;
+		w->off += (uint64_t)r;
+	}
+}
+
+/* CPU @c's pages: from memory, or from the file it spilled to. */
+static void wr_cpu_pages(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
+{
+	unsigned int i;
+
+	if (c->fd >= 0) {
+		wr_copy(w, c->fd, c->size);
+		return;
+	}
+	for (i = 0; i < c->nr_chunks && !w->err; i++)
+		wr_direct(w, c->chunks[i], WR_BATCH_SIZE);
+	if (!w->err && c->batch_len)
+		wr_direct(w, c->batch, c->batch_len);
+}
+
 static void wr_cmdlines(struct hvtrace_tracedat_writer *w,
 			struct hvt_tdat_blob *body, int *err)
 {
@@ -384,10 +422,12 @@ hvtrace_tracedat_writer_finish(struct hvtrace_tracedat_writer *w)
 	}
 	w->off = 0;
 	w->olen = 0;
-	/* The pages still gathered, to their files before they are copied. */
+	/* A spilled CPU's pages still in memory, to its file before it is
+	 * copied; the others are written from memory. */
 	for (i = 0; i < w->nr_buf && !err; i++)
 		for (c = 0; c < w->buf[i].nr_cpus && !err; c++)
-			err = wr_cpu_flush(w, &w->buf[i].cpu[c]);
+			if (w->buf[i].cpu[c].fd >= 0)
+				err = wr_cpu_flush(w, &w->buf[i].cpu[c]);
 	if (err) {
 		char why[512];
 
@@ -476,7 +516,7 @@ hvtrace_tracedat_writer_finish(struct hvtrace_tracedat_writer *w)
 		wr_zeros(w, b->data_off - w->off);
 		for (c = 0; c < b->nr_cpus && !w->err; c++)
 			if (b->cpu[c].size)
-				wr_copy(w, b->cpu[c].fd, b->cpu[c].size);
+				wr_cpu_pages(w, &b->cpu[c]);
 
 		/* Its options section: BUFFER, then DONE -> next or 0. */
 		next = 0;
