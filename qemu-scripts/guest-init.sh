@@ -199,6 +199,23 @@ fi
 # agent copies into the trace area's kernel section (docs/guest-kernel.md,
 # "Copy mode").  auto chooses: the instance hvt exists at this point only
 # when the kernel made it from trace_instance=hvt@hvt (reserve_mem).
+# kevents_enable LIST WHERE [MISSING]: enable each item of LIST (SYS or
+# SYS:EVENT, comma-separated) in the instance hvt, saying so when one
+# cannot be; an item without an enable file is passed over, with
+# "MISSING ITEM" said when MISSING is given.
+kevents_enable() {
+	local item e
+	for item in $(echo "$1" | tr ',' ' '); do
+		e=/sys/kernel/tracing/instances/hvt/events/${item%%:*}
+		[ "$item" = "${item%%:*}" ] || e=$e/${item#*:}
+		if [ -w "$e/enable" ]; then
+			echo 1 >"$e/enable" || say "cannot enable $item in $2"
+		elif [ -n "$3" ]; then
+			say "$3 $item"
+		fi
+	done
+}
+
 kmode=$(cmdline_get hvtrace.kmode) || kmode=ring
 ti=/sys/kernel/tracing/instances
 if [ "$kmode" = auto ]; then
@@ -211,14 +228,8 @@ if [ "$kmode" = copy ]; then
 	kb=$(cmdline_get hvtrace.kbuf) && [ -w $ti/hvt/buffer_size_kb ] &&
 		{ echo "$kb" >$ti/hvt/buffer_size_kb ||
 			say "cannot set the kernel ring's size to $kb KiB per CPU"; }
-	# Each item SYS or SYS:EVENT; ftrace:print (trace_marker) has no
-	# enable file and always records.
-	for item in $(cmdline_get hvtrace.kevents | tr ',' ' '); do
-		e=$ti/hvt/events/${item%%:*}
-		[ "$item" = "${item%%:*}" ] || e=$e/${item#*:}
-		[ -w "$e/enable" ] && { echo 1 >"$e/enable" ||
-			say "cannot enable $item in the kernel copy instance"; }
-	done
+	# ftrace:print (trace_marker) has no enable file and always records.
+	kevents_enable "$(cmdline_get hvtrace.kevents)" "the kernel copy instance"
 fi
 
 # hvtrace.klate=LIST: the syscall events of the ring's list, left out of
@@ -228,15 +239,7 @@ fi
 # in a system call while the kernel patches its entry code for them, and
 # every later process inherits the flag from init.
 if [ "$kmode" = ring ] && kl=$(cmdline_get hvtrace.klate); then
-	for item in $(echo "$kl" | tr ',' ' '); do
-		e=$ti/hvt/events/${item%%:*}
-		[ "$item" = "${item%%:*}" ] || e=$e/${item#*:}
-		if [ -w "$e/enable" ]; then
-			echo 1 >"$e/enable" || say "cannot enable $item in the kernel ring"
-		else
-			say "the guest kernel has no event $item"
-		fi
-	done
+	kevents_enable "$kl" "the kernel ring" "the guest kernel has no event"
 fi
 
 # hvtrace.kformats=SYS1,SYS2:EVENT: the guest kernel's event formats for the

@@ -224,7 +224,5 @@ struct hvtrace_tracedat_writer {
 /* write.c */
 HVT_INTERNAL int wr_cpu_flush(struct hvtrace_tracedat_writer *w,
 			      struct wr_cpu *c);
-HVT_INTERNAL void wr_cpu_free(struct hvtrace_tracedat_writer *w,
-			      struct wr_cpu *c);
 
 #endif /* HVT_TRACEDAT_RW_LOCAL_H */

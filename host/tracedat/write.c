@@ -410,6 +410,20 @@ static int wr_write_all(int fd, const struct iovec *iov, int n)
 	return 0;
 }
 
+/* Free @c's kept chunks and give their bytes back to the writer's cap. */
+static void wr_cpu_drop_chunks(struct hvtrace_tracedat_writer *w,
+			       struct wr_cpu *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nr_chunks; i++)
+		free(c->chunks[i]);
+	__atomic_fetch_sub(&w->mem_bytes,
+			   (uint64_t)c->nr_chunks * WR_BATCH_SIZE,
+			   __ATOMIC_RELAXED);
+	c->nr_chunks = 0;
+}
+
 /* Everything gathered for @c into its temporary file: it spills. */
 int wr_cpu_flush(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
 {
@@ -441,11 +455,7 @@ int wr_cpu_flush(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
 		return hvt_err(ret,
 			       "cannot write recorded pages next to %s: %s",
 			       w->path, strerror(-ret));
-	for (i = 0; i < c->nr_chunks; i++)
-		free(c->chunks[i]);
-	__atomic_fetch_sub(&w->mem_bytes, (uint64_t)c->nr_chunks * WR_BATCH_SIZE,
-			   __ATOMIC_RELAXED);
-	c->nr_chunks = 0;
+	wr_cpu_drop_chunks(w, c);
 	c->batch_len = 0;
 	return 0;
 }
@@ -474,20 +484,15 @@ spill:
 	return wr_cpu_flush(w, c);
 }
 
-void wr_cpu_free(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
+static void wr_cpu_free(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
 {
-	unsigned int i;
-
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
-	for (i = 0; i < c->nr_chunks; i++)
-		free(c->chunks[i]);
-	__atomic_fetch_sub(&w->mem_bytes, (uint64_t)c->nr_chunks * WR_BATCH_SIZE,
-			   __ATOMIC_RELAXED);
+	wr_cpu_drop_chunks(w, c);
 	free(c->chunks);
 	c->chunks = NULL;
-	c->nr_chunks = c->cap_chunks = 0;
+	c->cap_chunks = 0;
 	free(c->batch);
 	c->batch = NULL;
 	c->batch_len = 0;

@@ -301,56 +301,6 @@ static uint64_t wr_fly_size(const struct wr_buffer *b, uint64_t at,
 	return *data_off - start + wr_buffer_bytes(b);
 }
 
-static int wr_copy(struct hvtrace_tracedat_writer *w, int fd, uint64_t len)
-{
-	loff_t in = 0, out;
-	ssize_t r;
-	char *buf = NULL;
-
-	if (wr_flush(w))
-		return w->err;
-	out = (loff_t)w->off;
-	while (len) {
-		r = copy_file_range(fd, &in, w->fd, &out, len, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len -= (uint64_t)r;
-	}
-	/* Fallback where copy_file_range() cannot work (other fs, old kernel).
-	 */
-	while (len) {
-		ssize_t k;
-
-		if (!buf) {
-			buf = malloc(1u << 20);
-			if (!buf)
-				return w->err = -ENOMEM;
-		}
-		k = pread(fd, buf, len > (1u << 20) ? (1u << 20) : len, in);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			w->err = k < 0 ? -errno : -EIO;
-			break;
-		}
-		r = pwrite(w->fd, buf, (size_t)k, out);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			w->err = r < 0 ? -errno : -EIO;
-			break;
-		}
-		in += r;
-		out += r;
-		len -= (uint64_t)r;
-	}
-	free(buf);
-	w->off = (uint64_t)out;
-	return w->err;
-}
-
 /* Bytes @p..@p+@n straight to the output at its offset (no staging). */
 static void wr_direct(struct hvtrace_tracedat_writer *w, const uint8_t *p,
 		      size_t n)
@@ -371,6 +321,47 @@ static void wr_direct(struct hvtrace_tracedat_writer *w, const uint8_t *p,
 		n -= (size_t)r;
 		w->off += (uint64_t)r;
 	}
+}
+
+static int wr_copy(struct hvtrace_tracedat_writer *w, int fd, uint64_t len)
+{
+	loff_t in = 0, out;
+	ssize_t r;
+	char *buf = NULL;
+
+	if (wr_flush(w))
+		return w->err;
+	out = (loff_t)w->off;
+	while (len) {
+		r = copy_file_range(fd, &in, w->fd, &out, len, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len -= (uint64_t)r;
+	}
+	w->off = (uint64_t)out;
+	/* Fallback where copy_file_range() cannot work (other fs, old kernel).
+	 */
+	while (len && !w->err) {
+		if (!buf) {
+			buf = malloc(1u << 20);
+			if (!buf)
+				return w->err = -ENOMEM;
+		}
+		r = pread(fd, buf, len > (1u << 20) ? (1u << 20) : len, in);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			w->err = r < 0 ? -errno : -EIO;
+			break;
+		}
+		wr_direct(w, (const uint8_t *)buf, (size_t)r);
+		in += r;
+		len -= (uint64_t)r;
+	}
+	free(buf);
+	return w->err;
 }
 
 /* CPU @c's pages: from memory, or from the file it spilled to. */
