@@ -57,9 +57,11 @@ static int run_guest(void *p, long n)
 	uint64_t v[4] = { 1, 2, 3, 4 };
 	long i, hits = 0;
 
+	/* The payload is filled inside the branch, as the tracepoint's
+	 * arguments are evaluated only when it is enabled. */
 	for (i = 0; i < n; i++) {
-		v[0] = (uint64_t)i;
 		if (hvtg_enabled(&ev)) {
+			v[0] = (uint64_t)i;
 			if (hvtg_write(&ev, v, sizeof(v)))
 				return -1;
 			hits++;
