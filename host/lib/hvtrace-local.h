@@ -167,9 +167,15 @@ struct hvt_pack_page_in {
 	uint32_t min_len;	/* shorter records: the event path's error */
 	bool have_prev;		/* times are held at @prev or later */
 	uint64_t prev;
-	/* Called for each record packed, or NULL. */
+	/*
+	 * Or NULL.  Called for each record packed whose u32 at @note_off
+	 * differs from the one before it on this page (the page's first
+	 * included), and for a record too short to hold it: a caller that
+	 * notes a field (the pid) is not called for every event.
+	 */
 	void (*note)(void *ctx, const uint8_t *rec, uint32_t len);
 	void *note_ctx;
+	uint32_t note_off;
 };
 
 struct hvt_pack_page_out {

@@ -164,7 +164,8 @@ int hvt_pack_add_page(struct hvtrace_pack *p, const struct hvt_pack_page_in *in,
 {
 	uint64_t prev = in->prev, t, delta, run_ts;
 	uint32_t n = 0, unknown = 0, clamped = 0, hdr, at, base = 0, limit = 0;
-	bool have = in->have_prev, block = false, held;
+	uint32_t note_last = 0;
+	bool have = in->have_prev, block = false, held, noted = false;
 	struct hvt_page_iter it;
 	uint8_t *d = p->page + HVT_PAGE_HDR_SIZE;
 	uint16_t id;
@@ -226,8 +227,16 @@ int hvt_pack_add_page(struct hvtrace_pack *p, const struct hvt_pack_page_in *in,
 		}
 		clamped += held;
 		unknown += id == in->unknown_id;
-		if (in->note)
-			in->note(in->note_ctx, it.payload, it.len);
+		if (in->note) {
+			uint32_t v = ~note_last;
+
+			if (it.len >= in->note_off + 4)
+				memcpy(&v, it.payload + in->note_off, 4);
+			if (!noted || v != note_last)
+				in->note(in->note_ctx, it.payload, it.len);
+			note_last = v;
+			noted = true;
+		}
 		prev = t;
 		have = true;
 		n++;

@@ -443,6 +443,7 @@ static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 		.min_len = sizeof(struct hvt_common_fields),
 		.note = loopback ? rc_note_pid : NULL,
 		.note_ctx = &note,
+		.note_off = 4, /* common_pid */
 	};
 	struct hvt_page_iter it;
 	uint64_t commit, ts;

@@ -136,7 +136,7 @@ HVT_INTERNAL void rd_sandbox(struct hvtrace_tracedat_file *f);
 
 #define WR_OBUF_SIZE   (256u * 1024)
 #define WR_MAX_BUFFERS 256u
-#define WR_BATCH_SIZE  (1024u * 1024) /* a chunk of pages, per CPU */
+#define WR_BATCH_SIZE  (2048u * 1024) /* a chunk of pages, per CPU */
 #define WR_MEM_MAX     (128ull << 20) /* chunks kept in memory, all CPUs;
 					 * $HVT_RECORD_MEM_MB changes it */
 

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -410,6 +411,21 @@ static int wr_write_all(int fd, const struct iovec *iov, int n)
 	return 0;
 }
 
+/*
+ * A chunk: 2 MiB aligned to 2 MiB, so that where transparent huge pages
+ * are allowed (MADV_HUGEPAGE: "always" or "madvise") it is one huge page,
+ * one fault instead of 512.  Elsewhere the advice does nothing.
+ */
+static uint8_t *wr_chunk_alloc(void)
+{
+	void *p;
+
+	if (posix_memalign(&p, WR_BATCH_SIZE, WR_BATCH_SIZE))
+		return NULL;
+	madvise(p, WR_BATCH_SIZE, MADV_HUGEPAGE);
+	return p;
+}
+
 /* Free @c's kept chunks and give their bytes back to the writer's cap. */
 static void wr_cpu_drop_chunks(struct hvtrace_tracedat_writer *w,
 			       struct wr_cpu *c)
@@ -526,7 +542,7 @@ hvtrace_tracedat_writer_add_page(struct hvtrace_tracedat_writer *w, int buffer,
 			return ret;
 	}
 	if (!c->batch) {
-		c->batch = malloc(WR_BATCH_SIZE);
+		c->batch = wr_chunk_alloc();
 		if (!c->batch)
 			return hvt_err(-ENOMEM, "out of memory");
 	}

@@ -5,7 +5,7 @@
  * (host/tracedat/write.c).  The same pages, added in the same
  * interleaved order, must give the same file byte for byte whether
  * every CPU stays in memory (the default), one spills part of the way
- * (a 7 MiB cap: 8 chunks of 1 MiB fill, the last one over it), or every
+ * (a 15 MiB cap: 8 chunks of 2 MiB fill, the last one over it), or every
  * CPU spills at its first full chunk (0).  The
  * temporary files are counted in /proc/self/fd, so a cap that was not
  * applied fails the test; and the file's page data is checked against
@@ -24,7 +24,7 @@
 
 #define NR_CPUS	  3u
 #define PAGE	  4096u
-#define PER_CPU_0 700u /* pages: about 2.7 MiB, two full chunks */
+#define PER_CPU_0 1400u /* pages: about 5.5 MiB, two full chunks */
 #define HDR	  "field: u64 timestamp;\n"
 
 static int failures;
@@ -57,7 +57,7 @@ static void page_fill(uint8_t *p, uint32_t cpu, uint32_t i)
 
 static uint32_t pages_of(uint32_t cpu)
 {
-	return PER_CPU_0 + cpu * 150u;
+	return PER_CPU_0 + cpu * 300u;
 }
 
 static int count_tmpfiles(void)
@@ -184,7 +184,7 @@ static void check_pages(const uint8_t *f, size_t len)
 
 int main(void)
 {
-	static const char *caps[] = {NULL, "7", "0"};
+	static const char *caps[] = {NULL, "15", "0"};
 	char path[3][96];
 	uint8_t *file[3] = {NULL};
 	size_t len[3] = {0};
@@ -203,13 +203,13 @@ int main(void)
 		printf("cap %s MiB: %zu bytes, %d temporary files\n",
 		       caps[k] ? caps[k] : "default (128)", len[k], tmps[k]);
 	}
-	/* Default: all in memory.  7 MiB: chunks fill at pages 256, 512
-	 * (every CPU) and 768 (CPUs 1 and 2): the eighth, CPU 2's third,
-	 * spills CPU 2 with the two it kept.  0: each CPU spills at its
-	 * first full chunk. */
+	/* Default: all in memory.  15 MiB: chunks of 512 pages fill at
+	 * pages 512, 1024 (every CPU) and 1536 (CPUs 1 and 2): the eighth,
+	 * CPU 2's third, spills CPU 2 with the two it kept.  0: each CPU
+	 * spills at its first full chunk. */
 	CHECK(tmps[0] == 0, "%d temporary files under the default cap",
 	      tmps[0]);
-	CHECK(tmps[1] == 1, "%d temporary files under a 7 MiB cap, not 1",
+	CHECK(tmps[1] == 1, "%d temporary files under a 15 MiB cap, not 1",
 	      tmps[1]);
 	CHECK(tmps[2] == (int)NR_CPUS, "%d temporary files under a 0 cap",
 	      tmps[2]);
