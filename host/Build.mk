@@ -70,8 +70,10 @@ $(LIBHVT_CORE): $(CORE_OBJS)
 $(eval $(call host-lib,LIBHVT_DAEMON,hvtrace-daemon,proto,-fvisibility=default,\
 	$(LIBHVTCORE) $(objtree)/lib/libhvtrace.so.1 -pthread))
 $(eval $(call host-lib,LIBHVT_TRACEDAT,hvtrace-tracedat,tracedat,,\
-	$(LIBHVTCORE) $(objtree)/lib/libhvtrace-daemon.so.1 \
+	$(LIBHVTCORE) $(LIBHVTUTIL) $(objtree)/lib/libhvtrace-daemon.so.1 \
 	$(objtree)/lib/libhvtrace.so.1 $(TRACEEVENT_LIBS) -pthread))
+# Its reader threads are common/'s worker pool: the archive carries it.
+$(LIBHVT_TRACEDAT): $(UTIL_OBJS)
 ifeq ($(CONFIG_HVT_HOST_FUSE),y)
 $(eval $(call host-lib,LIBHVT_FUSE,hvtrace-fuse,fuse,\
 	$(FUSE_CFLAGS) -DFUSE_USE_VERSION=35,\

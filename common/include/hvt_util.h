@@ -2,13 +2,15 @@
 /*
  * Hosted helpers shared by guest and host programs (libhvtutil, common/):
  * command-line numbers, the UNIX socket chores every daemon and client
- * repeats, and a daemon's log lines.  Linux user space only; every
- * function returns 0 (or a descriptor) on success and -errno on failure,
- * and only the log functions print: the caller words its messages.
+ * repeats, a daemon's log lines, and a pool of worker threads.  Linux user
+ * space only; every function returns 0 (or a descriptor) on success and
+ * -errno on failure, and only the log functions print: the caller words
+ * its messages.
  */
 #ifndef HVT_UTIL_H
 #define HVT_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/un.h>
 
@@ -22,5 +24,26 @@ void hvt_util_log_setup(const char *prog, int verbose);
 int hvt_util_log_verbose(void);
 void hvt_util_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void hvt_util_dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Worker threads that run passes over jobs (workers.c): job j always runs
+ * on thread j % nr, the calling thread being thread 0; a pass returns when
+ * every job is done.  @want threads (0: one per job up to the online CPUs
+ * and @auto_max), never more than @max_jobs; each thread has a scratch
+ * buffer of @scratch bytes.  -ENOMEM, or pthread_create()'s error.
+ */
+struct hvt_util_workers;
+
+int hvt_util_workers_start(unsigned int want, unsigned int auto_max,
+			   unsigned int max_jobs, size_t scratch,
+			   struct hvt_util_workers **out);
+void hvt_util_workers_pass(struct hvt_util_workers *w, unsigned int nr_jobs,
+			   void (*work)(void *ctx, unsigned int job,
+					void *scratch),
+			   void *ctx);
+/* Threads in use, the calling thread included (1 for NULL). */
+unsigned int hvt_util_workers_nr(const struct hvt_util_workers *w);
+/* Join the threads and free; NULL is a no-op. */
+void hvt_util_workers_stop(struct hvt_util_workers *w);
 
 #endif /* HVT_UTIL_H */

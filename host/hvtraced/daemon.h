@@ -30,6 +30,13 @@
 						 * socket peer is dropped */
 #define D_HELLO_DEADLINE_MS	10000	/* for a new connection's HELLO */
 #define D_PAGES_PER_TICK	64	/* per CPU per poll round */
+#define D_STAGE_PAGES		16	/* per CPU per parallel pass */
+#define D_STAGE_BYTES		(256u * 1024u)	/* per CPU staged, at most */
+#define D_READERS_MAX		64	/* --reader-threads at most */
+#define D_READERS_AUTO		8	/* automatic: threads at most */
+#define D_READERS_AUTO_CPUS	8	/* automatic: an area read in
+					 * parallel has this many CPUs
+					 * subscribed */
 #define D_CMDLINE_SLOTS		4096
 #define D_MAX_CONNS		1024
 #define D_CRED_GROUPS		64	/* groups of a peer looked at */
@@ -331,6 +338,9 @@ struct remote {
 	uint64_t pages_read;
 	struct cmdline cmdlines[D_CMDLINE_SLOTS];
 	uint8_t *page;			/* read buffer, subbuf_size */
+	/* parallel reading (fanout.c): the pages a pass read, per CPU */
+	struct fo_stage *stage;
+	uint64_t thread_pages[D_READERS_MAX];	/* read by reader thread i */
 };
 
 /* A page subscription of a tool. */
@@ -386,6 +396,9 @@ struct daemon {
 	bool wakeups;			/* arm wakeups of agents' remotes */
 	uint32_t wake_mark;		/* bytes a doorbell waits for */
 	uint32_t wake_backstop_ms;	/* poll interval when all sleep */
+	/* reader threads (fanout.c): --reader-threads, 0 automatic */
+	unsigned int reader_threads;
+	struct hvt_util_workers *readers;	/* started at first use */
 
 	volatile int stop;
 };
@@ -497,6 +510,8 @@ void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 /* fanout.c */
 void fanout_poll(void);
 bool fanout_active(void);
+void fanout_free(struct remote *r);
+void fanout_stop(void);
 /* Read every page of @r that a subscription wants, now; returns pages. */
 int fanout_drain_remote(struct remote *r);
 

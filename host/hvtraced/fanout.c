@@ -35,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hvt_util.h>
+
 #include "daemon.h"
 
 bool fanout_active(void)
@@ -85,7 +87,7 @@ static int send_empty_page(struct conn *c, const struct sub *s, uint32_t cpu,
 	return conn_send_page(c, &m);
 }
 
-static void deliver(struct remote *r, uint32_t cpu,
+static void deliver(struct remote *r, uint32_t cpu, const uint8_t *page,
 		    const struct hvtrace_page_info *info)
 {
 	uint64_t commit;
@@ -93,7 +95,7 @@ static void deliver(struct remote *r, uint32_t cpu,
 	struct conn *c;
 	struct sub *s;
 
-	memcpy(&commit, r->page + HVT_PAGE_COMMIT_OFF, 8);
+	memcpy(&commit, page + HVT_PAGE_COMMIT_OFF, 8);
 	len = HVT_PAGE_HDR_SIZE + info->size +
 	      ((commit & HVT_MISSED_STORED) ? 8 : 0);
 	if (len > r->info.subbuf_size)
@@ -130,7 +132,7 @@ static void deliver(struct remote *r, uint32_t cpu,
 			m.u.page.dropped_pages = s->dropped_pages;
 			m.u.page.dropped_events = s->dropped_events;
 			m.u.page.first_ts = info->first_ts;
-			m.u.page.data = r->page;
+			m.u.page.data = page;
 			m.u.page.len = len;
 			if (!conn_send_page(c, &m)) {
 				s->pages++;
@@ -203,11 +205,179 @@ int fanout_drain_remote(struct remote *r)
 				break;
 			pages++;
 			r->pages_read++;
-			deliver(r, cpu, &info);
+			r->thread_pages[0]++;
+			deliver(r, cpu, r->page, &info);
 		}
 		drain_trailing(r, cpu);
 	}
 	return pages;
+}
+
+/*
+ * Parallel reading.  An area with many CPUs subscribed (at least
+ * D_READERS_AUTO_CPUS, or 2 with --reader-threads N > 1) is read by the
+ * daemon's reader threads (common/workers.c): each pass, every
+ * subscribed CPU is one job, run by thread (its index among the jobs) %
+ * threads, which reads up to D_STAGE_PAGES of its pages (D_STAGE_BYTES
+ * at most) into the CPU's stage (hvtrace_cpu_read_page() keeps its state per CPU, so CPUs are
+ * read at once safely).  Then the loop's thread hands the staged pages
+ * out, CPU after CPU, in each CPU's order, exactly as the serial loop
+ * does, and passes again while a CPU filled its stage, up to
+ * D_PAGES_PER_TICK pages per CPU per poll.  Only the reading (the copy
+ * out of shared memory and its validation) runs on the threads;
+ * subscriptions, budgets and sockets stay on the loop's thread.
+ */
+struct fo_stage {
+	struct remote *r;
+	uint32_t nr_cpus, subbuf_size;
+	uint32_t per_cpu;		/* pages staged per CPU per pass */
+	uint8_t *pages;			/* nr_cpus x D_STAGE_PAGES pages */
+	struct hvtrace_page_info *info; /* nr_cpus x D_STAGE_PAGES */
+	uint32_t *n;			/* pages staged, per CPU */
+	uint32_t cpus[64];		/* this pass's jobs: CPUs */
+	unsigned int nr_jobs;
+};
+
+void fanout_free(struct remote *r)
+{
+	if (!r->stage)
+		return;
+	free(r->stage->pages);
+	free(r->stage->info);
+	free(r->stage->n);
+	free(r->stage);
+	r->stage = NULL;
+}
+
+void fanout_stop(void)
+{
+	hvt_util_workers_stop(D->readers);
+	D->readers = NULL;
+}
+
+/* @r's stage for its area's geometry, or NULL (no memory). */
+static struct fo_stage *fo_stage_get(struct remote *r)
+{
+	struct fo_stage *s = r->stage;
+	/* Only CPUs 0..63 are subscribed (wanted_cpus()); at most
+	 * D_STAGE_BYTES per CPU, whatever the sub-buffer size. */
+	uint32_t nr_cpus = r->info.nr_cpus < 64 ? r->info.nr_cpus : 64;
+	uint32_t per_cpu = D_STAGE_BYTES / r->info.subbuf_size;
+	size_t slots;
+
+	if (per_cpu > D_STAGE_PAGES)
+		per_cpu = D_STAGE_PAGES;
+	if (!per_cpu)
+		per_cpu = 1;
+	if (s && s->nr_cpus == nr_cpus &&
+	    s->subbuf_size == r->info.subbuf_size)
+		return s;
+	fanout_free(r);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	r->stage = s;
+	s->r = r;
+	s->nr_cpus = nr_cpus;
+	s->subbuf_size = r->info.subbuf_size;
+	s->per_cpu = per_cpu;
+	slots = (size_t)nr_cpus * per_cpu;
+	s->pages = malloc(slots * s->subbuf_size);
+	s->info = calloc(slots, sizeof(*s->info));
+	s->n = calloc(s->nr_cpus, sizeof(*s->n));
+	if (!s->pages || !s->info || !s->n) {
+		fanout_free(r);
+		return NULL;
+	}
+	return s;
+}
+
+/* Job @j of a pass, on a reader thread: stage CPU cpus[j]'s next pages. */
+static void fo_job(void *ctx, unsigned int j, void *scratch)
+{
+	struct fo_stage *s = ctx;
+	uint32_t cpu = s->cpus[j], k;
+	size_t slot = (size_t)cpu * s->per_cpu;
+
+	(void)scratch;
+	for (k = 0; k < s->per_cpu; k++) {
+		if (hvtrace_cpu_read_page(
+			    s->r->area, (int)cpu,
+			    s->pages + (slot + k) * s->subbuf_size,
+			    s->subbuf_size, &s->info[slot + k]) <= 0)
+			break;
+	}
+	s->n[cpu] = k;
+}
+
+/* Whether @r is read by the reader threads, which start at first use. */
+static bool fo_parallel(struct remote *r, uint64_t want)
+{
+	unsigned int nr;
+	int ret;
+
+	if (!r->area || r->ops->read_page || D->reader_threads == 1)
+		return false;
+	if (r->info.nr_cpus < 64)
+		want &= (1ull << r->info.nr_cpus) - 1;
+	nr = (unsigned int)__builtin_popcountll(want);
+	if (nr < (D->reader_threads ? 2u : D_READERS_AUTO_CPUS))
+		return false;
+	if (!D->readers) {
+		ret = hvt_util_workers_start(
+			D->reader_threads, D_READERS_AUTO,
+			D->reader_threads ? D->reader_threads : D_READERS_AUTO,
+			0, &D->readers);
+		if (ret) {
+			d_log("cannot start reader threads (%s): reading "
+			      "with one",
+			      strerror(-ret));
+			D->reader_threads = 1;
+			return false;
+		}
+		d_log("reading large areas with %u threads",
+		      hvt_util_workers_nr(D->readers));
+	}
+	return fo_stage_get(r) != NULL;
+}
+
+/* One poll of @r on the reader threads; what the serial loop records. */
+static void fo_poll_parallel(struct remote *r, uint64_t want)
+{
+	struct fo_stage *s = r->stage;
+	uint32_t total[64] = {0}, cpu, k;
+	unsigned int round, j, nr = hvt_util_workers_nr(D->readers);
+	bool full = true;
+
+	s->nr_jobs = 0;
+	for (cpu = 0; cpu < r->info.nr_cpus && cpu < 64; cpu++)
+		if ((want >> cpu) & 1)
+			s->cpus[s->nr_jobs++] = cpu;
+	for (round = 0; full && round * s->per_cpu < D_PAGES_PER_TICK;
+	     round++) {
+		hvt_util_workers_pass(D->readers, s->nr_jobs, fo_job, s);
+		full = false;
+		for (j = 0; j < s->nr_jobs; j++) {
+			size_t slot;
+
+			cpu = s->cpus[j];
+			slot = (size_t)cpu * s->per_cpu;
+			for (k = 0; k < s->n[cpu]; k++)
+				deliver(r, cpu,
+					s->pages + (slot + k) * s->subbuf_size,
+					&s->info[slot + k]);
+			r->pages_read += s->n[cpu];
+			r->thread_pages[j % nr] += s->n[cpu];
+			total[cpu] += s->n[cpu];
+			if (s->n[cpu])
+				r->wake.found = true;
+			if (s->n[cpu] == s->per_cpu)
+				full = true;
+		}
+	}
+	for (j = 0; j < s->nr_jobs; j++)
+		if (total[s->cpus[j]] >= D_PAGES_PER_TICK)
+			r->wake.more = true;
 }
 
 void fanout_poll(void)
@@ -226,6 +396,11 @@ void fanout_poll(void)
 			continue;
 		want = wanted_cpus(r);
 		r->wake.want = want;
+		if (want && fo_parallel(r, want)) {
+			fo_poll_parallel(r, want);
+			any |= r->wake.found;
+			continue;
+		}
 		for (cpu = 0; want && cpu < r->info.nr_cpus; cpu++) {
 			int k;
 
@@ -239,7 +414,8 @@ void fanout_poll(void)
 				any = true;
 				r->wake.found = true;
 				r->pages_read++;
-				deliver(r, cpu, &info);
+				r->thread_pages[0]++;
+				deliver(r, cpu, r->page, &info);
 			}
 			if (k == D_PAGES_PER_TICK)
 				r->wake.more = true;

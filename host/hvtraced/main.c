@@ -91,6 +91,11 @@ static const char usage_text[] =
 	"                         a writer rings (default 1: the next event)\n"
 	"  --wake-backstop-ms MS  poll interval while every read remote\n"
 	"                         sleeps (default 1000)\n"
+	"  --reader-threads N|auto  threads that read an area's CPUs at once\n"
+	"                         (default auto: up to 8, not beyond the\n"
+	"                         online CPUs, for an area with 8 or more\n"
+	"                         CPUs subscribed; N > 1: every area with 2\n"
+	"                         or more; 1: one thread reads everything)\n"
 	"  --max-channels N       per remote: client channels that may hold\n"
 	"                         registrations (default\n"
 	"                         CONFIG_HVT_HOSTD_MAX_CHANNELS); a REGISTER\n"
@@ -213,6 +218,7 @@ int main(int argc, char **argv)
 		{ "no-wakeups", no_argument, NULL, 'W' },
 		{ "wake-mark", required_argument, NULL, 'k' },
 		{ "wake-backstop-ms", required_argument, NULL, 'b' },
+		{ "reader-threads", required_argument, NULL, 'T' },
 		{ "max-channels", required_argument, NULL, 'C' },
 		{ "max-registrations", required_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -359,6 +365,22 @@ int main(int argc, char **argv)
 				D->wake_mark = (uint32_t)v;
 			else
 				D->wake_backstop_ms = (uint32_t)v;
+			break;
+		case 'T':
+			if (!strcmp(optarg, "auto")) {
+				D->reader_threads = 0;
+				break;
+			}
+			if (hvt_util_size_parse(optarg, &v) || !v ||
+			    v > D_READERS_MAX) {
+				fprintf(stderr,
+					"hvtraced: --reader-threads takes "
+					"'auto' or a number from 1 to %u, not "
+					"'%s'\n",
+					D_READERS_MAX, optarg);
+				return 2;
+			}
+			D->reader_threads = (unsigned int)v;
 			break;
 		case 'C':
 		case 'G':
@@ -525,6 +547,7 @@ int main(int argc, char **argv)
 
 	while (D->remotes)
 		remote_destroy(D->remotes);
+	fanout_stop();
 	conns_reap();
 	unlink(D->sock_path);
 	d_log("stopped");

@@ -62,6 +62,7 @@ void remote_destroy(struct remote *r)
 	held_free(&r->held);
 	state_changed();
 	free(r->chg);
+	fanout_free(r);
 	free(r->page);
 	free(r);
 }

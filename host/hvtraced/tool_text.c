@@ -225,6 +225,29 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      (unsigned long long)r->wake.bell_rings,
 				      (unsigned long long)r->wake.relayed,
 				      (unsigned long long)r->wake.stale);
+		/* Pages each reader thread read (fanout.c): thread 0 is
+		 * the daemon's loop, which reads alone when the remote is
+		 * not read in parallel. */
+		{
+			unsigned int t, last = 0;
+
+			for (t = 1; t < D_READERS_MAX; t++)
+				if (r->thread_pages[t])
+					last = t;
+			if (n > 0 && n < (int)sizeof(small))
+				n += snprintf(small + n,
+					      sizeof(small) - (size_t)n,
+					      "reader_thread_pages:");
+			for (t = 0;
+			     t <= last && n > 0 && n < (int)sizeof(small); t++)
+				n += snprintf(
+					small + n, sizeof(small) - (size_t)n,
+					" %llu",
+					(unsigned long long)r->thread_pages[t]);
+			if (n > 0 && n < (int)sizeof(small))
+				n += snprintf(small + n,
+					      sizeof(small) - (size_t)n, "\n");
+		}
 		if (n < 0 || n >= (int)sizeof(small))
 			n = (int)sizeof(small) - 1;
 		send_text(c, m, 0, small, (size_t)n);

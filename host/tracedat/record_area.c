@@ -31,11 +31,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <hvt_util.h>
 #include <hvtrace/page.h>
 
 #include "tracedat-local.h"
 
 #define RC_PAGES_PER_POLL 64u /* per CPU, for fairness */
+#define RC_AUTO_THREADS	  8u  /* reader threads at most, when not asked */
 /* Time-sync samples: every 10 ms at first, then twice as far apart each
  * time, up to every 200 ms: samples spread over the first second pin the
  * rate of the writer's clock while the recording is young. */
@@ -100,8 +102,8 @@ struct hvt_tdat_rset {
 	unsigned int nr_src;
 
 	/* Reader threads: job j is CPU j of the flattened list of all
-	 * areas' CPUs (record_readers.c). */
-	struct hvt_tdat_readers *readers;
+	 * areas' CPUs (common/workers.c). */
+	struct hvt_util_workers *readers;
 	struct rc_job *jobs;
 	unsigned int nr_jobs;
 };
@@ -534,7 +536,7 @@ static void rc_read_cpu(struct rc_src *s, uint32_t cpu, uint8_t *page)
 }
 
 /* Job @j of a pass (on a reader thread): one CPU of an active area. */
-static void rc_job(void *ctx, unsigned int j, uint8_t *page)
+static void rc_job(void *ctx, unsigned int j, void *page)
 {
 	struct hvt_tdat_rset *r = ctx;
 
@@ -578,7 +580,7 @@ static int rc_fold(struct rc_src *s)
 
 static void rc_threads_stop(struct hvt_tdat_rset *r)
 {
-	hvt_tdat_readers_stop(r->readers);
+	hvt_util_workers_stop(r->readers);
 	r->readers = NULL;
 	free(r->jobs);
 	r->jobs = NULL;
@@ -605,10 +607,14 @@ static int rc_threads_start(struct hvt_tdat_rset *r)
 			r->jobs[r->nr_jobs++].cpu = c;
 		}
 	}
-	ret = hvt_tdat_readers_start(r->rec->want_threads, r->nr_jobs, sb,
-				     rc_job, r, &r->readers);
-	r->rec->nr_readers = hvt_tdat_readers_nr(r->readers);
-	return ret;
+	ret = hvt_util_workers_start(r->rec->want_threads, RC_AUTO_THREADS,
+				     r->nr_jobs ? r->nr_jobs : 1, sb,
+				     &r->readers);
+	if (ret)
+		return hvt_err(ret, "cannot start the reader threads: %s",
+			       strerror(-ret));
+	r->rec->nr_readers = hvt_util_workers_nr(r->readers);
+	return 0;
 }
 
 static bool rc_writer_dead(const struct rc_src *s)
@@ -659,7 +665,7 @@ static int rc_poll(struct hvt_tdat_rset *r, int kernel_events,
 		if (!s->stop_seen && !s->sync_off && now >= s->next_sync)
 			rc_sync(s, 1, 2);
 	}
-	hvt_tdat_readers_pass(r->readers);
+	hvt_util_workers_pass(r->readers, r->nr_jobs, rc_job, r);
 	for (i = 0; i < r->nr_src; i++) {
 		struct rc_src *s = r->src[i];
 
@@ -787,7 +793,7 @@ static int rc_drain(struct hvt_tdat_rset *r, int ret)
 
 		for (i = 0; i < r->nr_src; i++)
 			r->src[i]->active = !r->src[i]->gone;
-		hvt_tdat_readers_pass(r->readers);
+		hvt_util_workers_pass(r->readers, r->nr_jobs, rc_job, r);
 		for (i = 0; i < r->nr_src; i++) {
 			if (!r->src[i]->active)
 				continue;

@@ -11,7 +11,6 @@
  *              set behind struct hvt_tdat_rset_ops (start, poll, stop,
  *              finishing)
  *   record_area.c    the source set of trace areas
- *   record_readers.c the reader threads a set runs its per-CPU jobs on
  *   record_remote.c  the source set of remotes of hvtraced (rremote.h),
  *   record_rpages.c  ... and the pages of its feed
  *   record_rkring.c  the guest kernel ring of a remote (in the remote set)
@@ -314,7 +313,7 @@ HVT_INTERNAL void hvt_tdat_pids_note(struct hvt_tdat_pids *p,
 HVT_INTERNAL void hvt_tdat_pids_fini(struct hvt_tdat_pids *p);
 
 /*
- * Host pids a reader thread met (record_readers.c) that its source had
+ * Host pids a reader thread met (common/workers.c) that its source had
  * not named yet, in the order met: the calling thread names them between
  * passes, so the file does not depend on the threads.
  */
@@ -520,28 +519,6 @@ HVT_INTERNAL void hvt_tdat_rec_count(const struct hvtrace_tracedat_record *r,
 				     unsigned int *hits);
 /* The recorder's sleep when a poll found nothing (kernel, areas). */
 HVT_INTERNAL void hvt_tdat_rec_idle(unsigned int max_wait_ms);
-
-/*
- * Reader threads (record_readers.c): @nr_jobs jobs, job j always run by
- * thread j % nr on every pass, the calling thread being thread 0, each
- * thread with a read buffer of @page_size bytes.  @want: threads asked
- * (0: one per job up to the online CPUs and 8), never more than jobs.
- * On failure *@out may be set: _stop() it.
- */
-struct hvt_tdat_readers;
-
-HVT_INTERNAL int
-hvt_tdat_readers_start(unsigned int want, unsigned int nr_jobs,
-		       uint32_t page_size,
-		       void (*work)(void *ctx, unsigned int job, uint8_t *page),
-		       void *ctx, struct hvt_tdat_readers **out);
-/* One pass: every job once; returns when all threads are done. */
-HVT_INTERNAL void hvt_tdat_readers_pass(struct hvt_tdat_readers *p);
-/* Threads in use, the calling thread included (1 for NULL). */
-HVT_INTERNAL unsigned int
-hvt_tdat_readers_nr(const struct hvt_tdat_readers *p);
-/* Join the threads and free; @p may be NULL. */
-HVT_INTERNAL void hvt_tdat_readers_stop(struct hvt_tdat_readers *p);
 
 /* The area set (record_area.c): created at the first area. */
 HVT_INTERNAL int hvt_tdat_rarea_add(struct hvtrace_tracedat_record *r,
