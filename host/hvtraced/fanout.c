@@ -219,10 +219,10 @@ int fanout_drain_remote(struct remote *r)
  * daemon's reader threads (common/workers.c): each pass, every
  * subscribed CPU is one job, run by thread (its index among the jobs) %
  * threads, which reads up to D_STAGE_PAGES of its pages (D_STAGE_BYTES
- * at most) into the CPU's stage (hvtrace_cpu_read_page() keeps its state per CPU, so CPUs are
- * read at once safely).  Then the loop's thread hands the staged pages
- * out, CPU after CPU, in each CPU's order, exactly as the serial loop
- * does, and passes again while a CPU filled its stage, up to
+ * at most) into the CPU's stage (hvtrace_cpu_read_page() keeps its state per
+ * CPU, so CPUs are read at once safely).  Then the loop's thread hands the
+ * staged pages out, CPU after CPU, in each CPU's order, exactly as the serial
+ * loop does, and passes again while a CPU filled its stage, up to
  * D_PAGES_PER_TICK pages per CPU per poll.  Only the reading (the copy
  * out of shared memory and its validation) runs on the threads;
  * subscriptions, budgets and sockets stay on the loop's thread.
@@ -269,8 +269,7 @@ static struct fo_stage *fo_stage_get(struct remote *r)
 		per_cpu = D_STAGE_PAGES;
 	if (!per_cpu)
 		per_cpu = 1;
-	if (s && s->nr_cpus == nr_cpus &&
-	    s->subbuf_size == r->info.subbuf_size)
+	if (s && s->nr_cpus == nr_cpus && s->subbuf_size == r->info.subbuf_size)
 		return s;
 	fanout_free(r);
 	s = calloc(1, sizeof(*s));
