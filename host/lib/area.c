@@ -298,7 +298,7 @@ static int area_attach(struct hvtrace_area *a, const char *path,
 			return ret;
 	}
 
-	a->cpus = calloc(a->hdr.nr_cpus, sizeof(*a->cpus));
+	a->cpus = hvt_calloc_lines(a->hdr.nr_cpus, sizeof(*a->cpus));
 	if (!a->cpus) {
 		ret = hvt_err(-ENOMEM, "out of memory");
 		return ret;

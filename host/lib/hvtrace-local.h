@@ -9,6 +9,8 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include <hvtrace.h>
@@ -199,9 +201,37 @@ HVT_LIBPRIVATE int hvt_pack_add_page(struct hvtrace_pack *p,
  */
 HVT_INTERNAL void hvt_wait_a_little(unsigned int *spins);
 
+/*
+ * Per-CPU state that different threads write (a reader thread per CPU
+ * buffer) sits in whole cache lines of its own: the struct is declared
+ * HVT_CACHELINE_ALIGNED, so its size is a multiple of the line, and the
+ * array is allocated on a line by hvt_calloc_lines().  Sharing a line,
+ * two threads' page counters made the 2-thread recording of a pre-filled
+ * area run 2.3 times slower in about one process of four (the one whose
+ * heap put two CPUs' state in one line).
+ */
+#define HVT_CACHELINE 64
+#define HVT_CACHELINE_ALIGNED __attribute__((aligned(HVT_CACHELINE)))
+
+static inline void *hvt_calloc_lines(size_t n, size_t size)
+{
+	size_t bytes;
+	void *p;
+
+	if (!n)
+		n = 1;
+	if (__builtin_mul_overflow(n, size, &bytes))
+		return NULL;
+	bytes = (bytes + HVT_CACHELINE - 1) & ~(size_t)(HVT_CACHELINE - 1);
+	p = aligned_alloc(HVT_CACHELINE, bytes);
+	if (p)
+		memset(p, 0, bytes);
+	return p;
+}
+
 /* --- per-CPU reader (reader.c) ----------------------------------------- */
 
-struct hvt_rd_cpu {
+struct HVT_CACHELINE_ALIGNED hvt_rd_cpu {
 	const struct hvt_cpu_meta *meta;	/* read-only mapping */
 	const uint8_t *pages;
 	uint32_t cpu;

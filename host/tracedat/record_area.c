@@ -51,7 +51,7 @@
  * named yet, and the result of the pass.  Folded into the source by the
  * calling thread between passes.
  */
-struct rc_cpu {
+struct HVT_CACHELINE_ALIGNED rc_cpu {
 	struct hvtrace_tracedat_source_stats d;
 	struct hvt_tdat_pend pend; /* pids to name, in the order met */
 	int ret;		   /* pages read in the pass, or -errno */
@@ -145,8 +145,8 @@ static int rc_src_alloc_cpus(struct rc_src *s)
 	uint32_t c;
 	int ret;
 
-	s->cpu = calloc(s->nr_cpus, sizeof(*s->cpu));
-	s->rc = calloc(s->nr_cpus, sizeof(*s->rc));
+	s->cpu = hvt_calloc_lines(s->nr_cpus, sizeof(*s->cpu));
+	s->rc = hvt_calloc_lines(s->nr_cpus, sizeof(*s->rc));
 	if (!s->cpu || !s->rc)
 		return -ENOMEM;
 	for (c = 0; c < s->nr_cpus; c++) {

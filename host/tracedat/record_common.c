@@ -490,7 +490,7 @@ int hvt_tdat_rkernel_add_buffer(struct hvt_tdat_rkernel *rk,
 
 	rk->w = w;
 	rk->named = named;
-	rk->cpu = calloc(rk->nr_cpus, sizeof(*rk->cpu));
+	rk->cpu = hvt_calloc_lines(rk->nr_cpus, sizeof(*rk->cpu));
 	if (!rk->cpu)
 		return hvt_err(-ENOMEM, "out of memory");
 	for (c = 0; c < rk->nr_cpus; c++) {

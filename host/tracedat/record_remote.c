@@ -257,7 +257,7 @@ int hvt_tdat_rremote_add(struct hvtrace_tracedat_record *rec,
 		}
 	snprintf(s->st.name, sizeof(s->st.name), "%s", s->name);
 	s->st.nr_cpus = s->rec.nr_cpus;
-	s->cpu = calloc(s->rec.nr_cpus, sizeof(*s->cpu));
+	s->cpu = hvt_calloc_lines(s->rec.nr_cpus, sizeof(*s->cpu));
 	s->idmap = calloc(65536, sizeof(*s->idmap));
 	s->known = calloc(65536 / 8, 1);
 	if (!s->cpu || !s->idmap || !s->known) {

@@ -556,7 +556,7 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 	snprintf(k->name, sizeof(k->name), "%s-kernel", s->name);
 	memcpy(k->st.name, k->name, strlen(k->name) + 1);
 	k->st.nr_cpus = k->nr_cpus;
-	k->cpu = calloc(k->nr_cpus, sizeof(*k->cpu));
+	k->cpu = hvt_calloc_lines(k->nr_cpus, sizeof(*k->cpu));
 	k->base = calloc(k->nr_cpus, sizeof(*k->base));
 	k->idmap = calloc(65536, sizeof(*k->idmap));
 	k->tried = calloc(65536 / 8, 1);

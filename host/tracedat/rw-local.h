@@ -152,7 +152,7 @@ HVT_INTERNAL void rd_sandbox(struct hvtrace_tracedat_file *f);
  * is touched by _add_page(), so callers may add pages of different CPUs
  * from different threads.
  */
-struct wr_cpu {
+struct HVT_CACHELINE_ALIGNED wr_cpu {
 	int fd;	       /* temporary page file, -1 until it spills */
 	uint64_t size; /* bytes added (file, @chunks and @batch) */
 	uint8_t *batch;

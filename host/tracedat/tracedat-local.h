@@ -221,7 +221,7 @@ HVT_INTERNAL int hvt_tdat_switch_comms(const struct hvt_tdat_switch *sw,
  * monotonic).  @buffer and @st are the source's: its writer buffer index
  * (set once the buffer is added) and its counters.
  */
-struct hvt_tdat_rcpu {
+struct HVT_CACHELINE_ALIGNED hvt_tdat_rcpu {
 	struct hvtrace_tracedat_writer *w;
 	const int *buffer;
 	uint32_t cpu;

@@ -341,7 +341,7 @@ hvtrace_tracedat_writer_add_buffer(struct hvtrace_tracedat_writer *w,
 	memset(b, 0, sizeof(*b));
 	b->name = strdup(name);
 	b->clock = strdup(clock);
-	b->cpu = calloc(nr_cpus ? nr_cpus : 1, sizeof(*b->cpu));
+	b->cpu = hvt_calloc_lines(nr_cpus, sizeof(*b->cpu));
 	if (!b->name || !b->clock || !b->cpu) {
 		free(b->name);
 		free(b->clock);
@@ -414,16 +414,34 @@ static int wr_write_all(int fd, const struct iovec *iov, int n)
 /*
  * A chunk: 2 MiB aligned to 2 MiB, so that where transparent huge pages
  * are allowed (MADV_HUGEPAGE: "always" or "madvise") it is one huge page,
- * one fault instead of 512.  Elsewhere the advice does nothing.
+ * one fault and one clear instead of 512; elsewhere the advice does
+ * nothing.  Mapped afresh and unmapped when done, not taken from the
+ * heap: a recording always pays for the memory it touches (a heap chunk
+ * freed by an earlier recording in the same process would come back
+ * already faulted in, which no real one-shot recording gets).
  */
 static uint8_t *wr_chunk_alloc(void)
 {
-	void *p;
+	size_t span = 2 * (size_t)WR_BATCH_SIZE, head;
+	uint8_t *p = mmap(NULL, span, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if (posix_memalign(&p, WR_BATCH_SIZE, WR_BATCH_SIZE))
+	if (p == MAP_FAILED)
 		return NULL;
+	head = (WR_BATCH_SIZE - ((uintptr_t)p & (WR_BATCH_SIZE - 1))) &
+	       (WR_BATCH_SIZE - 1);
+	if (head)
+		munmap(p, head);
+	munmap(p + head + WR_BATCH_SIZE, span - head - WR_BATCH_SIZE);
+	p += head;
 	madvise(p, WR_BATCH_SIZE, MADV_HUGEPAGE);
 	return p;
+}
+
+static void wr_chunk_free(uint8_t *p)
+{
+	if (p)
+		munmap(p, WR_BATCH_SIZE);
 }
 
 /* Free @c's kept chunks and give their bytes back to the writer's cap. */
@@ -433,7 +451,7 @@ static void wr_cpu_drop_chunks(struct hvtrace_tracedat_writer *w,
 	unsigned int i;
 
 	for (i = 0; i < c->nr_chunks; i++)
-		free(c->chunks[i]);
+		wr_chunk_free(c->chunks[i]);
 	__atomic_fetch_sub(&w->mem_bytes,
 			   (uint64_t)c->nr_chunks * WR_BATCH_SIZE,
 			   __ATOMIC_RELAXED);
@@ -509,7 +527,7 @@ static void wr_cpu_free(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
 	free(c->chunks);
 	c->chunks = NULL;
 	c->cap_chunks = 0;
-	free(c->batch);
+	wr_chunk_free(c->batch);
 	c->batch = NULL;
 	c->batch_len = 0;
 }
