@@ -205,10 +205,10 @@ HVT_INTERNAL void hvt_wait_a_little(unsigned int *spins);
  * Per-CPU state that different threads write (a reader thread per CPU
  * buffer) sits in whole cache lines of its own: the struct is declared
  * HVT_CACHELINE_ALIGNED, so its size is a multiple of the line, and the
- * array is allocated on a line by hvt_calloc_lines().  Sharing a line,
- * two threads' page counters made the 2-thread recording of a pre-filled
- * area run 2.3 times slower in about one process of four (the one whose
- * heap put two CPUs' state in one line).
+ * array is allocated on a line by hvt_calloc_lines().  Otherwise two
+ * threads write one line at every page: the trace.dat writer's 48-byte
+ * per-CPU state put CPUs 0 and 1, read by threads 0 and 1, in one line,
+ * and the other structs' boundaries fell where the heap put them.
  */
 #define HVT_CACHELINE 64
 #define HVT_CACHELINE_ALIGNED __attribute__((aligned(HVT_CACHELINE)))
