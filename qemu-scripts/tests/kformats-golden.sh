@@ -59,7 +59,9 @@ run+=' echo "hvt-release $(uname -r)";'
 run+=' echo "hvt-notes $(od -An -tx1 -v /sys/kernel/notes | tr -d " \n")";'
 run+=' ( until head -c 1 /dev/virtio-ports/go | grep -q k; do sleep 0.1; done; for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = hvtrace-agent ] && kill ${p#/proc/}; done; echo hvt-agent-kill""ed ) &'
 run+=' i=0; while :; do echo "hvt-tick $i" >$I/trace_marker; echo "hvt-tick-$i"; i=$((i + 1)); sleep 0.3; done'
-"$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
+# --accel tcg1: sched_waking is enabled and disabled while the guest runs
+# (hvtrace.1, guest).
+"$HVTRACE" guest start "$n" --initrd "$initrd" --accel tcg1 --log "$T_TMP/$n.log" \
 	--kernel-events ftrace:print,sched:sched_switch --port go --run "$run" \
 	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }
 

@@ -39,7 +39,9 @@ T=/sys/kernel/tracing/instances/hvt
 # hvtrace guest start attaches the guest to hvtraced as it boots: the
 # remote is in the view before the guest printed its formats, and its
 # kernel's ring is asked for once its agent is up.
-"$HVTRACE" guest start "$G" --initrd "$IMAGE" \
+# --accel tcg1: the test enables and disables sched_switch while the guest
+# runs, which patches the guest kernel's code (hvtrace.1, guest).
+"$HVTRACE" guest start "$G" --initrd "$IMAGE" --accel tcg1 \
 	--kernel-events sched:sched_switch,ftrace:print \
 	--run "i=0; while [ \$i -lt $M ]; do echo \"hvt-fk \$i\" >$T/trace_marker; i=\$((i + 1)); done; echo hvt-fk-done; ue_writer --wait-agent 30000 --count $N --wait-enable 120000 && echo hvt-ue-done; sleep 300" \
 	--log "$TMP/console.log" >"$TMP/launcher.log" 2>&1 ||
