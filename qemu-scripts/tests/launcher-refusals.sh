@@ -39,7 +39,7 @@ refuse "at least 2 vCPUs" start --name "$n" --cpus 1
 refuse "--cpus" start --name "$n" --cpus two
 refuse "--mem" start --name "$n" --mem 16
 refuse "unknown argument" start --name "$n" --bogus
-refuse "auto, tcg or kvm" start --name "$n" --accel xen
+refuse "auto, tcg, tcg1 or kvm" start --name "$n" --accel xen
 refuse "needs a value" start --name
 refuse "--log" start --name "$n" --log /nonexistent-dir/console.log
 refuse "--kernel" start --name "$n" --kernel /nonexistent-kernel
