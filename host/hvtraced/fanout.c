@@ -231,8 +231,8 @@ struct fo_stage {
 	struct remote *r;
 	uint32_t nr_cpus, subbuf_size;
 	uint32_t per_cpu;		/* pages staged per CPU per pass */
-	uint8_t *pages;			/* nr_cpus x D_STAGE_PAGES pages */
-	struct hvtrace_page_info *info; /* nr_cpus x D_STAGE_PAGES */
+	uint8_t *pages;			/* nr_cpus x per_cpu pages */
+	struct hvtrace_page_info *info; /* nr_cpus x per_cpu */
 	uint32_t *n;			/* pages staged, per CPU */
 	uint32_t cpus[64];		/* this pass's jobs: CPUs */
 	unsigned int nr_jobs;
