@@ -515,6 +515,19 @@ struct hvtrace_cpu_totals {
 HVTRACE_API int hvtrace_cpu_get_totals(struct hvtrace_area *a, int cpu,
 				       struct hvtrace_cpu_totals *t);
 
+/**
+ * hvtrace_cpu_held_subbufs - how many sub-buffers a CPU buffer holds
+ *
+ * The sub-buffers from the oldest one still unread (the owner's consumer
+ * position in consume mode, else the oldest in the ring) to the writer's
+ * current one, read from the descriptors only: no page is touched, so it
+ * is cheap where hvtrace_cpu_get_totals() walks every page.  Shared
+ * memory: a hint (a live writer moves on), but never more than the ring.
+ *
+ * Return: the count, 0 when no event is unread, or negative errno.
+ */
+HVTRACE_API int hvtrace_cpu_held_subbufs(struct hvtrace_area *a, int cpu);
+
 #ifdef __cplusplus
 }
 #endif

@@ -54,6 +54,7 @@ static uint64_t tot_last_ts(const struct tot_cpu *c, uint32_t tail,
 	return it.ts;
 }
 
+/* @copy NULL: the sequences and event counts only (no page is read). */
 static int tot_get(struct hvtrace_area *a, int cpu,
 		   struct hvtrace_cpu_totals *t, uint8_t *copy)
 {
@@ -111,7 +112,7 @@ static int tot_get(struct hvtrace_area *a, int cpu,
 		if (eb_start > committed || eb_old > eb_start)
 			continue;	/* moved under us, or corrupt */
 
-		for (s = start; s != tail; s++) {
+		for (s = start; copy && s != tail; s++) {
 			uint64_t commit;
 
 			memcpy(&commit, tot_page(&c, s) + HVT_PAGE_COMMIT_OFF,
@@ -135,9 +136,9 @@ static int tot_get(struct hvtrace_area *a, int cpu,
 		t->consumer_seq = start;
 		t->ctrl_errors = __atomic_load_n(&c.meta->ctrl_errors,
 						 __ATOMIC_RELAXED);
-		if (t->entries)
+		if (copy && t->entries)
 			memcpy(&t->oldest_ts, tot_page(&c, start), 8);
-		if (committed)
+		if (copy && committed)
 			t->now_ts = tot_last_ts(&c, tail, off, copy);
 		/* The totals belong to one commit word.  A live writer moves
 		 * on all the time; retry only if it went far enough to reuse
@@ -175,4 +176,30 @@ HVTRACE_API int hvtrace_cpu_get_totals(struct hvtrace_area *a, int cpu,
 	hvt_guard_leave(&g);
 	free(copy);
 	return ret;
+}
+
+/* Descriptors only: runs under the SIGBUS guard too. */
+HVTRACE_API int hvtrace_cpu_held_subbufs(struct hvtrace_area *a, int cpu)
+{
+	struct hvtrace_cpu_totals t;
+	struct hvt_guard g;
+	int ret;
+
+	if (!a || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
+		return tot_get(a, cpu, &t, NULL); /* reports the error */
+	if (hvt_guard_enter(&g, a->ro, a->size))
+		return hvt_err(-EIO,
+			       "%s: CPU %d: the file shrank under the "
+			       "reader (SIGBUS); reopen the area",
+			       a->path, cpu);
+	ret = tot_get(a, cpu, &t, NULL);
+	hvt_guard_leave(&g);
+	if (ret)
+		return ret;
+	/* Bounded by the ring whatever the shared memory says. */
+	if (!t.entries)
+		return 0;
+	if ((uint32_t)(t.tail_seq - t.consumer_seq) >= a->hdr.nr_subbufs)
+		return (int)a->hdr.nr_subbufs;
+	return (int)(t.tail_seq - t.consumer_seq) + 1;
 }

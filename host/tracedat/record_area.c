@@ -371,7 +371,33 @@ static int rc_no_match(struct hvt_tdat_rset *r, const char *pat)
 		       pat);
 }
 
-/* After the kernel started: time sync, events on, reader threads. */
+/*
+ * Rooms in the file for an area whose writer has stopped: each CPU's
+ * pages are those its ring holds now, so the writer can put them straight
+ * into their place (write.c, "Rooms").  The ring's counters are shared
+ * memory: only a hint, bounded by the ring; a CPU that brings more is
+ * still recorded whole.
+ */
+static void rc_rooms(struct rc_src *s)
+{
+	uint64_t pages;
+	uint32_t c;
+	int held;
+
+	for (c = 0; c < s->nr_cpus; c++) {
+		held = hvtrace_cpu_held_subbufs(s->area, (int)c);
+		if (held <= 0)
+			continue;
+		pages = (uint64_t)held;
+		/* Slack for lost-event pages and short ones. */
+		pages += pages / 32 + 2;
+		hvt_tdat_writer_set_room(s->r->w, s->buffer, c,
+					 pages * s->subbuf_size);
+	}
+}
+
+/* After the kernel started: time sync, events on, rooms, reader
+ * threads. */
 static int rc_start(struct hvt_tdat_rset *r)
 {
 	unsigned int i, j;
@@ -383,10 +409,12 @@ static int rc_start(struct hvt_tdat_rset *r)
 
 		/* The clock model before the first page is converted. */
 		hvtrace_area_writer_state(s->area, &state, NULL);
-		if (state == HVT_STATE_RUNNING)
+		if (state == HVT_STATE_RUNNING) {
 			rc_sync(s, 8, 20);
-		else
+		} else {
 			s->sync_off = true;
+			rc_rooms(s);
+		}
 		if (r->flags & HVTRACE_TDAT_REC_NO_CONTROL)
 			continue;
 		for (j = 0; j < s->cat.nr; j++) {
@@ -401,7 +429,8 @@ static int rc_start(struct hvt_tdat_rset *r)
 		}
 		hvtrace_area_set_tracing(s->area, true);
 	}
-	return rc_threads_start(r);
+	ret = hvt_tdat_writer_lay_rooms(r->w);
+	return ret ? ret : rc_threads_start(r);
 }
 
 /* A loopback record's pid, for the names. */

@@ -11,6 +11,7 @@
 #ifndef HVT_TRACEDAT_RW_LOCAL_H
 #define HVT_TRACEDAT_RW_LOCAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -137,6 +138,8 @@ HVT_INTERNAL void rd_sandbox(struct hvtrace_tracedat_file *f);
 #define WR_OBUF_SIZE   (256u * 1024)
 #define WR_MAX_BUFFERS 256u
 #define WR_BATCH_SIZE  (2048u * 1024) /* a chunk of pages, per CPU */
+#define WR_STAGE_SIZE  (256u * 1024) /* a CPU's pages, on to its room */
+#define WR_STAGE_WRITE (128u * 1024) /* written if no one else writes */
 #define WR_MEM_MAX     (128ull << 20) /* chunks kept in memory, all CPUs;
 					 * $HVT_RECORD_MEM_MB changes it */
 
@@ -154,11 +157,19 @@ HVT_INTERNAL void rd_sandbox(struct hvtrace_tracedat_file *f);
  */
 struct HVT_CACHELINE_ALIGNED wr_cpu {
 	int fd;	       /* temporary page file, -1 until it spills */
-	uint64_t size; /* bytes added (file, @chunks and @batch) */
+	uint64_t size; /* bytes added (room, file, @chunks and @batch) */
 	uint8_t *batch;
 	uint32_t batch_len;
 	uint8_t **chunks; /* full chunks kept in memory, in order */
 	unsigned int nr_chunks, cap_chunks;
+	/* Its room in the output, if it has one (write.c, "Rooms"). */
+	uint64_t room_want; /* bytes asked by hvt_tdat_writer_set_room() */
+	uint64_t room_off;  /* file offset of the room; 0: no room */
+	uint64_t room_len;
+	uint64_t room_used; /* bytes written into the room */
+	bool room_full;	    /* outgrown: later pages go to chunks */
+	uint8_t *stage;	    /* pages on their way into the room */
+	uint32_t stage_len;
 };
 
 struct wr_buffer {
@@ -167,9 +178,13 @@ struct wr_buffer {
 	uint32_t page_size;
 	uint32_t nr_cpus;
 	struct wr_cpu *cpu;
+	uint64_t room_section; /* offset of its rooms' section; 0: none */
+	uint64_t room_end;     /* end of its last CPU's room */
 	/* computed by _finish() */
 	uint64_t section_off;
 	uint64_t data_off;
+	bool in_rooms;	   /* its pages stay where they are, in its rooms */
+	uint32_t room_sid; /* string id of its rooms' section */
 };
 
 struct wr_format {
@@ -210,6 +225,9 @@ struct hvtrace_tracedat_writer {
 	unsigned int nr_buf;
 	uint64_t mem_bytes; /* chunks kept in memory (atomic) */
 	uint64_t mem_max;   /* at most ($HVT_RECORD_MEM_MB, WR_MEM_MAX) */
+	uint64_t rooms_end; /* end of the last room; 0: no rooms */
+	bool rooms_laid;    /* hvt_tdat_writer_lay_rooms() was called */
+	pthread_mutex_t room_lock; /* one thread writes into rooms at once */
 
 	/* output state of _finish() */
 	struct hvt_tdat_blob strings;
@@ -224,5 +242,7 @@ struct hvtrace_tracedat_writer {
 /* write.c */
 HVT_INTERNAL int wr_cpu_flush(struct hvtrace_tracedat_writer *w,
 			      struct wr_cpu *c);
+HVT_INTERNAL int wr_room_flush(struct hvtrace_tracedat_writer *w,
+			       struct wr_cpu *c);
 
 #endif /* HVT_TRACEDAT_RW_LOCAL_H */

@@ -82,6 +82,18 @@ HVT_INTERNAL void hvt_tdat_blob_free(struct hvt_tdat_blob *b);
 HVT_INTERNAL bool hvt_tdat_writer_named(const struct hvtrace_tracedat_writer *w,
 					int pid);
 
+/*
+ * Rooms (write.c): @bytes of the output kept for CPU @cpu of @buffer, so
+ * that its pages go straight to their place in the file as they come.
+ * A hint: a CPU that outgrows its room goes on in memory and the file is
+ * still right.  Asked before hvt_tdat_writer_lay_rooms(), which places
+ * every room asked for; pages are added after it.
+ */
+HVT_INTERNAL int hvt_tdat_writer_set_room(struct hvtrace_tracedat_writer *w,
+					  int buffer, uint32_t cpu,
+					  uint64_t bytes);
+HVT_INTERNAL int hvt_tdat_writer_lay_rooms(struct hvtrace_tracedat_writer *w);
+
 /* Read a whole (proc, tracefs) file; NUL-terminated; -errno on failure. */
 HVT_INTERNAL int hvt_tdat_read_file(const char *path, struct hvt_tdat_blob *b,
 				    size_t max);

@@ -10,6 +10,28 @@
  * writes the whole file in one pass: a CPU's chunks straight from memory,
  * a spilled CPU's file with copy_file_range().
  *
+ * Rooms.  Where the recorder knows about how much a CPU will bring (an
+ * area whose writer has stopped: what its ring holds), it asks for a room
+ * of that size (hvt_tdat_writer_set_room()), and _lay_rooms() places the
+ * rooms at the front of the file, one flyrecord section per buffer:
+ *
+ *   0      file header (written by _finish())
+ *   32     section 3, buffer A:  zero padding to the page size,
+ *          | CPU 0's room | CPU 1's room | ... |
+ *          section 3, buffer B:  ...
+ *   rooms_end                    _finish() writes the rest from here
+ *
+ * A CPU's pages then go into its room as they come, a stage of
+ * WR_STAGE_SIZE at a time with pwrite(): one copy into memory that stays
+ * in the cache, one into the file, and nothing cleared (chunks are fresh
+ * memory, which the kernel clears first), and threads reading different
+ * CPUs write at once.  A room is a hint: a CPU that outgrows it goes on
+ * in chunks, and _finish() then moves the whole buffer behind the
+ * metadata like one without rooms, its old section left as an "unused
+ * room" (its bytes given back with a punched hole where the filesystem
+ * can).  A room's unused tail stays a hole in the file; the last
+ * buffer's ends where its pages end.
+ *
  * This file gathers: creating the writer, metadata, options, buffers and
  * pages, and aborting; write_finish.c is the output pass and documents
  * the layout it writes.
@@ -88,6 +110,7 @@ hvtrace_tracedat_writer_create(const char *path, uint32_t page_size,
 	if (!w)
 		return hvt_err(-ENOMEM, "out of memory");
 	w->page_size = page_size;
+	pthread_mutex_init(&w->room_lock, NULL);
 	ret = wr_mem_max(&w->mem_max);
 	if (ret) {
 		free(w);
@@ -116,7 +139,8 @@ hvtrace_tracedat_writer_create(const char *path, uint32_t page_size,
 		ret = hvt_err(-ENOMEM, "out of memory");
 		goto fail;
 	}
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* Read too: a buffer that outgrew its rooms is copied out of them. */
+	w->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (w->fd < 0) {
 		ret = hvt_err(-errno,
 			      "cannot create %s: %s (choose a writable "
@@ -520,6 +544,9 @@ spill:
 
 static void wr_cpu_free(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
 {
+	free(c->stage);
+	c->stage = NULL;
+	c->stage_len = 0;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -530,6 +557,128 @@ static void wr_cpu_free(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
 	wr_chunk_free(c->batch);
 	c->batch = NULL;
 	c->batch_len = 0;
+}
+
+/* --- rooms ------------------------------------------------------------- */
+
+int hvt_tdat_writer_set_room(struct hvtrace_tracedat_writer *w, int buffer,
+			     uint32_t cpu, uint64_t bytes)
+{
+	if (!w || buffer < 0 || (unsigned int)buffer >= w->nr_buf ||
+	    cpu >= w->buf[buffer].nr_cpus)
+		return hvt_err(-EINVAL, "tracedat writer: no buffer %d CPU %u",
+			       buffer, cpu);
+	if (w->rooms_laid)
+		return hvt_err(-EBUSY, "tracedat writer: the rooms are "
+				       "already laid out");
+	/* A hint from shared memory: bounded by what a file may hold. */
+	if (bytes > (1ull << 40))
+		bytes = 1ull << 40;
+	w->buf[buffer].cpu[cpu].room_want = bytes;
+	return 0;
+}
+
+int hvt_tdat_writer_lay_rooms(struct hvtrace_tracedat_writer *w)
+{
+	uint64_t at = 32; /* after the file header */
+	unsigned int i;
+	uint32_t c;
+
+	if (!w)
+		return hvt_err(-EINVAL, "tracedat writer: NULL");
+	if (w->rooms_laid)
+		return 0;
+	w->rooms_laid = true;
+	for (i = 0; i < w->nr_buf; i++) {
+		struct wr_buffer *b = &w->buf[i];
+		uint64_t data;
+
+		for (c = 0; c < b->nr_cpus; c++)
+			if (b->cpu[c].room_want)
+				break;
+		if (c == b->nr_cpus)
+			continue;
+		b->room_section = at;
+		data = hvt_align_up(at + HVT_TDAT_SEC_HDR_SIZE, b->page_size);
+		for (c = 0; c < b->nr_cpus; c++) {
+			struct wr_cpu *p = &b->cpu[c];
+
+			if (!p->room_want)
+				continue;
+			p->room_off = data;
+			p->room_len = hvt_align_up(p->room_want, b->page_size);
+			data += p->room_len;
+		}
+		b->room_end = data;
+		at = data;
+	}
+	/* Nothing asked: the file is laid out as without rooms. */
+	w->rooms_end = at > 32 ? at : 0;
+	return 0;
+}
+
+/* CPU @c's staged pages into its room (@w->room_lock held). */
+static int wr_room_write(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
+{
+	uint32_t done = 0;
+	ssize_t r;
+
+	while (done < c->stage_len) {
+		r = pwrite(w->fd, c->stage + done, c->stage_len - done,
+			   (off_t)(c->room_off + c->room_used + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return hvt_err(r < 0 ? -errno : -EIO,
+				       "cannot write %s: %s", w->path,
+				       r < 0 ? strerror(errno) : "no room");
+		done += (uint32_t)r;
+	}
+	c->room_used += c->stage_len;
+	c->stage_len = 0;
+	return 0;
+}
+
+int wr_room_flush(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
+{
+	int ret;
+
+	pthread_mutex_lock(&w->room_lock);
+	ret = wr_room_write(w, c);
+	pthread_mutex_unlock(&w->room_lock);
+	return ret;
+}
+
+/*
+ * A page into @c's room (it fits): staged.  Writes into one file take
+ * turns in the kernel (the inode's lock, on which a waiting thread spins),
+ * so a thread writes its stage when no other thread is writing, from
+ * WR_STAGE_WRITE bytes on, and waits for its turn only with the stage
+ * full: the others read and pack meanwhile.
+ */
+static int wr_room_add(struct hvtrace_tracedat_writer *w, struct wr_buffer *b,
+		       struct wr_cpu *c, const void *page, size_t size)
+{
+	if (!c->stage) {
+		c->stage = malloc(WR_STAGE_SIZE);
+		if (!c->stage)
+			return hvt_err(-ENOMEM, "out of memory");
+	}
+	memcpy(c->stage + c->stage_len, page, size);
+	memset(c->stage + c->stage_len + size, 0, b->page_size - size);
+	c->stage_len += b->page_size;
+	c->size += b->page_size;
+	/* A page size (at most 64 KiB) fits the stage four times. */
+	if (c->stage_len + b->page_size > WR_STAGE_SIZE)
+		return wr_room_flush(w, c);
+	if (c->stage_len >= WR_STAGE_WRITE &&
+	    !pthread_mutex_trylock(&w->room_lock)) {
+		int ret = wr_room_write(w, c);
+
+		pthread_mutex_unlock(&w->room_lock);
+		return ret;
+	}
+	return 0;
 }
 
 HVTRACE_API int
@@ -552,6 +701,16 @@ hvtrace_tracedat_writer_add_page(struct hvtrace_tracedat_writer *w, int buffer,
 			       "buffer '%s': page of %zu bytes (page size %u)",
 			       b->name, size, b->page_size);
 	c = &b->cpu[cpu];
+	if (c->room_off && !c->room_full) {
+		if (c->room_used + c->stage_len + b->page_size <= c->room_len)
+			return wr_room_add(w, b, c, page, size);
+		/* Outgrown: what is staged into the room, the rest to
+		 * chunks. */
+		ret = wr_room_flush(w, c);
+		if (ret)
+			return ret;
+		c->room_full = true;
+	}
 	/* A page size (at most 64 KiB, HVT_ABI_MAX_SUBBUF_SIZE) divides a
 	 * chunk: a chunk is always full when it is kept. */
 	if (c->batch_len + b->page_size > WR_BATCH_SIZE) {
@@ -623,5 +782,6 @@ hvtrace_tracedat_writer_abort(struct hvtrace_tracedat_writer *w)
 	free(w->obuf);
 	free(w->path);
 	free(w->dir);
+	pthread_mutex_destroy(&w->room_lock);
 	free(w);
 }

@@ -37,8 +37,17 @@
  * string id (offset into the strings section), u64 size; sections follow
  * each other with no gap, because trace-cmd finds the strings section by
  * walking them from the start.
+ *
+ * With rooms (write.c), their sections come first, from offset 32, and
+ * the rest follows them: a buffer whose pages all stayed in its rooms
+ * has no flyrecord section here, its BUFFER option names its rooms'
+ * section and each CPU's room; one that outgrew them is written here like
+ * a buffer without rooms, and its rooms' section is renamed "unused
+ * room".  The rooms' section headers are written last, when their
+ * strings are known.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,9 +332,11 @@ static void wr_direct(struct hvtrace_tracedat_writer *w, const uint8_t *p,
 	}
 }
 
-static int wr_copy(struct hvtrace_tracedat_writer *w, int fd, uint64_t len)
+/* @len bytes of @fd from @from to the output at its offset. */
+static int wr_copy(struct hvtrace_tracedat_writer *w, int fd, uint64_t from,
+		   uint64_t len)
 {
-	loff_t in = 0, out;
+	loff_t in = (loff_t)from, out;
 	ssize_t r;
 	char *buf = NULL;
 
@@ -364,13 +375,16 @@ static int wr_copy(struct hvtrace_tracedat_writer *w, int fd, uint64_t len)
 	return w->err;
 }
 
-/* CPU @c's pages: from memory, or from the file it spilled to. */
+/* CPU @c's pages: those in its room (a buffer that outgrew its rooms),
+ * then those from memory, or from the file it spilled to. */
 static void wr_cpu_pages(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
 {
 	unsigned int i;
 
+	if (c->room_used)
+		wr_copy(w, w->fd, c->room_off, c->room_used);
 	if (c->fd >= 0) {
-		wr_copy(w, c->fd, c->size);
+		wr_copy(w, c->fd, 0, c->size - c->room_used);
 		return;
 	}
 	for (i = 0; i < c->nr_chunks && !w->err; i++)
@@ -390,12 +404,101 @@ static void wr_cmdlines(struct hvtrace_tracedat_writer *w,
 			*err = -ENOMEM;
 }
 
+/* --- rooms (write.c) ---------------------------------------------------- */
+
+/* Does @b stay in its rooms: is every page of it in its CPU's room? */
+static bool wr_in_rooms(const struct wr_buffer *b)
+{
+	uint32_t c;
+
+	if (!b->room_section)
+		return false;
+	for (c = 0; c < b->nr_cpus; c++)
+		if (b->cpu[c].size != b->cpu[c].room_used)
+			return false;
+	return true;
+}
+
+/*
+ * Which buffers stay in their rooms, and where the rest of the file
+ * starts (0: no rooms): after the last rooms' section, which ends with
+ * its last page when its buffer stays.
+ */
+static uint64_t wr_rooms_place(struct hvtrace_tracedat_writer *w)
+{
+	struct wr_buffer *last = NULL;
+	unsigned int i;
+	uint32_t c;
+
+	for (i = 0; i < w->nr_buf; i++) {
+		struct wr_buffer *b = &w->buf[i];
+
+		b->in_rooms = wr_in_rooms(b);
+		if (b->room_section &&
+		    (!last || b->room_section > last->room_section))
+			last = b;
+	}
+	if (!last)
+		return 0;
+	if (last->in_rooms) {
+		last->room_end =
+			hvt_align_up(last->room_section + HVT_TDAT_SEC_HDR_SIZE,
+				     last->page_size);
+		for (c = 0; c < last->nr_cpus; c++) {
+			const struct wr_cpu *p = &last->cpu[c];
+
+			if (p->room_used &&
+			    p->room_off + p->room_used > last->room_end)
+				last->room_end = p->room_off + p->room_used;
+		}
+	}
+	return last->room_end;
+}
+
+/* The rooms' section headers, now that their strings are known; a buffer
+ * moved out of its rooms gives their bytes back where it can. */
+static void wr_rooms_close(struct hvtrace_tracedat_writer *w)
+{
+	unsigned int i;
+	int k;
+
+	for (i = 0; i < w->nr_buf && !w->err; i++) {
+		const struct wr_buffer *b = &w->buf[i];
+		uint64_t size, data;
+		uint8_t h[HVT_TDAT_SEC_HDR_SIZE];
+
+		if (!b->room_section)
+			continue;
+		size = b->room_end - b->room_section - HVT_TDAT_SEC_HDR_SIZE;
+		h[0] = (uint8_t)HVT_TDAT_OPT_BUFFER;
+		h[1] = (uint8_t)(HVT_TDAT_OPT_BUFFER >> 8);
+		h[2] = h[3] = 0; /* not compressed */
+		for (k = 0; k < 4; k++)
+			h[4 + k] = (uint8_t)(b->room_sid >> (8 * k));
+		for (k = 0; k < 8; k++)
+			h[8 + k] = (uint8_t)(size >> (8 * k));
+		if (pwrite(w->fd, h, sizeof(h), (off_t)b->room_section) !=
+		    (ssize_t)sizeof(h)) {
+			w->err = errno ? -errno : -EIO;
+			break;
+		}
+		if (b->in_rooms)
+			continue;
+		data = hvt_align_up(b->room_section + HVT_TDAT_SEC_HDR_SIZE,
+				    b->page_size);
+		/* Best effort: the section reads as zeros either way. */
+		(void)fallocate(w->fd,
+				FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)data, (off_t)(b->room_end - data));
+	}
+}
+
 HVTRACE_API int
 hvtrace_tracedat_writer_finish(struct hvtrace_tracedat_writer *w)
 {
 	struct hvt_tdat_blob body = {0}, ftrace = {0}, events = {0};
 	struct hvt_tdat_blob opts = {0};
-	uint64_t sec[6], first_opts, next, fly_at, fly_size;
+	uint64_t sec[6], first_opts, next, fly_at = 0, fly_size = 0, base;
 	unsigned int i, c;
 	int err = 0, ret;
 
@@ -413,12 +516,18 @@ hvtrace_tracedat_writer_finish(struct hvtrace_tracedat_writer *w)
 	}
 	w->off = 0;
 	w->olen = 0;
-	/* A spilled CPU's pages still in memory, to its file before it is
-	 * copied; the others are written from memory. */
+	/* Staged pages to their rooms.  A spilled CPU's pages still in
+	 * memory, to its file before it is copied; the others are written
+	 * from memory. */
 	for (i = 0; i < w->nr_buf && !err; i++)
-		for (c = 0; c < w->buf[i].nr_cpus && !err; c++)
-			if (w->buf[i].cpu[c].fd >= 0)
-				err = wr_cpu_flush(w, &w->buf[i].cpu[c]);
+		for (c = 0; c < w->buf[i].nr_cpus && !err; c++) {
+			struct wr_cpu *p = &w->buf[i].cpu[c];
+
+			if (p->stage_len)
+				err = wr_room_flush(w, p);
+			if (!err && p->fd >= 0)
+				err = wr_cpu_flush(w, p);
+		}
 	if (err) {
 		char why[512];
 
@@ -434,6 +543,10 @@ hvtrace_tracedat_writer_finish(struct hvtrace_tracedat_writer *w)
 	wr_u32(w, w->page_size);
 	wr_out(w, "none\0", 6); /* compression "none", version "" */
 	wr_u64(w, 0);		/* first options: patched below */
+	/* With rooms, the rest follows them. */
+	base = wr_rooms_place(w);
+	if (base && !wr_flush(w))
+		w->off = base;
 
 	/* HEADER_INFO */
 	bl_add(&body, "header_page", 12, &err);
@@ -480,10 +593,14 @@ hvtrace_tracedat_writer_finish(struct hvtrace_tracedat_writer *w)
 	for (i = 0; i < w->nr_opt; i++)
 		bl_option(&opts, w->opt[i].id, w->opt[i].data, w->opt[i].len,
 			  &err);
-	/* DONE: the next options section follows the first flyrecord. */
-	fly_at = first_opts + HVT_TDAT_SEC_HDR_SIZE + opts.len + 6 + 8;
-	fly_size = wr_fly_size(&w->buf[0], fly_at, &w->buf[0].data_off);
-	next = fly_at + HVT_TDAT_SEC_HDR_SIZE + fly_size;
+	/* DONE: the next options section follows this one, and the first
+	 * buffer's flyrecord section unless that stays in its rooms. */
+	next = first_opts + HVT_TDAT_SEC_HDR_SIZE + opts.len + 6 + 8;
+	if (!w->buf[0].in_rooms) {
+		fly_at = next;
+		fly_size = wr_fly_size(&w->buf[0], fly_at, &w->buf[0].data_off);
+		next = fly_at + HVT_TDAT_SEC_HDR_SIZE + fly_size;
+	}
 	bl_option_u64(&opts, HVT_TDAT_OPT_DONE, next, &err);
 	if (err) {
 		w->err = err;
@@ -496,27 +613,43 @@ hvtrace_tracedat_writer_finish(struct hvtrace_tracedat_writer *w)
 		char desc[300];
 		uint64_t off;
 
-		/* Flyrecord section: fly_at/fly_size computed above. */
-		if (w->off != fly_at) {
-			w->err = -EIO; /* layout arithmetic bug */
-			break;
-		}
-		b->section_off = fly_at;
 		snprintf(desc, sizeof(desc), "buffer flyrecord %s", b->name);
-		wr_section(w, HVT_TDAT_OPT_BUFFER, desc, fly_size);
-		wr_zeros(w, b->data_off - w->off);
-		for (c = 0; c < b->nr_cpus && !w->err; c++)
-			if (b->cpu[c].size)
-				wr_cpu_pages(w, &b->cpu[c]);
+		if (b->in_rooms) {
+			/* Its pages are in place already. */
+			b->section_off = b->room_section;
+			b->data_off = hvt_align_up(
+				b->room_section + HVT_TDAT_SEC_HDR_SIZE,
+				b->page_size);
+			b->room_sid = wr_string(w, desc);
+		} else {
+			/* Flyrecord section: fly_at/fly_size computed
+			 * above. */
+			if (w->off != fly_at) {
+				w->err = -EIO; /* layout arithmetic bug */
+				break;
+			}
+			b->section_off = fly_at;
+			wr_section(w, HVT_TDAT_OPT_BUFFER, desc, fly_size);
+			wr_zeros(w, b->data_off - w->off);
+			for (c = 0; c < b->nr_cpus && !w->err; c++)
+				if (b->cpu[c].size)
+					wr_cpu_pages(w, &b->cpu[c]);
+			if (b->room_section)
+				b->room_sid = wr_string(w, "unused room");
+		}
 
 		/* Its options section: BUFFER, then DONE -> next or 0. */
 		next = 0;
 		if (i + 1 < w->nr_buf) {
-			fly_at = w->off + HVT_TDAT_SEC_HDR_SIZE +
-				 wr_buffer_opts_size(b);
-			fly_size = wr_fly_size(&w->buf[i + 1], fly_at,
-					       &w->buf[i + 1].data_off);
-			next = fly_at + HVT_TDAT_SEC_HDR_SIZE + fly_size;
+			next = w->off + HVT_TDAT_SEC_HDR_SIZE +
+			       wr_buffer_opts_size(b);
+			if (!w->buf[i + 1].in_rooms) {
+				fly_at = next;
+				fly_size = wr_fly_size(&w->buf[i + 1], fly_at,
+						       &w->buf[i + 1].data_off);
+				next = fly_at + HVT_TDAT_SEC_HDR_SIZE +
+				       fly_size;
+			}
 		}
 		opts.len = 0;
 		body.len = 0;
@@ -527,10 +660,17 @@ hvtrace_tracedat_writer_finish(struct hvtrace_tracedat_writer *w)
 		bl_u32(&body, b->nr_cpus, &err);
 		off = b->data_off;
 		for (c = 0; c < b->nr_cpus; c++) {
+			const struct wr_cpu *p = &b->cpu[c];
+
 			bl_u32(&body, c, &err);
-			bl_u64(&body, off, &err);
-			bl_u64(&body, b->cpu[c].size, &err);
-			off += b->cpu[c].size;
+			if (b->in_rooms)
+				bl_u64(&body, p->room_off ? p->room_off : off,
+				       &err);
+			else
+				bl_u64(&body, off, &err);
+			bl_u64(&body, p->size, &err);
+			if (!b->in_rooms)
+				off += p->size;
 		}
 		bl_option(&opts, HVT_TDAT_OPT_BUFFER, body.data,
 			  (uint32_t)body.len, &err);
@@ -555,6 +695,7 @@ hvtrace_tracedat_writer_finish(struct hvtrace_tracedat_writer *w)
 		wr_out(w, s.data, s.len);
 	}
 	wr_flush(w);
+	wr_rooms_close(w);
 	if (!w->err) {
 		uint8_t b[8];
 

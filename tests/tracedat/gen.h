@@ -14,6 +14,16 @@
  * __data_loc string).  Timestamps repeat across buffers (ties), jump by
  * more than 27 bits (TIME_EXTEND), and losses of known and unknown size
  * are recorded.
+ *
+ * Rooms (host/tracedat/write.c), the writer's other layout, by @rooms:
+ *   GEN_ROOMS_NONE  none: every buffer's pages behind the metadata
+ *   GEN_ROOMS_ALL   64 pages of room for every CPU of every buffer: all
+ *                   pages stay in their rooms, whose tails are holes
+ *   GEN_ROOMS_SOME  none for the top-level buffer; one page for "wide"'s
+ *                   CPU 2 (it brings two, a loss closing the first: the
+ *                   buffer moves behind the metadata, its rooms left
+ *                   unused), 64 pages for the others of "wide" and for
+ *                   "single", one for "empty"
  */
 #ifndef TDAT_GEN_H
 #define TDAT_GEN_H
@@ -33,6 +43,8 @@
 #define GEN_ID_STR     1003
 #define GEN_PID	       4242
 #define GEN_COMM       "tdtproc"
+
+enum gen_rooms { GEN_ROOMS_NONE, GEN_ROOMS_ALL, GEN_ROOMS_SOME };
 
 struct gen_event {
 	unsigned int buffer, cpu;
@@ -133,9 +145,21 @@ static inline void gen_lost(struct gen *g, unsigned int b, unsigned int c,
 	g->pending_missed[b][c] = known ? (int64_t)n : -1;
 }
 
-/* Write the file; returns the events in it (the reader's order is the
- * caller's to derive). */
-static inline void gen_file(struct gen *g, const char *path)
+/* The rooms of buffer @b, CPU @c, in pages, for layout @rooms. */
+static inline uint64_t gen_room_pages(enum gen_rooms rooms, unsigned int b,
+				      unsigned int c)
+{
+	if (rooms == GEN_ROOMS_ALL)
+		return 64;
+	if (rooms == GEN_ROOMS_NONE || b == 0)
+		return 0;
+	return (b == 1 && c == 2) || b == 3 ? 1 : 64;
+}
+
+/* Write the file with rooms @rooms; the events in it are kept in @g (the
+ * reader's order is the caller's to derive). */
+static inline void gen_file_rooms(struct gen *g, const char *path,
+				  enum gen_rooms rooms)
 {
 	static const unsigned int cpus[4] = {2, 3, 1, 2};
 	static const uint32_t psz[4] = {4096, 16384, 4096, 4096};
@@ -179,8 +203,15 @@ static inline void gen_file(struct gen *g, const char *path)
 			gen_emit_ctx[b][c] = (struct gen_emit){g, b, c};
 			t_ok(hvtrace_pack_init(&g->pack[b][c], psz[b],
 						gen_emit, &gen_emit_ctx[b][c]));
+			if (gen_room_pages(rooms, b, c))
+				t_ok(hvt_tdat_writer_set_room(
+					g->w, g->buf[b], c,
+					gen_room_pages(rooms, b, c) * psz[b]));
 		}
 	}
+	t_ok(hvt_tdat_writer_lay_rooms(g->w));
+	/* Too late once laid out. */
+	t_eq(hvt_tdat_writer_set_room(g->w, g->buf[0], 0, 4096), -EBUSY);
 	/* Ticks shared by several buffers (ties), small steps, big jumps. */
 	ts = 1000000000ULL;
 	for (i = 0; i < 600; i++) {
@@ -204,6 +235,11 @@ static inline void gen_file(struct gen *g, const char *path)
 		}
 	t_ok(hvtrace_tracedat_writer_finish(g->w));
 	g->w = NULL;
+}
+
+static inline void gen_file(struct gen *g, const char *path)
+{
+	gen_file_rooms(g, path, GEN_ROOMS_NONE);
 }
 
 /* The order the reader must return: by time, then buffer, then CPU; a

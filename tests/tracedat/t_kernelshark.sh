@@ -5,7 +5,10 @@
 # buffers (and the host kernel when it can be recorded), checked by
 # ks_check.sh (the window, no dialog, no error, a session whose streams are
 # the file's buffers and whose time range covers its events).  The
-# screenshot is kept as $HVT_OBJTREE/tracedat-kernelshark.png.
+# screenshot is kept as $HVT_OBJTREE/tracedat-kernelshark.png.  Then the
+# same for a post-mortem recording of the stopped overwrite-mode area,
+# whose pages the writer put straight into their rooms at the front of
+# the file (tracedat-kernelshark-rooms.png).
 . "$(dirname "$0")/lib.sh"
 need_tools
 command -v kernelshark >/dev/null ||
@@ -53,5 +56,21 @@ wait_pid "$WB" 30
 streams=(hyp0 loop1)
 [ ${#K[@]} -gt 0 ] && trace-cmd report "$T/ks.dat" 2>/dev/null | grep -q '^cpus=' &&
 	streams+=("top buffer")
-"$SRC/tests/tracedat/ks_check.sh" "$T/ks.dat" "$OBJ/tracedat-kernelshark.png" "${streams[@]}"
+"$SRC/tests/tracedat/ks_check.sh" "$T/ks.dat" "$OBJ/tracedat-kernelshark.png" "${streams[@]}" ||
+	exit $?
+
+# The stopped area again, post-mortem: its buffer in its rooms.
+"$HVTRACE" record -q --read-only -o "$T/rooms.dat" "$B" 2>"$T/rooms.err" ||
+	fail "post-mortem record failed: $(cat "$T/rooms.err")"
+trace-cmd dump --sections "$T/rooms.dat" >"$T/sections.txt" 2>&1 ||
+	fail "trace-cmd dump --sections failed: $(head -3 "$T/sections.txt")"
+grep -q 'Section  3 @ 32 .*"buffer flyrecord loop1"' "$T/sections.txt" ||
+	fail "the post-mortem file does not start with its rooms: $(cat "$T/sections.txt")"
+# KernelShark opens the top-level buffer too where trace-cmd names a
+# CPU count (a file without rooms does the same).
+streams=(loop1)
+trace-cmd report "$T/rooms.dat" 2>/dev/null | grep -q '^cpus=' &&
+	streams+=("top buffer")
+"$SRC/tests/tracedat/ks_check.sh" "$T/rooms.dat" \
+	"$OBJ/tracedat-kernelshark-rooms.png" "${streams[@]}"
 exit $?

@@ -8,9 +8,14 @@
  * the right events; libtraceevent must decode the fields from the formats
  * saved in the file; the printed line must carry the saved comm.
  *
- *   tracedat_roundtrip [--keep PATH]   also leave the file at PATH (the
- *                                      trace-cmd comparison in
- *                                      tests/tracedat uses it)
+ * The same with each layout of the writer's rooms (gen.h): none, every
+ * buffer in its rooms, and some in rooms while one outgrew them; the
+ * layout is checked in the file (what section follows the file header,
+ * and the outgrown rooms' "unused room" section).
+ *
+ *   tracedat_roundtrip [--keep PATH [--rooms N]]
+ *          also leave the file with rooms N (0 none, 1 all, 2 some) at
+ *          PATH (the trace-cmd comparison in tests/tracedat uses it)
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -22,7 +27,42 @@
 static struct gen g;
 static const struct gen_event *order[GEN_MAX_EVENTS];
 
-int main(int argc, char **argv)
+/* Is @s (with its NUL) in the file at @path? */
+static bool file_has(const char *path, const char *s)
+{
+	size_t n, k = strlen(s) + 1, i;
+	FILE *f = fopen(path, "rb");
+	bool found = false;
+	char *buf;
+	long len;
+
+	t_assert(f && !fseek(f, 0, SEEK_END) && (len = ftell(f)) > 0);
+	buf = malloc((size_t)len);
+	t_assert(buf && !fseek(f, 0, SEEK_SET));
+	n = fread(buf, 1, (size_t)len, f);
+	fclose(f);
+	for (i = 0; i + k <= n && !found; i++)
+		found = !memcmp(buf + i, s, k);
+	free(buf);
+	return found;
+}
+
+/* The layout @rooms gave: the section after the file header, and the
+ * outgrown rooms' section when some buffer outgrew its rooms. */
+static void check_layout(const char *path, enum gen_rooms rooms)
+{
+	uint8_t id[2];
+	FILE *f = fopen(path, "rb");
+
+	t_assert(f);
+	t_assert(!fseek(f, 32, SEEK_SET) && fread(id, 1, 2, f) == 2);
+	fclose(f);
+	/* 16 HEADER_INFO first without rooms, 3 BUFFER with. */
+	t_eq(id[0] | id[1] << 8, rooms == GEN_ROOMS_NONE ? 16 : 3);
+	t_eq(file_has(path, "unused room"), rooms == GEN_ROOMS_SOME);
+}
+
+static int round_trip(int argc, char **argv, enum gen_rooms rooms)
 {
 	struct hvtrace_tracedat_file *f;
 	struct hvtrace_tracedat_event ev;
@@ -37,8 +77,9 @@ int main(int argc, char **argv)
 	fd = mkstemp(path);
 	t_assert(fd >= 0);
 	close(fd);
-	gen_file(&g, path);
+	gen_file_rooms(&g, path, rooms);
 	gen_sorted(&g, order);
+	check_layout(path, rooms);
 
 	t_ok(hvtrace_tracedat_open(path, &f));
 	t_eq(hvtrace_tracedat_version(f), 7);
@@ -130,14 +171,30 @@ int main(int argc, char **argv)
 	t_assert(strstr(line, "msg 200000"));
 	free(line);
 
-	if (argc == 3 && !strcmp(argv[1], "--keep")) {
+	if (argc >= 3 && !strcmp(argv[1], "--keep")) {
 		if (rename(path, argv[2]))
 			t_fail("cannot move the file to %s", argv[2]);
 	} else {
 		unlink(path);
 	}
-	printf("%u events, %u + %u lost, in the order and with the bytes "
-	       "written\n",
-	       g.nr, lost_known, lost_unknown);
+	printf("rooms %d: %u events, %u + %u lost, in the order and with the "
+	       "bytes written\n",
+	       (int)rooms, g.nr, lost_known, lost_unknown);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rooms;
+
+	if (argc >= 3 && !strcmp(argv[1], "--keep")) {
+		rooms = argc == 5 && !strcmp(argv[3], "--rooms")
+				? atoi(argv[4])
+				: GEN_ROOMS_NONE;
+		t_assert(rooms >= GEN_ROOMS_NONE && rooms <= GEN_ROOMS_SOME);
+		return round_trip(argc, argv, (enum gen_rooms)rooms);
+	}
+	for (rooms = GEN_ROOMS_NONE; rooms <= GEN_ROOMS_SOME; rooms++)
+		round_trip(argc, argv, (enum gen_rooms)rooms);
 	return 0;
 }
