@@ -7,8 +7,9 @@
  * events) in /dev/shm; then the same area is recorded read-only, rounds
  * of 1 and 2 threads taking turns, and the best round of each is kept:
  * from hvtrace_tracedat_record_create() to _finish(), so the page reads,
- * their validation, the packing and the file's assembly all count.  Both
- * files must be the same byte for byte.
+ * their validation, the packing, the writes into the file (into each
+ * CPU's room: the writer has stopped) and the end all count.  Both files
+ * must be the same byte for byte.
  *
  * Prints "BENCH <name> <value> <unit>" lines: MB/s of page data written
  * and events/s for each, and the 2-thread/1-thread ratio (the target is
