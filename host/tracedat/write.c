@@ -21,11 +21,12 @@
  *          section 3, buffer B:  ...
  *   rooms_end                    _finish() writes the rest from here
  *
- * A CPU's pages then go into its room as they come, a stage of
- * WR_STAGE_SIZE at a time with pwrite(): one copy into memory that stays
- * in the cache, one into the file, and nothing cleared (chunks are fresh
- * memory, which the kernel clears first), and threads reading different
- * CPUs write at once.  A room is a hint: a CPU that outgrows it goes on
+ * A CPU's pages then go into its room as they come, through its stage
+ * (WR_STAGE_SIZE bytes, written with pwrite() from WR_STAGE_WRITE on:
+ * wr_room_add()): one copy into memory that stays in the cache, one into
+ * the file, and nothing cleared (chunks are fresh memory, which the
+ * kernel clears first); reader threads take turns writing while the
+ * others read and pack.  A room is a hint: a CPU that outgrows it goes on
  * in chunks, and _finish() then moves the whole buffer behind the
  * metadata like one without rooms, its old section left as an "unused
  * room" (its bytes given back with a punched hole where the filesystem
