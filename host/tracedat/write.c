@@ -560,6 +560,15 @@ static void wr_cpu_free(struct hvtrace_tracedat_writer *w, struct wr_cpu *c)
 	c->batch_len = 0;
 }
 
+/* A page of @size bytes at @dst: every page takes exactly @b's page size
+ * in the file, zero-padded. */
+static void wr_page_put(uint8_t *dst, const struct wr_buffer *b,
+			const void *page, size_t size)
+{
+	memcpy(dst, page, size);
+	memset(dst + size, 0, b->page_size - size);
+}
+
 /* --- rooms ------------------------------------------------------------- */
 
 int hvt_tdat_writer_set_room(struct hvtrace_tracedat_writer *w, int buffer,
@@ -665,8 +674,7 @@ static int wr_room_add(struct hvtrace_tracedat_writer *w, struct wr_buffer *b,
 		if (!c->stage)
 			return hvt_err(-ENOMEM, "out of memory");
 	}
-	memcpy(c->stage + c->stage_len, page, size);
-	memset(c->stage + c->stage_len + size, 0, b->page_size - size);
+	wr_page_put(c->stage + c->stage_len, b, page, size);
 	c->stage_len += b->page_size;
 	c->size += b->page_size;
 	/* A page size (at most 64 KiB) fits the stage four times. */
@@ -724,9 +732,7 @@ hvtrace_tracedat_writer_add_page(struct hvtrace_tracedat_writer *w, int buffer,
 		if (!c->batch)
 			return hvt_err(-ENOMEM, "out of memory");
 	}
-	/* Every page takes exactly page_size bytes in the file. */
-	memcpy(c->batch + c->batch_len, page, size);
-	memset(c->batch + c->batch_len + size, 0, b->page_size - size);
+	wr_page_put(c->batch + c->batch_len, b, page, size);
 	c->batch_len += b->page_size;
 	c->size += b->page_size;
 	return 0;
