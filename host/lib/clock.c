@@ -80,6 +80,22 @@ void hvt_wait_a_little(unsigned int *spins)
 	}
 }
 
+/* The rate in fixed point (hvt_clock_affine_to_host()): its integer part
+ * and its fraction scaled by 2^64.  The fraction of a double is exact. */
+static void clock_set_rate(struct hvt_clock_model *m, double r)
+{
+	double ip;
+
+	if (!(r > 0))
+		r = 0;
+	if (r >= 0x1p62)
+		r = 0x1p62; /* no clock ticks once in 2^62 ns */
+	ip = floor(r);
+	m->rate = r;
+	m->rate_int = (uint64_t)ip;
+	m->rate_frac = (uint64_t)ldexp(r - ip, 64);
+}
+
 void hvt_clock_init(struct hvt_clock_model *m, uint32_t clock_id,
 		    uint64_t freq_hz, uint32_t mult, uint32_t shift)
 {
@@ -92,7 +108,7 @@ void hvt_clock_init(struct hvt_clock_model *m, uint32_t clock_id,
 		m->nominal_rate = (double)mult / (double)(1ULL << shift);
 	else
 		m->nominal_rate = 1.0;	/* ns clocks */
-	m->rate = m->nominal_rate;
+	clock_set_rate(m, m->nominal_rate);
 	/* Host-ns writers need no model; others are "unsynced" until a
 	 * sample arrives: then the writer's own epoch is used as is. */
 	m->synced = clock_id == HVT_CLOCK_HOST_NS;
@@ -180,7 +196,7 @@ static bool clock_fit(struct hvt_clock_model *m, unsigned int use)
 	}
 	if (lo_max > hi_min)
 		return false;
-	m->rate = r;
+	clock_set_rate(m, r);
 	m->rate_err = rerr;
 	m->base_writer = ref;
 	m->base_host = (uint64_t)((lo_max + hi_min) / 2);

@@ -82,6 +82,8 @@ struct hvt_clock_model {
 	uint32_t clock_id;
 	uint64_t freq_hz;
 	double rate;			/* ns per writer tick */
+	uint64_t rate_int;		/* the rate as conversions use it: */
+	uint64_t rate_frac;		/* rate_int + rate_frac / 2^64 */
 	double nominal_rate;
 	uint64_t base_writer;
 	uint64_t base_host;
@@ -108,11 +110,21 @@ HVT_INTERNAL uint64_t hvt_clock_to_host(const struct hvt_clock_model *m,
  * that converts many timestamps at once without the error bound: the
  * recorder takes one per page.  hvt_clock_to_host() converts through it
  * too, so both give the same value for the same model.
+ *
+ * The rate is applied in fixed point, as an integer part and a fraction
+ * in 64 bits: two multiplies and an add per timestamp, the fraction's
+ * product taken from the high half (no shift by a variable count).  The
+ * recorder converts every event, and the floating-point chain (convert,
+ * multiply, add, range check, convert back) cost about as much as the
+ * rest of packing a record.  The fraction holds every bit of the
+ * model's double rate, so a timestamp is off by under a nanosecond
+ * (rounded down) from the exact product.
  */
 struct hvt_clock_affine {
 	bool identity; /* HVT_CLOCK_HOST_NS: no conversion */
 	bool synced;
-	double rate;
+	uint64_t rate_int;
+	uint64_t rate_frac;
 	uint64_t base_writer;
 	uint64_t base_host;
 };
@@ -122,7 +134,8 @@ static inline void hvt_clock_affine_get(const struct hvt_clock_model *m,
 {
 	a->identity = m->clock_id == HVT_CLOCK_HOST_NS;
 	a->synced = m->synced;
-	a->rate = m->rate;
+	a->rate_int = m->rate_int;
+	a->rate_frac = m->rate_frac;
 	a->base_writer = m->base_writer;
 	a->base_host = m->base_host;
 }
@@ -130,18 +143,37 @@ static inline void hvt_clock_affine_get(const struct hvt_clock_model *m,
 static inline uint64_t hvt_clock_affine_to_host(const struct hvt_clock_affine *a,
 						uint64_t ts)
 {
-	double v;
+	uint64_t u, hi;
+	int64_t d, off;
 
 	if (a->identity)
 		return ts;
-	if (!a->synced)
+	if (!a->synced) {
 		/* No sample yet: the writer's own timeline, in ns. */
-		return (uint64_t)((double)ts * a->rate);
-	/* Subtract in integers first: counters exceed double precision. */
-	v = (double)a->base_host + (double)(int64_t)(ts - a->base_writer) *
-					   a->rate;
-	return v < 0 ? 0 : (uint64_t)v;
+		hi = (uint64_t)(((unsigned __int128)ts * a->rate_frac) >> 64);
+		if (__builtin_mul_overflow(ts, a->rate_int, &u) ||
+		    __builtin_add_overflow(u, hi, &u))
+			return UINT64_MAX;
+		return u;
+	}
+	/* Ticks from the base are signed: events before the newest sample
+	 * come out below base_host (the fraction's product rounds down). */
+	d = (int64_t)(ts - a->base_writer);
+	if (__builtin_mul_overflow(d, (int64_t)a->rate_int, &off) ||
+	    __builtin_add_overflow(
+		    off,
+		    (int64_t)(((__int128)d * (__int128)a->rate_frac) >> 64),
+		    &off))
+		return d < 0 ? 0 : UINT64_MAX;
+	if (off < 0)
+		return 0 - (uint64_t)off > a->base_host
+			       ? 0
+			       : a->base_host - (0 - (uint64_t)off);
+	if (__builtin_add_overflow(a->base_host, (uint64_t)off, &u))
+		return UINT64_MAX;
+	return u;
 }
+
 HVT_LIBPRIVATE uint64_t hvt_host_now_ns(void);
 
 /*
@@ -159,10 +191,36 @@ HVT_LIBPRIVATE uint64_t hvt_host_now_ns(void);
  * @out->ts).  Returns 0, or a flush's error (@out still says what was
  * packed before it).
  */
+/*
+ * Where each record of a validated page starts, from the first data byte:
+ * the reader's validation walk writes it down (hvt_subbuf_take()) for a
+ * caller that walks the page again, the recorder's packer.  A walk finds
+ * each record from the one before it (a load, then the length, then the
+ * next load): about 7 cycles a record however little is done with it.
+ * With the starts known, the packer's records do not wait on each other.
+ */
+struct hvt_item_index {
+	uint32_t *off; /* record starts, ascending; off[nr]: the end */
+	uint32_t cap;  /* entries @off holds */
+	uint32_t nr;   /* records; 0: none written down (walk instead) */
+};
+
+/* Entries an index needs for any page of @data_size bytes: a record (an
+ * event, padding or a time record) takes 8 bytes at least; one more
+ * holds the end. */
+static inline uint32_t hvt_item_index_cap(uint32_t data_size)
+{
+	return data_size / 8 + 2;
+}
+
 struct hvt_pack_page_in {
 	const uint8_t *data;	/* the records, after the page header */
 	uint32_t size;		/* their bytes (commit, flags masked) */
 	uint64_t ts;		/* the page header's time stamp */
+	/* Or NULL: where each record of @data starts, as the reader's
+	 * validation found them; a record where the index and the data
+	 * disagree is walked as without one. */
+	const struct hvt_item_index *ix;
 	const struct hvt_clock_affine *clk; /* writer time -> file time */
 	const uint16_t *idmap;	/* common_type -> file id (65536 entries) */
 	uint16_t unknown_id;	/* the id counted in @out->unknown */
@@ -190,6 +248,15 @@ struct hvt_pack_page_out {
 };
 
 struct hvtrace_pack;
+/*
+ * hvtrace_cpu_read_page() that also writes down in @ix where each record
+ * of the page returned starts (@ix->nr 0 where it could not).
+ */
+HVT_LIBPRIVATE int hvt_cpu_read_page_indexed(struct hvtrace_area *a, int cpu,
+					     void *page, size_t size,
+					     struct hvtrace_page_info *info,
+					     struct hvt_item_index *ix);
+
 HVT_LIBPRIVATE int hvt_pack_add_page(struct hvtrace_pack *p,
 				     const struct hvt_pack_page_in *in,
 				     struct hvt_pack_page_out *out);

@@ -229,7 +229,7 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 		}
 		ret = hvt_subbuf_take(c->copy + HVT_PAGE_HDR_SIZE, size,
 				      k->data_size, c->pos, c->pos_ts,
-				      c->pending_lost, out, &t);
+				      c->pending_lost, out, &t, NULL);
 		if (ret < 0) {
 			if (kr_skip_bad(k, c, is_commit))
 				return 0;

@@ -159,13 +159,201 @@ static bool pk_plain(const struct hvt_page_iter *it, int item, uint32_t min_len)
 	return e + 8 == it->payload && hvt_rd32(e + 4) == it->len + 4;
 }
 
+/*
+ * A block's run of small records, kept apart from hvt_pack_add_page()'s
+ * loop so that what changes from record to record stays in registers:
+ * in that loop, with its calls, the compiler keeps the walk's position,
+ * its time and the last time in memory, and each record then waits on a
+ * store and a load.  The run takes records in the 4-byte form whose
+ * rewritten header needs no time extend, which fit the block's page and
+ * which the caller need not note (the noted field is the one before),
+ * and rewrites each in place as the loop does.  It stops before the first
+ * record it does not take; the loop looks at that one.
+ *
+ * With the reader's index, where each record starts is read from it, so
+ * no record waits on the one before; a record where the index and the
+ * data disagree ends the run.  Without one, each start is found from
+ * the record before, checked as hvt_page_next() checks it.
+ */
+struct pk_run {
+	const struct hvt_pack_page_in *in;
+	uint8_t *dst;	     /* the block's copy, at the records' offsets */
+	uint32_t end;	     /* the block's page ends at this offset */
+	const uint32_t *off; /* the index, or NULL */
+	uint32_t k, nr;	     /* next entry, entries */
+	/* the walk: where it stands, and the time there */
+	uint32_t pos;
+	uint64_t ts;
+	/* what the loop tallies */
+	uint64_t prev;
+	uint32_t n, unknown, clamped, note_last;
+	bool noted;
+};
+
+/* What a run needs of its records, in locals. */
+struct pk_run_ctx {
+	const uint8_t *data;
+	uint8_t *dst;
+	const uint16_t *idmap;
+	struct hvt_clock_affine clk;
+	uint32_t end;	    /* min(the data's end, the block's page end) */
+	uint32_t min_type;  /* the shortest record taken, in words */
+	uint32_t note_type; /* with a note: the shortest that holds it */
+	uint32_t note_off;
+	uint32_t note_last;
+	uint16_t unknown_id;
+	bool note;
+};
+
+/* The clock conversion a run's loop is built for (pk_run()). */
+enum pk_clock { PK_CLOCK_NONE, PK_CLOCK_UNSYNCED, PK_CLOCK_SYNCED };
+
+static inline __attribute__((always_inline)) uint64_t
+pk_convert(const struct hvt_clock_affine *clk, enum pk_clock mode, uint64_t ts)
+{
+	struct hvt_clock_affine a = *clk;
+
+	/* hvt_clock_affine_to_host() with its tests of the mode known. */
+	a.identity = mode == PK_CLOCK_NONE;
+	a.synced = mode == PK_CLOCK_SYNCED;
+	return hvt_clock_affine_to_host(&a, ts);
+}
+
+static inline __attribute__((always_inline)) bool
+pk_run_take(const struct pk_run_ctx *c, enum pk_clock mode, uint32_t at,
+	    uint32_t next, uint32_t hdr, uint64_t *ts, uint64_t *prev,
+	    uint32_t *unknown, uint32_t *clamped)
+{
+	uint32_t type = hdr & ((1u << HVT_TYPE_LEN_BITS) - 1);
+	uint64_t nts = *ts + (hdr >> HVT_TYPE_LEN_BITS), t, delta;
+	uint16_t id;
+	bool held;
+
+	if (type < c->min_type || type > HVT_TYPE_DATA_MAX ||
+	    next - at != 4 + type * 4 || next > c->end)
+		return false;
+	if (c->note) {
+		uint32_t v;
+
+		if (type < c->note_type)
+			return false;
+		memcpy(&v, c->data + at + 4 + c->note_off, 4);
+		if (v != c->note_last)
+			return false;
+	}
+	t = pk_convert(&c->clk, mode, nts);
+	held = t < *prev;
+	if (held)
+		t = *prev;
+	delta = t - *prev;
+	if (delta > HVT_TS_MASK)
+		return false;
+	memcpy(&id, c->data + at + 4, 2);
+	id = c->idmap[id];
+	pk_put32(c->dst + at, type | (uint32_t)delta << HVT_TYPE_LEN_BITS);
+	memcpy(c->dst + at + 4, &id, 2);
+	*clamped += held;
+	*unknown += id == c->unknown_id;
+	*prev = t;
+	*ts = nts;
+	return true;
+}
+
+/* The loops of a run, built once for each clock mode. */
+static inline __attribute__((always_inline)) void
+pk_run_loop(struct pk_run *r, const struct pk_run_ctx *cp, enum pk_clock mode)
+{
+	const struct pk_run_ctx c = *cp;
+	uint32_t size = r->in->size, pos = r->pos, k = r->k, n = 0;
+	uint32_t unknown = 0, clamped = 0, next, hdr;
+	uint64_t ts = r->ts, prev = r->prev;
+
+	if (r->off && k < r->nr && r->off[k] == pos) {
+		/* off[nr] is where the last record ends. */
+		const uint32_t *off = r->off;
+		uint32_t nr = r->nr, k0 = k;
+
+		for (; k < nr; k++) {
+			uint32_t at = off[k];
+
+			next = off[k + 1];
+			if (next > c.end || next < at + 8)
+				break;
+			hdr = hvt_rd32(c.data + at);
+			if (!pk_run_take(&c, mode, at, next, hdr, &ts, &prev,
+					 &unknown, &clamped))
+				break;
+		}
+		n = k - k0;
+		pos = off[k];
+	} else if (!r->off) {
+		for (; size - pos >= 8; n++) {
+			hdr = hvt_rd32(c.data + pos);
+			next = pos + 4 +
+			       (hdr & ((1u << HVT_TYPE_LEN_BITS) - 1)) * 4;
+			if (!pk_run_take(&c, mode, pos, next, hdr, &ts, &prev,
+					 &unknown, &clamped))
+				break;
+			pos = next;
+		}
+	}
+	r->pos = pos;
+	r->ts = ts;
+	r->prev = prev;
+	r->k = k;
+	r->n += n;
+	r->unknown += unknown;
+	r->clamped += clamped;
+}
+
+static __attribute__((noinline)) void pk_run(struct pk_run *r)
+{
+	const struct hvt_pack_page_in *in = r->in;
+	struct pk_run_ctx c = {
+		.data = in->data,
+		.dst = r->dst,
+		.idmap = in->idmap,
+		.clk = *in->clk,
+		.end = r->end < in->size ? r->end : in->size,
+		.min_type = in->min_len > 4 ? (in->min_len + 3) / 4 : 1,
+		.note_type = (in->note_off + 4 + 3) / 4,
+		.note_off = in->note_off,
+		.note_last = r->note_last,
+		.unknown_id = in->unknown_id,
+		.note = in->note != NULL,
+	};
+
+	if (c.note && !r->noted)
+		return; /* the loop notes the first */
+	if (c.clk.identity)
+		pk_run_loop(r, &c, PK_CLOCK_NONE);
+	else if (!c.clk.synced)
+		pk_run_loop(r, &c, PK_CLOCK_UNSYNCED);
+	else
+		pk_run_loop(r, &c, PK_CLOCK_SYNCED);
+}
+
+/* The index entry after a record the loop walked itself. */
+static inline uint32_t pk_index_step(const uint32_t *off, uint32_t nr,
+				     uint32_t k, uint32_t evt_pos)
+{
+	if (k >= nr)
+		return k;
+	return off[k] == evt_pos ? k + 1 : nr;
+}
+
 int hvt_pack_add_page(struct hvtrace_pack *p, const struct hvt_pack_page_in *in,
 		      struct hvt_pack_page_out *out)
 {
-	uint64_t prev = in->prev, t, delta, run_ts;
-	uint32_t n = 0, unknown = 0, clamped = 0, hdr, at, base = 0, limit = 0;
-	uint32_t note_last = 0;
-	bool have = in->have_prev, block = false, held, noted = false;
+	struct pk_run r = {
+		.in = in,
+		.prev = in->prev,
+		.off = in->ix && in->ix->nr ? in->ix->off : NULL,
+		.nr = in->ix && in->ix->off ? in->ix->nr : 0,
+	};
+	uint64_t t, delta, run_ts;
+	uint32_t hdr, at, base = 0, limit = 0;
+	bool have = in->have_prev, block = false, held;
 	struct hvt_page_iter it;
 	uint8_t *d = p->page + HVT_PAGE_HDR_SIZE;
 	uint16_t id;
@@ -177,12 +365,14 @@ int hvt_pack_add_page(struct hvtrace_pack *p, const struct hvt_pack_page_in *in,
 		at = it.pos;
 		run_ts = it.ts;
 		item = hvt_page_next(&it);
+		if (item > 0)
+			r.k = pk_index_step(r.off, r.nr, r.k, it.evt_pos);
 		if (item <= 0 || !pk_plain(&it, item, in->min_len))
 			break;
 		t = hvt_clock_affine_to_host(in->clk, it.ts);
-		held = have && t < prev;
+		held = have && t < r.prev;
 		if (held)
-			t = prev; /* as the caller's event path holds it */
+			t = r.prev; /* as the caller's event path holds it */
 		memcpy(&id, it.payload, 2);
 		id = in->idmap[id];
 		if (!block && pk_appends(p, t, it.len)) {
@@ -206,12 +396,14 @@ int hvt_pack_add_page(struct hvtrace_pack *p, const struct hvt_pack_page_in *in,
 							     : limit);
 				base = at;
 				pk_put64(p->page, t);
-				prev = t;
+				r.prev = t;
+				r.dst = d - base;
+				r.end = base + limit;
 				p->open = true;
 				p->pos = 0;
 				block = true;
 			}
-			delta = t - prev;
+			delta = t - r.prev;
 			/* add_event() would add a TIME_EXTEND or close the
 			 * page: that record stays with the caller. */
 			if (delta > HVT_TS_MASK || it.pos - base > limit)
@@ -225,29 +417,46 @@ int hvt_pack_add_page(struct hvtrace_pack *p, const struct hvt_pack_page_in *in,
 			p->pos = it.pos - base;
 			p->last_ts = t;
 		}
-		clamped += held;
-		unknown += id == in->unknown_id;
+		r.clamped += held;
+		r.unknown += id == in->unknown_id;
 		if (in->note) {
-			uint32_t v = ~note_last;
+			bool holds = it.len >= in->note_off + 4;
+			uint32_t v = 0;
 
-			if (it.len >= in->note_off + 4)
+			if (holds)
 				memcpy(&v, it.payload + in->note_off, 4);
-			if (!noted || v != note_last)
+			if (!holds || !r.noted || v != r.note_last)
 				in->note(in->note_ctx, it.payload, it.len);
-			note_last = v;
-			noted = true;
+			/* After a record too short to hold the field, the
+			 * next is noted whatever it holds. */
+			r.note_last = v;
+			r.noted = holds;
 		}
-		prev = t;
+		r.prev = t;
 		have = true;
-		n++;
+		r.n++;
+		if (block) {
+			/* The block's records that follow, in one run. */
+			uint32_t n0 = r.n;
+
+			r.pos = it.pos;
+			r.ts = it.ts;
+			pk_run(&r);
+			it.pos = r.pos;
+			it.ts = r.ts;
+			if (r.n != n0) {
+				p->pos = r.pos - base;
+				p->last_ts = r.prev;
+			}
+		}
 	}
 	/* A page opened for the block with nothing in it stays closed. */
 	if (block && !p->pos)
 		p->open = false;
-	out->events = n;
-	out->unknown = unknown;
-	out->clamped = clamped;
-	out->last_ts = prev;
+	out->events = r.n;
+	out->unknown = r.unknown;
+	out->clamped = r.clamped;
+	out->last_ts = r.prev;
 	out->pos = at;
 	out->ts = run_ts;
 	return ret;

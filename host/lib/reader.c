@@ -325,7 +325,8 @@ static enum rd_step rd_malformed(struct hvt_rd_cpu *c, bool is_tail)
 
 /* Validate the copy and pass its new events on into @out (@t). */
 static enum rd_step rd_validate(struct hvt_rd_cpu *c, const struct rd_copy *k,
-				uint8_t *out, struct hvt_take *t)
+				uint8_t *out, struct hvt_take *t,
+				struct hvt_item_index *ix)
 {
 	uint64_t page_ts;
 	int ret;
@@ -348,8 +349,8 @@ static enum rd_step rd_validate(struct hvt_rd_cpu *c, const struct rd_copy *k,
 
 	/* The readers' one sub-buffer validation (subbuf.c). */
 	ret = hvt_subbuf_take(c->copy + HVT_PAGE_HDR_SIZE, k->size,
-			      c->data_size, c->pos, c->pos_ts,
-			      c->pending_lost, out, t);
+			      c->data_size, c->pos, c->pos_ts, c->pending_lost,
+			      out, t, ix);
 	if (ret < 0)
 		return rd_malformed(c, k->is_tail);
 	if (ret == 0) {
@@ -382,7 +383,7 @@ static void rd_trim(struct hvtrace_area *a, struct hvt_rd_cpu *c,
 }
 
 static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
-		   struct hvtrace_page_info *info)
+		   struct hvtrace_page_info *info, struct hvt_item_index *ix)
 {
 	uint32_t iter;
 
@@ -398,7 +399,7 @@ static int rd_read(struct hvtrace_area *a, struct hvt_rd_cpu *c, uint8_t *out,
 		if (st == RD_GO)
 			st = rd_copy(c, &k);
 		if (st == RD_GO)
-			st = rd_validate(c, &k, out, &t);
+			st = rd_validate(c, &k, out, &t, ix);
 		if (st == RD_STOP)
 			return 0;
 		if (st == RD_NEXT)
@@ -452,7 +453,8 @@ static int rd_fault(struct hvtrace_area *a, int cpu)
 }
 
 static int rd_guarded_read(struct hvtrace_area *a, int cpu, uint8_t *page,
-			   struct hvtrace_page_info *info)
+			   struct hvtrace_page_info *info,
+			   struct hvt_item_index *ix)
 {
 	struct hvt_guard g;
 	int ret;
@@ -461,14 +463,14 @@ static int rd_guarded_read(struct hvtrace_area *a, int cpu, uint8_t *page,
 		return -EIO;
 	if (hvt_guard_enter(&g, a->ro, a->size))
 		return rd_fault(a, cpu);
-	ret = rd_read(a, &a->cpus[cpu], page, info);
+	ret = rd_read(a, &a->cpus[cpu], page, info, ix);
 	hvt_guard_leave(&g);
 	return ret;
 }
 
-HVTRACE_API int hvtrace_cpu_read_page(struct hvtrace_area *a, int cpu,
-				      void *page, size_t size,
-				      struct hvtrace_page_info *info)
+int hvt_cpu_read_page_indexed(struct hvtrace_area *a, int cpu, void *page,
+			      size_t size, struct hvtrace_page_info *info,
+			      struct hvt_item_index *ix)
 {
 	if (!a || !page)
 		return hvt_err(-EINVAL, "hvtrace_cpu_read_page: NULL argument");
@@ -480,7 +482,16 @@ HVTRACE_API int hvtrace_cpu_read_page(struct hvtrace_area *a, int cpu,
 			       "page buffer of %zu bytes is smaller than the "
 			       "sub-buffer size %u",
 			       size, a->hdr.subbuf_size);
-	return rd_guarded_read(a, cpu, page, info);
+	if (ix)
+		ix->nr = 0;
+	return rd_guarded_read(a, cpu, page, info, ix);
+}
+
+HVTRACE_API int hvtrace_cpu_read_page(struct hvtrace_area *a, int cpu,
+				      void *page, size_t size,
+				      struct hvtrace_page_info *info)
+{
+	return hvt_cpu_read_page_indexed(a, cpu, page, size, info, NULL);
 }
 
 static int rd_stats(struct hvtrace_area *a, int cpu,

@@ -65,11 +65,16 @@ HVTRACE_API int hvtrace_subbuf_next(struct hvtrace_subbuf_iter *it,
 	return 1;
 }
 
-/* Walk [pos, limit) of @data; stop before an event that ends past @limit. */
+/*
+ * Walk [pos, limit) of @data; stop before an event that ends past @limit.
+ * With @ix, write down where each record taken starts, from @pos.
+ */
 static int sb_count(const uint8_t *data, uint32_t size, uint32_t pos,
-		    uint64_t ts, uint32_t limit, struct hvt_take *t)
+		    uint64_t ts, uint32_t limit, struct hvt_take *t,
+		    struct hvt_item_index *ix)
 {
 	struct hvt_page_iter it;
+	uint32_t k = 0;
 	int ret;
 
 	hvt_page_iter_init(&it, data, size, ts);
@@ -82,29 +87,46 @@ static int sb_count(const uint8_t *data, uint32_t size, uint32_t pos,
 		if (ret < 0)
 			return ret;
 		if (ret == HVT_ITEM_END || it.pos > limit)
-			return 0;
+			break;
 		if (ret == HVT_ITEM_DATA)
 			t->n++;
+		if (ix && k < ix->cap)
+			ix->off[k] = it.evt_pos - pos;
+		k++;
 		t->end = it.pos;
 		t->end_ts = it.ts;
 	}
+	if (ix) {
+		/* The end of the last record closes the list. */
+		ix->nr = 0;
+		if (ix->off && k < ix->cap) {
+			ix->off[k] = t->end - pos;
+			ix->nr = k;
+		}
+	}
+	return 0;
 }
 
 int hvt_subbuf_take(const uint8_t *data, uint32_t size, uint32_t data_size,
 		    uint32_t pos, uint64_t pos_ts, uint64_t lost, uint8_t *out,
-		    struct hvt_take *t)
+		    struct hvt_take *t, struct hvt_item_index *ix)
 {
 	uint64_t commit, ts = pos_ts;
 	bool store;
 	uint32_t len;
 
 	memset(t, 0, sizeof(*t));
+	if (ix)
+		ix->nr = 0;
 	if (size > data_size || pos > size)
 		return -EBADMSG;
 	/* Validate the whole new part first: a malformed event anywhere in
 	 * it makes the caller skip the page. */
-	if (sb_count(data, size, pos, pos_ts, size, t) < 0)
+	if (sb_count(data, size, pos, pos_ts, size, t, ix) < 0) {
+		if (ix)
+			ix->nr = 0;
 		return -EBADMSG;
+	}
 	if (t->n == 0)
 		return 0;	/* only padding (or a bare padding header) */
 	store = lost && lost != HVTRACE_LOST_UNKNOWN;
@@ -117,7 +139,7 @@ int hvt_subbuf_take(const uint8_t *data, uint32_t size, uint32_t data_size,
 		struct hvt_take c;
 
 		memset(&c, 0, sizeof(c));
-		sb_count(data, size, pos, pos_ts, pos + data_size - 8, &c);
+		sb_count(data, size, pos, pos_ts, pos + data_size - 8, &c, ix);
 		if (c.n > 0) {
 			c.cut = true;
 			*t = c;
@@ -127,6 +149,8 @@ int hvt_subbuf_take(const uint8_t *data, uint32_t size, uint32_t data_size,
 			 * RB_MISSED_EVENTS but no count rather than stall. */
 			t->no_room = true;
 			store = false;
+			if (ix)
+				ix->nr = 0; /* the walk to the cut wrote it */
 		}
 	}
 	len = t->end - pos;

@@ -137,6 +137,7 @@ struct hvt_take {
  * @lost:      events lost before these (0, a count, HVTRACE_LOST_UNKNOWN)
  * @out:       output sub-buffer of @data_size + 16 bytes
  * @t:         what was passed on
+ * @ix:        or NULL: where each record passed on starts in @out's data
  *
  * The one sub-buffer validation of the readers (trace areas, the guest
  * kernel's ring): every event of [@pos, @size) goes through the page
@@ -152,6 +153,6 @@ struct hvt_take {
 HVT_INTERNAL int hvt_subbuf_take(const uint8_t *data, uint32_t size,
 				 uint32_t data_size, uint32_t pos,
 				 uint64_t pos_ts, uint64_t lost, uint8_t *out,
-				 struct hvt_take *t);
+				 struct hvt_take *t, struct hvt_item_index *ix);
 
 #endif /* HVT_HOST_SUBBUF_H */

@@ -53,6 +53,7 @@
  */
 struct HVT_CACHELINE_ALIGNED rc_cpu {
 	struct hvtrace_tracedat_source_stats d;
+	struct hvt_item_index ix;  /* of the page read last */
 	struct hvt_tdat_pend pend; /* pids to name, in the order met */
 	int ret;		   /* pages read in the pass, or -errno */
 	char err[256];
@@ -116,8 +117,10 @@ static void rc_free_src(struct rc_src *s)
 		return;
 	for (c = 0; s->cpu && c < s->nr_cpus; c++)
 		hvt_tdat_rcpu_fini(&s->cpu[c]);
-	for (c = 0; s->rc && c < s->nr_cpus; c++)
+	for (c = 0; s->rc && c < s->nr_cpus; c++) {
 		hvt_tdat_pend_fini(&s->rc[c].pend);
+		free(s->rc[c].ix.off);
+	}
 	free(s->cpu);
 	free(s->rc);
 	free(s->idmap);
@@ -150,10 +153,17 @@ static int rc_src_alloc_cpus(struct rc_src *s)
 	if (!s->cpu || !s->rc)
 		return -ENOMEM;
 	for (c = 0; c < s->nr_cpus; c++) {
+		struct hvt_item_index *ix = &s->rc[c].ix;
+
 		ret = hvt_tdat_rcpu_init(&s->cpu[c], s->r->w, &s->buffer, c,
 					 s->subbuf_size, &s->rc[c].d);
 		if (ret)
 			return ret;
+		ix->cap =
+			hvt_item_index_cap(s->subbuf_size - HVT_PAGE_HDR_SIZE);
+		ix->off = calloc(ix->cap, sizeof(*ix->off));
+		if (!ix->off)
+			return -ENOMEM;
 	}
 	s->st.nr_cpus = s->nr_cpus;
 	return 0;
@@ -468,6 +478,7 @@ static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 	struct hvt_pack_page_out out;
 	struct hvt_pack_page_in in = {
 		.data = page + HVT_PAGE_HDR_SIZE,
+		.ix = &x->ix,
 		.clk = &clk,
 		.idmap = s->idmap,
 		.unknown_id = unknown_id,
@@ -547,8 +558,8 @@ static void rc_read_cpu(struct rc_src *s, uint32_t cpu, uint8_t *page)
 	int ret = 0;
 
 	for (k = 0; k < RC_PAGES_PER_POLL; k++) {
-		ret = hvtrace_cpu_read_page(s->area, (int)cpu, page,
-					    s->subbuf_size, &info);
+		ret = hvt_cpu_read_page_indexed(s->area, (int)cpu, page,
+						s->subbuf_size, &info, &x->ix);
 		if (ret <= 0)
 			break;
 		ret = rc_area_page(s, cpu, page, &info);

@@ -17,11 +17,18 @@
  * before the base, held at 0).  Id maps: random, with an unknown id.
  * The affine snapshot converts every timestamp as hvt_clock_to_host()
  * does, and both paths count the same records, unknown ids and clamps.
+ *
+ * The page-level path runs twice: walking the page itself, and with the
+ * index of record starts that the reader's validation writes down
+ * (hvt_subbuf_take()), as the recorder gives it.  Records carry a "pid"
+ * at the noted offset that changes now and then; every path must note
+ * the same sequence of pids (each change at least once).
  */
 #include <stdlib.h>
 
 #include <hvtrace/page.h>
 
+#include "../../host/lib/subbuf.h"
 #include "../../host/tracedat/tracedat-local.h"
 #include "hvt_test.h"
 
@@ -30,6 +37,8 @@
 #define MIN_LEN	 8u
 #define NR_PAGES 400u
 #define OUT_MAX	 (4u << 20)
+#define NOTE_OFF  4u /* the pid's offset in a record */
+#define NOTES_MAX (1u << 20)
 
 struct out {
 	uint8_t *b;
@@ -37,6 +46,7 @@ struct out {
 };
 
 static uint64_t xs = 0x2545f4914f6cdd1dULL;
+static uint32_t cur_pid = 100;
 
 static uint64_t rnd(void)
 {
@@ -78,6 +88,11 @@ static uint32_t put_rec(uint8_t *d, uint32_t at, uint32_t len, uint32_t delta,
 	}
 	for (i = 0; i < len; i++)
 		d[at + hdr + i] = (uint8_t)rnd();
+	if (len >= NOTE_OFF + 4) {
+		if (rnd() % 16 == 0)
+			cur_pid = 100 + (uint32_t)(rnd() % 4);
+		put32(d + at + hdr + NOTE_OFF, cur_pid);
+	}
 	return hdr + len;
 }
 
@@ -166,7 +181,23 @@ struct path {
 	uint64_t last;
 	bool have;
 	uint64_t events, unknown, clamped;
+	/* the pids noted, a change at a time (short records: 0) */
+	uint32_t *notes;
+	size_t nr_notes;
 };
+
+static void note(void *ctx, const uint8_t *rec, uint32_t len)
+{
+	struct path *x = ctx;
+	uint32_t v = 0;
+
+	if (len >= NOTE_OFF + 4)
+		memcpy(&v, rec + NOTE_OFF, 4);
+	if (x->nr_notes && x->notes[x->nr_notes - 1] == v)
+		return;
+	t_assert(x->nr_notes < NOTES_MAX);
+	x->notes[x->nr_notes++] = v;
+}
 
 /* The event path, as the recorder takes it record by record, from
  * @pos (running time @run) on. */
@@ -199,15 +230,18 @@ static void by_event(struct path *x, const uint8_t *page, uint32_t size,
 		       2);
 		x->unknown += id == unknown;
 		x->events++;
+		note(x, it.payload, it.len); /* as rc_area_page() does */
 	}
 }
 
-/* The page-level path first, the rest by event, as rc_area_page() does.
+/* The page-level path first, the rest by event, as rc_area_page() does;
+ * with @ix, given the index the reader's validation writes down.
  * Returns the records left to the event path. */
 static uint32_t by_page(struct path *x, const uint8_t *page, uint32_t size,
 			const struct hvt_clock_model *m, const uint16_t *map,
-			uint16_t unknown)
+			uint16_t unknown, struct hvt_item_index *ix)
 {
+	static uint8_t copy[PAGE];
 	struct hvt_clock_affine clk;
 	struct hvt_pack_page_out o;
 	struct hvt_pack_page_in in = {
@@ -219,10 +253,37 @@ static uint32_t by_page(struct path *x, const uint8_t *page, uint32_t size,
 		.min_len = MIN_LEN,
 		.have_prev = x->have,
 		.prev = x->last,
+		.note = note,
+		.note_ctx = x,
+		.note_off = NOTE_OFF,
 	};
 	uint64_t before;
 
 	memcpy(&in.ts, page, 8);
+	if (ix) {
+		struct hvt_take t;
+		uint64_t ts;
+		int ret;
+
+		memcpy(&ts, page, 8);
+		ret = hvt_subbuf_take(page + HVT_PAGE_HDR_SIZE, size, DATA, 0,
+				      ts, 0, copy, &t, ix);
+		/* A page the reader would skip has no index.  The reader's
+		 * page (the copy) ends before a bare padding header. */
+		if (ret > 0) {
+			t_assert(t.end == size || t.end + 4 == size);
+			t_assert(ix->nr > 0 && ix->nr < ix->cap);
+			t_equ(ix->off[0], 0);
+			t_equ(ix->off[ix->nr], t.end);
+			t_memeq(copy + HVT_PAGE_HDR_SIZE,
+				page + HVT_PAGE_HDR_SIZE, t.end);
+			page = copy;
+			size = t.end;
+			in.data = page + HVT_PAGE_HDR_SIZE;
+			in.size = size;
+			in.ix = ix;
+		}
+	}
 	hvt_clock_affine_get(m, &clk);
 	t_ok(hvt_pack_add_page(&x->p, &in, &o));
 	t_assert(o.pos <= size);
@@ -265,29 +326,64 @@ static void model(struct hvt_clock_model *m, unsigned int kind)
 	hvt_clock_add(m, &s);
 }
 
+static void path_init(struct path *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->o.b = malloc(OUT_MAX);
+	x->notes = malloc(NOTES_MAX * sizeof(*x->notes));
+	t_assert(x->o.b && x->notes);
+	t_ok(hvtrace_pack_init(&x->p, PAGE, on_page, &x->o));
+}
+
+static void path_fini(struct path *x)
+{
+	hvtrace_pack_fini(&x->p);
+	free(x->o.b);
+	free(x->notes);
+}
+
+/* @x wrote what the event path @b wrote, and noted the same pids. */
+static void path_same(struct path *x, struct path *b)
+{
+	t_ok(hvtrace_pack_flush(&x->p));
+	t_equ(x->events, b->events);
+	t_equ(x->unknown, b->unknown);
+	t_equ(x->clamped, b->clamped);
+	t_equ(x->o.len, b->o.len);
+	t_memeq(x->o.b, b->o.b, x->o.len);
+	t_equ(x->nr_notes, b->nr_notes);
+	t_memeq(x->notes, b->notes, x->nr_notes * sizeof(*x->notes));
+}
+
 int main(void)
 {
 	static uint8_t page[PAGE];
+	static uint32_t ix_off[PAGE / 8 + 2];
 	uint16_t *map = calloc(65536, sizeof(*map));
 	unsigned int kind, i, whole = 0, part = 0;
 
 	t_assert(map);
 	for (kind = 0; kind < 7; kind++) {
-		struct path a = {0}, b = {0};
+		/* a: page-level, walking; c: page-level, with the index;
+		 * b: event by event */
+		struct path a, b, c;
+		struct hvt_item_index ix = {
+			.off = ix_off,
+			.cap = hvt_item_index_cap(DATA),
+		};
 		struct hvt_clock_model m;
 		struct hvt_clock_affine clk;
 		uint16_t unknown = (uint16_t)(rnd() | 1);
 		uint64_t ts = (1ULL << 40) - (kind == 6 ? 4000000 : 0);
 
+		t_assert(ix.cap <= sizeof(ix_off) / sizeof(ix_off[0]));
 		model(&m, kind);
 		hvt_clock_affine_get(&m, &clk);
 		for (i = 0; i < 65536; i++)
 			map[i] = rnd() % 5 ? (uint16_t)rnd() : unknown;
-		a.o.b = malloc(OUT_MAX);
-		b.o.b = malloc(OUT_MAX);
-		t_assert(a.o.b && b.o.b);
-		t_ok(hvtrace_pack_init(&a.p, PAGE, on_page, &a.o));
-		t_ok(hvtrace_pack_init(&b.p, PAGE, on_page, &b.o));
+		path_init(&a);
+		path_init(&b);
+		path_init(&c);
 		for (i = 0; i < NR_PAGES; i++) {
 			uint32_t size;
 			uint64_t lost = rnd() % 16 ? 0 : rnd() % 100;
@@ -305,29 +401,28 @@ int main(void)
 			if (lost) {
 				t_ok(hvtrace_pack_add_lost(&a.p, lost, known));
 				t_ok(hvtrace_pack_add_lost(&b.p, lost, known));
+				t_ok(hvtrace_pack_add_lost(&c.p, lost, known));
 			}
-			if (by_page(&a, page, size, &m, map, unknown))
+			if (by_page(&a, page, size, &m, map, unknown, NULL))
 				part++;
 			else
 				whole++;
+			by_page(&c, page, size, &m, map, unknown, &ix);
 			memcpy(&t, page, 8);
 			by_event(&b, page, size, &m, map, unknown, 0, t);
 		}
-		t_ok(hvtrace_pack_flush(&a.p));
 		t_ok(hvtrace_pack_flush(&b.p));
-		t_equ(a.events, b.events);
-		t_equ(a.unknown, b.unknown);
-		t_equ(a.clamped, b.clamped);
-		t_equ(a.o.len, b.o.len);
-		t_memeq(a.o.b, b.o.b, a.o.len);
-		printf("clock %u: %llu records (%llu held), %zu pages, same "
-		       "bytes\n",
+		path_same(&a, &b);
+		path_same(&c, &b);
+		printf("clock %u: %llu records (%llu held), %zu pages, %zu "
+		       "pid changes noted, same bytes with and without the "
+		       "index\n",
 		       kind, (unsigned long long)a.events,
-		       (unsigned long long)a.clamped, a.o.len / PAGE);
-		hvtrace_pack_fini(&a.p);
-		hvtrace_pack_fini(&b.p);
-		free(a.o.b);
-		free(b.o.b);
+		       (unsigned long long)a.clamped, a.o.len / PAGE,
+		       a.nr_notes);
+		path_fini(&a);
+		path_fini(&b);
+		path_fini(&c);
 	}
 	printf("%u pages wholly by the page-level path, %u partly by the "
 	       "event path\n",
