@@ -37,6 +37,15 @@
 #include "tracedat-local.h"
 
 #define RC_PAGES_PER_POLL 64u /* per CPU, for fairness */
+/*
+ * A writer that had stopped when the pass began adds nothing: its CPUs
+ * are read in passes of up to 4 MiB each (a post-mortem recording of
+ * 4 MiB rings takes one pass, not 16).  Each pass costs the reader
+ * threads a wakeup and a wait for the slowest, about 0.15 ms with two
+ * threads here, and the calling thread's turn between passes only
+ * matters while something is still being written.
+ */
+#define RC_STOPPED_BYTES_PER_POLL (4u << 20)
 #define RC_AUTO_THREADS	  8u  /* reader threads at most, when not asked */
 /* Time-sync samples: every 10 ms at first, then twice as far apart each
  * time, up to every 200 ms: samples spread over the first second pin the
@@ -554,10 +563,12 @@ static void rc_read_cpu(struct rc_src *s, uint32_t cpu, uint8_t *page)
 {
 	struct hvtrace_page_info info;
 	struct rc_cpu *x = &s->rc[cpu];
-	unsigned int k;
+	unsigned int k, max = RC_PAGES_PER_POLL;
 	int ret = 0;
 
-	for (k = 0; k < RC_PAGES_PER_POLL; k++) {
+	if (s->stop_seen && RC_STOPPED_BYTES_PER_POLL / s->subbuf_size > max)
+		max = RC_STOPPED_BYTES_PER_POLL / s->subbuf_size;
+	for (k = 0; k < max; k++) {
 		ret = hvt_cpu_read_page_indexed(s->area, (int)cpu, page,
 						s->subbuf_size, &info, &x->ix);
 		if (ret <= 0)
