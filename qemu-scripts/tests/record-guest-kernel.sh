@@ -82,7 +82,7 @@ trace-cmd report "$T_TMP/t.dat" >"$T_TMP/report.txt" 2>"$T_TMP/report.err" ||
 grep -q "$n-kernel: .* sched_switch: " "$T_TMP/report.txt" ||
 	fail "no guest sched_switch in buffer $n-kernel: $(head -5 "$T_TMP/report.txt")"
 grep -q "hvt-host-ready" "$T_TMP/report.txt" || fail "the host's marker is missing"
-grep -E "^ *[^ :]+-[0-9]+ +\[[0-9]+\] [0-9.]+: print: .*hvt-host-ready" "$T_TMP/report.txt" >/dev/null ||
+grep -E "^ *[^ :]+-[0-9]+ +\[[0-9]+\] +[0-9.]+: print: .*hvt-host-ready" "$T_TMP/report.txt" >/dev/null ||
 	fail "the host's marker is not in the top-level buffer: $(grep hvt-host-ready "$T_TMP/report.txt")"
 grep -E 'hvt-mark [0-9]+$' "$T_TMP/report.txt" | grep -v "^ *$n-kernel: " | head -3 | grep . &&
 	fail "guest markers outside buffer $n-kernel"
