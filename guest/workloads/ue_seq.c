@@ -24,7 +24,8 @@
  *                   while the event is enabled (seq counts every
  *                   iteration, so a gap shows when it was disabled)
  *   --phase2 M2     after --count, wait until the host enables hvt_seq_go,
- *                   then write M2 more (seq continues)
+ *                   then write M2 more (seq continues), at --rate2 R2 if
+ *                   given (else at --rate)
  *
  * Lines on stdout (flushed; the tests read them from the guest console):
  *   ue_seq: registered id=N
@@ -71,7 +72,7 @@ static struct writer writers[MAX_THREADS];
 static pthread_barrier_t phase_barrier;
 static unsigned int nthreads = 4, ncpus = 1;
 static unsigned long count = 10000, phase2, migrate;
-static double duration, rate;
+static double duration, rate, rate2 = -1;
 static char tag[MAX_TAG + 1];
 
 static uint64_t now_ns(void)
@@ -128,13 +129,26 @@ static size_t build(uint8_t *buf, uint32_t thread, uint32_t seq)
 	return 20 + n;
 }
 
-static void pace(uint64_t *next)
+/*
+ * At @r events per second, each thread (0: as fast as it can).  An event
+ * more often than every PACE_BATCH_NS is not slept for one by one (a TCG
+ * guest's sleep alone takes about 0.1 ms): the thread writes on until it
+ * is PACE_BATCH_NS ahead, then sleeps to the next event's time, so the
+ * rate holds over every millisecond.
+ */
+#define PACE_BATCH_NS 1000000ull
+
+static void pace(uint64_t *next, double r)
 {
+	uint64_t period;
 	struct timespec ts;
 
-	if (rate <= 0)
+	if (r <= 0)
 		return;
-	*next += (uint64_t)(1e9 / rate);
+	period = (uint64_t)(1e9 / r);
+	*next += period;
+	if (period < PACE_BATCH_NS && *next < now_ns() + PACE_BATCH_NS)
+		return;
 	ts.tv_sec = (time_t)(*next / 1000000000ull);
 	ts.tv_nsec = (long)(*next % 1000000000ull);
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
@@ -157,9 +171,9 @@ static void write_one(struct writer *w, uint32_t seq)
 		w->failed++;
 }
 
-/* Write seq [from, to) once enabled (count mode). */
+/* Write seq [from, to) once enabled (count mode), at @r a second. */
 static void write_range(struct writer *w, uint32_t from, uint32_t to,
-			unsigned int *cpu)
+			unsigned int *cpu, double r)
 {
 	uint64_t next = now_ns();
 	uint32_t seq;
@@ -168,7 +182,7 @@ static void write_range(struct writer *w, uint32_t from, uint32_t to,
 		if (migrate && seq && seq % migrate == 0)
 			pin(++*cpu);
 		write_one(w, seq);
-		pace(&next);
+		pace(&next, r);
 	}
 }
 
@@ -203,16 +217,16 @@ static void *writer_main(void *arg)
 			else
 				w->skipped++;
 			w->last = seq;
-			pace(&next);
+			pace(&next, rate);
 		}
 		return NULL;
 	}
-	write_range(w, 0, (uint32_t)count, &cpu);
+	write_range(w, 0, (uint32_t)count, &cpu, rate);
 	if (phase2) {
 		pthread_barrier_wait(&phase_barrier); /* phase 1 done */
 		pthread_barrier_wait(&phase_barrier); /* go */
 		write_range(w, (uint32_t)count, (uint32_t)(count + phase2),
-			    &cpu);
+			    &cpu, rate2 >= 0 ? rate2 : rate);
 	}
 	return NULL;
 }
@@ -252,6 +266,7 @@ static void usage(void)
 		"              [--count M | --duration S] [--rate R] [--tag "
 		"T]\n"
 		"              [--migrate K] [--wait-enable MS] [--phase2 M2]\n"
+		"              [--rate2 R2]\n"
 		"              [--progress MS] [--hold]\n");
 }
 
@@ -268,6 +283,7 @@ int main(int argc, char **argv)
 		{"migrate", required_argument, NULL, 'm'},
 		{"wait-enable", required_argument, NULL, 'w'},
 		{"phase2", required_argument, NULL, '2'},
+		{"rate2", required_argument, NULL, 'R'},
 		{"progress", required_argument, NULL, 'p'},
 		{"hold", no_argument, NULL, 'H'},
 		{NULL, 0, NULL, 0},
@@ -314,6 +330,9 @@ int main(int argc, char **argv)
 			break;
 		case '2':
 			phase2 = strtoul(optarg, NULL, 0);
+			break;
+		case 'R':
+			rate2 = atof(optarg);
 			break;
 		case 'p':
 			progress_ms = atol(optarg);

@@ -19,6 +19,16 @@
  *   BENCH e2e_throughput_lost        how many of them were lost
  *   BENCH e2e_wake_doorbells_per_s   doorbells during it
  *   BENCH e2e_wake_events_per_doorbell  and events delivered per doorbell
+ *   BENCH e2e_steady_events_per_s    then a steady stream: the same two
+ *                                    threads at 50000 events/s each for
+ *                                    5 s (ue_seq --phase2 --rate2), the
+ *                                    rate delivered
+ *   BENCH e2e_steady_lost            how many of them were lost
+ *   BENCH e2e_steady_doorbells_per_s doorbells during it, and
+ *   BENCH e2e_steady_armings_per_s   the daemon's armings (a doorbell
+ *                                    needs one: at most one per CPU
+ *                                    buffer per arming, with the default
+ *                                    watermark of one byte)
  *   BENCH e2e_latency_p50_<poll>     from the guest's write (its ring
  *   BENCH e2e_latency_p99_<poll>     timestamp on the host clock) to the
  *                                    moment this reader has the event,
@@ -57,6 +67,8 @@
 
 #define TPUT_THREADS 2
 #define TPUT_COUNT   150000
+#define STEADY_RATE  50000  /* events/s, each thread */
+#define STEADY_COUNT 250000 /* each thread: 5 s */
 #define LAT_RATE     50
 #define LAT_SECONDS  8
 #define NR_CFG	     6
@@ -80,10 +92,12 @@ struct bcol {
 	uint32_t sub;
 	struct tep_handle *tep;
 	int id;
+	struct tep_format_field *seq;
 	uint64_t now; /* when the current page arrived */
-	uint64_t tput, lat, lost, pages;
+	uint64_t tput, steady, lat, lost, pages;
 	uint64_t first_ts, last_ns; /* first tput event written, last
 				     * one received */
+	uint64_t steady_first_ts, steady_last_ns; /* the same, steady */
 	bool keep;		    /* record latency samples */
 	uint64_t *ts, *recv;
 	size_t nr, cap;
@@ -105,6 +119,18 @@ static void b_record(void *arg, struct tep_handle *tep, struct tep_event *ev,
 	if (!tag || len < 4)
 		t_fail("a record without its tag");
 	if (!memcmp(tag, "tput", 4)) {
+		unsigned long long seq;
+
+		if (tep_read_number_field(c->seq, rec->data, &seq))
+			t_fail("a record without its seq");
+		if (seq >= TPUT_COUNT) {
+			/* --phase2: the steady stream */
+			if (!c->steady)
+				c->steady_first_ts = rec->ts;
+			c->steady_last_ns = c->now;
+			c->steady++;
+			return;
+		}
 		if (!c->tput)
 			c->first_ts = rec->ts;
 		c->last_ns = c->now;
@@ -172,6 +198,9 @@ static void b_subscribe(struct e_guest *g)
 	if (!ev)
 		t_fail("no hvt_seq format");
 	col.id = ev->id;
+	col.seq = tep_find_field(ev, "seq");
+	if (!col.seq)
+		t_fail("no seq field in hvt_seq");
 	e_page_hook = b_page;
 	e_page_hook_arg = &col;
 	memset(&m, 0, sizeof(m));
@@ -303,16 +332,16 @@ int main(void)
 	const char *l;
 	char run[512];
 	double pct, secs;
-	uint64_t bells;
+	uint64_t bells, armings, wrote, dropped, lost;
 	unsigned int c;
 
 	e_init(NULL);
 	snprintf(run, sizeof(run),
 		 "wake_floor 400 && "
 		 "ue_seq --tag tput --threads %d --count %d --wait-enable "
-		 "600000 && ue_seq --tag lat --threads 1 --duration 600 "
-		 "--rate %d --hold",
-		 TPUT_THREADS, TPUT_COUNT, LAT_RATE);
+		 "600000 --phase2 %d --rate2 %d && ue_seq --tag lat "
+		 "--threads 1 --duration 600 --rate %d --hold",
+		 TPUT_THREADS, TPUT_COUNT, STEADY_COUNT, STEADY_RATE, LAT_RATE);
 	e_guest_start(&g, "bench", run, NULL);
 	e_wait_event(&g, "hvt_seq", 60000);
 	/* (printed before ue_seq started: the line is in the console) */
@@ -348,40 +377,85 @@ int main(void)
 	b_subscribe(&g);
 	bells = h_info_u64(e_dc, g.remote, "wake_doorbells");
 	e_enable(&g, "hvt_seq", true);
-	while (!(l = e_console_line(&g, "ue_seq: done ", "ue_seq: error", 0)))
+	while (!(l = e_console_line(&g, "ue_seq: phase1 ", "ue_seq: error",
+				    0)))
 		e_seq_collect(NULL, 200, 0);
-	printf("guest: %s\n", l);
+	printf("guest: phase1 %s\n", l);
+	wrote = e_kv(l, "wrote");
+	dropped = e_kv(l, "dropped");
 	e_drain(&g, e_seq_dispatch, NULL);
 	/* From the first event's write to the last one's arrival. */
 	secs = (double)(col.last_ns - to_host(&g, col.first_ts, NULL)) / 1e9;
 	printf("throughput: %llu events in %.3f s, %llu lost (guest: wrote "
 	       "%llu, dropped %llu)\n",
 	       (unsigned long long)col.tput, secs, (unsigned long long)col.lost,
-	       e_kv(l, "wrote"), e_kv(l, "dropped"));
+	       (unsigned long long)wrote, (unsigned long long)dropped);
 	printf("BENCH e2e_throughput %.0f events/s\n",
 	       secs > 0 ? (double)col.tput / secs : 0);
 	/* The writers' drops reach the reader as the pages' lost counts:
 	 * one number, which must close the account. */
-	if (col.tput + col.lost != e_kv(l, "wrote") + e_kv(l, "dropped"))
+	if (col.tput + col.lost != wrote + dropped)
 		t_fail("throughput: %llu read + %llu lost is not the %llu "
 		       "written + %llu dropped",
 		       (unsigned long long)col.tput,
-		       (unsigned long long)col.lost, e_kv(l, "wrote"),
-		       e_kv(l, "dropped"));
+		       (unsigned long long)col.lost, (unsigned long long)wrote,
+		       (unsigned long long)dropped);
 	printf("BENCH e2e_throughput_lost %llu events\n",
 	       (unsigned long long)col.lost);
-	/* One doorbell per arming at most: the daemon arms when it has read
-	 * everything, so a stream rings about once per drained batch. */
+	/* One doorbell per arming and CPU buffer at most: the daemon arms
+	 * when it has read everything, so a stream rings about once per
+	 * drained batch. */
 	bells = h_info_u64(e_dc, g.remote, "wake_doorbells") - bells;
+	armings = h_info_u64(e_dc, g.remote, "wake_armings");
 	printf("doorbells during the stream: %llu (%llu armings, %llu "
 	       "sleeps in all)\n",
-	       (unsigned long long)bells,
-	       (unsigned long long)h_info_u64(e_dc, g.remote, "wake_armings"),
+	       (unsigned long long)bells, (unsigned long long)armings,
 	       (unsigned long long)h_info_u64(e_dc, g.remote, "wake_sleeps"));
 	printf("BENCH e2e_wake_doorbells_per_s %.0f doorbells/s\n",
 	       secs > 0 ? (double)bells / secs : 0);
 	printf("BENCH e2e_wake_events_per_doorbell %.0f events\n",
 	       bells ? (double)col.tput / (double)bells : 0);
+	fflush(stdout);
+
+	/* A steady stream: --phase2 at --rate2, once hvt_seq_go is on. */
+	lost = col.lost;
+	bells = h_info_u64(e_dc, g.remote, "wake_doorbells");
+	e_enable(&g, "hvt_seq_go", true);
+	while (!(l = e_console_line(&g, "ue_seq: done ", "ue_seq: error", 0)))
+		e_seq_collect(NULL, 200, 0);
+	printf("guest: %s\n", l);
+	wrote = e_kv(l, "wrote") - wrote;
+	dropped = e_kv(l, "dropped") - dropped;
+	e_drain(&g, e_seq_dispatch, NULL);
+	lost = col.lost - lost;
+	secs = (double)(col.steady_last_ns -
+			to_host(&g, col.steady_first_ts, NULL)) /
+	       1e9;
+	bells = h_info_u64(e_dc, g.remote, "wake_doorbells") - bells;
+	armings = h_info_u64(e_dc, g.remote, "wake_armings") - armings;
+	printf("steady: %llu events in %.3f s, %llu lost (guest: wrote %llu, "
+	       "dropped %llu); %llu doorbells, %llu armings\n",
+	       (unsigned long long)col.steady, secs, (unsigned long long)lost,
+	       (unsigned long long)wrote, (unsigned long long)dropped,
+	       (unsigned long long)bells, (unsigned long long)armings);
+	if (col.steady + lost != wrote + dropped)
+		t_fail("steady: %llu read + %llu lost is not the %llu written "
+		       "+ %llu dropped",
+		       (unsigned long long)col.steady,
+		       (unsigned long long)lost, (unsigned long long)wrote,
+		       (unsigned long long)dropped);
+	if (bells > armings * TPUT_THREADS)
+		t_fail("steady: %llu doorbells for %llu armings of %d CPU "
+		       "buffers",
+		       (unsigned long long)bells,
+		       (unsigned long long)armings, TPUT_THREADS);
+	printf("BENCH e2e_steady_events_per_s %.0f events/s\n",
+	       secs > 0 ? (double)col.steady / secs : 0);
+	printf("BENCH e2e_steady_lost %llu events\n", (unsigned long long)lost);
+	printf("BENCH e2e_steady_doorbells_per_s %.1f doorbells/s\n",
+	       secs > 0 ? (double)bells / secs : 0);
+	printf("BENCH e2e_steady_armings_per_s %.1f armings/s\n",
+	       secs > 0 ? (double)armings / secs : 0);
 	fflush(stdout);
 
 	/* Latency at a low rate, per poll limit. */
