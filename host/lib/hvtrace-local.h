@@ -177,21 +177,6 @@ static inline uint64_t hvt_clock_affine_to_host(const struct hvt_clock_affine *a
 HVT_LIBPRIVATE uint64_t hvt_host_now_ns(void);
 
 /*
- * The packer (pack.c), a page at a time.  A caller with a page of records
- * validated by its reader gives it here with the conversion its event path
- * applies to each record (the clock, the id map).  The records the open
- * page takes go on it through add_event(); the rest of the page is copied
- * once to a fresh page and rewritten in place (ids, and deltas from the
- * converted absolute times), where add_event() record by record would lay
- * them out the same way.  The walk stops before a record it cannot vouch
- * for: a padding or time record, one add_event() would encode otherwise,
- * one shorter than @min_len, a converted delta over 27 bits, a record the
- * fresh page cannot hold.  @out says what was done and where the caller's
- * event path goes on (an iterator at @out->pos with running time
- * @out->ts).  Returns 0, or a flush's error (@out still says what was
- * packed before it).
- */
-/*
  * Where each record of a validated page starts, from the first data byte:
  * the reader's validation walk writes it down (hvt_subbuf_take()) for a
  * caller that walks the page again, the recorder's packer.  A walk finds
@@ -213,6 +198,21 @@ static inline uint32_t hvt_item_index_cap(uint32_t data_size)
 	return data_size / 8 + 2;
 }
 
+/*
+ * The packer (pack.c), a page at a time.  A caller with a page of records
+ * validated by its reader gives it here with the conversion its event path
+ * applies to each record (the clock, the id map).  The records the open
+ * page takes go on it through add_event(); the rest of the page is copied
+ * once to a fresh page and rewritten in place (ids, and deltas from the
+ * converted absolute times), where add_event() record by record would lay
+ * them out the same way.  The walk stops before a record it cannot vouch
+ * for: a padding or time record, one add_event() would encode otherwise,
+ * one shorter than @min_len, a converted delta over 27 bits, a record the
+ * fresh page cannot hold.  @out says what was done and where the caller's
+ * event path goes on (an iterator at @out->pos with running time
+ * @out->ts).  Returns 0, or a flush's error (@out still says what was
+ * packed before it).
+ */
 struct hvt_pack_page_in {
 	const uint8_t *data;	/* the records, after the page header */
 	uint32_t size;		/* their bytes (commit, flags masked) */
@@ -247,7 +247,6 @@ struct hvt_pack_page_out {
 	uint64_t ts;		/* the running time before it */
 };
 
-struct hvtrace_pack;
 /*
  * hvtrace_cpu_read_page() that also writes down in @ix where each record
  * of the page returned starts (@ix->nr 0 where it could not).
@@ -257,6 +256,7 @@ HVT_LIBPRIVATE int hvt_cpu_read_page_indexed(struct hvtrace_area *a, int cpu,
 					     struct hvtrace_page_info *info,
 					     struct hvt_item_index *ix);
 
+struct hvtrace_pack;
 HVT_LIBPRIVATE int hvt_pack_add_page(struct hvtrace_pack *p,
 				     const struct hvt_pack_page_in *in,
 				     struct hvt_pack_page_out *out);

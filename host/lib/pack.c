@@ -345,11 +345,12 @@ static inline uint32_t pk_index_step(const uint32_t *off, uint32_t nr,
 int hvt_pack_add_page(struct hvtrace_pack *p, const struct hvt_pack_page_in *in,
 		      struct hvt_pack_page_out *out)
 {
+	const struct hvt_item_index *ix = in->ix && in->ix->nr ? in->ix : NULL;
 	struct pk_run r = {
 		.in = in,
 		.prev = in->prev,
-		.off = in->ix && in->ix->nr ? in->ix->off : NULL,
-		.nr = in->ix && in->ix->off ? in->ix->nr : 0,
+		.off = ix ? ix->off : NULL,
+		.nr = ix ? ix->nr : 0,
 	};
 	uint64_t t, delta, run_ts;
 	uint32_t hdr, at, base = 0, limit = 0;

@@ -482,8 +482,6 @@ int hvt_cpu_read_page_indexed(struct hvtrace_area *a, int cpu, void *page,
 			       "page buffer of %zu bytes is smaller than the "
 			       "sub-buffer size %u",
 			       size, a->hdr.subbuf_size);
-	if (ix)
-		ix->nr = 0;
 	return rd_guarded_read(a, cpu, page, info, ix);
 }
 

@@ -99,7 +99,7 @@ static int sb_count(const uint8_t *data, uint32_t size, uint32_t pos,
 	if (ix) {
 		/* The end of the last record closes the list. */
 		ix->nr = 0;
-		if (ix->off && k < ix->cap) {
+		if (k < ix->cap) {
 			ix->off[k] = t->end - pos;
 			ix->nr = k;
 		}
@@ -122,11 +122,8 @@ int hvt_subbuf_take(const uint8_t *data, uint32_t size, uint32_t data_size,
 		return -EBADMSG;
 	/* Validate the whole new part first: a malformed event anywhere in
 	 * it makes the caller skip the page. */
-	if (sb_count(data, size, pos, pos_ts, size, t, ix) < 0) {
-		if (ix)
-			ix->nr = 0;
-		return -EBADMSG;
-	}
+	if (sb_count(data, size, pos, pos_ts, size, t, ix) < 0)
+		return -EBADMSG; /* @ix->nr stays 0 */
 	if (t->n == 0)
 		return 0;	/* only padding (or a bare padding header) */
 	store = lost && lost != HVTRACE_LOST_UNKNOWN;
