@@ -14,6 +14,7 @@
 #   bench             run the benchmarks (prints BENCH lines)
 #   demo              install what is missing and run the demo
 #   check-fresh       the README's two commands in a fresh Debian 12 root
+#   fuzz-run          run every fuzz target FUZZ_RUN_SECONDS (300) each
 #   install           install to $(DESTDIR)$(PREFIX)
 #   deps              install missing Debian packages
 #   clean, distclean
@@ -285,7 +286,7 @@ distclean:
 	$(Q)rm -rf $(objtree)
 
 help:
-	@sed -n '3,21p' $(srctree)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,22p' $(srctree)/Makefile | sed 's/^# \{0,1\}//'
 
 .SECONDARY:
 FORCE:

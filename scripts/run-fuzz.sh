@@ -1,11 +1,32 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# Run one libFuzzer target briefly from its committed seed corpus.
+# Run one libFuzzer target from its committed seed corpus:
 #   run-fuzz.sh BINARY CORPUS-DIR SECONDS
+# or every target named, one after another (make fuzz-run):
+#   run-fuzz.sh --all BIN-DIR CORPUS-ROOT SECONDS TARGET...
 # New inputs go to a scratch directory; a crash leaves its reproducer there
 # and the path is printed.  Exit 0 when the run found nothing.
 set -uo pipefail
+if [ "${1:-}" = --all ]; then
+	[ $# -ge 5 ] || { echo "usage: run-fuzz.sh --all BIN-DIR CORPUS-ROOT SECONDS TARGET..." >&2; exit 2; }
+	bindir=$2 root=$3 secs=$4
+	shift 4
+	pass=0 fail=0 failed=()
+	for t in "$@"; do
+		echo "==> fuzz/$t for ${secs}s"
+		if "$0" "$bindir/$t" "$root/$t" "$secs"; then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+			failed+=("$t")
+		fi
+	done
+	[ $fail -eq 0 ] || echo "failed targets: ${failed[*]}"
+	echo "$pass passed, $fail failed"
+	[ $fail -eq 0 ]
+	exit
+fi
 bin=$1 corpus=$2 secs=$3
 [ -x "$bin" ] || { echo "error: $bin not built (make fuzz)" >&2; exit 1; }
 if [ ! -d "$corpus" ] || [ -z "$(ls -A "$corpus")" ]; then

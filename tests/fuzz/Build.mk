@@ -5,7 +5,9 @@
 # exercises (relative to the source tree); those are rebuilt with coverage
 # instrumentation.  Its seed corpus lives in tests/fuzz/corpus/NAME/.
 # make check runs each target for FUZZ_SECONDS from that corpus (new inputs
-# go to a scratch directory, never into the repository).
+# go to a scratch directory, never into the repository).  make fuzz-run runs
+# every target, one after another, for FUZZ_RUN_SECONDS each (default 300),
+# and fails on the first finding's reproducer path it prints.
 
 FUZZ_SECONDS ?= 10
 FUZZ_TARGETS := $(patsubst $(srctree)/tests/fuzz/%_fuzz.c,%,$(wildcard $(srctree)/tests/fuzz/*_fuzz.c))
@@ -37,5 +39,10 @@ $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz-target,$(t))))
 CHECK_DEPS += $(FUZZ_PROGS)
 endif
 
-.PHONY: fuzz
+.PHONY: fuzz fuzz-run
 fuzz: $(FUZZ_PROGS)
+
+FUZZ_RUN_SECONDS ?= 300
+fuzz-run: $(FUZZ_PROGS)
+	$(Q)$(srctree)/scripts/run-fuzz.sh --all $(objtree)/tests/fuzz \
+		$(srctree)/tests/fuzz/corpus $(FUZZ_RUN_SECONDS) $(FUZZ_TARGETS)
