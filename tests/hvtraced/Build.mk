@@ -20,3 +20,10 @@ endif
 ifneq ($(HVTRACED_BIN),)
 $(eval $(call add-test,hvtraced/kring_attach,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/kring_attach.sh))
 endif
+
+# sub_high_cpu: a subscription through hvtraced to CPU 70 of a 72-CPU
+# loopback area gets that CPU's events and consumes no other CPU
+# (issue 22 point 10).
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-test,hvtraced/sub_high_cpu,HVT_OBJTREE=$(objtree) bash $(srctree)/tests/hvtraced/sub_high_cpu.sh))
+endif
