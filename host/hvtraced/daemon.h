@@ -338,6 +338,8 @@ struct remote {
 		/* The ivshmem doorbell's eventfd (bell.c), or NULL; watched
 		 * (not paused) from an arming to its first doorbell. */
 		struct conn *bell;
+		/* bell.sock's connection until its eventfd comes (bell.c) */
+		struct conn *bell_wait;
 	} wake;
 
 	uint64_t proto_errors;
@@ -599,7 +601,9 @@ void wake_answer(struct remote *r, const struct hvt_msg *m);
 void wake_doorbell(struct remote *r);
 
 /* bell.c: a rig guest's ivshmem doorbell; NULL: none (the agent relays) */
-struct conn *bell_connect(struct remote *r, const char *path);
+void bell_connect(struct remote *r, const char *path);
+/* Close @r's doorbell eventfd and a wait for it. */
+void bell_close(struct remote *r);
 
 /* trigger.c */
 int trigger_start(struct remote *r, struct conn *tool, uint32_t req,

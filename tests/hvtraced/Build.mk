@@ -27,3 +27,9 @@ endif
 ifneq ($(HVTRACED_BIN),)
 $(eval $(call add-test,hvtraced/sub_high_cpu,HVT_OBJTREE=$(objtree) bash $(srctree)/tests/hvtraced/sub_high_cpu.sh))
 endif
+
+# bell_stall: a guest's bell.sock with a full backlog, or one that
+# answers late, never stalls hvtraced's loop (issue 22 point 9).
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-test,hvtraced/bell_stall,HVT_OBJTREE=$(objtree) bash $(srctree)/tests/hvtraced/bell_stall.sh))
+endif
