@@ -165,6 +165,7 @@ struct agent {
 	int bell_fd;
 	bool bell_refuse;	/* a writer cannot take the host's barrier */
 	uint64_t bell_rings;	/* DOORBELL notices sent */
+	uint64_t bell_n_refused; /* "N" from others than the owner */
 
 	/* the host */
 	struct pending *pend;

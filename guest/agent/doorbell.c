@@ -18,7 +18,9 @@
  * with membarrier(2) MEMBARRIER_CMD_GLOBAL_EXPEDITED; writers register
  * for it when they open the area.  A writer that could not register says
  * "N"; from then on, and on a kernel without the command, BARRIER is
- * answered -EOPNOTSUPP and the host keeps polling.
+ * answered -EOPNOTSUPP and the host keeps polling.  Since that is for
+ * every writer, only the agent's owner (root or the agent's own user:
+ * SCM_CREDENTIALS of the datagram) may say "N"; anyone may ring.
  */
 #include <errno.h>
 #include <limits.h>
@@ -59,7 +61,7 @@ static void bell_share_device(struct agent *ag, gid_t gid)
 int bell_listen(struct agent *ag)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd, ret;
+	int fd, ret, one = 1;
 
 	ag->bell_fd = -1;
 	if (strlen(ag->sock_path) + sizeof(BELL_SUFFIX) > sizeof(sa.sun_path)) {
@@ -75,6 +77,15 @@ int bell_listen(struct agent *ag)
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
+	/* Every datagram carries its sender's credentials: who may say
+	 * "N" (bell_no_barrier()). */
+	if (setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one))) {
+		ret = -errno;
+		agent_log("no doorbell: SO_PASSCRED: %s (the host polls)",
+			  strerror(-ret));
+		close(fd);
+		return 0;
+	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		ret = -errno;
 		agent_log("no doorbell: cannot bind %s: %s (the host polls)",
@@ -108,26 +119,82 @@ void bell_poll_prep(struct agent *ag, struct pollfd *pfd)
 	pfd->revents = 0;
 }
 
+/*
+ * One datagram from the doorbell socket into @b, its sender's uid into
+ * @uid ((uid_t)-1: the kernel did not say); returns its length, 0 or
+ * -1 when there is none.
+ */
+static ssize_t bell_recv(struct agent *ag, char *b, size_t size, uid_t *uid)
+{
+	char cbuf[CMSG_SPACE(sizeof(struct ucred))];
+	struct iovec io = {.iov_base = b, .iov_len = size};
+	struct msghdr m = {.msg_iov = &io,
+			   .msg_iovlen = 1,
+			   .msg_control = cbuf,
+			   .msg_controllen = sizeof(cbuf)};
+	struct cmsghdr *ch;
+	ssize_t n;
+
+	*uid = (uid_t)-1;
+	n = recvmsg(ag->bell_fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n <= 0)
+		return n;
+	for (ch = CMSG_FIRSTHDR(&m); ch; ch = CMSG_NXTHDR(&m, ch)) {
+		struct ucred cr;
+
+		if (ch->cmsg_level != SOL_SOCKET ||
+		    ch->cmsg_type != SCM_CREDENTIALS ||
+		    ch->cmsg_len < CMSG_LEN(sizeof(cr)))
+			continue;
+		memcpy(&cr, CMSG_DATA(ch), sizeof(cr));
+		*uid = cr.uid;
+	}
+	return n;
+}
+
+/*
+ * "N" switches the host's wakeups off until the agent restarts, for
+ * every writer: only the agent's owner (its own uid, or root) may say
+ * it.  Anyone else's is dropped, counted and logged (the first, then at
+ * every power of two, so a flood cannot fill the log).
+ */
+static void bell_no_barrier(struct agent *ag, uid_t uid)
+{
+	if (uid != 0 && uid != geteuid()) {
+		ag->bell_n_refused++;
+		if (!(ag->bell_n_refused & (ag->bell_n_refused - 1)))
+			agent_log("refused a doorbell 'N' (no wakeups) from uid "
+				  "%ld: only root or the agent's user may "
+				  "switch the host's wakeups off (%llu "
+				  "refused)",
+				  uid == (uid_t)-1 ? -1L : (long)uid,
+				  (unsigned long long)ag->bell_n_refused);
+		return;
+	}
+	if (ag->bell_refuse)
+		return;
+	agent_log("a writer cannot register for membarrier(2): the host's "
+		  "wakeups are refused from now on (it polls)");
+	ag->bell_refuse = true;
+}
+
 void bell_poll_done(struct agent *ag, const struct pollfd *pfd)
 {
 	bool rang = false;
 	char b[64];
 	ssize_t n;
+	uid_t uid;
 	int i;
 
 	if (!(pfd->revents & POLLIN))
 		return;
 	/* Drain what is queued, a bounded number of reads per round. */
 	for (i = 0; i < 256; i++) {
-		n = recv(ag->bell_fd, b, sizeof(b), MSG_DONTWAIT);
+		n = bell_recv(ag, b, sizeof(b), &uid);
 		if (n <= 0)
 			break;
-		if (b[0] == 'N' && !ag->bell_refuse) {
-			agent_log("a writer cannot register for "
-				  "membarrier(2): the host's wakeups are "
-				  "refused from now on (it polls)");
-			ag->bell_refuse = true;
-		}
+		if (b[0] == 'N')
+			bell_no_barrier(ag, uid);
 		rang |= b[0] == 'R';
 	}
 	if (rang && ag->link.up) {

@@ -20,6 +20,7 @@
  * --max-registrations).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,7 +125,7 @@ static void local_agent_hello(struct conn *c, const struct hvt_msg *m)
 	struct remote *r;
 	struct stat st;
 	bool restarted, fresh = false;
-	int fd, ret;
+	int fd, fl, ret;
 
 	if (!m->u.hello.name.len) {
 		refuse_hello(c, m, -EINVAL,
@@ -162,6 +163,23 @@ static void local_agent_hello(struct conn *c, const struct hvt_msg *m)
 			     "trace area file");
 		return;
 	}
+	/*
+	 * The daemon owns the area's control page, so it needs the area
+	 * read-write -- and only the agent may grant that: the area is
+	 * opened again through /proc/self/fd (below) by root, which would
+	 * make a read-only descriptor read-write.  The agent's own access
+	 * mode decides (an O_PATH descriptor reads as O_RDONLY here).
+	 */
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR || (fl & O_PATH)) {
+		close(fd);
+		refuse_hello(c, m, -EACCES,
+			     "the area descriptor passed with HELLO is not "
+			     "open read-write: hvtraced owns the area's "
+			     "control page, so a local agent must pass its "
+			     "area opened O_RDWR");
+		return;
+	}
 	if (!r) {
 		ret = remote_new(name, &remote_socket_ops, NULL, &r);
 		if (ret) {
@@ -175,6 +193,7 @@ static void local_agent_hello(struct conn *c, const struct hvt_msg *m)
 	restarted = agent_identity(r, m);
 	if (!r->area || restarted || fresh ||
 	    r->info.generation != m->u.hello.generation) {
+		/* Re-opened read-write: the agent's descriptor is (above). */
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		ret = remote_open_area(r, path, msg, sizeof(msg));
 		if (ret) {

@@ -86,9 +86,7 @@ static void chardev_connect(struct remote *r)
 	d_log("remote '%s': connected to %s", r->name, cr->ctl_path);
 	/* The guest's doorbell device, if it has one: asked for again with
 	 * every connection (a guest started again has a new one). */
-	if (r->wake.bell)
-		conn_close(r->wake.bell);
-	r->wake.bell = bell_connect(r, cr->bell_path);
+	bell_connect(r, cr->bell_path);
 	agent_send_hello(r, NULL, 0, NULL);
 }
 
@@ -216,11 +214,7 @@ static void chardev_free(struct remote *r)
 {
 	struct chardev_remote *cr = r->priv;
 
-	if (r->wake.bell) {
-		r->wake.bell->remote = NULL;
-		conn_close(r->wake.bell);
-		r->wake.bell = NULL;
-	}
+	bell_close(r);
 	free(cr);
 }
 

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include <hvtrace.h>
+#include <hvtrace/abi.h>
 #include <hvtrace/proto.h>
 
 #include <hvtrace-userevents.h>
@@ -32,6 +33,8 @@
 #define D_PAGES_PER_TICK	64	/* per CPU per poll round */
 #define D_STAGE_PAGES		16	/* per CPU per parallel pass */
 #define D_STAGE_BYTES		(256u * 1024u)	/* per CPU staged, at most */
+/* CPUs of a remote a subscription may name: every CPU an area can have. */
+#define D_MAX_CPUS		HVT_ABI_MAX_CPUS
 #define D_READERS_MAX		64	/* --reader-threads at most */
 #define D_READERS_AUTO		8	/* automatic: threads at most */
 #define D_READERS_AUTO_CPUS	8	/* automatic: an area read in
@@ -322,7 +325,10 @@ struct remote {
 		bool refused;		/* the agent refused a BARRIER */
 		bool found, more;	/* the last poll read pages; hit its cap */
 		uint64_t data_us;	/* when a poll last read pages */
-		uint64_t want;		/* CPUs subscribed at the last poll */
+		/* CPUs 0..63 subscribed at the last poll (what is armed;
+		 * remotes of more CPUs never sleep); ~0 when only higher
+		 * CPUs are: 0 means nobody reads the remote */
+		uint64_t want;
 		uint64_t cpus;		/* CPUs armed */
 		uint32_t req;		/* the BARRIER out */
 		uint64_t armings, barriers, doorbells, sleeps;
@@ -332,6 +338,8 @@ struct remote {
 		/* The ivshmem doorbell's eventfd (bell.c), or NULL; watched
 		 * (not paused) from an arming to its first doorbell. */
 		struct conn *bell;
+		/* bell.sock's connection until its eventfd comes (bell.c) */
+		struct conn *bell_wait;
 	} wake;
 
 	uint64_t proto_errors;
@@ -344,6 +352,33 @@ struct remote {
 };
 
 /* A page subscription of a tool. */
+/* A set of CPUs, every CPU an area may have (fanout.c): never a shift
+ * of a 64-bit mask by a CPU number. */
+struct d_cpus {
+	uint64_t w[D_MAX_CPUS / 64];
+};
+
+static inline bool d_cpus_has(const struct d_cpus *s, uint32_t cpu)
+{
+	return cpu < D_MAX_CPUS && (s->w[cpu / 64] >> (cpu % 64)) & 1;
+}
+
+static inline void d_cpus_add(struct d_cpus *s, uint32_t cpu)
+{
+	if (cpu < D_MAX_CPUS)
+		s->w[cpu / 64] |= 1ull << (cpu % 64);
+}
+
+static inline bool d_cpus_empty(const struct d_cpus *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < D_MAX_CPUS / 64; i++)
+		if (s->w[i])
+			return false;
+	return true;
+}
+
 struct sub {
 	struct sub *next;		/* in the tool's list */
 	uint32_t id;
@@ -566,7 +601,9 @@ void wake_answer(struct remote *r, const struct hvt_msg *m);
 void wake_doorbell(struct remote *r);
 
 /* bell.c: a rig guest's ivshmem doorbell; NULL: none (the agent relays) */
-struct conn *bell_connect(struct remote *r, const char *path);
+void bell_connect(struct remote *r, const char *path);
+/* Close @r's doorbell eventfd and a wait for it. */
+void bell_close(struct remote *r);
 
 /* trigger.c */
 int trigger_start(struct remote *r, struct conn *tool, uint32_t req,

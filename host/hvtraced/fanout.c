@@ -44,20 +44,29 @@ bool fanout_active(void)
 	return D->nr_subs > 0;
 }
 
-static uint64_t wanted_cpus(const struct remote *r)
+/* The CPUs of @r someone subscribes to, into @want (every CPU an area
+ * may have: subs.c refuses a CPU the remote has not). */
+static void wanted_cpus(const struct remote *r, struct d_cpus *want)
 {
 	const struct conn *c;
 	const struct sub *s;
-	uint64_t want = 0;
+	uint32_t cpu;
 
+	memset(want, 0, sizeof(*want));
 	for (c = D->conns; c; c = c->next) {
 		if (!c->subs || c->dead)
 			continue;
-		for (s = c->subs; s; s = s->next)
-			if (s->remote == r)
-				want |= s->cpu < 0 ? ~0ull : 1ull << s->cpu;
+		for (s = c->subs; s; s = s->next) {
+			if (s->remote != r)
+				continue;
+			if (s->cpu >= 0) {
+				d_cpus_add(want, (uint32_t)s->cpu);
+				continue;
+			}
+			for (cpu = 0; cpu < r->info.nr_cpus; cpu++)
+				d_cpus_add(want, cpu);
+		}
 	}
-	return want;
 }
 
 static bool sub_covers(const struct sub *s, const struct remote *r,
@@ -186,15 +195,15 @@ static void drain_trailing(struct remote *r, uint32_t cpu)
 int fanout_drain_remote(struct remote *r)
 {
 	struct hvtrace_page_info info;
-	uint64_t want;
+	struct d_cpus want;
 	uint32_t cpu, k;
 	int pages = 0;
 
 	if (!remote_has_pages(r))
 		return 0;
-	want = wanted_cpus(r);
-	for (cpu = 0; want && cpu < r->info.nr_cpus; cpu++) {
-		if (!((want >> cpu) & 1))
+	wanted_cpus(r, &want);
+	for (cpu = 0; cpu < r->info.nr_cpus; cpu++) {
+		if (!d_cpus_has(&want, cpu))
 			continue;
 		/* Bounded: a writer that keeps writing cannot hold us here
 		 * longer than one lap of its ring. */
@@ -234,7 +243,7 @@ struct fo_stage {
 	uint8_t *pages;			/* nr_cpus x per_cpu pages */
 	struct hvtrace_page_info *info; /* nr_cpus x per_cpu */
 	uint32_t *n;			/* pages staged, per CPU */
-	uint32_t cpus[64];		/* this pass's jobs: CPUs */
+	uint32_t cpus[D_MAX_CPUS];	/* this pass's jobs: CPUs */
 	unsigned int nr_jobs;
 };
 
@@ -259,9 +268,10 @@ void fanout_stop(void)
 static struct fo_stage *fo_stage_get(struct remote *r)
 {
 	struct fo_stage *s = r->stage;
-	/* Only CPUs 0..63 are subscribed (wanted_cpus()); at most
+	/* Every CPU of the area (at most D_MAX_CPUS: subs.c); at most
 	 * D_STAGE_BYTES per CPU, whatever the sub-buffer size. */
-	uint32_t nr_cpus = r->info.nr_cpus < 64 ? r->info.nr_cpus : 64;
+	uint32_t nr_cpus = r->info.nr_cpus < D_MAX_CPUS ? r->info.nr_cpus :
+							  D_MAX_CPUS;
 	uint32_t per_cpu = D_STAGE_BYTES / r->info.subbuf_size;
 	size_t slots;
 
@@ -310,16 +320,16 @@ static void fo_job(void *ctx, unsigned int j, void *scratch)
 }
 
 /* Whether @r is read by the reader threads, which start at first use. */
-static bool fo_parallel(struct remote *r, uint64_t want)
+static bool fo_parallel(struct remote *r, const struct d_cpus *want)
 {
-	unsigned int nr;
+	unsigned int nr = 0;
+	uint32_t cpu;
 	int ret;
 
 	if (!r->area || r->ops->read_page || D->reader_threads == 1)
 		return false;
-	if (r->info.nr_cpus < 64)
-		want &= (1ull << r->info.nr_cpus) - 1;
-	nr = (unsigned int)__builtin_popcountll(want);
+	for (cpu = 0; cpu < r->info.nr_cpus; cpu++)
+		nr += d_cpus_has(want, cpu);
 	if (nr < (D->reader_threads ? 2u : D_READERS_AUTO_CPUS))
 		return false;
 	if (!D->readers) {
@@ -341,16 +351,16 @@ static bool fo_parallel(struct remote *r, uint64_t want)
 }
 
 /* One poll of @r on the reader threads; what the serial loop records. */
-static void fo_poll_parallel(struct remote *r, uint64_t want)
+static void fo_poll_parallel(struct remote *r, const struct d_cpus *want)
 {
 	struct fo_stage *s = r->stage;
-	uint32_t total[64] = {0}, cpu, k;
+	uint32_t total[D_MAX_CPUS] = {0}, cpu, k;
 	unsigned int round, j, nr = hvt_util_workers_nr(D->readers);
 	bool full = true;
 
 	s->nr_jobs = 0;
-	for (cpu = 0; cpu < r->info.nr_cpus && cpu < 64; cpu++)
-		if ((want >> cpu) & 1)
+	for (cpu = 0; cpu < s->nr_cpus; cpu++)
+		if (d_cpus_has(want, cpu))
 			s->cpus[s->nr_jobs++] = cpu;
 	for (round = 0; full && round * s->per_cpu < D_PAGES_PER_TICK;
 	     round++) {
@@ -386,24 +396,28 @@ void fanout_poll(void)
 	struct remote *r;
 
 	for (r = D->remotes; r; r = r->next) {
-		uint64_t want;
+		struct d_cpus want;
 		uint32_t cpu;
 
 		r->wake.want = 0;
 		r->wake.found = r->wake.more = false;
 		if (!remote_has_pages(r))
 			continue;
-		want = wanted_cpus(r);
-		r->wake.want = want;
-		if (want && fo_parallel(r, want)) {
-			fo_poll_parallel(r, want);
+		wanted_cpus(r, &want);
+		if (d_cpus_empty(&want))
+			continue;
+		/* wake.c arms CPUs 0..63 only (a remote of more CPUs is
+		 * always polled): what it needs is whether anyone reads. */
+		r->wake.want = want.w[0] ? want.w[0] : ~0ull;
+		if (fo_parallel(r, &want)) {
+			fo_poll_parallel(r, &want);
 			any |= r->wake.found;
 			continue;
 		}
-		for (cpu = 0; want && cpu < r->info.nr_cpus; cpu++) {
+		for (cpu = 0; cpu < r->info.nr_cpus; cpu++) {
 			int k;
 
-			if (!((want >> cpu) & 1))
+			if (!d_cpus_has(&want, cpu))
 				continue;
 			for (k = 0; k < D_PAGES_PER_TICK; k++) {
 				int ret = fanout_read(r, cpu, &info);

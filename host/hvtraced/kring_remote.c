@@ -54,7 +54,7 @@
 
 #define KR_STATE_MS   200	  /* VMM liveness poll */
 #define KR_FORMAT_MAX (64u << 10) /* one format file */
-#define KR_MAX_CPUS   64	  /* subscriptions keep a 64-bit CPU mask */
+#define KR_MAX_CPUS   D_MAX_CPUS /* what a subscription may name */
 
 struct kring_remote {
 	int pid;
@@ -484,7 +484,7 @@ int kring_remote_attach(const char *name, const char *spec,
 	if (!ki.nr_cpus || ki.nr_cpus > KR_MAX_CPUS) {
 		snprintf(msg, msgsize,
 			 "process %d: a ring of %u CPUs; hvtraced serves 1 "
-			 "to %d (read it with 'hvtrace stream --vm-pid')",
+			 "to %u (read it with 'hvtrace stream --vm-pid')",
 			 pid, ki.nr_cpus, KR_MAX_CPUS);
 		ret = -EOPNOTSUPP;
 		goto fail;

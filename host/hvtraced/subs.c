@@ -105,9 +105,19 @@ void subs_request(struct conn *c, struct remote *r, const struct hvt_msg *m)
 					 "yet");
 			break;
 		}
-		if (m->u.subscribe.cpu >= (int32_t)r->info.nr_cpus) {
-			conn_reply_error(c, m->req, m->chan, -EINVAL,
-					 "no such CPU in this remote");
+		/* -1 is every CPU; any other CPU must be one of the
+		 * remote's (at most D_MAX_CPUS: fanout.c's sets). */
+		if (m->u.subscribe.cpu < -1 ||
+		    m->u.subscribe.cpu >= (int32_t)r->info.nr_cpus ||
+		    m->u.subscribe.cpu >= (int32_t)D_MAX_CPUS) {
+			char text[128];
+
+			snprintf(text, sizeof(text),
+				 "no CPU %d in remote '%s': it has CPUs "
+				 "0..%u (-1 for all)",
+				 m->u.subscribe.cpu, r->name,
+				 r->info.nr_cpus - 1);
+			conn_reply_error(c, m->req, m->chan, -EINVAL, text);
 			break;
 		}
 		s = sub_new(c, r, m->u.subscribe.cpu,

@@ -20,3 +20,16 @@ endif
 ifneq ($(HVTRACED_BIN),)
 $(eval $(call add-test,hvtraced/kring_attach,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/kring_attach.sh))
 endif
+
+# sub_high_cpu: a subscription through hvtraced to CPU 70 of a 72-CPU
+# loopback area gets that CPU's events and consumes no other CPU
+# (issue 22 point 10).
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-test,hvtraced/sub_high_cpu,HVT_OBJTREE=$(objtree) bash $(srctree)/tests/hvtraced/sub_high_cpu.sh))
+endif
+
+# bell_stall: a guest's bell.sock with a full backlog, or one that
+# answers late, never stalls hvtraced's loop (issue 22 point 9).
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-test,hvtraced/bell_stall,HVT_OBJTREE=$(objtree) bash $(srctree)/tests/hvtraced/bell_stall.sh))
+endif
