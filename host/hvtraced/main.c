@@ -474,6 +474,20 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	access_init();
+	{
+		/* The formats cache holds guest kernel addresses: root and
+		 * group hvtrace only, whatever an older hvtraced left. */
+		char msg[PATH_MAX + 128];
+		int n = kf_cache_fix(D->cache_dir, msg, sizeof(msg));
+
+		if (n < 0)
+			d_log("the guest kernels' formats cache: %s", msg);
+		else if (n > 0)
+			d_log("the guest kernels' formats cache %s/kformats: "
+			      "%d folders and files readable by others were "
+			      "taken back to root and group hvtrace",
+			      D->cache_dir, n);
+	}
 	conn_role_register(&agent_conn_ops);
 	conn_role_register(&tool_conn_ops);
 	sc = conn_signal(D->sfd);
