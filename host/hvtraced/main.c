@@ -108,8 +108,10 @@ static const char usage_text[] =
 	"  -h, --help             this text\n"
 	"  --version\n"
 	"\n"
-	"Guest kernel formats that agents send are kept in\n"
-	"$HVT_CACHE/kformats/RELEASE@BUILDID (default /var/cache/hvtrace).\n";
+	"Guest kernel formats that an agent sends are kept for that remote\n"
+	"only, in $HVT_CACHE/kformats/guests/REMOTE/RELEASE@BUILDID (default\n"
+	"/var/cache/hvtrace); a host-made $HVT_CACHE/kformats/RELEASE@BUILDID\n"
+	"is used for every remote of that build.\n";
 
 static int listen_socket(void)
 {
