@@ -7,9 +7,14 @@
  * The cache ($HVT_CACHE/kformats, default /var/cache/hvtrace) has a
  * folder per guest kernel build:
  *
- *   RELEASE@BUILDID   what hvtraced kept from a guest's agent (the
- *                     release is uname -r, the build id the kernel's GNU
- *                     build id in hex, "none" if it has none)
+ *   RELEASE@BUILDID   what the host made for a kernel build (trusted:
+ *                     the rig, an administrator, the kernel package;
+ *                     the release is uname -r, the build id the kernel's
+ *                     GNU build id in hex, "none" if it has none)
+ *   guests/REMOTE/RELEASE@BUILDID
+ *                     what hvtraced kept from remote REMOTE's agent: only
+ *                     what that guest claimed, so used only when no
+ *                     trusted folder of the release is confirmed
  *   VERSION-LINE      what hvtrace-guest kformats kept from a guest's
  *                     console (its "Linux version ..." line, characters
  *                     outside [A-Za-z0-9._+-] as '_')
@@ -18,7 +23,8 @@
  * (...)", and its image, notes included.  The banner names the release;
  * each RELEASE@BUILDID folder of it is confirmed by finding its build id's
  * bytes in guest RAM (the kernel image's notes hold them; the holes of a
- * sparse RAM file are skipped).  Exactly
+ * sparse RAM file are skipped).  Trusted folders are tried first; the
+ * guests' folders only when none of those is confirmed.  Exactly
  * one confirmed folder is used; two confirmed, or folders of the release
  * none of which is confirmed, are refused with a message that names
  * them (give --formats).  A release with no agent folder falls back to
@@ -39,7 +45,8 @@
 
 #include "cli.h"
 
-#define KC_MAX_CANDIDATES	8
+#define KC_MAX_CANDIDATES	16
+#define KC_MAX_GUESTS		64		/* guests/ folders looked at */
 #define KC_ID_MAX		64		/* build id bytes */
 #define KC_CHUNK		(1u << 20)
 
@@ -78,17 +85,17 @@ static int kc_hex(const char *hex, uint8_t *out, size_t max)
 	return (int)(n / 2);
 }
 
-/* The agent folders RELEASE@* of @rel; returns how many (bounded). */
+/* The folders RELEASE@* of @rel in @root, from @c[@n] on; returns how
+ * many there are then (bounded). */
 static int kc_candidates(const char *root, const char *rel,
-			 struct kc_cand *c)
+			 struct kc_cand *c, int n)
 {
 	size_t rl = strlen(rel);
 	struct dirent *de;
 	DIR *d = opendir(root);
-	int n = 0;
 
 	if (!d)
-		return 0;
+		return n;
 	while ((de = readdir(d)) && n < KC_MAX_CANDIDATES) {
 		const char *bid = de->d_name + rl + 1;
 		struct stat st;
@@ -112,6 +119,35 @@ static int kc_candidates(const char *root, const char *rel,
 			c[n].len = (size_t)len;
 		}
 		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The folders RELEASE@* of @rel that guests' agents uploaded. */
+static int kc_guest_candidates(const char *root, const char *rel,
+			       struct kc_cand *c, int n)
+{
+	char dir[PATH_MAX];
+	struct dirent *de;
+	unsigned int seen = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%.*s/guests", PATH_MAX - 8, root);
+	d = opendir(dir);
+	if (!d)
+		return n;
+	while ((de = readdir(d)) && n < KC_MAX_CANDIDATES &&
+	       seen++ < KC_MAX_GUESTS) {
+		char sub[PATH_MAX];
+
+		if (de->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(sub, sizeof(sub), "%.*s/%s",
+				     PATH_MAX - NAME_MAX - 2, dir,
+				     de->d_name) >= sizeof(sub))
+			continue;
+		n = kc_candidates(sub, rel, c, n);
 	}
 	closedir(d);
 	return n;
@@ -175,10 +211,22 @@ static int kc_pick(const char *verb, int fd, uint64_t size, const char *rel,
 	char root[PATH_MAX];
 	int n, i, seen = 0, pick = -1, noid = -1;
 
-	n = kc_candidates(kc_root(root, sizeof(root)), rel, c);
+	n = kc_candidates(kc_root(root, sizeof(root)), rel, c, 0);
+	if (n) {
+		kc_confirm(fd, size, c, n);
+		for (i = 0; i < n && !c[i].seen; i++)
+			;
+	}
+	if (!n || i == n) {
+		/* No trusted folder confirmed: the guests' uploads. */
+		int t = n;
+
+		n = kc_guest_candidates(root, rel, c, n);
+		if (n > t)
+			kc_confirm(fd, size, c + t, n - t);
+	}
 	if (!n)
 		return -ENOENT;
-	kc_confirm(fd, size, c, n);
 	for (i = 0; i < n; i++) {
 		if (c[i].seen) {
 			seen++;

@@ -403,8 +403,8 @@ static void agent_kformats(struct conn *c, struct remote *r,
 		return;
 	}
 	if (m->u.kformats.op == HVT_KF_BEGIN) {
-		ret = kf_begin(&r->kf, D->cache_dir, &m->u.kformats, dir,
-			       sizeof(dir), msg, sizeof(msg));
+		ret = kf_begin(&r->kf, D->cache_dir, r->name, &m->u.kformats,
+			       dir, sizeof(dir), msg, sizeof(msg));
 		if (ret == 1) {
 			snprintf(r->kf_dir, sizeof(r->kf_dir), "%s", dir);
 			d_log("remote '%s': guest kernel %s: formats in %s",

@@ -62,7 +62,8 @@
 #define KF_MAX_FILES		16384u
 #define KF_MAX_BYTES		(16u << 20)	/* a real 6.12 kernel: 2 MiB */
 #define KF_FILE_MAX		(8u << 20)
-#define KF_MAX_KERNELS		64	/* folders in the cache */
+#define KF_GUEST_KERNELS	4	/* folders a remote keeps (LRU) */
+#define KF_GUESTS_DIR		"guests" /* kformats/guests/REMOTE/KEY */
 struct kf_upload {
 	bool active;
 	int failed;		/* -errno of a broken upload, for END */
@@ -497,8 +498,10 @@ void kf_abort(struct kf_upload *u);
 bool kf_release_ok(const char *s, size_t len);
 int kf_path_ok(const char *p);
 int kf_key(char *out, size_t size, const struct hvt_m_kformats *m);
+/* At start: the cache's modes to root and group hvtrace only. */
+int kf_cache_fix(const char *cache, char *msg, size_t msgsize);
 /* 0: send the files; 1: @dir has this kernel's formats already. */
-int kf_begin(struct kf_upload *u, const char *cache,
+int kf_begin(struct kf_upload *u, const char *cache, const char *owner,
 	     const struct hvt_m_kformats *m, char *dir, size_t dir_size,
 	     char *msg, size_t msgsize);
 int kf_file(struct kf_upload *u, const struct hvt_m_kfile *m);

@@ -7,8 +7,9 @@
  * then each file as KFILE pieces, then KFORMATS END with the counts
  * (docs/proxy.md).  Everything in them is hostile input:
  *
- *   - the release becomes part of a folder name: only [A-Za-z0-9._+-],
- *     not starting with '.';
+ *   - the release becomes part of a folder name: its length-delimited
+ *     bytes only [A-Za-z0-9._+-] (no NUL, no '/', nothing unprintable),
+ *     not starting with '.' or '-';
  *   - a file's path must have one of the shapes of a tracefs formats
  *     folder (events/header_page, events/header_event, events/SYS/enable,
  *     events/SYS/EVENT/format, printk_formats, saved_cmdlines,
@@ -16,21 +17,33 @@
  *     with '.': no "..", no absolute path, no other file;
  *   - each file arrives in order, its pieces contiguous, once; a file
  *     is at most KF_FILE_MAX bytes, an upload at most KF_MAX_FILES files
- *     and KF_MAX_BYTES bytes, and the cache at most KF_MAX_KERNELS
- *     folders (a guest that names a new kernel at every session cannot
- *     fill the disk);
+ *     and KF_MAX_BYTES bytes;
  *   - files are created with openat() under a fresh staging folder that
  *     only this daemon made (O_CREAT | O_EXCL | O_NOFOLLOW), folders with
  *     mkdirat(), never following a link.
  *
+ * The release and build id are only what the guest claims, so what a
+ * guest uploads is that guest's alone: it goes to
+ * CACHE/kformats/guests/REMOTE/RELEASE@BUILDID (REMOTE the name of the
+ * remote whose agent sent it; BUILDID "none" when the kernel has none)
+ * and is used for that remote only.  A folder CACHE/kformats/RELEASE@
+ * BUILDID that the host made (the rig, an administrator, from the kernel
+ * package: trusted) is used for any remote of that build and never
+ * written here.  A remote keeps at most KF_GUEST_KERNELS folders: a new
+ * kernel evicts its own least recently used one (a hit touches it), never
+ * another remote's, so no guest can fill the cache for the others.
+ *
+ * The cache holds guest kernel addresses (printk_formats: a KASLR leak)
+ * and task names: its folders are 0750 and files 0640 of group hvtrace
+ * (0700/0600 when there is no such group); kf_cache_fix() takes what
+ * is more open than that back at start.
+ *
  * END with counts that match what arrived renames the staging folder to
- * CACHE/kformats/RELEASE@BUILDID (BUILDID "none" when the kernel has
- * none), the layout hvtrace_decoder_new_kernel() reads, plus "release"
- * and "build_id" files written from the BEGIN.  An existing folder of
- * the same key is kept (first upload wins; a kernel build's formats do not
- * change).  Any error discards the staging folder; the agent learns why
- * in the answer to END.  A connection that ends mid-upload discards it
- * too (kf_abort()).
+ * the remote's RELEASE@BUILDID, the layout hvtrace_decoder_new_kernel()
+ * reads, plus "release" and "build_id" files written from the BEGIN.
+ * Any error discards the staging folder; the agent learns why in the
+ * answer to END.  A connection that ends mid-upload discards it too
+ * (kf_abort()).
  *
  * This file knows nothing of connections or remotes, so the fuzz target
  * (tests/fuzz/kformats_fuzz.c) drives it directly.
@@ -38,6 +51,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,9 +96,67 @@ static bool kf_part_ok(const char *s, size_t len, bool dot_dash)
 	return true;
 }
 
+/* @len bytes at @s, length-delimited: a NUL inside is refused. */
 bool kf_release_ok(const char *s, size_t len)
 {
-	return len <= HVT_PROTO_RELEASE_MAX && kf_part_ok(s, len, true);
+	return s && len <= HVT_PROTO_RELEASE_MAX && !memchr(s, '\0', len) &&
+	       kf_part_ok(s, len, true);
+}
+
+/* The cache's group: "hvtrace" when it exists, else none. */
+static gid_t kf_gid(void)
+{
+	static bool looked;
+	static gid_t gid = (gid_t)-1;
+
+	if (!looked) {
+		struct group *g = getgrnam("hvtrace");
+
+		looked = true;
+		if (g)
+			gid = g->gr_gid;
+	}
+	return gid;
+}
+
+/* What the cache's folders and files may be at most. */
+static mode_t kf_mask(void)
+{
+	return kf_gid() != (gid_t)-1 ? 0750 : 0700;
+}
+
+/* Give @fd the cache's group and @mode & kf_mask(), whatever the umask. */
+static void kf_own(int fd, mode_t mode)
+{
+	if (kf_gid() != (gid_t)-1 && fchown(fd, (uid_t)-1, kf_gid())) {
+		/* not root (a test): the owner's group stays */
+	}
+	if (fchmod(fd, mode & kf_mask())) {
+		/* the folder is this daemon's own: cannot fail */
+	}
+}
+
+/* mkdir @path (one level) with the cache's modes; an existing folder is
+ * kept as it is (kf_cache_fix() took it back at start). */
+static int kf_mkdir(const char *path)
+{
+	int fd;
+
+	if (mkdir(path, 0700)) {
+		struct stat st;
+
+		if (errno != EEXIST)
+			return -errno;
+		if (lstat(path, &st))
+			return -errno;
+		return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	kf_own(fd, 0750);
+	close(fd);
+	return 0;
 }
 
 /*
@@ -197,7 +270,8 @@ void kf_init(struct kf_upload *u)
 	u->dfd = -1;
 }
 
-/* @dir and its parents, as mkdir -p with mode 0755. */
+/* @dir and its parents, as mkdir -p with mode 0755 (the cache folder
+ * itself: what is below it, kformats/, is kf_mkdir()'s). */
 static int kf_mkdirs(const char *dir)
 {
 	char p[PATH_MAX];
@@ -231,27 +305,92 @@ int kf_key(char *out, size_t size, const struct hvt_m_kformats *m)
 	return n > 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
 }
 
-/* Folders in the cache (bounded count), or -errno. */
-static int kf_count(const char *root)
+/*
+ * Make room in a remote's folder @mine for one more kernel: remove its
+ * stale staging folders (a remote uploads one at a time, and kf_abort()
+ * removed this one's), then its least recently used kernels until fewer
+ * than KF_GUEST_KERNELS are left.  Only this remote's folders.
+ */
+static int kf_make_room(const char *mine)
 {
-	DIR *d = opendir(root);
-	struct dirent *de;
-	int n = 0;
+	int pass;
 
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)) && n <= KF_MAX_KERNELS)
-		if (de->d_name[0] != '.')
+	for (pass = 0; pass <= KF_GUEST_KERNELS + 1; pass++) {
+		char old[NAME_MAX + 1] = "";
+		struct timespec oldest = { 0 };
+		struct dirent *de;
+		unsigned int n = 0, seen = 0;
+		int dfd = open(mine, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					     O_CLOEXEC);
+		DIR *d;
+
+		if (dfd < 0)
+			return -errno;
+		d = fdopendir(dfd);
+		if (!d) {
+			close(dfd);
+			return -errno;
+		}
+		while ((de = readdir(d)) && seen++ < 4096) {
+			struct stat st;
+			int sub;
+
+			if (!strcmp(de->d_name, ".") ||
+			    !strcmp(de->d_name, ".."))
+				continue;
+			if (fstatat(dfd, de->d_name, &st,
+				    AT_SYMLINK_NOFOLLOW) ||
+			    !S_ISDIR(st.st_mode))
+				continue;
+			if (!strncmp(de->d_name, ".upload-", 8)) {
+				sub = openat(dfd, de->d_name,
+					     O_RDONLY | O_DIRECTORY |
+						     O_NOFOLLOW | O_CLOEXEC);
+				if (sub >= 0) {
+					kf_rm_at(sub, 0);
+					close(sub);
+				}
+				unlinkat(dfd, de->d_name, AT_REMOVEDIR);
+				continue;
+			}
 			n++;
-	closedir(d);
-	return n;
+			if (!old[0] || st.st_mtim.tv_sec < oldest.tv_sec ||
+			    (st.st_mtim.tv_sec == oldest.tv_sec &&
+			     st.st_mtim.tv_nsec < oldest.tv_nsec)) {
+				oldest = st.st_mtim;
+				snprintf(old, sizeof(old), "%s", de->d_name);
+			}
+		}
+		if (n < KF_GUEST_KERNELS) {
+			closedir(d);
+			return 0;
+		}
+		{
+			int sub = openat(dfd, old, O_RDONLY | O_DIRECTORY |
+							   O_NOFOLLOW |
+							   O_CLOEXEC);
+
+			if (sub >= 0) {
+				kf_rm_at(sub, 0);
+				close(sub);
+			}
+			if (unlinkat(dfd, old, AT_REMOVEDIR)) {
+				int ret = -errno;
+
+				closedir(d);
+				return ret;
+			}
+		}
+		closedir(d);
+	}
+	return -ENOSPC;
 }
 
-int kf_begin(struct kf_upload *u, const char *cache,
+int kf_begin(struct kf_upload *u, const char *cache, const char *owner,
 	     const struct hvt_m_kformats *m, char *dir, size_t dir_size,
 	     char *msg, size_t msgsize)
 {
-	char root[PATH_MAX];
+	char root[PATH_MAX], mine[PATH_MAX];
 	struct stat st;
 	int ret;
 
@@ -265,40 +404,72 @@ int kf_begin(struct kf_upload *u, const char *cache,
 		       (int)m->release.len, m->release.ptr);
 		return -EINVAL;
 	}
+	if (!owner || !hvt_proto_name_ok(owner, (uint32_t)strlen(owner))) {
+		kf_msg(msg, msgsize,
+		       "the remote's name cannot name its formats folder");
+		return -EINVAL;
+	}
 	if (m->nr_files > KF_MAX_FILES) {
 		kf_msg(msg, msgsize, "%u files: at most %u are kept",
 		       m->nr_files, KF_MAX_FILES);
 		return -E2BIG;
 	}
-	snprintf(root, sizeof(root), "%s/kformats", cache);
-	ret = kf_mkdirs(root);
+	ret = kf_mkdirs(cache);
+	if (snprintf(root, sizeof(root), "%s/kformats", cache) >=
+	    (int)sizeof(root))
+		return -ENAMETOOLONG;
+	if (!ret)
+		ret = kf_mkdir(root);
 	if (ret) {
 		kf_msg(msg, msgsize, "cannot make the formats cache %s: %s",
 		       root, strerror(-ret));
 		return ret;
 	}
+	/* A folder the host made (trusted): for every guest of that build. */
 	if (snprintf(dir, dir_size, "%s/%s", root, u->key) >= (int)dir_size)
 		return -ENAMETOOLONG;
 	if (!lstat(dir, &st) && S_ISDIR(st.st_mode))
-		return 1;	/* cached already */
-	if (kf_count(root) >= KF_MAX_KERNELS) {
-		kf_msg(msg, msgsize,
-		       "the formats cache %s holds %d kernels already: "
-		       "remove the folders of kernels no longer traced",
-		       root, KF_MAX_KERNELS);
-		return -ENOSPC;
-	}
-	if (snprintf(u->stage, sizeof(u->stage), "%s/.upload-%s.%d.XXXXXX",
-		     root, u->key, (int)getpid()) >= (int)sizeof(u->stage))
+		return 1;
+	/* Else this remote's own upload, and nobody else's. */
+	if (snprintf(mine, sizeof(mine), "%s/" KF_GUESTS_DIR "/%s", root,
+		     owner) >= (int)sizeof(mine) ||
+	    snprintf(dir, dir_size, "%s/%s", mine, u->key) >= (int)dir_size)
 		return -ENAMETOOLONG;
-	if (!mkdtemp(u->stage)) {
-		ret = -errno;
-		u->stage[0] = '\0';
-		kf_msg(msg, msgsize, "cannot make a folder in %s: %s", root,
+	snprintf(u->stage, sizeof(u->stage), "%.*s/" KF_GUESTS_DIR,
+		 (int)(sizeof(u->stage) - sizeof(KF_GUESTS_DIR) - 1), root);
+	ret = kf_mkdir(u->stage);
+	u->stage[0] = '\0';
+	if (!ret)
+		ret = kf_mkdir(mine);
+	if (ret) {
+		kf_msg(msg, msgsize, "cannot make the folder %s: %s", mine,
 		       strerror(-ret));
 		return ret;
 	}
-	chmod(u->stage, 0755);
+	if (!lstat(dir, &st) && S_ISDIR(st.st_mode)) {
+		/* cached already; recently used now */
+		utimensat(AT_FDCWD, dir, NULL, AT_SYMLINK_NOFOLLOW);
+		return 1;
+	}
+	ret = kf_make_room(mine);
+	if (ret) {
+		kf_msg(msg, msgsize,
+		       "cannot make room in %s for another kernel: %s", mine,
+		       strerror(-ret));
+		return ret;
+	}
+	if (snprintf(u->stage, sizeof(u->stage), "%s/.upload-%s.%d.XXXXXX",
+		     mine, u->key, (int)getpid()) >= (int)sizeof(u->stage)) {
+		u->stage[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	if (!mkdtemp(u->stage)) {
+		ret = -errno;
+		u->stage[0] = '\0';
+		kf_msg(msg, msgsize, "cannot make a folder in %s: %s", mine,
+		       strerror(-ret));
+		return ret;
+	}
 	u->dfd = open(u->stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 				       O_CLOEXEC);
 	if (u->dfd < 0) {
@@ -307,6 +478,7 @@ int kf_begin(struct kf_upload *u, const char *cache,
 		u->stage[0] = '\0';
 		return ret;
 	}
+	kf_own(u->dfd, 0750);
 	snprintf(u->dir, sizeof(u->dir), "%s", dir);
 	u->active = true;
 	u->failed = 0;
@@ -315,6 +487,73 @@ int kf_begin(struct kf_upload *u, const char *cache,
 	u->bytes = 0;
 	u->max_files = m->nr_files;
 	return 0;
+}
+
+/*
+ * At start: nothing under CACHE/kformats more open than the cache's modes
+ * (folders 0750, files 0640, group hvtrace; 0700/0600 without the group):
+ * what an older hvtraced or a copy left readable to all is taken back.
+ * Links are not followed.  Returns how many were changed, or -errno with
+ * @msg saying why.
+ */
+static unsigned int kf_fixed;
+
+static int kf_fix_one(const char *path, const struct stat *st, int flag,
+		      struct FTW *ftw)
+{
+	mode_t want = st->st_mode & 07777 & kf_mask();
+	int fd;
+
+	(void)ftw;
+	if (flag != FTW_F && flag != FTW_D && flag != FTW_DP)
+		return 0;	/* a link, or unreadable: not followed */
+	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
+		return 0;
+	if (want == (st->st_mode & 07777) &&
+	    (kf_gid() == (gid_t)-1 || st->st_gid == kf_gid()))
+		return 0;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK |
+				(S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
+	if (fd < 0)
+		return 0;
+	kf_own(fd, want);
+	close(fd);
+	kf_fixed++;
+	return 0;
+}
+
+int kf_cache_fix(const char *cache, char *msg, size_t msgsize)
+{
+	char root[PATH_MAX];
+	struct stat st;
+	int ret;
+
+	if (snprintf(root, sizeof(root), "%s/kformats", cache) >=
+	    (int)sizeof(root))
+		return -ENAMETOOLONG;
+	if (lstat(root, &st)) {
+		if (errno == ENOENT)
+			return 0;	/* made right by the first upload */
+		ret = -errno;
+		kf_msg(msg, msgsize, "cannot see %s: %s", root,
+		       strerror(errno));
+		return ret;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		kf_msg(msg, msgsize,
+		       "%s is not a folder (a link?): remove it; guests' "
+		       "formats cannot be kept",
+		       root);
+		return -ENOTDIR;
+	}
+	kf_fixed = 0;
+	if (nftw(root, kf_fix_one, 16, FTW_PHYS)) {
+		ret = -errno;
+		kf_msg(msg, msgsize, "cannot walk %s: %s", root,
+		       strerror(errno));
+		return ret;
+	}
+	return (int)kf_fixed;
 }
 
 /* The upload breaks: remember why for END, drop what was written. */
@@ -346,7 +585,7 @@ static int kf_create(struct kf_upload *u, const char *name)
 		int nd;
 
 		*sl = '\0';
-		if (mkdirat(dfd, s, 0755) && errno != EEXIST) {
+		if (mkdirat(dfd, s, 0700) && errno != EEXIST) {
 			ret = -errno;
 			break;
 		}
@@ -356,6 +595,7 @@ static int kf_create(struct kf_upload *u, const char *name)
 			ret = -errno;
 			break;
 		}
+		kf_own(nd, 0750);
 		if (dfd != u->dfd)
 			close(dfd);
 		dfd = nd;
@@ -367,8 +607,10 @@ static int kf_create(struct kf_upload *u, const char *name)
 		return ret;
 	}
 	fd = openat(dfd, s, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-				    O_CLOEXEC, 0644);
+				    O_CLOEXEC, 0600);
 	ret = fd < 0 ? -errno : fd;
+	if (fd >= 0)
+		kf_own(fd, 0640);
 	if (dfd != u->dfd)
 		close(dfd);
 	return ret;
@@ -443,11 +685,12 @@ static int kf_write_small(int dfd, const char *name, const char *text,
 			  size_t len)
 {
 	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-					   O_CLOEXEC, 0644);
+					   O_CLOEXEC, 0600);
 	ssize_t n;
 
 	if (fd < 0)
 		return -errno;
+	kf_own(fd, 0640);
 	n = write(fd, text, len);
 	close(fd);
 	return n == (ssize_t)len ? 0 : -EIO;

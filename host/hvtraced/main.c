@@ -108,8 +108,10 @@ static const char usage_text[] =
 	"  -h, --help             this text\n"
 	"  --version\n"
 	"\n"
-	"Guest kernel formats that agents send are kept in\n"
-	"$HVT_CACHE/kformats/RELEASE@BUILDID (default /var/cache/hvtrace).\n";
+	"Guest kernel formats that an agent sends are kept for that remote\n"
+	"only, in $HVT_CACHE/kformats/guests/REMOTE/RELEASE@BUILDID (default\n"
+	"/var/cache/hvtrace); a host-made $HVT_CACHE/kformats/RELEASE@BUILDID\n"
+	"is used for every remote of that build.\n";
 
 static int listen_socket(void)
 {
@@ -474,6 +476,20 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	access_init();
+	{
+		/* The formats cache holds guest kernel addresses: root and
+		 * group hvtrace only, whatever an older hvtraced left. */
+		char msg[PATH_MAX + 128];
+		int n = kf_cache_fix(D->cache_dir, msg, sizeof(msg));
+
+		if (n < 0)
+			d_log("the guest kernels' formats cache: %s", msg);
+		else if (n > 0)
+			d_log("the guest kernels' formats cache %s/kformats: "
+			      "%d folders and files readable by others were "
+			      "taken back to root and group hvtrace",
+			      D->cache_dir, n);
+	}
 	conn_role_register(&agent_conn_ops);
 	conn_role_register(&tool_conn_ops);
 	sc = conn_signal(D->sfd);

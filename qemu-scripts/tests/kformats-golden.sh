@@ -7,7 +7,7 @@
 #
 # 1. Golden: a Debian 6.12 guest with an agent; hvtraced (a daemon of the
 #    test, with its own formats cache) keeps what the agent sent in
-#    CACHE/kformats/RELEASE@BUILDID.  The guest, by itself (no agent
+#    CACHE/kformats/guests/REMOTE/RELEASE@BUILDID.  The guest, by itself (no agent
 #    involved), prints on its console the sha256 of every file the host
 #    must serve (the instance's events/header_page, header_event, every
 #    system's enable and every event's format, its trace_clock, and the
@@ -77,14 +77,15 @@ notes=$(sed -n 's/^hvt-notes //p' "$T_TMP/console.txt" | tail -n 1)
 	fail "the guest's account is incomplete: sums '$gcount $gsum', release '$rel'"
 dir=''
 for _ in $(seq 1200); do
-	dir=$(ls -d "$CACHE/kformats/$rel@"* 2>/dev/null | head -n 1)
+	dir=$(ls -d "$CACHE/kformats/guests/"*"/$rel@"* 2>/dev/null | head -n 1)
 	[ -n "$dir" ] && [ -f "$dir/build_id" ] && break
 	sleep 0.1
 done
 [ -n "$dir" ] && [ -f "$dir/build_id" ] ||
-	fail "hvtraced kept no formats of $rel in $CACHE/kformats: $(ls -a "$CACHE/kformats" 2>&1)"
+	fail "hvtraced kept no formats of $rel in $CACHE/kformats/guests: $(ls -aR "$CACHE/kformats" 2>&1 | head -n 20)"
 bid=$(cat "$dir/build_id")
-[ "$dir" = "$CACHE/kformats/$rel@$bid" ] || fail "$dir is not named $rel@$bid"
+[ "$dir" = "$CACHE/kformats/guests/$(basename "$(dirname "$dir")")/$rel@$bid" ] ||
+	fail "$dir is not named guests/REMOTE/$rel@$bid"
 [ ${#bid} -ge 16 ] && [[ $notes == *"$bid"* ]] ||
 	fail "build id '$bid' is not in the guest's /sys/kernel/notes ($notes)"
 (cd "$dir" && sha256sum events/header_page events/header_event events/*/enable \

@@ -11,7 +11,8 @@
 # RELEASE@BUILDID as hvtraced names them.  Cases: one folder whose id is
 # in RAM (used, stderr says so); a second one whose id is in RAM as well
 # (refused: both named); only folders whose ids are not in RAM (refused:
-# another build); an empty cache (no formats, events still counted).
+# another build); a guest's upload under guests/REMOTE (taken when no
+# trusted folder is confirmed, not when one is); an empty cache (no formats, events still counted).
 . "$(dirname "$0")/lib.sh"
 
 SEED=$(dirname "$0")/../fuzz/corpus/kring_parse/real-612-128k
@@ -84,6 +85,17 @@ mkformats "$C/$REL@$ID3"
 "$HVTRACE" stream "$RAM" --drain --summary >"$TMP/3.out" 2>"$TMP/3.err"
 grep -q "the cache has release $REL, but guest RAM holds none of its build ids ($ID3)" "$TMP/3.err" ||
 	fail "no match: $(cat "$TMP/3.err")"
+
+# 3b. A guest's upload (guests/REMOTE/RELEASE@BUILDID) is taken when no
+# trusted folder of the host is confirmed; a confirmed trusted one wins.
+mkformats "$C/guests/g1/$REL@$ID1"
+"$HVTRACE" stream "$RAM" --drain --summary >"$TMP/3b.out" 2>"$TMP/3b.err"
+grep -q "the guest kernel's formats from $C/guests/g1/$REL@$ID1 (release $REL, build id $ID1 found in guest RAM)" "$TMP/3b.err" ||
+	fail "a guest's upload: $(cat "$TMP/3b.err")"
+mkformats "$C/$REL@$ID1"
+"$HVTRACE" stream "$RAM" --drain --summary >"$TMP/3c.out" 2>"$TMP/3c.err"
+grep -q "the guest kernel's formats from $C/$REL@$ID1 (release" "$TMP/3c.err" ||
+	fail "the trusted folder beside a guest's upload: $(cat "$TMP/3c.err")"
 
 # 4. No cache at all.
 rm -rf "$HVT_CACHE"

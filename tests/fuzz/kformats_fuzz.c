@@ -31,8 +31,12 @@
 
 #include "../../host/hvtraced/daemon.h"
 
+#define TRUSTED_KEY	"6.1.0-trusted@none"
+#define TRUSTED_TEXT	"trusted\n"
+
 static char cache[PATH_MAX];
 static char root[PATH_MAX];
+static char owner[64] = "fuzz-a";
 
 static void remove_cache(void)
 {
@@ -66,6 +70,7 @@ static uint64_t walk(const char *dir, const char *rel, int depth,
 			 de->d_name);
 		check(!lstat(path, &st));
 		check(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode));
+		check(!(st.st_mode & 0007));	/* nobody else reads it */
 		if (S_ISDIR(st.st_mode)) {
 			bytes += walk(path, r, depth + 1, staging);
 			continue;
@@ -80,16 +85,14 @@ static uint64_t walk(const char *dir, const char *rel, int depth,
 	return bytes;
 }
 
-/* Check the cache; with @open an upload may still be staging. */
-static void check_cache(bool open)
+/* One remote's folder; with @open an upload may still be staging. */
+static void check_remote(const char *dir, bool open)
 {
-	DIR *d = opendir(root);
+	DIR *d = opendir(dir);
 	struct dirent *de;
-	uint64_t bytes = 0;
-	unsigned int staging = 0;
+	unsigned int staging = 0, kept = 0;
 
-	if (!d)
-		return;		/* nothing was made */
+	check(d != NULL);
 	while ((de = readdir(d))) {
 		char path[PATH_MAX];
 		const char *at;
@@ -97,21 +100,85 @@ static void check_cache(bool open)
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", root, de->d_name);
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		check(!lstat(path, &st) && S_ISDIR(st.st_mode));
+		check(!(st.st_mode & 0007));
 		if (!strncmp(de->d_name, ".upload-", 8)) {
 			staging++;
-			bytes += walk(path, "", 1, true);
+			check(walk(path, "", 1, true) <= KF_MAX_BYTES);
 			continue;
 		}
 		at = strchr(de->d_name, '@');
 		check(at != NULL);
 		check(kf_release_ok(de->d_name, (size_t)(at - de->d_name)));
-		bytes += walk(path, "", 1, false);
+		check(walk(path, "", 1, false) <= KF_MAX_BYTES + 4096);
+		kept++;
 	}
 	closedir(d);
 	check(staging <= (open ? 1u : 0u));
-	check(bytes <= KF_MAX_BYTES + 4096);
+	check(kept <= KF_GUEST_KERNELS);
+}
+
+/* Check the cache; with @open an upload may still be staging. */
+static void check_cache(bool busy)
+{
+	char path[PATH_MAX], text[64];
+	DIR *d = opendir(root);
+	struct dirent *de;
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	check(d != NULL);
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, TRUSTED_KEY))
+			continue;
+		/* nothing but the remotes' folders */
+		check(!strcmp(de->d_name, KF_GUESTS_DIR));
+	}
+	closedir(d);
+	/* The trusted folder: as the host made it. */
+	snprintf(path, sizeof(path), "%s/" TRUSTED_KEY "/version", root);
+	fd = open(path, O_RDONLY);
+	check(fd >= 0);
+	n = read(fd, text, sizeof(text));
+	close(fd);
+	check(n == (ssize_t)strlen(TRUSTED_TEXT) &&
+	      !memcmp(text, TRUSTED_TEXT, (size_t)n));
+	snprintf(path, sizeof(path), "%s/" KF_GUESTS_DIR, root);
+	d = opendir(path);
+	if (!d)
+		return;		/* no upload began */
+	while ((de = readdir(d))) {
+		char sub[PATH_MAX];
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		check(hvt_proto_name_ok(de->d_name,
+					(uint32_t)strlen(de->d_name)));
+		snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+		check(!lstat(sub, &st) && S_ISDIR(st.st_mode));
+		check_remote(sub, busy && !strcmp(de->d_name, owner));
+	}
+	closedir(d);
+}
+
+/* The folder a host made from a kernel package. */
+static void make_trusted(void)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	check(!mkdir(root, 0700) || errno == EEXIST);
+	snprintf(path, sizeof(path), "%s/" TRUSTED_KEY, root);
+	check(!mkdir(path, 0700) || errno == EEXIST);
+	snprintf(path, sizeof(path), "%s/" TRUSTED_KEY "/version", root);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	check(fd >= 0);
+	check(write(fd, TRUSTED_TEXT, strlen(TRUSTED_TEXT)) ==
+	      (ssize_t)strlen(TRUSTED_TEXT));
+	close(fd);
 }
 
 static void rm_tree(const char *dir)
@@ -153,6 +220,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		atexit(remove_cache);
 	}
 	msg[0] = '\0';
+	snprintf(owner, sizeof(owner), "fuzz-a");
+	make_trusted();
 	kf_init(&u);
 	while (off + 3 <= size && records++ < 4096) {
 		uint8_t type = data[off];
@@ -165,8 +234,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int ret;
 
 		off += 3;
-		if (type > 1 || len > size - off)
+		if (type > 2 || len > size - off)
 			break;
+		if (type == 2) {
+			/* Another remote uploads from here on. */
+			kf_abort(&u);
+			snprintf(owner, sizeof(owner), "%.*s",
+				 (int)(len < sizeof(owner) ? len :
+							     sizeof(owner) - 1),
+				 (const char *)data + off);
+			off += len;
+			continue;
+		}
 		/* A copy of exactly the payload, so ASan sees any overread. */
 		copy = malloc(len ? len : 1);
 		check(copy != NULL);
@@ -184,10 +263,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (type) {
 			kf_file(&u, &m.u.kfile);
 		} else if (m.u.kformats.op == HVT_KF_BEGIN) {
-			ret = kf_begin(&u, cache, &m.u.kformats, dir,
+			ret = kf_begin(&u, cache, owner, &m.u.kformats, dir,
 				       sizeof(dir), msg, sizeof(msg));
 			check(ret <= 1);
 			check(ret != 0 || u.active);
+			/* Only the trusted folder or the remote's own. */
+			if (ret == 1) {
+				char mine[PATH_MAX];
+
+				snprintf(mine, sizeof(mine),
+					 "%s/" KF_GUESTS_DIR "/%s/", root,
+					 owner);
+				check(!strncmp(dir, mine, strlen(mine)) ||
+				      (!strncmp(dir, root, strlen(root)) &&
+				       !strcmp(dir + strlen(root),
+					       "/" TRUSTED_KEY)));
+			}
 		} else {
 			ret = kf_end(&u, &m.u.kformats, dir, sizeof(dir), msg,
 				     sizeof(msg));
@@ -195,8 +286,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!ret) {
 				struct stat st;
 
+				char mine[PATH_MAX];
+
+				snprintf(mine, sizeof(mine),
+					 "%s/" KF_GUESTS_DIR "/%s/", root,
+					 owner);
 				check(!lstat(dir, &st) && S_ISDIR(st.st_mode));
-				check(!strncmp(dir, root, strlen(root)));
+				check(!strncmp(dir, mine, strlen(mine)));
 			}
 		}
 		check(memchr(msg, '\0', sizeof(msg)) != NULL);

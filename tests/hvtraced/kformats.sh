@@ -6,11 +6,11 @@
 # test builds (an instance "hvt" with events of two systems, one of them
 # with a format of several pieces, printk_formats of 100 KiB, and files
 # whose bytes include tabs, a NUL-free binary mix and no final newline)
-# uploads it to hvtraced, which keeps it in $HVT_CACHE/kformats/
-# RELEASE@BUILDID.  Checked against the test's own files, byte for byte,
-# every file of the upload and no other; the folder's name against
-# uname -r.  A second agent of the same kernel finds the cache and sends
-# nothing.  Then hvtrace events enable/disable --remote switches a guest
+# uploads it to hvtraced, which keeps it in $HVT_CACHE/kformats/guests/
+# NAME/RELEASE@BUILDID (that remote's own).  Checked against the test's
+# own files, byte for byte, every file of the upload and no other; the
+# folder's name against uname -r.  The same remote's agent again finds
+# the cache and sends nothing.  Then hvtrace events enable/disable --remote switches a guest
 # kernel event and a whole system in the folder (the agent writes the
 # instance's enable files), an unknown name and a name with a path in it
 # are refused with clear messages, and without an agent the refusal says
@@ -88,13 +88,13 @@ APID=$!
 REL=$(uname -r)
 C=''
 for _ in $(seq 200); do
-	C=$(ls -d "$HVT_CACHE/kformats/$REL@"* 2>/dev/null | head -n1)
+	C=$(ls -d "$HVT_CACHE/kformats/guests/$NAME/$REL@"* 2>/dev/null | head -n1)
 	[ -n "$C" ] && break
 	sleep 0.05
 done
-[ -n "$C" ] || fail "no formats folder for $REL in $HVT_CACHE/kformats"
+[ -n "$C" ] || fail "no formats folder for $REL in $HVT_CACHE/kformats/guests/$NAME"
 BID=$(cat "$C/build_id")
-[ "$C" = "$HVT_CACHE/kformats/$REL@${BID:-none}" ] ||
+[ "$C" = "$HVT_CACHE/kformats/guests/$NAME/$REL@${BID:-none}" ] ||
 	fail "folder $C is not named RELEASE@BUILDID ($REL@$BID)"
 [[ $BID =~ ^([0-9a-f]{2})*$ ]] || fail "build id '$BID' is not hex"
 [ "$(cat "$C/release")" = "$REL" ] || fail "release file: $(cat "$C/release")"
@@ -120,24 +120,34 @@ check version "$T/version.txt"
 got=$(cd "$C" && find . -type f | sort | tr '\n' ' ')
 want='./build_id ./events/ftrace/enable ./events/ftrace/print/format ./events/header_event ./events/header_page ./events/irq/enable ./events/irq/irq_handler_entry/format ./events/sched/enable ./events/sched/sched_switch/format ./events/sched/sched_waking/format ./printk_formats ./release ./saved_cmdlines ./trace_clock ./version '
 [ "$got" = "$want" ] || fail "the folder holds: $got"
-ls -a "$HVT_CACHE/kformats" | grep -q '^\.upload' && fail "a staging folder was left"
+ls -a "$HVT_CACHE/kformats/guests/$NAME" | grep -q '^\.upload' && fail "a staging folder was left"
 "$H" daemon info --remote "$NAME" >"$T/info.out" 2>&1 || fail "daemon info: $(cat "$T/info.out")"
 grep -qx "kernel_formats: $C" "$T/info.out" || fail "daemon info does not name $C: $(cat "$T/info.out")"
 echo "ok: $n formats and 10 other files kept byte for byte in $C"
 
-# The same kernel again: the cache has it, the agent sends nothing more.
-"$OBJ/bin/hvtrace-agent" --create "$AREA"2 --size 1M --name "${NAME}b" \
-	--host-socket "$HVTRACED_SOCKET" --socket "$T/agent2.sock" \
-	--tracefs "$F" -v >"$T/agent2.log" 2>&1 &
-A2=$!
-for _ in $(seq 100); do
-	grep -q "has this kernel's formats already" "$T/agent2.log" && break
-	sleep 0.05
-done
-kill "$A2"; wait "$A2" 2>/dev/null
-grep -q "has this kernel's formats already" "$T/agent2.log" ||
-	fail "the second agent was not told that the host has its formats"
-grep -q "sent the formats" "$T/agent2.log" && fail "the second agent sent them again"
+# Another remote of the same kernel keeps its own copy (what a guest
+# claims is used for that guest only); its second session finds it in
+# the cache and sends nothing more.
+agent2() {	# agent2 LOG: one session of remote ${NAME}b until WORDS
+	"$OBJ/bin/hvtrace-agent" --create "$AREA"2 --size 1M --name "${NAME}b" \
+		--host-socket "$HVTRACED_SOCKET" --socket "$T/agent2.sock" \
+		--tracefs "$F" -v >"$1" 2>&1 &
+	A2=$!
+	for _ in $(seq 200); do
+		grep -Eq "has this kernel's formats already|sent the formats" "$1" && break
+		sleep 0.05
+	done
+	kill "$A2"; wait "$A2" 2>/dev/null
+}
+agent2 "$T/agent2.log"
+grep -q "sent the formats" "$T/agent2.log" ||
+	fail "remote ${NAME}b did not send its own formats"
+[ -d "$HVT_CACHE/kformats/guests/${NAME}b/$REL@${BID:-none}" ] ||
+	fail "remote ${NAME}b's formats are not in its own folder"
+agent2 "$T/agent2b.log"
+grep -q "has this kernel's formats already" "$T/agent2b.log" ||
+	fail "the second session was not told that the host has its formats"
+grep -q "sent the formats" "$T/agent2b.log" && fail "the second session sent them again"
 
 # Guest kernel events through the agent.
 en() { cat "$I/events/$1/enable"; }
