@@ -15,7 +15,8 @@
 #   restart "keep" is attached again (as the member); "swapped" is not
 #   attached, and the log names the refusal (the member may not read and
 #   write root's area); the old line is not attached, and the log says to
-#   attach it again.  Before the fix the daemon attached both with its own
+#   attach it again; a line whose uid is no user any more is not attached.
+#   Before the fix the daemon attached both with its own
 #   authority: root's area, read-write, for a member.
 # issue 22 point 2: a restored area whose file is gone held its name.
 #   Root attaches "gone"; while the daemon is down its writer stops and its
@@ -140,6 +141,10 @@ $MEMBER mv "$SHM/own/d" "$SHM/own/d.old" &&
 	die "the swapped path does not lead to root's area"
 # An older daemon's line: no requester.
 printf 'area\told\t%s\n' "$SHM/root/area" >>"$STATE"
+# A requester that is no user any more.
+GHOST=3999999
+getent passwd "$GHOST" >/dev/null && die "uid $GHOST exists here"
+printf 'area\tghost\tuid=%s,gid=%s,groups=\t%s\n' "$GHOST" "$GHOST" "$SHM/own/keep" >>"$STATE"
 kill "$GONE_PID"
 rm -f "$SHM/gone"
 
@@ -156,7 +161,7 @@ sleep 0.5
 names=$("$H" daemon status | awk 'NR > 1 { print $2 }' | sort | tr '\n' ' ')
 echo "remotes after the restart: $names"
 case " $names" in
-*" swapped "* | *" old "*) fail "remotes after the restart: $names (swapped and old must not be there)" ;;
+*" swapped "* | *" old "* | *" ghost "*) fail "remotes after the restart: $names (swapped, old and ghost must not be there)" ;;
 esac
 if "$H" daemon info --remote swapped >"$T/swapped.info" 2>&1; then
 	fail "root's 0600 area was attached as 'swapped' after the restart: $(grep '^area:' "$T/swapped.info")"
@@ -171,6 +176,8 @@ if "$H" daemon info --remote old >/dev/null 2>&1; then
 fi
 grep -q "not attaching area 'old' .*does not say who attached it" "$T/d2.log" ||
 	fail "no log line says the old line was not attached"
+grep -q "not attaching area 'ghost' .*uid $GHOST, who attached it, is no user here any more" "$T/d2.log" ||
+	fail "no log line says 'ghost' was not attached (its uid is gone)"
 
 # Point 2: the gone file does not hold the name.
 "$H" daemon info --remote gone >"$T/gone.info" 2>&1 || fail "the restored 'gone' is not listed"
@@ -180,6 +187,10 @@ grep -q "remote 'gone': cannot open $SHM/gone: No such file or directory (attach
 	fail "no log line says why 'gone' waits"
 out=$(attach gone "$SHM/own/missing" $MEMBER) &&
 	fail "an attach of a missing file replaced 'gone': $out"
+case $out in
+*"cannot open $SHM/own/missing: No such file"*) echo "refused, 'gone' stays: $out" ;;
+*) fail "a refused attach of 'gone' does not say why: '$out'" ;;
+esac
 "$H" daemon info --remote gone >/dev/null 2>&1 || fail "a refused attach dropped 'gone'"
 writer "$SHM/own/new" $MEMBER >/dev/null
 out=$(attach gone "$SHM/own/new" $MEMBER) ||
