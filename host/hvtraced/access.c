@@ -25,10 +25,18 @@
  * so nothing can be swapped in between the check and the open.  Every
  * re-open (writer restarted, re-formatted) repeats the check with the
  * credentials of the client that attached it.
+ *
+ * After a restart.  The state file (state.c) keeps who attached each area
+ * (uid, gid, groups).  An entry is attached again only as that client,
+ * held to what it is now (access_cred_restore()): the user must still
+ * exist and still be allowed to use the daemon, and keeps only the groups
+ * it had then that the user database still gives it; then the file goes
+ * through access_area_open() as a new ATTACH_AREA would.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +165,75 @@ bool access_peer_check(struct d_cred *cr, pid_t pid, uid_t uid, char *why,
 			 access_have_gid ? "" : " (which does not exist here)",
 			 D->group);
 	return false;
+}
+
+static bool access_gid_in(const gid_t *list, int n, gid_t gid)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (list[i] == gid)
+			return true;
+	return false;
+}
+
+int access_cred_restore(struct d_cred *cr, char *why, size_t size)
+{
+	gid_t *list = NULL, *bigger;
+	struct passwd *pw;
+	uint32_t i, kept;
+	int n = 64, ret;
+
+	cr->root = cr->uid == 0;
+	if (cr->root || cr->uid == geteuid())
+		return 0;
+	errno = 0;
+	pw = getpwuid(cr->uid);
+	if (!pw) {
+		snprintf(why, size,
+			 "uid %u, who attached it, is no user here any more%s%s",
+			 (unsigned int)cr->uid, errno ? ": " : "",
+			 errno ? strerror(errno) : "");
+		return -ESRCH;
+	}
+	/* The user's groups now, by the user database. */
+	for (;;) {
+		int got = n;
+
+		bigger = realloc(list, (size_t)n * sizeof(*list));
+		if (!bigger) {
+			free(list);
+			snprintf(why, size, "out of memory");
+			return -ENOMEM;
+		}
+		list = bigger;
+		if (getgrouplist(pw->pw_name, pw->pw_gid, list, &got) >= 0) {
+			n = got;
+			break;
+		}
+		if (n >= 65536) {
+			free(list);
+			snprintf(why, size, "cannot tell the groups of uid %u",
+				 (unsigned int)cr->uid);
+			return -EIO;
+		}
+		n = got > n ? got : 2 * n;
+	}
+	/* Never more than it had then, nor than it has now. */
+	if (!access_gid_in(list, n, cr->gid))
+		cr->gid = pw->pw_gid;
+	for (i = kept = 0; i < cr->nr_groups && i < D_CRED_GROUPS; i++)
+		if (access_gid_in(list, n, cr->groups[i]))
+			cr->groups[kept++] = cr->groups[i];
+	cr->nr_groups = kept;
+	free(list);
+	ret = access_have_gid && access_in_group(cr, access_gid) ? 0 : -EACCES;
+	if (ret)
+		snprintf(why, size,
+			 "uid %u, who attached it, may not use hvtraced any "
+			 "more (not in the group '%s')",
+			 (unsigned int)cr->uid, D->group ? D->group : "");
+	return ret;
 }
 
 static bool access_in_dirs(const char *real)

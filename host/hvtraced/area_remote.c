@@ -31,6 +31,13 @@
  *              formatted the area again) re-attaches it; a file that
  *              shrank under the mapping drops the area, which is then
  *              retried every second, as is an area not formatted yet.
+ *   restart    the state file keeps each area with who attached it
+ *              (ar_save()); area_remote_restore() attaches it again as
+ *              that client, through the same checks as its ATTACH_AREA.
+ *              A restored area whose file is missing keeps being retried
+ *              (a hypervisor may start later), says so in the log and in
+ *              TEXT INFO, and a new attach of its name replaces it
+ *              (area_remote_stale(), tool.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -50,10 +57,14 @@
 struct area_remote {
 	char spec[4200];
 	uint32_t flags;		     /* HVT_ATTACH_* */
-	/* Who attached it, when not root: every (re)open is checked
-	 * against what that client may open (access.c). */
+	/* Who attached it (the daemon's own ids for --attach-area), kept
+	 * in the state file; when not root nor the daemon's user
+	 * (restricted), every (re)open is checked against what that client
+	 * may open (access.c). */
 	struct d_cred cred;
 	bool restricted;
+	bool restored;		     /* attached again from the state file */
+	int last_ret;		     /* the last open's error, 0: opened */
 	struct hvtrace_catalog cat; /* static events of the writer kind */
 	uint32_t cat_kind;	     /* writer kind the catalog is for */
 	bool have_cat;
@@ -67,6 +78,7 @@ struct area_remote {
 	unsigned int burst_left;
 	unsigned int sync_misses; /* answers missed in a row */
 	char last_err[512];	  /* logged once per distinct error */
+	char problem[768];	  /* TEXT INFO: why it has no area */
 };
 
 static const struct remote_ops area_ops;
@@ -84,10 +96,36 @@ static const char *ar_control(const struct remote *r)
 	return "(the area's control page)";
 }
 
+/* area<TAB>NAME<TAB>uid=U,gid=G,groups=G1:G2...<TAB>SPEC: the requester
+ * goes with the area, so that a restart attaches it as that client. */
 static void ar_save(const struct remote *r, FILE *f)
 {
-	if (!strpbrk(ar_spec(r), "\t\n"))
-		fprintf(f, "area\t%s\t%s\n", r->name, ar_spec(r));
+	const struct area_remote *ar = r->priv;
+	uint32_t i;
+
+	if (strpbrk(ar_spec(r), "\t\n"))
+		return;
+	fprintf(f, "area\t%s\tuid=%u,gid=%u,groups=", r->name,
+		(unsigned int)ar->cred.uid, (unsigned int)ar->cred.gid);
+	for (i = 0; i < ar->cred.nr_groups && i < D_CRED_GROUPS; i++)
+		fprintf(f, "%s%u", i ? ":" : "",
+			(unsigned int)ar->cred.groups[i]);
+	fprintf(f, "\t%s\n", ar_spec(r));
+}
+
+static const char *ar_problem(const struct remote *r)
+{
+	const struct area_remote *ar = r->priv;
+
+	return !r->area && ar->problem[0] ? ar->problem : NULL;
+}
+
+bool area_remote_stale(const struct remote *r)
+{
+	const struct area_remote *ar = r->priv;
+
+	return r->ops == &area_ops && ar->restored && !r->area &&
+	       ar->last_ret == -ENOENT;
 }
 
 static int ar_load_catalog(struct remote *r)
@@ -221,15 +259,30 @@ static int ar_open(struct remote *r)
 			close(fd);	/* the area holds its own descriptor */
 	}
 	if (ret) {
+		ar->last_ret = ret;
 		if (strcmp(ar->last_err, why)) {
 			snprintf(ar->last_err, sizeof(ar->last_err), "%s",
 				 why);
-			d_log("remote '%s': %s (retrying every %d ms)", r->name,
-			      ar->last_err, AR_RETRY_MS);
+			if (area_remote_stale(r))
+				snprintf(ar->problem, sizeof(ar->problem),
+					 "%s (attached again from "
+					 "hvtraced.state; retried every "
+					 "second until the file is there; a "
+					 "new attach of '%s' replaces it, "
+					 "'hvtrace daemon detach %s' forgets "
+					 "it)",
+					 ar->last_err, r->name, r->name);
+			else
+				snprintf(ar->problem, sizeof(ar->problem),
+					 "%s (retrying every %d ms)",
+					 ar->last_err, AR_RETRY_MS);
+			d_log("remote '%s': %s", r->name, ar->problem);
 		}
 		return ret;
 	}
+	ar->last_ret = 0;
 	ar->last_err[0] = '\0';
+	ar->problem[0] = '\0';
 	ret = remote_set_area(r, a);
 	if (ret)
 		return ret;
@@ -258,13 +311,14 @@ static int ar_open(struct remote *r)
 	return 0;
 }
 
-int area_remote_attach(const char *name, const char *spec, uint32_t flags,
-		       const struct d_cred *cred,
-		       struct remote **out, char *msg, size_t msgsize)
+/* The checks of an attach that need no remote: name, spec, flags and,
+ * for a restricted client, the file itself (access.c). */
+static int ar_check(const char *name, const char *spec, uint32_t flags,
+		    const struct d_cred *cred, bool check_file, char *msg,
+		    size_t msgsize)
 {
-	struct area_remote *ar;
-	struct remote *r;
-	int ret;
+	char via[sizeof(((struct area_remote *)0)->spec) + 32];
+	int fd, ret;
 
 	if (!hvt_proto_name_ok(name, (uint32_t)strlen(name))) {
 		snprintf(msg, msgsize,
@@ -273,7 +327,7 @@ int area_remote_attach(const char *name, const char *spec, uint32_t flags,
 			 name);
 		return -EINVAL;
 	}
-	if (!*spec || strlen(spec) >= sizeof(ar->spec)) {
+	if (!*spec || strlen(spec) >= sizeof(((struct area_remote *)0)->spec)) {
 		snprintf(msg, msgsize, "give the area as PATH[@OFFSET[+SIZE]]");
 		return -EINVAL;
 	}
@@ -281,10 +335,40 @@ int area_remote_attach(const char *name, const char *spec, uint32_t flags,
 		snprintf(msg, msgsize, "unknown attach flags 0x%x", flags);
 		return -EINVAL;
 	}
+	if (!check_file || !cred || cred->root || cred->uid == geteuid())
+		return 0;
+	ret = access_area_open(cred, spec, &fd, via, sizeof(via), msg,
+			       msgsize);
+	if (!ret)
+		close(fd);
+	return ret;
+}
+
+int area_remote_check(const char *name, const char *spec, uint32_t flags,
+		      const struct d_cred *cred, char *msg, size_t msgsize)
+{
+	return ar_check(name, spec, flags, cred, true, msg, msgsize);
+}
+
+static int ar_attach(const char *name, const char *spec, uint32_t flags,
+		     const struct d_cred *cred, bool restored,
+		     struct remote **out, char *msg, size_t msgsize)
+{
+	struct area_remote *ar;
+	struct remote *r;
+	int ret;
+
+	ret = ar_check(name, spec, flags, cred, false, msg, msgsize);
+	if (ret)
+		return ret;
 	if (remote_by_name(name)) {
 		snprintf(msg, msgsize, "'%s' is attached already", name);
 		return -EEXIST;
 	}
+	/* Refused now, not retried: the client sees why. */
+	ret = ar_check(name, spec, flags, cred, true, msg, msgsize);
+	if (ret)
+		return ret;
 	ar = calloc(1, sizeof(*ar));
 	if (!ar) {
 		snprintf(msg, msgsize, "out of memory");
@@ -292,21 +376,15 @@ int area_remote_attach(const char *name, const char *spec, uint32_t flags,
 	}
 	snprintf(ar->spec, sizeof(ar->spec), "%s", spec);
 	ar->flags = flags;
-	if (cred && !cred->root && cred->uid != geteuid()) {
-		char via[sizeof(ar->spec) + 32];
-		int fd;
-
-		/* Refused now, not retried: the client sees why. */
+	ar->restored = restored;
+	if (cred) {
 		ar->cred = *cred;
-		ar->restricted = true;
-		ret = access_area_open(&ar->cred, spec, &fd, via, sizeof(via),
-				       msg, msgsize);
-		if (ret) {
-			free(ar);
-			return ret;
-		}
-		close(fd);
+	} else {	/* --attach-area: the daemon's own authority */
+		ar->cred.uid = geteuid();
+		ar->cred.gid = getegid();
+		ar->cred.root = ar->cred.uid == 0;
 	}
+	ar->restricted = !ar->cred.root && ar->cred.uid != geteuid();
 	ret = remote_new(name, &area_ops, ar, &r);
 	if (ret) {
 		free(ar);
@@ -326,6 +404,20 @@ int area_remote_attach(const char *name, const char *spec, uint32_t flags,
 	}
 	*out = r;
 	return 0;
+}
+
+int area_remote_attach(const char *name, const char *spec, uint32_t flags,
+		       const struct d_cred *cred,
+		       struct remote **out, char *msg, size_t msgsize)
+{
+	return ar_attach(name, spec, flags, cred, false, out, msg, msgsize);
+}
+
+int area_remote_restore(const char *name, const char *spec,
+			const struct d_cred *cred, struct remote **out,
+			char *msg, size_t msgsize)
+{
+	return ar_attach(name, spec, 0, cred, true, out, msg, msgsize);
 }
 
 static void ar_free(struct remote *r)
@@ -455,6 +547,7 @@ static const struct remote_ops area_ops = {
 	.area_path = ar_spec,
 	.where = ar_spec,
 	.save = ar_save,
+	.problem = ar_problem,
 	.tick = ar_tick,
 	.free = ar_free,
 	.catalog = ar_catalog,

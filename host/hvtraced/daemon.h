@@ -230,6 +230,8 @@ struct remote_ops {
 	const char *(*where)(const struct remote *r);	/* after attached_as */
 	/* Its line in the state file (state.c); NULL: not kept. */
 	void (*save)(const struct remote *r, FILE *f);
+	/* Why it has no pages yet (TEXT INFO), or NULL. */
+	const char *(*problem)(const struct remote *r);
 	void (*tick)(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
 	void (*free)(struct remote *r);	/* r->priv */
 
@@ -515,6 +517,9 @@ bool access_peer_check(struct d_cred *cr, pid_t pid, uid_t uid, char *why,
 		       size_t size);
 int access_area_open(const struct d_cred *cr, const char *spec, int *fd_out,
 		     char *via, size_t via_size, char *msg, size_t msgsize);
+/* A requester's identity read back after a restart, cut down to what the
+ * user is now; 0, or -errno with @why when it may no longer attach. */
+int access_cred_restore(struct d_cred *cr, char *why, size_t size);
 
 /* conn.c: the connection layer */
 void conn_role_register(const struct conn_ops *ops);
@@ -647,6 +652,16 @@ int remote_attach_chardev(const char *name, struct remote **out,
 int area_remote_attach(const char *name, const char *spec, uint32_t flags,
 		       const struct d_cred *cred,
 		       struct remote **out, char *msg, size_t msgsize);
+/* An entry of the state file, attached again as @cred (state.c). */
+int area_remote_restore(const char *name, const char *spec,
+			const struct d_cred *cred, struct remote **out,
+			char *msg, size_t msgsize);
+/* Whether a new attach of its name may replace @r: an entry attached
+ * again from the state file whose file is missing (tool.c). */
+bool area_remote_stale(const struct remote *r);
+/* What a new attach would refuse, checked alone: 0, or -errno with @msg. */
+int area_remote_check(const char *name, const char *spec, uint32_t flags,
+		      const struct d_cred *cred, char *msg, size_t msgsize);
 
 /* kring_remote.c: the kring transport (a guest kernel ring by VMM pid) */
 bool kring_remote_spec(const char *spec);	/* "vmpid:..." */

@@ -7,7 +7,7 @@
  * the list in RUN_DIR/hvtraced.state, mode 0600, one entry a line:
  *
  *   guest<TAB>NAME
- *   area<TAB>NAME<TAB>PATH[@OFFSET[+SIZE]]
+ *   area<TAB>NAME<TAB>uid=UID,gid=GID,groups=G1:G2:...<TAB>PATH[@OFFSET[+SIZE]]
  *
  * It is rewritten (a temporary file, then rename()) whenever a remote
  * comes or goes, but not while the daemon shuts down, so that the next
@@ -17,6 +17,14 @@
  * one stopped.  The file is read back only if it is a regular file of
  * this user that nobody else can write, and every entry goes through the
  * same validation as an ATTACH request.
+ *
+ * An area is attached again as the client that attached it (uid, gid and
+ * groups on its line), never with the daemon's own authority unless that
+ * client was root or the daemon's user: its file is checked as that
+ * client's ATTACH_AREA would be (access.c), on this attach and on every
+ * later re-open, so a path changed while the daemon was down (a link in a
+ * component, another file) is refused.  A line without the requester (an
+ * older daemon's) is not attached: the log says to attach it again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -116,6 +124,39 @@ static bool state_guest_alive(const char *name)
 	return !lstat(path, &st) && S_ISSOCK(st.st_mode);
 }
 
+/* "uid=U,gid=G,groups=A:B:C" (groups may be empty); 0 or -EINVAL. */
+static int state_parse_cred(const char *s, struct d_cred *cr)
+{
+	unsigned long v;
+	char *end;
+
+	memset(cr, 0, sizeof(*cr));
+	if (strncmp(s, "uid=", 4))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s + 4, &end, 10);
+	if (errno || end == s + 4 || v > (uid_t)-2 || strncmp(end, ",gid=", 5))
+		return -EINVAL;
+	cr->uid = (uid_t)v;
+	s = end + 5;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || v > (gid_t)-2 ||
+	    strncmp(end, ",groups=", 8))
+		return -EINVAL;
+	cr->gid = (gid_t)v;
+	for (s = end + 8; *s; s = *end ? end + 1 : end) {
+		if (cr->nr_groups == D_CRED_GROUPS)
+			return -EINVAL;
+		v = strtoul(s, &end, 10);
+		if (errno || end == s || v > (gid_t)-2 ||
+		    (*end && *end != ':') || (*end == ':' && !end[1]))
+			return -EINVAL;
+		cr->groups[cr->nr_groups++] = (gid_t)v;
+	}
+	cr->root = cr->uid == 0;
+	return 0;
+}
+
 void state_restore(void)
 {
 	char path[PATH_MAX], msg[1024], *buf, *line, *save;
@@ -127,37 +168,71 @@ void state_restore(void)
 		return;
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
-		char *name = strchr(line, '\t'), *spec = NULL;
+		char *name = strchr(line, '\t'), *spec = NULL, *who = NULL;
+		struct d_cred cred;
 		int ret;
 
 		if (!name)
 			continue;
 		*name++ = '\0';
 		if (!strcmp(line, "area")) {
-			spec = strchr(name, '\t');
-			if (!spec)
+			who = strchr(name, '\t');
+			if (!who)
 				continue;
-			*spec++ = '\0';
+			*who++ = '\0';
+			spec = strchr(who, '\t');
+			if (spec)
+				*spec++ = '\0';
 		} else if (strcmp(line, "guest")) {
 			continue;
 		}
 		if (remote_by_name(name))
 			continue;	/* attached by an option already */
+		if (who && !spec) {
+			/* An older daemon's line: no one to attach it as. */
+			d_log("not attaching area '%s' (%s) again: %s does not "
+			      "say who attached it (written by an older "
+			      "hvtraced); attach it again ('hvtrace daemon "
+			      "attach --area %s --name %s')",
+			      name, who, path, who, name);
+			continue;
+		}
+		if (who && state_parse_cred(who, &cred)) {
+			d_log("not attaching area '%s' again: bad requester "
+			      "'%s' in %s",
+			      name, who, path);
+			continue;
+		}
+		if (who && access_cred_restore(&cred, msg, sizeof(msg))) {
+			d_log("not attaching area '%s' (%s) again: %s", name,
+			      spec, msg);
+			continue;
+		}
 		if (!spec && !state_guest_alive(name)) {
 			d_log("not attaching guest '%s' again: its control "
 			      "socket is gone (the guest stopped)",
 			      name);
 			continue;
 		}
-		/* With the daemon's own authority, as --attach-area: the
-		 * entry was checked against its requester when it came. */
-		ret = spec ? area_remote_attach(name, spec, 0, NULL, &r, msg,
-						sizeof(msg)) :
+		/* An area as the client that attached it, checked again
+		 * as its ATTACH_AREA was (access.c): the path may lead
+		 * elsewhere by now. */
+		ret = spec ? area_remote_restore(name, spec, &cred, &r, msg,
+						 sizeof(msg)) :
 			     remote_attach_chardev(name, &r, msg, sizeof(msg));
-		if (ret)
+		if (ret && spec)
+			d_log("could not attach area '%s' again as uid %u, "
+			      "who attached it (it was attached when hvtraced "
+			      "stopped, %s): %s",
+			      name, (unsigned int)cred.uid, path, msg);
+		else if (ret)
 			d_log("could not attach %s '%s' again (it was "
 			      "attached when hvtraced stopped, %s): %s",
 			      line, name, path, msg);
+		else if (spec)
+			d_log("attached area '%s' again as uid %u (it was "
+			      "attached when hvtraced stopped, %s): %s",
+			      name, (unsigned int)cred.uid, path, msg);
 		else
 			d_log("attached %s '%s' again (it was attached when "
 			      "hvtraced stopped, %s)",

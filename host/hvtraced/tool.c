@@ -81,6 +81,26 @@ static void tool_attach_area(struct conn *c, const struct hvt_msg *m)
 		return;
 	}
 	*eq = '\0';
+	/* A restored area whose file is missing does not hold its name:
+	 * an attach that would succeed replaces it. */
+	r = remote_by_name(s);
+	if (r && area_remote_stale(r) && !kring_remote_spec(eq + 1)) {
+		ret = area_remote_check(s, eq + 1, m->u.arg.arg, &c->cred, msg,
+					sizeof(msg));
+		if (ret) {	/* the restored one stays */
+			d_log("refused ATTACH_AREA %s from uid %u: %s", eq + 1,
+			      (unsigned int)c->cred.uid, msg);
+			conn_reply_result(c, m, HVT_MSG_ATTACH_AREA, ret, 0, 0,
+					  "%s", msg);
+			return;
+		}
+		d_log("remote '%s': attached again from hvtraced.state, but "
+		      "its file is missing; replaced by a new attach from "
+		      "uid %u",
+		      r->name, (unsigned int)c->cred.uid);
+		remote_destroy(r);
+	}
+	r = NULL;
 	if (kring_remote_spec(eq + 1))
 		ret = kring_remote_attach(s, eq + 1, &c->cred, &r, msg,
 					  sizeof(msg));

@@ -160,6 +160,10 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 			     r->ops->area_path(r)[0] ?
 					       r->ops->area_path(r) :
 					       "(descriptor from the agent)");
+		if (!remote_has_pages(r) && r->ops->problem &&
+		    r->ops->problem(r) && n > 0 && n < (int)sizeof(small))
+			n += snprintf(small + n, sizeof(small) - (size_t)n,
+				      "problem: %s\n", r->ops->problem(r));
 		if (remote_has_pages(r) && n > 0 && n < (int)sizeof(small))
 			n += snprintf(small + n, sizeof(small) - (size_t)n,
 				      "cpus: %u\nsubbufs: %u\nsubbuf_size: %u\n"

@@ -33,3 +33,11 @@ endif
 ifneq ($(HVTRACED_BIN),)
 $(eval $(call add-test,hvtraced/bell_stall,HVT_OBJTREE=$(objtree) bash $(srctree)/tests/hvtraced/bell_stall.sh))
 endif
+
+# state_restore: what a restart attaches again (hvtraced.state): an area
+# as the member that attached it, through the same checks (issue 22 point
+# 1); a restored area whose file is gone frees its name.  Needs
+# root (skips otherwise).
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-test,hvtraced/state_restore,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/state_restore.sh))
+endif
