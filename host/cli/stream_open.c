@@ -24,6 +24,8 @@
 #include <hvtrace.h>
 #include <hvtrace/config.h>
 
+#include <hvt_util.h>
+
 #include "cli.h"
 #include "stream.h"
 #include <hvtrace-daemon.h>
@@ -271,6 +273,7 @@ int st_open_kring(struct st_state *s)
 	struct hvtrace_kring_info ki;
 	unsigned int first, last;
 	const char *shm = getenv("HVT_SHM_DIR"), *run = getenv("HVT_RUNDIR");
+	int ret;
 
 	if (s->vm_pid) {
 		if (hvtrace_kring_open_pid(s->vm_pid, &s->kring))
@@ -295,6 +298,22 @@ int st_open_kring(struct st_state *s)
 					     "stream %s' shows the "
 					     "kernel's events",
 					     s->ram, s->spec, s->spec);
+	}
+	if (!s->kring && s->qemu_pid[0]) {
+		/* A name in a shared folder: only a file of root or this
+		 * user (anyone may create one there; issue 22). */
+		char via[64], msg[PATH_MAX + 128];
+		int fd = hvt_util_open_owned(s->ram, 0, (uid_t)-1, msg,
+					     sizeof(msg));
+
+		if (fd < 0)
+			return hvt_cli_error(VERB, "%s", msg);
+		snprintf(via, sizeof(via), "/proc/self/fd/%d", fd);
+		ret = hvtrace_kring_open(via, 0, &s->kring);
+		close(fd);
+		if (ret)
+			return hvt_cli_error(VERB, "%s: %s", s->ram,
+					     hvtrace_last_error());
 	}
 	if (!s->kring && hvtrace_kring_open(s->ram, 0, &s->kring))
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());

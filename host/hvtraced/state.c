@@ -6,7 +6,7 @@
  * themselves (a local agent reconnects on its own), so the daemon keeps
  * the list in RUN_DIR/hvtraced.state, mode 0600, one entry a line:
  *
- *   guest<TAB>NAME
+ *   guest<TAB>NAME[<TAB>UID]
  *   area<TAB>NAME<TAB>PATH[@OFFSET[+SIZE]]
  *
  * It is rewritten (a temporary file, then rename()) whenever a remote
@@ -16,7 +16,8 @@
  * (struct hvt_ctrl_pos), so the new daemon resumes reading where the old
  * one stopped.  The file is read back only if it is a regular file of
  * this user that nobody else can write, and every entry goes through the
- * same validation as an ATTACH request.
+ * same validation as an ATTACH request.  A guest's UID is the user whose
+ * tool attached it: its area file may be that user's (chardev.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -128,6 +129,7 @@ void state_restore(void)
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *name = strchr(line, '\t'), *spec = NULL;
+		uid_t owner = (uid_t)-1;
 		int ret;
 
 		if (!name)
@@ -140,6 +142,18 @@ void state_restore(void)
 			*spec++ = '\0';
 		} else if (strcmp(line, "guest")) {
 			continue;
+		} else if ((spec = strchr(name, '\t'))) {
+			/* guest NAME UID: the area's trusted owner. */
+			char *end;
+			unsigned long u;
+
+			*spec++ = '\0';
+			errno = 0;
+			u = strtoul(spec, &end, 10);
+			if (errno || end == spec || *end || u >= (uid_t)-1)
+				continue;
+			owner = (uid_t)u;
+			spec = NULL;
 		}
 		if (remote_by_name(name))
 			continue;	/* attached by an option already */
@@ -153,7 +167,8 @@ void state_restore(void)
 		 * entry was checked against its requester when it came. */
 		ret = spec ? area_remote_attach(name, spec, 0, NULL, &r, msg,
 						sizeof(msg)) :
-			     remote_attach_chardev(name, &r, msg, sizeof(msg));
+			     remote_attach_chardev(name, owner, &r,
+						   msg, sizeof(msg));
 		if (ret)
 			d_log("could not attach %s '%s' again (it was "
 			      "attached when hvtraced stopped, %s): %s",
