@@ -310,10 +310,14 @@ int st_open_kring(struct st_state *s)
 			return hvt_cli_error(VERB, "%s", msg);
 		snprintf(via, sizeof(via), "/proc/self/fd/%d", fd);
 		ret = hvtrace_kring_open(via, 0, &s->kring);
-		close(fd);
-		if (ret)
+		if (ret) {
+			close(fd);
 			return hvt_cli_error(VERB, "%s: %s", s->ram,
 					     hvtrace_last_error());
+		}
+		/* Kept for the formats' lookup below, which reads it too. */
+		snprintf(s->ram_via, sizeof(s->ram_via), "%s", via);
+		s->ram_fd = fd;
 	}
 	if (!s->kring && hvtrace_kring_open(s->ram, 0, &s->kring))
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
@@ -360,7 +364,9 @@ int st_open_kring(struct st_state *s)
 	/* Not for --vm-pid: reading all guest RAM for the banner would
 	 * populate the untouched pages of a VMM's memfd. */
 	if (!s->formats && !s->vm_pid &&
-	    !hvt_cli_kformats_cached("stream", s->ram, s->cache_formats,
+	    !hvt_cli_kformats_cached("stream",
+				     s->ram_via[0] ? s->ram_via : s->ram,
+				     s->cache_formats,
 				     sizeof(s->cache_formats)))
 		s->formats = s->cache_formats;
 	if (s->formats) {

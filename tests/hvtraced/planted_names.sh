@@ -11,8 +11,9 @@
 #   "hvtrace stream NAME --guest-kernel" refuses a RAM file that user
 #   nobody wrote (a real 6.12 kernel ring image of unit/kring_golden),
 #   saying it "is owned by uid 65534, not root or you: someone else may
-#   have planted it; remove it", and a symbolic link nobody planted; the
-#   same image in a root-owned file is read (its 8 events);
+#   have planted it; remove it", a symbolic link nobody planted and a
+#   world-writable file; the same image in a root-owned file is read (its
+#   8 events);
 #   "hvtrace stream NAME" through hvtraced (the daemon's guest NAME, whose
 #   kernel ring the stream, record and mount take from the RAM file) says
 #   the planted RAM file is left out, with the same words;
@@ -91,6 +92,14 @@ as_nobody ln -s "$T/ram.img" "$T/shm/hvtrace-$N-l.ram" || fail "nobody cannot li
 	fail "stream through a symbolic link nobody planted succeeded"
 grep -qF "hvtrace-$N-l.ram is a symbolic link: someone else may have planted it; remove it" \
 	"$T/link.err" || fail "the planted link: $(cat "$T/link.err")"
+
+# Root's, but anyone may have written it.
+cp "$T/ram.img" "$T/shm/hvtrace-$N-w.ram"
+chmod 666 "$T/shm/hvtrace-$N-w.ram"
+"$H" stream "$N-w" --guest-kernel --drain >"$T/ww.txt" 2>"$T/ww.err" &&
+	fail "stream of a world-writable RAM file succeeded"
+grep -qF "hvtrace-$N-w.ram is writable by every user (mode 0666)" "$T/ww.err" ||
+	fail "the world-writable RAM file: $(cat "$T/ww.err")"
 
 # The same ring in a file of root's is read.
 cp "$T/ram.img" "$T/shm/hvtrace-$N-r.ram"
