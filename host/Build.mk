@@ -68,7 +68,10 @@ $(LIBHVT_CORE): $(CORE_OBJS)
 # The daemon client (the page feed and daemon source of <hvtrace-daemon.h>
 # among it) declares no visibility: default, limited by the map.
 $(eval $(call host-lib,LIBHVT_DAEMON,hvtrace-daemon,proto,-fvisibility=default,\
-	$(LIBHVTCORE) $(objtree)/lib/libhvtrace.so.1 -pthread))
+	$(LIBHVTCORE) $(LIBHVTUTIL) $(objtree)/lib/libhvtrace.so.1 -pthread))
+# It opens a guest's RAM file and area by name with common/'s owner check
+# (hvt_util_open_owned()): the archive carries common/ too.
+$(LIBHVT_DAEMON): $(UTIL_OBJS)
 $(eval $(call host-lib,LIBHVT_TRACEDAT,hvtrace-tracedat,tracedat,,\
 	$(LIBHVTCORE) $(LIBHVTUTIL) $(objtree)/lib/libhvtrace-daemon.so.1 \
 	$(objtree)/lib/libhvtrace.so.1 $(TRACEEVENT_LIBS) -pthread))

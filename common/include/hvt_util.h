@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/un.h>
 
 int hvt_util_size_parse(const char *s, uint64_t *out);
@@ -19,6 +20,14 @@ int hvt_util_mode_parse(const char *s, unsigned int *mode);
 int hvt_util_dir_create(const char *dir);
 int hvt_util_sock_prepare(const char *path, struct sockaddr_un *sa);
 int hvt_util_sock_connect(const char *path);
+/*
+ * A file found by a name in a shared folder (/dev/shm/hvtrace-NAME, .ram):
+ * opened only when it is a regular file of root, the effective user or
+ * @owner ((uid_t)-1: none), not world-writable; no symbolic link.  The
+ * descriptor, or -errno with @msg saying why (owned.c).
+ */
+int hvt_util_open_owned(const char *path, int rdwr, uid_t owner, char *msg,
+			size_t msgsize);
 
 void hvt_util_log_setup(const char *prog, int verbose);
 int hvt_util_log_verbose(void);

@@ -574,6 +574,8 @@ static void st_cleanup(struct st_state *s)
 	hvtrace_area_close(s->area);
 	st_kclock_close(s);
 	hvtrace_kring_close(s->kring);
+	if (s->ram_via[0])
+		close(s->ram_fd);
 	if (s->kformats[0] &&
 	    !strncmp(s->kformats, "/tmp/hvtrace-kformats.", 22))
 		st_rm_tree(s->kformats);

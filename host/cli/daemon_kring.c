@@ -96,7 +96,15 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 	*out = NULL;
 	formats[0] = '\0';
 	where = hvtrace_daemon_kring_path(name, ram, sizeof(ram));
-	if (where <= 0)
+	if (where < 0) {
+		/* A file no trusted user owns (or unreadable): said. */
+		fprintf(stderr,
+			"hvtrace %s: note: the guest kernel's ring of '%s' is "
+			"left out: %s\n",
+			verb, name, hvtrace_last_error());
+		return 0;
+	}
+	if (!where)
 		return 0; /* no kernel ring: user events only */
 	what = where == 2 ? "pages" : "ring";
 	have_agent =

@@ -49,6 +49,8 @@ struct st_state {
 	struct hvtrace_kring *kring;
 	char ram[512];	    /* guest kernel: its RAM file */
 	char qemu_pid[512]; /* ... and its rig's qemu.pid, if any */
+	char ram_via[64];   /* its checked descriptor, /proc/self/fd/N */
+	int ram_fd;	    /* ... kept open while ram_via is set */
 	char kformats[64];  /* ... formats unpacked from its console */
 	char cache_formats[PATH_MAX]; /* ... or found in the formats cache */
 	struct hvtrace_area_info info;

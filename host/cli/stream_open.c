@@ -24,6 +24,8 @@
 #include <hvtrace.h>
 #include <hvtrace/config.h>
 
+#include <hvt_util.h>
+
 #include "cli.h"
 #include "stream.h"
 #include <hvtrace-daemon.h>
@@ -271,6 +273,7 @@ int st_open_kring(struct st_state *s)
 	struct hvtrace_kring_info ki;
 	unsigned int first, last;
 	const char *shm = getenv("HVT_SHM_DIR"), *run = getenv("HVT_RUNDIR");
+	int ret;
 
 	if (s->vm_pid) {
 		if (hvtrace_kring_open_pid(s->vm_pid, &s->kring))
@@ -295,6 +298,26 @@ int st_open_kring(struct st_state *s)
 					     "stream %s' shows the "
 					     "kernel's events",
 					     s->ram, s->spec, s->spec);
+	}
+	if (!s->kring && s->qemu_pid[0]) {
+		/* A name in a shared folder: only a file of root or this
+		 * user (anyone may create one there; issue 22). */
+		char via[64], msg[PATH_MAX + 128];
+		int fd = hvt_util_open_owned(s->ram, 0, (uid_t)-1, msg,
+					     sizeof(msg));
+
+		if (fd < 0)
+			return hvt_cli_error(VERB, "%s", msg);
+		snprintf(via, sizeof(via), "/proc/self/fd/%d", fd);
+		ret = hvtrace_kring_open(via, 0, &s->kring);
+		if (ret) {
+			close(fd);
+			return hvt_cli_error(VERB, "%s: %s", s->ram,
+					     hvtrace_last_error());
+		}
+		/* Kept for the formats' lookup below, which reads it too. */
+		snprintf(s->ram_via, sizeof(s->ram_via), "%s", via);
+		s->ram_fd = fd;
 	}
 	if (!s->kring && hvtrace_kring_open(s->ram, 0, &s->kring))
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
@@ -341,7 +364,9 @@ int st_open_kring(struct st_state *s)
 	/* Not for --vm-pid: reading all guest RAM for the banner would
 	 * populate the untouched pages of a VMM's memfd. */
 	if (!s->formats && !s->vm_pid &&
-	    !hvt_cli_kformats_cached("stream", s->ram, s->cache_formats,
+	    !hvt_cli_kformats_cached("stream",
+				     s->ram_via[0] ? s->ram_via : s->ram,
+				     s->cache_formats,
 				     sizeof(s->cache_formats)))
 		s->formats = s->cache_formats;
 	if (s->formats) {

@@ -15,6 +15,15 @@
  * generation, re-opens the area.  Guests attached this way are kept in
  * the state file (state.c) as "guest NAME".
  *
+ * SHM_DIR is a folder anyone may write (/dev/shm): the area is taken only
+ * when it is a regular file of root, the daemon's user or the remote's
+ * owner (the tool that attached it), not writable by every user
+ * (hvt_util_open_owned()); another user's file of that name is refused
+ * with a log line naming its owner.  It is opened read-write: the daemon
+ * owns the area and writes its control page (enable bits, consumer
+ * positions); the writer's header and rings stay mapped read-only
+ * (hvtrace_area_open()).  The guest's RAM file is not the daemon's.
+ *
  * A guest whose socket refuses connections after a session (its QEMU
  * exited: powered off, panicked, killed) is DISCONNECTED: its area stays
  * readable, and readers that follow it read it to the end and stop
@@ -30,6 +39,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <hvt_util.h>
+
 #include "daemon.h"
 
 struct chardev_remote {
@@ -38,10 +49,37 @@ struct chardev_remote {
 	char bell_path[PATH_MAX];
 	uint64_t next_try_ms;	/* reconnect */
 	uint64_t area_try_ms;	/* area retry */
+	uid_t owner;		/* trusted owner of the area, or -1 */
+	bool said_refused;	/* logged that the area's owner is wrong */
 	bool had_session;	/* connected once: a refusal means QEMU left */
 };
 
 static const struct remote_ops chardev_ops;
+
+/*
+ * Open the area, if root, the daemon's user or the remote's owner owns
+ * it (not a file another user planted under the guest's name).
+ */
+static int chardev_open_area(struct remote *r, char *msg, size_t msgsize)
+{
+	struct chardev_remote *cr = r->priv;
+	char via[64];
+	int fd, ret;
+
+	fd = hvt_util_open_owned(cr->area_path, 1, cr->owner, msg, msgsize);
+	if (fd == -EPERM || fd == -ELOOP) {
+		if (!cr->said_refused)
+			d_log("remote '%s': %s", r->name, msg);
+		cr->said_refused = true;
+	}
+	if (fd < 0)
+		return fd;
+	cr->said_refused = false;
+	snprintf(via, sizeof(via), "/proc/self/fd/%d", fd);
+	ret = remote_open_area(r, via, msg, msgsize);
+	close(fd);
+	return ret;
+}
 
 static void chardev_connect(struct remote *r)
 {
@@ -90,8 +128,8 @@ static void chardev_connect(struct remote *r)
 	agent_send_hello(r, NULL, 0, NULL);
 }
 
-int remote_attach_chardev(const char *name, struct remote **out, char *msg,
-			  size_t msgsize)
+int remote_attach_chardev(const char *name, uid_t owner, struct remote **out,
+			  char *msg, size_t msgsize)
 {
 	struct chardev_remote *cr;
 	struct remote *r;
@@ -113,6 +151,7 @@ int remote_attach_chardev(const char *name, struct remote **out, char *msg,
 		snprintf(msg, msgsize, "out of memory");
 		return -ENOMEM;
 	}
+	cr->owner = owner;
 	ret = remote_new(name, &chardev_ops, cr, &r);
 	if (ret) {
 		free(cr);
@@ -126,12 +165,15 @@ int remote_attach_chardev(const char *name, struct remote **out, char *msg,
 		 D->shm_dir, name);
 	snprintf(cr->bell_path, sizeof(cr->bell_path), "%s/%s/bell.sock",
 		 D->run_dir, name);
-	if (remote_open_area(r, cr->area_path, tmp, sizeof(tmp)))
+	ret = chardev_open_area(r, tmp, sizeof(tmp));
+	if (ret)
 		d_dbg("remote '%s': %s (retrying)", name, tmp);
 	chardev_connect(r);
 	*out = r;
-	snprintf(msg, msgsize, "attached '%s' (control %s, area %s)", name,
-		 cr->ctl_path, cr->area_path);
+	snprintf(msg, msgsize, "attached '%s' (control %s, area %s)%s%s", name,
+		 cr->ctl_path, cr->area_path,
+		 ret == -EPERM || ret == -ELOOP ? "; its area is refused: " : "",
+		 ret == -EPERM || ret == -ELOOP ? tmp : "");
 	return 0;
 }
 
@@ -145,7 +187,7 @@ static void chardev_tick(struct remote *r, uint64_t now, uint64_t *next)
 		chardev_connect(r);
 	if (!r->area && now >= cr->area_try_ms) {
 		cr->area_try_ms = now + D_RECONNECT_MS;
-		if (!remote_open_area(r, cr->area_path, msg, sizeof(msg)))
+		if (!chardev_open_area(r, msg, sizeof(msg)))
 			d_log("remote '%s': area attached", r->name);
 	}
 	if (!r->area)
@@ -162,7 +204,6 @@ static void chardev_tick(struct remote *r, uint64_t now, uint64_t *next)
 static void chardev_hello(struct remote *r, struct conn *c,
 			  const struct hvt_msg *m, bool restarted)
 {
-	struct chardev_remote *cr = r->priv;
 	char msg[512];
 
 	(void)c;
@@ -171,7 +212,7 @@ static void chardev_hello(struct remote *r, struct conn *c,
 		r->area = NULL;
 	}
 	if (!r->area || r->info.generation != m->u.hello.generation) {
-		if (remote_open_area(r, cr->area_path, msg, sizeof(msg)))
+		if (chardev_open_area(r, msg, sizeof(msg)))
 			d_log("remote '%s': %s (retrying)", r->name, msg);
 	}
 }
@@ -207,7 +248,15 @@ static const char *chardev_area_path(const struct remote *r)
 
 static void chardev_save(const struct remote *r, FILE *f)
 {
-	fprintf(f, "guest\t%s\n", r->name);
+	const struct chardev_remote *cr = r->priv;
+
+	/* Its owner, if a user's tool attached it: trusted for its area
+	 * again after a restart. */
+	if (cr->owner != (uid_t)-1)
+		fprintf(f, "guest\t%s\t%u\n", r->name,
+			(unsigned int)cr->owner);
+	else
+		fprintf(f, "guest\t%s\n", r->name);
 }
 
 static void chardev_free(struct remote *r)

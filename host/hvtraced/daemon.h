@@ -645,7 +645,7 @@ void agent_send_hello(struct remote *r, const struct hvt_msg *answer,
 		      int status, const char *text);
 
 /* chardev.c: the chardev transport */
-int remote_attach_chardev(const char *name, struct remote **out,
+int remote_attach_chardev(const char *name, uid_t owner, struct remote **out,
 			  char *msg, size_t msgsize);
 
 /* area_remote.c: the area transport (hypervisor, loopback) */

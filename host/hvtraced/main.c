@@ -498,7 +498,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < nr_attach; i++) {
 		char msg[512];
 
-		if (remote_attach_chardev(attach[i], &r, msg, sizeof(msg)))
+		if (remote_attach_chardev(attach[i], (uid_t)-1, &r, msg, sizeof(msg)))
 			d_log("--attach %s: %s", attach[i], msg);
 		else
 			d_log("%s", msg);

@@ -6,7 +6,7 @@
  * themselves (a local agent reconnects on its own), so the daemon keeps
  * the list in RUN_DIR/hvtraced.state, mode 0600, one entry a line:
  *
- *   guest<TAB>NAME
+ *   guest<TAB>NAME[<TAB>UID]
  *   area<TAB>NAME<TAB>uid=UID,gid=GID,groups=G1:G2:...<TAB>PATH[@OFFSET[+SIZE]]
  *
  * It is rewritten (a temporary file, then rename()) whenever a remote
@@ -25,6 +25,9 @@
  * later re-open, so a path changed while the daemon was down (a link in a
  * component, another file) is refused.  A line without the requester (an
  * older daemon's) is not attached: the log says to attach it again.
+ *
+ * A guest's UID is the user whose tool attached it: its area file may
+ * be that user's (chardev.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -169,6 +172,7 @@ void state_restore(void)
 	for (line = strtok_r(buf, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *name = strchr(line, '\t'), *spec = NULL, *who = NULL;
+		uid_t owner = (uid_t)-1;
 		struct d_cred cred;
 		int ret;
 
@@ -185,6 +189,18 @@ void state_restore(void)
 				*spec++ = '\0';
 		} else if (strcmp(line, "guest")) {
 			continue;
+		} else if ((spec = strchr(name, '\t'))) {
+			/* guest NAME UID: the area's trusted owner. */
+			char *end;
+			unsigned long u;
+
+			*spec++ = '\0';
+			errno = 0;
+			u = strtoul(spec, &end, 10);
+			if (errno || end == spec || *end || u >= (uid_t)-1)
+				continue;
+			owner = (uid_t)u;
+			spec = NULL;
 		}
 		if (remote_by_name(name))
 			continue;	/* attached by an option already */
@@ -219,7 +235,8 @@ void state_restore(void)
 		 * elsewhere by now. */
 		ret = spec ? area_remote_restore(name, spec, &cred, &r, msg,
 						 sizeof(msg)) :
-			     remote_attach_chardev(name, &r, msg, sizeof(msg));
+			     remote_attach_chardev(name, owner, &r, msg,
+						   sizeof(msg));
 		if (ret && spec)
 			d_log("could not attach area '%s' again as uid %u, "
 			      "who attached it (it was attached when hvtraced "

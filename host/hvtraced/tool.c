@@ -287,7 +287,11 @@ static void tool_frame(struct conn *c, const struct hvt_msg *m)
 		return;
 	case HVT_MSG_ATTACH:
 		d_copy_str(name, sizeof(name), &m->u.arg.s);
-		ret = remote_attach_chardev(name, &r, msg, sizeof(msg));
+		/* Its area may also be the requester's own file. */
+		ret = remote_attach_chardev(name,
+					    c->cred.root ? (uid_t)-1 :
+							   c->cred.uid,
+					    &r, msg, sizeof(msg));
 		conn_reply_result(c, m, HVT_MSG_ATTACH, ret, ret ? 0 : r->id, 0,
 				  "%s", msg);
 		return;

@@ -387,8 +387,14 @@ struct hvtrace_kring;
  * default /dev/shm) when the area's header names a kernel section (agent
  * copy mode), else its RAM file (hvtrace-NAME.ram)
  *
+ * Both names lie in a folder anyone may write, so a file is taken only
+ * when it is a regular file of root or the calling user, not writable by
+ * every user (no symbolic link); hvtrace_daemon_kring_open() opens it
+ * with the same check.
+ *
  * Return: 2 for a kernel section, 1 when the RAM file exists, 0 for
- * neither, -ENAMETOOLONG.
+ * neither, -ENAMETOOLONG, -EPERM or -ELOOP (a file another user may have
+ * planted: hvtrace_last_error() names it and its owner).
  */
 HVTRACE_API int hvtrace_daemon_kring_path(const char *name, char *buf,
 					  size_t size);

@@ -37,9 +37,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "hvtrace-local.h"
+#include "hvt_util.h"
 #include <hvtrace-daemon.h>
 
 struct hvtrace_daemon_kring {
@@ -52,16 +54,55 @@ struct hvtrace_daemon_kring {
 };
 
 /*
+ * The area or RAM file @path of a remote, found by its name in a shared
+ * folder: opened only when root or this user owns it (issue 22: anyone
+ * may create a name in /dev/shm), as /proc/self/fd/N in @via for the
+ * library's opens.  The descriptor; -ENOENT quietly when there is none.
+ */
+static int dk_open_owned(const char *path, int rdwr, char *via,
+			 size_t via_size)
+{
+	char msg[PATH_MAX + 128];
+	int fd;
+
+	fd = hvt_util_open_owned(path, rdwr, (uid_t)-1, msg, sizeof(msg));
+	if (fd == -ENOENT)
+		return fd;
+	if (fd < 0)
+		return hvt_err(fd, "%s", msg);
+	snprintf(via, via_size, "/proc/self/fd/%d", fd);
+	return fd;
+}
+
+/* The library's last error (about /proc/self/fd/N), said of @path. */
+static int dk_err_in(int err, const char *path)
+{
+	char m[512];
+
+	snprintf(m, sizeof(m), "%s", hvtrace_last_error());
+	return hvt_err(err, "%s: %s", path, m);
+}
+
+/*
  * The kernel section named by the header of the area @path: 1 with its
- * place in *@off and *@size, 0 when the area names none (or is no area).
+ * place in *@off and *@size, 0 when the area names none (or is no area),
+ * -errno for an area file no trusted user owns.
  */
 static int dk_section(const char *path, uint64_t *off, uint64_t *size)
 {
 	struct hvtrace_area_info ui;
 	struct hvtrace_area *ua = NULL;
-	int ret;
+	char via[64];
+	int fd, ret;
 
-	if (access(path, F_OK) || hvtrace_area_open(path, 0, 0, 0, &ua))
+	fd = dk_open_owned(path, 0, via, sizeof(via));
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	ret = hvtrace_area_open(via, 0, 0, 0, &ua);
+	close(fd);
+	if (ret)
 		return 0;
 	ret = hvtrace_area_get_info(ua, &ui);
 	hvtrace_area_close(ua);
@@ -76,20 +117,30 @@ int hvtrace_daemon_kring_path(const char *name, char *buf, size_t size)
 {
 	const char *shm = getenv("HVT_SHM_DIR");
 	uint64_t off, len;
-	int n;
+	char via[64];
+	int n, fd;
 
 	shm = shm && *shm ? shm : "/dev/shm";
 	n = snprintf(buf, size, "%s/hvtrace-%s", shm, name);
 	if (n < 0 || (size_t)n >= size)
 		return hvt_err(-ENAMETOOLONG,
 			       "the area file name of '%s' is too long", name);
-	if (dk_section(buf, &off, &len))
+	n = dk_section(buf, &off, &len);
+	if (n < 0)
+		return n;
+	if (n)
 		return 2;
 	n = snprintf(buf, size, "%s/hvtrace-%s.ram", shm, name);
 	if (n < 0 || (size_t)n >= size)
 		return hvt_err(-ENAMETOOLONG,
 			       "the RAM file name of '%s' is too long", name);
-	return access(buf, F_OK) ? 0 : 1;
+	fd = dk_open_owned(buf, 0, via, sizeof(via));
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 1;
 }
 
 /* Copy mode: the section of the area @path, opened as its owner. */
@@ -99,10 +150,24 @@ static int dk_open_section(struct hvtrace_daemon_kring *r, const char *path)
 	uint64_t off, len;
 	int ret;
 
-	if (!dk_section(path, &off, &len))
+	char via[64];
+	int fd;
+
+	ret = dk_section(path, &off, &len);
+	if (ret < 0)
+		return ret;
+	if (!ret)
 		return hvt_err(-ENOENT, "%s names no kernel section any more",
 			       path);
-	ret = hvtrace_area_open(path, off, len, HVTRACE_OPEN_CONTROL, &r->sec);
+	/* Read-write: the section's owner writes its control page (its
+	 * consumer progress); the agent's pages stay mapped read-only. */
+	fd = dk_open_owned(path, 1, via, sizeof(via));
+	if (fd < 0)
+		return fd == -ENOENT ? hvt_err(fd, "%s is gone", path) : fd;
+	ret = hvtrace_area_open(via, off, len, HVTRACE_OPEN_CONTROL, &r->sec);
+	close(fd);
+	if (ret)
+		ret = dk_err_in(ret, path);
 	if (!ret)
 		ret = hvtrace_area_get_info(r->sec, &ki);
 	if (ret)
@@ -175,7 +240,18 @@ int hvtrace_daemon_kring_open(const char *name, const char *formats,
 	if (ret == 2) {
 		ret = dk_open_section(r, ram);
 	} else {
-		ret = hvtrace_kring_open(ram, 0, &r->k);
+		char via[64];
+		int fd = dk_open_owned(ram, 0, via, sizeof(via));
+
+		if (fd < 0) {
+			ret = fd == -ENOENT ? hvt_err(fd, "%s is gone", ram) :
+					      fd;
+			goto fail;
+		}
+		ret = hvtrace_kring_open(via, 0, &r->k);
+		close(fd);
+		if (ret)
+			ret = dk_err_in(ret, ram);
 		if (!ret)
 			ret = hvtrace_kring_get_info(r->k, &ki);
 		if (!ret) {

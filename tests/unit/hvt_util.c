@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The hosted helpers of common/ (hvt_util.h): size and mode parsing, the
- * socket chores around a server's bind() and a client's connect(), and the
- * log lines.
+ * socket chores around a server's bind() and a client's connect(), the
+ * log lines, and hvt_util_open_owned() (issue 22 point 4: a name in a
+ * shared folder is opened only as a regular file of a trusted owner).
  */
 #include <hvtrace/config.h>
 
@@ -174,9 +175,54 @@ static void test_log(void)
 		t_fail("log output '%s'", buf);
 }
 
+/* The open file's checks (the owner check itself needs a second user:
+ * tests/hvtraced/planted_names). */
+static void test_open_owned(void)
+{
+	char dir[] = "/tmp/hvt-owned-XXXXXX", path[256], other[256];
+	char msg[512];
+	int fd;
+
+	if (!mkdtemp(dir))
+		t_fail("mkdtemp: %s", strerror(errno));
+	snprintf(path, sizeof(path), "%s/hvtrace-x.ram", dir);
+	t_eq(hvt_util_open_owned(path, 0, (uid_t)-1, msg, sizeof(msg)),
+	     -ENOENT);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	t_assert(fd >= 0);
+	close(fd);
+	fd = hvt_util_open_owned(path, 1, (uid_t)-1, msg, sizeof(msg));
+	t_assert(fd >= 0 && !msg[0]);
+	close(fd);
+	/* Writable by every user: refused, whoever owns it. */
+	t_ok(chmod(path, 0666) ? -errno : 0);
+	t_eq(hvt_util_open_owned(path, 0, (uid_t)-1, msg, sizeof(msg)),
+	     -EPERM);
+	t_assert(strstr(msg, "is writable by every user (mode 0666)"));
+	/* A symbolic link, even to a good file. */
+	t_ok(chmod(path, 0600) ? -errno : 0);
+	snprintf(other, sizeof(other), "%s/hvtrace-l.ram", dir);
+	t_ok(symlink(path, other) ? -errno : 0);
+	t_eq(hvt_util_open_owned(other, 0, (uid_t)-1, msg, sizeof(msg)),
+	     -ELOOP);
+	t_assert(strstr(msg, "is a symbolic link: someone else may have "
+			     "planted it; remove it"));
+	unlink(other);
+	/* A FIFO: not opened blocking, refused. */
+	snprintf(other, sizeof(other), "%s/hvtrace-f.ram", dir);
+	t_ok(mkfifo(other, 0600) ? -errno : 0);
+	t_eq(hvt_util_open_owned(other, 0, (uid_t)-1, msg, sizeof(msg)),
+	     -EPERM);
+	t_assert(strstr(msg, "is not a regular file"));
+	unlink(other);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	test_log();
+	test_open_owned();
 	test_size();
 	test_mode();
 	test_sock();

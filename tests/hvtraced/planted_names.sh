@@ -1,0 +1,148 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# issue 22 point 4: names in world-writable folders.  A rig guest's RAM
+# file ($HVT_SHM_DIR/hvtrace-NAME.ram) and trace area (hvtrace-NAME) are
+# found by name in a folder anyone may write (/dev/shm, mode 1777): a
+# file another user planted there for a guest that has none must not be
+# read as that guest's kernel ring or owned as its area.  As root, in a
+# private 1777 HVT_SHM_DIR:
+#
+#   "hvtrace stream NAME --guest-kernel" refuses a RAM file that user
+#   nobody wrote (a real 6.12 kernel ring image of unit/kring_golden),
+#   saying it "is owned by uid 65534, not root or you: someone else may
+#   have planted it; remove it", a symbolic link nobody planted and a
+#   world-writable file; the same image in a root-owned file is read (its
+#   8 events);
+#   "hvtrace stream NAME" through hvtraced (the daemon's guest NAME, whose
+#   kernel ring the stream, record and mount take from the RAM file) says
+#   the planted RAM file is left out, with the same words;
+#   hvtraced's chardev remote ("hvtrace daemon attach NAME") refuses an
+#   area file nobody made (a loopback writer's area) and logs why, and
+#   still attaches a root-owned one.
+#
+# On the tree before the fix the planted ring is streamed and the planted
+# area is attached.  Needs root and user nobody (else SKIP).
+set -u
+
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OBJ=${HVT_OBJTREE:-$SRC/build}
+H=$OBJ/bin/hvtrace
+GOLDEN=$OBJ/tests/unit/kring_golden
+T=$(mktemp -d /tmp/hvt-planted.XXXXXX)
+N=pl$$
+export HVTRACED_SOCKET=$T/hvtraced.sock HVT_SHM_DIR=$T/shm HVT_RUNDIR=$T/run
+DPID=''
+
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$T"/*.log "$T"/*.err; do
+		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 20 "$f" >&2; }
+	done
+	exit 1
+}
+
+cleanup() {
+	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null
+	wait 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+for b in "$H" "$OBJ/bin/hvtraced"; do
+	[ -x "$b" ] || fail "$b is not built"
+done
+if [ ! -x "$GOLDEN" ]; then
+	echo "SKIP: $GOLDEN is not built (make tests)"
+	exit 77
+fi
+if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null ||
+	! setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+	echo "SKIP: needs root, setpriv and user nobody (uid 65534)"
+	exit 77
+fi
+as_nobody() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+planted="is owned by uid 65534, not root or you: someone else may have planted it; remove it"
+
+chmod 711 "$T"
+mkdir "$T/shm" "$T/run" "$T/seeds"
+chmod 1777 "$T/shm"
+"$GOLDEN" "$T/seeds" >/dev/null 2>&1 || fail "kring_golden did not write its images"
+[ -s "$T/seeds/612-golden" ] || fail "no 612-golden image from kring_golden"
+# A guest's RAM: 4 MiB with the ring 1 MiB in.
+truncate -s 4M "$T/ram.img"
+dd if="$T/seeds/612-golden" of="$T/ram.img" bs=1M seek=1 conv=notrunc \
+	status=none || fail "cannot write the RAM image"
+chmod 644 "$T/ram.img"
+
+# --- hvtrace stream NAME --guest-kernel -------------------------------------
+as_nobody cp "$T/ram.img" "$T/shm/hvtrace-$N.ram" || fail "nobody cannot write $T/shm"
+[ "$(stat -c %u "$T/shm/hvtrace-$N.ram")" = 65534 ] || fail "the planted file is not nobody's"
+"$H" stream "$N" --guest-kernel --drain >"$T/planted.txt" 2>"$T/planted.err" &&
+	fail "stream of a RAM file nobody planted succeeded ($(grep -c . "$T/planted.txt") lines)"
+grep -qF "$T/shm/hvtrace-$N.ram $planted" "$T/planted.err" ||
+	fail "the planted RAM file: $(cat "$T/planted.err")"
+[ -s "$T/planted.txt" ] && fail "events of the planted RAM file were printed"
+
+as_nobody ln -s "$T/ram.img" "$T/shm/hvtrace-$N-l.ram" || fail "nobody cannot link"
+"$H" stream "$N-l" --guest-kernel --drain >"$T/link.txt" 2>"$T/link.err" &&
+	fail "stream through a symbolic link nobody planted succeeded"
+grep -qF "hvtrace-$N-l.ram is a symbolic link: someone else may have planted it; remove it" \
+	"$T/link.err" || fail "the planted link: $(cat "$T/link.err")"
+
+# Root's, but anyone may have written it.
+cp "$T/ram.img" "$T/shm/hvtrace-$N-w.ram"
+chmod 666 "$T/shm/hvtrace-$N-w.ram"
+"$H" stream "$N-w" --guest-kernel --drain >"$T/ww.txt" 2>"$T/ww.err" &&
+	fail "stream of a world-writable RAM file succeeded"
+grep -qF "hvtrace-$N-w.ram is writable by every user (mode 0666)" "$T/ww.err" ||
+	fail "the world-writable RAM file: $(cat "$T/ww.err")"
+
+# The same ring in a file of root's is read.
+cp "$T/ram.img" "$T/shm/hvtrace-$N-r.ram"
+chmod 600 "$T/shm/hvtrace-$N-r.ram"
+"$H" stream "$N-r" --guest-kernel --drain >"$T/root.txt" 2>"$T/root.err" ||
+	fail "stream of a root-owned RAM file failed"
+[ "$(grep -c . "$T/root.txt")" = 8 ] || fail "the root-owned RAM file: not the golden ring's 8 events"
+
+# --- hvtraced: the chardev remote's area, the kernel ring beside it ------------
+"$OBJ/bin/hvtraced" --foreground --socket "$HVTRACED_SOCKET" \
+	--run-dir "$T/run" --shm-dir "$T/shm" >"$T/hvtraced.log" 2>&1 &
+DPID=$!
+for _ in $(seq 100); do [ -S "$HVTRACED_SOCKET" ] && break; sleep 0.05; done
+[ -S "$HVTRACED_SOCKET" ] || fail "hvtraced did not listen"
+
+# An area nobody made, under the name of a guest that has none.
+as_nobody "$H" loopback --area "$T/shm/hvtrace-$N-a" --cpus 1 --events 10 \
+	>"$T/lb-planted.err" 2>&1 || fail "nobody's loopback writer failed"
+"$H" daemon attach "$N-a" >"$T/attach-planted.err" 2>&1 ||
+	fail "attach $N-a: $(cat "$T/attach-planted.err")"
+grep -qF "hvtrace-$N-a $planted" "$T/attach-planted.err" ||
+	fail "attach does not refuse the planted area: $(cat "$T/attach-planted.err")"
+grep -qF "remote '$N-a': $T/shm/hvtrace-$N-a $planted" "$T/hvtraced.log" ||
+	fail "hvtraced does not log the planted area"
+grep -q "remote '$N-a': area .*CPUs" "$T/hvtraced.log" &&
+	fail "hvtraced attached the planted area"
+
+# Root's own area (a mono clock, as an agent's) is attached; beside it
+# nobody planted the RAM file, which
+# the stream through hvtraced leaves out, saying why.
+"$H" loopback --area "$T/shm/hvtrace-$N-b" --cpus 1 --events 10 --clock mono \
+	>"$T/lb-root.err" 2>&1 || fail "root's loopback writer failed"
+"$H" daemon attach "$N-b" >"$T/attach-root.err" 2>&1 ||
+	fail "attach $N-b: $(cat "$T/attach-root.err")"
+grep -q "refused" "$T/attach-root.err" && fail "root's area was refused: $(cat "$T/attach-root.err")"
+for _ in $(seq 100); do
+	grep -q "remote '$N-b': area .*CPUs" "$T/hvtraced.log" && break
+	sleep 0.05
+done
+grep -q "remote '$N-b': area .*CPUs" "$T/hvtraced.log" ||
+	fail "hvtraced did not attach root's area"
+as_nobody cp "$T/ram.img" "$T/shm/hvtrace-$N-b.ram" || fail "nobody cannot write $T/shm"
+timeout 20 "$H" stream "$N-b" --drain >"$T/dstream.txt" 2>"$T/dstream.err"
+grep -qF "note: the guest kernel's ring of '$N-b' is left out: $T/shm/hvtrace-$N-b.ram $planted" \
+	"$T/dstream.err" || fail "stream $N-b through hvtraced: $(cat "$T/dstream.err")"
+echo PASS
