@@ -3,29 +3,34 @@
  * hvtraced: the kring transport -- a guest kernel's own ftrace ring found
  * in the memory of a running VMM process, attached by the VMM's pid.
  *
- * Attached with ATTACH_AREA "NAME=vmpid:PID[,formats=DIR]": the ring is
- * found once, at attach, with hvtrace_kring_open_pid() (guest RAM through
- * the VMM's shared memory file or /proc/PID/mem, read-only; the reader
+ * Attached with ATTACH_AREA "NAME=vmpid:PID[,...]": the ring is found once,
+ * at attach (guest RAM through the VMM's shared memory file or
+ * /proc/PID/mem, read-only; the reader
  * validates everything it takes from guest memory), and served like any
  * remote: the same subscriptions and fan-out (remote_ops read_page hands
  * fanout.c the ring's validated sub-buffers), STATS from the reader's
  * counters, the same tools.  Its remote_ops (kring_ops, at the end) keep
  * this file's struct kring_remote in r->priv.
  *
- *   access   the daemon reads the VMM's memory with its own rights, so a
- *            peer may attach by pid only if it could read that memory
- *            itself: root, or the VMM's own user (the owner of
- *            /proc/PID, which a VMM marked undumpable is not) where
- *            kernel.yama.ptrace_scope is 0.  Refused with the reason.
- *   formats  DIR (a guest kernel's formats laid out like tracefs, as
- *            "hvtrace guest kformats" writes it) is read once at attach:
- *            every events/SYSTEM/EVENT/format, bounded in count, size
- *            and total (KF_* limits), opened without following links
- *            and, for a peer that is not root, only files that peer
- *            owns (never root's: a hard link to a secret would be
- *            one).  FORMATS replies carry them as "SYSTEM/EVENT", so a
- *            tool's decoder reads the ring's events.  Without DIR the
- *            events are still read and counted, not named.
+ *   access   only the kernel's ptrace check decides whose VMM a client
+ *            reads: the client (hvtrace_daemon_attach_vm_pid()) finds the
+ *            ring with its own rights and passes, with flag
+ *            HVT_ATTACH_VM_FDS, the VMM's pidfd and the descriptors of
+ *            the memory it found it in (kr_take_fds() checks each); the
+ *            daemon re-finds the ring through them only
+ *            (hvtrace_kring_open_source()) and never opens /proc/PID by
+ *            number for it, so a reused pid reads nothing.  Only root may
+ *            name a bare "vmpid:PID" for the daemon to open.
+ *   formats  with descriptors, DIR is read by the client into a sealed
+ *            memfd (an HVT_KFSET, kring_formats.c parses it) and only
+ *            named here.  For root's bare spec, DIR (laid out like
+ *            tracefs, as "hvtrace guest kformats" writes it) is read once
+ *            at attach: every events/SYSTEM/EVENT/format, bounded in
+ *            count, size and total (KF_* limits), opened O_NONBLOCK
+ *            without following links, regular files only.  FORMATS
+ *            replies carry them as "SYSTEM/EVENT", so a tool's decoder
+ *            reads the ring's events.  Without DIR the events are still
+ *            read and counted, not named.
  *   time     the ring's timestamps are the guest's own trace clock and
  *            no agent answers time-sync pings: there is no clock model,
  *            TO_HOST leaves the times as they are with err_ns UINT64_MAX

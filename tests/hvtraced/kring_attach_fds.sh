@@ -8,7 +8,9 @@
 #   (a) a formats folder whose events/SYS/EV/format is a FIFO: the attach
 #       is refused with a message saying so, within seconds, as root and
 #       as user nobody, and "hvtrace daemon status" answers at once after
-#       it (the daemon used to block in open() on the FIFO, for ever).
+#       it (the daemon used to block in open() on the FIFO, for ever);
+#       root's own "--attach-area NAME=vmpid:PID,formats=DIR", which the
+#       daemon opens itself, skips the FIFO and the daemon comes up.
 #   (b) the kernel's ptrace check decides: user nobody is refused a
 #       process of uid nobody that holds a capability nobody lacks (the
 #       kernel refuses nobody its /proc/PID/mem although /proc/PID is
@@ -126,6 +128,17 @@ grep -q "format is not a regular file" "$T/fifo.err" ||
 	fail "FIFO format: $(cat "$T/fifo.err")"
 status_answers "after a FIFO format (root)"
 grep -q "$NAME-f" "$T/status.out" && fail "the FIFO attach left a remote"
+
+# Root's own spec, which hvtraced opens itself (--attach-area at start):
+# the FIFO is skipped, not waited on, and the daemon comes up.
+"$OBJ/bin/hvtraced" --foreground --socket "$T/legacy.sock" --run-dir "$T/run2" \
+	--attach-area "$NAME-l=vmpid:$VPID,formats=$T/fifo" >"$T/legacy.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do [ -S "$T/legacy.sock" ] && break; sleep 0.05; done
+HVTRACED_SOCKET=$T/legacy.sock timeout 3 "$H" daemon status >/dev/null 2>&1 ||
+	fail "hvtraced --attach-area with a FIFO format does not answer"
+grep -q "formats folder $T/fifo: no events/SYSTEM/EVENT/format file" "$T/legacy.log" ||
+	fail "--attach-area with a FIFO format: $(cat "$T/legacy.log")"
 
 if [ ${#NOBODY[@]} = 0 ]; then
 	echo "(not checked: user nobody's attaches; need root, group nogroup and a build nobody can run)"
