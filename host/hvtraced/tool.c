@@ -64,7 +64,7 @@ static void tool_remotes(struct conn *c, const struct hvt_msg *m)
 	free(buf);
 }
 
-/* Descriptors a tool passed with a frame that takes none. */
+/* Descriptors a tool passed beyond those an attach takes. */
 static void tool_drop_fds(struct conn *c)
 {
 	int fd;
@@ -271,8 +271,6 @@ static void tool_frame(struct conn *c, const struct hvt_msg *m)
 	struct remote *r;
 	int ret;
 
-	if (m->type != HVT_MSG_ATTACH_AREA)
-		tool_drop_fds(c);
 	if (m->flags & HVT_PF_REPLY) {
 		c->errors++;	/* tools have nothing to answer */
 		return;
