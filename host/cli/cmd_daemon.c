@@ -190,7 +190,8 @@ static int daemon_run(int argc, char **argv)
 {
 	const char *sock = NULL, *remote = NULL, *cmd = "start", *area = NULL;
 	const char *vm_pid = NULL, *formats = NULL;
-	char formats_abs[PATH_MAX], vm_spec[PATH_MAX + 64], vm_name[32];
+	char vm_name[32];
+	int vm_pid_nr = 0;
 	bool disabled = false;
 	struct hvtrace_daemon *dc;
 	struct hvt_remote_rec rec;
@@ -248,17 +249,11 @@ static int daemon_run(int argc, char **argv)
 			return hvt_cli_usage("daemon", "--vm-pid %s: not a "
 						       "process id",
 					     vm_pid);
-		if (formats && !realpath(formats, formats_abs))
-			return hvt_cli_error("daemon", "--formats %s: %s",
-					     formats, strerror(errno));
-		snprintf(vm_spec, sizeof(vm_spec), "vmpid:%ld%s%s", pid,
-			 formats ? ",formats=" : "",
-			 formats ? formats_abs : "");
+		vm_pid_nr = (int)pid;
 		if (!remote) {
 			snprintf(vm_name, sizeof(vm_name), "vmpid-%ld", pid);
 			remote = vm_name;
 		}
-		area = vm_spec;
 	} else if (formats) {
 		return hvt_cli_usage("daemon", "--formats goes with --vm-pid");
 	}
@@ -290,6 +285,26 @@ static int daemon_run(int argc, char **argv)
 		} else {
 			fwrite(t, 1, len, stdout);
 			free(t);
+			rc = HVT_EXIT_OK;
+		}
+	} else if (vm_pid_nr) {
+		char text[HVT_PROTO_TEXT_MAX + 1];
+
+		/* The memory and the formats are opened here, with this
+		 * user's rights, and passed to hvtraced. */
+		if (!hvt_proto_name_ok(remote, (uint32_t)strlen(remote))) {
+			rc = hvt_cli_usage("daemon", "'%s' is not a remote "
+						     "name (1..31 of "
+						     "[A-Za-z0-9._-])",
+					   remote);
+		} else if (hvtrace_daemon_attach_vm_pid(dc, remote, vm_pid_nr,
+						      formats, text,
+						      sizeof(text))) {
+			rc = hvt_cli_error("daemon", "attach %s: %s", remote,
+					   hvtrace_last_error());
+		} else {
+			if (text[0])
+				printf("%s\n", text);
 			rc = HVT_EXIT_OK;
 		}
 	} else {

@@ -331,8 +331,9 @@ static int ar_check(const char *name, const char *spec, uint32_t flags,
 		snprintf(msg, msgsize, "give the area as PATH[@OFFSET[+SIZE]]");
 		return -EINVAL;
 	}
-	if (flags & ~HVT_ATTACH_ALL) {
-		snprintf(msg, msgsize, "unknown attach flags 0x%x", flags);
+	if (flags & ~HVT_ATTACH_DISABLED) {
+		snprintf(msg, msgsize, "attach flags 0x%x are not an area's",
+			 flags);
 		return -EINVAL;
 	}
 	if (!check_file || !cred || cred->root || cred->uid == geteuid())

@@ -285,8 +285,8 @@ int conn_take_fd(struct conn *c)
 	if (!c->nr_fds)
 		return -1;
 	fd = c->fds[0];
-	c->fds[0] = c->fds[1];
 	c->nr_fds--;
+	memmove(c->fds, c->fds + 1, (size_t)c->nr_fds * sizeof(c->fds[0]));
 	return fd;
 }
 
@@ -522,7 +522,7 @@ static void conn_read(struct conn *c)
 {
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(4 * sizeof(int))];
+		char buf[CMSG_SPACE(HVT_ATTACH_MAX_FDS * sizeof(int))];
 	} cm;
 	struct msghdr mh = { 0 };
 	struct cmsghdr *ch;
@@ -557,8 +557,10 @@ static void conn_read(struct conn *c)
 			continue;
 		nfd = (ch->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 		for (k = 0; k < nfd; k++) {
-			/* Only agents pass descriptors, and only one. */
-			if (c->ops->takes_fds && c->nr_fds < 2)
+			/* Agents pass one descriptor, tools those of an
+			 * attach by pid (HVT_ATTACH_MAX_FDS). */
+			if (c->ops->takes_fds &&
+			    c->nr_fds < (int)HVT_ATTACH_MAX_FDS)
 				c->fds[c->nr_fds++] = fds[k];
 			else
 				close(fds[k]);

@@ -171,7 +171,7 @@ struct conn {
 	uint64_t frames_in;
 	uint64_t rx_ns;		/* when the bytes being handled arrived */
 	uint64_t created_ms;
-	int fds[2];		/* descriptors received, not yet used */
+	int fds[HVT_ATTACH_MAX_FDS]; /* descriptors received, not yet used */
 	int nr_fds;
 	/* role state, never touched by conn.c */
 	struct remote *remote;	/* agent: the remote it feeds */
@@ -665,9 +665,14 @@ int area_remote_check(const char *name, const char *spec, uint32_t flags,
 
 /* kring_remote.c: the kring transport (a guest kernel ring by VMM pid) */
 bool kring_remote_spec(const char *spec);	/* "vmpid:..." */
-int kring_remote_attach(const char *name, const char *spec,
-			const struct d_cred *cred, struct remote **out,
-			char *msg, size_t msgsize);
+int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
+			int *fds, int nr_fds, const struct d_cred *cred,
+			struct remote **out, char *msg, size_t msgsize);
+/* kring_formats.c: the formats a kring client sent (an HVT_KFSET) */
+int kring_formats_parse(const uint8_t *b, size_t len,
+			struct hvt_m_format **out, size_t *nr, char *msg,
+			size_t msgsize);
+void kring_formats_free(struct hvt_m_format *v, size_t n);
 
 /* tool_events.c, tool_text.c, tool.c: the tool role */
 void tool_events_define(struct conn *c, struct remote *r,

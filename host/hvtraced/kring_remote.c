@@ -3,29 +3,34 @@
  * hvtraced: the kring transport -- a guest kernel's own ftrace ring found
  * in the memory of a running VMM process, attached by the VMM's pid.
  *
- * Attached with ATTACH_AREA "NAME=vmpid:PID[,formats=DIR]": the ring is
- * found once, at attach, with hvtrace_kring_open_pid() (guest RAM through
- * the VMM's shared memory file or /proc/PID/mem, read-only; the reader
+ * Attached with ATTACH_AREA "NAME=vmpid:PID[,...]": the ring is found once,
+ * at attach (guest RAM through the VMM's shared memory file or
+ * /proc/PID/mem, read-only; the reader
  * validates everything it takes from guest memory), and served like any
  * remote: the same subscriptions and fan-out (remote_ops read_page hands
  * fanout.c the ring's validated sub-buffers), STATS from the reader's
  * counters, the same tools.  Its remote_ops (kring_ops, at the end) keep
  * this file's struct kring_remote in r->priv.
  *
- *   access   the daemon reads the VMM's memory with its own rights, so a
- *            peer may attach by pid only if it could read that memory
- *            itself: root, or the VMM's own user (the owner of
- *            /proc/PID, which a VMM marked undumpable is not) where
- *            kernel.yama.ptrace_scope is 0.  Refused with the reason.
- *   formats  DIR (a guest kernel's formats laid out like tracefs, as
- *            "hvtrace guest kformats" writes it) is read once at attach:
- *            every events/SYSTEM/EVENT/format, bounded in count, size
- *            and total (KF_* limits), opened without following links
- *            and, for a peer that is not root, only files that peer
- *            owns (never root's: a hard link to a secret would be
- *            one).  FORMATS replies carry them as "SYSTEM/EVENT", so a
- *            tool's decoder reads the ring's events.  Without DIR the
- *            events are still read and counted, not named.
+ *   access   only the kernel's ptrace check decides whose VMM a client
+ *            reads: the client (hvtrace_daemon_attach_vm_pid()) finds the
+ *            ring with its own rights and passes, with flag
+ *            HVT_ATTACH_VM_FDS, the VMM's pidfd and the descriptors of
+ *            the memory it found it in (kr_take_fds() checks each); the
+ *            daemon re-finds the ring through them only
+ *            (hvtrace_kring_open_source()) and never opens /proc/PID by
+ *            number for it, so a reused pid reads nothing.  Only root may
+ *            name a bare "vmpid:PID" for the daemon to open.
+ *   formats  with descriptors, DIR is read by the client into a sealed
+ *            memfd (an HVT_KFSET, kring_formats.c parses it) and only
+ *            named here.  For root's bare spec, DIR (laid out like
+ *            tracefs, as "hvtrace guest kformats" writes it) is read once
+ *            at attach: every events/SYSTEM/EVENT/format, bounded in
+ *            count, size and total (KF_* limits), opened O_NONBLOCK
+ *            without following links, regular files only.  FORMATS
+ *            replies carry them as "SYSTEM/EVENT", so a tool's decoder
+ *            reads the ring's events.  Without DIR the events are still
+ *            read and counted, not named.
  *   time     the ring's timestamps are the guest's own trace clock and
  *            no agent answers time-sync pings: there is no clock model,
  *            TO_HOST leaves the times as they are with err_ns UINT64_MAX
@@ -44,7 +49,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -96,7 +104,9 @@ static int kr_load_one(struct kr_load *l, int dfd, const char *sys,
 	char *b;
 	int fd;
 
-	fd = openat(dfd, "format", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* Never blocks: a FIFO would hold the daemon's loop in open(). */
+	fd = openat(dfd, "format",
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !st.st_size ||
@@ -168,15 +178,6 @@ static DIR *kr_opendir_at(int dfd, const char *name)
 	return d;
 }
 
-static void kr_formats_free(struct hvt_m_format *v, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free((void *)v[i].name.ptr);
-	free(v);
-}
-
 /* Every events/SYSTEM/EVENT/format of @dir; 0, or -errno with @msg. */
 static int kr_load_formats(struct kring_remote *kr, const char *dir,
 			   const struct d_cred *cred, char *msg, size_t msgsize)
@@ -235,7 +236,7 @@ static int kr_load_formats(struct kring_remote *kr, const char *dir,
 	closedir(sd);
 	closedir(root);
 	if (ret) {
-		kr_formats_free(l.v, l.n);
+		kring_formats_free(l.v, l.n);
 		snprintf(msg, msgsize, "formats folder %s: %s", dir,
 			 ret == -E2BIG ? "more formats than the daemon takes "
 					 "(16384 files, 16 MiB)"
@@ -251,44 +252,6 @@ static int kr_load_formats(struct kring_remote *kr, const char *dir,
 	}
 	kr->fmt = l.v;
 	kr->nr_fmt = l.n;
-	return 0;
-}
-
-/* --- access ------------------------------------------------------------- */
-
-/* May the peer @cred read the memory of @pid?  0, or -errno with @msg. */
-static int kr_access(const struct d_cred *cred, int pid, char *msg,
-		     size_t msgsize)
-{
-	char p[64], scope[16] = "";
-	struct stat st;
-	FILE *f;
-
-	if (!cred || cred->root)
-		return 0;
-	snprintf(p, sizeof(p), "/proc/%d", pid);
-	if (stat(p, &st)) {
-		snprintf(msg, msgsize,
-			 "no process %d (--vm-pid names the VMM "
-			 "process, e.g. QEMU's pid)",
-			 pid);
-		return -ESRCH;
-	}
-	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	if (f) {
-		if (!fgets(scope, sizeof(scope), f))
-			scope[0] = '\0';
-		fclose(f);
-	}
-	if (st.st_uid != cred->uid || (scope[0] && scope[0] != '0')) {
-		snprintf(msg, msgsize,
-			 "attaching process %d by pid needs root, or the "
-			 "VMM's own user (uid %u) with ptrace read access to "
-			 "it (kernel.yama.ptrace_scope 0, VMM not "
-			 "undumpable); you are uid %u",
-			 pid, (unsigned int)st.st_uid, (unsigned int)cred->uid);
-		return -EACCES;
-	}
 	return 0;
 }
 
@@ -396,14 +359,44 @@ static void kr_free(struct remote *r)
 	hvtrace_kring_close(kr->k);
 	if (kr->pidfd >= 0)
 		close(kr->pidfd);
-	kr_formats_free(kr->fmt, kr->nr_fmt);
+	kring_formats_free(kr->fmt, kr->nr_fmt);
 	free(kr);
 }
 
 /* --- attach --------------------------------------------------------------- */
 
-/* "vmpid:PID[,formats=DIR]"; 0, or -EINVAL with @msg. */
-static int kr_parse(const char *spec, int *pid, const char **formats, char *msg,
+/* One number of a spec, decimal or 0x hex; advances *@p. */
+static bool kr_num(const char **p, uint64_t *v)
+{
+	unsigned long long x;
+	char *e;
+
+	if (**p < '0' || **p > '9')
+		return false;
+	errno = 0;
+	x = strtoull(*p, &e, 0);
+	if (errno || e == *p)
+		return false;
+	*v = x;
+	*p = e;
+	return true;
+}
+
+struct kr_spec {
+	int pid;
+	const char *formats;		/* DIR, or NULL */
+	bool passed;			/* HVT_ATTACH_VM_FDS */
+	struct hvtrace_kring_source src; /* with passed: where the ring is */
+};
+
+/*
+ * "vmpid:PID[,formats=DIR]", or with HVT_ATTACH_VM_FDS
+ * "vmpid:PID,map=BASE+SIZE@FOFF[,formats=DIR]" or
+ * "vmpid:PID,mem=BASE+SIZE[,formats=DIR]"; 0, or -EINVAL with @msg.
+ * The numbers are only parsed here: hvtrace_kring_open_source() bounds
+ * them.
+ */
+static int kr_parse(const char *spec, struct kr_spec *ks, char *msg,
 		    size_t msgsize)
 {
 	const char *p = spec + 6;
@@ -412,25 +405,202 @@ static int kr_parse(const char *spec, int *pid, const char **formats, char *msg,
 
 	errno = 0;
 	v = strtol(p, &end, 10);
-	if (errno || end == p || v <= 0 || v > 0x3fffffff ||
-	    (*end && strncmp(end, ",formats=", 9)) || (*end && !end[9])) {
-		snprintf(msg, msgsize,
-			 "give the VMM as vmpid:PID[,formats=DIR], not '%s'",
-			 spec);
-		return -EINVAL;
+	if (errno || end == p || v <= 0 || v > 0x3fffffff || *p == '-' ||
+	    *p == '+' || *p == ' ')
+		goto bad;
+	p = end;
+	if (ks->passed) {
+		ks->src.mapped = !strncmp(p, ",map=", 5);
+		if (!ks->src.mapped && strncmp(p, ",mem=", 5))
+			goto bad;
+		p += 5;
+		if (!kr_num(&p, &ks->src.base) || *p++ != '+' ||
+		    !kr_num(&p, &ks->src.size))
+			goto bad;
+		if (ks->src.mapped &&
+		    (*p++ != '@' || !kr_num(&p, &ks->src.foff)))
+			goto bad;
 	}
-	*pid = (int)v;
-	*formats = *end ? end + 9 : NULL;
+	if ((*p && strncmp(p, ",formats=", 9)) || (*p && !p[9]))
+		goto bad;
+	ks->pid = (int)v;
+	ks->formats = *p ? p + 9 : NULL;
+	return 0;
+bad:
+	snprintf(msg, msgsize,
+		 ks->passed ? "give the VMM as vmpid:PID,map=BASE+SIZE@FOFF or "
+			      "vmpid:PID,mem=BASE+SIZE, then [,formats=DIR], "
+			      "not '%s'"
+			    : "give the VMM as vmpid:PID[,formats=DIR], not '%s'",
+		 spec);
+	return -EINVAL;
+}
+
+/* The value of the "@key:" line of /proc/self/fdinfo/@fd, or -1. */
+static long kr_fdinfo(int fd, const char *key)
+{
+	char p[64], line[128];
+	size_t kl = strlen(key);
+	long v = -1;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", fd);
+	f = fopen(p, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, kl) && line[kl] == ':') {
+			v = strtol(line + kl + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+/* Is @fd, passed by a client, the file /proc/@pid/@what? */
+static bool kr_is_proc_file(int fd, int pid, const char *what)
+{
+	char p[64], want[64], got[96];
+	struct statfs sf;
+	ssize_t n;
+
+	if (fstatfs(fd, &sf) || sf.f_type != PROC_SUPER_MAGIC)
+		return false;
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	n = readlink(p, got, sizeof(got) - 1);
+	if (n <= 0)
+		return false;
+	got[n] = '\0';
+	snprintf(want, sizeof(want), "/proc/%d/%s", pid, what);
+	return !strcmp(got, want);
+}
+
+/*
+ * A shared RAM file a client passed: regular, on a file system whose
+ * reads come from memory or a local disk (not FUSE, not the network: a
+ * page fault there would wait for whoever serves it).
+ */
+static bool kr_is_ram_file(int fd)
+{
+	struct statfs sf;
+	struct stat st;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || fstatfs(fd, &sf))
+		return false;
+	switch ((unsigned long)sf.f_type) {
+	case TMPFS_MAGIC:
+	case HUGETLBFS_MAGIC:
+	case EXT4_SUPER_MAGIC:
+	case XFS_SUPER_MAGIC:
+	case BTRFS_SUPER_MAGIC:
+		return true;
+	}
+	return false;
+}
+
+#define KR_KFSET_MAX                                                   \
+	((size_t)HVT_KFSET_MAGIC_LEN + KF_MAX_BYTES +                  \
+	 (size_t)KF_MAX_FILES * (HVT_KFSET_REC_HDR + HVT_PROTO_EVNAME_MAX))
+
+/* The format set in the sealed memfd @fd; 0, or -errno with @msg. */
+static int kr_load_kfset(struct kring_remote *kr, int fd, char *msg,
+			 size_t msgsize)
+{
+	const unsigned int need = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
+	int seals = fcntl(fd, F_GET_SEALS);
+	struct stat st;
+	void *m;
+	int ret;
+
+	/* Sealed: nobody changes it under the parser, and a memfd's reads
+	 * never wait. */
+	if (seals < 0 || ((unsigned int)seals & need) != need ||
+	    fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		snprintf(msg, msgsize, "the formats sent are not in a memfd "
+				       "sealed against writes and resizing");
+		return -EBADF;
+	}
+	if (st.st_size <= 0 || (uint64_t)st.st_size > KR_KFSET_MAX) {
+		snprintf(msg, msgsize, "the format set sent is empty or larger "
+				       "than the daemon takes (16384 files, "
+				       "16 MiB)");
+		return -E2BIG;
+	}
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED) {
+		snprintf(msg, msgsize, "cannot map the format set sent: %s",
+			 strerror(errno));
+		return -errno;
+	}
+	ret = kring_formats_parse(m, (size_t)st.st_size, &kr->fmt,
+				  &kr->nr_fmt, msg, msgsize);
+	munmap(m, (size_t)st.st_size);
+	return ret;
+}
+
+/*
+ * The descriptors a client passed with HVT_ATTACH_VM_FDS, all opened with
+ * the client's rights (the kernel's ptrace check decided who may read the
+ * VMM): the pidfd of @ks->pid, then the memory (a RAM file, or
+ * /proc/PID/mem and /proc/PID/pagemap), then the format set with
+ * formats=.  Each is checked for what it must be; the daemon never opens
+ * /proc/PID itself for them.  Fills kr->pidfd, kr->fmt and @ks->src's
+ * descriptors (still the caller's).
+ */
+static int kr_take_fds(struct kring_remote *kr, struct kr_spec *ks, int *fds,
+		       int nr_fds, char *msg, size_t msgsize)
+{
+	int want = 2 + !ks->src.mapped + !!ks->formats, i = 2;
+
+	if (nr_fds != want) {
+		snprintf(msg, msgsize, "an attach by pid needs %d descriptors "
+				       "passed with it, not %d",
+			 want, nr_fds);
+		return -EBADF;
+	}
+	if (kr_fdinfo(fds[0], "Pid") != ks->pid) {
+		snprintf(msg, msgsize, "the first descriptor passed is not a "
+				       "pidfd of process %d",
+			 ks->pid);
+		return -EBADF;
+	}
+	kr->pidfd = fcntl(fds[0], F_DUPFD_CLOEXEC, 3);
+	if (kr->pidfd < 0) {
+		snprintf(msg, msgsize, "cannot keep the pidfd: %s",
+			 strerror(errno));
+		return -errno;
+	}
+	ks->src.fd = fds[1];
+	ks->src.pagemap = -1;
+	if (ks->src.mapped && !kr_is_ram_file(fds[1])) {
+		snprintf(msg, msgsize, "the memory passed is not a RAM file "
+				       "(tmpfs, hugetlbfs, memfd or a local "
+				       "disk's)");
+		return -EBADF;
+	}
+	if (!ks->src.mapped) {
+		if (!kr_is_proc_file(fds[1], ks->pid, "mem") ||
+		    !kr_is_proc_file(fds[2], ks->pid, "pagemap")) {
+			snprintf(msg, msgsize,
+				 "the memory passed is not /proc/%d/mem and "
+				 "/proc/%d/pagemap",
+				 ks->pid, ks->pid);
+			return -EBADF;
+		}
+		ks->src.pagemap = fds[i++];
+	}
+	if (ks->formats)
+		return kr_load_kfset(kr, fds[i], msg, msgsize);
 	return 0;
 }
 
-int kring_remote_attach(const char *name, const char *spec,
-			const struct d_cred *cred, struct remote **out,
-			char *msg, size_t msgsize)
+int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
+			int *fds, int nr_fds, const struct d_cred *cred,
+			struct remote **out, char *msg, size_t msgsize)
 {
+	struct kr_spec ks = { .passed = flags & HVT_ATTACH_VM_FDS };
 	struct hvtrace_kring_info ki;
 	struct kring_remote *kr;
-	const char *formats;
 	struct remote *r;
 	uint8_t *page;
 	int ret, pid;
@@ -442,39 +612,73 @@ int kring_remote_attach(const char *name, const char *spec,
 			 name);
 		return -EINVAL;
 	}
-	ret = kr_parse(spec, &pid, &formats, msg, msgsize);
+	if (flags & ~(uint32_t)(HVT_ATTACH_VM_FDS | HVT_ATTACH_DISABLED)) {
+		snprintf(msg, msgsize, "unknown attach flags 0x%x for an "
+				       "attach by pid",
+			 flags);
+		return -EINVAL;
+	}
+	ret = kr_parse(spec, &ks, msg, msgsize);
 	if (ret)
 		return ret;
+	pid = ks.pid;
 	if (remote_by_name(name)) {
 		snprintf(msg, msgsize, "'%s' is attached already", name);
 		return -EEXIST;
 	}
-	ret = kr_access(cred, pid, msg, msgsize);
-	if (ret)
-		return ret;
+	/*
+	 * Only root may have the daemon open /proc/PID and a formats folder
+	 * by name: for anyone else the client opens them with its own
+	 * rights and passes the descriptors, so the kernel's ptrace check
+	 * decides, and a reused pid or a FIFO cannot stand in.
+	 */
+	if (!ks.passed && cred && !cred->root) {
+		snprintf(msg, msgsize,
+			 "attaching process %d by pid: hvtraced opens a VMM's "
+			 "memory only with the descriptors its client opened "
+			 "and passed ('hvtrace daemon attach --vm-pid' does); "
+			 "update hvtrace",
+			 pid);
+		return -EPERM;
+	}
 	kr = calloc(1, sizeof(*kr));
 	if (!kr) {
 		snprintf(msg, msgsize, "out of memory");
 		return -ENOMEM;
 	}
 	kr->pid = pid;
-	/* The process first, then its memory: a pid reused after this
-	 * cannot pass for the VMM. */
-	kr->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (kr->pidfd < 0 && errno == ESRCH) {
-		free(kr);
-		snprintf(msg, msgsize,
-			 "no process %d (--vm-pid names the VMM "
-			 "process, e.g. QEMU's pid)",
-			 pid);
-		return -ESRCH;
-	}
-	if (formats) {
-		ret = kr_load_formats(kr, formats, cred, msg, msgsize);
+	kr->pidfd = -1;
+	if (ks.passed) {
+		ret = kr_take_fds(kr, &ks, fds, nr_fds, msg, msgsize);
 		if (ret)
 			goto fail;
+		ret = hvtrace_kring_open_source(pid, &ks.src, &kr->k);
+	} else {
+		if (nr_fds) {
+			snprintf(msg, msgsize, "descriptors passed without "
+					       "HVT_ATTACH_VM_FDS");
+			ret = -EINVAL;
+			goto fail;
+		}
+		/* The process first, then its memory: a pid reused after
+		 * this cannot pass for the VMM. */
+		kr->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		if (kr->pidfd < 0 && errno == ESRCH) {
+			free(kr);
+			snprintf(msg, msgsize,
+				 "no process %d (--vm-pid names the VMM "
+				 "process, e.g. QEMU's pid)",
+				 pid);
+			return -ESRCH;
+		}
+		if (ks.formats) {
+			ret = kr_load_formats(kr, ks.formats, cred, msg,
+					      msgsize);
+			if (ret)
+				goto fail;
+		}
+		ret = hvtrace_kring_open_pid(pid, &kr->k);
 	}
-	ret = hvtrace_kring_open_pid(pid, &kr->k);
 	if (!ret)
 		ret = hvtrace_kring_get_info(kr->k, &ki);
 	if (ret) {
@@ -512,24 +716,33 @@ int kring_remote_attach(const char *name, const char *spec,
 	r->info.mode = HVT_MODE_OVERWRITE;
 	r->info.clock_id = 0; /* the guest's own: no clock model */
 	r->state = HVT_REMOTE_CONNECTED;
-	if (formats && !realpath(formats, r->kf_dir))
+	r->kf_dir[0] = '\0';
+	/* A passed folder is only named (the client resolved it): never
+	 * looked up here. */
+	if (ks.formats && ks.passed) {
+		if (ks.formats[0] == '/' &&
+		    strlen(ks.formats) < sizeof(r->kf_dir))
+			snprintf(r->kf_dir, sizeof(r->kf_dir), "%s",
+				 ks.formats);
+	} else if (ks.formats && !realpath(ks.formats, r->kf_dir)) {
 		r->kf_dir[0] = '\0';
+	}
 	kr->next_state_ms = d_now_ms();
 	snprintf(msg, msgsize,
 		 "attached '%s' (the guest kernel ring in %s: %u CPUs x %u "
 		 "sub-buffers of %u bytes; %zu event format%s%s)",
 		 name, kr->where, ki.nr_cpus, ki.nr_subbufs, ki.subbuf_size,
 		 kr->nr_fmt, kr->nr_fmt == 1 ? "" : "s",
-		 formats ? ""
-			 : ": give --formats DIR to name "
-			   "the events");
+		 ks.formats ? ""
+			    : ": give --formats DIR to name "
+			      "the events");
 	*out = r;
 	return 0;
 fail:
 	hvtrace_kring_close(kr->k);
 	if (kr->pidfd >= 0)
 		close(kr->pidfd);
-	kr_formats_free(kr->fmt, kr->nr_fmt);
+	kring_formats_free(kr->fmt, kr->nr_fmt);
 	free(kr);
 	return ret;
 }

@@ -510,8 +510,8 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "%.*s",
 			 (int)(eq - attach_area[i]), attach_area[i]);
 		if (kring_remote_spec(eq + 1) ?
-			    kring_remote_attach(name, eq + 1, NULL, &r, msg,
-						sizeof(msg)) :
+			    kring_remote_attach(name, eq + 1, 0, NULL, 0, NULL,
+						&r, msg, sizeof(msg)) :
 			    area_remote_attach(name, eq + 1, 0, NULL, &r, msg,
 					       sizeof(msg)))
 			d_log("--attach-area %s: %s", attach_area[i], msg);

@@ -64,13 +64,29 @@ static void tool_remotes(struct conn *c, const struct hvt_msg *m)
 	free(buf);
 }
 
+/* Descriptors a tool passed beyond those an attach takes. */
+static void tool_drop_fds(struct conn *c)
+{
+	int fd;
+
+	while ((fd = conn_take_fd(c)) >= 0)
+		close(fd);
+}
+
 static void tool_attach_area(struct conn *c, const struct hvt_msg *m)
 {
 	char s[HVT_PROTO_DEF_MAX + 1], msg[1024];
+	int fds[HVT_ATTACH_MAX_FDS], nr_fds = 0, i;
 	struct remote *r = NULL;
 	char *eq;
 	int ret;
 
+	/* The descriptors that came with the frame (an attach by pid):
+	 * the attach copies what it keeps, the rest is closed here. */
+	while (nr_fds < (int)HVT_ATTACH_MAX_FDS &&
+	       (fds[nr_fds] = conn_take_fd(c)) >= 0)
+		nr_fds++;
+	tool_drop_fds(c);
 	d_copy_str(s, sizeof(s), &m->u.arg.s);
 	eq = strchr(s, '=');
 	if (!eq || eq == s || !eq[1]) {
@@ -78,13 +94,14 @@ static void tool_attach_area(struct conn *c, const struct hvt_msg *m)
 				  "give NAME=PATH[@OFFSET[+SIZE]] or "
 				  "NAME=vmpid:PID[,formats=DIR], not '%s'",
 				  s);
-		return;
+		goto out;
 	}
 	*eq = '\0';
 	/* A restored area whose file is missing does not hold its name:
 	 * an attach that would succeed replaces it. */
 	r = remote_by_name(s);
-	if (r && area_remote_stale(r) && !kring_remote_spec(eq + 1)) {
+	if (r && area_remote_stale(r) && !kring_remote_spec(eq + 1) &&
+	    !nr_fds) {
 		ret = area_remote_check(s, eq + 1, m->u.arg.arg, &c->cred, msg,
 					sizeof(msg));
 		if (ret) {	/* the restored one stays */
@@ -92,7 +109,7 @@ static void tool_attach_area(struct conn *c, const struct hvt_msg *m)
 			      (unsigned int)c->cred.uid, msg);
 			conn_reply_result(c, m, HVT_MSG_ATTACH_AREA, ret, 0, 0,
 					  "%s", msg);
-			return;
+			goto out;
 		}
 		d_log("remote '%s': attached again from hvtraced.state, but "
 		      "its file is missing; replaced by a new attach from "
@@ -101,12 +118,17 @@ static void tool_attach_area(struct conn *c, const struct hvt_msg *m)
 		remote_destroy(r);
 	}
 	r = NULL;
-	if (kring_remote_spec(eq + 1))
-		ret = kring_remote_attach(s, eq + 1, &c->cred, &r, msg,
-					  sizeof(msg));
-	else
+	if (kring_remote_spec(eq + 1)) {
+		ret = kring_remote_attach(s, eq + 1, m->u.arg.arg, fds, nr_fds,
+					  &c->cred, &r, msg, sizeof(msg));
+	} else if (nr_fds) {
+		ret = -EINVAL;
+		snprintf(msg, sizeof(msg),
+			 "an area attach takes no descriptors");
+	} else {
 		ret = area_remote_attach(s, eq + 1, m->u.arg.arg, &c->cred, &r,
 					 msg, sizeof(msg));
+	}
 	if (ret)
 		d_log("refused ATTACH_AREA %s from uid %u: %s", eq + 1,
 		      (unsigned int)c->cred.uid, msg);
@@ -114,6 +136,9 @@ static void tool_attach_area(struct conn *c, const struct hvt_msg *m)
 		d_log("%s", msg);
 	conn_reply_result(c, m, HVT_MSG_ATTACH_AREA, ret, ret ? 0 : r->id, 0,
 			  "%s", msg);
+out:
+	for (i = 0; i < nr_fds; i++)
+		close(fds[i]);
 }
 
 static void tool_stats(struct conn *c, struct remote *r,
@@ -370,4 +395,5 @@ const struct conn_ops tool_conn_ops = {
 	.closed = tool_closed,
 	.reply_slack = D_TOOL_REPLY_SLACK,
 	.max_errors = D_TOOL_MAX_ERRORS,
+	.takes_fds = true,	/* those of an attach by pid */
 };

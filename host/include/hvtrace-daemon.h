@@ -107,6 +107,35 @@ HVTRACE_API int hvtrace_daemon_call_result(struct hvtrace_daemon *c,
 					   struct hvt_m_result *res, char *text,
 					   size_t textsize);
 
+/**
+ * hvtrace_daemon_pass_fds - descriptors to pass (SCM_RIGHTS) with the next
+ * request sent; at most HVT_ATTACH_MAX_FDS, not closed, not kept after it.
+ *
+ * Return: 0; -EINVAL.
+ */
+HVTRACE_API int hvtrace_daemon_pass_fds(struct hvtrace_daemon *c,
+					const int *fds, int nr);
+
+/**
+ * hvtrace_daemon_attach_vm_pid - attach the guest kernel ring in the memory
+ * of VMM process @pid as remote @name (hvtrace daemon attach --vm-pid)
+ * @formats: a folder laid out like tracefs (events/SYSTEM/EVENT/format),
+ *           or NULL
+ * @text:    the daemon's answer
+ *
+ * The caller finds the ring with its own rights (hvtrace_kring_open_pid():
+ * the kernel's ptrace check decides), reads @formats itself (regular
+ * files only, never waiting on a FIFO) into a sealed memfd, and passes
+ * the pidfd, the memory's descriptors and the formats to hvtraced with
+ * an ATTACH_AREA of flag HVT_ATTACH_VM_FDS.
+ *
+ * Return: 0, or -errno with hvtrace_last_error() saying why.
+ */
+HVTRACE_API int hvtrace_daemon_attach_vm_pid(struct hvtrace_daemon *c,
+					     const char *name, int pid,
+					     const char *formats, char *text,
+					     size_t textsize);
+
 /*
  * --- reading remotes: a page feed and event tables (dfeed.c, dsource.c) ----
  *

@@ -269,6 +269,50 @@ HVTRACE_API int hvtrace_kring_open(const char *path, uint64_t offset,
  */
 HVTRACE_API int hvtrace_kring_open_pid(int pid, struct hvtrace_kring **out);
 
+/**
+ * struct hvtrace_kring_source - where a ring found by hvtrace_kring_open_pid()
+ * lies: the descriptor its reader reads (kept by the handle) and the
+ * mapping of the VMM it was found in
+ * @fd:      a shared file of guest RAM (@mapped) or /proc/PID/mem
+ * @pagemap: /proc/PID/pagemap with /proc/PID/mem, or -1
+ * @mapped:  @fd is mapped PROT_READ at @foff
+ * @base:    the VMM's address of the mapping
+ * @size:    its length
+ * @foff:    the file offset it maps (@mapped)
+ */
+struct hvtrace_kring_source {
+	int fd;
+	int pagemap;
+	bool mapped;
+	uint64_t base;
+	uint64_t size;
+	uint64_t foff;
+};
+
+/**
+ * hvtrace_kring_pid_source - the descriptors and mapping of a ring that
+ * hvtrace_kring_open_pid() found, to hand to another process (hvtraced):
+ * they were opened with the caller's rights, the kernel's ptrace check
+ * passed.  The descriptors stay the handle's.
+ *
+ * Return: 0; -EINVAL (not a ring found in a process).
+ */
+HVTRACE_API int hvtrace_kring_pid_source(const struct hvtrace_kring *k,
+					 struct hvtrace_kring_source *src);
+
+/**
+ * hvtrace_kring_open_source - find the ring again in a mapping described by
+ * @src (from hvtrace_kring_pid_source(), maybe in another process), reading
+ * only through its descriptors (copied: the caller keeps @src's); @pid
+ * names the VMM in messages.  Everything in @src is checked: 64 MiB to
+ * 1 TiB, page aligned, and the ring must lie inside.
+ *
+ * Return: 0; -EINVAL; the errors of hvtrace_kring_open().
+ */
+HVTRACE_API int hvtrace_kring_open_source(int pid,
+					  const struct hvtrace_kring_source *src,
+					  struct hvtrace_kring **out);
+
 /** hvtrace_kring_close - unmap and free; NULL is a no-op */
 HVTRACE_API void hvtrace_kring_close(struct hvtrace_kring *k);
 

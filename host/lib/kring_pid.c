@@ -78,32 +78,17 @@ static int kr_pid_fd(int pid, unsigned int maj, unsigned int min,
 }
 
 /*
- * Look for the ring in one mapping of @pid.  A shared file mapping (a
- * memory-backend-file or memfd) whose descriptor the VMM holds is mapped
- * PROT_READ from that descriptor; any other mapping is read through
- * /proc/PID/mem.  Offsets are relative to the mapping's start and bounded
- * by its length: the ring must lie inside one mapping.
+ * The ring in the mapping @k describes (base, size, pid), read through the
+ * descriptor it holds: k->fd (a shared file of the mapping, mapped
+ * PROT_READ at @foff) when set, else k->mem (/proc/PID/mem, k->pagemap
+ * optional).  Offsets are relative to the mapping's start and bounded by
+ * its length: the ring must lie inside one mapping.  Frees @k on error.
  */
-static int kr_pid_try(int pid, uint64_t start, uint64_t end, bool shared,
-		      unsigned long long foff, unsigned int maj,
-		      unsigned int min, unsigned long long ino,
-		      const char *name, struct hvtrace_kring **out)
+static int kr_pid_scan(struct hvtrace_kring *k, unsigned long long foff,
+		       int fdnum, const char *name, struct hvtrace_kring **out)
 {
-	struct hvtrace_kring *k = calloc(1, sizeof(*k));
-	char p[64];
-	int ret, fdnum = -1;
+	int ret;
 
-	if (!k)
-		return hvt_err(-ENOMEM, "out of memory");
-	k->fd = -1;
-	k->mem = -1;
-	k->pagemap = -1;
-	k->pid = pid;
-	k->unit = "mapping";
-	k->base = start;
-	k->size = end - start;
-	if (shared && ino)
-		k->fd = kr_pid_fd(pid, maj, min, ino, &fdnum);
 	if (k->fd >= 0 && lseek(k->fd, (off_t)foff, SEEK_DATA) < 0 &&
 	    errno != ENXIO) {
 		/* No hole information (hugetlbfs): a scan of our own mapping
@@ -124,8 +109,8 @@ static int kr_pid_try(int pid, uint64_t start, uint64_t end, bool shared,
 		struct hvt_guard g;
 
 		snprintf(k->path, sizeof(k->path),
-			 "process %d: fd %d (%s) mapped at 0x%llx", pid,
-			 fdnum, name, (unsigned long long)start);
+			 "process %d: fd %d (%s) mapped at 0x%llx", k->pid,
+			 fdnum, name, (unsigned long long)k->base);
 		hvt_guard_init();
 		if (hvt_guard_enter(&g, k->map, k->size)) {
 			ret = hvt_err(-EIO, "%s: the file shrank while it was "
@@ -138,17 +123,15 @@ static int kr_pid_try(int pid, uint64_t start, uint64_t end, bool shared,
 		goto out;
 	}
 	snprintf(k->path, sizeof(k->path),
-		 "process %d: memory 0x%llx-0x%llx (%s)", pid,
-		 (unsigned long long)start, (unsigned long long)end,
+		 "process %d: memory 0x%llx-0x%llx (%s)", k->pid,
+		 (unsigned long long)k->base,
+		 (unsigned long long)(k->base + k->size),
 		 *name ? name : "anonymous");
-	snprintf(p, sizeof(p), "/proc/%d/mem", pid);
-	k->mem = open(p, O_RDONLY | O_CLOEXEC);
 	if (k->mem < 0) {
-		ret = kr_pid_err(pid, "the memory", errno);
+		ret = hvt_err(-EBADF, "%s: no descriptor of the memory",
+			      k->path);
 		goto out;
 	}
-	snprintf(p, sizeof(p), "/proc/%d/pagemap", pid);
-	k->pagemap = open(p, O_RDONLY | O_CLOEXEC);
 	ret = kr_find(k, 0);
 out:
 	if (ret) {
@@ -157,9 +140,59 @@ out:
 	}
 	k->ring = k->info.nr_subbufs - 1;
 	k->data_size = k->info.subbuf_size - HVT_PAGE_HDR_SIZE;
-	k->info.addr = start + k->info.offset;
+	k->info.addr = k->base + k->info.offset;
 	*out = k;
 	return 0;
+}
+
+static struct hvtrace_kring *kr_pid_new(int pid, uint64_t start, uint64_t end)
+{
+	struct hvtrace_kring *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return NULL;
+	k->fd = -1;
+	k->mem = -1;
+	k->pagemap = -1;
+	k->pid = pid;
+	k->unit = "mapping";
+	k->base = start;
+	k->size = end - start;
+	return k;
+}
+
+/*
+ * Look for the ring in one mapping of @pid.  A shared file mapping (a
+ * memory-backend-file or memfd) whose descriptor the VMM holds is mapped
+ * PROT_READ from that descriptor; any other mapping is read through
+ * /proc/PID/mem.
+ */
+static int kr_pid_try(int pid, uint64_t start, uint64_t end, bool shared,
+		      unsigned long long foff, unsigned int maj,
+		      unsigned int min, unsigned long long ino,
+		      const char *name, struct hvtrace_kring **out)
+{
+	struct hvtrace_kring *k = kr_pid_new(pid, start, end);
+	char p[64];
+	int fdnum = -1;
+
+	if (!k)
+		return hvt_err(-ENOMEM, "out of memory");
+	if (shared && ino)
+		k->fd = kr_pid_fd(pid, maj, min, ino, &fdnum);
+	if (k->fd < 0) {
+		snprintf(p, sizeof(p), "/proc/%d/mem", pid);
+		k->mem = open(p, O_RDONLY | O_CLOEXEC);
+		if (k->mem < 0) {
+			int err = errno;
+
+			hvtrace_kring_close(k);
+			return kr_pid_err(pid, "the memory", err);
+		}
+		snprintf(p, sizeof(p), "/proc/%d/pagemap", pid);
+		k->pagemap = open(p, O_RDONLY | O_CLOEXEC);
+	}
+	return kr_pid_scan(k, foff, fdnum, name, out);
 }
 
 struct kr_vma {
@@ -281,4 +314,72 @@ HVTRACE_API int hvtrace_kring_open_pid(int pid, struct hvtrace_kring **out)
 				 "guest kernel with reserve_mem=SIZE:4096:LABEL "
 				 "trace_instance=NAME@LABEL and let it boot",
 		       pid, nr, KR_MAGIC);
+}
+
+HVTRACE_API int hvtrace_kring_pid_source(const struct hvtrace_kring *k,
+					 struct hvtrace_kring_source *src)
+{
+	if (!k || !src || k->pid <= 0 || (!k->map && k->mem < 0))
+		return hvt_err(-EINVAL, "hvtrace_kring_pid_source: not a ring "
+					"found in a process's memory");
+	memset(src, 0, sizeof(*src));
+	src->mapped = k->map != NULL;
+	src->fd = k->map ? k->fd : k->mem;
+	src->pagemap = k->map ? -1 : k->pagemap;
+	src->base = k->base;
+	src->size = k->size;
+	src->foff = k->map ? k->foff : 0;
+	return 0;
+}
+
+HVTRACE_API int hvtrace_kring_open_source(int pid,
+					  const struct hvtrace_kring_source *src,
+					  struct hvtrace_kring **out)
+{
+	struct hvtrace_kring *k;
+	int ret;
+
+	if (pid <= 0 || !src || !out || src->fd < 0)
+		return hvt_err(-EINVAL, "hvtrace_kring_open_source: bad pid %d "
+					"or no descriptor",
+			       pid);
+	if (src->size < KR_VM_MIN || src->size > KR_VM_MAX ||
+	    src->base + src->size < src->base || src->base % 4096 ||
+	    src->size % 4096 || src->foff % 4096 ||
+	    src->foff + src->size < src->foff ||
+	    src->foff > (uint64_t)INT64_MAX - src->size ||
+	    (!src->mapped && src->foff))
+		return hvt_err(-EINVAL, "process %d: a mapping of 0x%llx bytes "
+					"at 0x%llx (file offset 0x%llx) is not "
+					"guest RAM: 64 MiB to 1 TiB, page "
+					"aligned",
+			       pid, (unsigned long long)src->size,
+			       (unsigned long long)src->base,
+			       (unsigned long long)src->foff);
+	k = kr_pid_new(pid, src->base, src->base + src->size);
+	if (!k)
+		return hvt_err(-ENOMEM, "out of memory");
+	/* The handle owns copies: the caller keeps its own. */
+	if (src->mapped) {
+		k->fd = fcntl(src->fd, F_DUPFD_CLOEXEC, 3);
+	} else {
+		k->mem = fcntl(src->fd, F_DUPFD_CLOEXEC, 3);
+		if (src->pagemap >= 0)
+			k->pagemap = fcntl(src->pagemap, F_DUPFD_CLOEXEC, 3);
+	}
+	if (k->fd < 0 && k->mem < 0) {
+		ret = hvt_err(-errno, "cannot copy a descriptor: %s",
+			      strerror(errno));
+		hvtrace_kring_close(k);
+		return ret;
+	}
+	ret = kr_pid_scan(k, src->foff, src->fd, "passed", out);
+	if (!ret && src->mapped && !(*out)->map) {
+		hvtrace_kring_close(*out);
+		*out = NULL;
+		return hvt_err(-EINVAL, "process %d: the passed file cannot be "
+					"mapped",
+			       pid);
+	}
+	return ret;
 }

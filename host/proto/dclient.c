@@ -21,6 +21,8 @@ struct hvtrace_daemon {
 	char path[108];
 	struct hvt_proto_dec dec;
 	uint8_t *wbuf;
+	int pass[HVT_ATTACH_MAX_FDS];	/* to pass with the next request */
+	int nr_pass;
 	uint8_t rbuf[HVT_PROTO_MAX_FRAME];
 };
 
@@ -65,8 +67,29 @@ int hvtrace_daemon_send(struct hvtrace_daemon *c, struct hvt_msg *m)
 		return hvt_err(n, "cannot encode a %s request: %s",
 			       hvt_msg_type_name(m->type), strerror(-n));
 	while (off < n) {
-		ssize_t w = send(c->fd, c->wbuf + off, (size_t)(n - off),
-				 MSG_NOSIGNAL);
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(HVT_ATTACH_MAX_FDS * sizeof(int))];
+		} cm;
+		struct iovec iov = { c->wbuf + off, (size_t)(n - off) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		ssize_t w;
+
+		/* Descriptors go with the frame's first byte. */
+		if (c->nr_pass) {
+			size_t fl = (size_t)c->nr_pass * sizeof(int);
+
+			memset(&cm, 0, sizeof(cm));
+			mh.msg_control = cm.buf;
+			mh.msg_controllen = CMSG_SPACE(fl);
+			cm.h.cmsg_level = SOL_SOCKET;
+			cm.h.cmsg_type = SCM_RIGHTS;
+			cm.h.cmsg_len = CMSG_LEN(fl);
+			memcpy(CMSG_DATA(&cm.h), c->pass, fl);
+		}
+		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+		if (w > 0)
+			c->nr_pass = 0;
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -76,6 +99,17 @@ int hvtrace_daemon_send(struct hvtrace_daemon *c, struct hvt_msg *m)
 				       strerror(errno));
 		off += (int)w;
 	}
+	return 0;
+}
+
+int hvtrace_daemon_pass_fds(struct hvtrace_daemon *c, const int *fds, int nr)
+{
+	if (!c || nr < 0 || nr > (int)HVT_ATTACH_MAX_FDS || (nr && !fds))
+		return hvt_err(-EINVAL, "hvtrace_daemon_pass_fds: %d "
+					"descriptors (at most %u)",
+			       nr, HVT_ATTACH_MAX_FDS);
+	memcpy(c->pass, fds, (size_t)nr * sizeof(int));
+	c->nr_pass = nr;
 	return 0;
 }
 

@@ -48,3 +48,9 @@ endif
 ifneq ($(HVTRACED_BIN),)
 $(eval $(call add-test,hvtraced/planted_names,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/planted_names.sh))
 endif
+
+# kring_attach_fds: an attach by pid reads only what its client opened
+# and passed, and a FIFO in a formats folder blocks nothing (issue 22).
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-test,hvtraced/kring_attach_fds,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/kring_attach_fds.sh))
+endif

@@ -124,7 +124,7 @@ if [ "$(id -u)" = 0 ] && [ ${#group[@]} -gt 0 ] &&
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$H" daemon attach \
 		--vm-pid "$VPID" --name "$NAME-n" >"$T/eperm.err" 2>&1 &&
 		fail "attach by pid as nobody succeeded"
-	grep -q "needs root, or the VMM's own user" "$T/eperm.err" ||
+	grep -q "needs ptrace read access to it" "$T/eperm.err" ||
 		fail "as nobody: $(cat "$T/eperm.err")"
 else
 	echo "(not checked: the refusal of a non-root peer; needs root, group nogroup and a build nobody can run)"

@@ -136,7 +136,28 @@ enum hvt_kformats_op {
 
 /* ATTACH_AREA flags (the ARG's arg). */
 #define HVT_ATTACH_DISABLED	0x1u	/* start with every event disabled */
-#define HVT_ATTACH_ALL		HVT_ATTACH_DISABLED
+/*
+ * A "vmpid:" attach whose descriptors come with the frame (SCM_RIGHTS),
+ * opened by the client with its own rights: the VMM's pidfd, the memory
+ * the client found the ring in, and the formats it read.  The spec then is
+ * "vmpid:PID,map=BASE+SIZE@FOFF" (fds: pidfd, the shared RAM file) or
+ * "vmpid:PID,mem=BASE+SIZE" (fds: pidfd, /proc/PID/mem, /proc/PID/pagemap),
+ * then optionally ",formats=DIR" (one more fd: a sealed memfd holding an
+ * HVT_KFSET; DIR is only named, never opened).  Areas refuse the flag.
+ */
+#define HVT_ATTACH_VM_FDS	0x2u
+#define HVT_ATTACH_MAX_FDS	4u
+#define HVT_ATTACH_ALL		(HVT_ATTACH_DISABLED | HVT_ATTACH_VM_FDS)
+
+/*
+ * A set of guest kernel formats in one buffer (HVT_ATTACH_VM_FDS): the 8
+ * bytes HVT_KFSET_MAGIC, then records of u16 name length, u32 text length
+ * (little-endian), the name "SYSTEM/EVENT" and the format file's text.
+ */
+#define HVT_KFSET_MAGIC		"hvtkfs1\n"
+#define HVT_KFSET_MAGIC_LEN	8u
+#define HVT_KFSET_REC_HDR	6u
+#define HVT_KFSET_TEXT_MAX	(64u << 10)	/* one format file */
 
 /* HELLO roles. */
 enum hvt_role {
