@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+/*
+ * issue 22 point 8: a fake guest kernel ring planted by a guest user.
+ *
+ * An unprivileged process in the guest can write a valid-looking ring
+ * meta (magic, sizes, a ring of 4 sub-buffers with its own events) into
+ * its own memory, e.g. at the start of a 2 MiB huge page.  Before the
+ * fix the scan took the first meta that validated at any 4 KiB boundary
+ * upward: the fake, when it lay below the real ring, and the host read
+ * the user's "kernel" events.  Here the golden 6.12 ring
+ * (tests/include/kring_img.h) sits at 0x403000 of 8 MiB of guest RAM and
+ * a fake at 0x200000 (a huge page):
+ *   - a fake with kernel-looking addresses: the scan refuses (-ENOTUNIQ)
+ *     with a message naming both offsets, never the fake's events;
+ *     so does a fake that claims a range covering the real ring;
+ *   - the real ring's offset, given as the offset argument or as
+ *     HVTRACE_KRING_OFFSET, opens the real ring;
+ *   - a fake whose text/data or first_buffer are user addresses is not
+ *     the kernel's: the scan takes the real ring alone, and an explicit
+ *     offset at the fake is refused naming the address.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <hvtrace.h>
+
+#include "hvt_test.h"
+#include "kring_img.h"
+
+#define FIRST0	(VA_BASE + 0x100000)
+#define FIRST1	(VA_BASE + 0x200000)
+#define RAM	(8ull << 20)
+#define REAL_AT	0x400000ull		/* where the golden image goes */
+#define REAL	(REAL_AT + R612)	/* the real ring's first meta */
+#define FAKE	0x200000ull		/* a huge page of a guest process */
+#define FAKE_SEQ 666u
+
+/*
+ * A fake 6.12 ring of one CPU at FAKE: @nr sub-buffers, @text as its
+ * text and data addresses, @first as its first_buffer; head = commit =
+ * id 1 holding one marker FAKE_SEQ.
+ */
+static void plant(uint32_t nr, uint64_t text, uint64_t first)
+{
+	uint64_t hdr = (56 + 4ull * nr + SB - 1) & ~(uint64_t)(SB - 1);
+	uint32_t i, off = 0;
+
+	w32(FAKE, MAGIC);
+	w32(FAKE + 4, 56);
+	w64(FAKE + 8, text);
+	w64(FAKE + 16, text + 0x1000000);
+	w64(FAKE + 24, first);
+	w64(FAKE + 32, first + SB);
+	w64(FAKE + 40, first + SB);
+	w32(FAKE + 48, SB);
+	w32(FAKE + 52, nr);
+	for (i = 0; i < nr; i++)
+		w32(FAKE + 56 + 4 * i, i);
+	put_marker(FAKE + hdr + SB, &off, 0, FAKE_SEQ);
+	page_hdr(FAKE + hdr + SB, 10, off);
+}
+
+/* 8 MiB of RAM: the golden ring at REAL, nothing else. */
+static void ram(void)
+{
+	uint8_t *golden;
+
+	kimg_612(FIRST0, FIRST1);
+	golden = img;
+	img = NULL;
+	img_new(RAM);
+	memcpy(img + REAL_AT, golden, 0x10000);
+	free(golden);
+}
+
+/* The first event of CPU 0 is the golden ring's seq 1, never the fake. */
+static void expect_real(struct hvtrace_kring *k)
+{
+	struct hvtrace_kring_info ki;
+	struct hvtrace_page_info pi;
+	uint8_t page[SB];
+	uint32_t seq;
+
+	t_ok(hvtrace_kring_get_info(k, &ki));
+	if (ki.offset != REAL)
+		t_fail("issue 22 point 8: took the ring at 0x%llx, the real "
+		       "one is at 0x%llx",
+		       (unsigned long long)ki.offset, (unsigned long long)REAL);
+	t_equ(ki.nr_cpus, 2);
+	t_eq(hvtrace_kring_read_page(k, 0, page, sizeof(page), &pi), 1);
+	memcpy(&seq, page + 16 + 12, 4);
+	t_equ(seq, 1);
+}
+
+static void expect_refused(const char *what)
+{
+	struct hvtrace_kring *k = NULL;
+	struct hvtrace_page_info pi;
+	uint8_t page[SB];
+	uint32_t seq = 0;
+	int r;
+
+	img_sync();
+	r = hvtrace_kring_open(path, 0, &k);
+	if (r == 0) {
+		if (hvtrace_kring_read_page(k, 0, page, sizeof(page), &pi) == 1)
+			memcpy(&seq, page + 16 + 12, 4);
+		t_fail("issue 22 point 8: %s: the scan took a ring (first "
+		       "event seq %u%s) instead of refusing two candidates",
+		       what, seq, seq == FAKE_SEQ ? ": the fake's" : "");
+	}
+	if (r != -ENOTUNIQ)
+		t_fail("%s: open returned %d (%s), expected -ENOTUNIQ", what,
+		       r, hvtrace_last_error());
+	if (!strstr(hvtrace_last_error(), "0x200000") ||
+	    !strstr(hvtrace_last_error(), "0x403000"))
+		t_fail("%s: message '%s' does not name both candidates "
+		       "0x200000 and 0x403000",
+		       what, hvtrace_last_error());
+	t_assert(!k);
+}
+
+int main(void)
+{
+	struct hvtrace_kring *k;
+
+	mfd = memfd_create("kring_fake", MFD_CLOEXEC);
+	if (mfd < 0)
+		t_skip("memfd_create: %s", strerror(errno));
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", mfd);
+	unsetenv("HVTRACE_KRING_OFFSET");
+
+	/* The real ring alone: found. */
+	ram();
+	img_sync();
+	t_ok(hvtrace_kring_open(path, 0, &k));
+	expect_real(k);
+	hvtrace_kring_close(k);
+
+	/* A fake with kernel-looking addresses below it: refused, both
+	 * named; a fake whose range covers the real ring too. */
+	ram();
+	plant(4, 0xffffffff81000000ull, VA_BASE + 0x900000);
+	expect_refused("a kernel-looking fake");
+	ram();
+	plant(1024, 0xffffffff81000000ull, VA_BASE + 0x900000);
+	t_assert(FAKE + 0x2000 + 1024ull * SB > REAL);
+	expect_refused("a fake whose range covers the real ring");
+
+	/* The real ring's place, given: taken. */
+	t_ok(hvtrace_kring_open(path, REAL, &k));
+	expect_real(k);
+	hvtrace_kring_close(k);
+	t_assert(setenv("HVTRACE_KRING_OFFSET", "0x403000", 1) == 0);
+	t_ok(hvtrace_kring_open(path, 0, &k));
+	expect_real(k);
+	hvtrace_kring_close(k);
+	t_assert(setenv("HVTRACE_KRING_OFFSET", "0x40300x", 1) == 0);
+	t_eq(hvtrace_kring_open(path, 0, &k), -EINVAL);
+	t_assert(strstr(hvtrace_last_error(), "HVTRACE_KRING_OFFSET"));
+	unsetenv("HVTRACE_KRING_OFFSET");
+
+	/* Fakes with user addresses are not the kernel's: the real ring
+	 * is taken alone; the fake's offset given is refused by name. */
+	ram();
+	plant(4, 0x0000555555554000ull, VA_BASE + 0x900000);
+	img_sync();
+	t_ok(hvtrace_kring_open(path, 0, &k));
+	expect_real(k);
+	hvtrace_kring_close(k);
+	t_eq(hvtrace_kring_open(path, FAKE, &k), -EINVAL);
+	t_assert(strstr(hvtrace_last_error(), "0x555555554000"));
+	ram();
+	plant(4, 0xffffffff81000000ull, 0x00007f0000000000ull);
+	img_sync();
+	t_ok(hvtrace_kring_open(path, 0, &k));
+	expect_real(k);
+	hvtrace_kring_close(k);
+	t_eq(hvtrace_kring_open(path, FAKE, &k), -EINVAL);
+	t_assert(strstr(hvtrace_last_error(), "0x7f0000000000"));
+
+	free(img);
+	printf("PASS kring_fake\n");
+	return 0;
+}
