@@ -17,13 +17,17 @@
  *     HVTRACE_KRING_OFFSET, opens the real ring;
  *   - a fake whose text/data or first_buffer are user addresses is not
  *     the kernel's: the scan takes the real ring alone, and an explicit
- *     offset at the fake is refused naming the address.
+ *     offset at the fake is refused naming the address;
+ *   - a VMM (a child process) with a ring in each of two 64 MiB mappings
+ *     (the fake in another mapping a guest user can write): the pid scan
+ *     refuses (-ENOTUNIQ) naming both addresses, where it took the first.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <hvtrace.h>
@@ -124,6 +128,70 @@ static void expect_refused(const char *what)
 	t_assert(!k);
 }
 
+#define VM_LEN	(64ull << 20)	/* the smallest mapping a pid scan reads */
+
+/* A child holding img[0..0x10000) at 1 MiB of each of two mappings. */
+static void two_mappings(void)
+{
+	struct hvtrace_kring *k = NULL;
+	uint64_t base[2];
+	int up[2], down[2], st, r;
+	char msg[512], want[2][32];
+	pid_t pid;
+
+	t_assert(pipe(up) == 0 && pipe(down) == 0);
+	pid = fork();
+	t_assert(pid >= 0);
+	if (pid == 0) {
+		uint8_t *m;
+		char b;
+		int i;
+
+		close(up[0]);
+		close(down[1]);
+		/* PROT_NONE around them: two mappings, not one merged */
+		m = mmap(NULL, 2 * VM_LEN + 3 * 4096, PROT_NONE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			_exit(2);
+		for (i = 0; i < 2; i++) {
+			uint8_t *at = m + 4096 + i * (VM_LEN + 4096);
+
+			if (mprotect(at, VM_LEN, PROT_READ | PROT_WRITE))
+				_exit(2);
+			memcpy(at + (1 << 20), img, 0x10000);
+			base[i] = (uint64_t)(uintptr_t)at;
+		}
+		if (write(up[1], base, sizeof(base)) != sizeof(base))
+			_exit(2);
+		while (read(down[0], &b, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(up[1]);
+	close(down[0]);
+	t_assert(read(up[0], base, sizeof(base)) == sizeof(base));
+	close(up[0]);
+	r = hvtrace_kring_open_pid(pid, &k);
+	snprintf(msg, sizeof(msg), "%s", r ? hvtrace_last_error() : "");
+	if (r == 0)
+		hvtrace_kring_close(k);
+	close(down[1]);
+	t_assert(waitpid(pid, &st, 0) == pid);
+	t_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (r == 0)
+		t_fail("issue 22 point 8: a ring in each of two mappings of "
+		       "a VMM: the pid scan took one");
+	t_eq(r, -ENOTUNIQ);
+	snprintf(want[0], sizeof(want[0]), "0x%llx",
+		 (unsigned long long)(base[0] + (1 << 20) + R612));
+	snprintf(want[1], sizeof(want[1]), "0x%llx",
+		 (unsigned long long)(base[1] + (1 << 20) + R612));
+	if (!strstr(msg, want[0]) || !strstr(msg, want[1]))
+		t_fail("message '%s' does not name %s and %s", msg, want[0],
+		       want[1]);
+}
+
 int main(void)
 {
 	struct hvtrace_kring *k;
@@ -182,6 +250,10 @@ int main(void)
 	hvtrace_kring_close(k);
 	t_eq(hvtrace_kring_open(path, FAKE, &k), -EINVAL);
 	t_assert(strstr(hvtrace_last_error(), "0x7f0000000000"));
+
+	/* Two mappings of a VMM, a ring in each. */
+	kimg_612(FIRST0, FIRST1);
+	two_mappings();
 
 	free(img);
 	printf("PASS kring_fake\n");
