@@ -42,8 +42,8 @@
  */
 #define KR_KERNEL_VA_MIN	0xff00000000000000ull
 
-/* Rings the scan keeps to name when more than one validates. */
-#define KR_CANDS_MAX		8u
+/* A scan stops at the second ring that validates, and names both. */
+#define KR_CANDS_MAX		2u
 
 /* Offsets inside the common part of a CPU meta (from first_buffer). */
 #define KR_F_FIRST	0u

@@ -104,6 +104,26 @@ static bool kr_geometry_ok(uint32_t subbuf, uint32_t nr)
 /* --- finding the ring ----------------------------------------------------- */
 
 /*
+ * CPU 0's first_buffer must be a kernel address (issue 22 point 8); a
+ * later CPU whose first_buffer is not ends the ring (its CPUs are the
+ * consecutive blocks that carry the same geometry and kernel addresses),
+ * so a refused candidate costs O(1) loads.
+ */
+static int kr_first_ok(struct hvtrace_kring *k, uint64_t off, uint64_t at)
+{
+	uint64_t first = kr_rd64(k, at + KR_F_FIRST);
+
+	if (first >= KR_KERNEL_VA_MIN)
+		return 0;
+	return hvt_err(-EINVAL, "%s: ring meta at 0x%llx: CPU 0's "
+				"first_buffer 0x%llx is not a kernel address "
+				"(below 0x%llx): not the guest kernel's ring "
+				"(one planted in guest user memory?)",
+		       k->path, (unsigned long long)off,
+		       (unsigned long long)first, KR_KERNEL_VA_MIN);
+}
+
+/*
  * Lay out @nr_cpus CPU blocks; the caller has checked that they fit.
  * @m0: CPU 0's meta, @p0: its sub-buffers, @stride: from one later CPU's
  * meta to the next, @hdr: meta size before buffers[], @fields: offset of
@@ -115,25 +135,6 @@ static int kr_layout(struct hvtrace_kring *k, uint32_t nr_cpus, uint64_t m0,
 {
 	uint32_t nr = k->info.nr_subbufs, i;
 
-	/* Every CPU's first_buffer a kernel address (issue 22 point 8). */
-	for (i = 0; i < nr_cpus; i++) {
-		uint64_t m = i == 0 ? m0 :
-				      p0 + (uint64_t)k->info.subbuf_size * nr +
-					      (uint64_t)(i - 1) * stride;
-		uint64_t first = kr_rd64(k, m + fields + KR_F_FIRST);
-
-		if (first < KR_KERNEL_VA_MIN)
-			return hvt_err(-EINVAL, "%s: ring meta at 0x%llx: CPU "
-						"%u's first_buffer 0x%llx is "
-						"not a kernel address (below "
-						"0x%llx): not the guest "
-						"kernel's ring (one planted "
-						"in guest user memory?)",
-				       k->path,
-				       (unsigned long long)k->info.offset, i,
-				       (unsigned long long)first,
-				       KR_KERNEL_VA_MIN);
-	}
 	k->info.nr_cpus = nr_cpus;
 	if (k->probe)
 		return 0;	/* the scan: validated, nothing to keep */
@@ -195,13 +196,17 @@ static int kr_parse_612(struct hvtrace_kring *k, uint64_t off)
 			       k->path, (unsigned long long)off,
 			       (unsigned long long)text,
 			       (unsigned long long)data, KR_KERNEL_VA_MIN);
+	if (kr_first_ok(k, off, off + KR_612_FIELDS))
+		return -EINVAL;
 	hdr = kr_align(KR_612_META_SIZE + 4ull * nr, subbuf);
 	block = hdr + (uint64_t)subbuf * nr;
 	for (m = off; n < KR_CPUS_MAX && m + block <= k->size; m += block, n++)
 		if (kr_rd32(k, m) != KR_MAGIC ||
 		    kr_rd32(k, m + 4) != KR_612_META_SIZE ||
 		    kr_rd32(k, m + KR_612_FIELDS + KR_F_SUBBUF) != subbuf ||
-		    kr_rd32(k, m + KR_612_FIELDS + KR_F_NR) != nr)
+		    kr_rd32(k, m + KR_612_FIELDS + KR_F_NR) != nr ||
+		    kr_rd64(k, m + KR_612_FIELDS + KR_F_FIRST) <
+			    KR_KERNEL_VA_MIN)
 			break;
 	if (!n)
 		return hvt_err(-EINVAL, "%s: 6.12 ring meta at 0x%llx: CPU 0's "
@@ -268,6 +273,8 @@ static int kr_parse_615(struct hvtrace_kring *k, uint64_t off)
 	m0 = off + bo;
 	subbuf = kr_rd32(k, m0 + KR_F_SUBBUF);
 	nr = kr_rd32(k, m0 + KR_F_NR);
+	if (kr_geometry_ok(subbuf, nr) && kr_first_ok(k, off, m0))
+		return -EINVAL;
 	if (!kr_geometry_ok(subbuf, nr))
 		return hvt_err(-EINVAL, "%s: CPU 0 meta at 0x%llx has "
 					"sub-buffers of %u bytes x %u: out of "
@@ -288,7 +295,8 @@ static int kr_parse_615(struct hvtrace_kring *k, uint64_t off)
 		p = m + kr_align(cpu_size + 4ull * nr, subbuf);
 		if (p + (uint64_t)subbuf * nr > end ||
 		    kr_rd32(k, m + KR_F_SUBBUF) != subbuf ||
-		    kr_rd32(k, m + KR_F_NR) != nr)
+		    kr_rd32(k, m + KR_F_NR) != nr ||
+		    kr_rd64(k, m + KR_F_FIRST) < KR_KERNEL_VA_MIN)
 			break;
 	}
 	k->info.layout = HVTRACE_KRING_LAYOUT_6_15;
@@ -325,9 +333,11 @@ static int kr_try(struct hvtrace_kring *k, uint64_t off)
 
 /*
  * What a scan found: the first refusal (to report when no ring
- * validates) and every ring that validated.  A guest user can write a
+ * validates) and the rings that validated.  A guest user can write a
  * valid-looking meta into its own memory (issue 22 point 8), so the scan
- * reads the whole source and takes a ring only when it is the one there.
+ * reads the whole source and takes a ring only when it is the one there;
+ * it stops at the second (KR_CANDS_MAX): a validation costs up to
+ * KR_CPUS_MAX loads, a refused candidate O(1).
  */
 struct kr_scan {
 	int first_ret;
@@ -397,7 +407,7 @@ static void kr_scan_map(struct hvtrace_kring *k, struct kr_scan *sc)
 {
 	uint64_t off = 0, end = 0;
 
-	while (off <= k->size - KR_SCAN_STEP) {
+	while (off <= k->size - KR_SCAN_STEP && sc->n < KR_CANDS_MAX) {
 		if (off >= end) {
 			off_t d = lseek(k->fd, (off_t)(k->foff + off),
 					SEEK_DATA);
@@ -443,7 +453,7 @@ static int kr_scan_mem(struct hvtrace_kring *k, struct kr_scan *sc)
 
 	if (!buf)
 		return hvt_err(-ENOMEM, "out of memory");
-	for (off = 0; off < k->size; off += KR_CHUNK) {
+	for (off = 0; off < k->size && sc->n < KR_CANDS_MAX; off += KR_CHUNK) {
 		bool any = k->pagemap < 0;
 
 		n = k->size - off < KR_CHUNK ? k->size - off : KR_CHUNK;
@@ -464,7 +474,8 @@ static int kr_scan_mem(struct hvtrace_kring *k, struct kr_scan *sc)
 		    (ssize_t)n) {
 			continue;	/* unreadable (e.g. PROT_NONE) */
 		}
-		for (i = 0; i + KR_SCAN_STEP <= n; i += KR_SCAN_STEP) {
+		for (i = 0; i + KR_SCAN_STEP <= n && sc->n < KR_CANDS_MAX;
+		     i += KR_SCAN_STEP) {
 			uint32_t w;
 
 			memcpy(&w, buf + i, sizeof(w));
@@ -489,15 +500,15 @@ static int kr_ambiguous(struct hvtrace_kring *k, const struct kr_scan *sc)
 					(unsigned long long)sc->c[i].off);
 	return hvt_err(-ENOTUNIQ,
 		       "%s: %u guest kernel ring metas validate in this %s, "
-		       "at offsets %s%s: a guest user can write a fake one "
-		       "into its own memory, so none is taken; give the "
+		       "at offsets %s (the scan stops at the second): a guest "
+		       "user can write a fake one into its own memory, so "
+		       "none is taken; give the "
 		       "offset of the guest kernel's ring (its physical "
 		       "address; the guest's log says \"mapped boot "
 		       "instance ... at physical memory\") with "
 		       "HVTRACE_KRING_OFFSET=0xOFFSET, or pin it with "
 		       "memmap= and trace_instance=NAME@ADDR:SIZE",
-		       k->path, sc->n, k->unit, list,
-		       sc->n > KR_CANDS_MAX ? " and more" : "");
+		       k->path, sc->n, k->unit, list);
 }
 
 /* HVTRACE_KRING_OFFSET: where the ring is, when the caller gave 0. */

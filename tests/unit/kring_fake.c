@@ -18,10 +18,14 @@
  *   - a fake whose text/data or first_buffer are user addresses is not
  *     the kernel's: the scan takes the real ring alone, and an explicit
  *     offset at the fake is refused naming the address;
+ *   - 4 MiB of metas, one at every 4 KiB: the scan stops at the second
+ *     ring that validates (0x0, 0x1000); with user first_buffers each
+ *     refusal costs O(1);
  *   - a VMM (a child process) with a ring in each of two 64 MiB mappings
  *     (the fake in another mapping a guest user can write): the pid scan
  *     refuses (-ENOTUNIQ) naming both addresses, where it took the first.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,6 +254,34 @@ int main(void)
 	hvtrace_kring_close(k);
 	t_eq(hvtrace_kring_open(path, FAKE, &k), -EINVAL);
 	t_assert(strstr(hvtrace_last_error(), "0x7f0000000000"));
+
+	/* Metas at every 4 KiB of half the RAM: the scan stops at the second
+	 * ring that validates; with user addresses, none is a candidate
+	 * and each refusal costs O(1) (alarm: no quadratic scan). */
+	{
+		uint64_t at;
+
+		alarm(20);
+		img_new(RAM);
+		for (at = 0; at < RAM / 2; at += SB) {
+			w32(at, MAGIC);
+			w32(at + 4, 56);
+			w64(at + 8, 0xffffffff81000000ull);
+			w64(at + 16, 0xffffffff82000000ull);
+			w64(at + 24, VA_BASE);
+			w32(at + 48, SB);
+			w32(at + 52, 3);
+		}
+		img_sync();
+		t_eq(hvtrace_kring_open(path, 0, &k), -ENOTUNIQ);
+		t_assert(strstr(hvtrace_last_error(), "0x0, 0x1000"));
+		for (at = 0; at < RAM / 2; at += SB)
+			w64(at + 24, 0x7f0000000000ull);
+		img_sync();
+		t_eq(hvtrace_kring_open(path, 0, &k), -EINVAL);
+		t_assert(strstr(hvtrace_last_error(), "not a kernel address"));
+		alarm(0);
+	}
 
 	/* Two mappings of a VMM, a ring in each. */
 	kimg_612(FIRST0, FIRST1);
