@@ -235,15 +235,20 @@ struct hvtrace_kring_stats {
  *
  * Maps the file PROT_READ (the host never writes guest memory) and
  * validates the ring's metas: magic, sizes, sub-buffer size and count,
- * and that every CPU's block lies inside the file.  The scan costs one
- * 4-byte read per 4 KiB of the file and takes the first ring it can
- * validate.
+ * kernel addresses (text/data, first_buffer at or above
+ * 0xff00000000000000), and that every CPU's block lies inside the file.
+ * The scan costs one 4-byte read per 4 KiB of the file, reads all of it
+ * and takes a ring only when exactly one validates (a guest user can
+ * plant a fake meta in its memory).  With @offset 0, the environment
+ * variable HVTRACE_KRING_OFFSET gives the offset instead of a scan.
  *
  * Return: 0; -ENOENT, -EACCES (the file), -ENODATA (no ring meta in the
  * file: the guest was not started with reserve_mem= and trace_instance=,
  * or has not booted that far), -EPROTONOSUPPORT (a meta of an unknown
  * layout; hvtrace_last_error() names what was found), -EINVAL (a meta
- * whose geometry does not fit the file).
+ * whose geometry does not fit the file, or not the kernel's addresses),
+ * -ENOTUNIQ (more than one ring validates: hvtrace_last_error() names
+ * their offsets; give the real one as @offset).
  */
 HVTRACE_API int hvtrace_kring_open(const char *path, uint64_t offset,
 				   struct hvtrace_kring **out);
@@ -339,6 +344,10 @@ HVTRACE_API int hvtrace_kring_get_info(const struct hvtrace_kring *k,
  * RB_MISSED_EVENTS, and info->lost_events = HVTRACE_LOST_UNKNOWN (the
  * ring does not record how many events they held; stats count the pages).
  * Malformed metas and pages are counted as errors and skipped.
+ *
+ * One call takes at most 4 snapshots of the meta and looks at most at
+ * 1024 pages; empty or malformed pages beyond that are walked by the next
+ * calls (this one returns 0).
  *
  * Return: 1 when @page was filled, 0 when nothing new is committed,
  * -EINVAL, -ENOSPC (@size too small), -EIO (the file shrank under the

@@ -25,6 +25,26 @@
 #define KR_NR_MAX		(1u << 20)
 #define KR_CPUS_MAX		4096u
 
+/*
+ * What one read call may cost (issue 22 point 7): at most KR_SNAPS_MAX
+ * snapshots of a CPU's meta (each O(nr): buffers[] copied and checked)
+ * and at most KR_WALK_MAX pages looked at.  Empty or malformed pages
+ * beyond that are walked by the next calls; the cursor keeps its place.
+ */
+#define KR_SNAPS_MAX		4u
+#define KR_WALK_MAX		1024u
+
+/*
+ * The lowest guest kernel virtual address: x86-64 with 5-level paging
+ * (0xff00000000000000); arm64 and riscv64 kernels lie above it.  A meta
+ * whose text, data or sub-buffer addresses lie below is not the guest
+ * kernel's (issue 22 point 8: one planted by a guest user).
+ */
+#define KR_KERNEL_VA_MIN	0xff00000000000000ull
+
+/* A scan stops at the second ring that validates, and names both. */
+#define KR_CANDS_MAX		2u
+
 /* Offsets inside the common part of a CPU meta (from first_buffer). */
 #define KR_F_FIRST	0u
 #define KR_F_HEAD	8u
@@ -56,6 +76,9 @@ struct kr_cpu {
 
 	uint8_t *copy;		/* private page copy */
 	struct hvtrace_kring_stats st;
+	/* what the last read call cost (the tests read them) */
+	uint32_t call_snaps;	/* snapshots taken */
+	uint32_t call_pages;	/* pages looked at */
 };
 
 struct hvtrace_kring {
@@ -71,6 +94,7 @@ struct hvtrace_kring {
 	uint64_t base;		/* VMM virtual address of offset 0 */
 	int pagemap;		/* /proc/PID/pagemap, or -1 */
 	int io_err;		/* first failed read since the last check */
+	bool probe;		/* the scan: validate a meta, allocate nothing */
 	struct hvtrace_kring_info info;
 	uint32_t ring;		/* ring pages: nr_subbufs - 1 */
 	uint32_t data_size;

@@ -59,6 +59,7 @@
  * the source in a running VMM; kring_read.c is the read loop above.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,26 @@ static bool kr_geometry_ok(uint32_t subbuf, uint32_t nr)
 /* --- finding the ring ----------------------------------------------------- */
 
 /*
+ * CPU 0's first_buffer must be a kernel address (issue 22 point 8); a
+ * later CPU whose first_buffer is not ends the ring (its CPUs are the
+ * consecutive blocks that carry the same geometry and kernel addresses),
+ * so a refused candidate costs O(1) loads.
+ */
+static int kr_first_ok(struct hvtrace_kring *k, uint64_t off, uint64_t at)
+{
+	uint64_t first = kr_rd64(k, at + KR_F_FIRST);
+
+	if (first >= KR_KERNEL_VA_MIN)
+		return 0;
+	return hvt_err(-EINVAL, "%s: ring meta at 0x%llx: CPU 0's "
+				"first_buffer 0x%llx is not a kernel address "
+				"(below 0x%llx): not the guest kernel's ring "
+				"(one planted in guest user memory?)",
+		       k->path, (unsigned long long)off,
+		       (unsigned long long)first, KR_KERNEL_VA_MIN);
+}
+
+/*
  * Lay out @nr_cpus CPU blocks; the caller has checked that they fit.
  * @m0: CPU 0's meta, @p0: its sub-buffers, @stride: from one later CPU's
  * meta to the next, @hdr: meta size before buffers[], @fields: offset of
@@ -114,10 +135,12 @@ static int kr_layout(struct hvtrace_kring *k, uint32_t nr_cpus, uint64_t m0,
 {
 	uint32_t nr = k->info.nr_subbufs, i;
 
+	k->info.nr_cpus = nr_cpus;
+	if (k->probe)
+		return 0;	/* the scan: validated, nothing to keep */
 	k->cpus = calloc(nr_cpus, sizeof(*k->cpus));
 	if (!k->cpus)
 		return hvt_err(-ENOMEM, "out of memory");
-	k->info.nr_cpus = nr_cpus;
 	for (i = 0; i < nr_cpus; i++) {
 		struct kr_cpu *c = &k->cpus[i];
 		uint64_t m = i == 0 ? m0 :
@@ -154,7 +177,7 @@ static int kr_parse_612(struct hvtrace_kring *k, uint64_t off)
 {
 	uint32_t subbuf = kr_rd32(k, off + KR_612_FIELDS + KR_F_SUBBUF);
 	uint32_t nr = kr_rd32(k, off + KR_612_FIELDS + KR_F_NR);
-	uint64_t hdr, block, m;
+	uint64_t hdr, block, m, text, data;
 	uint32_t n = 0;
 
 	if (!kr_geometry_ok(subbuf, nr))
@@ -162,13 +185,28 @@ static int kr_parse_612(struct hvtrace_kring *k, uint64_t off)
 					"sub-buffers of %u bytes x %u: out of "
 					"range",
 			       k->path, (unsigned long long)off, subbuf, nr);
+	text = kr_rd64(k, off + 8);
+	data = kr_rd64(k, off + 16);
+	if (text < KR_KERNEL_VA_MIN || data < KR_KERNEL_VA_MIN)
+		return hvt_err(-EINVAL, "%s: 6.12 ring meta at 0x%llx: its "
+					"kernel text 0x%llx or data 0x%llx is "
+					"not a kernel address (below 0x%llx): "
+					"not the guest kernel's ring (one "
+					"planted in guest user memory?)",
+			       k->path, (unsigned long long)off,
+			       (unsigned long long)text,
+			       (unsigned long long)data, KR_KERNEL_VA_MIN);
+	if (kr_first_ok(k, off, off + KR_612_FIELDS))
+		return -EINVAL;
 	hdr = kr_align(KR_612_META_SIZE + 4ull * nr, subbuf);
 	block = hdr + (uint64_t)subbuf * nr;
 	for (m = off; n < KR_CPUS_MAX && m + block <= k->size; m += block, n++)
 		if (kr_rd32(k, m) != KR_MAGIC ||
 		    kr_rd32(k, m + 4) != KR_612_META_SIZE ||
 		    kr_rd32(k, m + KR_612_FIELDS + KR_F_SUBBUF) != subbuf ||
-		    kr_rd32(k, m + KR_612_FIELDS + KR_F_NR) != nr)
+		    kr_rd32(k, m + KR_612_FIELDS + KR_F_NR) != nr ||
+		    kr_rd64(k, m + KR_612_FIELDS + KR_F_FIRST) <
+			    KR_KERNEL_VA_MIN)
 			break;
 	if (!n)
 		return hvt_err(-EINVAL, "%s: 6.12 ring meta at 0x%llx: CPU 0's "
@@ -235,6 +273,8 @@ static int kr_parse_615(struct hvtrace_kring *k, uint64_t off)
 	m0 = off + bo;
 	subbuf = kr_rd32(k, m0 + KR_F_SUBBUF);
 	nr = kr_rd32(k, m0 + KR_F_NR);
+	if (kr_geometry_ok(subbuf, nr) && kr_first_ok(k, off, m0))
+		return -EINVAL;
 	if (!kr_geometry_ok(subbuf, nr))
 		return hvt_err(-EINVAL, "%s: CPU 0 meta at 0x%llx has "
 					"sub-buffers of %u bytes x %u: out of "
@@ -255,7 +295,8 @@ static int kr_parse_615(struct hvtrace_kring *k, uint64_t off)
 		p = m + kr_align(cpu_size + 4ull * nr, subbuf);
 		if (p + (uint64_t)subbuf * nr > end ||
 		    kr_rd32(k, m + KR_F_SUBBUF) != subbuf ||
-		    kr_rd32(k, m + KR_F_NR) != nr)
+		    kr_rd32(k, m + KR_F_NR) != nr ||
+		    kr_rd64(k, m + KR_F_FIRST) < KR_KERNEL_VA_MIN)
 			break;
 	}
 	k->info.layout = HVTRACE_KRING_LAYOUT_6_15;
@@ -291,24 +332,69 @@ static int kr_try(struct hvtrace_kring *k, uint64_t off)
 }
 
 /*
- * A candidate meta at @off: 0 when a ring was found there, 1 to go on
- * scanning (the first refusal is kept to report), <0 to stop (out of
- * memory).
+ * What a scan found: the first refusal (to report when no ring
+ * validates) and the rings that validated.  A guest user can write a
+ * valid-looking meta into its own memory (issue 22 point 8), so the scan
+ * reads the whole source and takes a ring only when it is the one there;
+ * it stops at the second (KR_CANDS_MAX): a validation costs up to
+ * KR_CPUS_MAX loads, a refused candidate O(1).
  */
-static int kr_consider(struct hvtrace_kring *k, uint64_t off, int *first_ret,
-		       char *first_err, size_t len)
-{
-	int ret = kr_try(k, off);
+struct kr_scan {
+	int first_ret;
+	char first_err[512];
+	uint32_t n;			/* rings that validated */
+	struct {
+		uint64_t off, block;	/* block: 6.12 CPU stride, or 0 */
+		uint32_t cpus;
+	} c[KR_CANDS_MAX];
+};
 
-	if (ret == 0)
-		return 0;
-	if (ret != -ENODATA && !*first_ret) {
-		*first_ret = ret;
-		snprintf(first_err, len, "%s", hvtrace_last_error());
+/* Whether @off is a later CPU's meta of a ring the scan already took. */
+static bool kr_seen(const struct kr_scan *sc, uint64_t off)
+{
+	uint32_t i;
+
+	for (i = 0; i < sc->n && i < KR_CANDS_MAX; i++)
+		if (sc->c[i].block && off > sc->c[i].off &&
+		    (off - sc->c[i].off) % sc->c[i].block == 0 &&
+		    (off - sc->c[i].off) / sc->c[i].block < sc->c[i].cpus)
+			return true;
+	return false;
+}
+
+/*
+ * A candidate meta at @off, validated without allocating (k->probe):
+ * a ring is noted in @sc, the first refusal kept to report.  Every 4 KiB
+ * boundary is looked at, those inside a ring found before too (a fake
+ * meta may claim a range that covers the real ring), except the metas of
+ * that ring's later CPUs.
+ */
+static void kr_consider(struct hvtrace_kring *k, uint64_t off,
+			struct kr_scan *sc)
+{
+	int ret;
+
+	if (kr_seen(sc, off))
+		return;
+	memset(&k->info, 0, offsetof(struct hvtrace_kring_info, nr_magic));
+	ret = kr_try(k, off);
+	if (ret == 0) {
+		if (sc->n < KR_CANDS_MAX) {
+			sc->c[sc->n].off = off;
+			sc->c[sc->n].cpus = k->info.nr_cpus;
+			sc->c[sc->n].block =
+				k->info.layout == HVTRACE_KRING_LAYOUT_6_12 ?
+					k->info.size / k->info.nr_cpus :
+					0;
+		}
+		sc->n++;
+		return;
 	}
-	if (ret != -ENODATA && k->cpus)
-		return ret;	/* kr_layout() failed: out of memory */
-	return 1;
+	if (ret != -ENODATA && !sc->first_ret) {
+		sc->first_ret = ret;
+		snprintf(sc->first_err, sizeof(sc->first_err), "%s",
+			 hvtrace_last_error());
+	}
 }
 
 /*
@@ -317,13 +403,11 @@ static int kr_consider(struct hvtrace_kring *k, uint64_t off, int *first_ret,
  * every hole the scan touches.  Where the file system does not report
  * holes, lseek() calls all of it data.
  */
-static int kr_scan_map(struct hvtrace_kring *k, int *first_ret,
-		       char *first_err, size_t len)
+static void kr_scan_map(struct hvtrace_kring *k, struct kr_scan *sc)
 {
 	uint64_t off = 0, end = 0;
-	int ret;
 
-	while (off <= k->size - KR_SCAN_STEP) {
+	while (off <= k->size - KR_SCAN_STEP && sc->n < KR_CANDS_MAX) {
 		if (off >= end) {
 			off_t d = lseek(k->fd, (off_t)(k->foff + off),
 					SEEK_DATA);
@@ -346,12 +430,10 @@ static int kr_scan_map(struct hvtrace_kring *k, int *first_ret,
 			}
 			continue;
 		}
-		ret = kr_consider(k, off, first_ret, first_err, len);
-		if (ret <= 0)
-			return ret;
+		if (kr_rd32(k, off) == KR_MAGIC)
+			kr_consider(k, off, sc);
 		off += KR_SCAN_STEP;
 	}
-	return 1;
 }
 
 #define KR_CHUNK	(2u << 20)	/* pread size of the memory scan */
@@ -363,17 +445,15 @@ static int kr_scan_map(struct hvtrace_kring *k, int *first_ret,
  * (untouched guest RAM is most of a large idle guest).  Without pagemap,
  * every chunk is read.
  */
-static int kr_scan_mem(struct hvtrace_kring *k, int *first_ret,
-		       char *first_err, size_t len)
+static int kr_scan_mem(struct hvtrace_kring *k, struct kr_scan *sc)
 {
 	uint64_t pm[KR_CHUNK / KR_SCAN_STEP];
 	uint8_t *buf = malloc(KR_CHUNK);
 	uint64_t off, n, i;
-	int ret = 1;
 
 	if (!buf)
 		return hvt_err(-ENOMEM, "out of memory");
-	for (off = 0; ret > 0 && off < k->size; off += KR_CHUNK) {
+	for (off = 0; off < k->size && sc->n < KR_CANDS_MAX; off += KR_CHUNK) {
 		bool any = k->pagemap < 0;
 
 		n = k->size - off < KR_CHUNK ? k->size - off : KR_CHUNK;
@@ -394,25 +474,70 @@ static int kr_scan_mem(struct hvtrace_kring *k, int *first_ret,
 		    (ssize_t)n) {
 			continue;	/* unreadable (e.g. PROT_NONE) */
 		}
-		for (i = 0; ret > 0 && i + KR_SCAN_STEP <= n;
+		for (i = 0; i + KR_SCAN_STEP <= n && sc->n < KR_CANDS_MAX;
 		     i += KR_SCAN_STEP) {
 			uint32_t w;
 
 			memcpy(&w, buf + i, sizeof(w));
 			if (w == KR_MAGIC)
-				ret = kr_consider(k, off + i, first_ret,
-						  first_err, len);
+				kr_consider(k, off + i, sc);
 		}
 	}
 	free(buf);
-	return ret;
+	return 0;
+}
+
+/* More than one ring validated: name them, say how to pick. */
+static int kr_ambiguous(struct hvtrace_kring *k, const struct kr_scan *sc)
+{
+	char list[256] = "";
+	size_t len = 0;
+	uint32_t i;
+
+	for (i = 0; i < sc->n && i < KR_CANDS_MAX && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len,
+					"%s0x%llx", i ? ", " : "",
+					(unsigned long long)sc->c[i].off);
+	return hvt_err(-ENOTUNIQ,
+		       "%s: %u guest kernel ring metas validate in this %s, "
+		       "at offsets %s (the scan stops at the second): a guest "
+		       "user can write a fake one into its own memory, so "
+		       "none is taken; give the "
+		       "offset of the guest kernel's ring (its physical "
+		       "address; the guest's log says \"mapped boot "
+		       "instance ... at physical memory\") with "
+		       "HVTRACE_KRING_OFFSET=0xOFFSET, or pin it with "
+		       "memmap= and trace_instance=NAME@ADDR:SIZE",
+		       k->path, sc->n, k->unit, list);
+}
+
+/* HVTRACE_KRING_OFFSET: where the ring is, when the caller gave 0. */
+static int kr_env_offset(uint64_t *offset)
+{
+	const char *e = getenv("HVTRACE_KRING_OFFSET");
+	char *end;
+
+	if (!e || !*e)
+		return 0;
+	errno = 0;
+	*offset = strtoull(e, &end, 0);
+	if (errno || *end || !*offset)
+		return hvt_err(-EINVAL, "HVTRACE_KRING_OFFSET='%s': not an "
+					"offset (e.g. 0x1e800000)",
+			       e);
+	return 0;
 }
 
 int kr_find(struct hvtrace_kring *k, uint64_t offset)
 {
-	char first_err[512] = "";
-	int first_ret = 0, ret;
+	struct kr_scan sc;
+	int ret;
 
+	if (!offset) {
+		ret = kr_env_offset(&offset);
+		if (ret)
+			return ret;
+	}
 	if (offset) {
 		if (offset % 8 || offset > k->size - KR_SCAN_STEP)
 			return hvt_err(-EINVAL, "%s: offset 0x%llx is not inside "
@@ -428,14 +553,24 @@ int kr_find(struct hvtrace_kring *k, uint64_t offset)
 		return ret;
 	}
 	/* One 4-byte load per 4 KiB: bounded by the source's size. */
-	ret = k->map ? kr_scan_map(k, &first_ret, first_err,
-				   sizeof(first_err)) :
-		       kr_scan_mem(k, &first_ret, first_err,
-				   sizeof(first_err));
-	if (ret <= 0)
+	memset(&sc, 0, sizeof(sc));
+	k->probe = true;
+	ret = k->map ? (kr_scan_map(k, &sc), 0) : kr_scan_mem(k, &sc);
+	k->probe = false;
+	if (ret)
 		return ret;
-	if (first_ret)
-		return hvt_err(first_ret, "%s", first_err);
+	if (sc.n > 1)
+		return kr_ambiguous(k, &sc);
+	if (sc.n == 1) {
+		uint32_t nr_magic = k->info.nr_magic;
+
+		memset(&k->info, 0, sizeof(k->info));
+		ret = kr_try(k, sc.c[0].off);	/* now keep it */
+		k->info.nr_magic = nr_magic;
+		return ret;
+	}
+	if (sc.first_ret)
+		return hvt_err(sc.first_ret, "%s", sc.first_err);
 	return hvt_err(-ENODATA,
 		       "%s: no guest kernel ring buffer in this %s (no meta "
 		       "magic 0x%x at any 4 KiB boundary); start the guest "

@@ -274,6 +274,7 @@ HVTRACE_API int hvtrace_kring_open_pid(int pid, struct hvtrace_kring **out)
 	char first_err[512] = "";
 	int ret = -ENODATA, first_ret = 0;
 	unsigned int nr = 0, big = 0, i;
+	struct hvtrace_kring *found = NULL;
 	struct kr_vma *v = NULL;
 
 	if (pid <= 0 || !out)
@@ -284,12 +285,35 @@ HVTRACE_API int hvtrace_kring_open_pid(int pid, struct hvtrace_kring **out)
 	if (ret)
 		return ret;
 	ret = -ENODATA;
+	/* Every mapping: a ring in two of them is refused as two in one
+	 * (issue 22 point 8: a guest user can plant a fake). */
 	for (i = 0; i < nr; i++) {
+		struct hvtrace_kring *k = NULL;
+
 		ret = kr_pid_try(pid, v[i].start, v[i].end, v[i].shared,
 				 v[i].foff, v[i].maj, v[i].min, v[i].ino,
-				 v[i].name, out);
-		if (ret == 0 || ret == -ENOMEM || ret == -EACCES ||
-		    ret == -ESRCH)
+				 v[i].name, &k);
+		if (ret == 0 && found) {
+			ret = hvt_err(-ENOTUNIQ,
+				      "process %d: a guest kernel ring in two "
+				      "mappings, at 0x%llx and 0x%llx: a guest "
+				      "user can write a fake one into its own "
+				      "memory, so none is taken; give the "
+				      "ring's offset in its mapping with "
+				      "HVTRACE_KRING_OFFSET=0xOFFSET",
+				      pid, (unsigned long long)found->info.addr,
+				      (unsigned long long)k->info.addr);
+			hvtrace_kring_close(k);
+			hvtrace_kring_close(found);
+			found = NULL;
+			break;
+		}
+		if (ret == 0) {
+			found = k;
+			continue;
+		}
+		if (ret == -ENOMEM || ret == -EACCES || ret == -ESRCH ||
+		    ret == -ENOTUNIQ)
 			break;
 		if (ret != -ENODATA && !first_ret) {
 			first_ret = ret;
@@ -298,8 +322,15 @@ HVTRACE_API int hvtrace_kring_open_pid(int pid, struct hvtrace_kring **out)
 		}
 	}
 	free(v);
-	if (ret == 0 || ret == -ENOMEM || ret == -EACCES || ret == -ESRCH)
+	if (i < nr) {
+		/* stopped: out of memory, no access, gone, or two rings */
+		hvtrace_kring_close(found);
 		return ret;
+	}
+	if (found) {
+		*out = found;
+		return 0;
+	}
 	if (first_ret)
 		return hvt_err(first_ret, "%s", first_err);
 	if (!nr)

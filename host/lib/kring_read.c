@@ -131,22 +131,40 @@ static bool kr_copy_ok(struct hvtrace_kring *k, struct kr_cpu *c,
 static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 		   struct hvtrace_page_info *info)
 {
-	uint32_t iter;
+	uint32_t iter, passes = 2 * k->info.nr_subbufs + 4;
+	struct kr_snap s;
+	bool have = false;
 
-	/* Each pass consumes, skips or retries a page: bounded. */
-	for (iter = 0; iter < 2 * k->info.nr_subbufs + 4; iter++) {
-		struct kr_snap s;
+	/*
+	 * One snapshot serves every page the cursor walks: it only moves
+	 * forward from the head towards the snapshot's commit, and each copy
+	 * is rechecked against the live head and buffers[id] (kr_copy_ok()).
+	 * A failed recheck or a reused page takes a new one.  Bounded per
+	 * call (issue 22 point 7): KR_SNAPS_MAX snapshots, KR_WALK_MAX
+	 * passes; the next call goes on from the cursor.
+	 */
+	if (passes > KR_WALK_MAX)
+		passes = KR_WALK_MAX;
+	c->call_snaps = 0;
+	c->call_pages = 0;
+	for (iter = 0; iter < passes; iter++) {
 		struct hvt_take t;
 		uint64_t page, commit, ts;
 		uint32_t slot, size;
 		bool is_commit, valid;
 		int ret;
 
-		if (kr_snap(k, c, &s)) {
-			if (k->io_err)
-				return 0;	/* not the guest's fault */
-			c->st.errors++;
-			return 0;
+		if (!have) {
+			if (c->call_snaps == KR_SNAPS_MAX)
+				return 0;
+			c->call_snaps++;
+			if (kr_snap(k, c, &s)) {
+				if (k->io_err)
+					return 0;	/* not the guest's fault */
+				c->st.errors++;
+				return 0;
+			}
+			have = true;
 		}
 		if (s.commit_id == 0)
 			/* The guest's own reader holds the writer's page:
@@ -182,6 +200,7 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 		}
 		slot = (uint32_t)c->buffers[c->id];
 		page = c->pages + (uint64_t)slot * k->info.subbuf_size;
+		c->call_pages++;
 		/* The page commit: acquire, so the bytes it covers are there
 		 * (the guest stores the events before the commit). */
 		commit = kr_rd64_acq(k, page + HVT_PAGE_COMMIT_OFF);
@@ -197,7 +216,8 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 			       size - c->pos);
 		if (!kr_copy_ok(k, c, &s, slot, page, ts)) {
 			c->st.retries++;
-			continue;	/* the next snapshot tells what moved */
+			have = false;	/* the next snapshot tells what moved */
+			continue;
 		}
 		if (c->page_started && ts != c->page_ts) {
 			/* Reused since we started it (we were lapped between
@@ -206,6 +226,7 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 			kr_lost_pages(c, 1);
 			c->started = false;
 			c->bad = false;
+			have = false;
 			continue;
 		}
 		if (!valid || (c->page_started && size < c->pos)) {
