@@ -90,13 +90,15 @@ void hvt_cli_kring_close(struct hvtrace_daemon_kring *r, char *formats);
 /*
  * The formats cache's folder of the guest kernel whose RAM @ram holds
  * (kformats_cache.c): by the release of its banner, confirmed by its build
- * id in RAM, else the console's folder of its version line.  0 with @dir
+ * id in RAM, else the console's folder of its version line.  Of the guests'
+ * uploads only @remote's count (NULL: the guest whose name the RAM file
+ * has, hvtrace-NAME.ram, or every guest's when it has none).  0 with @dir
  * set (stderr says which), -ENOENT when the cache has none, -EEXIST or
  * -ESRCH when it has some but none can be chosen (stderr says why).
  */
 #define HVT_CLI_RELEASE_MAX	64
-int hvt_cli_kformats_cached(const char *verb, const char *ram, char *dir,
-			    size_t dirsize);
+int hvt_cli_kformats_cached(const char *verb, const char *ram,
+			    const char *remote, char *dir, size_t dirsize);
 
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);

@@ -251,8 +251,8 @@ static int record_run(int argc, char **argv)
 		/* A RAM file without --formats: the formats cache's entry of
 		 * the kernel it held (stderr says which, or why none). */
 		if (o.guest_ram && !o.guest_formats &&
-		    !hvt_cli_kformats_cached("record", o.guest_ram, cached,
-					     sizeof(cached)))
+		    !hvt_cli_kformats_cached("record", o.guest_ram, NULL,
+					     cached, sizeof(cached)))
 			o.guest_formats = cached;
 	}
 	if (optind < argc && hvtrace_daemon_name_is_remote(argv[optind])) {

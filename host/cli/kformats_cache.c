@@ -14,7 +14,11 @@
  *   guests/REMOTE/RELEASE@BUILDID
  *                     what hvtraced kept from remote REMOTE's agent: only
  *                     what that guest claimed, so used only when no
- *                     trusted folder of the release is confirmed
+ *                     trusted folder of the release is confirmed, and
+ *                     for a RAM file known to be a guest's (a rig
+ *                     guest's NAME, a file hvtrace-NAME.ram) only that
+ *                     guest's own: another guest may upload under the
+ *                     same release and build id
  *   VERSION-LINE      what hvtrace-guest kformats kept from a guest's
  *                     console (its "Linux version ..." line, characters
  *                     outside [A-Za-z0-9._+-] as '_')
@@ -44,6 +48,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include <hvtrace-daemon.h>
 
 #define KC_MAX_CANDIDATES	16
 #define KC_MAX_GUESTS		64		/* guests/ folders looked at */
@@ -124,9 +129,14 @@ static int kc_candidates(const char *root, const char *rel,
 	return n;
 }
 
-/* The folders RELEASE@* of @rel that guests' agents uploaded. */
-static int kc_guest_candidates(const char *root, const char *rel,
-			       struct kc_cand *c, int n)
+/*
+ * The folders RELEASE@* of @rel that guests' agents uploaded: only
+ * @remote's when the RAM file is known to be that guest's, so that no
+ * other guest's upload under the same release and build id is taken for
+ * it; every guest's otherwise (stderr names the folder used).
+ */
+static int kc_guest_candidates(const char *root, const char *remote,
+			       const char *rel, struct kc_cand *c, int n)
 {
 	char dir[PATH_MAX];
 	struct dirent *de;
@@ -134,6 +144,16 @@ static int kc_guest_candidates(const char *root, const char *rel,
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "%.*s/guests", PATH_MAX - 8, root);
+	if (remote) {
+		char sub[PATH_MAX];
+
+		if (!hvt_proto_name_ok(remote, (uint32_t)strlen(remote)) ||
+		    (size_t)snprintf(sub, sizeof(sub), "%.*s/%s",
+				     PATH_MAX - NAME_MAX - 2, dir,
+				     remote) >= sizeof(sub))
+			return n;
+		return kc_candidates(sub, rel, c, n);
+	}
 	d = opendir(dir);
 	if (!d)
 		return n;
@@ -204,8 +224,9 @@ static void kc_confirm(int fd, uint64_t size, struct kc_cand *c, int n)
  * -EEXIST/-ESRCH when it has some but none can be chosen (said on
  * stderr).
  */
-static int kc_pick(const char *verb, int fd, uint64_t size, const char *rel,
-		   char *dir, size_t dirsize)
+static int kc_pick(const char *verb, int fd, uint64_t size,
+		   const char *remote, const char *rel, char *dir,
+		   size_t dirsize)
 {
 	struct kc_cand c[KC_MAX_CANDIDATES];
 	char root[PATH_MAX];
@@ -221,7 +242,7 @@ static int kc_pick(const char *verb, int fd, uint64_t size, const char *rel,
 		/* No trusted folder confirmed: the guests' uploads. */
 		int t = n;
 
-		n = kc_guest_candidates(root, rel, c, n);
+		n = kc_guest_candidates(root, remote, rel, c, n);
 		if (n > t)
 			kc_confirm(fd, size, c + t, n - t);
 	}
@@ -298,9 +319,26 @@ static int kc_console(const char *verb, const char *p, size_t len, char *dir,
 	return 0;
 }
 
-int hvt_cli_kformats_cached(const char *verb, const char *ram, char *dir,
-			    size_t dirsize)
+/* A rig guest's name from its RAM file's, $HVT_SHM_DIR/hvtrace-NAME.ram. */
+static const char *kc_remote_of(const char *ram, char *buf, size_t size)
 {
+	const char *base = strrchr(ram, '/');
+	size_t len;
+
+	base = base ? base + 1 : ram;
+	len = strlen(base);
+	if (strncmp(base, "hvtrace-", 8) || len <= 12 ||
+	    strcmp(base + len - 4, ".ram") || len - 12 >= size)
+		return NULL;
+	memcpy(buf, base + 8, len - 12);
+	buf[len - 12] = '\0';
+	return buf;
+}
+
+int hvt_cli_kformats_cached(const char *verb, const char *ram,
+			    const char *remote, char *dir, size_t dirsize)
+{
+	char remote_buf[NAME_MAX + 1];
 	static const char tag[] = "Linux version ";
 	size_t chunk = KC_CHUNK, keep = 512, have = 0;
 	unsigned int tries = 0;
@@ -309,6 +347,8 @@ int hvt_cli_kformats_cached(const char *verb, const char *ram, char *dir,
 	struct stat st;
 	uint64_t off = 0;
 
+	if (!remote)
+		remote = kc_remote_of(ram, remote_buf, sizeof(remote_buf));
 	fd = open(ram, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -345,8 +385,8 @@ int hvt_cli_kformats_cached(const char *verb, const char *ram, char *dir,
 			rel[rl] = '\0';
 			if (rl && r[rl] == ' ' && rel[0] != '.')
 				found = kc_pick(verb, fd,
-						(uint64_t)st.st_size, rel, dir,
-						dirsize);
+						(uint64_t)st.st_size, remote,
+						rel, dir, dirsize);
 			if (found == -ENOENT)
 				found = kc_console(verb, p, (size_t)(nl - p),
 						   dir, dirsize);

@@ -366,6 +366,7 @@ int st_open_kring(struct st_state *s)
 	if (!s->formats && !s->vm_pid &&
 	    !hvt_cli_kformats_cached("stream",
 				     s->ram_via[0] ? s->ram_via : s->ram,
+				     s->qemu_pid[0] ? s->spec : NULL,
 				     s->cache_formats,
 				     sizeof(s->cache_formats)))
 		s->formats = s->cache_formats;

@@ -113,7 +113,7 @@ if [ "$(id -u)" = 0 ] &&
 		--vm-pid "$qpid" --name "$k-n" >"$T_TMP/eperm.err" 2>&1; then
 		fail "attach by pid as nobody succeeded"
 	fi
-	grep -q "needs root, or the VMM's own user" "$T_TMP/eperm.err" ||
+	grep -q "needs ptrace read access to it" "$T_TMP/eperm.err" ||
 		fail "as nobody: $(cat "$T_TMP/eperm.err")"
 else
 	info "(not checked: the refusal of a non-root peer; needs root, a build and a daemon socket nobody can use)"
