@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 #
 # common/: small hosted helpers that both guest and host programs need
-# (parsing "16M" and octal modes, preparing and connecting UNIX sockets).
+# (parsing "16M" and octal modes, preparing and connecting UNIX sockets),
+# and a few of the host's alone that a library and hvtraced both link
+# (kfset.c: the formats folder reader of an attach by pid).
 # Linux user space only, so not shared/ (which holds what crosses contexts:
 # the ABI and the freestanding core).  guest/ and host/ may use it; it uses
 # neither.  Header: common/include/hvt_util.h.

@@ -29,6 +29,20 @@ int hvt_util_sock_connect(const char *path);
 int hvt_util_open_owned(const char *path, int rdwr, uid_t owner, char *msg,
 			size_t msgsize);
 
+/*
+ * A guest kernel's formats folder (DIR/events/SYSTEM/EVENT/format) as a
+ * format set (HVT_KFSET of <hvtrace/proto.h>, malloc()ed), and such a set
+ * in a sealed memfd (kfset.c): the one folder reader of an attach by pid,
+ * the client's and root's.  HVT_UTIL_KFSET_SKIP skips a format file that
+ * cannot be opened or is not regular instead of refusing the folder.
+ */
+#define HVT_UTIL_KFSET_SKIP 0x1u
+
+int hvt_util_kfset_read(const char *dir, unsigned int flags, uint8_t **set,
+			size_t *len, char *msg, size_t msgsize);
+int hvt_util_kfset_memfd(const uint8_t *set, size_t len, char *msg,
+			 size_t msgsize);
+
 void hvt_util_log_setup(const char *prog, int verbose);
 int hvt_util_log_verbose(void);
 void hvt_util_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -59,8 +59,8 @@
 #define D_KEV_TIMEOUT_MS	5000
 
 /* An agent's upload of its guest kernel's formats (kformats.c). */
-#define KF_MAX_FILES		16384u
-#define KF_MAX_BYTES		(16u << 20)	/* a real 6.12 kernel: 2 MiB */
+#define KF_MAX_FILES		HVT_KFSET_MAX_FILES /* also a format set's */
+#define KF_MAX_BYTES		HVT_KFSET_MAX_BYTES /* a real 6.12 kernel: 2 MiB */
 #define KF_FILE_MAX		(8u << 20)
 #define KF_GUEST_KERNELS	4	/* folders a remote keeps (LRU) */
 #define KF_GUESTS_DIR		"guests" /* kformats/guests/REMOTE/KEY */
@@ -668,7 +668,7 @@ bool kring_remote_spec(const char *spec);	/* "vmpid:..." */
 int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 			int *fds, int nr_fds, const struct d_cred *cred,
 			struct remote **out, char *msg, size_t msgsize);
-/* kring_formats.c: the formats a kring client sent (an HVT_KFSET) */
+/* kring_formats.c: a kring remote's formats (an HVT_KFSET, common/kfset.c) */
 int kring_formats_parse(const uint8_t *b, size_t len,
 			struct hvt_m_format **out, size_t *nr, char *msg,
 			size_t msgsize);

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * hvtraced: the formats of a kring remote that its client sent (an
- * HVT_KFSET in a sealed memfd, <hvtrace/proto.h>), for a client that is
- * not root: the client reads its formats folder with its own rights, so
- * the daemon never opens a path a user named (a FIFO there would block
- * its loop, a link would read another user's file).
+ * hvtraced: the formats of a kring remote, a format set (an HVT_KFSET in
+ * a sealed memfd, <hvtrace/proto.h>) made by common/kfset.c's folder
+ * reader: the client's, which reads its formats folder with its own
+ * rights, so the daemon never opens a path a user named (a FIFO there
+ * would block its loop, a link would read another user's file), or the
+ * daemon's own for root's bare "vmpid:PID,formats=DIR".  One parser for
+ * both.
  *
  * Everything in the set is hostile: every length is bounded by what is
  * left of the buffer and by the KF_* limits, a name is "SYSTEM/EVENT" of
  * printable characters without a leading dot, a text is 1 byte to
- * HVT_KFSET_TEXT_MAX.  The result is one allocation per record, as
- * kring_remote.c's folder reader makes them (kr_formats_free()).
+ * HVT_KFSET_TEXT_MAX.  The result is one allocation per record
+ * (kring_formats_free()).
  */
 #include <errno.h>
 #include <stdio.h>

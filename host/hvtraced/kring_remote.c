@@ -21,13 +21,16 @@
  *            (hvtrace_kring_open_source()) and never opens /proc/PID by
  *            number for it, so a reused pid reads nothing.  Only root may
  *            name a bare "vmpid:PID" for the daemon to open.
- *   formats  with descriptors, DIR is read by the client into a sealed
- *            memfd (an HVT_KFSET, kring_formats.c parses it) and only
- *            named here.  For root's bare spec, DIR (laid out like
- *            tracefs, as "hvtrace guest kformats" writes it) is read once
- *            at attach: every events/SYSTEM/EVENT/format, bounded in
- *            count, size and total (KF_* limits), opened O_NONBLOCK
- *            without following links, regular files only.  FORMATS
+ *   formats  DIR (laid out like tracefs, as "hvtrace guest kformats"
+ *            writes it) is read by one reader, common/kfset.c: every
+ *            events/SYSTEM/EVENT/format, bounded in count, size and
+ *            total (KF_* limits), opened O_NONBLOCK without following
+ *            links, regular files only, into a format set (an HVT_KFSET)
+ *            in a sealed memfd that kr_load_kfset() maps and
+ *            kring_formats.c parses.  With descriptors the client read
+ *            DIR and passed the memfd (DIR is only named here); for
+ *            root's bare spec the daemon reads it once at attach
+ *            (kr_load_folder()), skipping what is not a plain file.  FORMATS
  *            replies carry them as "SYSTEM/EVENT", so a tool's decoder
  *            reads the ring's events.  Without DIR the events are still
  *            read and counted, not named.
@@ -41,7 +44,6 @@
  *            the end, and a stream of it ends.  It is not kept across a
  *            restart of the daemon (a pid does not survive).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -56,12 +58,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <hvt_util.h>
 #include <hvtrace-ring.h>
 
 #include "daemon.h"
 
 #define KR_STATE_MS   200	  /* VMM liveness poll */
-#define KR_FORMAT_MAX (64u << 10) /* one format file */
 #define KR_MAX_CPUS   D_MAX_CPUS /* what a subscription may name */
 
 struct kring_remote {
@@ -81,178 +83,6 @@ static const struct remote_ops kring_ops;
 bool kring_remote_spec(const char *spec)
 {
 	return !strncmp(spec, "vmpid:", 6);
-}
-
-/* --- formats from a folder ---------------------------------------------- */
-
-struct kr_load {
-	uid_t owner;	 /* files must be this user's ... */
-	bool restricted; /* ... when the peer is not root */
-	size_t bytes, cap;
-	struct hvt_m_format *v;
-	size_t n;
-};
-
-/* One format file at @dfd/@name as "SYS/EV"; 0, or -errno for a fatal
- * error (a file that is not fit is skipped). */
-static int kr_load_one(struct kr_load *l, int dfd, const char *sys,
-		       const char *ev)
-{
-	struct stat st;
-	size_t nl, off = 0;
-	ssize_t got;
-	char *b;
-	int fd;
-
-	/* Never blocks: a FIFO would hold the daemon's loop in open(). */
-	fd = openat(dfd, "format",
-		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !st.st_size ||
-	    st.st_size > KR_FORMAT_MAX ||
-	    (l->restricted && st.st_uid != l->owner)) {
-		close(fd);
-		return 0;
-	}
-	if (l->n >= KF_MAX_FILES ||
-	    l->bytes + (size_t)st.st_size > KF_MAX_BYTES) {
-		close(fd);
-		return -E2BIG;
-	}
-	nl = strlen(sys) + 1 + strlen(ev);
-	if (nl > HVT_PROTO_EVNAME_MAX) {
-		close(fd);
-		return 0;
-	}
-	b = malloc(nl + 1 + (size_t)st.st_size);
-	if (!b) {
-		close(fd);
-		return -ENOMEM;
-	}
-	memcpy(b, sys, strlen(sys));
-	b[strlen(sys)] = '/';
-	memcpy(b + strlen(sys) + 1, ev, strlen(ev));
-	b[nl] = '\0';
-	/* Bounded by the size fstat gave; a file that grew is cut. */
-	while (off < (size_t)st.st_size &&
-	       (got = read(fd, b + nl + 1 + off, (size_t)st.st_size - off)) > 0)
-		off += (size_t)got;
-	close(fd);
-	if (!off) {
-		free(b);
-		return 0;
-	}
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 256;
-		struct hvt_m_format *v = realloc(l->v, cap * sizeof(*v));
-
-		if (!v) {
-			free(b);
-			return -ENOMEM;
-		}
-		l->v = v;
-		l->cap = cap;
-	}
-	memset(&l->v[l->n], 0, sizeof(l->v[0]));
-	l->v[l->n].name.ptr = b;
-	l->v[l->n].name.len = (uint32_t)nl;
-	l->v[l->n].text.ptr = b + nl + 1;
-	l->v[l->n].text.len = (uint32_t)off;
-	l->n++;
-	l->bytes += off;
-	return 0;
-}
-
-static DIR *kr_opendir_at(int dfd, const char *name)
-{
-	int fd = openat(dfd, name,
-			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d;
-
-	if (fd < 0)
-		return NULL;
-	d = fdopendir(fd);
-	if (!d)
-		close(fd);
-	return d;
-}
-
-/* Every events/SYSTEM/EVENT/format of @dir; 0, or -errno with @msg. */
-static int kr_load_formats(struct kring_remote *kr, const char *dir,
-			   const struct d_cred *cred, char *msg, size_t msgsize)
-{
-	struct kr_load l = {0};
-	struct dirent *se, *ee;
-	DIR *root, *sd = NULL, *ed;
-	struct stat st;
-	int ret = 0;
-
-	l.restricted = cred && !cred->root;
-	l.owner = cred ? cred->uid : 0;
-	root = opendir(dir);
-	if (root && !fstat(dirfd(root), &st) && l.restricted &&
-	    st.st_uid != l.owner && st.st_uid != 0) {
-		closedir(root);
-		snprintf(msg, msgsize,
-			 "formats folder %s: owned by uid %u, not by you "
-			 "(uid %u) or root",
-			 dir, (unsigned int)st.st_uid, (unsigned int)l.owner);
-		return -EACCES;
-	}
-	if (root)
-		sd = kr_opendir_at(dirfd(root), "events");
-	if (!sd) {
-		ret = -errno;
-		if (root)
-			closedir(root);
-		snprintf(msg, msgsize,
-			 "formats folder %s: no events/ folder in it (%s); "
-			 "write one with 'hvtrace guest kformats NAME DIR' "
-			 "or copy the guest's tracefs",
-			 dir, strerror(-ret));
-		return ret ? ret : -ENOENT;
-	}
-	while (!ret && (se = readdir(sd))) {
-		if (se->d_name[0] == '.')
-			continue;
-		ed = kr_opendir_at(dirfd(sd), se->d_name);
-		while (!ret && ed && (ee = readdir(ed))) {
-			int efd;
-
-			if (ee->d_name[0] == '.')
-				continue;
-			efd = openat(dirfd(ed), ee->d_name,
-				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					     O_CLOEXEC);
-			if (efd < 0)
-				continue;
-			ret = kr_load_one(&l, efd, se->d_name, ee->d_name);
-			close(efd);
-		}
-		if (ed)
-			closedir(ed);
-	}
-	closedir(sd);
-	closedir(root);
-	if (ret) {
-		kring_formats_free(l.v, l.n);
-		snprintf(msg, msgsize, "formats folder %s: %s", dir,
-			 ret == -E2BIG ? "more formats than the daemon takes "
-					 "(16384 files, 16 MiB)"
-				       : strerror(-ret));
-		return ret;
-	}
-	if (!l.n) {
-		snprintf(msg, msgsize,
-			 "formats folder %s: no events/SYSTEM/EVENT/format "
-			 "file in it%s",
-			 dir, l.restricted ? " that you own" : "");
-		return -ENOENT;
-	}
-	kr->fmt = l.v;
-	kr->nr_fmt = l.n;
-	return 0;
 }
 
 /* --- remote_ops ---------------------------------------------------------- */
@@ -539,6 +369,33 @@ static int kr_load_kfset(struct kring_remote *kr, int fd, char *msg,
 }
 
 /*
+ * Root's own "vmpid:PID,formats=DIR": DIR is read by the reader a client
+ * reads its folder with (hvt_util_kfset_read(), common/kfset.c) into a
+ * format set in a sealed memfd, taken as a passed one (kr_load_kfset()):
+ * one folder reader, one parser.  A format file that is not a plain file
+ * (a FIFO, a link) is skipped, never waited on.
+ */
+static int kr_load_folder(struct kring_remote *kr, const char *dir, char *msg,
+			  size_t msgsize)
+{
+	uint8_t *set;
+	size_t len;
+	int fd, ret;
+
+	ret = hvt_util_kfset_read(dir, HVT_UTIL_KFSET_SKIP, &set, &len, msg,
+				  msgsize);
+	if (ret)
+		return ret;
+	fd = hvt_util_kfset_memfd(set, len, msg, msgsize);
+	free(set);
+	if (fd < 0)
+		return fd;
+	ret = kr_load_kfset(kr, fd, msg, msgsize);
+	close(fd);
+	return ret;
+}
+
+/*
  * The descriptors a client passed with HVT_ATTACH_VM_FDS, all opened with
  * the client's rights (the kernel's ptrace check decided who may read the
  * VMM): the pidfd of @ks->pid, then the memory (a RAM file, or
@@ -672,8 +529,7 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 			return -ESRCH;
 		}
 		if (ks.formats) {
-			ret = kr_load_formats(kr, ks.formats, cred, msg,
-					      msgsize);
+			ret = kr_load_folder(kr, ks.formats, msg, msgsize);
 			if (ret)
 				goto fail;
 		}

@@ -2,8 +2,11 @@
 /*
  * The hosted helpers of common/ (hvt_util.h): size and mode parsing, the
  * socket chores around a server's bind() and a client's connect(), the
- * log lines, and hvt_util_open_owned() (issue 22 point 4: a name in a
- * shared folder is opened only as a regular file of a trusted owner).
+ * log lines, hvt_util_open_owned() (issue 22 point 4: a name in a
+ * shared folder is opened only as a regular file of a trusted owner) and
+ * the formats folder reader of an attach by pid, hvt_util_kfset_read() and
+ * hvt_util_kfset_memfd() (issue 22 point 2: a FIFO or link in the folder
+ * is refused, or with HVT_UTIL_KFSET_SKIP skipped, never waited on).
  */
 #include <hvtrace/config.h>
 
@@ -12,6 +15,7 @@
 #if IS_ENABLED(CONFIG_HVT_GUEST)
 
 #include <fcntl.h>
+#include <hvtrace/proto.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -219,10 +223,90 @@ static void test_open_owned(void)
 	rmdir(dir);
 }
 
+/* @dir/events/@sys/@ev/format with @text, a FIFO (@text "fifo") or a
+ * link to sched/s/format ("link"). */
+static void kfs_file(const char *dir, const char *sys, const char *ev,
+		     const char *text)
+{
+	char p[512];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/events", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/events/%s", dir, sys);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/events/%s/%s", dir, sys, ev);
+	t_ok(mkdir(p, 0755) ? -errno : 0);
+	snprintf(p, sizeof(p), "%s/events/%s/%s/format", dir, sys, ev);
+	if (!strcmp(text, "fifo")) {
+		t_ok(mkfifo(p, 0600) ? -errno : 0);
+	} else if (!strcmp(text, "link")) {
+		t_ok(symlink("../s/format", p) ? -errno : 0);
+	} else {
+		fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+		t_assert(fd >= 0);
+		t_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+		close(fd);
+	}
+}
+
+static void test_kfset(void)
+{
+	static const char rec[] = "\x07\x00\x03\x00\x00\x00sched/sfmt";
+	char dir[] = "/tmp/hvt-kfset-XXXXXX", cmd[300], msg[512];
+	uint8_t *set = (void *)1, back[64];
+	size_t len = 1;
+	int fd, seals;
+
+	if (!mkdtemp(dir))
+		t_fail("mkdtemp: %s", strerror(errno));
+	t_eq(hvt_util_kfset_read(dir, 0, &set, &len, msg, sizeof(msg)),
+	     -ENOENT);
+	t_assert(!set && !len && strstr(msg, "no events/ folder in it"));
+	kfs_file(dir, "sched", "s", "fmt");
+	kfs_file(dir, "sched", "f", "fifo");
+	/* A FIFO: refused at once, not waited on. */
+	t_eq(hvt_util_kfset_read(dir, 0, &set, &len, msg, sizeof(msg)),
+	     -EINVAL);
+	t_assert(!set && strstr(msg, "events/sched/f/format is not a "
+				     "regular file"));
+	/* Skipped with HVT_UTIL_KFSET_SKIP, and so are a link, a name the
+	 * daemon refuses and an empty file. */
+	kfs_file(dir, "sched", "l", "link");
+	kfs_file(dir, "sched", "sp ace", "fmt");
+	kfs_file(dir, "sched", ".hidden", "fmt");
+	kfs_file(dir, "sched", "empty", "");
+	t_ok(hvt_util_kfset_read(dir, HVT_UTIL_KFSET_SKIP, &set, &len, msg,
+				 sizeof(msg)));
+	t_eq(len, (size_t)HVT_KFSET_MAGIC_LEN + sizeof(rec) - 1);
+	t_assert(!memcmp(set, HVT_KFSET_MAGIC, HVT_KFSET_MAGIC_LEN) &&
+		 !memcmp(set + HVT_KFSET_MAGIC_LEN, rec, sizeof(rec) - 1));
+	/* The set in a memfd nobody can change. */
+	fd = hvt_util_kfset_memfd(set, len, msg, sizeof(msg));
+	t_assert(fd >= 0 && !msg[0]);
+	seals = fcntl(fd, F_GET_SEALS);
+	t_assert(seals >= 0 && (seals & F_SEAL_WRITE) &&
+		 (seals & F_SEAL_SHRINK) && (seals & F_SEAL_GROW));
+	t_eq(pread(fd, back, sizeof(back), 0), (ssize_t)len);
+	t_assert(!memcmp(back, set, len));
+	t_assert(write(fd, "x", 1) < 0);
+	close(fd);
+	free(set);
+	/* Without the skip, the link is refused too (once the FIFO is gone). */
+	snprintf(cmd, sizeof(cmd), "%s/events/sched/f/format", dir);
+	unlink(cmd);
+	t_eq(hvt_util_kfset_read(dir, 0, &set, &len, msg, sizeof(msg)),
+	     -ELOOP);
+	t_assert(strstr(msg, "events/sched/l/format"));
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	t_ok(system(cmd) ? -EIO : 0);
+}
+
 int main(void)
 {
 	test_log();
 	test_open_owned();
+	test_kfset();
 	test_size();
 	test_mode();
 	test_sock();

@@ -158,6 +158,8 @@ enum hvt_kformats_op {
 #define HVT_KFSET_MAGIC_LEN	8u
 #define HVT_KFSET_REC_HDR	6u
 #define HVT_KFSET_TEXT_MAX	(64u << 10)	/* one format file */
+#define HVT_KFSET_MAX_FILES	16384u		/* records hvtraced takes */
+#define HVT_KFSET_MAX_BYTES	(16u << 20)	/* texts, all together */
 
 /* HELLO roles. */
 enum hvt_role {
