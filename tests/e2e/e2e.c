@@ -83,20 +83,6 @@ void e_init(const char *daemon_args)
 	setenv("HVT_OBJTREE", h_objtree, 1);
 }
 
-static bool e_file_has(const char *path, const char *needle)
-{
-	char line[1024];
-	bool found = false;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, needle) != NULL;
-	fclose(f);
-	return found;
-}
-
 bool e_guest_alive(const struct e_guest *g)
 {
 	char path[400], buf[32];
@@ -183,7 +169,7 @@ void e_guest_start(struct e_guest *g, const char *suffix, const char *run,
 
 	/* Ready: the console says so (bounded: 150 s under TCG). */
 	deadline = h_now_ns() + 150000000000ull;
-	while (!e_file_has(g->console, "hvtrace: guest ready")) {
+	while (!h_file_has(g->console, "hvtrace: guest ready")) {
 		if (waitpid(pid, &st, WNOHANG) == pid) {
 			g->launcher = 0;
 			t_fail("guest %s: the launcher exited (status %d) "

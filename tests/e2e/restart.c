@@ -61,19 +61,6 @@ static void enable_get(struct e_guest *g, uint32_t *id, uint32_t *bit)
 	*bit = res.bit;
 }
 
-static bool file_has(const char *path, const char *needle)
-{
-	char line[1024];
-	bool found = false;
-	FILE *f = fopen(path, "r");
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, needle) != NULL;
-	if (f)
-		fclose(f);
-	return found;
-}
-
 /* The new daemon attached the guest by itself: wait for the session. */
 static void wait_connected(struct e_guest *g)
 {
@@ -141,7 +128,7 @@ static void scenario(const char *suffix, const char *const *extra)
 	snprintf(log, sizeof(log), "%s/hvtraced.log", h_dir);
 	snprintf(again_line, sizeof(again_line), "attached guest '%s' again",
 		 g.name);
-	if (!file_has(log, again_line))
+	if (!h_file_has(log, again_line))
 		t_fail("the new hvtraced does not log '%s'", again_line);
 	e_wait_event(&g, "hvt_seq", 30000);
 	enable_get(&g, &id2, &bit2);
@@ -183,9 +170,9 @@ static void scenario(const char *suffix, const char *const *extra)
 	if (read + lost != wrote + dropped)
 		t_fail("read %llu + lost %llu != written %llu", read, lost,
 		       wrote + dropped);
-	if (file_has(g.console, "must re-register"))
+	if (h_file_has(g.console, "must re-register"))
 		t_fail("the agent says a client must re-register");
-	if (file_has(log, "but got id"))
+	if (h_file_has(log, "but got id"))
 		t_fail("the new hvtraced could not honour a replayed binding");
 	e_seq_free(&s2);
 	e_guest_stop(&g);

@@ -15,40 +15,10 @@
 #           eventfd when it comes (it waits on its loop, not in a recv).
 set -u
 
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OBJ=${HVT_OBJTREE:-$SRC/build}
-H=$OBJ/bin/hvtrace
-T=$(mktemp -d /tmp/hvt-bellstall.XXXXXX)
-SOCK=$T/hvtraced.sock
-DPID='' FPID=''
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" bellstall
+SOCK=$HVTRACED_SOCKET
 
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$T"/*.log; do
-		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 20 "$f" >&2; }
-	done
-	exit 1
-}
-
-cleanup() {
-	if [ -n "$DPID" ]; then	# (a stalled one takes no SIGTERM)
-		kill "$DPID" 2>/dev/null
-		for _ in $(seq 40); do
-			kill -0 "$DPID" 2>/dev/null || break
-			sleep 0.05
-		done
-		kill -9 "$DPID" 2>/dev/null
-	fi
-	[ -n "$FPID" ] && kill "$FPID" 2>/dev/null
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-for b in "$H" "$OBJ/bin/hvtraced"; do
-	[ -x "$b" ] || fail "$b is not built"
-done
+hvt_need_bins
 F=full$$ S=silent$$
 mkdir -p "$T/run/$F" "$T/run/$S"
 
@@ -90,15 +60,13 @@ socket.send_fds(a, [struct.pack("<Q", 0x6c6c6562747668)], [efd])
 print("silent: eventfd sent", flush=True)
 time.sleep(600)
 EOF
-FPID=$!
-for _ in $(seq 100); do grep -q ready "$T/fake.log" && break; sleep 0.05; done
-grep -q ready "$T/fake.log" || fail "the fake guests did not start"
+PIDS=$!
+wait_for 5 grep -q ready "$T/fake.log" || fail "the fake guests did not start"
 
 "$OBJ/bin/hvtraced" --foreground --socket "$SOCK" --run-dir "$T/run" \
 	--shm-dir "$T" >"$T/hvtraced.log" 2>&1 &
 DPID=$!
-for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
-[ -S "$SOCK" ] || fail "hvtraced did not listen"
+hvt_listening
 
 # full: a blocking connect() would hang the attach (and everything after).
 timeout 5 "$H" daemon attach "$F" --socket "$SOCK" >"$T/attach-full.log" 2>&1 ||
@@ -124,12 +92,7 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 grep -q "silent: eventfd sent" "$T/fake.log" && [ $ms -lt 1900 ] &&
 	fail "the silent server sent its eventfd before the checks were done"
 echo "silent server: attach and 3 status answered in $ms ms"
-for _ in $(seq 100); do
-	grep -q "remote '$S': doorbell eventfd received" "$T/hvtraced.log" &&
-		break
-	sleep 0.05
-done
-grep -q "remote '$S': doorbell eventfd received" "$T/hvtraced.log" ||
+wait_for 5 grep -q "remote '$S': doorbell eventfd received" "$T/hvtraced.log" ||
 	fail "hvtraced did not take the eventfd that came late"
 grep -q "silent: eventfd sent" "$T/fake.log" ||
 	fail "the fake server did not send its eventfd"

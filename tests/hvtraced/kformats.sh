@@ -17,36 +17,13 @@
 # that only hvtrace-agent can change the guest kernel's events.
 set -u
 
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OBJ=${HVT_OBJTREE:-$SRC/build}
-H=$OBJ/bin/hvtrace
-T=$(mktemp -d /tmp/hvt-kformats.XXXXXX)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" kformats
 NAME=kf$$
 AREA=/dev/shm/hvt-kformats-$$
-export HVTRACED_SOCKET=$T/hvtraced.sock HVT_CACHE=$T/cache
-DPID='' APID=''
+export HVT_CACHE=$T/cache
+RM_ALWAYS="$AREA ${AREA}2"
 
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$T"/*.log "$T"/*.err; do
-		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 20 "$f" >&2; }
-	done
-	exit 1
-}
-
-cleanup() {
-	[ -n "$APID" ] && kill "$APID" 2>/dev/null
-	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
-	rm -f "$AREA" "$AREA"2
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-for b in "$H" "$OBJ/bin/hvtraced" "$OBJ/bin/hvtrace-agent"; do
-	[ -x "$b" ] || fail "$b is not built"
-done
+hvt_need_bins "$OBJ/bin/hvtrace-agent"
 
 # The guest's tracefs, as the test makes it.
 F=$T/tracefs
@@ -77,13 +54,13 @@ echo 'name: not_sent' >"$F/events/other/ev/format"
 "$OBJ/bin/hvtraced" --foreground --socket "$HVTRACED_SOCKET" \
 	--run-dir "$T/run" --shm-dir /dev/shm >"$T/hvtraced.log" 2>&1 &
 DPID=$!
-for _ in $(seq 100); do [ -S "$HVTRACED_SOCKET" ] && break; sleep 0.05; done
-[ -S "$HVTRACED_SOCKET" ] || fail "hvtraced did not listen"
+hvt_listening
 
 "$OBJ/bin/hvtrace-agent" --create "$AREA" --size 1M --name "$NAME" \
 	--host-socket "$HVTRACED_SOCKET" --socket "$T/agent.sock" \
 	--tracefs "$F" -v >"$T/agent.log" 2>&1 &
 APID=$!
+PIDS=$APID
 
 REL=$(uname -r)
 C=''
@@ -133,10 +110,7 @@ agent2() {	# agent2 LOG: one session of remote ${NAME}b until WORDS
 		--host-socket "$HVTRACED_SOCKET" --socket "$T/agent2.sock" \
 		--tracefs "$F" -v >"$1" 2>&1 &
 	A2=$!
-	for _ in $(seq 200); do
-		grep -Eq "has this kernel's formats already|sent the formats" "$1" && break
-		sleep 0.05
-	done
+	wait_for 10 grep -Eq "has this kernel's formats already|sent the formats" "$1"
 	kill "$A2"; wait "$A2" 2>/dev/null
 }
 agent2 "$T/agent2.log"
@@ -174,7 +148,7 @@ grep -q "'../x:y' is not a guest kernel event: give SYSTEM or SYSTEM:EVENT" "$T/
 [ -e "$F/instances/x" ] && fail "a path escaped the events folder"
 
 # Without an agent.
-kill "$APID"; wait "$APID" 2>/dev/null; APID=''
+kill "$APID"; wait "$APID" 2>/dev/null; PIDS=''
 for _ in $(seq 100); do
 	"$H" list 2>/dev/null | grep -Eq "^$NAME .*disconnected" && break
 	sleep 0.05

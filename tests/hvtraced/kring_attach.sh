@@ -21,44 +21,14 @@
 # that is neither root nor the process's user.
 set -u
 
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OBJ=${HVT_OBJTREE:-$SRC/build}
-H=$OBJ/bin/hvtrace
-GOLDEN=$OBJ/tests/unit/kring_golden
-T=$(mktemp -d /tmp/hvt-kring-attach.XXXXXX)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" kring-attach
 NAME=kr$$
-export HVTRACED_SOCKET=$T/hvtraced.sock
-DPID='' VPID='' SPID=''
+VPID='' SPID=''
 
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$T"/*.log "$T"/*.err; do
-		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 20 "$f" >&2; }
-	done
-	exit 1
-}
-
-cleanup() {
-	for p in "$SPID" "$VPID" "$DPID"; do
-		[ -n "$p" ] && kill "$p" 2>/dev/null
-	done
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-for b in "$H" "$OBJ/bin/hvtraced"; do
-	[ -x "$b" ] || fail "$b is not built"
-done
-if [ ! -x "$GOLDEN" ]; then
-	echo "SKIP: $GOLDEN is not built (make tests)"
-	exit 77
-fi
-command -v python3 >/dev/null || { echo "SKIP: python3 is not installed"; exit 77; }
-mkdir "$T/seeds"
-"$GOLDEN" "$T/seeds" >/dev/null 2>&1 || fail "kring_golden did not write its images"
-[ -s "$T/seeds/612-golden" ] || fail "no 612-golden image from kring_golden"
+hvt_need_bins
+hvt_need_golden
+command -v python3 >/dev/null || skip "python3 is not installed"
+hvt_golden_seeds
 
 # The socket's group is nogroup (when it exists), so that user nobody is
 # a trusted tool and is refused for attaching by pid, not for the socket.
@@ -70,8 +40,7 @@ fi
 "$OBJ/bin/hvtraced" --foreground --socket "$HVTRACED_SOCKET" \
 	--run-dir "$T/run" "${group[@]}" >"$T/hvtraced.log" 2>&1 &
 DPID=$!
-for _ in $(seq 100); do [ -S "$HVTRACED_SOCKET" ] && break; sleep 0.05; done
-[ -S "$HVTRACED_SOCKET" ] || fail "hvtraced did not listen"
+hvt_listening
 
 # The fake VMM: the ring 1 MiB into 64 MiB of private anonymous memory.
 python3 -c '
@@ -82,7 +51,8 @@ m[1 << 20:(1 << 20) + len(img)] = img
 print("ready", flush=True)
 time.sleep(600)' "$T/seeds/612-golden" >"$T/vmm.out" 2>"$T/vmm.err" &
 VPID=$!
-for _ in $(seq 100); do grep -q ready "$T/vmm.out" && break; sleep 0.05; done
+PIDS=$VPID
+wait_for 5 grep -q ready "$T/vmm.out"
 grep -q ready "$T/vmm.out" || fail "the fake VMM did not start"
 
 "$H" stream --vm-pid "$VPID" --drain >"$T/direct.txt" 2>"$T/direct.err" ||
@@ -133,14 +103,15 @@ fi
 # The VMM goes under a live stream.
 "$H" stream "$NAME" >"$T/end.txt" 2>"$T/end.err" &
 SPID=$!
-for _ in $(seq 200); do grep -q "guest's own" "$T/end.err" && break; sleep 0.05; done
+PIDS="$SPID $VPID"
+wait_for 10 grep -q "guest's own" "$T/end.err"
 kill -9 "$VPID"
 wait "$VPID" 2>/dev/null
-VPID=''
+VPID='' PIDS=$SPID
 rc=0
 timeout 60 tail --pid="$SPID" -f /dev/null || fail "the stream did not end when the VMM went"
 wait "$SPID" || rc=$?
-SPID=''
+SPID='' PIDS=''
 [ "$rc" = 0 ] || fail "the stream ended with $rc"
 grep -q "'$NAME' stopped (its writer or VMM ended)" "$T/end.err" ||
 	fail "the stream's end says nothing: $(cat "$T/end.err")"

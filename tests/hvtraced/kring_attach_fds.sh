@@ -23,40 +23,15 @@
 #   memfd passed (the map path), and streams the golden ring's 8 events.
 set -u
 
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OBJ=${HVT_OBJTREE:-$SRC/build}
-H=$OBJ/bin/hvtrace
-GOLDEN=$OBJ/tests/unit/kring_golden
-T=$(mktemp -d /tmp/hvt-kring-fds.XXXXXX)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" kring-fds
 NAME=kf$$
-export HVTRACED_SOCKET=$T/hvtraced.sock
-DPID='' PIDS=()
+HVT_KILL=KILL
 
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$T"/*.log "$T"/*.err; do
-		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 20 "$f" >&2; }
-	done
-	exit 1
-}
-
-cleanup() {
-	for p in "${PIDS[@]}" "$DPID"; do
-		[ -n "$p" ] && kill -9 "$p" 2>/dev/null
-	done
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-for b in "$H" "$OBJ/bin/hvtraced"; do
-	[ -x "$b" ] || fail "$b is not built"
-done
-[ -x "$GOLDEN" ] || { echo "SKIP: $GOLDEN is not built (make tests)"; exit 77; }
+hvt_need_bins
+hvt_need_golden
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
-[ -n "$PY" ] || { echo "SKIP: python3 is not installed"; exit 77; }
+[ -n "$PY" ] || skip "python3 is not installed"
 NOBODY=()
 if [ "$(id -u)" = 0 ] && getent group nogroup >/dev/null &&
 	setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$H" 2>/dev/null &&
@@ -64,9 +39,7 @@ if [ "$(id -u)" = 0 ] && getent group nogroup >/dev/null &&
 	NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 fi
 chmod 711 "$T"
-mkdir "$T/seeds"
-"$GOLDEN" "$T/seeds" >/dev/null 2>&1 || fail "kring_golden did not write its images"
-[ -s "$T/seeds/612-golden" ] || fail "no 612-golden image from kring_golden"
+hvt_golden_seeds
 chmod 755 "$T/seeds"
 chmod 644 "$T/seeds/612-golden"
 
@@ -78,8 +51,7 @@ fi
 "${TRACE[@]}" "$OBJ/bin/hvtraced" --foreground --socket "$HVTRACED_SOCKET" \
 	--run-dir "$T/run" --group nogroup >"$T/hvtraced.log" 2>&1 &
 DPID=$!
-for _ in $(seq 200); do [ -S "$HVTRACED_SOCKET" ] && break; sleep 0.05; done
-[ -S "$HVTRACED_SOCKET" ] || fail "hvtraced did not listen"
+hvt_listening 10
 
 # vmm TAG [memfd] [undumpable]: a fake VMM holding the golden ring 1 MiB
 # into 64 MiB of anonymous memory (or of a shared memfd); its pid in
@@ -101,8 +73,8 @@ else:
 m[1 << 20:(1 << 20) + len(img)] = img
 print(os.getpid(), flush=True)
 time.sleep(600)' "$T/seeds/612-golden" $VMM_OPTS >"$T/$tag.pid" 2>"$T/$tag.err" &
-	PIDS+=($!)
-	for _ in $(seq 100); do [ -s "$T/$tag.pid" ] && break; sleep 0.05; done
+	PIDS="$PIDS $!"
+	wait_for 5 test -s "$T/$tag.pid"
 	[ -s "$T/$tag.pid" ] || fail "the fake VMM $tag did not start"
 }
 
@@ -133,8 +105,8 @@ grep -q "$NAME-f" "$T/status.out" && fail "the FIFO attach left a remote"
 # the FIFO is skipped, not waited on, and the daemon comes up.
 "$OBJ/bin/hvtraced" --foreground --socket "$T/legacy.sock" --run-dir "$T/run2" \
 	--attach-area "$NAME-l=vmpid:$VPID,formats=$T/fifo" >"$T/legacy.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 100); do [ -S "$T/legacy.sock" ] && break; sleep 0.05; done
+PIDS="$PIDS $!"
+wait_for 5 test -S "$T/legacy.sock"
 HVTRACED_SOCKET=$T/legacy.sock timeout 3 "$H" daemon status >/dev/null 2>&1 ||
 	fail "hvtraced --attach-area with a FIFO format does not answer"
 grep -q "formats folder $T/fifo: no events/SYSTEM/EVENT/format file" "$T/legacy.log" ||

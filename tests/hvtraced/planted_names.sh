@@ -25,42 +25,15 @@
 # area is attached.  Needs root and user nobody (else SKIP).
 set -u
 
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OBJ=${HVT_OBJTREE:-$SRC/build}
-H=$OBJ/bin/hvtrace
-GOLDEN=$OBJ/tests/unit/kring_golden
-T=$(mktemp -d /tmp/hvt-planted.XXXXXX)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" planted
 N=pl$$
-export HVTRACED_SOCKET=$T/hvtraced.sock HVT_SHM_DIR=$T/shm HVT_RUNDIR=$T/run
-DPID=''
+export HVT_SHM_DIR=$T/shm HVT_RUNDIR=$T/run
 
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$T"/*.log "$T"/*.err; do
-		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 20 "$f" >&2; }
-	done
-	exit 1
-}
-
-cleanup() {
-	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-for b in "$H" "$OBJ/bin/hvtraced"; do
-	[ -x "$b" ] || fail "$b is not built"
-done
-if [ ! -x "$GOLDEN" ]; then
-	echo "SKIP: $GOLDEN is not built (make tests)"
-	exit 77
-fi
+hvt_need_bins
+hvt_need_golden
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null ||
 	! setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
-	echo "SKIP: needs root, setpriv and user nobody (uid 65534)"
-	exit 77
+	skip "needs root, setpriv and user nobody (uid 65534)"
 fi
 as_nobody() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
@@ -68,10 +41,9 @@ as_nobody() {
 planted="is owned by uid 65534, not root or you: someone else may have planted it; remove it"
 
 chmod 711 "$T"
-mkdir "$T/shm" "$T/run" "$T/seeds"
+mkdir "$T/shm" "$T/run"
 chmod 1777 "$T/shm"
-"$GOLDEN" "$T/seeds" >/dev/null 2>&1 || fail "kring_golden did not write its images"
-[ -s "$T/seeds/612-golden" ] || fail "no 612-golden image from kring_golden"
+hvt_golden_seeds
 # A guest's RAM: 4 MiB with the ring 1 MiB in.
 truncate -s 4M "$T/ram.img"
 dd if="$T/seeds/612-golden" of="$T/ram.img" bs=1M seek=1 conv=notrunc \
@@ -112,8 +84,7 @@ chmod 600 "$T/shm/hvtrace-$N-r.ram"
 "$OBJ/bin/hvtraced" --foreground --socket "$HVTRACED_SOCKET" \
 	--run-dir "$T/run" --shm-dir "$T/shm" >"$T/hvtraced.log" 2>&1 &
 DPID=$!
-for _ in $(seq 100); do [ -S "$HVTRACED_SOCKET" ] && break; sleep 0.05; done
-[ -S "$HVTRACED_SOCKET" ] || fail "hvtraced did not listen"
+hvt_listening
 
 # An area nobody made, under the name of a guest that has none.
 as_nobody "$H" loopback --area "$T/shm/hvtrace-$N-a" --cpus 1 --events 10 \
@@ -135,11 +106,7 @@ grep -q "remote '$N-a': area .*CPUs" "$T/hvtraced.log" &&
 "$H" daemon attach "$N-b" >"$T/attach-root.err" 2>&1 ||
 	fail "attach $N-b: $(cat "$T/attach-root.err")"
 grep -q "refused" "$T/attach-root.err" && fail "root's area was refused: $(cat "$T/attach-root.err")"
-for _ in $(seq 100); do
-	grep -q "remote '$N-b': area .*CPUs" "$T/hvtraced.log" && break
-	sleep 0.05
-done
-grep -q "remote '$N-b': area .*CPUs" "$T/hvtraced.log" ||
+wait_for 5 grep -q "remote '$N-b': area .*CPUs" "$T/hvtraced.log" ||
 	fail "hvtraced did not attach root's area"
 as_nobody cp "$T/ram.img" "$T/shm/hvtrace-$N-b.ram" || fail "nobody cannot write $T/shm"
 timeout 20 "$H" stream "$N-b" --drain >"$T/dstream.txt" 2>"$T/dstream.err"

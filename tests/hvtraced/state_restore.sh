@@ -27,59 +27,33 @@
 #   already") and the new area is read.
 set -u
 
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OBJ=${HVT_OBJTREE:-$SRC/build}
-H=$OBJ/bin/hvtrace
-T=$(mktemp -d /tmp/hvt-state-restore.XXXXXX)
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" state-restore
 SHM=/dev/shm/hvt-state-restore-$$
-export HVTRACED_SOCKET=$T/hvtraced.sock
 STATE=$T/run/hvtraced.state
-DPID='' PIDS='' bad=0
+RM_WITH_T=$SHM
+bad=0
 
-fail() {
+fail() {	# a check failed: go on, exit 1 at the end
 	echo "FAIL: $*" >&2
 	bad=1
 }
 
 die() {
 	fail "$@"
-	for f in "$T"/*.log; do
-		[ -f "$f" ] && { echo "---- $f" >&2; tail -n 30 "$f" >&2; }
-	done
+	hvt_dump_logs 30
 	exit 1
 }
 
-cleanup() {
-	for p in $PIDS $DPID; do
-		kill "$p" 2>/dev/null
-	done
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$T" "$SHM"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-wait_for() {	# SECONDS CMD...
-	local i
-	for ((i = 0; i < $1 * 20; i++)); do
-		"${@:2}" >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
-	return 1
-}
-
-for b in "$H" "$OBJ/bin/hvtraced"; do
-	[ -x "$b" ] || die "$b is not built"
-done
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (hvtraced as root, a member as nobody)"; exit 77; }
-command -v setpriv >/dev/null || { echo "SKIP: setpriv is missing (Debian: util-linux)"; exit 77; }
+hvt_need_bins
+[ "$(id -u)" = 0 ] || skip "needs root (hvtraced as root, a member as nobody)"
+command -v setpriv >/dev/null || skip "setpriv is missing (Debian: util-linux)"
 getent passwd nobody >/dev/null && getent group nogroup >/dev/null &&
 	getent group daemon >/dev/null ||
-	{ echo "SKIP: no user nobody or no groups nogroup/daemon here"; exit 77; }
+	skip "no user nobody or no groups nogroup/daemon here"
 # nobody must be in nogroup by the user database too: a restart keeps
 # only the groups the database still gives the member.
 id -G nobody | tr ' ' '\n' | grep -qx "$(getent group nogroup | cut -d: -f3)" ||
-	{ echo "SKIP: nobody is not in the group nogroup by the user database"; exit 77; }
+	skip "nobody is not in the group nogroup by the user database"
 MEMBER="setpriv --reuid=nobody --regid=daemon --groups=nogroup"
 chmod 711 "$T"	# nobody reaches the socket
 mkdir -m 755 "$T/run"

@@ -25,20 +25,6 @@
 
 #define AREA_SIZE (1u << 20)
 
-static int raw_connect(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	t_assert(fd >= 0);
-	if (strlen(h_dsock) >= sizeof(sa.sun_path))
-		t_fail("socket path too long");
-	memcpy(sa.sun_path, h_dsock, strlen(h_dsock) + 1);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-		t_fail("connect %s: %s", h_dsock, strerror(errno));
-	return fd;
-}
-
 /* HELLO as agent @name with @afd; the daemon's answer's status, its
  * text in @text. */
 static int hello_with(const char *name, int afd, char *text, size_t size)
@@ -61,7 +47,7 @@ static int hello_with(const char *name, int afd, char *text, size_t size)
 	m.u.hello.nr_fds = 1;
 	n = hvt_msg_encode(buf, sizeof(buf), &m);
 	t_assert(n > 0);
-	fd = raw_connect();
+	fd = h_connect();
 	t_eq(h_send_with_fd(fd, buf, (size_t)n, afd), n);
 	hvt_proto_dec_init(&d, reply, sizeof(reply), sizeof(reply));
 	for (;;) {

@@ -89,20 +89,6 @@ static void wait_asleep(const char *when)
 		t_fail("%s: the daemon did not sleep on the remote", when);
 }
 
-static bool log_has(const char *needle)
-{
-	char line[1024];
-	bool found = false;
-	FILE *f = fopen(ag.log, "r");
-
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, needle) != NULL;
-	fclose(f);
-	return found;
-}
-
 int main(void)
 {
 	uint64_t b0;
@@ -140,7 +126,8 @@ int main(void)
 	printf("after nobody's 'N': %llu barriers answered, wakeups on\n",
 	       (unsigned long long)(h_info_u64(dc, ag.remote,
 					       "wake_barriers") - b0));
-	if (!log_has("refused a doorbell 'N' (no wakeups) from uid 65534"))
+	if (!h_file_has(ag.log,
+			"refused a doorbell 'N' (no wakeups) from uid 65534"))
 		t_fail("the agent did not log the refused 'N'");
 
 	/* The owner's "N": taken. */

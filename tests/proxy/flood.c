@@ -115,34 +115,8 @@ static uint8_t fl_dbuf[2 * HVT_PROTO_MAX_FRAME];
 
 static int fl_connect(const char *area)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	static uint8_t buf[4096];
-	struct hvt_msg m;
-	int fd, afd, n;
+	int fd = h_raw_agent("flood", area);
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	memcpy(sa.sun_path, h_dsock, strlen(h_dsock) + 1);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-		t_fail("connect %s: %s", h_dsock, strerror(errno));
-	t_ok(hvtg_area_create(area, 1 << 20, NULL));
-	afd = open(area, O_RDWR | O_CLOEXEC);
-	unlink(area);
-	t_assert(afd >= 0);
-	memset(&m, 0, sizeof(m));
-	m.type = HVT_MSG_HELLO;
-	m.req = 1;
-	m.u.hello.min_version = 1;
-	m.u.hello.max_version = 1;
-	m.u.hello.role = HVT_ROLE_AGENT;
-	m.u.hello.pid = (uint32_t)getpid();
-	m.u.hello.nr_fds = 1;
-	m.u.hello.name.ptr = "flood";
-	m.u.hello.name.len = 5;
-	n = hvt_msg_encode(buf, sizeof(buf), &m);
-	t_assert(n > 0);
-	if (h_send_with_fd(fd, buf, (size_t)n, afd) != n)
-		t_fail("sendmsg: %s", strerror(errno));
-	close(afd);
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	return fd;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include <kbuffer.h>
 
 #include <hvtrace.h>
+#include <hvtrace-guest.h>
 
 #include "harness.h"
 
@@ -298,6 +300,84 @@ ssize_t h_send_with_fd(int sock, const void *buf, size_t len, int fd)
 	CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof(int));
 	return sendmsg(sock, &mh, MSG_NOSIGNAL);
+}
+
+int h_connect(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (strlen(h_dsock) >= sizeof(sa.sun_path))
+		t_fail("socket path too long");
+	memcpy(sa.sun_path, h_dsock, strlen(h_dsock) + 1);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		t_fail("connect %s: %s", h_dsock, strerror(errno));
+	return fd;
+}
+
+void h_hello_msg(struct hvt_msg *m, uint8_t role, const char *name)
+{
+	memset(m, 0, sizeof(*m));
+	m->type = HVT_MSG_HELLO;
+	m->req = 1;
+	m->u.hello.min_version = 1;
+	m->u.hello.max_version = 1;
+	m->u.hello.role = role;
+	m->u.hello.pid = (uint32_t)getpid();
+	if (name) {
+		m->u.hello.name.ptr = name;
+		m->u.hello.name.len = (uint32_t)strlen(name);
+	}
+}
+
+int h_raw_agent(const char *name, const char *area)
+{
+	uint8_t buf[4096];
+	struct hvt_msg m;
+	int fd, afd, n;
+
+	t_ok(hvtg_area_create(area, 1 << 20, NULL));
+	afd = open(area, O_RDWR | O_CLOEXEC);
+	unlink(area);
+	t_assert(afd >= 0);
+	fd = h_connect();
+	h_hello_msg(&m, HVT_ROLE_AGENT, name);
+	m.u.hello.nr_fds = 1;
+	n = hvt_msg_encode(buf, sizeof(buf), &m);
+	t_assert(n > 0);
+	if (h_send_with_fd(fd, buf, (size_t)n, afd) != n)
+		t_fail("sendmsg: %s", strerror(errno));
+	close(afd);
+	return fd;
+}
+
+void h_wait_connected(struct hvtrace_daemon *dc, const char *name,
+		      int timeout_ms)
+{
+	struct hvt_remote_rec rec;
+	int k;
+
+	for (k = 0; k < timeout_ms / 10; k++) {
+		if (!hvtrace_daemon_find_remote(dc, name, &rec) &&
+		    rec.state == HVT_REMOTE_CONNECTED)
+			return;
+		usleep(10000);
+	}
+	t_fail("the %s agent's session did not come up", name);
+}
+
+bool h_file_has(const char *path, const char *needle)
+{
+	char line[1024];
+	bool found = false;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	fclose(f);
+	return found;
 }
 
 void h_remote(struct hvtrace_daemon *dc, const char *name,

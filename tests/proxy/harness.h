@@ -66,6 +66,27 @@ uint32_t h_subscribe(struct hvtrace_daemon *dc, uint32_t remote,
  * sends its HELLO with the area; returns what sendmsg() returns. */
 ssize_t h_send_with_fd(int sock, const void *buf, size_t len, int fd);
 
+/* A connection of the test's own to hvtraced's socket (fails the test when
+ * it cannot), for speaking the protocol by hand. */
+int h_connect(void);
+
+/* A HELLO (request 1, version 1) of @role from this process, named @name
+ * (none when NULL). */
+void h_hello_msg(struct hvt_msg *m, uint8_t role, const char *name);
+
+/* An agent by hand: a fresh 1 MiB area @area (unlinked once open) passed
+ * with the HELLO of agent @name on a new connection, which is returned;
+ * it does not wait for the answer. */
+int h_raw_agent(const char *name, const char *area);
+
+/* Wait until remote @name's session is connected (fails the test after
+ * @timeout_ms). */
+void h_wait_connected(struct hvtrace_daemon *dc, const char *name,
+		      int timeout_ms);
+
+/* Whether a line of file @path holds @needle (false without the file). */
+bool h_file_has(const char *path, const char *needle);
+
 /* The remote record of @name (fails the test if it is missing). */
 void h_remote(struct hvtrace_daemon *dc, const char *name,
 	      struct hvt_remote_rec *rec);

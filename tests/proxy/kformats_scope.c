@@ -164,17 +164,6 @@ static void check_modes(const char *old, const char *dir)
 	printf("ok: the cache's files are not readable by others\n");
 }
 
-static int raw_connect(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	memcpy(sa.sun_path, h_dsock, strlen(h_dsock) + 1);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-		t_fail("connect %s: %s", h_dsock, strerror(errno));
-	return fd;
-}
-
 static void put(int fd, const void *p, size_t len)
 {
 	const uint8_t *b = p;
@@ -228,38 +217,13 @@ static void evil_agent(void)
 	char area[128], rel[64], path[512];
 	uint8_t buf[4096];
 	struct hvt_msg m;
-	int fd, afd, k, n;
+	int fd, k, n;
 	struct stat st;
 
 	snprintf(area, sizeof(area), "/dev/shm/hvtrace-t%d-kfevil",
 		 (int)getpid());
-	t_ok(hvtg_area_create(area, 1 << 20, NULL));
-	afd = open(area, O_RDWR | O_CLOEXEC);
-	unlink(area);
-	t_assert(afd >= 0);
-	fd = raw_connect();
-	memset(&m, 0, sizeof(m));
-	m.type = HVT_MSG_HELLO;
-	m.req = 1;
-	m.u.hello.min_version = 1;
-	m.u.hello.max_version = 1;
-	m.u.hello.role = HVT_ROLE_AGENT;
-	m.u.hello.pid = (uint32_t)getpid();
-	m.u.hello.name.ptr = "evil";
-	m.u.hello.name.len = 4;
-	m.u.hello.nr_fds = 1;
-	n = hvt_msg_encode(buf, sizeof(buf), &m);
-	if (n < 0 || h_send_with_fd(fd, buf, (size_t)n, afd) != n)
-		t_fail("HELLO: %s", strerror(errno));
-	close(afd);
-	for (k = 0; k < 500; k++) {
-		if (!hvtrace_daemon_find_remote(dc, "evil", &rec) &&
-		    rec.state == HVT_REMOTE_CONNECTED)
-			break;
-		usleep(10000);
-	}
-	if (k == 500)
-		t_fail("the evil agent's session did not come up");
+	fd = h_raw_agent("evil", area);
+	h_wait_connected(dc, "evil", 5000);
 	for (k = 0; k < 100; k++) {
 		snprintf(rel, sizeof(rel), "6.%d.0-invented", k);
 		kformats_msg(&m, 100 + 2 * (uint32_t)k, HVT_KF_BEGIN, rel, 1,

@@ -50,19 +50,6 @@ static uint32_t rnd(void)
 	return rng;
 }
 
-static int raw_connect(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (strlen(h_dsock) >= sizeof(sa.sun_path))
-		t_fail("socket path too long");
-	memcpy(sa.sun_path, h_dsock, strlen(h_dsock) + 1);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-		t_fail("connect %s: %s", h_dsock, strerror(errno));
-	return fd;
-}
-
 /* Write all (blocking); returns -errno when the daemon hung up. */
 static int put(int fd, const void *p, size_t len)
 {
@@ -88,21 +75,6 @@ static int frame(uint8_t *buf, size_t cap, struct hvt_msg *m)
 	if (n < 0)
 		t_fail("encode: %d", n);
 	return n;
-}
-
-static void hello_msg(struct hvt_msg *m, uint8_t role, const char *name)
-{
-	memset(m, 0, sizeof(*m));
-	m->type = HVT_MSG_HELLO;
-	m->req = 1;
-	m->u.hello.min_version = 1;
-	m->u.hello.max_version = 1;
-	m->u.hello.role = role;
-	m->u.hello.pid = (uint32_t)getpid();
-	if (name) {
-		m->u.hello.name.ptr = name;
-		m->u.hello.name.len = (uint32_t)strlen(name);
-	}
 }
 
 /* The good path still works, end to end. */
@@ -155,7 +127,7 @@ static void expect_hangup(int fd, const char *what)
 static void attack_garbage(void)
 {
 	static uint8_t junk[256 * 1024];
-	int fd = raw_connect(), ret = 0;
+	int fd = h_connect(), ret = 0;
 	size_t i;
 
 	for (i = 0; i < sizeof(junk); i++)
@@ -175,9 +147,9 @@ static void attack_oversized(void)
 	static uint8_t buf[1 << 20];
 	struct hvt_msg m;
 	uint32_t len = 100u << 20, hs;
-	int fd = raw_connect(), n;
+	int fd = h_connect(), n;
 
-	hello_msg(&m, HVT_ROLE_TOOL, NULL);
+	h_hello_msg(&m, HVT_ROLE_TOOL, NULL);
 	n = frame(buf, sizeof(buf), &m);
 	t_ok(put(fd, buf, (size_t)n));
 	/* A header that checks out but claims 100 MiB. */
@@ -202,13 +174,13 @@ static void attack_half(void)
 	struct hvt_msg m;
 	int fd, n;
 
-	hello_msg(&m, HVT_ROLE_AGENT, "half");
+	h_hello_msg(&m, HVT_ROLE_AGENT, "half");
 	n = frame(buf, sizeof(buf), &m);
-	fd = raw_connect();
+	fd = h_connect();
 	t_ok(put(fd, buf, 20));
 	check("half a header (connection open)");
 	close(fd);
-	fd = raw_connect();
+	fd = h_connect();
 	t_ok(put(fd, buf, (size_t)n - 3));
 	check("a frame missing its last bytes (connection open)");
 	close(fd);
@@ -225,9 +197,9 @@ static void attack_flood(void)
 	if (pid == 0) {
 		static uint8_t buf[64 * 1024];
 		struct hvt_msg m;
-		int fd = raw_connect(), n, k, len = 0;
+		int fd = h_connect(), n, k, len = 0;
 
-		hello_msg(&m, HVT_ROLE_TOOL, NULL);
+		h_hello_msg(&m, HVT_ROLE_TOOL, NULL);
 		n = frame(buf, sizeof(buf), &m);
 		put(fd, buf, (size_t)n);
 		memset(&m, 0, sizeof(m));
@@ -258,30 +230,12 @@ static void attack_evil_agent(void)
 	char area[256];
 	struct hvt_remote_rec rec;
 	struct hvt_msg m;
-	int fd, afd, n, len, k;
+	int fd, n, len, k;
 
 	snprintf(area, sizeof(area), "/dev/shm/hvtrace-t%d-evil",
 		 (int)getpid());
-	t_ok(hvtg_area_create(area, 1 << 20, NULL));
-	afd = open(area, O_RDWR | O_CLOEXEC);
-	unlink(area);
-	t_assert(afd >= 0);
-
-	fd = raw_connect();
-	hello_msg(&m, HVT_ROLE_AGENT, "evil");
-	m.u.hello.nr_fds = 1;
-	n = frame(buf, sizeof(buf), &m);
-	if (h_send_with_fd(fd, buf, (size_t)n, afd) != n)
-		t_fail("sendmsg: %s", strerror(errno));
-	close(afd);
-	for (k = 0; k < 500; k++) {
-		if (!hvtrace_daemon_find_remote(dc, "evil", &rec) &&
-		    rec.state == HVT_REMOTE_CONNECTED)
-			break;
-		usleep(10000);
-	}
-	if (k == 500)
-		t_fail("the evil agent's session did not come up");
+	fd = h_raw_agent("evil", area);
+	h_wait_connected(dc, "evil", 5000);
 	check("an agent connected");
 
 	/* Registrations, good and bad, as fast as possible, unread. */
@@ -388,8 +342,8 @@ static void attack_bad_hellos(void)
 			tfd = open(path, O_RDWR | O_CLOEXEC);
 			t_assert(tfd >= 0);
 		}
-		fd = raw_connect();
-		hello_msg(&m, HVT_ROLE_AGENT, k == 2 ? good.name : "notarea");
+		fd = h_connect();
+		h_hello_msg(&m, HVT_ROLE_AGENT, k == 2 ? good.name : "notarea");
 		m.u.hello.nr_fds = 1;
 		n = frame(buf, sizeof(buf), &m);
 		t_eq(h_send_with_fd(fd, buf, (size_t)n, tfd), n);
@@ -480,7 +434,7 @@ static void attack_chardev(void)
 		for (k = 0; k < (int)sizeof(junk); k++)
 			junk[k] = (uint8_t)rnd();
 		t_ok(put(fd, junk, sizeof(junk)));
-		hello_msg(&h, HVT_ROLE_AGENT, "fakevm");
+		h_hello_msg(&h, HVT_ROLE_AGENT, "fakevm");
 		n = frame(junk, sizeof(junk), &h);
 		t_ok(put(fd, junk, (size_t)n / 2));
 		t_ok(put(fd, junk, (size_t)n));
