@@ -12,7 +12,9 @@
 # in RAM (used, stderr says so); a second one whose id is in RAM as well
 # (refused: both named); only folders whose ids are not in RAM (refused:
 # another build); a guest's upload under guests/REMOTE (taken when no
-# trusted folder is confirmed, not when one is); an empty cache (no formats, events still counted).
+# trusted folder is confirmed, not when one is), and for a RAM file named
+# hvtrace-NAME.ram only guest NAME's; an empty cache (no formats, events
+# still counted).
 . "$(dirname "$0")/lib.sh"
 
 SEED=$(dirname "$0")/../fuzz/corpus/kring_parse/real-612-128k
@@ -96,6 +98,21 @@ mkformats "$C/$REL@$ID1"
 "$HVTRACE" stream "$RAM" --drain --summary >"$TMP/3c.out" 2>"$TMP/3c.err"
 grep -q "the guest kernel's formats from $C/$REL@$ID1 (release" "$TMP/3c.err" ||
 	fail "the trusted folder beside a guest's upload: $(cat "$TMP/3c.err")"
+
+# 3d. Issue 22 point 5: a RAM file known to be guest g2's (hvtrace-g2.ram,
+# as the rig names it) takes only g2's own upload, never g1's under the
+# same release and build id (a guest may upload under any it claims).
+rm -rf "${C:?}/$REL@$ID1"
+ln "$RAM" "$TMP/hvtrace-g2.ram"
+"$HVTRACE" stream "$TMP/hvtrace-g2.ram" --drain --summary >"$TMP/3d.out" 2>"$TMP/3d.err"
+grep -q "guests/g1" "$TMP/3d.err" &&
+	fail "guest g2's RAM file took guest g1's upload: $(cat "$TMP/3d.err")"
+grep -q "no event formats of the guest kernel" "$TMP/3d.err" ||
+	fail "guest g2's RAM file with only g1's upload: $(cat "$TMP/3d.err")"
+mkformats "$C/guests/g2/$REL@$ID1"
+"$HVTRACE" stream "$TMP/hvtrace-g2.ram" --drain --summary >"$TMP/3e.out" 2>"$TMP/3e.err"
+grep -q "the guest kernel's formats from $C/guests/g2/$REL@$ID1 (release" "$TMP/3e.err" ||
+	fail "guest g2's own upload: $(cat "$TMP/3e.err")"
 
 # 4. No cache at all.
 rm -rf "$HVT_CACHE"
