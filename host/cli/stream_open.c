@@ -301,7 +301,7 @@ int st_open_kring(struct st_state *s)
 	}
 	if (!s->kring && s->qemu_pid[0]) {
 		/* A name in a shared folder: only a file of root or this
-		 * user (anyone may create one there; issue 22). */
+		 * user (anyone may create one there). */
 		char via[64], msg[PATH_MAX + 128];
 		int fd = hvt_util_open_owned(s->ram, 0, (uid_t)-1, msg,
 					     sizeof(msg));

@@ -26,7 +26,7 @@
 #define KR_CPUS_MAX		4096u
 
 /*
- * What one read call may cost (issue 22 point 7): at most KR_SNAPS_MAX
+ * What one read call may cost: at most KR_SNAPS_MAX
  * snapshots of a CPU's meta (each O(nr): buffers[] copied and checked)
  * and at most KR_WALK_MAX pages looked at.  Empty or malformed pages
  * beyond that are walked by the next calls; the cursor keeps its place.
@@ -38,7 +38,7 @@
  * The lowest guest kernel virtual address: x86-64 with 5-level paging
  * (0xff00000000000000); arm64 and riscv64 kernels lie above it.  A meta
  * whose text, data or sub-buffer addresses lie below is not the guest
- * kernel's (issue 22 point 8: one planted by a guest user).
+ * kernel's (one a guest user planted).
  */
 #define KR_KERNEL_VA_MIN	0xff00000000000000ull
 

@@ -104,7 +104,7 @@ static bool kr_geometry_ok(uint32_t subbuf, uint32_t nr)
 /* --- finding the ring ----------------------------------------------------- */
 
 /*
- * CPU 0's first_buffer must be a kernel address (issue 22 point 8); a
+ * CPU 0's first_buffer must be a kernel address; a
  * later CPU whose first_buffer is not ends the ring (its CPUs are the
  * consecutive blocks that carry the same geometry and kernel addresses),
  * so a refused candidate costs O(1) loads.
@@ -334,7 +334,7 @@ static int kr_try(struct hvtrace_kring *k, uint64_t off)
 /*
  * What a scan found: the first refusal (to report when no ring
  * validates) and the rings that validated.  A guest user can write a
- * valid-looking meta into its own memory (issue 22 point 8), so the scan
+ * valid-looking meta into its own memory, so the scan
  * reads the whole source and takes a ring only when it is the one there;
  * it stops at the second (KR_CANDS_MAX): a validation costs up to
  * KR_CPUS_MAX loads, a refused candidate O(1).

@@ -286,7 +286,7 @@ HVTRACE_API int hvtrace_kring_open_pid(int pid, struct hvtrace_kring **out)
 		return ret;
 	ret = -ENODATA;
 	/* Every mapping: a ring in two of them is refused as two in one
-	 * (issue 22 point 8: a guest user can plant a fake). */
+	 * (a guest user can plant a fake). */
 	for (i = 0; i < nr; i++) {
 		struct hvtrace_kring *k = NULL;
 

@@ -140,7 +140,7 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 	 * forward from the head towards the snapshot's commit, and each copy
 	 * is rechecked against the live head and buffers[id] (kr_copy_ok()).
 	 * A failed recheck or a reused page takes a new one.  Bounded per
-	 * call (issue 22 point 7): KR_SNAPS_MAX snapshots, KR_WALK_MAX
+	 * call: KR_SNAPS_MAX snapshots, KR_WALK_MAX
 	 * passes; the next call goes on from the cursor.
 	 */
 	if (passes > KR_WALK_MAX)

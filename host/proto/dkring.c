@@ -55,7 +55,7 @@ struct hvtrace_daemon_kring {
 
 /*
  * The area or RAM file @path of a remote, found by its name in a shared
- * folder: opened only when root or this user owns it (issue 22: anyone
+ * folder: opened only when root or this user owns it (anyone
  * may create a name in /dev/shm), as /proc/self/fd/N in @via for the
  * library's opens.  The descriptor; -ENOENT quietly when there is none.
  */
