@@ -57,6 +57,8 @@ struct rs_rec {
 
 struct rs_cpu {
 	struct rs_rec *head, *tail;
+	uint64_t sub_dropped; /* the subscription's drops seen so far */
+	uint64_t pending_lost; /* lost before the next record (or the end) */
 	unsigned long long events, lost;
 	bool lost_unknown;
 };
@@ -81,7 +83,6 @@ struct rs {
 	uint64_t hcomm_ns;		    /* last saved_cmdlines read */
 	char hinst[64];			    /* its private instance's name */
 	char kformats[PATH_MAX];        /* its formats' folder */
-	uint64_t sub_dropped; /* subscriber drops seen so far */
 	uint64_t comm_tried_ns;
 	unsigned long long printed, lost, bytes, pages;
 	char *line;
@@ -177,24 +178,18 @@ static int rs_page_data(struct rs *s, uint32_t q, uint32_t cpu,
 				     "a malformed page for CPU %u (%s)", cpu,
 				     q < s->nr_cpus ? "from hvtraced"
 						    : "guest kernel");
-	if (lost == UINT64_MAX || drops == UINT64_MAX)
+	/* With what an empty page of the CPU left before this one. */
+	if (lost == UINT64_MAX || drops == UINT64_MAX ||
+	    s->cpus[q].pending_lost == HVTRACE_LOST_UNKNOWN)
 		s->page_lost = HVTRACE_LOST_UNKNOWN;
 	else
-		s->page_lost = lost + drops;
+		s->page_lost = lost + drops + s->cpus[q].pending_lost;
+	s->cpus[q].pending_lost = 0;
 	if (!n) {
 		/* No event to carry the loss: the next one of this CPU
-		 * will, or the end of the stream. */
-		if (s->page_lost) {
-			struct rs_cpu *c = &s->cpus[q];
-
-			if (s->page_lost == HVTRACE_LOST_UNKNOWN)
-				c->lost_unknown = true;
-			else
-				c->lost += s->page_lost;
-			s->lost += s->page_lost == HVTRACE_LOST_UNKNOWN
-					   ? 0
-					   : s->page_lost;
-		}
+		 * will, or the end of the stream (rs_emit()). */
+		s->cpus[q].pending_lost = s->page_lost;
+		s->page_lost = 0;
 		return 0;
 	}
 	n = hvtrace_daemon_page_walk(data, len, &lost, rs_add_event, s);
@@ -210,12 +205,7 @@ static int rs_page(struct rs *s, const struct hvtrace_daemon_page *pg)
 		return 0;
 	/* Pages hvtraced dropped for this (slow) subscriber: their events
 	 * are lost to us, reported before the next event. */
-	drops = pg->dropped_events > s->sub_dropped
-			? pg->dropped_events - s->sub_dropped
-			: 0;
-	s->sub_dropped = pg->dropped_events > s->sub_dropped
-				 ? pg->dropped_events
-				 : s->sub_dropped;
+	drops = hvtrace_daemon_page_drops(pg, &s->cpus[pg->cpu].sub_dropped);
 	return rs_page_data(s, pg->cpu, pg->cpu, pg->data, pg->len, drops);
 }
 
@@ -435,6 +425,38 @@ static int rs_print(struct rs *s, struct rs_rec *r)
  * overlap), as each batch is converted with the clock model of its
  * moment.  Returns 1 when --count was reached.
  */
+/* The end: losses no record followed, as trace_pipe shows them. */
+static void rs_pending_lost(struct rs *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nr_q; i++) {
+		struct rs_cpu *c = &s->cpus[i];
+		bool host = s->hk && i >= s->host_q;
+		uint32_t cpu = host		? i - s->host_q
+			       : i < s->nr_cpus ? i
+						: i - s->nr_cpus;
+		char buf[64];
+		int n;
+
+		if (!c->pending_lost)
+			continue;
+		if (c->pending_lost == HVTRACE_LOST_UNKNOWN) {
+			c->lost_unknown = true;
+		} else {
+			c->lost += c->pending_lost;
+			s->lost += c->pending_lost;
+		}
+		n = hvtrace_format_lost((int)cpu, c->pending_lost, buf,
+					sizeof(buf));
+		c->pending_lost = 0;
+		if (n > 0 && host)
+			rs_write(s, "host: ", 6);
+		if (n > 0)
+			rs_write(s, buf, (size_t)n);
+	}
+}
+
 static int rs_emit(struct rs *s, bool flush)
 {
 	uint64_t window = (uint64_t)(s->o->window_ms * 1e6);
@@ -460,8 +482,11 @@ static int rs_emit(struct rs *s, bool flush)
 			if (!best || c->head->host < best->head->host)
 				best = c;
 		}
-		if (!best)
+		if (!best) {
+			if (flush)
+				rs_pending_lost(s);
 			return 0;
+		}
 		r = best->head;
 		if (!flush && !all && hvt_cli_now_ns() - r->fetched < window)
 			return 0;
@@ -671,8 +696,8 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 {
 	struct rs s;
 	uint64_t t0, deadline = UINT64_MAX, last_refresh, last_status;
-	bool status, finishing = false;
-	int ret = 0, got;
+	bool status, finishing = false, drain_out = false;
+	int ret = 0, got, drained;
 
 	memset(&s, 0, sizeof(s));
 	s.o = o;
@@ -698,10 +723,31 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 		uint64_t now;
 
 		if (finishing) {
-			/* Everything committed until now, then the end. */
-			if (hvtrace_daemon_feed_drain(s.feed, s.rec.id) ||
-			    rs_pump(&s, 0) < 0) {
+			/* Everything committed until now, then the end:
+			 * hvtraced reads it at the pace we take it. */
+			if (!drain_out) {
+				if (hvtrace_daemon_feed_drain_start(s.feed,
+								    s.rec.id)) {
+					ret = rs_fail(&s);
+					break;
+				}
+				drain_out = true;
+			}
+			drained = hvtrace_daemon_feed_drained(s.feed);
+			if (drained < 0) {
 				ret = rs_fail(&s);
+				break;
+			}
+			if (!drained) {
+				if (rs_pump(&s, RS_WAIT_MS) < 0 ||
+				    rs_emit(&s, false) < 0) {
+					ret = HVT_EXIT_FAIL;
+					break;
+				}
+				continue;
+			}
+			if (rs_pump(&s, 0) < 0) {
+				ret = HVT_EXIT_FAIL;
 				break;
 			}
 			/* The host kernel up to now, not what it keeps

@@ -58,7 +58,8 @@ struct fz_dremote {
 	uint32_t id;
 	bool dead;
 	uint32_t nr_events; /* as REMOTES said at the last fetch */
-	uint64_t sub_dropped;
+	/* the subscription's drops seen so far, per CPU */
+	uint64_t sub_dropped[HVT_ABI_MAX_CPUS];
 	uint64_t comms_ns;
 	uint64_t generation;
 	struct hvtrace_daemon_kring *kr; /* the guest kernel's ring, or NULL */
@@ -597,12 +598,11 @@ static int fzd_pump(struct fz_daemon *d, int wait_ms)
 		x = fzd_by_id(d, pg->remote);
 		items[n].kernel = false;
 		if (x) {
-			if (pg->dropped_events > x->sub_dropped) {
-				/* Pages the daemon dropped for us (we were
-				 * slow): lost before this page. */
-				drops = pg->dropped_events - x->sub_dropped;
-				x->sub_dropped = pg->dropped_events;
-			}
+			/* Pages dropped for us (we were slow): lost
+			 * before this page, at its CPU. */
+			if (pg->cpu < HVT_ABI_MAX_CPUS)
+				drops = hvtrace_daemon_page_drops(
+					pg, &x->sub_dropped[pg->cpu]);
 			items[n].c = fz_chunk_from_page(pg->data, pg->len,
 							drops, NULL, &err);
 			if (items[n].c) {

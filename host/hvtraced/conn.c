@@ -7,8 +7,8 @@
  * the daemon queues for a peer is bounded: replies to an agent (pings,
  * notices) up to D_AGENT_QUEUE -- beyond that the daemon stops reading
  * from it until it drains; pages to a tool up to --client-queue -- beyond
- * that pages are dropped for that tool and counted in the next page it
- * gets; other replies to a tool up to D_TOOL_REPLY_SLACK -- a tool that
+ * that the daemon leaves the pages in the area, or, where another tool
+ * takes them, drops them for this tool and counts them (fanout.c); other replies to a tool up to D_TOOL_REPLY_SLACK -- a tool that
  * lets that much pile up is disconnected.  Bytes that do not decode cost
  * an error count; a local agent or tool that keeps sending them is
  * disconnected, a guest's chardev never is (the decoder resynchronises).
@@ -226,6 +226,8 @@ void conn_flush(struct conn *c)
 	}
 	if (c->paused && c->q.bytes < D_AGENT_QUEUE / 2)
 		c->paused = false;
+	if (c->ops->flushed && !c->dead)
+		c->ops->flushed(c);
 	conn_update_events(c);
 }
 

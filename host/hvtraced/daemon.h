@@ -134,6 +134,8 @@ struct conn_ops {
 	void (*bad_frame)(struct conn *c);
 	/* The connection closes (once; its descriptor goes later). */
 	void (*closed)(struct conn *c);
+	/* Its socket took queued bytes (conn_flush()). */
+	void (*flushed)(struct conn *c);
 	/* Not a peer: the listening socket or the signalfd. */
 	void (*event)(struct conn *c, uint32_t events);
 	uint32_t rbuf_size;	/* receive buffer */
@@ -177,6 +179,8 @@ struct conn {
 	struct remote *remote;	/* agent: the remote it feeds */
 	struct sub *subs;	/* tool: its page subscriptions */
 	size_t page_budget;	/* tool: page bytes it may have queued */
+	size_t page_reserve;	/* tool: budget a parallel pass promised */
+	bool held;		/* tool: a CPU waits for room in its queue */
 	struct hvt_proto_dec dec;
 	struct outq q;
 	uint8_t *rbuf;
@@ -389,9 +393,15 @@ struct sub {
 	struct remote *remote;
 	int cpu;			/* -1: all */
 	uint64_t pages;
-	uint64_t dropped_pages;
-	uint64_t dropped_events;
-	uint64_t reported_pages;	/* dropped_pages the tool was told of */
+	/* What was dropped for this subscription, per CPU of the remote
+	 * (nr_cpus entries): every PAGE of a CPU carries that CPU's
+	 * totals, so the tool sees each loss at the CPU it happened. */
+	struct sub_cpu {
+		uint64_t dropped_pages;
+		uint64_t dropped_events;
+		uint64_t reported_pages; /* dropped_pages the tool was told of */
+	} *cpus;
+	uint32_t nr_cpus;
 };
 
 /* --- the daemon ----------------------------------------------------------- */
@@ -555,8 +565,14 @@ void fanout_poll(void);
 bool fanout_active(void);
 void fanout_free(struct remote *r);
 void fanout_stop(void);
-/* Read every page of @r that a subscription wants, now; returns pages. */
-int fanout_drain_remote(struct remote *r);
+/* DRAIN @m of tool @c: read @r's subscribed CPUs to their end, at the
+ * pace the subscribers take pages, then answer after the pages. */
+void fanout_drain_begin(struct conn *c, struct remote *r,
+			const struct hvt_msg *m);
+/* Forget the DRAINs of tool @c, or of remote @r (either may be NULL). */
+void fanout_forget(struct conn *c, struct remote *r);
+/* Tool @c's queue went to its socket: read the CPUs held for it. */
+void fanout_room(struct conn *c);
 
 /* subs.c: the subscriber role */
 void subs_request(struct conn *c, struct remote *r, const struct hvt_msg *m);

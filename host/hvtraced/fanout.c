@@ -11,17 +11,26 @@
  * subscribes to it, so an unwatched area keeps its data for the first
  * subscriber.
  *
- * Each tool connection has a page budget (subs.c).  A page that does not
- * fit is dropped for that subscription only; its dropped_pages and
- * dropped_events counters grow and travel in every later PAGE, so the
- * tool always knows what it missed.
+ * Each tool connection has a page budget (subs.c): page bytes queued for
+ * its socket.  A CPU is read only while at least one of its
+ * subscriptions has room for another page; while every subscription of
+ * a CPU is over its budget, the daemon leaves that CPU's pages in the
+ * area, so the area's own mode decides what is lost, exactly as when the
+ * area is read directly (a consume-mode writer's counted drops, an
+ * overwrite lap).  When the tool's socket takes its queue (EPOLLOUT,
+ * conn_flush()), fanout_room() reads again at once.  Where several tools
+ * take the same CPU, a page that one of them has no room for is dropped
+ * for that subscription only: a tool that stops reading costs only
+ * itself.  Such drops are counted per subscription and per CPU, and each
+ * PAGE of a CPU carries that CPU's totals (dropped_pages,
+ * dropped_events), so the tool sees every loss at the CPU it happened.
  * When no page follows the drops, an empty PAGE (a sub-buffer with no
- * events) carries the counters as soon as the tool's queue has room.  A
- * DRAIN does the same for the events a consume-mode writer dropped after
- * its last page (lost_events of an empty PAGE), so that a drained tool's
- * account closes: read + lost == written.  A
- * slow tool therefore never holds up the others, the daemon, or the
- * writer.
+ * events) of that CPU carries the counters as soon as the tool's queue
+ * has room.  A DRAIN reads the remote's subscribed CPUs to their end (at
+ * most one lap of each ring) at the pace the tools take the pages, hands
+ * on the events a consume-mode writer dropped after its last page (the
+ * lost_events of an empty PAGE), and is answered after those pages, so
+ * that a drained tool's account closes: read + lost == written.
  *
  * Shared memory gives no wake-up, so rings are polled: every poll_min
  * while pages keep coming, backing off by doubling to poll_max when a
@@ -38,6 +47,28 @@
 #include <hvt_util.h>
 
 #include "daemon.h"
+
+/* Room kept in a tool's queue beyond a page: the PAGE frame's header. */
+#define FO_FRAME_SLACK 128u
+
+/* A DRAIN waiting for its pages to reach the tool (fanout_drain_begin()). */
+struct fo_drain {
+	struct fo_drain *next;
+	struct conn *c;
+	struct remote *r;
+	struct hvt_msg req;	/* the request's header: type, req, chan */
+	uint32_t pages;		/* read while it waited */
+	struct d_cpus todo;	/* CPUs not yet read to their end */
+	uint32_t *left;		/* per CPU: pages it may still read (a lap) */
+};
+
+static struct fo_drain *fo_drains;
+
+/* One read of a remote: per CPU, what it found (fo_read_remote()). */
+struct fo_round {
+	struct d_cpus empty;	/* read to the end: no page was left */
+	uint32_t n[D_MAX_CPUS];	/* pages read */
+};
 
 bool fanout_active(void)
 {
@@ -72,30 +103,94 @@ static void wanted_cpus(const struct remote *r, struct d_cpus *want)
 static bool sub_covers(const struct sub *s, const struct remote *r,
 		       uint32_t cpu)
 {
-	return s->remote == r && (s->cpu < 0 || (uint32_t)s->cpu == cpu);
+	return s->remote == r && (s->cpu < 0 || (uint32_t)s->cpu == cpu) &&
+	       cpu < s->nr_cpus;
+}
+
+/* Bytes tool @c may still queue, past what a parallel pass promised. */
+static size_t conn_room(const struct conn *c)
+{
+	size_t used = c->q.page_bytes + c->page_reserve;
+
+	return used < c->page_budget ? c->page_budget - used : 0;
+}
+
+/* Pages of @r's CPU @cpu that some subscription has room for (at most
+ * @max), flushing a full tool's queue to its socket first.  0: every
+ * subscription of the CPU is over its budget, and each such tool is
+ * marked held, so that fanout_room() reads again when its socket takes
+ * the queue. */
+static uint32_t cpu_room(struct remote *r, uint32_t cpu, uint32_t max)
+{
+	size_t per = r->info.subbuf_size + FO_FRAME_SLACK;
+	uint32_t best = 0;
+	struct conn *c;
+	struct sub *s;
+
+	for (c = D->conns; c && best < max; c = c->next) {
+		for (s = c->subs; s && !c->dead && best < max; s = s->next) {
+			size_t n;
+
+			if (!sub_covers(s, r, cpu))
+				continue;
+			if (conn_room(c) < per)
+				conn_flush(c);
+			if (c->dead)
+				break;
+			n = conn_room(c) / per;
+			if (n > best)
+				best = n > max ? max : (uint32_t)n;
+			break; /* one look per tool */
+		}
+	}
+	if (best)
+		return best;
+	for (c = D->conns; c; c = c->next)
+		for (s = c->subs; s && !c->dead; s = s->next)
+			if (sub_covers(s, r, cpu))
+				c->held = true;
+	return 0;
+}
+
+void fanout_room(struct conn *c)
+{
+	if (!c->held || conn_room(c) < HVT_PROTO_MAX_PAGE + FO_FRAME_SLACK)
+		return;
+	c->held = false;
+	D->next_poll_us = 0; /* read now */
 }
 
 /* A PAGE with no events, for counters no page carries: a slow tool's
- * dropped pages, a writer's drops after its last page (@lost). */
+ * dropped pages, a writer's drops after its last page (@lost, marked in
+ * the sub-buffer itself as the kernel marks a missed count, so that a
+ * reader of the page alone sees it too). */
 static int send_empty_page(struct conn *c, const struct sub *s, uint32_t cpu,
 			   uint64_t lost)
 {
-	static const uint8_t empty[HVT_PAGE_HDR_SIZE];
+	uint8_t empty[HVT_PAGE_HDR_SIZE + 8];
+	uint64_t commit = HVT_MISSED_EVENTS | HVT_MISSED_STORED;
 	struct hvt_msg m;
 
+	memset(empty, 0, sizeof(empty));
+	if (lost) {
+		memcpy(empty + HVT_PAGE_COMMIT_OFF, &commit, 8);
+		memcpy(empty + HVT_PAGE_HDR_SIZE, &lost, 8);
+	}
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_PAGE;
 	m.req = s->id;
 	m.chan = s->remote->id;
 	m.u.page.cpu = cpu;
 	m.u.page.lost_events = lost;
-	m.u.page.dropped_pages = s->dropped_pages;
-	m.u.page.dropped_events = s->dropped_events;
+	m.u.page.dropped_pages = s->cpus[cpu].dropped_pages;
+	m.u.page.dropped_events = s->cpus[cpu].dropped_events;
 	m.u.page.data = empty;
-	m.u.page.len = sizeof(empty);
+	m.u.page.len = lost ? sizeof(empty) : HVT_PAGE_HDR_SIZE;
 	return conn_send_page(c, &m);
 }
 
+/* Page @page of @r's CPU @cpu to every subscription of the CPU; one
+ * without room drops it, counted for that CPU. */
 static void deliver(struct remote *r, uint32_t cpu, const uint8_t *page,
 		    const struct hvtrace_page_info *info)
 {
@@ -113,19 +208,24 @@ static void deliver(struct remote *r, uint32_t cpu, const uint8_t *page,
 		if (!c->subs || c->dead)
 			continue;
 		for (s = c->subs; s; s = s->next) {
+			struct sub_cpu *sc;
 			struct hvt_msg m;
 
 			if (!sub_covers(s, r, cpu))
 				continue;
-			/* Over budget: first hand what is queued to the
-			 * socket; drop only if the tool really lags. */
-			if (c->q.page_bytes + len + 128 > c->page_budget)
+			sc = &s->cpus[cpu];
+			if (c->q.page_bytes + len + FO_FRAME_SLACK >
+			    c->page_budget)
 				conn_flush(c);
 			if (c->dead)
 				break;
-			if (c->q.page_bytes + len + 128 > c->page_budget) {
-				s->dropped_pages++;
-				s->dropped_events += info->entries;
+			if (c->q.page_bytes + len + FO_FRAME_SLACK >
+			    c->page_budget) {
+				/* Another tool took the page; this one lags:
+				 * its loss, counted at this CPU. */
+				sc->dropped_pages++;
+				sc->dropped_events +=
+					info->entries + info->lost_events;
 				continue;
 			}
 			memset(&m, 0, sizeof(m));
@@ -138,14 +238,14 @@ static void deliver(struct remote *r, uint32_t cpu, const uint8_t *page,
 			m.u.page.seq = info->seq;
 			m.u.page.entries = info->entries;
 			m.u.page.lost_events = info->lost_events;
-			m.u.page.dropped_pages = s->dropped_pages;
-			m.u.page.dropped_events = s->dropped_events;
+			m.u.page.dropped_pages = sc->dropped_pages;
+			m.u.page.dropped_events = sc->dropped_events;
 			m.u.page.first_ts = info->first_ts;
 			m.u.page.data = page;
 			m.u.page.len = len;
 			if (!conn_send_page(c, &m)) {
 				s->pages++;
-				s->reported_pages = s->dropped_pages;
+				sc->reported_pages = sc->dropped_pages;
 			}
 		}
 	}
@@ -165,61 +265,67 @@ static int fanout_read(struct remote *r, uint32_t cpu,
 /* Events a consume-mode writer dropped after its last page (its ring was
  * full, then it stopped writing): no page will carry them, so a drain
  * hands them on as an empty PAGE with that lost count, once every
- * subscription of the CPU has room for it (else a later drain does). */
-static void drain_trailing(struct remote *r, uint32_t cpu)
+ * subscription of the CPU has room for it.  False: not yet (no room). */
+static bool drain_trailing(struct remote *r, uint32_t cpu)
 {
 	struct conn *c;
 	struct sub *s;
 	uint64_t n;
 
 	if (r->ops->read_page || !r->area)
-		return; /* a transport's pages carry their own losses */
+		return true; /* a transport's pages carry their own losses */
 	for (c = D->conns; c; c = c->next)
 		for (s = c->subs; s && !c->dead; s = s->next)
 			if (sub_covers(s, r, cpu) &&
 			    c->q.page_bytes + 256 > c->page_budget)
-				return;
+				return false;
 	n = hvtrace_cpu_take_trailing_lost(r->area, (int)cpu);
 	if (!n)
-		return;
+		return true;
 	for (c = D->conns; c; c = c->next)
 		for (s = c->subs; s && !c->dead; s = s->next)
 			if (sub_covers(s, r, cpu) &&
 			    send_empty_page(c, s, cpu, n)) {
 				/* still told, as a dropped page's events */
-				s->dropped_pages++;
-				s->dropped_events += n;
+				s->cpus[cpu].dropped_pages++;
+				s->cpus[cpu].dropped_events += n;
 			}
+	return true;
 }
 
-int fanout_drain_remote(struct remote *r)
+/* Read @r's CPUs in @want on this thread, each while a subscription has
+ * room, at most D_PAGES_PER_TICK pages a CPU. */
+static void fo_read_serial(struct remote *r, const struct d_cpus *want,
+			   struct fo_round *out)
 {
 	struct hvtrace_page_info info;
-	struct d_cpus want;
-	uint32_t cpu, k;
-	int pages = 0;
+	uint32_t cpu, k, room;
 
-	if (!remote_has_pages(r))
-		return 0;
-	wanted_cpus(r, &want);
 	for (cpu = 0; cpu < r->info.nr_cpus; cpu++) {
-		if (!d_cpus_has(&want, cpu))
+		if (!d_cpus_has(want, cpu))
 			continue;
-		/* Bounded: a writer that keeps writing cannot hold us here
-		 * longer than one lap of its ring. */
-		for (k = 0; k <= r->info.nr_subbufs + 1; k++) {
-			int ret = fanout_read(r, cpu, &info);
+		room = 0;
+		for (k = 0; k < D_PAGES_PER_TICK; k++) {
+			int ret;
 
-			if (ret <= 0)
+			if (!room && !(room = cpu_room(r, cpu,
+						       D_PAGES_PER_TICK - k)))
+				break; /* held: the pages stay in the area */
+			ret = fanout_read(r, cpu, &info);
+			if (ret <= 0) {
+				d_cpus_add(&out->empty, cpu);
 				break;
-			pages++;
+			}
+			room--;
+			r->wake.found = true;
 			r->pages_read++;
 			r->thread_pages[0]++;
 			deliver(r, cpu, r->page, &info);
 		}
-		drain_trailing(r, cpu);
+		out->n[cpu] = k;
+		if (!d_cpus_has(&out->empty, cpu))
+			r->wake.more = true; /* capped or held: read again */
 	}
-	return pages;
 }
 
 /*
@@ -234,7 +340,10 @@ int fanout_drain_remote(struct remote *r)
  * loop does, and passes again while a CPU filled its stage, up to
  * D_PAGES_PER_TICK pages per CPU per poll.  Only the reading (the copy
  * out of shared memory and its validation) runs on the threads;
- * subscriptions, budgets and sockets stay on the loop's thread.
+ * subscriptions, budgets and sockets stay on the loop's thread, which
+ * before each pass gives each CPU as many pages as a subscription of it
+ * has room for, reserving that room in the tools' queues (page_reserve)
+ * so that the CPUs of one pass do not promise the same room twice.
  */
 struct fo_stage {
 	struct remote *r;
@@ -243,6 +352,7 @@ struct fo_stage {
 	uint8_t *pages;			/* nr_cpus x per_cpu pages */
 	struct hvtrace_page_info *info; /* nr_cpus x per_cpu */
 	uint32_t *n;			/* pages staged, per CPU */
+	uint32_t *limit;		/* pages to stage this pass, per CPU */
 	uint32_t cpus[D_MAX_CPUS];	/* this pass's jobs: CPUs */
 	unsigned int nr_jobs;
 };
@@ -254,6 +364,7 @@ void fanout_free(struct remote *r)
 	free(r->stage->pages);
 	free(r->stage->info);
 	free(r->stage->n);
+	free(r->stage->limit);
 	free(r->stage);
 	r->stage = NULL;
 }
@@ -294,7 +405,8 @@ static struct fo_stage *fo_stage_get(struct remote *r)
 	s->pages = malloc(slots * s->subbuf_size);
 	s->info = calloc(slots, sizeof(*s->info));
 	s->n = calloc(s->nr_cpus, sizeof(*s->n));
-	if (!s->pages || !s->info || !s->n) {
+	s->limit = calloc(s->nr_cpus, sizeof(*s->limit));
+	if (!s->pages || !s->info || !s->n || !s->limit) {
 		fanout_free(r);
 		return NULL;
 	}
@@ -309,7 +421,7 @@ static void fo_job(void *ctx, unsigned int j, void *scratch)
 	size_t slot = (size_t)cpu * s->per_cpu;
 
 	(void)scratch;
-	for (k = 0; k < s->per_cpu; k++) {
+	for (k = 0; k < s->limit[cpu]; k++) {
 		if (hvtrace_cpu_read_page(
 			    s->r->area, (int)cpu,
 			    s->pages + (slot + k) * s->subbuf_size,
@@ -350,12 +462,49 @@ static bool fo_parallel(struct remote *r, const struct d_cpus *want)
 	return fo_stage_get(r) != NULL;
 }
 
+/* Pages each job's CPU may stage this pass: what a subscription of it
+ * has room for, reserved in the tools' queues.  Jobs left with none are
+ * held (their pages stay in the area) and leave the pass. */
+static void fo_pass_limits(struct fo_stage *s)
+{
+	size_t per = s->subbuf_size + FO_FRAME_SLACK;
+	unsigned int j, kept = 0;
+	struct conn *c;
+	struct sub *sb;
+
+	for (j = 0; j < s->nr_jobs; j++) {
+		uint32_t cpu = s->cpus[j], n = cpu_room(s->r, cpu, s->per_cpu);
+
+		s->limit[cpu] = n;
+		s->n[cpu] = 0;
+		if (!n)
+			continue;
+		for (c = D->conns; c; c = c->next)
+			for (sb = c->subs; sb && !c->dead; sb = sb->next)
+				if (sub_covers(sb, s->r, cpu)) {
+					c->page_reserve += (size_t)n * per;
+					break;
+				}
+		s->cpus[kept++] = cpu;
+	}
+	s->nr_jobs = kept;
+}
+
+static void fo_pass_release(void)
+{
+	struct conn *c;
+
+	for (c = D->conns; c; c = c->next)
+		c->page_reserve = 0;
+}
+
 /* One poll of @r on the reader threads; what the serial loop records. */
-static void fo_poll_parallel(struct remote *r, const struct d_cpus *want)
+static void fo_read_parallel(struct remote *r, const struct d_cpus *want,
+			     struct fo_round *out)
 {
 	struct fo_stage *s = r->stage;
-	uint32_t total[D_MAX_CPUS] = {0}, cpu, k;
 	unsigned int round, j, nr = hvt_util_workers_nr(D->readers);
+	uint32_t cpu, k;
 	bool full = true;
 
 	s->nr_jobs = 0;
@@ -364,7 +513,11 @@ static void fo_poll_parallel(struct remote *r, const struct d_cpus *want)
 			s->cpus[s->nr_jobs++] = cpu;
 	for (round = 0; full && round * s->per_cpu < D_PAGES_PER_TICK;
 	     round++) {
-		hvt_util_workers_pass(D->readers, s->nr_jobs, fo_job, s);
+		fo_pass_limits(s);
+		if (s->nr_jobs)
+			hvt_util_workers_pass(D->readers, s->nr_jobs, fo_job,
+					      s);
+		fo_pass_release();
 		full = false;
 		for (j = 0; j < s->nr_jobs; j++) {
 			size_t slot;
@@ -377,27 +530,172 @@ static void fo_poll_parallel(struct remote *r, const struct d_cpus *want)
 					&s->info[slot + k]);
 			r->pages_read += s->n[cpu];
 			r->thread_pages[j % nr] += s->n[cpu];
-			total[cpu] += s->n[cpu];
+			out->n[cpu] += s->n[cpu];
 			if (s->n[cpu])
 				r->wake.found = true;
-			if (s->n[cpu] == s->per_cpu)
+			if (s->n[cpu] < s->limit[cpu])
+				d_cpus_add(&out->empty, cpu);
+			else
 				full = true;
 		}
 	}
-	for (j = 0; j < s->nr_jobs; j++)
-		if (total[s->cpus[j]] >= D_PAGES_PER_TICK)
-			r->wake.more = true;
+	for (cpu = 0; cpu < s->nr_cpus; cpu++)
+		if (d_cpus_has(want, cpu) && !d_cpus_has(&out->empty, cpu))
+			r->wake.more = true; /* capped or held: read again */
+}
+
+/* Read @r's wanted CPUs once, serially or on the reader threads. */
+static void fo_read_remote(struct remote *r, const struct d_cpus *want,
+			   struct fo_round *out)
+{
+	memset(&out->empty, 0, sizeof(out->empty));
+	memset(out->n, 0, sizeof(uint32_t) * (r->info.nr_cpus < D_MAX_CPUS ?
+						      r->info.nr_cpus :
+						      D_MAX_CPUS));
+	if (fo_parallel(r, want))
+		fo_read_parallel(r, want, out);
+	else
+		fo_read_serial(r, want, out);
+}
+
+/* --- DRAIN ---------------------------------------------------------------- */
+
+static void fo_drain_free(struct fo_drain **pp)
+{
+	struct fo_drain *d = *pp;
+
+	*pp = d->next;
+	free(d->left);
+	free(d);
+}
+
+/* What round @out of @r did for the DRAINs of @r: a CPU read to its end
+ * (or through a lap) is done once its trailing drops are handed on; a
+ * DRAIN with every CPU done is answered, after its pages. */
+static void fo_drains_update(struct remote *r, const struct d_cpus *want,
+			     const struct fo_round *out)
+{
+	struct fo_drain **pp = &fo_drains, *d;
+	uint32_t cpu;
+
+	while ((d = *pp)) {
+		bool done = true;
+
+		if (d->r != r) {
+			pp = &d->next;
+			continue;
+		}
+		for (cpu = 0; cpu < r->info.nr_cpus && cpu < D_MAX_CPUS;
+		     cpu++) {
+			if (!d_cpus_has(&d->todo, cpu))
+				continue;
+			d->pages += out->n[cpu];
+			d->left[cpu] = d->left[cpu] > out->n[cpu] ?
+					       d->left[cpu] - out->n[cpu] :
+					       0;
+			if (!d_cpus_has(want, cpu) ||
+			    ((d_cpus_has(&out->empty, cpu) || !d->left[cpu]) &&
+			     drain_trailing(r, cpu)))
+				d->todo.w[cpu / 64] &= ~(1ull << (cpu % 64));
+			else
+				done = false;
+		}
+		if (!done) {
+			r->wake.more = true; /* keep reading it */
+			pp = &d->next;
+			continue;
+		}
+		conn_reply_result(d->c, &d->req, HVT_MSG_DRAIN, 0, d->pages, 0,
+				  NULL);
+		conn_flush(d->c);
+		fo_drain_free(pp);
+	}
+}
+
+void fanout_drain_begin(struct conn *c, struct remote *r,
+			const struct hvt_msg *m)
+{
+	struct fo_drain *d = calloc(1, sizeof(*d));
+	struct fo_round *out;
+	struct d_cpus want;
+
+	if (d)
+		d->left = calloc(r->info.nr_cpus ? r->info.nr_cpus : 1,
+				 sizeof(*d->left));
+	out = malloc(sizeof(*out));
+	if (!d || !d->left || !out) {
+		if (d)
+			free(d->left);
+		free(d);
+		free(out);
+		conn_reply_error(c, m->req, m->chan, -ENOMEM, "out of memory");
+		return;
+	}
+	d->c = c;
+	d->r = r;
+	d->req.type = m->type;
+	d->req.req = m->req;
+	d->req.chan = m->chan;
+	wanted_cpus(r, &want);
+	d->todo = want;
+	for (uint32_t cpu = 0; cpu < r->info.nr_cpus; cpu++)
+		d->left[cpu] = r->info.nr_subbufs + 1;
+	d->next = fo_drains;
+	fo_drains = d;
+	/* Read now: a small backlog is answered at once. */
+	memset(out, 0, sizeof(*out));
+	if (remote_has_pages(r))
+		fo_read_remote(r, &want, out);
+	else
+		out->empty = want;
+	fo_drains_update(r, &want, out);
+	free(out);
+	D->next_poll_us = 0;
+}
+
+void fanout_forget(struct conn *c, struct remote *r)
+{
+	struct fo_drain **pp = &fo_drains;
+
+	while (*pp)
+		if ((c && (*pp)->c == c) || (r && (*pp)->r == r))
+			fo_drain_free(pp);
+		else
+			pp = &(*pp)->next;
+}
+
+/* --- the poll ------------------------------------------------------------- */
+
+/* Drops no page has reported yet: an empty page of that CPU tells them. */
+static void fo_report_drops(void)
+{
+	struct conn *c;
+	struct sub *s;
+	uint32_t cpu;
+
+	for (c = D->conns; c; c = c->next) {
+		for (s = c->subs; s && !c->dead; s = s->next) {
+			for (cpu = 0; cpu < s->nr_cpus; cpu++) {
+				struct sub_cpu *sc = &s->cpus[cpu];
+
+				if (sc->reported_pages == sc->dropped_pages ||
+				    c->q.page_bytes + 256 > c->page_budget)
+					continue;
+				if (!send_empty_page(c, s, cpu, 0))
+					sc->reported_pages = sc->dropped_pages;
+			}
+		}
+	}
 }
 
 void fanout_poll(void)
 {
-	struct hvtrace_page_info info;
+	static struct fo_round out;
 	bool any = false;
 	struct remote *r;
 
 	for (r = D->remotes; r; r = r->next) {
 		struct d_cpus want;
-		uint32_t cpu;
 
 		r->wake.want = 0;
 		r->wake.found = r->wake.more = false;
@@ -409,48 +707,11 @@ void fanout_poll(void)
 		/* wake.c arms CPUs 0..63 only (a remote of more CPUs is
 		 * always polled): what it needs is whether anyone reads. */
 		r->wake.want = want.w[0] ? want.w[0] : ~0ull;
-		if (fo_parallel(r, &want)) {
-			fo_poll_parallel(r, &want);
-			any |= r->wake.found;
-			continue;
-		}
-		for (cpu = 0; cpu < r->info.nr_cpus; cpu++) {
-			int k;
-
-			if (!d_cpus_has(&want, cpu))
-				continue;
-			for (k = 0; k < D_PAGES_PER_TICK; k++) {
-				int ret = fanout_read(r, cpu, &info);
-
-				if (ret <= 0)
-					break;
-				any = true;
-				r->wake.found = true;
-				r->pages_read++;
-				r->thread_pages[0]++;
-				deliver(r, cpu, r->page, &info);
-			}
-			if (k == D_PAGES_PER_TICK)
-				r->wake.more = true;
-		}
+		fo_read_remote(r, &want, &out);
+		fo_drains_update(r, &want, &out);
+		any |= r->wake.found;
 	}
-	/* Drops no page has reported yet: an empty page tells them. */
-	{
-		struct conn *c;
-		struct sub *s;
-
-		for (c = D->conns; c; c = c->next) {
-			for (s = c->subs; s && !c->dead; s = s->next) {
-				uint32_t cpu =
-					s->cpu < 0 ? 0 : (uint32_t)s->cpu;
-
-				if (s->reported_pages != s->dropped_pages &&
-				    c->q.page_bytes + 256 <= c->page_budget &&
-				    !send_empty_page(c, s, cpu, 0))
-					s->reported_pages = s->dropped_pages;
-			}
-		}
-	}
+	fo_report_drops();
 	/* Fast while data flows, backing off to poll_max when idle. */
 	if (any)
 		D->poll_us = D->poll_min_us;

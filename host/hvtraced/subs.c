@@ -10,9 +10,9 @@
  * budget: --client-queue bytes of pages waiting in the tool's queue, or
  * less if a SUBSCRIBE asked for less (a live viewer that prefers
  * dropping to lagging), but always room for two of the largest pages.
- * DRAIN reads the remote's subscribed rings at once and answers after
- * the pages: a tool that gets the RESULT has every page committed before
- * it asked.
+ * DRAIN reads the remote's subscribed rings to their end, at the pace
+ * the subscribers take pages (fanout.c), and answers after the pages: a
+ * tool that gets the RESULT has every page committed before it asked.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -33,9 +33,23 @@ static struct sub *sub_new(struct conn *tool, struct remote *r, int cpu,
 	/* At least one page of the largest size fits. */
 	if (tool->page_budget < 2 * HVT_PROTO_MAX_PAGE)
 		tool->page_budget = 2 * HVT_PROTO_MAX_PAGE;
+	s->nr_cpus = r->info.nr_cpus < D_MAX_CPUS ? r->info.nr_cpus :
+						   D_MAX_CPUS;
+	s->cpus = calloc(s->nr_cpus ? s->nr_cpus : 1, sizeof(*s->cpus));
+	if (!s->cpus) {
+		free(s);
+		return NULL;
+	}
 	s->id = ++D->next_sub_id;
 	if (!s->id)
-		s->id = ++D->next_sub_id;
+		s->nr_cpus = r->info.nr_cpus < D_MAX_CPUS ? r->info.nr_cpus :
+						   D_MAX_CPUS;
+	s->cpus = calloc(s->nr_cpus ? s->nr_cpus : 1, sizeof(*s->cpus));
+	if (!s->cpus) {
+		free(s);
+		return NULL;
+	}
+	s->id = ++D->next_sub_id;
 	s->tool = tool;
 	s->remote = r;
 	s->cpu = cpu;
@@ -47,6 +61,13 @@ static struct sub *sub_new(struct conn *tool, struct remote *r, int cpu,
 	return s;
 }
 
+static void sub_free(struct sub *s)
+{
+	free(s->cpus);
+	free(s);
+	D->nr_subs--;
+}
+
 static int sub_remove(struct conn *tool, uint32_t id)
 {
 	struct sub **pp, *s;
@@ -54,8 +75,7 @@ static int sub_remove(struct conn *tool, uint32_t id)
 	for (pp = &tool->subs; (s = *pp); pp = &s->next)
 		if (s->id == id) {
 			*pp = s->next;
-			free(s);
-			D->nr_subs--;
+			sub_free(s);
 			return 0;
 		}
 	return -ENOENT;
@@ -67,10 +87,10 @@ void subs_drop_tool(struct conn *tool)
 
 	for (s = tool->subs; s; s = n) {
 		n = s->next;
-		free(s);
-		D->nr_subs--;
+		sub_free(s);
 	}
 	tool->subs = NULL;
+	fanout_forget(tool, NULL);
 }
 
 void subs_drop_remote(struct remote *r)
@@ -82,13 +102,13 @@ void subs_drop_remote(struct remote *r)
 		for (pp = &c->subs; (s = *pp);) {
 			if (s->remote == r) {
 				*pp = s->next;
-				free(s);
-				D->nr_subs--;
+				sub_free(s);
 			} else {
 				pp = &s->next;
 			}
 		}
 	}
+	fanout_forget(NULL, r);
 }
 
 /* SUBSCRIBE, DRAIN (on remote @r) and UNSUBSCRIBE (@r NULL) of tool @c. */
@@ -138,10 +158,7 @@ void subs_request(struct conn *c, struct remote *r, const struct hvt_msg *m)
 					"");
 		break;
 	case HVT_MSG_DRAIN:
-		ret = fanout_drain_remote(r);
-		conn_reply_result(c, m, HVT_MSG_DRAIN, 0, (uint32_t)ret, 0,
-				  NULL);
-		conn_flush(c);
+		fanout_drain_begin(c, r, m);
 		break;
 	default:
 		break;

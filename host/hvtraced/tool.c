@@ -393,6 +393,7 @@ const struct conn_ops tool_conn_ops = {
 	.hello = tool_accept,
 	.frame = tool_frame,
 	.closed = tool_closed,
+	.flushed = fanout_room,
 	.reply_slack = D_TOOL_REPLY_SLACK,
 	.max_errors = D_TOOL_MAX_ERRORS,
 	.takes_fds = true,	/* those of an attach by pid */

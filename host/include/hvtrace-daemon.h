@@ -145,8 +145,17 @@ HVTRACE_API int hvtrace_daemon_attach_vm_pid(struct hvtrace_daemon *c,
  *
  * A feed is a tool connection that carries page subscriptions: PAGE
  * messages that arrive while the feed waits for the answer to one of its
- * own requests (DRAIN, TO_HOST, ...) are queued, never dropped, and come
- * out of hvtrace_daemon_feed_next() in the order they arrived.  Requests that
+ * own requests (DRAIN, TO_HOST, ...) are queued and come out of
+ * hvtrace_daemon_feed_next() in the order they arrived.  The queue holds
+ * at most 65536 pages (HVTRACE_DAEMON_FEED_PAGES: fewer); a page past
+ * that, or one there is no memory for, is dropped and counted: the next
+ * page of its subscription and CPU carries the count in dropped_pages and
+ * dropped_events, added to the daemon's, and a drain that ends hands on
+ * the rest as an empty page.  hvtraced itself reads a CPU only while a
+ * subscription of it has room in its queue, so a reader that keeps
+ * taking pages loses nothing that the area kept; a reader that starts a
+ * drain (hvtrace_daemon_feed_drain_start()) and goes on taking pages
+ * queues nothing.  Requests that
  * need no pages (REMOTES, TEXT, ENABLE, ...) are best sent on a separate
  * control connection (struct hvtrace_daemon), which then never sees a page.
  *
@@ -166,7 +175,11 @@ struct hvtrace_daemon_page {
 	uint32_t seq;
 	uint32_t entries;
 	uint64_t lost_events;	/* lost in the ring before the page */
-	uint64_t dropped_pages; /* this subscriber's, totals */
+	/* Pages and events of this CPU dropped for this subscription, by
+	 * hvtraced (it had no room for them) and by the feed (totals): an
+	 * increase since the CPU's last page is a loss right before this
+	 * page.  A dropped page's events include its lost_events. */
+	uint64_t dropped_pages;
 	uint64_t dropped_events;
 	uint64_t first_ts;
 	uint32_t len;
@@ -215,10 +228,33 @@ HVTRACE_API int hvtrace_daemon_feed_next(struct hvtrace_daemon_feed *f,
  *
  * When it returns 0, every page the writer committed before the call is
  * in the feed's queue (or was dropped for this subscriber, and counted).
+ * The pages are queued in memory until the answer comes: a reader of a
+ * large backlog is better served by hvtrace_daemon_feed_drain_start().
  * Return: 0, -ENOENT (no such remote), or a transport error.
  */
 HVTRACE_API int hvtrace_daemon_feed_drain(struct hvtrace_daemon_feed *f,
 					  uint32_t remote);
+
+/**
+ * hvtrace_daemon_feed_drain_start - the same DRAIN, without waiting
+ *
+ * hvtraced reads @remote's subscribed rings to their end (at most a lap of
+ * each) at the pace the feed's pages are taken, and answers after the
+ * last of them: once hvtrace_daemon_feed_drained() says 1, every page
+ * committed before the call has come out of hvtrace_daemon_feed_next() or
+ * is queued in the feed.  One drain at a time per feed.
+ * Return: 0, -EBUSY (a drain is still out), or a transport error.
+ */
+HVTRACE_API int
+hvtrace_daemon_feed_drain_start(struct hvtrace_daemon_feed *f, uint32_t remote);
+
+/**
+ * hvtrace_daemon_feed_drained - whether the drain started last has ended
+ * Return: 1 (answered; its pages are queued or taken), 0 (still out, or
+ * none started), or the negative errno hvtraced refused it with.
+ */
+HVTRACE_API int
+hvtrace_daemon_feed_drained(const struct hvtrace_daemon_feed *f);
 
 /**
  * hvtrace_daemon_feed_to_host - convert @n writer timestamps of @remote to host
@@ -296,6 +332,18 @@ HVTRACE_API int hvtrace_daemon_comm_read(const char *path, char *comm,
  * knows it already: for a loopback writer's threads, which run on this host
  */
 HVTRACE_API void hvtrace_daemon_comm_local(struct hvtrace_decoder *d, int pid);
+
+/**
+ * hvtrace_daemon_page_drops - events dropped for the subscription right
+ * before @pg, at its CPU
+ * @pg:   a page of the feed
+ * @seen: the caller's count for @pg's subscription and CPU (start at 0):
+ *        the dropped_events of that CPU's last page, updated
+ * Return: the increase of @pg->dropped_events over *@seen.
+ */
+HVTRACE_API uint64_t
+hvtrace_daemon_page_drops(const struct hvtrace_daemon_page *pg,
+			  uint64_t *seen);
 
 /**
  * hvtrace_daemon_page_walk - the data events of one ftrace sub-buffer

@@ -17,25 +17,56 @@
 #include "hvtrace-local.h"
 #include <hvtrace-daemon.h>
 
-/* At most this many pages wait in a feed's queue: past it the feed stops
- * receiving until the caller takes some (the daemon then drops pages for
- * this subscriber and says so). */
+/* At most this many pages wait in a feed's queue (HVTRACE_DAEMON_FEED_PAGES
+ * sets another number, at least 1).  A page past it, or one malloc()
+ * refuses, is dropped at the feed and counted at its subscription and CPU:
+ * every later page of that CPU carries the count in its dropped_pages and
+ * dropped_events, beside the daemon's, and a finished drain hands on what
+ * no page carried as an empty page (see feed_next). */
 #define DF_MAX_QUEUED 65536u
+
+/* What the feed dropped for one subscription's CPU. */
+struct df_loss {
+	uint32_t sub, cpu;
+	uint64_t pages, events;
+	uint64_t reported; /* pages a queued page has carried */
+};
 
 struct hvtrace_daemon_feed {
 	struct hvtrace_daemon *dc;
 	struct hvtrace_daemon_page *head, *tail;
-	unsigned int queued;
+	unsigned int queued, max_queued;
+	struct df_loss *loss;
+	size_t nr_loss, cap_loss;
+	/* the DRAIN started last (hvtrace_daemon_feed_drain_start()) */
+	uint32_t drain_req, drain_remote;
+	int drain_state; /* 0: none out, 1: answered, -errno: refused */
+	bool drain_out;
 };
 
 int hvtrace_daemon_feed_open(const char *sock, struct hvtrace_daemon_feed **out)
 {
 	struct hvtrace_daemon_feed *f = calloc(1, sizeof(*f));
+	const char *env = getenv("HVTRACE_DAEMON_FEED_PAGES");
 	int ret;
 
 	*out = NULL;
 	if (!f)
 		return hvt_err(-ENOMEM, "out of memory");
+	f->max_queued = DF_MAX_QUEUED;
+	if (env && *env) {
+		char *end;
+		unsigned long v = strtoul(env, &end, 10);
+
+		if (*end || !v || v > DF_MAX_QUEUED) {
+			free(f);
+			return hvt_err(-EINVAL,
+				       "HVTRACE_DAEMON_FEED_PAGES='%s': give a "
+				       "number of pages from 1 to %u",
+				       env, DF_MAX_QUEUED);
+		}
+		f->max_queued = (unsigned int)v;
+	}
 	ret = hvtrace_daemon_open(sock, &f->dc);
 	if (ret) {
 		free(f);
@@ -55,6 +86,7 @@ void hvtrace_daemon_feed_close(struct hvtrace_daemon_feed *f)
 		n = p->next;
 		free(p);
 	}
+	free(f->loss);
 	hvtrace_daemon_close(f->dc);
 	free(f);
 }
@@ -69,19 +101,115 @@ bool hvtrace_daemon_feed_pending(const struct hvtrace_daemon_feed *f)
 	return f->head != NULL;
 }
 
-/* Keep a PAGE (anything else that is not ours is dropped). */
+/* The feed's losses of subscription @sub's CPU @cpu; NULL if none (or,
+ * with @add, no memory). */
+static struct df_loss *df_loss_of(struct hvtrace_daemon_feed *f, uint32_t sub,
+				  uint32_t cpu, bool add)
+{
+	struct df_loss *l;
+	size_t i;
+
+	for (i = 0; i < f->nr_loss; i++)
+		if (f->loss[i].sub == sub && f->loss[i].cpu == cpu)
+			return &f->loss[i];
+	if (!add)
+		return NULL;
+	if (f->nr_loss == f->cap_loss) {
+		size_t cap = f->cap_loss ? 2 * f->cap_loss : 8;
+
+		l = realloc(f->loss, cap * sizeof(*l));
+		if (!l)
+			return NULL;
+		f->loss = l;
+		f->cap_loss = cap;
+	}
+	l = &f->loss[f->nr_loss++];
+	memset(l, 0, sizeof(*l));
+	l->sub = sub;
+	l->cpu = cpu;
+	return l;
+}
+
+static void df_enqueue(struct hvtrace_daemon_feed *f,
+		       struct hvtrace_daemon_page *p)
+{
+	struct df_loss *l = f->nr_loss ? df_loss_of(f, p->sub, p->cpu, false)
+				       : NULL;
+
+	/* The feed's own drops travel with the daemon's. */
+	if (l) {
+		p->dropped_pages += l->pages;
+		p->dropped_events += l->events;
+		l->reported = l->pages;
+	}
+	p->next = NULL;
+	if (f->tail)
+		f->tail->next = p;
+	else
+		f->head = p;
+	f->tail = p;
+	f->queued++;
+}
+
+/* An empty page of @l's CPU that carries its drops (after a drain). */
+static void df_report_loss(struct hvtrace_daemon_feed *f, uint32_t remote,
+			   struct df_loss *l)
+{
+	struct hvtrace_daemon_page *p =
+		calloc(1, sizeof(*p) + HVT_PAGE_HDR_SIZE);
+
+	if (!p)
+		return; /* told with the next page of the CPU, if one comes */
+	p->remote = remote;
+	p->sub = l->sub;
+	p->cpu = l->cpu;
+	p->len = HVT_PAGE_HDR_SIZE;
+	df_enqueue(f, p);
+}
+
+/* Keep a PAGE; note the answer to our DRAIN; drop anything else that is
+ * not ours.  A page the queue has no room for is counted, never dropped
+ * unsaid. */
 static void df_other(void *arg, const struct hvt_msg *m)
 {
 	struct hvtrace_daemon_feed *f = arg;
 	struct hvtrace_daemon_page *p;
+	struct df_loss *l;
 
-	if (m->type != HVT_MSG_PAGE || (m->flags & HVT_PF_REPLY) ||
-	    f->queued >= DF_MAX_QUEUED)
+	if (f->drain_out && (m->flags & HVT_PF_REPLY) &&
+	    m->req == f->drain_req) {
+		size_t i;
+
+		f->drain_out = false;
+		f->drain_state = 1;
+		if (hvt_msg_layout(m->type, 1) != HVT_L_RESULT)
+			f->drain_state = hvt_err(-EPROTO,
+						 "unexpected %s reply to DRAIN",
+						 hvt_msg_type_name(m->type));
+		else if (m->u.result.status)
+			f->drain_state = hvt_err(m->u.result.status, "%.*s",
+						 (int)m->u.result.text.len,
+						 m->u.result.text.ptr);
+		for (i = 0; i < f->nr_loss; i++)
+			if (f->loss[i].reported != f->loss[i].pages)
+				df_report_loss(f, f->drain_remote,
+					       &f->loss[i]);
 		return;
-	p = malloc(sizeof(*p) + m->u.page.len);
-	if (!p)
+	}
+	if (m->type != HVT_MSG_PAGE || (m->flags & HVT_PF_REPLY))
 		return;
-	p->next = NULL;
+	p = f->queued < f->max_queued ?
+		    malloc(sizeof(*p) + m->u.page.len) :
+		    NULL;
+	if (!p) {
+		l = df_loss_of(f, m->req, m->u.page.cpu, true);
+		if (l) {
+			l->pages++;
+			l->events += m->u.page.entries +
+				     m->u.page.lost_events;
+		}
+		return;
+	}
 	p->remote = m->chan;
 	p->sub = m->req;
 	p->cpu = m->u.page.cpu;
@@ -94,12 +222,7 @@ static void df_other(void *arg, const struct hvt_msg *m)
 	p->first_ts = m->u.page.first_ts;
 	p->len = m->u.page.len;
 	memcpy(p->data, m->u.page.data, m->u.page.len);
-	if (f->tail)
-		f->tail->next = p;
-	else
-		f->head = p;
-	f->tail = p;
-	f->queued++;
+	df_enqueue(f, p);
 }
 
 static int df_call(struct hvtrace_daemon_feed *f, struct hvt_msg *req,
@@ -139,6 +262,7 @@ int hvtrace_daemon_feed_subscribe(struct hvtrace_daemon_feed *f,
 	struct hvt_msg m;
 	int ret;
 
+	memset(&res, 0, sizeof(res));
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_SUBSCRIBE;
 	m.chan = remote;
@@ -198,14 +322,64 @@ int hvtrace_daemon_feed_next(struct hvtrace_daemon_feed *f, int timeout_ms,
 	}
 }
 
-int hvtrace_daemon_feed_drain(struct hvtrace_daemon_feed *f, uint32_t remote)
+uint64_t hvtrace_daemon_page_drops(const struct hvtrace_daemon_page *pg,
+				   uint64_t *seen)
+{
+	uint64_t n = 0;
+
+	if (pg->dropped_events > *seen) {
+		n = pg->dropped_events - *seen;
+		*seen = pg->dropped_events;
+	}
+	return n;
+}
+
+int hvtrace_daemon_feed_drain_start(struct hvtrace_daemon_feed *f,
+				    uint32_t remote)
 {
 	struct hvt_msg m;
+	int ret;
 
+	if (f->drain_out)
+		return hvt_err(-EBUSY, "a DRAIN of this feed is still out");
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_DRAIN;
 	m.chan = remote;
-	return df_result(f, &m, NULL);
+	ret = hvtrace_daemon_send(f->dc, &m);
+	if (ret)
+		return ret;
+	f->drain_req = m.req;
+	f->drain_remote = remote;
+	f->drain_out = true;
+	f->drain_state = 0;
+	return 0;
+}
+
+int hvtrace_daemon_feed_drained(const struct hvtrace_daemon_feed *f)
+{
+	return f->drain_out ? 0 : f->drain_state;
+}
+
+int hvtrace_daemon_feed_drain(struct hvtrace_daemon_feed *f, uint32_t remote)
+{
+	struct hvt_msg m;
+	int ret = hvtrace_daemon_feed_drain_start(f, remote);
+
+	/* Pages that come before the answer are queued (and counted where
+	 * the queue is full). */
+	while (!ret && f->drain_out) {
+		ret = hvtrace_daemon_recv(f->dc, &m, HVTRACE_DAEMON_TIMEOUT_MS);
+		if (!ret)
+			ret = hvt_err(-ETIMEDOUT,
+				      "hvtraced did not answer a DRAIN "
+				      "within %d ms",
+				      HVTRACE_DAEMON_TIMEOUT_MS);
+		else if (ret > 0) {
+			df_other(f, &m);
+			ret = 0;
+		}
+	}
+	return ret ? ret : (f->drain_state < 0 ? f->drain_state : 0);
 }
 
 int hvtrace_daemon_feed_to_host(struct hvtrace_daemon_feed *f, uint32_t remote,

@@ -189,11 +189,7 @@ static int dr_page(struct hvt_tdat_rset *r,
 
 	if (!s || s->finished || pg->cpu >= s->rec.nr_cpus)
 		return 0;
-	drops = pg->dropped_events > s->sub_dropped
-			? pg->dropped_events - s->sub_dropped
-			: 0;
-	if (pg->dropped_events > s->sub_dropped)
-		s->sub_dropped = pg->dropped_events;
+	drops = hvtrace_daemon_page_drops(pg, &s->cpu[pg->cpu].sub_dropped);
 	r->cur_src = s;
 	r->cur_cpu = pg->cpu;
 	n = hvtrace_daemon_page_walk(pg->data, pg->len, &lost, NULL, NULL);

@@ -22,6 +22,7 @@ struct dr_cpu {
 	struct dr_kring *k; /* a CPU of @src's guest kernel ring, or NULL */
 	uint64_t pending_lost; /* carried to the next event */
 	bool pending_unknown;
+	uint64_t sub_dropped; /* the subscription's drops seen so far */
 };
 
 struct dr_ev { /* one record waiting for host time */
@@ -48,7 +49,6 @@ struct dr_src {
 	uint16_t *idmap;
 	uint8_t *known;
 	struct hvtrace_catalog cat; /* formats with their file ids */
-	uint64_t sub_dropped;
 	uint64_t formats_at; /* last FORMATS fetch */
 	bool finishing;	     /* writer stopped: drain, then done */
 	bool finished;

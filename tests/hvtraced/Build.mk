@@ -54,3 +54,10 @@ endif
 ifneq ($(HVTRACED_BIN),)
 $(eval $(call add-test,hvtraced/kring_attach_fds,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/kring_attach_fds.sh))
 endif
+
+# backpressure: a remote read through hvtraced loses nothing the area
+# kept (a pre-filled area through the smallest tool queue), and a loss
+# forced by a stalled reader shows at its CPU, where it happened.
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-test,hvtraced/backpressure,HVT_OBJTREE=$(objtree) bash $(srctree)/tests/hvtraced/backpressure.sh))
+endif
