@@ -35,3 +35,10 @@ $(eval $(call add-bench,lttng_ust,$(srctree)/tests/bench/lttng.sh $(objtree)/tes
 
 endif
 endif
+
+# Reading a remote through hvtraced against its area read directly: the
+# stream's CPU per million events (hvtraced's included) and the
+# recorder's throughput, on the same pre-filled area.
+ifeq ($(CONFIG_HVT_HOST),y)
+$(eval $(call add-bench,remote_read,HVT_OBJTREE=$(objtree) $(srctree)/tests/bench/remote_read.sh))
+endif
