@@ -60,6 +60,7 @@ done
 export DISPLAY=:$(cat "$T/display")
 
 (cd "$T/ks" && HOME="$T/ks/home" XDG_RUNTIME_DIR="$T/ks/home" \
+	XDG_CACHE_HOME="$T/ks/home/.cache" MESA_SHADER_CACHE_DISABLE=true \
 	exec "${RUNAS[@]}" kernelshark -geometry 1280x900+0+0 "$T/ks/trace.dat") \
 	>"$T/ks.log" 2>&1 &
 KP=$!
