@@ -54,3 +54,9 @@ endif
 ifneq ($(HVTRACED_BIN),)
 $(eval $(call add-test,hvtraced/kring_attach_fds,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/kring_attach_fds.sh))
 endif
+
+# bench_idle (make bench): what 100 idle loopback remotes cost hvtraced,
+# RSS per remote and the daemon's idle CPU.
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-bench,hvtraced/idle,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/bench_idle.sh))
+endif

@@ -1,0 +1,71 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# What an idle remote costs hvtraced: a private daemon gets N (100) loopback
+# areas attached, each of a live writer that writes nothing (--wait-enable,
+# attached --disabled), and
+#
+#   BENCH hvtraced_idle_rss_per_remote  VmRSS after the attaches minus
+#                                       before, divided by N (KiB)
+#   BENCH hvtraced_idle_cpu             utime + stime of the daemon over
+#                                       SECS (5) seconds of idling, in % of
+#                                       one CPU
+#
+# are printed.  It measures; it fails only when the rig does not come up.
+#   bench_idle.sh [N [SECS]]
+set -u
+
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh" bench-idle
+N=${1:-100}
+SECS=${2:-5}
+SHM=/dev/shm/hvt-bench-idle-$$
+RM_WITH_T=$SHM
+hvt_need_bins
+mkdir -p "$SHM" "$T/run"
+
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+cpu_ticks() {	# utime + stime (fields 14 and 15, after the "(comm)")
+	sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+}
+
+# The writers first: their start is not the daemon's cost.
+for i in $(seq "$N"); do
+	pid=$("$H" loopback --area "$SHM/a$i" --cpus 1 --pages 2 \
+		--wait-enable --background --quiet) ||
+		fail "loopback writer $i did not start"
+	PIDS="$PIDS $pid"
+done
+
+"$OBJ/bin/hvtraced" --foreground --run-dir "$T/run" --shm-dir "$SHM" \
+	--socket "$HVTRACED_SOCKET" >"$T/hvtraced.log" 2>&1 &
+DPID=$!
+hvt_listening
+sleep 0.5
+before=$(rss_kib "$DPID")
+for i in $(seq "$N"); do
+	"$H" daemon attach --area "$SHM/a$i" --name "idle$i" --disabled \
+		>"$T/attach.out" 2>&1 ||
+		fail "attach $i: $(cat "$T/attach.out")"
+done
+# Settled: the attach-time sync bursts are over.
+sleep 2
+after=$(rss_kib "$DPID")
+anon=$(awk '/^Anonymous:/ { print $2 }' "/proc/$DPID/smaps_rollup" 2>/dev/null)
+attached=$("$H" daemon status 2>/dev/null | grep -c ' idle[0-9]')
+[ "$attached" -eq "$N" ] ||
+	fail "$attached of $N remotes attached: $("$H" daemon status 2>&1)"
+
+hz=$(getconf CLK_TCK)
+t0=$(cpu_ticks "$DPID")
+s0=$(date +%s%N)
+sleep "$SECS"
+t1=$(cpu_ticks "$DPID")
+s1=$(date +%s%N)
+
+echo "hvtraced VmRSS: $before KiB, with $N idle loopback remotes $after KiB (anonymous ${anon:-?} KiB)"
+echo "hvtraced CPU: $((t1 - t0)) ticks of 1/$hz s over $(((s1 - s0) / 1000000)) ms"
+awk -v b="$before" -v a="$after" -v n="$N" -v t="$((t1 - t0))" -v hz="$hz" \
+    -v ns="$((s1 - s0))" 'BEGIN {
+	printf "BENCH hvtraced_idle_rss_per_remote %.1f KiB\n", (a - b) / n
+	printf "BENCH hvtraced_idle_cpu %.2f %%\n", 100 * (t / hz) / (ns / 1e9)
+}'
