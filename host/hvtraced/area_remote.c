@@ -26,9 +26,10 @@
  *              per --sync-interval.  hvtrace_area_sync() waits for the
  *              answer, so the wait is bounded (AR_SYNC_WAIT_MS) and a
  *              writer that stops answering is asked less and less often.
- *   state      polled every AR_STATE_MS: a writer that stopped (STOPPED,
- *              or a loopback writer whose process is gone) makes the
- *              remote "disconnected"; a new generation (the writer
+ *   state      polled every AR_STATE_MS, on one grid for all remotes (one
+ *              wakeup of the loop polls them all): a writer that stopped
+ *              (STOPPED, or a loopback writer whose process is gone) makes
+ *              the remote "disconnected"; a new generation (the writer
  *              formatted the area again) re-attaches it; a file that
  *              shrank under the mapping drops the area, which is then
  *              retried every second, as is an area not formatted yet.
@@ -479,7 +480,7 @@ static void ar_sync(struct remote *r, uint64_t now)
 	uint64_t gap;
 
 	if (r->state != HVT_REMOTE_CONNECTED) {
-		ar->next_sync_ms = now + AR_STATE_MS;
+		ar->next_sync_ms = d_grid(now, AR_STATE_MS);
 		return;
 	}
 	if (ar_sync_once(r)) {
@@ -521,7 +522,7 @@ static void ar_tick(struct remote *r, uint64_t now, uint64_t *next)
 		}
 	}
 	if (now >= ar->next_state_ms) {
-		ar->next_state_ms = now + AR_STATE_MS;
+		ar->next_state_ms = d_grid(now, AR_STATE_MS);
 		ret = hvtrace_area_writer_state(r->area, &state, &gen);
 		if (ret < 0) {
 			d_log("remote '%s': %s; the area is dropped and "

@@ -514,6 +514,16 @@ static inline void d_due(uint64_t *next, uint64_t t)
 		*next = t;
 }
 
+/*
+ * The first multiple of @period after @now: periodic checks of many
+ * remotes on this grid (writer state polls) wake the loop once a period
+ * for all of them, not once for each.
+ */
+static inline uint64_t d_grid(uint64_t now, uint64_t period)
+{
+	return (now / period + 1) * period;
+}
+
 /* A protocol string into @dst, cut to @size - 1 bytes. */
 static inline void d_copy_str(char *dst, size_t size, const struct hvt_str *s)
 {

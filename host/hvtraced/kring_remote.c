@@ -176,7 +176,7 @@ static void kr_tick(struct remote *r, uint64_t now, uint64_t *next)
 	if (kr->gone)
 		return;
 	if (now >= kr->next_state_ms) {
-		kr->next_state_ms = now + KR_STATE_MS;
+		kr->next_state_ms = d_grid(now, KR_STATE_MS);
 		pfd.fd = kr->pidfd;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
