@@ -12,6 +12,8 @@
 #                                       seconds of idling, in % of one CPU
 #
 # are printed.  It measures; it fails only when the rig does not come up.
+# HVT_BENCH_SMAPS=FILE keeps the daemon's /proc/PID/smaps after the
+# attaches, to see where the memory went.
 #   bench_idle.sh [N [SECS]]
 set -u
 
@@ -59,6 +61,7 @@ done
 # Settled: the attach-time sync bursts are over.
 sleep 2
 after=$(rss_kib "$DPID")
+[ -n "${HVT_BENCH_SMAPS:-}" ] && cp "/proc/$DPID/smaps" "$HVT_BENCH_SMAPS"
 anon=$(awk '/^Anonymous:/ { print $2 }' "/proc/$DPID/smaps_rollup" 2>/dev/null)
 attached=$("$H" daemon status 2>/dev/null | grep -c ' idle[0-9]')
 [ "$attached" -eq "$N" ] ||
