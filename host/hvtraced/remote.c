@@ -203,7 +203,9 @@ static struct cmdline *cmdline_find(const struct cmdline_table *t,
 
 	if (t->cap == D_CMDLINE_SLOTS)
 		return &t->v[slot];
-	for (i = (slot * 0x9e3779b1u) & (t->cap - 1);;
+	/* The product's top bits: slots alike in their low bits (pids
+	 * 256 apart) spread as well as the others. */
+	for (i = (slot * 0x9e3779b1u) >> (32 - __builtin_ctz(t->cap));;
 	     i = (i + 1) & (t->cap - 1))
 		if (!t->v[i].pid || cmdline_slot(t->v[i].pid) == slot)
 			return &t->v[i];

@@ -10,7 +10,9 @@
  *
  *   idle       no comm sent: "cmdlines: 0" and "cmdlines_bytes: 0" in
  *              the remote's info
- *   a few      100 pids: all 100 in saved_cmdlines, none replaced
+ *   a few      100 pids: all 100 in saved_cmdlines, none replaced; then
+ *              5 more of pid 7's slot: the newest of them alone kept
+ *              there, 5 replacements counted, the other 99 untouched
  *   hostile    three floods of more distinct pids than the table holds:
  *              exactly 4096 kept, the newest pid of every slot (the
  *              oldest gone), every replacement counted, the table no
@@ -192,6 +194,24 @@ int main(void)
 						      "cmdlines_replaced"));
 	printf("100 pids: kept, %llu bytes\n",
 	       (unsigned long long)h_info_u64(dc, remote, "cmdlines_bytes"));
+
+	/* Pids of one slot (7 + k * 4096): each takes it from the one
+	 * before, counted; the others stay. */
+	for (pid = 7 + SLOTS; pid <= 7 + 5 * SLOTS; pid += SLOTS)
+		send_pids(pid, 1);
+	settle();
+	text = h_text(dc, remote, HVT_TEXT_CMDLINES);
+	if (lines(text) != 100 || has_pid(text, 7) ||
+	    has_pid(text, 7 + 4 * SLOTS) || !has_pid(text, 7 + 5 * SLOTS) ||
+	    !has_pid(text, 8) ||
+	    h_info_u64(dc, remote, "cmdlines_replaced") != 5)
+		t_fail("5 pids of pid 7's slot: %llu replaced, "
+		       "saved_cmdlines:\n%s",
+		       (unsigned long long)h_info_u64(dc, remote,
+						      "cmdlines_replaced"),
+		       text);
+	free(text);
+	printf("5 pids of one slot: the newest kept, 5 replacements\n");
 
 	/* Hostile: floods of more pids than the table holds. */
 	rss0 = rss_kib();
