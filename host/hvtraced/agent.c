@@ -33,6 +33,7 @@
 void agent_send_hello(struct remote *r, const struct hvt_msg *answer,
 		      int status, const char *text)
 {
+	struct agent_remote *ar = agent_remote(r);
 	struct hvt_msg m;
 
 	memset(&m, 0, sizeof(m));
@@ -46,11 +47,11 @@ void agent_send_hello(struct remote *r, const struct hvt_msg *answer,
 		m.req = remote_next_req(r);
 		m.u.hello.min_version = HVT_PROTO_MIN_VERSION;
 		m.u.hello.max_version = HVT_PROTO_VERSION;
-		r->agent.hello_ms = d_now_ms();
+		ar->agent.hello_ms = d_now_ms();
 	}
 	m.u.hello.role = HVT_ROLE_HOST;
 	m.u.hello.pid = (uint32_t)getpid();
-	m.u.hello.generation = r->agent.session;
+	m.u.hello.generation = ar->agent.session;
 	m.u.hello.status = status;
 	m.u.hello.name.ptr = r->name;
 	m.u.hello.name.len = (uint32_t)strlen(r->name);
@@ -89,9 +90,10 @@ static void refuse_hello(struct conn *c, const struct hvt_msg *m, int status,
  */
 static bool agent_identity(struct remote *r, const struct hvt_msg *m)
 {
-	bool restarted = r->agent.have_instance &&
-			 (m->u.hello.pid != r->agent.pid ||
-			  m->u.hello.generation != r->agent.gen);
+	struct agent_remote *ar = agent_remote(r);
+	bool restarted = ar->agent.have_instance &&
+			 (m->u.hello.pid != ar->agent.pid ||
+			  m->u.hello.generation != ar->agent.gen);
 
 	if (restarted) {
 		d_log("remote '%s': the agent restarted (pid %u, generation "
@@ -100,9 +102,9 @@ static bool agent_identity(struct remote *r, const struct hvt_msg *m)
 		      (unsigned long long)m->u.hello.generation);
 		remote_held_drop_all(r);
 	}
-	r->agent.have_instance = true;
-	r->agent.pid = m->u.hello.pid;
-	r->agent.gen = m->u.hello.generation;
+	ar->agent.have_instance = true;
+	ar->agent.pid = m->u.hello.pid;
+	ar->agent.gen = m->u.hello.generation;
 	return restarted;
 }
 
@@ -146,7 +148,7 @@ static void local_agent_hello(struct conn *c, const struct hvt_msg *m)
 		refuse_hello(c, m, -EADDRINUSE,
 			     "a remote named '%s' is connected already (pid "
 			     "%u); choose another --name",
-			     name, r->agent.pid);
+			     name, agent_remote(r)->agent.pid);
 		return;
 	}
 	if (m->u.hello.nr_fds != 1 || (fd = conn_take_fd(c)) < 0) {
@@ -181,7 +183,7 @@ static void local_agent_hello(struct conn *c, const struct hvt_msg *m)
 		return;
 	}
 	if (!r) {
-		ret = remote_new(name, &remote_socket_ops, NULL, &r);
+		ret = remote_socket_new(name, &r);
 		if (ret) {
 			close(fd);
 			refuse_hello(c, m, ret, "cannot create remote: %s",
@@ -209,7 +211,7 @@ static void local_agent_hello(struct conn *c, const struct hvt_msg *m)
 	conn_bind(c, &agent_conn_ops);
 	c->remote = r;
 	r->conn = c;
-	r->agent.session = d_now_ns();
+	agent_remote(r)->agent.session = d_now_ns();
 	d_log("remote '%s': local agent pid %u connected (connection %u)",
 	      r->name, m->u.hello.pid, c->id);
 	agent_send_hello(r, m, 0, NULL);
@@ -264,7 +266,8 @@ static void agent_closed(struct conn *c)
 	wake_reset(r);
 	trigger_cancel(r, -ECONNRESET);
 	kevents_cancel(r, -ECONNRESET);
-	kf_abort(&r->kf);
+	if (agent_remote(r)->kf)
+		kf_abort(agent_remote(r)->kf);
 	r->ops->conn_lost(r);
 }
 
@@ -386,29 +389,44 @@ static void agent_register(struct conn *c, struct remote *r,
 static void agent_kformats(struct conn *c, struct remote *r,
 			   const struct hvt_msg *m)
 {
+	struct agent_remote *ar = agent_remote(r);
 	char msg[HVT_PROTO_TEXT_MAX + 1] = "";
 	char dir[PATH_MAX];
+	struct kf_upload *kf;
 	int ret;
 
+	/* The upload's state, from the first message of one on. */
+	if (!ar->kf) {
+		ar->kf = malloc(sizeof(*ar->kf));
+		if (!ar->kf) {
+			if (m->type != HVT_MSG_KFILE)
+				conn_reply_result(c, m, HVT_MSG_KFORMATS,
+						  -ENOMEM, 0, 0,
+						  "out of memory");
+			return;
+		}
+		kf_init(ar->kf);
+	}
+	kf = ar->kf;
 	if (m->type == HVT_MSG_KFILE) {
-		bool was = r->kf.active;
+		bool was = kf->active;
 
-		ret = kf_file(&r->kf, &m->u.kfile);
+		ret = kf_file(kf, &m->u.kfile);
 		if (ret && was) {
 			r->proto_errors++;
 			d_log("remote '%s': the guest kernel's formats are "
 			      "refused: %s",
-			      r->name, r->kf.why);
+			      r->name, kf->why);
 		}
 		return;
 	}
 	if (m->u.kformats.op == HVT_KF_BEGIN) {
-		ret = kf_begin(&r->kf, D->cache_dir, r->name, &m->u.kformats,
+		ret = kf_begin(kf, D->cache_dir, r->name, &m->u.kformats,
 			       dir, sizeof(dir), msg, sizeof(msg));
 		if (ret == 1) {
-			snprintf(r->kf_dir, sizeof(r->kf_dir), "%s", dir);
+			remote_set_kf_dir(r, dir);
 			d_log("remote '%s': guest kernel %s: formats in %s",
-			      r->name, r->kf.key, dir);
+			      r->name, kf->key, dir);
 		} else if (ret < 0) {
 			/* The agent's fault, not the cache's: counted. */
 			if (ret == -EINVAL || ret == -E2BIG)
@@ -417,20 +435,20 @@ static void agent_kformats(struct conn *c, struct remote *r,
 			      "refused: %s",
 			      r->name, msg);
 		} else {
-			r->kf.began_ms = d_now_ms();
+			kf->began_ms = d_now_ms();
 		}
 		conn_reply_result(c, m, HVT_MSG_KFORMATS, ret < 0 ? ret : 0,
 				  ret == 1, 0, "%s", msg);
 		return;
 	}
-	ret = kf_end(&r->kf, &m->u.kformats, dir, sizeof(dir), msg,
+	ret = kf_end(kf, &m->u.kformats, dir, sizeof(dir), msg,
 		     sizeof(msg));
 	if (!ret)
-		snprintf(r->kf_dir, sizeof(r->kf_dir), "%s", dir);
+		remote_set_kf_dir(r, dir);
 	d_log("remote '%s': guest kernel formats %s: %s (%llu ms after "
 	      "BEGIN)",
 	      r->name, ret ? "not kept" : "received", msg,
-	      (unsigned long long)(d_now_ms() - r->kf.began_ms));
+	      (unsigned long long)(d_now_ms() - kf->began_ms));
 	conn_reply_result(c, m, HVT_MSG_KFORMATS, ret, 0, 0, "%s", msg);
 }
 

@@ -8,8 +8,9 @@
  * control page, which it owns (HVTRACE_OPEN_CONTROL).  Such a remote is
  * attached by name with "PATH[@OFFSET[+SIZE]]" and then served like a
  * guest: the same subscriptions and fan-out, the same tools.  Its
- * remote_ops (area_ops, at the end) keep this file's struct area_remote in
- * r->priv and give the tool role the static events instead of user events.
+ * remote_ops (area_ops, at the end) work on this file's struct
+ * area_remote, which embeds the struct remote, and give the tool role the
+ * static events instead of user events.
  *
  *   events     the writer kind's static table: the built-in "hvtrace"
  *              events (a loopback writer's selftest, enable bit 0) and,
@@ -25,9 +26,10 @@
  *              per --sync-interval.  hvtrace_area_sync() waits for the
  *              answer, so the wait is bounded (AR_SYNC_WAIT_MS) and a
  *              writer that stops answering is asked less and less often.
- *   state      polled every AR_STATE_MS: a writer that stopped (STOPPED,
- *              or a loopback writer whose process is gone) makes the
- *              remote "disconnected"; a new generation (the writer
+ *   state      polled every AR_STATE_MS, on one grid for all remotes (one
+ *              wakeup of the loop polls them all): a writer that stopped
+ *              (STOPPED, or a loopback writer whose process is gone) makes
+ *              the remote "disconnected"; a new generation (the writer
  *              formatted the area again) re-attaches it; a file that
  *              shrank under the mapping drops the area, which is then
  *              retried every second, as is an area not formatted yet.
@@ -53,9 +55,11 @@
 #define AR_SYNC_WAIT_MS	       5    /* longest wait for one answer */
 #define AR_SYNC_BURST	       16
 #define AR_SYNC_MAX_BACKOFF_MS 60000
+#define AR_SPEC_MAX	       4200 /* PATH[@OFFSET[+SIZE]], with its NUL */
 
 struct area_remote {
-	char spec[4200];
+	struct remote r;
+	char *spec;		     /* PATH[@OFFSET[+SIZE]] */
 	uint32_t flags;		     /* HVT_ATTACH_* */
 	/* Who attached it (the daemon's own ids for --attach-area), kept
 	 * in the state file; when not root nor the daemon's user
@@ -83,9 +87,19 @@ struct area_remote {
 
 static const struct remote_ops area_ops;
 
+static struct area_remote *area_remote(struct remote *r)
+{
+	return container_of(r, struct area_remote, r);
+}
+
+static const struct area_remote *area_remote_c(const struct remote *r)
+{
+	return container_of(r, const struct area_remote, r);
+}
+
 static const char *ar_spec(const struct remote *r)
 {
-	const struct area_remote *ar = r->priv;
+	const struct area_remote *ar = area_remote_c(r);
 
 	return ar->spec;
 }
@@ -100,7 +114,7 @@ static const char *ar_control(const struct remote *r)
  * goes with the area, so that a restart attaches it as that client. */
 static void ar_save(const struct remote *r, FILE *f)
 {
-	const struct area_remote *ar = r->priv;
+	const struct area_remote *ar = area_remote_c(r);
 	uint32_t i;
 
 	if (strpbrk(ar_spec(r), "\t\n"))
@@ -115,22 +129,22 @@ static void ar_save(const struct remote *r, FILE *f)
 
 static const char *ar_problem(const struct remote *r)
 {
-	const struct area_remote *ar = r->priv;
+	const struct area_remote *ar = area_remote_c(r);
 
 	return !r->area && ar->problem[0] ? ar->problem : NULL;
 }
 
 bool area_remote_stale(const struct remote *r)
 {
-	const struct area_remote *ar = r->priv;
-
-	return r->ops == &area_ops && ar->restored && !r->area &&
-	       ar->last_ret == -ENOENT;
+	if (r->ops != &area_ops)
+		return false;
+	return area_remote_c(r)->restored && !r->area &&
+	       area_remote_c(r)->last_ret == -ENOENT;
 }
 
 static int ar_load_catalog(struct remote *r)
 {
-	struct area_remote *ar = r->priv;
+	struct area_remote *ar = area_remote(r);
 	bool *on;
 	int ret;
 
@@ -155,7 +169,7 @@ static int ar_load_catalog(struct remote *r)
 
 static const struct hvtrace_catalog *ar_catalog(struct remote *r)
 {
-	struct area_remote *ar = r->priv;
+	struct area_remote *ar = area_remote(r);
 
 	if (!r->area || ar_load_catalog(r))
 		return NULL;
@@ -164,14 +178,14 @@ static const struct hvtrace_catalog *ar_catalog(struct remote *r)
 
 static bool ar_event_on(const struct remote *r, unsigned int i)
 {
-	const struct area_remote *ar = r->priv;
+	const struct area_remote *ar = area_remote_c(r);
 
 	return ar->have_cat && i < ar->cat.nr && ar->on[i];
 }
 
 static int ar_set_event(struct remote *r, unsigned int i, bool on)
 {
-	struct area_remote *ar = r->priv;
+	struct area_remote *ar = area_remote(r);
 
 	if (!ar->have_cat || i >= ar->cat.nr || ar->cat.bit[i] < 0)
 		return -EINVAL;
@@ -185,7 +199,7 @@ static int ar_set_event(struct remote *r, unsigned int i, bool on)
 /* The whole static bitmap and tracing_on, from the daemon's record. */
 static void ar_write_control(struct remote *r)
 {
-	struct area_remote *ar = r->priv;
+	struct area_remote *ar = area_remote(r);
 	unsigned int i;
 
 	if (!ar->have_cat)
@@ -234,13 +248,13 @@ static void ar_set_state(struct remote *r, uint32_t writer_state)
 /* (Re)attach the area; 0, or the error (logged once per distinct one). */
 static int ar_open(struct remote *r)
 {
-	struct area_remote *ar = r->priv;
+	struct area_remote *ar = area_remote(r);
 	struct hvtrace_area_info info;
 	struct hvtrace_area *a;
 	uint32_t state = 0;
 	int ret;
 
-	char via[sizeof(ar->spec) + 32], why[512];
+	char via[AR_SPEC_MAX + 32], why[512];
 	int fd;
 
 	ret = access_area_open(ar->restricted ? &ar->cred : NULL, ar->spec,
@@ -317,7 +331,7 @@ static int ar_check(const char *name, const char *spec, uint32_t flags,
 		    const struct d_cred *cred, bool check_file, char *msg,
 		    size_t msgsize)
 {
-	char via[sizeof(((struct area_remote *)0)->spec) + 32];
+	char via[AR_SPEC_MAX + 32];
 	int fd, ret;
 
 	if (!hvt_proto_name_ok(name, (uint32_t)strlen(name))) {
@@ -327,7 +341,7 @@ static int ar_check(const char *name, const char *spec, uint32_t flags,
 			 name);
 		return -EINVAL;
 	}
-	if (!*spec || strlen(spec) >= sizeof(((struct area_remote *)0)->spec)) {
+	if (!*spec || strlen(spec) >= AR_SPEC_MAX) {
 		snprintf(msg, msgsize, "give the area as PATH[@OFFSET[+SIZE]]");
 		return -EINVAL;
 	}
@@ -371,11 +385,13 @@ static int ar_attach(const char *name, const char *spec, uint32_t flags,
 	if (ret)
 		return ret;
 	ar = calloc(1, sizeof(*ar));
-	if (!ar) {
+	if (ar)
+		ar->spec = strdup(spec);
+	if (!ar || !ar->spec) {
+		free(ar);
 		snprintf(msg, msgsize, "out of memory");
 		return -ENOMEM;
 	}
-	snprintf(ar->spec, sizeof(ar->spec), "%s", spec);
 	ar->flags = flags;
 	ar->restored = restored;
 	if (cred) {
@@ -386,13 +402,15 @@ static int ar_attach(const char *name, const char *spec, uint32_t flags,
 		ar->cred.root = ar->cred.uid == 0;
 	}
 	ar->restricted = !ar->cred.root && ar->cred.uid != geteuid();
-	ret = remote_new(name, &area_ops, ar, &r);
+	ret = remote_add(&ar->r, name, &area_ops);
 	if (ret) {
+		free(ar->spec);
 		free(ar);
 		snprintf(msg, msgsize, "cannot create remote: %s",
 			 strerror(-ret));
 		return ret;
 	}
+	r = &ar->r;
 	ret = ar_open(r);
 	if (ret) {
 		ar->next_open_ms = d_now_ms() + AR_RETRY_MS;
@@ -423,10 +441,11 @@ int area_remote_restore(const char *name, const char *spec,
 
 static void ar_free(struct remote *r)
 {
-	struct area_remote *ar = r->priv;
+	struct area_remote *ar = area_remote(r);
 
 	hvtrace_catalog_free(&ar->cat);
 	free(ar->on);
+	free(ar->spec);
 	free(ar);
 }
 
@@ -457,11 +476,11 @@ static bool ar_sync_once(struct remote *r)
 
 static void ar_sync(struct remote *r, uint64_t now)
 {
-	struct area_remote *ar = r->priv;
+	struct area_remote *ar = area_remote(r);
 	uint64_t gap;
 
 	if (r->state != HVT_REMOTE_CONNECTED) {
-		ar->next_sync_ms = now + AR_STATE_MS;
+		ar->next_sync_ms = d_grid(now, AR_STATE_MS);
 		return;
 	}
 	if (ar_sync_once(r)) {
@@ -486,7 +505,7 @@ static void ar_sync(struct remote *r, uint64_t now)
 
 static void ar_tick(struct remote *r, uint64_t now, uint64_t *next)
 {
-	struct area_remote *ar = r->priv;
+	struct area_remote *ar = area_remote(r);
 	uint32_t state = 0;
 	uint64_t gen = 0;
 	int ret;
@@ -503,7 +522,7 @@ static void ar_tick(struct remote *r, uint64_t now, uint64_t *next)
 		}
 	}
 	if (now >= ar->next_state_ms) {
-		ar->next_state_ms = now + AR_STATE_MS;
+		ar->next_state_ms = d_grid(now, AR_STATE_MS);
 		ret = hvtrace_area_writer_state(r->area, &state, &gen);
 		if (ret < 0) {
 			d_log("remote '%s': %s; the area is dropped and "

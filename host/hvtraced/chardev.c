@@ -43,10 +43,13 @@
 
 #include "daemon.h"
 
+/* A guest's remote: an agent's (the struct agent_remote it embeds) that
+ * the daemon connects to. */
 struct chardev_remote {
-	char ctl_path[PATH_MAX];
-	char area_path[PATH_MAX];
-	char bell_path[PATH_MAX];
+	struct agent_remote ag;
+	char *ctl_path;		/* RUN_DIR/NAME/control.sock */
+	char *area_path;	/* SHM_DIR/hvtrace-NAME */
+	char *bell_path;	/* RUN_DIR/NAME/bell.sock */
 	uint64_t next_try_ms;	/* reconnect */
 	uint64_t area_try_ms;	/* area retry */
 	uid_t owner;		/* trusted owner of the area, or -1 */
@@ -56,13 +59,23 @@ struct chardev_remote {
 
 static const struct remote_ops chardev_ops;
 
+static struct chardev_remote *chardev_remote(struct remote *r)
+{
+	return container_of(r, struct chardev_remote, ag.r);
+}
+
+static const struct chardev_remote *chardev_remote_c(const struct remote *r)
+{
+	return container_of(r, const struct chardev_remote, ag.r);
+}
+
 /*
  * Open the area, if root, the daemon's user or the remote's owner owns
  * it (not a file another user planted under the guest's name).
  */
 static int chardev_open_area(struct remote *r, char *msg, size_t msgsize)
 {
-	struct chardev_remote *cr = r->priv;
+	struct chardev_remote *cr = chardev_remote(r);
 	char via[64];
 	int fd, ret;
 
@@ -83,7 +96,7 @@ static int chardev_open_area(struct remote *r, char *msg, size_t msgsize)
 
 static void chardev_connect(struct remote *r)
 {
-	struct chardev_remote *cr = r->priv;
+	struct chardev_remote *cr = chardev_remote(r);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct conn *c;
 	int fd;
@@ -120,12 +133,24 @@ static void chardev_connect(struct remote *r)
 	r->conn = c;
 	r->state = HVT_REMOTE_WAITING;
 	cr->had_session = true;
-	r->agent.session = d_now_ns();
+	cr->ag.agent.session = d_now_ns();
 	d_log("remote '%s': connected to %s", r->name, cr->ctl_path);
 	/* The guest's doorbell device, if it has one: asked for again with
 	 * every connection (a guest started again has a new one). */
 	bell_connect(r, cr->bell_path);
 	agent_send_hello(r, NULL, 0, NULL);
+}
+
+/* A path of the guest's, as snprintf() would print it (cut at PATH_MAX). */
+static char *chardev_path(const char *fmt, const char *dir, const char *name)
+	__attribute__((format(printf, 1, 0)));
+
+static char *chardev_path(const char *fmt, const char *dir, const char *name)
+{
+	char buf[PATH_MAX];
+
+	snprintf(buf, sizeof(buf), fmt, dir, name);
+	return strdup(buf);
 }
 
 int remote_attach_chardev(const char *name, uid_t owner, struct remote **out,
@@ -152,19 +177,22 @@ int remote_attach_chardev(const char *name, uid_t owner, struct remote **out,
 		return -ENOMEM;
 	}
 	cr->owner = owner;
-	ret = remote_new(name, &chardev_ops, cr, &r);
+	cr->ctl_path = chardev_path("%s/%s/control.sock", D->run_dir, name);
+	cr->area_path = chardev_path("%s/hvtrace-%s", D->shm_dir, name);
+	cr->bell_path = chardev_path("%s/%s/bell.sock", D->run_dir, name);
+	ret = cr->ctl_path && cr->area_path && cr->bell_path ?
+		      remote_add(&cr->ag.r, name, &chardev_ops) :
+		      -ENOMEM;
 	if (ret) {
+		free(cr->ctl_path);
+		free(cr->area_path);
+		free(cr->bell_path);
 		free(cr);
 		snprintf(msg, msgsize, "cannot create remote: %s",
 			 strerror(-ret));
 		return ret;
 	}
-	snprintf(cr->ctl_path, sizeof(cr->ctl_path), "%s/%s/control.sock",
-		 D->run_dir, name);
-	snprintf(cr->area_path, sizeof(cr->area_path), "%s/hvtrace-%s",
-		 D->shm_dir, name);
-	snprintf(cr->bell_path, sizeof(cr->bell_path), "%s/%s/bell.sock",
-		 D->run_dir, name);
+	r = &cr->ag.r;
 	ret = chardev_open_area(r, tmp, sizeof(tmp));
 	if (ret)
 		d_dbg("remote '%s': %s (retrying)", name, tmp);
@@ -180,7 +208,7 @@ int remote_attach_chardev(const char *name, uid_t owner, struct remote **out,
 
 static void chardev_tick(struct remote *r, uint64_t now, uint64_t *next)
 {
-	struct chardev_remote *cr = r->priv;
+	struct chardev_remote *cr = chardev_remote(r);
 	char msg[512];
 
 	if (!r->conn && now >= cr->next_try_ms)
@@ -193,12 +221,12 @@ static void chardev_tick(struct remote *r, uint64_t now, uint64_t *next)
 	if (!r->area)
 		d_due(next, cr->area_try_ms);
 	if (r->conn && r->state != HVT_REMOTE_CONNECTED &&
-	    now >= r->agent.hello_ms + D_HELLO_RETRY_MS)
+	    now >= cr->ag.agent.hello_ms + D_HELLO_RETRY_MS)
 		agent_send_hello(r, NULL, 0, NULL);
 	if (!r->conn)
 		d_due(next, cr->next_try_ms);
 	else if (r->state != HVT_REMOTE_CONNECTED || !r->area)
-		d_due(next, r->agent.hello_ms + D_HELLO_RETRY_MS);
+		d_due(next, cr->ag.agent.hello_ms + D_HELLO_RETRY_MS);
 }
 
 static void chardev_hello(struct remote *r, struct conn *c,
@@ -225,7 +253,7 @@ static void chardev_bye(struct remote *r, struct conn *c)
 
 static void chardev_conn_lost(struct remote *r)
 {
-	struct chardev_remote *cr = r->priv;
+	struct chardev_remote *cr = chardev_remote(r);
 
 	r->state = HVT_REMOTE_WAITING;
 	cr->next_try_ms = d_now_ms() + D_RECONNECT_MS;
@@ -234,21 +262,21 @@ static void chardev_conn_lost(struct remote *r)
 
 static const char *chardev_control(const struct remote *r)
 {
-	const struct chardev_remote *cr = r->priv;
+	const struct chardev_remote *cr = chardev_remote_c(r);
 
 	return cr->ctl_path;
 }
 
 static const char *chardev_area_path(const struct remote *r)
 {
-	const struct chardev_remote *cr = r->priv;
+	const struct chardev_remote *cr = chardev_remote_c(r);
 
 	return cr->area_path;
 }
 
 static void chardev_save(const struct remote *r, FILE *f)
 {
-	const struct chardev_remote *cr = r->priv;
+	const struct chardev_remote *cr = chardev_remote_c(r);
 
 	/* Its owner, if a user's tool attached it: trusted for its area
 	 * again after a restart. */
@@ -261,9 +289,13 @@ static void chardev_save(const struct remote *r, FILE *f)
 
 static void chardev_free(struct remote *r)
 {
-	struct chardev_remote *cr = r->priv;
+	struct chardev_remote *cr = chardev_remote(r);
 
 	bell_close(r);
+	agent_remote_release(&cr->ag);
+	free(cr->ctl_path);
+	free(cr->area_path);
+	free(cr->bell_path);
 	free(cr);
 }
 

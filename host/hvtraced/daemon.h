@@ -11,6 +11,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,7 +41,8 @@
 #define D_READERS_AUTO_CPUS	8	/* automatic: an area read in
 					 * parallel has this many CPUs
 					 * subscribed */
-#define D_CMDLINE_SLOTS		4096
+#define D_CMDLINE_SLOTS		4096	/* comms a remote keeps, at most */
+#define D_CMDLINE_MIN		16	/* the table's first size */
 #define D_MAX_CONNS		1024
 #define D_CRED_GROUPS		64	/* groups of a peer looked at */
 #define D_MAX_AREA_DIRS		8
@@ -197,9 +199,24 @@ struct held_map {
 	size_t nr_obuckets, nr_owners;	/* distinct owners (channels) */
 };
 
+/*
+ * The comms of a remote's processes (remote.c): pid -> comm, one entry per
+ * slot pid % D_CMDLINE_SLOTS (a pid takes its slot from the pid before it,
+ * counted in @replaced), so at most D_CMDLINE_SLOTS entries whatever an
+ * agent sends.  The table grows with use: open addressing over the slot
+ * numbers while small, the plain array of D_CMDLINE_SLOTS once it would
+ * be as large; an idle remote has none.
+ */
 struct cmdline {
-	uint32_t pid;
+	uint32_t pid;		/* 0: free */
 	char comm[16];
+};
+
+struct cmdline_table {
+	struct cmdline *v;	/* @cap entries, or NULL */
+	uint32_t cap;		/* a power of two, <= D_CMDLINE_SLOTS */
+	uint32_t nr;
+	uint64_t replaced;	/* entries a later pid of their slot took */
 };
 
 /* A raw time-sync round trip (sync.c). */
@@ -220,9 +237,10 @@ struct trig_run {
 };
 
 /*
- * How a remote is reached: one per transport, with the transport's own
- * state in r->priv.  Only the implementations know a transport; the rest
- * of the daemon goes through these.
+ * How a remote is reached: one per transport, whose own struct embeds the
+ * struct remote (container_of(), as struct agent_remote does).  Only the
+ * implementations know a transport; the rest of the daemon goes through
+ * these.
  */
 struct remote_ops {
 	enum hvt_transport transport;	/* what REMOTES reports */
@@ -237,7 +255,9 @@ struct remote_ops {
 	/* Why it has no pages yet (TEXT INFO), or NULL. */
 	const char *(*problem)(const struct remote *r);
 	void (*tick)(struct remote *r, uint64_t now_ms, uint64_t *next_ms);
-	void (*free)(struct remote *r);	/* r->priv */
+	/* The last of remote_destroy(): the transport's state and the
+	 * struct that embeds @r. */
+	void (*free)(struct remote *r);
 
 	/* Transports with an agent session (agent.c). */
 	void (*hello)(struct remote *r, struct conn *c,
@@ -271,7 +291,6 @@ struct agent_link {
 				 * for: */
 	uint32_t pid;
 	uint64_t gen;
-	uint32_t next_req;	/* the daemon's own requests */
 	uint64_t hello_ms;	/* our last HELLO */
 	uint64_t session;	/* our HELLOs' generation: one per
 				 * connection, so that HELLOs a guest port
@@ -294,15 +313,14 @@ struct remote {
 	uint32_t id;
 	char name[HVT_PROTO_NAME_MAX + 1];
 	const struct remote_ops *ops;
-	void *priv;			/* the transport's state */
 	enum hvt_remote_state state;
 	struct conn *conn;		/* the agent session, or NULL */
 	struct hvtrace_area *area;
 	struct hvtrace_area_info info;
 	struct hvtrace_ue_registry *reg;
 	bool tracing_on;
+	uint32_t next_req;		/* the daemon's own requests */
 
-	struct agent_link agent;	/* agent.c; unused on an area */
 	struct held_map held;
 	uint64_t refused_regs;		/* REGISTERs over the caps */
 
@@ -322,10 +340,9 @@ struct remote {
 
 	struct trig_run *trig;		/* trigger.c */
 
-	/* the guest kernel's formats (kformats.c) and events (kevents.c) */
-	struct kf_upload kf;
-	char kf_dir[PATH_MAX];		/* "": none from the agent */
-	struct kev_wait kev[D_KEV_WAITS];
+	/* the folder of the guest kernel's formats (an agent's upload, a
+	 * kring's DIR), or NULL (remote_set_kf_dir()) */
+	char *kf_dir;
 	/* armed wakeups (wake.c); fanout.c fills want, found and more */
 	struct {
 		enum { WAKE_POLL, WAKE_BARRIER, WAKE_ASLEEP } state;
@@ -351,12 +368,46 @@ struct remote {
 
 	uint64_t proto_errors;
 	uint64_t pages_read;
-	struct cmdline cmdlines[D_CMDLINE_SLOTS];
+	struct cmdline_table cmdlines;	/* remote.c */
 	uint8_t *page;			/* read buffer, subbuf_size */
 	/* parallel reading (fanout.c): the pages a pass read, per CPU */
 	struct fo_stage *stage;
 	uint64_t thread_pages[D_READERS_MAX];	/* read by reader thread i */
 };
+
+#ifndef container_of
+#define container_of(ptr, type, member)                                        \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#endif
+
+/*
+ * A remote with an agent session: the socket transport's (remote_socket.c)
+ * and, inside struct chardev_remote, the chardev transport's.  What only
+ * an agent has is here, sized by use: an upload of formats and the
+ * kernel event changes in flight take memory once one comes.
+ */
+struct agent_remote {
+	struct remote r;
+	struct agent_link agent;	/* agent.c */
+	struct kf_upload *kf;		/* kformats.c; NULL until the first */
+	struct kev_wait *kev;		/* D_KEV_WAITS (kevents.c), NULL until
+					 * the first */
+};
+
+/* @r as an agent's remote, or NULL when its transport has no agent. */
+static inline struct agent_remote *agent_remote(struct remote *r)
+{
+	return r && r->ops->hello ? container_of(r, struct agent_remote, r) :
+				    NULL;
+}
+
+static inline const struct agent_remote *
+agent_remote_c(const struct remote *r)
+{
+	return r && r->ops->hello ?
+		       container_of(r, const struct agent_remote, r) :
+		       NULL;
+}
 
 /* A page subscription of a tool. */
 /* A set of CPUs, every CPU an area may have (fanout.c): never a shift
@@ -473,6 +524,16 @@ static inline void d_due(uint64_t *next, uint64_t t)
 		*next = t;
 }
 
+/*
+ * The first multiple of @period after @now: periodic checks of many
+ * remotes on this grid (writer state polls) wake the loop once a period
+ * for all of them, not once for each.
+ */
+static inline uint64_t d_grid(uint64_t now, uint64_t period)
+{
+	return (now / period + 1) * period;
+}
+
 /* A protocol string into @dst, cut to @size - 1 bytes. */
 static inline void d_copy_str(char *dst, size_t size, const struct hvt_str *s)
 {
@@ -580,8 +641,10 @@ void subs_drop_tool(struct conn *tool);
 void subs_drop_remote(struct remote *r);
 
 /* remote.c: what every remote has */
-int remote_new(const char *name, const struct remote_ops *ops, void *priv,
-	       struct remote **out);
+/* Set up @r, embedded in its transport's zeroed struct, and add it to the
+ * daemon's remotes; on failure the caller frees its struct. */
+int remote_add(struct remote *r, const char *name,
+	       const struct remote_ops *ops);
 struct remote *remote_by_id(uint32_t id);
 struct remote *remote_by_name(const char *name);
 int remote_set_area(struct remote *r, struct hvtrace_area *a);
@@ -594,6 +657,16 @@ void remote_held_drop_all(struct remote *r);
 uint32_t remote_next_req(struct remote *r);
 void remote_cmdline_set(struct remote *r, uint32_t pid, const char *comm,
 			size_t len);
+/* "PID COMM" lines in slot order (malloc'd; NULL: out of memory). */
+char *remote_cmdline_text(const struct remote *r);
+/* Bytes the table holds now. */
+size_t remote_cmdline_bytes(const struct remote *r);
+/* A copy of @dir as the remote's formats folder (NULL: none). */
+int remote_set_kf_dir(struct remote *r, const char *dir);
+/* The upload of formats of an agent's remote: whether one is under way. */
+bool remote_kf_active(const struct remote *r);
+/* What every remote has, freed (remote_destroy(), before ops->free). */
+void remote_release(struct remote *r);
 
 /* Whether @r has pages to read: an area, or a transport's own. */
 static inline bool remote_has_pages(const struct remote *r)
@@ -652,6 +725,11 @@ void remote_destroy(struct remote *r);
 
 /* remote_socket.c: the socket transport */
 extern const struct remote_ops remote_socket_ops;
+/* A socket agent's remote, named @name (agent.c, at its first HELLO). */
+int remote_socket_new(const char *name, struct remote **out);
+/* What struct agent_remote holds beyond @r, freed (the transports'
+ * free). */
+void agent_remote_release(struct agent_remote *ar);
 
 /* agent.c: the agent role */
 extern const struct conn_ops agent_conn_ops;

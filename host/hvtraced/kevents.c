@@ -7,7 +7,8 @@
  * agent can write: ENABLE of a name that is not a user event of the
  * remote (tool_events.c decides) becomes a KEVENT request to the agent,
  * and the agent's RESULT goes back to the tool as the answer to its
- * ENABLE.  At most D_KEV_WAITS changes wait per remote; one the agent
+ * ENABLE.  At most D_KEV_WAITS changes wait per remote (their table, in
+ * the struct agent_remote, is allocated at the first); one the agent
  * does not answer in D_KEV_TIMEOUT_MS, or that a lost session cuts
  * short, is answered with an error.  The tool is named by its
  * connection id, so a tool that left meanwhile is simply not answered.
@@ -15,6 +16,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon.h"
@@ -73,6 +75,15 @@ static void kev_msg(struct hvt_msg *k, const char *name, uint32_t on)
 	k->u.arg.s.len = (uint32_t)strlen(name);
 }
 
+/* The changes in flight of @r (D_KEV_WAITS), or NULL: none yet, or no
+ * agent. */
+static struct kev_wait *kev_waits(struct remote *r)
+{
+	struct agent_remote *ar = agent_remote(r);
+
+	return ar ? ar->kev : NULL;
+}
+
 bool kevents_name_ok(const char *name)
 {
 	struct hvt_msg k;
@@ -84,11 +95,12 @@ bool kevents_name_ok(const char *name)
 void kevents_forward(struct conn *tool, struct remote *r,
 		     const struct hvt_msg *m, const char *name, bool bare)
 {
+	struct agent_remote *ar = agent_remote(r);
 	struct kev_wait *w = NULL;
 	struct hvt_msg k;
 	unsigned int i;
 
-	if (!r->conn || r->state != HVT_REMOTE_CONNECTED) {
+	if (!ar || !r->conn || r->state != HVT_REMOTE_CONNECTED) {
 		if (bare)
 			conn_reply_result(tool, m, HVT_MSG_ERROR, -ENOENT, 0, 0,
 					  "'%s' is not a user event of remote "
@@ -102,9 +114,18 @@ void kevents_forward(struct conn *tool, struct remote *r,
 					  0, no_agent, r->name);
 		return;
 	}
+	/* The table of changes in flight, at the first. */
+	if (!ar->kev) {
+		ar->kev = calloc(D_KEV_WAITS, sizeof(*ar->kev));
+		if (!ar->kev) {
+			conn_reply_result(tool, m, HVT_MSG_ERROR, -ENOMEM, 0,
+					  0, "out of memory");
+			return;
+		}
+	}
 	for (i = 0; i < D_KEV_WAITS && !w; i++)
-		if (!r->kev[i].req)
-			w = &r->kev[i];
+		if (!ar->kev[i].req)
+			w = &ar->kev[i];
 	if (!w) {
 		conn_reply_result(tool, m, HVT_MSG_ERROR, -EBUSY, 0, 0,
 				  "%u changes of remote '%s''s kernel events "
@@ -141,15 +162,15 @@ void kevents_forward(struct conn *tool, struct remote *r,
 
 bool kevents_answer(struct remote *r, const struct hvt_msg *m)
 {
-	struct kev_wait *w = NULL;
+	struct kev_wait *kev = kev_waits(r), *w = NULL;
 	int st = m->u.result.status;
 	unsigned int i;
 
-	if (m->type != HVT_MSG_KEVENT && m->type != HVT_MSG_ERROR)
+	if (!kev || (m->type != HVT_MSG_KEVENT && m->type != HVT_MSG_ERROR))
 		return false;
 	for (i = 0; i < D_KEV_WAITS && !w; i++)
-		if (r->kev[i].req && r->kev[i].req == m->req)
-			w = &r->kev[i];
+		if (kev[i].req && kev[i].req == m->req)
+			w = &kev[i];
 	if (!w)
 		return false;
 	if (st == -ENOENT && w->bare)
@@ -168,10 +189,11 @@ bool kevents_answer(struct remote *r, const struct hvt_msg *m)
 
 void kevents_tick(struct remote *r, uint64_t now, uint64_t *next)
 {
+	struct kev_wait *kev = kev_waits(r);
 	unsigned int i;
 
-	for (i = 0; i < D_KEV_WAITS; i++) {
-		struct kev_wait *w = &r->kev[i];
+	for (i = 0; kev && i < D_KEV_WAITS; i++) {
+		struct kev_wait *w = &kev[i];
 
 		if (!w->req)
 			continue;
@@ -187,11 +209,12 @@ void kevents_tick(struct remote *r, uint64_t now, uint64_t *next)
 
 void kevents_cancel(struct remote *r, int status)
 {
+	struct kev_wait *kev = kev_waits(r);
 	unsigned int i;
 
-	for (i = 0; i < D_KEV_WAITS; i++)
-		if (r->kev[i].req)
-			kev_reply(&r->kev[i], status, 0,
+	for (i = 0; kev && i < D_KEV_WAITS; i++)
+		if (kev[i].req)
+			kev_reply(&kev[i], status, 0,
 				  "remote '%s''s agent went away before it "
 				  "answered",
 				  r->name);

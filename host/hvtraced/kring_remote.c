@@ -9,8 +9,8 @@
  * validates everything it takes from guest memory), and served like any
  * remote: the same subscriptions and fan-out (remote_ops read_page hands
  * fanout.c the ring's validated sub-buffers), STATS from the reader's
- * counters, the same tools.  Its remote_ops (kring_ops, at the end) keep
- * this file's struct kring_remote in r->priv.
+ * counters, the same tools.  Its remote_ops (kring_ops, at the end) work
+ * on this file's struct kring_remote, which embeds the struct remote.
  *
  *   access   only the kernel's ptrace check decides whose VMM a client
  *            reads: the client (hvtrace_daemon_attach_vm_pid()) finds the
@@ -67,6 +67,7 @@
 #define KR_MAX_CPUS   D_MAX_CPUS /* what a subscription may name */
 
 struct kring_remote {
+	struct remote r;
 	int pid;
 	int pidfd; /* the VMM; -1: none */
 	struct hvtrace_kring *k;
@@ -80,6 +81,16 @@ struct kring_remote {
 
 static const struct remote_ops kring_ops;
 
+static struct kring_remote *kring_remote(struct remote *r)
+{
+	return container_of(r, struct kring_remote, r);
+}
+
+static const struct kring_remote *kring_remote_c(const struct remote *r)
+{
+	return container_of(r, const struct kring_remote, r);
+}
+
 bool kring_remote_spec(const char *spec)
 {
 	return !strncmp(spec, "vmpid:", 6);
@@ -89,7 +100,7 @@ bool kring_remote_spec(const char *spec)
 
 static const char *kr_where(const struct remote *r)
 {
-	const struct kring_remote *kr = r->priv;
+	const struct kring_remote *kr = kring_remote_c(r);
 
 	return kr->where;
 }
@@ -103,7 +114,7 @@ static const char *kr_control(const struct remote *r)
 static int kr_read_page(struct remote *r, uint32_t cpu, uint8_t *page,
 			uint32_t size, struct hvtrace_page_info *info)
 {
-	struct kring_remote *kr = r->priv;
+	struct kring_remote *kr = kring_remote(r);
 	int ret;
 
 	/* Anonymous guest RAM goes with its process: once the VMM is gone
@@ -129,7 +140,7 @@ static int kr_read_page(struct remote *r, uint32_t cpu, uint8_t *page,
 static int kr_cpu_stats(struct remote *r, uint32_t cpu,
 			struct hvtrace_cpu_stats *st)
 {
-	struct kring_remote *kr = r->priv;
+	struct kring_remote *kr = kring_remote(r);
 	struct hvtrace_kring_stats ks;
 	int ret;
 
@@ -151,7 +162,7 @@ static int kr_cpu_stats(struct remote *r, uint32_t cpu,
 
 static size_t kr_formats(const struct remote *r, const struct hvt_m_format **v)
 {
-	const struct kring_remote *kr = r->priv;
+	const struct kring_remote *kr = kring_remote_c(r);
 
 	*v = kr->fmt;
 	return kr->nr_fmt;
@@ -159,13 +170,13 @@ static size_t kr_formats(const struct remote *r, const struct hvt_m_format **v)
 
 static void kr_tick(struct remote *r, uint64_t now, uint64_t *next)
 {
-	struct kring_remote *kr = r->priv;
+	struct kring_remote *kr = kring_remote(r);
 	struct pollfd pfd;
 
 	if (kr->gone)
 		return;
 	if (now >= kr->next_state_ms) {
-		kr->next_state_ms = now + KR_STATE_MS;
+		kr->next_state_ms = d_grid(now, KR_STATE_MS);
 		pfd.fd = kr->pidfd;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
@@ -184,7 +195,7 @@ static void kr_tick(struct remote *r, uint64_t now, uint64_t *next)
 
 static void kr_free(struct remote *r)
 {
-	struct kring_remote *kr = r->priv;
+	struct kring_remote *kr = kring_remote(r);
 
 	hvtrace_kring_close(kr->k);
 	if (kr->pidfd >= 0)
@@ -557,13 +568,14 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 	}
 	snprintf(kr->where, sizeof(kr->where), "process %d at 0x%llx", pid,
 		 (unsigned long long)ki.addr);
-	ret = remote_new(name, &kring_ops, kr, &r);
+	ret = remote_add(&kr->r, name, &kring_ops);
 	if (ret) {
 		free(page);
 		snprintf(msg, msgsize, "cannot create remote: %s",
 			 strerror(-ret));
 		goto fail;
 	}
+	r = &kr->r;
 	r->page = page;
 	r->info.nr_cpus = ki.nr_cpus;
 	r->info.nr_subbufs = ki.nr_subbufs;
@@ -572,16 +584,13 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 	r->info.mode = HVT_MODE_OVERWRITE;
 	r->info.clock_id = 0; /* the guest's own: no clock model */
 	r->state = HVT_REMOTE_CONNECTED;
-	r->kf_dir[0] = '\0';
 	/* A passed folder is only named (the client resolved it): never
 	 * looked up here. */
 	if (ks.formats && ks.passed) {
-		if (ks.formats[0] == '/' &&
-		    strlen(ks.formats) < sizeof(r->kf_dir))
-			snprintf(r->kf_dir, sizeof(r->kf_dir), "%s",
-				 ks.formats);
-	} else if (ks.formats && !realpath(ks.formats, r->kf_dir)) {
-		r->kf_dir[0] = '\0';
+		if (ks.formats[0] == '/' && strlen(ks.formats) < PATH_MAX)
+			remote_set_kf_dir(r, ks.formats);
+	} else if (ks.formats) {
+		r->kf_dir = realpath(ks.formats, NULL);
 	}
 	kr->next_state_ms = d_now_ms();
 	snprintf(msg, msgsize,

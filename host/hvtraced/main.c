@@ -200,7 +200,187 @@ static int daemonize(int *ready_fd, const char *log_path)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for beyond struct daemon's options. */
+struct d_args {
+	bool foreground;
+	const char *log_path;
+	const char *attach[64];		/* --attach NAME */
+	unsigned int nr_attach;
+	const char *attach_area[64];	/* --attach-area NAME=SPEC */
+	unsigned int nr_attach_area;
+};
+
+static void d_defaults(void)
+{
+	D->sock_path = DEFAULT_SOCKET;
+	D->group = "hvtrace";
+	D->sock_mode = 0660;
+	D->run_dir = DEFAULT_RUN_DIR;
+	D->shm_dir = "/dev/shm";
+	/* The formats cache, shared with hvtrace-guest kformats and the
+	 * CLI's post-mortem reads. */
+	D->cache_dir = getenv("HVT_CACHE") && *getenv("HVT_CACHE") ?
+			       getenv("HVT_CACHE") :
+			       "/var/cache/hvtrace";
+	D->client_queue = 8u << 20;
+	D->sync_interval_ms = 1000;
+	D->poll_min_us = CONFIG_HVT_HOST_POLL_US;
+	D->poll_max_us = 10000;
+	D->wakeups = true;
+	D->wake_mark = 1;
+	D->wake_backstop_ms = 1000;
+	D->max_channels = CONFIG_HVT_HOSTD_MAX_CHANNELS;
+	D->max_registrations = CONFIG_HVT_HOSTD_MAX_REGISTRATIONS;
+}
+
+/* One option of d_parse(); 0, or the exit status (2: a bad value). */
+static int d_option(int opt, const char *arg, struct d_args *a)
+{
+	uint64_t v;
+
+	switch (opt) {
+	case 'f':
+		a->foreground = true;
+		break;
+	case 'S':
+		D->sock_path = arg;
+		break;
+	case 'g':
+		D->group = *arg ? arg : NULL;
+		break;
+	case 'M': {
+		char *end;
+		unsigned long m = strtoul(arg, &end, 8);
+
+		if (*end || m > 0777) {
+			fprintf(stderr, "hvtraced: --socket-mode takes an "
+					"octal mode\n");
+			return 2;
+		}
+		D->sock_mode = (unsigned int)m;
+		break;
+	}
+	case 'A':
+		if (a->nr_attach == 64) {
+			fprintf(stderr, "hvtraced: at most 64 --attach\n");
+			return 2;
+		}
+		a->attach[a->nr_attach++] = arg;
+		break;
+	case 'a':
+		if (a->nr_attach_area == 64 || !strchr(arg, '=')) {
+			fprintf(stderr, "hvtraced: --attach-area takes "
+					"NAME=PATH[@OFFSET[+SIZE]] "
+					"(at most 64)\n");
+			return 2;
+		}
+		a->attach_area[a->nr_attach_area++] = arg;
+		break;
+	case 'R':
+		D->run_dir = arg;
+		break;
+	case 's':
+		D->shm_dir = arg;
+		break;
+	case 'D':
+		if (D->nr_area_dirs == D_MAX_AREA_DIRS || arg[0] != '/') {
+			fprintf(stderr, "hvtraced: --area-dir takes an "
+					"absolute directory (at most %d)\n",
+				D_MAX_AREA_DIRS);
+			return 2;
+		}
+		D->area_dirs[D->nr_area_dirs++] = arg;
+		break;
+	case 'L':
+		a->log_path = arg;
+		break;
+	case 'Q':
+	case 'I':
+	case 'p':
+	case 'P':
+		if (hvt_util_size_parse(arg, &v) || v > UINT32_MAX ||
+		    ((opt == 'p' || opt == 'P') && v < 50) ||
+		    (opt == 'Q' && v < 65536)) {
+			fprintf(stderr, "hvtraced: bad value '%s' for --%s\n",
+				arg,
+				opt == 'Q' ? "client-queue (>= 64K)" :
+				opt == 'I' ? "sync-interval" :
+				opt == 'p' ? "poll-us (>= 50)" :
+					     "poll-max-us (>= 50)");
+			return 2;
+		}
+		if (opt == 'Q')
+			D->client_queue = v;
+		else if (opt == 'I')
+			D->sync_interval_ms = (uint32_t)v;
+		else if (opt == 'p')
+			D->poll_min_us = (uint32_t)v;
+		else
+			D->poll_max_us = (uint32_t)v;
+		break;
+	case 'W':
+		D->wakeups = false;
+		break;
+	case 'k':
+	case 'b':
+		if (hvt_util_size_parse(arg, &v) || !v ||
+		    v > (opt == 'k' ? (1u << 24) : 3600000u)) {
+			fprintf(stderr, "hvtraced: --%s takes %s, not '%s'\n",
+				opt == 'k' ? "wake-mark" : "wake-backstop-ms",
+				opt == 'k' ? "1 to 16M bytes" :
+					     "1 to 3600000 ms",
+				arg);
+			return 2;
+		}
+		if (opt == 'k')
+			D->wake_mark = (uint32_t)v;
+		else
+			D->wake_backstop_ms = (uint32_t)v;
+		break;
+	case 'T':
+		if (!strcmp(arg, "auto")) {
+			D->reader_threads = 0;
+			break;
+		}
+		if (hvt_util_size_parse(arg, &v) || !v || v > D_READERS_MAX) {
+			fprintf(stderr,
+				"hvtraced: --reader-threads takes 'auto' or a "
+				"number from 1 to %u, not '%s'\n",
+				D_READERS_MAX, arg);
+			return 2;
+		}
+		D->reader_threads = (unsigned int)v;
+		break;
+	case 'C':
+	case 'G':
+		if (hvt_util_size_parse(arg, &v) || !v || v > (1u << 24)) {
+			fprintf(stderr, "hvtraced: --%s takes a number from 1 "
+					"to 16777216, not '%s'\n",
+				opt == 'C' ? "max-channels" :
+					     "max-registrations",
+				arg);
+			return 2;
+		}
+		if (opt == 'C')
+			D->max_channels = (unsigned int)v;
+		else
+			D->max_registrations = (unsigned int)v;
+		break;
+	case 'v':
+		D->verbose = 1;
+		break;
+	default:
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	return 0;
+}
+
+/*
+ * The command line into D and @a.  Returns -1 to go on, or the exit
+ * status: 0 after --help or --version, 2 for a bad command line.
+ */
+static int d_parse(int argc, char **argv, struct d_args *a)
 {
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
@@ -228,191 +408,21 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct daemon daemon;
-	const char *attach[64], *attach_area[64], *log_path = NULL;
-	unsigned int nr_attach_area = 0;
-	struct epoll_event evs[64];
-	unsigned int nr_attach = 0, i;
-	bool foreground = false;
-	int opt, ret, ready_fd = -1;
-	struct remote *r;
-	struct conn *sc;
-	char logbuf[PATH_MAX];
-	sigset_t mask;
-	uint64_t v;
+	int opt, ret;
 
-	D = &daemon;
-	D->sock_path = DEFAULT_SOCKET;
-	D->group = "hvtrace";
-	D->sock_mode = 0660;
-	D->run_dir = DEFAULT_RUN_DIR;
-	D->shm_dir = "/dev/shm";
-	/* The formats cache, shared with hvtrace-guest kformats and the
-	 * CLI's post-mortem reads. */
-	D->cache_dir = getenv("HVT_CACHE") && *getenv("HVT_CACHE") ?
-			       getenv("HVT_CACHE") :
-			       "/var/cache/hvtrace";
-	D->client_queue = 8u << 20;
-	D->sync_interval_ms = 1000;
-	D->poll_min_us = CONFIG_HVT_HOST_POLL_US;
-	D->poll_max_us = 10000;
-	D->wakeups = true;
-	D->wake_mark = 1;
-	D->wake_backstop_ms = 1000;
-	D->max_channels = CONFIG_HVT_HOSTD_MAX_CHANNELS;
-	D->max_registrations = CONFIG_HVT_HOSTD_MAX_REGISTRATIONS;
-
+	d_defaults();
 	while ((opt = getopt_long(argc, argv, "fvh", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'f':
-			foreground = true;
-			break;
-		case 'S':
-			D->sock_path = optarg;
-			break;
-		case 'g':
-			D->group = *optarg ? optarg : NULL;
-			break;
-		case 'M': {
-			char *end;
-			unsigned long m = strtoul(optarg, &end, 8);
-
-			if (*end || m > 0777) {
-				fprintf(stderr, "hvtraced: --socket-mode takes "
-						"an octal mode\n");
-				return 2;
-			}
-			D->sock_mode = (unsigned int)m;
-			break;
-		}
-		case 'A':
-			if (nr_attach == 64) {
-				fprintf(stderr,
-					"hvtraced: at most 64 --attach\n");
-				return 2;
-			}
-			attach[nr_attach++] = optarg;
-			break;
-		case 'a':
-			if (nr_attach_area == 64 || !strchr(optarg, '=')) {
-				fprintf(stderr, "hvtraced: --attach-area takes "
-						"NAME=PATH[@OFFSET[+SIZE]] "
-						"(at most 64)\n");
-				return 2;
-			}
-			attach_area[nr_attach_area++] = optarg;
-			break;
-		case 'R':
-			D->run_dir = optarg;
-			break;
-		case 's':
-			D->shm_dir = optarg;
-			break;
-		case 'D':
-			if (D->nr_area_dirs == D_MAX_AREA_DIRS ||
-			    optarg[0] != '/') {
-				fprintf(stderr, "hvtraced: --area-dir takes an "
-						"absolute directory (at most "
-						"%d)\n",
-					D_MAX_AREA_DIRS);
-				return 2;
-			}
-			D->area_dirs[D->nr_area_dirs++] = optarg;
-			break;
-		case 'L':
-			log_path = optarg;
-			break;
-		case 'Q':
-		case 'I':
-		case 'p':
-		case 'P':
-			if (hvt_util_size_parse(optarg, &v) || v > UINT32_MAX ||
-			    ((opt == 'p' || opt == 'P') && v < 50) ||
-			    (opt == 'Q' && v < 65536)) {
-				fprintf(stderr, "hvtraced: bad value '%s' for "
-						"--%s\n",
-					optarg,
-					opt == 'Q' ? "client-queue (>= 64K)" :
-					opt == 'I' ? "sync-interval" :
-					opt == 'p' ? "poll-us (>= 50)" :
-						     "poll-max-us (>= 50)");
-				return 2;
-			}
-			if (opt == 'Q')
-				D->client_queue = v;
-			else if (opt == 'I')
-				D->sync_interval_ms = (uint32_t)v;
-			else if (opt == 'p')
-				D->poll_min_us = (uint32_t)v;
-			else
-				D->poll_max_us = (uint32_t)v;
-			break;
-		case 'W':
-			D->wakeups = false;
-			break;
-		case 'k':
-		case 'b':
-			if (hvt_util_size_parse(optarg, &v) || !v ||
-			    v > (opt == 'k' ? (1u << 24) : 3600000u)) {
-				fprintf(stderr,
-					"hvtraced: --%s takes %s, not '%s'\n",
-					opt == 'k' ? "wake-mark" :
-						     "wake-backstop-ms",
-					opt == 'k' ? "1 to 16M bytes" :
-						     "1 to 3600000 ms",
-					optarg);
-				return 2;
-			}
-			if (opt == 'k')
-				D->wake_mark = (uint32_t)v;
-			else
-				D->wake_backstop_ms = (uint32_t)v;
-			break;
-		case 'T':
-			if (!strcmp(optarg, "auto")) {
-				D->reader_threads = 0;
-				break;
-			}
-			if (hvt_util_size_parse(optarg, &v) || !v ||
-			    v > D_READERS_MAX) {
-				fprintf(stderr,
-					"hvtraced: --reader-threads takes "
-					"'auto' or a number from 1 to %u, not "
-					"'%s'\n",
-					D_READERS_MAX, optarg);
-				return 2;
-			}
-			D->reader_threads = (unsigned int)v;
-			break;
-		case 'C':
-		case 'G':
-			if (hvt_util_size_parse(optarg, &v) || !v || v > (1u << 24)) {
-				fprintf(stderr, "hvtraced: --%s takes a "
-						"number from 1 to 16777216, "
-						"not '%s'\n",
-					opt == 'C' ? "max-channels" :
-						     "max-registrations",
-					optarg);
-				return 2;
-			}
-			if (opt == 'C')
-				D->max_channels = (unsigned int)v;
-			else
-				D->max_registrations = (unsigned int)v;
-			break;
-		case 'v':
-			D->verbose = 1;
-			break;
-		case 'h':
+		if (opt == 'h') {
 			fputs(usage_text, stdout);
 			return 0;
-		case 'V':
+		}
+		if (opt == 'V') {
 			printf("hvtraced %s\n", HVT_VERSION);
 			return 0;
-		default:
-			fputs(usage_text, stderr);
-			return 2;
 		}
+		ret = d_option(opt, optarg, a);
+		if (ret)
+			return ret;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "hvtraced: unexpected argument '%s'\n%s",
@@ -428,40 +438,103 @@ int main(int argc, char **argv)
 	if (D->poll_max_us < D->poll_min_us)
 		D->poll_max_us = D->poll_min_us;
 	D->poll_us = D->poll_min_us;
+	return -1;
+}
 
-	if (!foreground) {
-		int fd;
+/* Without --foreground: log to the log file, detach (d_ready() tells the
+ * parent).  0, or the exit status. */
+static int d_detach(struct d_args *a, int *ready_fd)
+{
+	char logbuf[PATH_MAX];
+	int fd, ret;
 
-		if (!log_path) {
-			hvt_util_dir_create(D->run_dir);
-			snprintf(logbuf, sizeof(logbuf), "%s/hvtraced.log",
-				 D->run_dir);
-			log_path = logbuf;
-		}
-		fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-			  0640);
-		if (fd < 0) {
-			fprintf(stderr, "hvtraced: cannot open the log %s: "
-					"%s (use --log or --foreground)\n",
-				log_path, strerror(errno));
-			return 1;
-		}
-		ret = daemonize(&ready_fd, log_path);
-		if (ret) {
-			fprintf(stderr, "hvtraced: cannot detach: %s\n",
-				strerror(-ret));
-			return 1;
-		}
-		dup2(fd, STDERR_FILENO);
-		close(fd);
-		fd = open("/dev/null", O_RDWR);
-		if (fd >= 0) {
-			dup2(fd, STDIN_FILENO);
-			dup2(fd, STDOUT_FILENO);
-			if (fd > 2)
-				close(fd);
-		}
+	if (a->foreground)
+		return 0;
+	if (!a->log_path) {
+		hvt_util_dir_create(D->run_dir);
+		snprintf(logbuf, sizeof(logbuf), "%s/hvtraced.log", D->run_dir);
+		a->log_path = logbuf;
 	}
+	fd = open(a->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		fprintf(stderr, "hvtraced: cannot open the log %s: %s (use "
+				"--log or --foreground)\n",
+			a->log_path, strerror(errno));
+		return 1;
+	}
+	ret = daemonize(ready_fd, a->log_path);
+	a->log_path = NULL;	/* (logbuf goes) */
+	if (ret) {
+		fprintf(stderr, "hvtraced: cannot detach: %s\n",
+			strerror(-ret));
+		close(fd);
+		return 1;
+	}
+	dup2(fd, STDERR_FILENO);
+	close(fd);
+	fd = open("/dev/null", O_RDWR);
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		if (fd > 2)
+			close(fd);
+	}
+	return 0;
+}
+
+/* The remotes of --attach and --attach-area; one that fails is logged. */
+static void d_attach_args(const struct d_args *a)
+{
+	struct remote *r;
+	unsigned int i;
+
+	for (i = 0; i < a->nr_attach; i++) {
+		char msg[512];
+
+		if (remote_attach_chardev(a->attach[i], (uid_t)-1, &r, msg,
+					  sizeof(msg)))
+			d_log("--attach %s: %s", a->attach[i], msg);
+		else
+			d_log("%s", msg);
+	}
+	for (i = 0; i < a->nr_attach_area; i++) {
+		char msg[1024], name[64];
+		const char *spec = a->attach_area[i];
+		const char *eq = strchr(spec, '=');
+
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - spec), spec);
+		if (kring_remote_spec(eq + 1) ?
+			    kring_remote_attach(name, eq + 1, 0, NULL, 0, NULL,
+						&r, msg, sizeof(msg)) :
+			    area_remote_attach(name, eq + 1, 0, NULL, &r, msg,
+					       sizeof(msg)))
+			d_log("--attach-area %s: %s", spec, msg);
+		else
+			d_log("%s", msg);
+	}
+}
+
+/* The formats cache holds guest kernel addresses: root and group hvtrace
+ * only, whatever an older hvtraced left. */
+static void d_cache_fix(void)
+{
+	char msg[PATH_MAX + 128];
+	int n = kf_cache_fix(D->cache_dir, msg, sizeof(msg));
+
+	if (n < 0)
+		d_log("the guest kernels' formats cache: %s", msg);
+	else if (n > 0)
+		d_log("the guest kernels' formats cache %s/kformats: %d "
+		      "folders and files readable by others were taken back "
+		      "to root and group hvtrace",
+		      D->cache_dir, n);
+}
+
+/* Signals, epoll, the roles, the socket, what is attached at start.  0, or
+ * the exit status. */
+static int d_setup(const struct d_args *a)
+{
+	sigset_t mask;
 
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
@@ -476,80 +549,64 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	access_init();
-	{
-		/* The formats cache holds guest kernel addresses: root and
-		 * group hvtrace only, whatever an older hvtraced left. */
-		char msg[PATH_MAX + 128];
-		int n = kf_cache_fix(D->cache_dir, msg, sizeof(msg));
-
-		if (n < 0)
-			d_log("the guest kernels' formats cache: %s", msg);
-		else if (n > 0)
-			d_log("the guest kernels' formats cache %s/kformats: "
-			      "%d folders and files readable by others were "
-			      "taken back to root and group hvtrace",
-			      D->cache_dir, n);
-	}
+	d_cache_fix();
 	conn_role_register(&agent_conn_ops);
 	conn_role_register(&tool_conn_ops);
-	sc = conn_signal(D->sfd);
-	if (!sc || listen_socket())
+	if (!conn_signal(D->sfd) || listen_socket())
 		return 1;
-	for (i = 0; i < nr_attach; i++) {
-		char msg[512];
-
-		if (remote_attach_chardev(attach[i], (uid_t)-1, &r, msg, sizeof(msg)))
-			d_log("--attach %s: %s", attach[i], msg);
-		else
-			d_log("%s", msg);
-	}
-	for (i = 0; i < nr_attach_area; i++) {
-		char msg[1024], name[64];
-		const char *eq = strchr(attach_area[i], '=');
-
-		snprintf(name, sizeof(name), "%.*s",
-			 (int)(eq - attach_area[i]), attach_area[i]);
-		if (kring_remote_spec(eq + 1) ?
-			    kring_remote_attach(name, eq + 1, 0, NULL, 0, NULL,
-						&r, msg, sizeof(msg)) :
-			    area_remote_attach(name, eq + 1, 0, NULL, &r, msg,
-					       sizeof(msg)))
-			d_log("--attach-area %s: %s", attach_area[i], msg);
-		else
-			d_log("%s", msg);
-	}
+	d_attach_args(a);
 	state_restore();
 	d_log("listening on %s (pid %d)", D->sock_path, (int)getpid());
-	if (ready_fd >= 0) {
-		if (write(ready_fd, "y", 1) != 1)
-			d_log("warning: could not tell the parent we started");
-		close(ready_fd);
+	return 0;
+}
+
+/* A detached daemon's parent returns once the socket listens. */
+static void d_ready(int ready_fd)
+{
+	if (ready_fd < 0)
+		return;
+	if (write(ready_fd, "y", 1) != 1)
+		d_log("warning: could not tell the parent we started");
+	close(ready_fd);
+}
+
+/* The epoll timeout of the next round: to the first deadline, or the next
+ * ring poll while someone subscribes. */
+static int d_timeout(void)
+{
+	uint64_t now = d_now_ms(), next = now + 60000, now_us;
+	struct remote *r;
+	int timeout;
+
+	for (r = D->remotes; r; r = r->next)
+		remote_tick(r, now, &next);
+	conns_deadlines(now, &next);
+	timeout = next <= now ? 0 : (int)(next - now);
+	if (fanout_active()) {
+		now_us = d_now_us();
+		if (D->next_poll_us <= now_us)
+			timeout = 0;
+		else if ((D->next_poll_us - now_us + 999) / 1000 <
+			 (uint64_t)timeout)
+			timeout = (int)((D->next_poll_us - now_us + 999) /
+					1000);
 	}
+	return timeout;
+}
+
+/* Until a signal stops it: deadlines, descriptors, ring polls. */
+static void d_loop(void)
+{
+	struct epoll_event evs[64];
+	int n, i;
 
 	while (!D->stop) {
-		uint64_t now = d_now_ms(), next = now + 60000, now_us;
-		int n, timeout;
-
-		for (r = D->remotes; r; r = r->next)
-			remote_tick(r, now, &next);
-		conns_deadlines(now, &next);
-		timeout = next <= now ? 0 : (int)(next - now);
-		if (fanout_active()) {
-			now_us = d_now_us();
-			if (D->next_poll_us <= now_us)
-				timeout = 0;
-			else if ((D->next_poll_us - now_us + 999) / 1000 <
-				 (uint64_t)timeout)
-				timeout = (int)((D->next_poll_us - now_us +
-						 999) /
-						1000);
-		}
-		n = epoll_wait(D->epfd, evs, 64, timeout);
+		n = epoll_wait(D->epfd, evs, 64, d_timeout());
 		if (n < 0 && errno != EINTR) {
 			d_log("epoll_wait: %s", strerror(errno));
 			break;
 		}
-		for (i = 0; n > 0 && i < (unsigned int)n; i++)
+		for (i = 0; i < n; i++)
 			conn_handle(evs[i].data.ptr, evs[i].events);
 		if (fanout_active() && d_now_us() >= D->next_poll_us) {
 			fanout_poll();
@@ -560,12 +617,35 @@ int main(int argc, char **argv)
 		conns_reap();
 		state_save();
 	}
+}
 
+static void d_teardown(void)
+{
 	while (D->remotes)
 		remote_destroy(D->remotes);
 	fanout_stop();
 	conns_reap();
 	unlink(D->sock_path);
 	d_log("stopped");
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon daemon;
+	struct d_args args = { 0 };
+	int ready_fd = -1, ret;
+
+	D = &daemon;
+	ret = d_parse(argc, argv, &args);
+	if (ret >= 0)
+		return ret;
+	ret = d_detach(&args, &ready_fd);
+	if (!ret)
+		ret = d_setup(&args);
+	if (ret)
+		return ret;
+	d_ready(ready_fd);
+	d_loop();
+	d_teardown();
 	return 0;
 }

@@ -7,7 +7,9 @@
  * is its single owner and consumer), a user_events registry, the record of
  * which agent client holds which event, and the comms of its processes.
  * How the daemon reaches the writer is its transport, behind struct
- * remote_ops, with the transport's own state in r->priv:
+ * remote_ops; each transport's struct embeds the struct remote (a socket
+ * or chardev remote's through struct agent_remote, what an agent session
+ * adds):
  *
  *   socket   a local agent on the daemon's socket (remote_socket.c)
  *   chardev  a guest's agent through QEMU's chardev socket (chardev.c)
@@ -181,13 +183,72 @@ void remote_held_drop_all(struct remote *r)
 
 /* --- comms ---------------------------------------------------------------- */
 
+/*
+ * One entry per slot pid % D_CMDLINE_SLOTS, as a plain array of that many
+ * would hold them, but grown with use: below D_CMDLINE_SLOTS entries the
+ * table is open addressing (linear probing) over the slot numbers, at most
+ * three quarters full; at D_CMDLINE_SLOTS it is that plain array, indexed
+ * by slot.  So what an agent sends costs at most the plain array.
+ */
+static uint32_t cmdline_slot(uint32_t pid)
+{
+	return pid % D_CMDLINE_SLOTS;
+}
+
+/* Where slot @slot is, or the free entry it would take. */
+static struct cmdline *cmdline_find(const struct cmdline_table *t,
+				    uint32_t slot)
+{
+	uint32_t i;
+
+	if (t->cap == D_CMDLINE_SLOTS)
+		return &t->v[slot];
+	/* The product's top bits: slots alike in their low bits (pids
+	 * 256 apart) spread as well as the others. */
+	for (i = (slot * 0x9e3779b1u) >> (32 - __builtin_ctz(t->cap));;
+	     i = (i + 1) & (t->cap - 1))
+		if (!t->v[i].pid || cmdline_slot(t->v[i].pid) == slot)
+			return &t->v[i];
+}
+
+static int cmdline_grow(struct cmdline_table *t)
+{
+	struct cmdline_table n = *t;
+	uint32_t i;
+
+	n.cap = t->cap ? t->cap * 2 : D_CMDLINE_MIN;
+	if (n.cap > D_CMDLINE_SLOTS)
+		n.cap = D_CMDLINE_SLOTS;
+	n.v = calloc(n.cap, sizeof(*n.v));
+	if (!n.v)
+		return -ENOMEM;
+	for (i = 0; i < t->cap; i++)
+		if (t->v[i].pid)
+			*cmdline_find(&n, cmdline_slot(t->v[i].pid)) = t->v[i];
+	free(t->v);
+	*t = n;
+	return 0;
+}
+
 void remote_cmdline_set(struct remote *r, uint32_t pid, const char *comm,
 			size_t len)
 {
-	struct cmdline *c = &r->cmdlines[pid % D_CMDLINE_SLOTS];
+	struct cmdline_table *t = &r->cmdlines;
+	struct cmdline *c;
 
 	if (!pid)
 		return;
+	/* A new slot in a table three quarters full: grow it first. */
+	if (t->cap < D_CMDLINE_SLOTS &&
+	    (t->nr + 1) * 4 > t->cap * 3 &&
+	    (!t->cap || !cmdline_find(t, cmdline_slot(pid))->pid) &&
+	    cmdline_grow(t))
+		return;	/* out of memory: the comm is not kept */
+	c = cmdline_find(t, cmdline_slot(pid));
+	if (!c->pid)
+		t->nr++;
+	else if (c->pid != pid)
+		t->replaced++;
 	if (len > sizeof(c->comm) - 1)
 		len = sizeof(c->comm) - 1;
 	c->pid = pid;
@@ -195,37 +256,102 @@ void remote_cmdline_set(struct remote *r, uint32_t pid, const char *comm,
 	c->comm[len] = '\0';
 }
 
+static int cmdline_cmp(const void *a, const void *b)
+{
+	uint32_t x = cmdline_slot(((const struct cmdline *)a)->pid);
+	uint32_t y = cmdline_slot(((const struct cmdline *)b)->pid);
+
+	return x < y ? -1 : x > y;
+}
+
+char *remote_cmdline_text(const struct remote *r)
+{
+	const struct cmdline_table *t = &r->cmdlines;
+	struct cmdline *v = NULL;
+	size_t n = 0, len = 0, i;
+	char *text;
+
+	/* 32 bytes a line: "4294967295 " and a comm of 15, with room */
+	text = malloc((size_t)t->nr * 32 + 1);
+	if (!text)
+		return NULL;
+	text[0] = '\0';
+	if (t->nr) {
+		v = malloc((size_t)t->nr * sizeof(*v));
+		if (!v) {
+			free(text);
+			return NULL;
+		}
+		for (i = 0; i < t->cap; i++)
+			if (t->v[i].pid && n < t->nr)
+				v[n++] = t->v[i];
+		/* In slot order, as the plain array lists them. */
+		qsort(v, n, sizeof(*v), cmdline_cmp);
+	}
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(text + len, (size_t)t->nr * 32 + 1 - len,
+					"%u %s\n", v[i].pid, v[i].comm);
+	free(v);
+	return text;
+}
+
+size_t remote_cmdline_bytes(const struct remote *r)
+{
+	return (size_t)r->cmdlines.cap * sizeof(struct cmdline);
+}
+
+/* --- the guest kernel's formats -------------------------------------------- */
+
+int remote_set_kf_dir(struct remote *r, const char *dir)
+{
+	char *d = NULL;
+
+	if (dir && !(d = strdup(dir)))
+		return -ENOMEM;
+	free(r->kf_dir);
+	r->kf_dir = d;
+	return 0;
+}
+
+bool remote_kf_active(const struct remote *r)
+{
+	const struct agent_remote *ar = agent_remote_c(r);
+
+	return ar && ar->kf && ar->kf->active;
+}
+
 /* --- life cycle ----------------------------------------------------------- */
 
-int remote_new(const char *name, const struct remote_ops *ops, void *priv,
-	       struct remote **out)
+int remote_add(struct remote *r, const char *name,
+	       const struct remote_ops *ops)
 {
-	struct remote *r, **pp;
+	struct remote **pp;
 	int ret;
 
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
 	ret = hvtrace_ue_registry_create(NULL, &r->reg);
-	if (ret) {
-		free(r);
+	if (ret)
 		return ret;
-	}
 	hvtrace_ue_set_enable_hook(r->reg, remote_enable_hook, r);
 	r->id = ++D->next_remote_id;
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	r->ops = ops;
-	r->priv = priv;
 	r->state = HVT_REMOTE_WAITING;
 	r->tracing_on = true;
-	r->agent.next_req = 1;
-	kf_init(&r->kf);
+	r->next_req = 1;
 	for (pp = &D->remotes; *pp; pp = &(*pp)->next)
 		;
 	*pp = r;
-	*out = r;
 	state_changed();
 	return 0;
+}
+
+void remote_release(struct remote *r)
+{
+	free(r->cmdlines.v);
+	r->cmdlines.v = NULL;
+	r->cmdlines.cap = r->cmdlines.nr = 0;
+	free(r->kf_dir);
+	r->kf_dir = NULL;
 }
 
 
@@ -286,9 +412,9 @@ int remote_open_area(struct remote *r, const char *path, char *msg,
  * (never 0, which marks "none outstanding"). */
 uint32_t remote_next_req(struct remote *r)
 {
-	uint32_t req = r->agent.next_req++;
+	uint32_t req = r->next_req++;
 
 	if (!req)
-		req = r->agent.next_req++;
+		req = r->next_req++;
 	return req;
 }

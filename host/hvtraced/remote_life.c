@@ -7,7 +7,8 @@
  * to its pages -- each keeps its own state; this file is the one place
  * that walks them all: remote_tick() runs their deadlines in one order
  * (the transport first, so that a connection it makes is pinged in the
- * same round), remote_destroy() takes them down in the reverse one.  It
+ * same round), remote_destroy() takes them down in the reverse one, the
+ * transport's struct (which embeds the remote) last.  It
  * sits above all of them in the call graph and below only the roles and
  * the loop (docs/proxy.md, "Inside hvtraced").
  */
@@ -32,11 +33,7 @@ void remote_destroy(struct remote *r)
 
 	trigger_cancel(r, -ECANCELED);
 	kevents_cancel(r, -ECANCELED);
-	kf_abort(&r->kf);
 	subs_drop_remote(r);
-	if (r->ops->free)
-		r->ops->free(r);
-	r->priv = NULL;
 	if (r->conn) {
 		struct conn *c = r->conn;
 		struct hvt_msg bye;
@@ -64,5 +61,7 @@ void remote_destroy(struct remote *r)
 	free(r->chg);
 	fanout_free(r);
 	free(r->page);
-	free(r);
+	remote_release(r);
+	/* Last: the transport's state, and the struct @r is part of. */
+	r->ops->free(r);
 }

@@ -8,9 +8,14 @@
  * reconnects by itself).  When its connection goes, the remote stays,
  * "disconnected", for the agent's next connection; if the agent's process
  * is gone, its clients went with it, and so do their registrations.
+ *
+ * Its remote is a struct agent_remote, the common remote with what an
+ * agent session adds (daemon.h); the chardev transport embeds one too and
+ * frees it with agent_remote_release().
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -50,13 +55,34 @@ static void sock_bye(struct remote *r, struct conn *c)
 
 static void sock_conn_lost(struct remote *r)
 {
+	struct agent_remote *ar = agent_remote(r);
+
 	r->state = HVT_REMOTE_DISCONNECTED;
 	d_log("remote '%s': local agent disconnected", r->name);
 	/* An agent that is gone took its clients' connections with it. */
-	if (r->agent.pid && kill((pid_t)r->agent.pid, 0) && errno == ESRCH) {
+	if (ar->agent.pid && kill((pid_t)ar->agent.pid, 0) && errno == ESRCH) {
 		remote_held_drop_all(r);
-		r->agent.have_instance = false;
+		ar->agent.have_instance = false;
 	}
+}
+
+void agent_remote_release(struct agent_remote *ar)
+{
+	if (ar->kf) {
+		kf_abort(ar->kf);
+		free(ar->kf);
+		ar->kf = NULL;
+	}
+	free(ar->kev);
+	ar->kev = NULL;
+}
+
+static void sock_free(struct remote *r)
+{
+	struct agent_remote *ar = agent_remote(r);
+
+	agent_remote_release(ar);
+	free(ar);
 }
 
 const struct remote_ops remote_socket_ops = {
@@ -69,4 +95,21 @@ const struct remote_ops remote_socket_ops = {
 	.hello = sock_hello,
 	.bye = sock_bye,
 	.conn_lost = sock_conn_lost,
+	.free = sock_free,
 };
+
+int remote_socket_new(const char *name, struct remote **out)
+{
+	struct agent_remote *ar = calloc(1, sizeof(*ar));
+	int ret;
+
+	if (!ar)
+		return -ENOMEM;
+	ret = remote_add(&ar->r, name, &remote_socket_ops);
+	if (ret) {
+		free(ar);
+		return ret;
+	}
+	*out = &ar->r;
+	return 0;
+}

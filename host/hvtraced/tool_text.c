@@ -100,24 +100,9 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 	case HVT_TEXT_DYNAMIC_EVENTS:
 		text = hvtrace_ue_dyn_events_text(r->reg);
 		break;
-	case HVT_TEXT_CMDLINES: {
-		size_t cap = 1, i;
-
-		for (i = 0; i < D_CMDLINE_SLOTS; i++)
-			if (r->cmdlines[i].pid)
-				cap += 32;
-		text = malloc(cap);
-		if (!text)
-			break;
-		text[0] = '\0';
-		for (i = 0; i < D_CMDLINE_SLOTS; i++)
-			if (r->cmdlines[i].pid)
-				len += (size_t)snprintf(text + len, cap - len,
-							"%u %s\n",
-							r->cmdlines[i].pid,
-							r->cmdlines[i].comm);
+	case HVT_TEXT_CMDLINES:
+		text = remote_cmdline_text(r);
 		break;
-	}
 	case HVT_TEXT_HEADER_PAGE:
 	case HVT_TEXT_HEADER_EVENT:
 		if (m->u.text_req.kind == HVT_TEXT_HEADER_PAGE &&
@@ -191,7 +176,10 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      "pages_read: %llu\n"
 				      "registrations: %zu (at most %u on %u "
 				      "clients)\n"
-				      "registrations_refused: %llu\n",
+				      "registrations_refused: %llu\n"
+				      "cmdlines: %u (at most %u)\n"
+				      "cmdlines_replaced: %llu\n"
+				      "cmdlines_bytes: %zu\n",
 				      r->tracing_on ? "on" : "off",
 				      rec.nr_events, rec.nr_clients,
 				      (unsigned long long)r->sync_samples,
@@ -202,12 +190,16 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      (unsigned long long)r->pages_read,
 				      r->held.nr_refs, D->max_registrations,
 				      D->max_channels,
-				      (unsigned long long)r->refused_regs);
+				      (unsigned long long)r->refused_regs,
+				      r->cmdlines.nr, D_CMDLINE_SLOTS,
+				      (unsigned long long)r->cmdlines.replaced,
+				      remote_cmdline_bytes(r));
 		if (n > 0 && n < (int)sizeof(small) && !remote_static_events(r))
 			n += snprintf(small + n, sizeof(small) - (size_t)n,
 				      "kernel_formats: %s\n",
-				      r->kf_dir[0] ? r->kf_dir :
-				      r->kf.active ? "(being sent)" : "(none)");
+				      r->kf_dir ? r->kf_dir :
+				      remote_kf_active(r) ? "(being sent)" :
+							    "(none)");
 		if (n > 0 && n < (int)sizeof(small))
 			n += snprintf(small + n, sizeof(small) - (size_t)n,
 				      "wakeups: %s\nwake_armings: %llu\n"
@@ -393,7 +385,7 @@ void tool_kformats_dir(struct conn *c, struct remote *r,
 	a.flags = HVT_PF_REPLY;
 	a.req = m->req;
 	a.chan = m->chan;
-	if (r->kf_dir[0]) {
+	if (r->kf_dir) {
 		snprintf(text, sizeof(text), "%s", r->kf_dir);
 	} else {
 		a.u.text.status = -ENOENT;
@@ -401,7 +393,7 @@ void tool_kformats_dir(struct conn *c, struct remote *r,
 			 "remote '%s' has no guest kernel formats from an "
 			 "agent (%s)",
 			 r->name,
-			 r->kf.active ? "they are on their way" :
+			 remote_kf_active(r) ? "they are on their way" :
 			 r->conn      ? "its agent sent none: has the guest "
 					"tracefs?" :
 					"no agent is connected");

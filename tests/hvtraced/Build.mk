@@ -60,4 +60,9 @@ endif
 # forced by a stalled reader shows at its CPU, where it happened.
 ifneq ($(HVTRACED_BIN),)
 $(eval $(call add-test,hvtraced/backpressure,HVT_OBJTREE=$(objtree) bash $(srctree)/tests/hvtraced/backpressure.sh))
+
+# bench_idle (make bench): what 100 idle loopback remotes cost hvtraced,
+# RSS per remote and the daemon's idle CPU.
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-bench,hvtraced/idle,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/bench_idle.sh))
 endif
