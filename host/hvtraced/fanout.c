@@ -201,6 +201,7 @@ int fanout_drain_remote(struct remote *r)
 
 	if (!remote_has_pages(r))
 		return 0;
+	clocks_update(r); /* a changed model goes ahead of the pages */
 	wanted_cpus(r, &want);
 	for (cpu = 0; cpu < r->info.nr_cpus; cpu++) {
 		if (!d_cpus_has(&want, cpu))
@@ -406,6 +407,7 @@ void fanout_poll(void)
 		wanted_cpus(r, &want);
 		if (d_cpus_empty(&want))
 			continue;
+		clocks_update(r); /* a changed model goes ahead of the pages */
 		/* wake.c arms CPUs 0..63 only (a remote of more CPUs is
 		 * always polled): what it needs is whether anyone reads. */
 		r->wake.want = want.w[0] ? want.w[0] : ~0ull;

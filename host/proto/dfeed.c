@@ -17,6 +17,8 @@
 #include "hvtrace-local.h"
 #include <hvtrace-daemon.h>
 
+#include "dclock.h"
+
 /* At most this many pages wait in a feed's queue: past it the feed stops
  * receiving until the caller takes some (the daemon then drops pages for
  * this subscriber and says so). */
@@ -26,6 +28,7 @@ struct hvtrace_daemon_feed {
 	struct hvtrace_daemon *dc;
 	struct hvtrace_daemon_page *head, *tail;
 	unsigned int queued;
+	struct hvt_dclocks clocks; /* the newest CLOCK of each remote */
 };
 
 int hvtrace_daemon_feed_open(const char *sock, struct hvtrace_daemon_feed **out)
@@ -56,6 +59,7 @@ void hvtrace_daemon_feed_close(struct hvtrace_daemon_feed *f)
 		free(p);
 	}
 	hvtrace_daemon_close(f->dc);
+	hvt_dclocks_free(&f->clocks);
 	free(f);
 }
 
@@ -69,11 +73,18 @@ bool hvtrace_daemon_feed_pending(const struct hvtrace_daemon_feed *f)
 	return f->head != NULL;
 }
 
-/* Keep a PAGE (anything else that is not ours is dropped). */
+/* Keep a PAGE, apply a CLOCK (anything else that is not ours is
+ * dropped). */
 static void df_other(void *arg, const struct hvt_msg *m)
 {
 	struct hvtrace_daemon_feed *f = arg;
 	struct hvtrace_daemon_page *p;
+
+	/* The model is there before the pages it maps are taken. */
+	if (m->type == HVT_MSG_CLOCK) {
+		hvt_dclock_apply(&f->clocks, m);
+		return;
+	}
 
 	if (m->type != HVT_MSG_PAGE || (m->flags & HVT_PF_REPLY) ||
 	    f->queued >= DF_MAX_QUEUED)
@@ -206,6 +217,44 @@ int hvtrace_daemon_feed_drain(struct hvtrace_daemon_feed *f, uint32_t remote)
 	m.type = HVT_MSG_DRAIN;
 	m.chan = remote;
 	return df_result(f, &m, NULL);
+}
+
+int hvtrace_daemon_feed_clock(const struct hvtrace_daemon_feed *f,
+			      uint32_t remote, struct hvtrace_clock_map *m)
+{
+	const struct hvtrace_clock_map *k = hvt_dclock_find(&f->clocks, remote);
+
+	if (!k)
+		return -ENODATA;
+	*m = *k;
+	return 0;
+}
+
+int hvtrace_daemon_feed_ts_to_host(struct hvtrace_daemon_feed *f,
+				   uint32_t remote, uint64_t ts, uint64_t *ns,
+				   uint64_t *err_ns)
+{
+	const struct hvtrace_clock_map *k = hvt_dclock_find(&f->clocks, remote);
+
+	if (!k)
+		return -ENODATA;
+	*ns = hvtrace_clock_map_to_host(k, ts, err_ns);
+	return 0;
+}
+
+int hvtrace_daemon_feed_ts_to_host_n(struct hvtrace_daemon_feed *f,
+				     uint32_t remote, const uint64_t *ts,
+				     uint64_t *ns, uint64_t *err_ns, size_t n)
+{
+	const struct hvtrace_clock_map *k = hvt_dclock_find(&f->clocks, remote);
+	size_t i;
+
+	if (!k)
+		return -ENODATA;
+	for (i = 0; i < n; i++)
+		ns[i] = hvtrace_clock_map_to_host(k, ts[i],
+						  err_ns ? &err_ns[i] : NULL);
+	return 0;
 }
 
 int hvtrace_daemon_feed_to_host(struct hvtrace_daemon_feed *f, uint32_t remote,
