@@ -41,8 +41,12 @@ int hvt_dclock_apply(struct hvt_dclocks *t, const struct hvt_msg *m)
 			t->v[i].map = map;
 			return 0;
 		}
-	if (t->nr >= HVT_DCLOCK_MAX)
-		return -ENOSPC;
+	if (t->nr >= HVT_DCLOCK_MAX) {
+		i = t->evict++ % t->nr;
+		t->v[i].remote = m->chan;
+		t->v[i].map = map;
+		return 0;
+	}
 	if (t->nr == t->cap) {
 		unsigned int cap = t->cap ? t->cap * 2 : 4;
 		struct hvt_dclock *v = realloc(t->v, cap * sizeof(*v));

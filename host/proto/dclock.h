@@ -10,7 +10,9 @@
 #include <hvtrace.h>
 #include <hvtrace/proto.h>
 
-/* At most this many remotes' models are kept (more are ignored). */
+/* At most this many remotes' models are kept: past it, a new remote's
+ * takes the place of the one kept longest (whose next CLOCK, at its next
+ * refit, brings it back; until then TO_HOST converts for it). */
 #define HVT_DCLOCK_MAX HVT_PROTO_MAX_REMOTES
 
 struct hvt_dclock {
@@ -21,11 +23,11 @@ struct hvt_dclock {
 struct hvt_dclocks {
 	struct hvt_dclock *v;
 	unsigned int nr, cap;
+	unsigned int evict; /* the next place to reuse when full */
 };
 
 /* Keep CLOCK @m (decoded: the codec checked its fields) as its remote's
- * newest model.  0, -EINVAL (not a CLOCK), -ENOSPC (too many remotes),
- * -ENOMEM. */
+ * newest model.  0, -EINVAL (not a CLOCK), -ENOMEM. */
 __attribute__((visibility("hidden"))) int
 hvt_dclock_apply(struct hvt_dclocks *t, const struct hvt_msg *m);
 /* The newest model of @remote, or NULL when none arrived. */
