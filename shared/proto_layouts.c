@@ -65,6 +65,7 @@ static const struct msg_layout msg_layouts[] = {
 	MT(HVT_MSG_ATTACH_AREA, "ATTACH_AREA", HVT_L_ARG, HVT_L_RESULT),
 	MT(HVT_MSG_DRAIN, "DRAIN", HVT_L_EMPTY, HVT_L_RESULT),
 	MT(HVT_MSG_KFORMATS_DIR, "KFORMATS_DIR", HVT_L_EMPTY, HVT_L_TEXT),
+	MT(HVT_MSG_CLOCK, "CLOCK", HVT_L_CLOCK, HVT_L_NONE),
 };
 #undef MT
 
@@ -585,6 +586,52 @@ static const struct pf f_kfile[] = {
 	  .why = "KFILE length out of range" },
 };
 
+/* The doubles travel as their bits: finite and not negative. */
+#define CLOCK_DBL(o, m)                                                        \
+	I(o, 8, m, PR_RANGE, 0, HVT_CLOCK_DOUBLE_MAX,                          \
+	  "CLOCK error term negative, infinite or not a number")
+static const struct pf f_clock[] = {
+	I(0, 4, clock.clock_id, PR_RANGE, 0, HVT_CLOCK_HOST_NS,
+	  "CLOCK clock id out of range"),
+	I(4, 4, clock.flags, PR_MASK, 0, HVT_CLOCKF_ALL,
+	  "CLOCK with unknown flags"),
+	I(8, 8, clock.generation, PR_RANGE, 1, INT64_MAX,
+	  "CLOCK generation out of range"),
+	U(16, 8, clock.base_writer),
+	U(24, 8, clock.base_host),
+	I(32, 8, clock.rate_int, PR_RANGE, 0, (int64_t)HVT_CLOCK_RATE_INT_MAX,
+	  "CLOCK rate out of range"),
+	U(40, 8, clock.rate_frac),
+	U(48, 8, clock.err_ns),
+	CLOCK_DBL(56, clock.rate_err),
+	CLOCK_DBL(64, clock.drift_half),
+};
+#undef CLOCK_DBL
+
+static int clock_extra(const struct hvt_msg *m, const char **why)
+{
+	const struct hvt_m_clock *c = &m->u.clock;
+
+	if (!c->clock_id) {
+		if (c->flags || c->base_writer || c->base_host ||
+		    c->rate_int || c->rate_frac || c->err_ns ||
+		    c->rate_err || c->drift_half) {
+			*why = "CLOCK without a clock carries a model";
+			return 0;
+		}
+		return 1;
+	}
+	if (!c->rate_int && !c->rate_frac) {
+		*why = "CLOCK rate is zero";
+		return 0;
+	}
+	if (c->rate_int == HVT_CLOCK_RATE_INT_MAX && c->rate_frac) {
+		*why = "CLOCK rate out of range";
+		return 0;
+	}
+	return 1;
+}
+
 #define L(fx, t) { (fx), NF(t), (t), NULL }
 #define LX(fx, t, x) { (fx), NF(t), (t), (x) }
 const struct pl hvt_proto_layouts[HVT_L_COUNT] = {
@@ -617,6 +664,7 @@ const struct pl hvt_proto_layouts[HVT_L_COUNT] = {
 	[HVT_L_TRIGGER_RUN_REPLY] = L(8, f_trigger_run_reply),
 	[HVT_L_KFORMATS] = LX(24, f_kformats, kformats_extra),
 	[HVT_L_KFILE] = L(24, f_kfile),
+	[HVT_L_CLOCK] = LX(72, f_clock, clock_extra),
 };
 #undef L
 #undef LX

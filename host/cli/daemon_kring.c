@@ -15,7 +15,8 @@
  * a private folder that lives as long as the ring is
  * read.  The ring joins the remote's user events
  * only when its trace clock is mono, the clock of the guest's agent, so
- * that both go through hvtraced's conversion to host time; otherwise it is
+ * that both go through hvtraced's model of that clock (sent ahead of the
+ * remote's pages as CLOCK, applied by the reader); otherwise it is
  * left out and stderr says why.  In agent copy mode the pages come from
  * the kernel section of the guest's trace area instead (the library
  * finds it); the formats and the clock rule are the same.

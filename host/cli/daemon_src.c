@@ -8,11 +8,13 @@
  * (remotes, formats, comms) on a second one, so no page is ever lost to
  * a request.  Records are decoded with the remote's own formats, their
  * timestamps converted to host CLOCK_MONOTONIC with the daemon's clock
- * model (TO_HOST, batched per burst of pages), merged across CPUs with a
+ * model as it arrives ahead of the pages (CLOCK; converted here, no round
+ * trip: TO_HOST per burst only for an hvtraced that sends no model),
+ * merged across CPUs with a
  * reorder window, and printed exactly as hvtrace stream prints an area.
  * A rig guest's kernel ring (daemon_kring.c) joins the same merge: its
  * CPUs are queues after the remote's, its mono timestamps go through the
- * same TO_HOST as the agent's.  With --kernel the host kernel joins too
+ * same model as the agent's.  With --kernel the host kernel joins too
  * (hvtrace_tracedat_kernel_open(): a tracefs instance on the mono trace
  * clock, the host's CLOCK_MONOTONIC, so its times need no conversion):
  * its CPUs are the last queues, read through their rings before the guest
@@ -136,8 +138,24 @@ static int rs_add_event(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
 {
 	struct rs *s = arg;
 	struct rs_rec *r;
+	uint64_t host, err;
 
-	/* Room to convert it first: a queued record is always converted. */
+	/* On the host's clock at once, with the model the feed received
+	 * ahead of this page (its own bound, not a batch's). */
+	if (!hvtrace_daemon_feed_ts_to_host(s->feed, s->rec.id, ts, &host,
+					    &err)) {
+		r = rs_queue(s, s->page_q, s->page_cpu, ts, s->page_lost, p,
+			     len);
+		if (!r)
+			return -ENOMEM;
+		s->page_lost = 0;
+		r->host = host;
+		r->err = err;
+		return 0;
+	}
+	/* No model received (an hvtraced that sends none): TO_HOST for the
+	 * burst, as rs_convert() asks.  Room to convert it first: a queued
+	 * record is always converted. */
 	if (s->nr_conv == s->cap_conv) {
 		size_t cap = s->cap_conv ? s->cap_conv * 2 : 1024;
 		struct rs_rec **v = realloc(s->conv, cap * sizeof(*v));

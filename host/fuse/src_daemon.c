@@ -5,7 +5,8 @@
  * Two connections to the daemon.  The page feed belongs to one thread,
  * which subscribes to every remote, turns each PAGE into records,
  * converts their timestamps to host CLOCK_MONOTONIC with the daemon's
- * clock model (one TO_HOST per remote per burst of pages) and queues
+ * clock model (sent ahead of the pages as CLOCK, applied here without a
+ * round trip) and queues
  * them in the view; it also serves drain requests (DRAIN, then every page
  * that preceded the answer) and looks at the daemon's list of remotes
  * every FZD_REFRESH_NS: new remotes appear, detached ones disappear, a
@@ -409,8 +410,8 @@ static int fzd_convert(struct fz_daemon *d, struct fzd_item *items,
 			rid[j] = items[i].x->id;
 			ts[j++] = items[i].c->ev[e].ts;
 		}
-	ret = hvtrace_daemon_feed_to_host_mixed(d->feed, total, rid, ts,
-						fzd_converted, NULL);
+	ret = hvtrace_daemon_feed_ts_to_host_mixed(d->feed, total, rid, ts,
+						   fzd_converted, NULL);
 	for (i = 0, j = 0; !ret && i < n; i++)
 		for (e = 0; e < items[i].c->n; e++)
 			items[i].c->ev[e].host = ts[j++];
@@ -615,7 +616,7 @@ static int fzd_pump(struct fz_daemon *d, int wait_ms)
 	}
 	if (ret >= 0)
 		n = fzd_kpump(d, items, n);
-	/* Host times: one TO_HOST per remote in the batch. */
+	/* Host times: each remote's model, applied here. */
 	if (ret >= 0)
 		ret = fzd_convert(d, items, n);
 	pthread_mutex_lock(&d->v->lock);

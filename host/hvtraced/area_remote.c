@@ -485,6 +485,7 @@ static void ar_sync(struct remote *r, uint64_t now)
 	}
 	if (ar_sync_once(r)) {
 		ar->sync_misses = 0;
+		clocks_update(r); /* the refitted model to the subscribers */
 	} else if (ar->sync_misses < 32) {
 		ar->sync_misses++;
 	}

@@ -337,6 +337,9 @@ struct remote {
 	uint64_t sync_window_ns;	/* width of the last refined sample */
 	struct sync_raw raw[SYNC_WINDOW];
 	unsigned int raw_next, raw_nr;
+	/* the model its subscribers were sent last (clocks.c) */
+	struct hvtrace_clock_map clock;
+	uint64_t clock_gen;		/* 0: none computed yet */
 
 	struct trig_run *trig;		/* trigger.c */
 
@@ -453,6 +456,7 @@ struct sub {
 		uint64_t reported_pages; /* dropped_pages the tool was told of */
 	} *cpus;
 	uint32_t nr_cpus;
+	uint64_t clock_gen;		/* the remote's CLOCK it was sent */
 };
 
 /* --- the daemon ----------------------------------------------------------- */
@@ -620,6 +624,10 @@ void conns_deadlines(uint64_t now_ms, uint64_t *next_ms);
 /* sync.c */
 void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 		 uint64_t recv);
+
+/* clocks.c: a remote's clock model to its subscribers (CLOCK) */
+void clocks_update(struct remote *r);
+void clocks_subscribed(struct conn *c, struct sub *s);
 
 /* fanout.c */
 void fanout_poll(void);

@@ -548,6 +548,7 @@ static void fo_read_parallel(struct remote *r, const struct d_cpus *want,
 static void fo_read_remote(struct remote *r, const struct d_cpus *want,
 			   struct fo_round *out)
 {
+	clocks_update(r); /* a changed model goes ahead of the pages */
 	memset(&out->empty, 0, sizeof(out->empty));
 	memset(out->n, 0, sizeof(uint32_t) * (r->info.nr_cpus < D_MAX_CPUS ?
 						      r->info.nr_cpus :

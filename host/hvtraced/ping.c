@@ -105,6 +105,7 @@ static void ping_pong(struct remote *r, const struct hvt_msg *m,
 			    (m->u.pong.writer_tx - m->u.pong.writer_rx) / 2,
 		    recv);
 	r->sync_samples++;
+	clocks_update(r); /* the refitted model to the subscribers */
 next:
 	if (++r->ping.idx < D_SYNC_CHAIN) {
 		r->ping.next_ms = now;	/* the chain goes on at once */

@@ -148,6 +148,9 @@ void subs_request(struct conn *c, struct remote *r, const struct hvt_msg *m)
 		else
 			conn_reply_result(c, m, HVT_MSG_SUBSCRIBE, 0, s->id, 0,
 					  NULL);
+		/* The remote's clock model, before its first PAGE. */
+		if (s)
+			clocks_subscribed(c, s);
 		break;
 	case HVT_MSG_UNSUBSCRIBE:
 		ret = sub_remove(c, m->u.unsubscribe.sub);

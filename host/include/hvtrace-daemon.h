@@ -266,6 +266,47 @@ HVTRACE_API int hvtrace_daemon_feed_to_host(struct hvtrace_daemon_feed *f,
 					    uint64_t *ns, size_t n,
 					    uint64_t *err_ns);
 
+/*
+ * Local conversion.  hvtraced sends each subscription's remote's clock
+ * model (CLOCK) before its first PAGE and again, ahead of the pages read
+ * after it, whenever the model changes; the feed keeps the newest one per
+ * remote as it receives them.  These functions map with it, without I/O,
+ * through hvtrace_clock_map_to_host(): the same ns and bound that TO_HOST
+ * answers for the same model.
+ */
+
+/**
+ * hvtrace_daemon_feed_ts_to_host - writer timestamp @ts of @remote to host
+ * CLOCK_MONOTONIC ns with the newest model the feed received
+ * @ns:     set to the host time (@ts itself for a remote without a model)
+ * @err_ns: if not NULL, the model's bound at @ts (UINT64_MAX: the times
+ *          are not the host's: no model, or no sample fitted yet)
+ *
+ * Return: 0, or -ENODATA when no CLOCK of @remote arrived (not subscribed
+ * yet, or an hvtraced that sends none: hvtrace_daemon_feed_to_host()
+ * asks it).
+ */
+HVTRACE_API int hvtrace_daemon_feed_ts_to_host(struct hvtrace_daemon_feed *f,
+					       uint32_t remote, uint64_t ts,
+					       uint64_t *ns, uint64_t *err_ns);
+
+/**
+ * hvtrace_daemon_feed_ts_to_host_n - @n timestamps at once, as
+ * hvtrace_daemon_feed_ts_to_host() (@ts and @ns may be the same array)
+ * @err_ns: NULL, or @n bounds
+ */
+HVTRACE_API int hvtrace_daemon_feed_ts_to_host_n(
+	struct hvtrace_daemon_feed *f, uint32_t remote, const uint64_t *ts,
+	uint64_t *ns, uint64_t *err_ns, size_t n);
+
+/**
+ * hvtrace_daemon_feed_clock - the newest model of @remote the feed received
+ * Return: 0, or -ENODATA (none yet).
+ */
+HVTRACE_API int hvtrace_daemon_feed_clock(const struct hvtrace_daemon_feed *f,
+					  uint32_t remote,
+					  struct hvtrace_clock_map *m);
+
 /* --- remotes and their events (any connection without subscriptions) -- */
 
 /** hvtrace_daemon_get_remotes - every remote (malloc'd array, *n entries) */
@@ -373,6 +414,20 @@ HVTRACE_API int hvtrace_daemon_page_walk(
  * A remote whose conversion failed keeps its writer timestamps.
  */
 HVTRACE_API int hvtrace_daemon_feed_to_host_mixed(
+	struct hvtrace_daemon_feed *f, size_t n, const uint32_t *remote,
+	uint64_t *ts,
+	int (*done)(void *arg, uint32_t remote, int ret, uint64_t err_ns),
+	void *arg);
+
+/**
+ * hvtrace_daemon_feed_ts_to_host_mixed - as hvtrace_daemon_feed_to_host_mixed(),
+ * converting locally (hvtrace_daemon_feed_ts_to_host()) each remote whose
+ * model the feed holds; only a remote without one goes to hvtraced
+ * (TO_HOST, as hvtrace_daemon_feed_to_host_mixed() does).  @done is
+ * called after each run of one remote's stamps, with the bound of its
+ * last stamp.
+ */
+HVTRACE_API int hvtrace_daemon_feed_ts_to_host_mixed(
 	struct hvtrace_daemon_feed *f, size_t n, const uint32_t *remote,
 	uint64_t *ts,
 	int (*done)(void *arg, uint32_t remote, int ret, uint64_t err_ns),

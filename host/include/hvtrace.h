@@ -245,6 +245,55 @@ HVTRACE_API void hvtrace_area_add_sync_sample(struct hvtrace_area *a,
 HVTRACE_API uint64_t hvtrace_area_to_host_ns(const struct hvtrace_area *a,
 					     uint64_t ts, uint64_t *err_ns);
 
+/**
+ * struct hvtrace_clock_map - a clock model as a reader applies it
+ *
+ * What maps a writer timestamp to host CLOCK_MONOTONIC ns and states its
+ * error bound (docs/design.md, section 5): an area's model
+ * (hvtrace_area_clock_map()) or one hvtraced sent for a remote (CLOCK,
+ * docs/proxy.md).  hvtrace_clock_map_to_host() is the one conversion:
+ * hvtrace_area_to_host_ns() goes through it too, so the same map gives
+ * the same ns and bound wherever it is applied.
+ */
+struct hvtrace_clock_map {
+	uint32_t clock_id;	/* HVT_CLOCK_*; 0: no model (the writer's
+				 * own times, bound UINT64_MAX) */
+	uint32_t flags;		/* HVTRACE_CLOCK_SYNCED */
+	uint64_t generation;	/* hvtraced's count of the remote's models
+				 * (0 for an area's own) */
+	uint64_t base_writer;	/* the newest sample's writer time */
+	uint64_t base_host;	/* ... on the host's clock */
+	uint64_t rate_int;	/* ns per tick: rate_int + rate_frac / 2^64 */
+	uint64_t rate_frac;
+	uint64_t err_ns;	/* bound at base_writer; UINT64_MAX unsynced */
+	double rate_err;	/* bound of the rate's error, ns per tick */
+	double drift_half;	/* half the allowed drift, ns per tick^2 */
+};
+
+#define HVTRACE_CLOCK_SYNCED	0x1u	/* a time-sync sample was fitted */
+
+/**
+ * hvtrace_area_clock_map - the area's clock model as it stands now
+ * @m: filled (generation 0)
+ */
+HVTRACE_API void hvtrace_area_clock_map(const struct hvtrace_area *a,
+					struct hvtrace_clock_map *m);
+
+/**
+ * hvtrace_clock_map_to_host - map writer timestamp @ts with @m
+ * @err_ns: if not NULL, the bound at @ts: err_ns + rate_err * |d| +
+ *          drift_half * d^2 with d = @ts - base_writer, rounded up
+ *          (UINT64_MAX unsynced, without a model, or past 2^64)
+ *
+ * No model (clock_id 0) leaves @ts as it is; HVT_CLOCK_HOST_NS too (bound
+ * err_ns, 0).  No I/O, no allocation.
+ *
+ * Return: host CLOCK_MONOTONIC ns (0 or UINT64_MAX where the map leaves
+ * the range).
+ */
+HVTRACE_API uint64_t hvtrace_clock_map_to_host(
+	const struct hvtrace_clock_map *m, uint64_t ts, uint64_t *err_ns);
+
 /* --- consuming reads, one CPU at a time -------------------------------- */
 
 struct hvtrace_page_info {

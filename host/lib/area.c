@@ -677,6 +677,12 @@ HVTRACE_API void hvtrace_area_add_sync_sample(struct hvtrace_area *a,
 		hvt_clock_add(&a->clock, &s);
 }
 
+HVTRACE_API void hvtrace_area_clock_map(const struct hvtrace_area *a,
+				    struct hvtrace_clock_map *m)
+{
+	hvt_clock_map_get(&a->clock, m);
+}
+
 HVTRACE_API uint64_t hvtrace_area_to_host_ns(const struct hvtrace_area *a,
 					     uint64_t ts, uint64_t *err_ns)
 {

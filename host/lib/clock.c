@@ -227,21 +227,59 @@ void hvt_clock_add(struct hvt_clock_model *m, const struct hvt_clock_sample *s)
 	m->synced = true;
 }
 
-uint64_t hvt_clock_to_host(const struct hvt_clock_model *m, uint64_t ts,
-			   uint64_t *err_ns)
+void hvt_clock_map_get(const struct hvt_clock_model *m,
+		       struct hvtrace_clock_map *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->clock_id = m->clock_id;
+	out->flags = m->synced ? HVTRACE_CLOCK_SYNCED : 0;
+	out->base_writer = m->base_writer;
+	out->base_host = m->base_host;
+	out->rate_int = m->rate_int;
+	out->rate_frac = m->rate_frac;
+	out->err_ns = m->err_ns;
+	out->rate_err = m->rate_err;
+	out->drift_half = clock_drift(m) / 2;
+}
+
+/* The one conversion: an area's model (hvt_clock_to_host()) and a
+ * remote's that hvtraced sent (libhvtrace-daemon) both come here. */
+HVTRACE_API uint64_t hvtrace_clock_map_to_host(
+	const struct hvtrace_clock_map *m, uint64_t ts, uint64_t *err_ns)
 {
 	struct hvt_clock_affine a;
 
+	if (!m->clock_id) {
+		/* No model: the writer's own times. */
+		if (err_ns)
+			*err_ns = UINT64_MAX;
+		return ts;
+	}
 	if (err_ns) {
 		*err_ns = m->err_ns;
-		if (m->clock_id != HVT_CLOCK_HOST_NS && m->synced) {
+		if (m->clock_id != HVT_CLOCK_HOST_NS &&
+		    (m->flags & HVTRACE_CLOCK_SYNCED)) {
 			double d = (double)(int64_t)(ts - m->base_writer);
 			double e = (double)m->err_ns + m->rate_err * fabs(d) +
-				   clock_drift(m) / 2 * d * d;
+				   m->drift_half * d * d;
 
 			*err_ns = e < 1.8e19 ? (uint64_t)ceil(e) : UINT64_MAX;
 		}
 	}
-	hvt_clock_affine_get(m, &a);
+	a.identity = m->clock_id == HVT_CLOCK_HOST_NS;
+	a.synced = m->flags & HVTRACE_CLOCK_SYNCED;
+	a.rate_int = m->rate_int;
+	a.rate_frac = m->rate_frac;
+	a.base_writer = m->base_writer;
+	a.base_host = m->base_host;
 	return hvt_clock_affine_to_host(&a, ts);
+}
+
+uint64_t hvt_clock_to_host(const struct hvt_clock_model *m, uint64_t ts,
+			   uint64_t *err_ns)
+{
+	struct hvtrace_clock_map map;
+
+	hvt_clock_map_get(m, &map);
+	return hvtrace_clock_map_to_host(&map, ts, err_ns);
 }

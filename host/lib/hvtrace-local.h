@@ -102,6 +102,9 @@ HVT_INTERNAL void hvt_clock_init(struct hvt_clock_model *m, uint32_t clock_id,
 				 uint32_t shift);
 HVT_INTERNAL void hvt_clock_add(struct hvt_clock_model *m,
 				const struct hvt_clock_sample *s);
+/* The model as hvtrace_clock_map_to_host() applies it. */
+HVT_INTERNAL void hvt_clock_map_get(const struct hvt_clock_model *m,
+				    struct hvtrace_clock_map *out);
 HVT_INTERNAL uint64_t hvt_clock_to_host(const struct hvt_clock_model *m,
 					uint64_t ts, uint64_t *err_ns);
 

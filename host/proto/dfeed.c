@@ -17,6 +17,8 @@
 #include "hvtrace-local.h"
 #include <hvtrace-daemon.h>
 
+#include "dclock.h"
+
 /* At most this many pages wait in a feed's queue (HVTRACE_DAEMON_FEED_PAGES
  * sets another number, at least 1).  A page past it, or one malloc()
  * refuses, is dropped at the feed and counted at its subscription and CPU:
@@ -42,6 +44,7 @@ struct hvtrace_daemon_feed {
 	uint32_t drain_req, drain_remote;
 	int drain_state; /* 0: none out, 1: answered, -errno: refused */
 	bool drain_out;
+	struct hvt_dclocks clocks; /* the newest CLOCK of each remote */
 };
 
 int hvtrace_daemon_feed_open(const char *sock, struct hvtrace_daemon_feed **out)
@@ -88,6 +91,7 @@ void hvtrace_daemon_feed_close(struct hvtrace_daemon_feed *f)
 	}
 	free(f->loss);
 	hvtrace_daemon_close(f->dc);
+	hvt_dclocks_free(&f->clocks);
 	free(f);
 }
 
@@ -167,7 +171,7 @@ static void df_report_loss(struct hvtrace_daemon_feed *f, uint32_t remote,
 	df_enqueue(f, p);
 }
 
-/* Keep a PAGE; note the answer to our DRAIN; drop anything else that is
+/* Keep a PAGE; apply a CLOCK; note the answer to our DRAIN; drop anything else that is
  * not ours.  A page the queue has no room for is counted, never dropped
  * unsaid. */
 static void df_other(void *arg, const struct hvt_msg *m)
@@ -176,6 +180,11 @@ static void df_other(void *arg, const struct hvt_msg *m)
 	struct hvtrace_daemon_page *p;
 	struct df_loss *l;
 
+	/* The model is there before the pages it maps are taken. */
+	if (m->type == HVT_MSG_CLOCK) {
+		hvt_dclock_apply(&f->clocks, m);
+		return;
+	}
 	if (f->drain_out && (m->flags & HVT_PF_REPLY) &&
 	    m->req == f->drain_req) {
 		size_t i;
@@ -380,6 +389,44 @@ int hvtrace_daemon_feed_drain(struct hvtrace_daemon_feed *f, uint32_t remote)
 		}
 	}
 	return ret ? ret : (f->drain_state < 0 ? f->drain_state : 0);
+}
+
+int hvtrace_daemon_feed_clock(const struct hvtrace_daemon_feed *f,
+			      uint32_t remote, struct hvtrace_clock_map *m)
+{
+	const struct hvtrace_clock_map *k = hvt_dclock_find(&f->clocks, remote);
+
+	if (!k)
+		return -ENODATA;
+	*m = *k;
+	return 0;
+}
+
+int hvtrace_daemon_feed_ts_to_host(struct hvtrace_daemon_feed *f,
+				   uint32_t remote, uint64_t ts, uint64_t *ns,
+				   uint64_t *err_ns)
+{
+	const struct hvtrace_clock_map *k = hvt_dclock_find(&f->clocks, remote);
+
+	if (!k)
+		return -ENODATA;
+	*ns = hvtrace_clock_map_to_host(k, ts, err_ns);
+	return 0;
+}
+
+int hvtrace_daemon_feed_ts_to_host_n(struct hvtrace_daemon_feed *f,
+				     uint32_t remote, const uint64_t *ts,
+				     uint64_t *ns, uint64_t *err_ns, size_t n)
+{
+	const struct hvtrace_clock_map *k = hvt_dclock_find(&f->clocks, remote);
+	size_t i;
+
+	if (!k)
+		return -ENODATA;
+	for (i = 0; i < n; i++)
+		ns[i] = hvtrace_clock_map_to_host(k, ts[i],
+						  err_ns ? &err_ns[i] : NULL);
+	return 0;
 }
 
 int hvtrace_daemon_feed_to_host(struct hvtrace_daemon_feed *f, uint32_t remote,

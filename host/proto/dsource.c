@@ -66,6 +66,74 @@ int hvtrace_daemon_feed_to_host_mixed(struct hvtrace_daemon_feed *f, size_t n,
 	return ret;
 }
 
+int hvtrace_daemon_feed_ts_to_host_mixed(
+	struct hvtrace_daemon_feed *f, size_t n, const uint32_t *remote,
+	uint64_t *ts,
+	int (*done)(void *arg, uint32_t remote, int ret, uint64_t err_ns),
+	void *arg)
+{
+	struct hvtrace_clock_map m;
+	uint64_t err = UINT64_MAX;
+	uint32_t *left = NULL, cur = 0;
+	size_t i, j, nl = 0;
+	bool have = false;
+	int ret = 0;
+
+	/* One pass: runs of a remote share its model, looked up once. */
+	for (i = 0; i < n; i++) {
+		if (!i || remote[i] != cur) {
+			if (i && have && done) {
+				ret = done(arg, cur, 0, err);
+				if (ret)
+					return ret;
+			}
+			cur = remote[i];
+			have = !hvtrace_daemon_feed_clock(f, cur, &m);
+			if (!have && !left) {
+				left = malloc(n * sizeof(*left));
+				if (!left)
+					return hvt_err(-ENOMEM,
+						       "out of memory");
+			}
+		}
+		if (have) {
+			ts[i] = hvtrace_clock_map_to_host(&m, ts[i], &err);
+		} else {
+			left[nl++] = (uint32_t)i;
+		}
+	}
+	if (n && have && done) {
+		ret = done(arg, cur, 0, err);
+		if (ret)
+			goto out;
+	}
+	/* Remotes without a model yet: hvtraced converts them (TO_HOST). */
+	if (nl) {
+		uint32_t *rid = malloc(nl * sizeof(*rid));
+		uint64_t *sub = malloc(nl * sizeof(*sub));
+
+		if (!rid || !sub) {
+			free(rid);
+			free(sub);
+			ret = hvt_err(-ENOMEM, "out of memory");
+			goto out;
+		}
+		for (j = 0; j < nl; j++) {
+			rid[j] = remote[left[j]];
+			sub[j] = ts[left[j]];
+		}
+		ret = hvtrace_daemon_feed_to_host_mixed(f, nl, rid, sub, done,
+							arg);
+		for (j = 0; j < nl; j++)
+			ts[left[j]] = sub[j];
+		free(rid);
+		free(sub);
+	}
+out:
+	free(left);
+	return ret;
+}
+
 enum hvtrace_daemon_remote_change
 hvtrace_daemon_remote_now(const struct hvt_remote_rec *v, uint32_t n,
 			  const struct hvt_remote_rec *was,
@@ -147,9 +215,14 @@ int hvtrace_daemon_feed_stats_to_host(struct hvtrace_daemon_feed *f,
 		ts[2 * k] = st[k].v[12];
 		ts[2 * k + 1] = st[k].v[13];
 	}
-	return n ? hvtrace_daemon_feed_to_host(f, remote, ts, ts, 2 * (size_t)n,
-					       NULL)
-		 : 0;
+	if (!n)
+		return 0;
+	/* Locally with the model the feed holds; else hvtraced's. */
+	if (!hvtrace_daemon_feed_ts_to_host_n(f, remote, ts, ts, NULL,
+					      2 * (size_t)n))
+		return 0;
+	return hvtrace_daemon_feed_to_host(f, remote, ts, ts, 2 * (size_t)n,
+					   NULL);
 }
 
 int hvtrace_daemon_cmdlines_each(struct hvtrace_daemon *dc, uint32_t remote,

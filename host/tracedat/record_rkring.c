@@ -13,7 +13,7 @@
  *   - one buffer of its own, "NAME-kernel", with the guest's CPUs: guest
  *     CPU numbers never mix with the host's or the agent's;
  *   - timestamps: the ring's clock must be mono, the clock of the guest's
- *     agent, so the records share the remote's TO_HOST requests and land
+ *     agent, so the records share the remote's clock model (CLOCK) and land
  *     on the host's CLOCK_MONOTONIC with the same clock model and error
  *     bound as the remote's user events;
  *   - event ids: the guest's kernel ids collide with the host kernel's

@@ -7,7 +7,8 @@
  * batched with the losses before them (the ring's, and the pages the
  * daemon dropped for this subscriber; a page without records carries its
  * loss on to the CPU's next one), their timestamps converted to host
- * CLOCK_MONOTONIC with one TO_HOST per remote per burst, their ids
+ * CLOCK_MONOTONIC with the model hvtraced sent ahead of the pages (CLOCK,
+ * converted here without a round trip), their ids
  * remapped to file ids (formats fetched again, at most every
  * DR_FORMATS_NS, when an id has none) and packed.  Every DR_REFRESH_NS
  * the daemon's list says which remotes were detached, re-formatted or
@@ -119,13 +120,13 @@ static int dr_flush_batch(struct hvt_tdat_rset *r)
 		free(rid);
 		return hvt_err(-ENOMEM, "out of memory");
 	}
-	/* One request per remote present in the batch. */
+	/* Locally, with each remote's model (TO_HOST only without one). */
 	for (i = 0; i < r->nr_batch; i++) {
 		ts[i] = r->batch[i].ts;
 		rid[i] = r->batch[i].c->src->rec.id;
 	}
-	ret = hvtrace_daemon_feed_to_host_mixed(r->feed, r->nr_batch, rid, ts,
-						dr_converted, r);
+	ret = hvtrace_daemon_feed_ts_to_host_mixed(r->feed, r->nr_batch, rid,
+						   ts, dr_converted, r);
 	free(rid);
 	for (i = 0; !ret && i < r->nr_batch; i++) {
 		struct dr_ev *e = &r->batch[i];

@@ -73,7 +73,7 @@ struct hvt_tdat_rset {
 	uint64_t next_refresh;
 	struct hvtrace_daemon_events
 		*evs; /* per remote, from place() to start() */
-	/* the batch waiting for TO_HOST */
+	/* the batch waiting for its host times */
 	struct dr_ev *batch;
 	size_t nr_batch, cap_batch;
 	uint8_t *bytes;
@@ -95,7 +95,7 @@ HVT_INTERNAL int hvt_rr_place_formats(struct hvt_tdat_rset *r, struct dr_src *s,
 HVT_INTERNAL void hvt_rr_restore(struct hvt_tdat_rset *r);
 
 /* record_rkring.c: the guest kernel rings of remotes. */
-/* Append one record of CPU @c to the batch waiting for TO_HOST. */
+/* Append one record of CPU @c to the batch waiting for its host times. */
 HVT_INTERNAL int hvt_rr_batch_add(struct hvt_tdat_rset *r, struct dr_cpu *c,
 				  uint64_t ts, const uint8_t *p, uint32_t len,
 				  uint64_t lost, bool lost_unknown);

@@ -60,6 +60,7 @@ endif
 # forced by a stalled reader shows at its CPU, where it happened.
 ifneq ($(HVTRACED_BIN),)
 $(eval $(call add-test,hvtraced/backpressure,HVT_OBJTREE=$(objtree) bash $(srctree)/tests/hvtraced/backpressure.sh))
+endif
 
 # bench_idle (make bench): what 100 idle loopback remotes cost hvtraced,
 # RSS per remote and the daemon's idle CPU.

@@ -221,6 +221,18 @@ static int sample(uint16_t type, int reply, struct hvt_msg *m)
 		m->u.kfile.data = page_bytes;
 		m->u.kfile.len = sizeof(page_bytes);
 		break;
+	case HVT_L_CLOCK:
+		m->u.clock.clock_id = HVT_CLOCK_COUNTER;
+		m->u.clock.flags = HVT_CLOCKF_SYNCED;
+		m->u.clock.generation = 9;
+		m->u.clock.base_writer = 0x0123456789abcdefull;
+		m->u.clock.base_host = 0x1122334455667788ull;
+		m->u.clock.rate_int = 41;
+		m->u.clock.rate_frac = 0x6666666666666666ull;
+		m->u.clock.err_ns = 250;
+		m->u.clock.rate_err = 0x3eb0c6f7a0b5ed8dull; /* 1e-6 */
+		m->u.clock.drift_half = 0x3c9cd2b297d889bcull; /* 1e-16 */
+		break;
 	case HVT_L_TRIGGER_RUN_REPLY:
 		for (i = 0; i < 3; i++) {
 			struct hvt_trigger_rec r = {
@@ -348,9 +360,9 @@ static void check_roundtrip(void)
 			}
 		}
 	}
-	/* 33 types; all have requests except ERROR, replies except BYE,
-	 * EVENT_STATE, PAGE and DOORBELL. */
-	t_eq(n, 33 * 2 - 5);
+	/* 34 types; all have requests except ERROR, replies except BYE,
+	 * EVENT_STATE, PAGE, DOORBELL and CLOCK. */
+	t_eq(n, 34 * 2 - 6);
 	printf("round trip: %u message kinds\n", n);
 }
 
@@ -625,6 +637,23 @@ static void check_payload_errors(void)
 	REFUSE_ENC(HVT_MSG_KFILE, 0, m.u.kfile.flags = 2);
 	REFUSE_ENC(HVT_MSG_KFILE, 0, m.u.kfile.name.len = 0);
 	REFUSE_ENC(HVT_MSG_KFILE, 0, m.u.kfile.name = S("a\tb"));
+	REFUSE_ENC(HVT_MSG_CLOCK, 0, m.u.clock.clock_id = 4);
+	REFUSE_ENC(HVT_MSG_CLOCK, 0, m.u.clock.flags = 2);
+	REFUSE_ENC(HVT_MSG_CLOCK, 0, m.u.clock.generation = 0);
+	REFUSE_ENC(HVT_MSG_CLOCK, 0, (m.u.clock.rate_int = 0,
+				      m.u.clock.rate_frac = 0));
+	REFUSE_ENC(HVT_MSG_CLOCK, 0,
+		   m.u.clock.rate_int = HVT_CLOCK_RATE_INT_MAX + 1);
+	REFUSE_ENC(HVT_MSG_CLOCK, 0,
+		   m.u.clock.rate_int = HVT_CLOCK_RATE_INT_MAX);
+	REFUSE_ENC(HVT_MSG_CLOCK, 0,
+		   m.u.clock.rate_err = 0x7ff8000000000000ull); /* NaN */
+	REFUSE_ENC(HVT_MSG_CLOCK, 0,
+		   m.u.clock.drift_half = 0x7ff0000000000000ull); /* inf */
+	REFUSE_ENC(HVT_MSG_CLOCK, 0,
+		   m.u.clock.rate_err = 0x8000000000000001ull); /* < 0 */
+	REFUSE_ENC(HVT_MSG_CLOCK, 0, m.u.clock.clock_id = 0); /* a model */
+	REFUSE_ENC(HVT_MSG_CLOCK, 1, (void)0); /* a notice, no reply */
 	sample(HVT_MSG_REGISTER, 0, &m);
 	m.flags = HVT_PF_MORE;
 	t_eq(hvt_msg_encode(a, sizeof(a), &m), -EINVAL);
@@ -678,6 +707,10 @@ static void check_payload_errors(void)
 	REFUSE_DEC(HVT_MSG_BYE, 0, 0, 9);		/* reason */
 	REFUSE_DEC(HVT_MSG_ERROR, 1, 3, 0x7f);		/* status > 0 */
 	REFUSE_DEC(HVT_MSG_REMOTES, 0, 0, 1);		/* reserved */
+	REFUSE_DEC(HVT_MSG_CLOCK, 0, 0, 5);		/* clock id */
+	REFUSE_DEC(HVT_MSG_CLOCK, 0, 39, 0x40);	/* rate_int > 2^62 */
+	REFUSE_DEC(HVT_MSG_CLOCK, 0, 63, 0xbe);	/* rate_err < 0 */
+	REFUSE_DEC(HVT_MSG_CLOCK, 0, 71, 0xbc);	/* drift_half < 0 */
 	REFUSE_DEC(HVT_MSG_KEVENT, 0, 8, '.');		/* name char */
 	REFUSE_DEC(HVT_MSG_KFORMATS, 0, 0, 0);		/* op 0 */
 	REFUSE_DEC(HVT_MSG_KFORMATS, 0, 20, 1);		/* reserved */

@@ -174,6 +174,18 @@ static const struct gcase cases[] = {
 	    F(8, 8, kfile.offset, 0x1122334455ull),
 	    F(16, 2, kfile.name.len, 18), F(20, 4, kfile.len, 8) },
 	  VAR("events/header_pagefield: x") },
+	{ "CLOCK", HVT_MSG_CLOCK, 0, 72,
+	  { F(0, 4, clock.clock_id, HVT_CLOCK_COUNTER),
+	    F(4, 4, clock.flags, HVT_CLOCKF_SYNCED),
+	    F(8, 8, clock.generation, 0x0203),
+	    F(16, 8, clock.base_writer, 0x1122334455667788ull),
+	    F(24, 8, clock.base_host, 0x0a0b0c0d0e0f1011ull),
+	    F(32, 8, clock.rate_int, 41),
+	    F(40, 8, clock.rate_frac, 0x8000000000000001ull),
+	    F(48, 8, clock.err_ns, 250),
+	    F(56, 8, clock.rate_err, 0x3eb0c6f7a0b5ed8dull),
+	    F(64, 8, clock.drift_half, 0x3c9cd2b297d889bcull) },
+	  NULL, 0 },
 };
 
 /* The variable part of a case without strings: records or bytes. */

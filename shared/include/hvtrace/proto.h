@@ -115,6 +115,9 @@ enum hvt_msg_type {
 					 * precedes the RESULT reply */
 	HVT_MSG_KFORMATS_DIR = 79,	/* EMPTY -> TEXT: the host folder with
 					 * the remote's guest kernel formats */
+	HVT_MSG_CLOCK = 80,		/* daemon -> tool notice, per
+					 * subscription: the remote's clock
+					 * model, ahead of the pages it maps */
 };
 
 /* KFORMATS ops. */
@@ -228,6 +231,16 @@ enum hvt_transport {
 /* PAGE flags. */
 #define HVT_PAGEF_TAIL		0x1u	/* the writer's current page */
 #define HVT_PAGEF_ALL		HVT_PAGEF_TAIL
+
+/* CLOCK flags. */
+#define HVT_CLOCKF_SYNCED	0x1u	/* a time-sync sample was fitted */
+#define HVT_CLOCKF_ALL		HVT_CLOCKF_SYNCED
+/* CLOCK's rate_int bound (the model clamps its rate there), and the
+ * largest finite IEEE 754 binary64 as bits: rate_err and drift_half are
+ * doubles sent as their bits, and a non-negative finite double's bits,
+ * read as a signed integer, lie in 0..HVT_CLOCK_DOUBLE_MAX. */
+#define HVT_CLOCK_RATE_INT_MAX	(1ull << 62)
+#define HVT_CLOCK_DOUBLE_MAX	0x7fefffffffffffffll
 
 /* --- checksums --------------------------------------------------------- */
 
@@ -471,6 +484,33 @@ struct hvt_m_to_host_reply {
 	struct hvt_arr ns;	/* u64 host ns: hvt_msg_u64_at() */
 };
 
+/*
+ * CLOCK: hvtraced's model of a remote's writer clock (host/lib/clock.c),
+ * as much of it as maps a writer timestamp w to host CLOCK_MONOTONIC ns
+ * and states its error bound (docs/design.md, section 5):
+ *
+ *   host(w) = base_host + (w - base_writer) * (rate_int + rate_frac/2^64)
+ *   err(w)  = err_ns + rate_err * |w - base_writer| +
+ *             drift_half * (w - base_writer)^2
+ *
+ * clock_id 0 says there is no model (every other field 0): the times stay
+ * the writer's own.  Without HVT_CLOCKF_SYNCED no sample fitted yet: w *
+ * rate is the writer's own timeline in ns, err_ns UINT64_MAX.
+ * HVT_CLOCK_HOST_NS: the times are the host's already.
+ */
+struct hvt_m_clock {
+	uint32_t clock_id;	/* HVT_CLOCK_*, 0: none */
+	uint32_t flags;		/* HVT_CLOCKF_* */
+	uint64_t generation;	/* counts the remote's models, from 1 */
+	uint64_t base_writer;
+	uint64_t base_host;
+	uint64_t rate_int;	/* ns per tick: rate_int + rate_frac / 2^64 */
+	uint64_t rate_frac;
+	uint64_t err_ns;	/* bound at base_writer */
+	uint64_t rate_err;	/* binary64 bits: bound of the rate's error */
+	uint64_t drift_half;	/* binary64 bits: ns per tick^2 */
+};
+
 struct hvt_m_trigger_run {
 	uint32_t count;
 };
@@ -525,6 +565,7 @@ struct hvt_msg {
 		struct hvt_m_to_host_reply to_host_reply;
 		struct hvt_m_trigger_run trigger_run;
 		struct hvt_m_trigger_run_reply trigger_run_reply;
+		struct hvt_m_clock clock;
 	} u;
 };
 
@@ -564,6 +605,7 @@ enum hvt_layout {
 	HVT_L_TRIGGER_RUN_REPLY,
 	HVT_L_KFORMATS,
 	HVT_L_KFILE,
+	HVT_L_CLOCK,
 	HVT_L_COUNT		/* not a layout: how many there are */
 };
 
