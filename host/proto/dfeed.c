@@ -14,18 +14,25 @@
 #include <hvtrace.h>
 #include <hvtrace/page.h>
 
-#include "hvtrace-local.h"
-#include <hvtrace-daemon.h>
+#include "dfeed.h"
 
 /* At most this many pages wait in a feed's queue: past it the feed stops
  * receiving until the caller takes some (the daemon then drops pages for
  * this subscriber and says so). */
 #define DF_MAX_QUEUED 65536u
 
+/* The queue of one routed (remote, cpu): see dfeed.h. */
+struct df_route {
+	uint32_t remote, cpu;
+	struct hvtrace_daemon_page *head, *tail;
+};
+
 struct hvtrace_daemon_feed {
 	struct hvtrace_daemon *dc;
 	struct hvtrace_daemon_page *head, *tail;
-	unsigned int queued;
+	unsigned int queued;		/* in every queue */
+	struct df_route *routes;
+	unsigned int nr_routes;
 };
 
 int hvtrace_daemon_feed_open(const char *sock, struct hvtrace_daemon_feed **out)
@@ -55,6 +62,9 @@ void hvtrace_daemon_feed_close(struct hvtrace_daemon_feed *f)
 		n = p->next;
 		free(p);
 	}
+	while (f->nr_routes)
+		hvt_dfeed_unroute(f, f->routes[0].remote, f->routes[0].cpu);
+	free(f->routes);
 	hvtrace_daemon_close(f->dc);
 	free(f);
 }
@@ -69,11 +79,24 @@ bool hvtrace_daemon_feed_pending(const struct hvtrace_daemon_feed *f)
 	return f->head != NULL;
 }
 
-/* Keep a PAGE (anything else that is not ours is dropped). */
+static struct df_route *df_find_route(struct hvtrace_daemon_feed *f,
+				      uint32_t remote, uint32_t cpu)
+{
+	unsigned int i;
+
+	for (i = 0; i < f->nr_routes; i++)
+		if (f->routes[i].remote == remote && f->routes[i].cpu == cpu)
+			return &f->routes[i];
+	return NULL;
+}
+
+/* Keep a PAGE, in its route's queue or the feed's (anything else that is
+ * not ours is dropped). */
 static void df_other(void *arg, const struct hvt_msg *m)
 {
 	struct hvtrace_daemon_feed *f = arg;
-	struct hvtrace_daemon_page *p;
+	struct hvtrace_daemon_page *p, **head, **tail;
+	struct df_route *rt;
 
 	if (m->type != HVT_MSG_PAGE || (m->flags & HVT_PF_REPLY) ||
 	    f->queued >= DF_MAX_QUEUED)
@@ -94,11 +117,14 @@ static void df_other(void *arg, const struct hvt_msg *m)
 	p->first_ts = m->u.page.first_ts;
 	p->len = m->u.page.len;
 	memcpy(p->data, m->u.page.data, m->u.page.len);
-	if (f->tail)
-		f->tail->next = p;
+	rt = df_find_route(f, p->remote, p->cpu);
+	head = rt ? &rt->head : &f->head;
+	tail = rt ? &rt->tail : &f->tail;
+	if (*tail)
+		(*tail)->next = p;
 	else
-		f->head = p;
-	f->tail = p;
+		*head = p;
+	*tail = p;
 	f->queued++;
 }
 
@@ -196,6 +222,123 @@ int hvtrace_daemon_feed_next(struct hvtrace_daemon_feed *f, int timeout_ms,
 		 * stray message) is dropped and we look again. */
 		df_other(f, &m);
 	}
+}
+
+int hvt_dfeed_route(struct hvtrace_daemon_feed *f, uint32_t remote,
+		    uint32_t cpu)
+{
+	struct df_route *v;
+
+	if (df_find_route(f, remote, cpu))
+		return 0;
+	v = realloc(f->routes, (f->nr_routes + 1) * sizeof(*v));
+	if (!v)
+		return hvt_err(-ENOMEM, "out of memory");
+	f->routes = v;
+	memset(&v[f->nr_routes], 0, sizeof(*v));
+	v[f->nr_routes].remote = remote;
+	v[f->nr_routes].cpu = cpu;
+	f->nr_routes++;
+	return 0;
+}
+
+void hvt_dfeed_unroute(struct hvtrace_daemon_feed *f, uint32_t remote,
+		       uint32_t cpu)
+{
+	struct df_route *rt = df_find_route(f, remote, cpu);
+	struct hvtrace_daemon_page *p, *n;
+
+	if (!rt)
+		return;
+	for (p = rt->head; p; p = n) {
+		n = p->next;
+		free(p);
+		f->queued--;
+	}
+	*rt = f->routes[--f->nr_routes];
+}
+
+int hvt_dfeed_take(struct hvtrace_daemon_feed *f, uint32_t remote,
+		   uint32_t cpu, struct hvtrace_daemon_page **page)
+{
+	struct df_route *rt = df_find_route(f, remote, cpu);
+	struct hvt_msg m;
+	int ret;
+
+	*page = NULL;
+	if (!rt)
+		return hvt_err(-EINVAL, "remote %u CPU %u is not routed",
+			       remote, cpu);
+	/* Bounded: each frame received is routed (or dropped), and a full
+	 * feed receives nothing more. */
+	while (!rt->head && f->queued < DF_MAX_QUEUED) {
+		struct pollfd pfd = {.fd = hvtrace_daemon_fd(f->dc),
+				     .events = POLLIN};
+
+		ret = hvtrace_daemon_recv(f->dc, &m, 0);
+		if (ret < 0)
+			return ret;
+		if (!ret) {
+			ret = poll(&pfd, 1, 0);
+			if (ret < 0 && errno != EINTR)
+				return hvt_err(-errno, "poll: %s",
+					       strerror(errno));
+			if (ret <= 0)
+				return 0;
+			ret = hvtrace_daemon_recv(f->dc, &m,
+						  HVTRACE_DAEMON_TIMEOUT_MS);
+			if (ret < 0)
+				return ret;
+			if (!ret)
+				return hvt_err(-ETIMEDOUT,
+					       "hvtraced stopped mid-frame");
+		}
+		df_other(f, &m);
+		rt = df_find_route(f, remote, cpu); /* df_other moves none */
+	}
+	if (!rt->head)
+		return 0;
+	*page = rt->head;
+	rt->head = rt->head->next;
+	if (!rt->head)
+		rt->tail = NULL;
+	f->queued--;
+	(*page)->next = NULL;
+	return 1;
+}
+
+int hvt_dfeed_remote(struct hvtrace_daemon_feed *f, uint32_t remote,
+		     struct hvt_remote_rec *rec)
+{
+	struct hvt_msg m, r;
+	uint32_t i;
+	int ret;
+
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_REMOTES;
+	ret = df_call(f, &m, &r);
+	if (ret)
+		return ret;
+	if (r.type != HVT_MSG_REMOTES)
+		return hvt_err(-EPROTO, "hvtraced answered REMOTES with %s",
+			       hvt_msg_type_name(r.type));
+	for (i = 0; i < r.u.remotes.recs.count; i++) {
+		hvt_msg_remote_at(&r.u.remotes.recs, i, rec);
+		if (rec->id == remote)
+			return 0;
+	}
+	return hvt_err(-ENOENT, "hvtraced has no remote %u (any more)",
+		       remote);
+}
+
+int hvt_dfeed_unsubscribe(struct hvtrace_daemon_feed *f, uint32_t sub)
+{
+	struct hvt_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_UNSUBSCRIBE;
+	m.u.unsubscribe.sub = sub;
+	return df_result(f, &m, NULL);
 }
 
 int hvtrace_daemon_feed_drain(struct hvtrace_daemon_feed *f, uint32_t remote)
