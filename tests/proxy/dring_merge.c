@@ -67,7 +67,7 @@ static void read_remote(struct hvtrace_daemon *dc, const char *name,
 	struct hvt_remote_rec rec;
 	struct hvtrace_merge *m;
 	struct hvtrace_record r;
-	uint64_t last_ns = 0, n;
+	uint64_t last_ns = 0, n, t0;
 	uint32_t cpu;
 	int idle = 0, ret, round;
 
@@ -83,6 +83,7 @@ static void read_remote(struct hvtrace_daemon *dc, const char *name,
 	t_eq(hvtrace_daemon_ring_open(f, rec.id, (int)rec.nr_cpus, &none),
 	     -EINVAL);
 	t_ok(hvtrace_merge_new(rings, rec.nr_cpus, 1000000, &m));
+	t0 = h_now_ns();
 	for (round = 0; round < 1000 && idle < 3; round++) {
 		uint64_t got = 0;
 
@@ -111,6 +112,7 @@ static void read_remote(struct hvtrace_daemon *dc, const char *name,
 		t_ok(ret);
 		idle = got ? 0 : idle + 1;
 	}
+	t0 = h_now_ns() - t0;
 	for (cpu = 0; cpu < rec.nr_cpus; cpu++) {
 		struct hvtrace_ring_source_stats st;
 
@@ -133,6 +135,7 @@ static void read_remote(struct hvtrace_daemon *dc, const char *name,
 		       (unsigned long long)st.pages,
 		       (unsigned long long)st.appended);
 	}
+	printf("%s: read in %.1f ms\n", name, (double)t0 / 1e6);
 	hvtrace_merge_free(m);
 	for (cpu = 0; cpu < rec.nr_cpus; cpu++)
 		hvtrace_ring_close(rings[cpu]);
