@@ -14,11 +14,16 @@
  *     the writer drops what does not fit, after its last page.  Per CPU,
  *     the events read plus the losses the ring reports (on records and
  *     hvtrace_ring_take_trailing_lost() after a drain) must be exactly
- *     what the writer wrote, the ids read consecutive from 0.
+ *     what the writer wrote, the ids read consecutive from 0;
+ *   - "live": 1 CPU written at 3000 events/s while it is read: its
+ *     COUNT events come out once, in order, none lost, and the events the
+ *     writer added to its current sub-buffer between two reads are
+ *     appended to the ring's reader page (same reader.id).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <hvtrace.h>
 
@@ -37,16 +42,22 @@ struct tally {
 };
 
 static void make_area(const char *name, const char *cpus, const char *events,
-		      const char *pages)
+		      const char *pages, const char *rate)
 {
 	char area[128];
 	struct h_proc p;
 	int st;
 
 	snprintf(area, sizeof(area), "%s/%s.area", h_dir, name);
-	h_proc_start(&p, "bin/hvtrace", "loopback", "--area", area, "--cpus",
-		     cpus, "--events", events, "--pages", pages, "--mode",
-		     "consume", "--quiet", NULL);
+	if (rate)
+		h_proc_start(&p, "bin/hvtrace", "loopback", "--area", area,
+			     "--cpus", cpus, "--events", events, "--pages",
+			     pages, "--mode", "consume", "--rate", rate,
+			     "--background", "--quiet", NULL);
+	else
+		h_proc_start(&p, "bin/hvtrace", "loopback", "--area", area,
+			     "--cpus", cpus, "--events", events, "--pages",
+			     pages, "--mode", "consume", "--quiet", NULL);
 	st = h_proc_wait(&p, 60000);
 	if (st)
 		t_fail("loopback writer for %s: exit %d", name, st);
@@ -58,9 +69,10 @@ static void make_area(const char *name, const char *cpus, const char *events,
 }
 
 /* Read every CPU of @name through rings on one feed until a drain brings
- * nothing new. */
+ * nothing new and, with @want, @want events came. */
 static void read_remote(struct hvtrace_daemon *dc, const char *name,
-			struct tally *y, uint32_t *nr_cpus)
+			struct tally *y, uint32_t *nr_cpus, uint64_t want,
+			uint64_t *appended)
 {
 	struct hvtrace_ring *rings[MAXCPU], *none;
 	struct hvtrace_daemon_feed *f;
@@ -70,6 +82,7 @@ static void read_remote(struct hvtrace_daemon *dc, const char *name,
 	uint64_t last_ns = 0, n, t0;
 	uint32_t cpu;
 	int idle = 0, ret, round;
+	uint64_t total = 0;
 
 	memset(y, 0, sizeof(*y));
 	h_remote(dc, name, &rec);
@@ -84,9 +97,11 @@ static void read_remote(struct hvtrace_daemon *dc, const char *name,
 	     -EINVAL);
 	t_ok(hvtrace_merge_new(rings, rec.nr_cpus, 1000000, &m));
 	t0 = h_now_ns();
-	for (round = 0; round < 1000 && idle < 3; round++) {
+	for (round = 0; round < 3000 && (idle < 3 || total < want); round++) {
 		uint64_t got = 0;
 
+		if (want && total < want)
+			usleep(10000);	/* a live writer: read as it writes */
 		t_ok(hvtrace_daemon_feed_drain(f, rec.id));
 		while ((ret = hvtrace_merge_next(m, &r, true)) == 1) {
 			uint64_t id;
@@ -110,9 +125,11 @@ static void read_remote(struct hvtrace_daemon *dc, const char *name,
 			got++;
 		}
 		t_ok(ret);
+		total += got;
 		idle = got ? 0 : idle + 1;
 	}
 	t0 = h_now_ns() - t0;
+	*appended = 0;
 	for (cpu = 0; cpu < rec.nr_cpus; cpu++) {
 		struct hvtrace_ring_source_stats st;
 
@@ -125,6 +142,7 @@ static void read_remote(struct hvtrace_daemon *dc, const char *name,
 		t_equ(hvtrace_ring_errors(rings[cpu]), 0);
 		t_equ(st.skipped, 0);
 		t_equ(st.events, y->events[cpu]);
+		*appended += st.appended;
 		/* One copy of each event's bytes (about 20 each). */
 		t_assert(st.copied >= 16 * st.events &&
 			 st.copied <= 32 * st.events);
@@ -147,14 +165,15 @@ int main(void)
 	struct hvtrace_daemon *dc = h_start(NULL);
 	struct tally y;
 	uint32_t cpu, nr;
+	uint64_t appended;
 	char count[16], over[16];
 
 	snprintf(count, sizeof(count), "%d", COUNT);
 	snprintf(over, sizeof(over), "%d", OVER);
-	make_area("big", "3", count, "64");
-	make_area("full", "2", over, "4");
+	make_area("big", "3", count, "64", NULL);
+	make_area("full", "2", over, "4", NULL);
 
-	read_remote(dc, "big", &y, &nr);
+	read_remote(dc, "big", &y, &nr, 0, &appended);
 	t_eq(nr, 3);
 	for (cpu = 0; cpu < nr; cpu++) {
 		t_equ(y.events[cpu], COUNT);
@@ -163,7 +182,7 @@ int main(void)
 	}
 	t_equ(y.out_of_order, 0);
 
-	read_remote(dc, "full", &y, &nr);
+	read_remote(dc, "full", &y, &nr, 0, &appended);
 	t_eq(nr, 2);
 	for (cpu = 0; cpu < nr; cpu++) {
 		t_equ(y.unknown[cpu], 0);
@@ -171,6 +190,14 @@ int main(void)
 		t_equ(y.events[cpu] + y.lost[cpu], OVER);
 	}
 	t_equ(y.out_of_order, 0);
+
+	/* A live writer: the tail page grows between reads, and what it
+	 * gained is appended to the ring's reader page. */
+	make_area("live", "1", count, "64", "3000");
+	read_remote(dc, "live", &y, &nr, COUNT, &appended);
+	t_equ(y.events[0], COUNT);
+	t_equ(y.lost[0] + y.unknown[0], 0);
+	t_assert(appended > 0);
 	hvtrace_daemon_close(dc);
 	printf("dring_merge: exact per-CPU counts through rings of hvtraced\n");
 	return 0;
