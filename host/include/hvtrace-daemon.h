@@ -307,6 +307,32 @@ HVTRACE_API int hvtrace_daemon_feed_clock(const struct hvtrace_daemon_feed *f,
 					  uint32_t remote,
 					  struct hvtrace_clock_map *m);
 
+/**
+ * hvtrace_daemon_ring_open - CPU @cpu of @remote, read through hvtraced, as
+ * a ring of the core (hvtrace_ring_open_source()): the record cursor,
+ * hvtrace_merge, decoding and text of an area serve it unchanged
+ * @f:      the feed (must outlive the ring)
+ * @remote: the remote's id
+ * @cpu:    its CPU
+ * @out:    the new handle (hvtrace_ring_close() unsubscribes)
+ *
+ * Subscribes @f to @remote's CPU @cpu; pages of that (remote, CPU) go to
+ * a queue of their own in the feed, which the ring's get-reader takes
+ * from without waiting (never out of hvtrace_daemon_feed_next()), so a
+ * ring takes only its own pages whatever order they arrive in.  Records
+ * carry host_ns from the daemon's clock model, and as lost_before the
+ * ring's own losses plus the events hvtraced dropped for this
+ * subscription since its last page.  hvtrace_daemon_feed_drain() then
+ * hvtrace_merge_next() with flush reads everything committed before the
+ * drain.
+ *
+ * Return: 0; -ENOENT (no such remote), -EINVAL (no such CPU), -ENOMEM,
+ * or a transport error.
+ */
+HVTRACE_API int hvtrace_daemon_ring_open(struct hvtrace_daemon_feed *f,
+					 uint32_t remote, int cpu,
+					 struct hvtrace_ring **out);
+
 /* --- remotes and their events (any connection without subscriptions) -- */
 
 /** hvtrace_daemon_get_remotes - every remote (malloc'd array, *n entries) */

@@ -23,8 +23,11 @@ extern "C" {
  * (include/uapi/linux/trace_mmap.h): a meta page laid out as struct
  * trace_buffer_meta (struct hvt_trace_buffer_meta), the sub-buffers in id
  * order, and a get-reader operation.  The same handle serves a CPU of a
- * trace area and a CPU of the host kernel's own ring buffer, so everything
- * built on it (records, decoding, text, streaming) is one code path.
+ * trace area, a CPU of the host kernel's own ring buffer, of a guest
+ * kernel's ring read from guest RAM and of a caller's page source
+ * (hvtrace_ring_open_source(): a remote read through hvtraced), so
+ * everything built on it (records, decoding, text, streaming) is one code
+ * path.
  *
  * Area view: ids 0..nr-1 are the writer's ring slots, mapped read-only from
  * the area file (live, unvalidated writer memory: for inspection only);
@@ -41,15 +44,20 @@ extern "C" {
  * fills with read() of whole sub-buffers from trace_pipe_raw
  * (hvtrace_ring_fallback() says so).
  *
- * Meta fields after get-reader, for all three:
+ * Source view (hvtrace_ring_open_source()): as the guest kernel view, two
+ * private reader pages (ids 0 and 1) that get-reader fills from the
+ * caller's pages, validated as hostile input.
+ *
+ * Meta fields after get-reader, for all of them:
  *   reader.id          sub-buffer id of the reader page
  *   reader.read        bytes of the reader page's data handed to the
  *                      consumer (counted as read); a consumer reads from
  *                      its own position (0 on a new id) up to this offset
- *   reader.lost_events events lost right before the reader page (the area
- *                      and read() views set it; the kernel's mapping stores
- *                      the count in the page and reports 0 here).  All mark
- *                      the page itself with RB_MISSED_EVENTS/_STORED.
+ *   reader.lost_events events lost right before the reader page (the
+ *                      area, guest kernel, source and read() views set
+ *                      it; the kernel's mapping stores the count in the
+ *                      page and reports 0 here).  All mark the page
+ *                      itself with RB_MISSED_EVENTS/_STORED.
  *   entries            events committed (the area view: since attach)
  *   overrun            events lost to overwriting (area: also events hidden
  *                      in pages skipped as malformed)
@@ -111,6 +119,107 @@ HVTRACE_API int hvtrace_ring_open_kring(struct hvtrace_kring *k, int cpu,
  */
 HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 					 struct hvtrace_ring **out);
+
+/* --- a ring whose pages a caller supplies --------------------------------- */
+
+/*
+ * A page of a ring source (struct hvtrace_ring_source_ops.next_page): an
+ * ftrace sub-buffer of a 64-bit little-endian writer, from anywhere (a
+ * network, a file, another process).  The ring trusts nothing in it.
+ */
+struct hvtrace_ring_page {
+	const void *data;	/* the sub-buffer: 16-byte header, then data;
+				 * kept valid by the source until its next
+				 * next_page call or its close */
+	uint32_t len;		/* bytes at @data (the header included) */
+	uint32_t seq;		/* the writer's sub-buffer sequence number:
+				 * the same as the page before says these
+				 * events continue that sub-buffer (a tail
+				 * page that grew) */
+	uint32_t flags;		/* HVTRACE_PAGE_* (informative) */
+	uint64_t lost_events;	/* events lost right before the page that its
+				 * header does not count (RB_MISSED_EVENTS/
+				 * _STORED count themselves): a transport's
+				 * drops.  0, a count, or HVTRACE_LOST_UNKNOWN */
+};
+
+/**
+ * struct hvtrace_ring_source_ops - where the pages of a source ring come from
+ * @next_page: fill @pg with the next page of CPU @cpu; return 1 with a
+ *             page, 0 when none is there now, or a negative errno (handed
+ *             to the ring's caller).  Must not block for long: the cursor
+ *             calls it whenever its reader page is used up.
+ * @to_host:   the host CLOCK_MONOTONIC time of writer timestamp @ts and the
+ *             error bound of that mapping (@err_ns may be NULL); 0, or a
+ *             negative errno when no mapping is known (the record's host_ns
+ *             is then @ts).  NULL: the source's clock is not the host's
+ *             (host_ns == ts, hvtrace_ring_now_ns() says 0).
+ * @close:     called by hvtrace_ring_close() (may be NULL)
+ */
+struct hvtrace_ring_source_ops {
+	int (*next_page)(void *ctx, int cpu, struct hvtrace_ring_page *pg);
+	int (*to_host)(void *ctx, int cpu, uint64_t ts, uint64_t *ns,
+		       uint64_t *err_ns);
+	void (*close)(void *ctx, int cpu);
+};
+
+/**
+ * hvtrace_ring_open_source - present CPU @cpu of a caller's page source as
+ * the mmap ABI
+ * @ops:         the source (must outlive the ring)
+ * @ctx:         passed to every hook
+ * @cpu:         the CPU number records carry
+ * @subbuf_size: sub-buffer size of the source's writer (a power of two,
+ *               4 KiB to 1 MiB); longer pages are malformed
+ * @out:         the new handle
+ *
+ * Laid out as the guest kernel view: a meta page and two private reader
+ * pages (ids 0 and 1).  get-reader takes the next page of the source and
+ * validates it as hostile input with the readers' one sub-buffer
+ * validation (every event through the project's page walker), copying it
+ * once, straight to where the cursor reads it: to the free reader page,
+ * or, when it continues the writer sub-buffer of the current reader page
+ * (same @seq, nothing lost before it, its time_stamp where that page's
+ * events end), appended to it (same reader.id, larger reader.read), as
+ * the kernel hands over events added to its reader page.  A page whose
+ * data holds no event passes its losses on to the next one.  A malformed
+ * page (a length or commit size past the sub-buffer, a bad event) is
+ * counted (hvtrace_ring_errors(), stats skipped) and skipped, and the next
+ * record reports its events lost (HVTRACE_LOST_UNKNOWN).
+ *
+ * Records carry the page header's losses plus the page's lost_events as
+ * rec->lost_before, and rec->host_ns from @ops->to_host.
+ *
+ * Return: 0, -EINVAL (no @ops->next_page, a bad @subbuf_size or @cpu),
+ * -ENOMEM.
+ */
+HVTRACE_API int
+hvtrace_ring_open_source(const struct hvtrace_ring_source_ops *ops, void *ctx,
+			 int cpu, uint32_t subbuf_size,
+			 struct hvtrace_ring **out);
+
+/* What a source ring did with its source's pages. */
+struct hvtrace_ring_source_stats {
+	uint64_t pages;		/* pages the source gave */
+	uint64_t appended;	/* of them appended to the reader page */
+	uint64_t skipped;	/* of them malformed, skipped */
+	uint64_t empty;		/* of them with no event */
+	uint64_t events;	/* events handed over */
+	uint64_t copied;	/* bytes copied (each event once) */
+	uint64_t lost_events;	/* events reported lost with a count */
+	uint64_t lost_unknown;	/* reports of losses of unknown count */
+	uint64_t map_errors;	/* to_host failures (host_ns = ts) */
+	uint64_t err_ns;	/* the largest error bound to_host gave */
+};
+
+/**
+ * hvtrace_ring_source_stats - what a ring of hvtrace_ring_open_source() did
+ *
+ * Return: 0; -EINVAL (not a source ring).
+ */
+HVTRACE_API int
+hvtrace_ring_source_stats(const struct hvtrace_ring *r,
+			  struct hvtrace_ring_source_stats *st);
 
 /**
  * hvtrace_tracefs_dir - the directory of a host tracing instance

@@ -440,9 +440,11 @@ HVTRACE_API uint64_t hvtrace_ring_errors(const struct hvtrace_ring *r);
 
 /**
  * hvtrace_ring_take_trailing_lost - for an area ring, claim events the
- * writer dropped after its last page (see hvtrace_cpu_take_trailing_lost())
+ * writer dropped after its last page (see hvtrace_cpu_take_trailing_lost());
+ * for a source ring, losses its source reported with no event after them
  *
- * Return: the count (0 for kernel rings).
+ * Return: the count (HVTRACE_LOST_UNKNOWN: of unknown number; 0 for kernel
+ * rings).
  */
 HVTRACE_API uint64_t hvtrace_ring_take_trailing_lost(struct hvtrace_ring *r);
 

@@ -51,8 +51,14 @@
  * Every event is bounded by the handed-over size and the sub-buffer size
  * (subbuf.h); a malformed page is counted and skipped.
  *
- * This file holds the area and guest kernel views, the common calls and
- * the cursor; ring_kernel.c holds the kernel view (mmap ABI and read()).
+ * A source view (ring_source.c) is laid out as the guest kernel view; its
+ * pages come from a caller's "next page" hook and are validated here.
+ *
+ * Each view is a backend behind struct ring_ops (ring-local.h); the cursor
+ * and the common calls know none of them.  This file holds the common
+ * calls, the cursor, the private reader pages' get-reader and the area and
+ * guest kernel views; ring_kernel.c holds the kernel view (mmap ABI and
+ * read()), ring_source.c the source view.
  */
 #include <errno.h>
 #include <limits.h>
@@ -65,42 +71,23 @@
 #include "ring-local.h"
 #include "subbuf.h"
 
-/* --- area view ------------------------------------------------------------ */
+/* --- private reader pages (area, guest kernel ring) ---------------------- */
 
-static void ring_area_counters(struct hvtrace_ring *r)
+/*
+ * get-reader of a view with two private reader pages: the inactive page is
+ * ours to fill (nobody walks it now).  Events that continue the writer
+ * sub-buffer the current reader page holds, when that page carries no
+ * lost-events mark, are appended to it; others make the filled page the
+ * new reader page.
+ */
+int ring_priv_get_reader(struct ring_priv *p,
+			 int (*fill)(struct ring_priv *p, uint8_t *page,
+				     struct hvtrace_page_info *info))
 {
-	struct hvtrace_cpu_stats st;
-
-	if (r->kring) {
-		struct hvtrace_kring_stats ks;
-
-		/* Only what this reader saw: the guest ring keeps no
-		 * totals (lost pages hold an unknown number of events). */
-		if (hvtrace_kring_get_stats(r->kring, r->cpu, &ks))
-			return;
-		r->meta->entries = ks.read + ks.lost_events;
-		r->meta->overrun = ks.lost_events;
-		r->meta->read = ks.read;
-		return;
-	}
-	if (hvtrace_cpu_get_stats(r->area, r->cpu, &st))
-		return;
-	/*
-	 * The kernel's meta counts every committed event in 'entries', the
-	 * ones overwritten in 'overrun' and the ones handed over in 'read';
-	 * entries - overrun - read is what is still unread.  Events hidden
-	 * by malformed pages are as unreadable as overwritten ones.
-	 */
-	r->meta->entries = st.read + st.entries + st.overrun + st.skipped;
-	r->meta->overrun = st.overrun + st.skipped;
-	r->meta->read = st.read;
-}
-
-static int ring_area_get_reader(struct hvtrace_ring *r)
-{
+	struct hvtrace_ring *r = &p->r;
 	struct hvt_trace_buffer_meta *m = r->meta;
 	uint32_t cur = m->reader.id;
-	uint32_t other = cur == r->ring_nr ? r->ring_nr + 1 : r->ring_nr;
+	uint32_t other = cur == p->ring_nr ? p->ring_nr + 1 : p->ring_nr;
 	uint8_t *cpage = r->data + (size_t)cur * r->subbuf_size;
 	uint8_t *opage = r->data + (size_t)other * r->subbuf_size;
 	uint32_t max = r->subbuf_size - HVT_PAGE_HDR_SIZE;
@@ -108,18 +95,12 @@ static int ring_area_get_reader(struct hvtrace_ring *r)
 	uint64_t commit;
 	int ret;
 
-	/* The inactive reader page is ours to fill: nobody walks it now. */
-	if (r->kring)
-		ret = hvtrace_kring_read_page(r->kring, r->cpu, opage,
-					      r->subbuf_size, &info);
-	else
-		ret = hvtrace_cpu_read_page(r->area, r->cpu, opage,
-					    r->subbuf_size, &info);
+	ret = fill(p, opage, &info);
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {
 		memcpy(&commit, cpage + HVT_PAGE_COMMIT_OFF, 8);
-		if (r->page_valid && info.seq == r->page_seq &&
+		if (p->page_valid && info.seq == p->page_seq &&
 		    !info.lost_events && !(commit & HVT_COMMIT_FLAGS) &&
 		    commit == m->reader.read && info.size <= max - commit) {
 			/* More of the same writer sub-buffer: append.  The
@@ -135,33 +116,37 @@ static int ring_area_get_reader(struct hvtrace_ring *r)
 			m->reader.read = info.size;
 			m->reader.lost_events = info.lost_events;
 		}
-		r->page_valid = true;
-		r->page_seq = info.seq;
+		p->page_valid = true;
+		p->page_seq = info.seq;
 	}
-	ring_area_counters(r);
 	return 0;
 }
 
-/* A zeroed handle for CPU @cpu with no descriptor open; NULL: no memory. */
-struct hvtrace_ring *ring_new(int cpu)
+/*
+ * A zeroed handle of @size bytes (the backend's struct) whose common part
+ * lies @off bytes in, for CPU @cpu; NULL: no memory.
+ */
+struct hvtrace_ring *ring_new(size_t size, size_t off, int cpu,
+			      const struct ring_ops *ops)
 {
-	struct hvtrace_ring *r = calloc(1, sizeof(*r));
+	char *b = calloc(1, size);
+	struct hvtrace_ring *r;
 
-	if (!r)
+	if (!b)
 		return NULL;
-	r->fd = -1;
-	r->stats_fd = -1;
+	r = (struct hvtrace_ring *)(void *)(b + off);
+	r->ops = ops;
 	r->cpu = cpu;
 	r->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	return r;
 }
 
 /*
- * The private part of an area, guest kernel or kernel read view: one
- * anonymous reservation of resv_len bytes, the meta page first, with the
- * meta filled in and reader page A (id ring_nr) current and empty.
+ * The private part of an area, guest kernel, source or kernel read view:
+ * one anonymous reservation of resv_len bytes, the meta page first, with
+ * the meta filled in and reader page @reader_id current and empty.
  */
-int ring_reserve(struct hvtrace_ring *r)
+int ring_reserve(struct hvtrace_ring *r, uint32_t reader_id)
 {
 	void *p = mmap(NULL, r->resv_len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -177,14 +162,105 @@ int ring_reserve(struct hvtrace_ring *r)
 	r->meta->meta_struct_len = sizeof(*r->meta);
 	r->meta->subbuf_size = r->subbuf_size;
 	r->meta->nr_subbufs = r->nr_subbufs;
-	r->meta->reader.id = r->ring_nr;	/* empty reader page A */
+	r->meta->reader.id = reader_id;
 	r->meta->reader.read = 0;
 	return 0;
 }
 
+/* Geometry of a private view: @ring_nr writer slots, then the two reader
+ * pages (A current); the caller reserves it. */
+void ring_priv_setup(struct ring_priv *p, uint32_t subbuf_size,
+		     uint32_t ring_nr)
+{
+	struct hvtrace_ring *r = &p->r;
+
+	r->subbuf_size = subbuf_size;
+	p->ring_nr = ring_nr;
+	r->nr_subbufs = ring_nr + 2;
+	r->meta_len = r->page_size > 4096 ? r->page_size : 4096;
+	r->data_len = (size_t)r->nr_subbufs * r->subbuf_size;
+	r->resv_len = r->meta_len + r->data_len;
+}
+
+/* --- area view ------------------------------------------------------------ */
+
+struct ring_area {
+	struct ring_priv p;
+	struct hvtrace_area *area;
+};
+
+static struct ring_area *to_area(const struct hvtrace_ring *r)
+{
+	return container_of(r, struct ring_area, p.r);
+}
+
+static void ring_area_counters(struct ring_area *ra)
+{
+	struct hvtrace_ring *r = &ra->p.r;
+	struct hvtrace_cpu_stats st;
+
+	if (hvtrace_cpu_get_stats(ra->area, r->cpu, &st))
+		return;
+	/*
+	 * The kernel's meta counts every committed event in 'entries', the
+	 * ones overwritten in 'overrun' and the ones handed over in 'read';
+	 * entries - overrun - read is what is still unread.  Events hidden
+	 * by malformed pages are as unreadable as overwritten ones.
+	 */
+	r->meta->entries = st.read + st.entries + st.overrun + st.skipped;
+	r->meta->overrun = st.overrun + st.skipped;
+	r->meta->read = st.read;
+}
+
+static int ring_area_fill(struct ring_priv *p, uint8_t *page,
+			  struct hvtrace_page_info *info)
+{
+	return hvtrace_cpu_read_page(container_of(p, struct ring_area, p)->area,
+				     p->r.cpu, page, p->r.subbuf_size, info);
+}
+
+static int ring_area_get_reader(struct hvtrace_ring *r)
+{
+	struct ring_area *ra = to_area(r);
+	int ret = ring_priv_get_reader(&ra->p, ring_area_fill);
+
+	if (!ret)
+		ring_area_counters(ra);
+	return ret;
+}
+
+static void ring_area_close(struct hvtrace_ring *r)
+{
+	free(to_area(r));
+}
+
+static uint64_t ring_area_now_ns(struct hvtrace_ring *r, uint64_t now)
+{
+	return to_area(r)->area->clock.synced ? now : 0;
+}
+
+static uint64_t ring_area_to_host(struct hvtrace_ring *r, uint64_t ts)
+{
+	return hvtrace_area_to_host_ns(to_area(r)->area, ts, NULL);
+}
+
+static uint64_t ring_area_trailing_lost(struct hvtrace_ring *r)
+{
+	return hvtrace_cpu_take_trailing_lost(to_area(r)->area, r->cpu);
+}
+
+static const struct ring_ops ring_area_ops = {
+	.get_reader = ring_area_get_reader,
+	.close = ring_area_close,
+	.now_ns = ring_area_now_ns,
+	.to_host = ring_area_to_host,
+	.take_trailing_lost = ring_area_trailing_lost,
+};
+
 HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 				       struct hvtrace_ring **out)
 {
+	struct ring_area *ra;
 	struct hvtrace_ring *r;
 	uint64_t file_off;
 	size_t slots_len;
@@ -197,17 +273,14 @@ HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 	if (cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus)
 		return hvt_err(-EINVAL, "no CPU %d in area '%s' (it has %u)",
 			       cpu, a->hdr.name, a->hdr.nr_cpus);
-	r = ring_new(cpu);
+	r = ring_new(sizeof(*ra), offsetof(struct ring_area, p.r), cpu,
+		     &ring_area_ops);
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
-	r->area = a;
-	r->subbuf_size = a->hdr.subbuf_size;
-	r->ring_nr = a->hdr.nr_subbufs;
-	r->nr_subbufs = r->ring_nr + 2;
-	r->meta_len = r->page_size > 4096 ? r->page_size : 4096;
-	slots_len = (size_t)r->ring_nr * r->subbuf_size;
-	r->data_len = (size_t)r->nr_subbufs * r->subbuf_size;
-	r->resv_len = r->meta_len + r->data_len;
+	ra = to_area(r);
+	ra->area = a;
+	ring_priv_setup(&ra->p, a->hdr.subbuf_size, a->hdr.nr_subbufs);
+	slots_len = (size_t)ra->p.ring_nr * r->subbuf_size;
 	file_off = a->offset + a->hdr.cpu_offset +
 		   (uint64_t)cpu * a->hdr.cpu_stride + a->hdr.meta_size;
 	if (file_off % r->page_size || r->subbuf_size % r->page_size) {
@@ -220,7 +293,7 @@ HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 	}
 
 	/* Reserve the whole view, then lay the pieces over it. */
-	ret = ring_reserve(r);
+	ret = ring_reserve(r, ra->p.ring_nr);	/* empty reader page A */
 	if (ret)
 		goto fail;
 	p = mmap(r->data, slots_len, PROT_READ, MAP_SHARED | MAP_FIXED, a->fd,
@@ -232,7 +305,7 @@ HVTRACE_API int hvtrace_ring_open_area(struct hvtrace_area *a, int cpu,
 		goto fail;
 	}
 
-	ring_area_counters(r);
+	ring_area_counters(ra);
 	*out = r;
 	return 0;
 fail:
@@ -240,10 +313,66 @@ fail:
 	return ret;
 }
 
+/* --- guest kernel view ---------------------------------------------------- */
+
+struct ring_kring {
+	struct ring_priv p;
+	struct hvtrace_kring *kring;
+};
+
+static struct ring_kring *to_kring(const struct hvtrace_ring *r)
+{
+	return container_of(r, struct ring_kring, p.r);
+}
+
+static void ring_kring_counters(struct ring_kring *rk)
+{
+	struct hvtrace_ring *r = &rk->p.r;
+	struct hvtrace_kring_stats ks;
+
+	/* Only what this reader saw: the guest ring keeps no totals (lost
+	 * pages hold an unknown number of events). */
+	if (hvtrace_kring_get_stats(rk->kring, r->cpu, &ks))
+		return;
+	r->meta->entries = ks.read + ks.lost_events;
+	r->meta->overrun = ks.lost_events;
+	r->meta->read = ks.read;
+}
+
+static int ring_kring_fill(struct ring_priv *p, uint8_t *page,
+			   struct hvtrace_page_info *info)
+{
+	return hvtrace_kring_read_page(
+		container_of(p, struct ring_kring, p)->kring, p->r.cpu, page,
+		p->r.subbuf_size, info);
+}
+
+static int ring_kring_get_reader(struct hvtrace_ring *r)
+{
+	struct ring_kring *rk = to_kring(r);
+	int ret = ring_priv_get_reader(&rk->p, ring_kring_fill);
+
+	if (!ret)
+		ring_kring_counters(rk);
+	return ret;
+}
+
+static void ring_kring_close(struct hvtrace_ring *r)
+{
+	free(to_kring(r));
+}
+
+/* Guest-relative: host_ns == ts and no host "now" (the defaults). */
+static const struct ring_ops ring_kring_ops = {
+	.get_reader = ring_kring_get_reader,
+	.close = ring_kring_close,
+};
+
 HVTRACE_API int hvtrace_ring_open_kring(struct hvtrace_kring *k, int cpu,
 					struct hvtrace_ring **out)
 {
 	struct hvtrace_kring_info ki;
+	struct ring_kring *rk;
 	struct hvtrace_ring *r;
 	int ret;
 
@@ -255,22 +384,19 @@ HVTRACE_API int hvtrace_ring_open_kring(struct hvtrace_kring *k, int cpu,
 		return hvt_err(-EINVAL, "no CPU %d in the guest kernel ring "
 					"(it has %u)",
 			       cpu, ki.nr_cpus);
-	r = ring_new(cpu);
+	r = ring_new(sizeof(*rk), offsetof(struct ring_kring, p.r), cpu,
+		     &ring_kring_ops);
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
-	r->kring = k;
-	r->subbuf_size = ki.subbuf_size;
-	r->ring_nr = 0;			/* no writer slot in the view */
-	r->nr_subbufs = 2;
-	r->meta_len = r->page_size > 4096 ? r->page_size : 4096;
-	r->data_len = (size_t)r->nr_subbufs * r->subbuf_size;
-	r->resv_len = r->meta_len + r->data_len;
-	ret = ring_reserve(r);
+	rk = to_kring(r);
+	rk->kring = k;
+	ring_priv_setup(&rk->p, ki.subbuf_size, 0); /* no writer slot */
+	ret = ring_reserve(r, 0);
 	if (ret) {
 		hvtrace_ring_close(r);
 		return ret;
 	}
-	ring_area_counters(r);
+	ring_kring_counters(rk);
 	*out = r;
 	return 0;
 }
@@ -281,19 +407,9 @@ HVTRACE_API void hvtrace_ring_close(struct hvtrace_ring *r)
 {
 	if (!r)
 		return;
-	if (r->resv) {
+	if (r->resv)
 		munmap(r->resv, r->resv_len);
-	} else if (r->kernel) {
-		if (r->data)
-			munmap(r->data, r->data_len);
-		if (r->meta)
-			munmap(r->meta, r->meta_len);
-	}
-	if (r->fd >= 0)
-		close(r->fd);
-	if (r->stats_fd >= 0)
-		close(r->stats_fd);
-	free(r);
+	r->ops->close(r);
 }
 
 HVTRACE_API const struct hvt_trace_buffer_meta *
@@ -314,14 +430,12 @@ HVTRACE_API int hvtrace_ring_get_reader(struct hvtrace_ring *r)
 {
 	if (!r)
 		return hvt_err(-EINVAL, "hvtrace_ring_get_reader: no ring");
-	if (r->kread)
-		return ring_kread_get_reader(r);
-	return r->kernel ? ring_kernel_get_reader(r) : ring_area_get_reader(r);
+	return r->ops->get_reader(r);
 }
 
 HVTRACE_API const char *hvtrace_ring_fallback(const struct hvtrace_ring *r)
 {
-	return r && r->kread ? r->why : NULL;
+	return r && r->ops->fallback ? r->ops->fallback(r) : NULL;
 }
 
 HVTRACE_API int hvtrace_ring_cpu(const struct hvtrace_ring *r)
@@ -331,12 +445,12 @@ HVTRACE_API int hvtrace_ring_cpu(const struct hvtrace_ring *r)
 
 HVTRACE_API bool hvtrace_ring_is_kernel(const struct hvtrace_ring *r)
 {
-	return r && r->kernel;
+	return r && r->ops->kernel;
 }
 
 HVTRACE_API bool hvtrace_ring_clock_is_ns(const struct hvtrace_ring *r)
 {
-	return r && (!r->kernel || r->clock_ns);
+	return r && (!r->ops->clock_is_ns || r->ops->clock_is_ns(r));
 }
 
 HVTRACE_API uint64_t hvtrace_ring_errors(const struct hvtrace_ring *r)
@@ -346,36 +460,21 @@ HVTRACE_API uint64_t hvtrace_ring_errors(const struct hvtrace_ring *r)
 
 HVTRACE_API uint64_t hvtrace_ring_take_trailing_lost(struct hvtrace_ring *r)
 {
-	if (!r || r->kernel || r->kring)
+	if (!r || !r->ops->take_trailing_lost)
 		return 0;
-	return hvtrace_cpu_take_trailing_lost(r->area, r->cpu);
+	return r->ops->take_trailing_lost(r);
 }
 
 HVTRACE_API uint64_t hvtrace_ring_now_ns(struct hvtrace_ring *r)
 {
-	uint64_t now;
-
-	if (!r)
-		return 0;
-	now = hvt_host_now_ns();
-	if (r->kernel) {
-		if (r->clock_ns &&
-		    now - r->clock_synced_at >= RING_KCLOCK_RESYNC_NS)
-			ring_kernel_clock_sync(r);
-		return r->clock_known ? now : 0;
-	}
-	if (r->kring)
-		return 0;	/* guest-relative: not the host's clock */
-	return r->area->clock.synced ? now : 0;
+	if (!r || !r->ops->now_ns)
+		return 0;	/* e.g. guest-relative: not the host's clock */
+	return r->ops->now_ns(r, hvt_host_now_ns());
 }
 
 static uint64_t ring_to_host(struct hvtrace_ring *r, uint64_t ts)
 {
-	if (r->kernel)
-		return r->clock_known ? ts - (uint64_t)r->clock_off : ts;
-	if (r->kring)
-		return ts;	/* guest-relative */
-	return hvtrace_area_to_host_ns(r->area, ts, NULL);
+	return r->ops->to_host ? r->ops->to_host(r, ts) : ts;
 }
 
 /* --- the cursor ----------------------------------------------------------- */

@@ -29,8 +29,27 @@
 
 /* --- kernel view ---------------------------------------------------------- */
 
+struct ring_kernel {
+	struct hvtrace_ring r;
+	int fd;				/* trace_pipe_raw */
+	int stats_fd;			/* per_cpu/cpuN/stats (read() view) */
+	bool mapped;			/* meta and data are the kernel's map */
+	char why[96];			/* why read() (read() view) */
+	char stats_path[PATH_MAX];
+	bool clock_ns;			/* trace clock counts nanoseconds */
+	bool clock_mono;		/* ... and is CLOCK_MONOTONIC itself */
+	bool clock_known;		/* offset below is valid */
+	int64_t clock_off;		/* trace clock - CLOCK_MONOTONIC */
+	uint64_t clock_synced_at;
+};
+
+static struct ring_kernel *to_kernel(const struct hvtrace_ring *r)
+{
+	return container_of(r, struct ring_kernel, r);
+}
+
 /* Parse "now ts: SEC.USEC" from a per_cpu stats file; 0 if absent. */
-static int ring_kernel_now(struct hvtrace_ring *r, uint64_t *ns)
+static int ring_kernel_now(struct ring_kernel *r, uint64_t *ns)
 {
 	char buf[1024], *p;
 	unsigned long long sec, usec;
@@ -54,7 +73,7 @@ static int ring_kernel_now(struct hvtrace_ring *r, uint64_t *ns)
 
 /* Relate the trace clock to CLOCK_MONOTONIC (µs precision is plenty for
  * ordering and for the reorder window). */
-void ring_kernel_clock_sync(struct hvtrace_ring *r)
+static void ring_kernel_clock_sync(struct ring_kernel *r)
 {
 	uint64_t t0, t1, now;
 
@@ -75,7 +94,7 @@ void ring_kernel_clock_sync(struct hvtrace_ring *r)
 	r->clock_synced_at = t1;
 }
 
-static void ring_kernel_read_clock(struct hvtrace_ring *r, const char *dir)
+static void ring_kernel_read_clock(struct ring_kernel *r, const char *dir)
 {
 	static const char *const ns_clocks[] = {
 		"local", "global", "perf", "mono", "mono_raw", "boot", "tai",
@@ -114,7 +133,7 @@ enum { RING_KAUTO, RING_KREAD, RING_KMMAP };
 
 /* HVTRACE_KERNEL_RING: "read" forces read(), "mmap" refuses the fallback,
  * "auto" (or unset) maps where the kernel can and reads elsewhere. */
-static int ring_kernel_mode(struct hvtrace_ring *r)
+static int ring_kernel_mode(struct ring_kernel *r)
 {
 	const char *e = getenv("HVTRACE_KERNEL_RING");
 
@@ -133,7 +152,7 @@ static int ring_kernel_mode(struct hvtrace_ring *r)
 }
 
 /* Why the mmap of trace_pipe_raw failed, for hvtrace_ring_fallback(). */
-static void ring_kernel_why(struct hvtrace_ring *r, int err)
+static void ring_kernel_why(struct ring_kernel *r, int err)
 {
 	if (err == ENODEV || err == EINVAL || err == ENOTTY ||
 	    err == EOPNOTSUPP)
@@ -165,13 +184,14 @@ static uint64_t ring_stats_field(const char *buf, const char *name)
 
 /* The meta counters of the read() view, as the kernel's meta page has
  * them: per_cpu stats "entries" is what is still unread. */
-static void ring_kread_counters(struct hvtrace_ring *r)
+static void ring_kread_counters(struct ring_kernel *k)
 {
+	struct hvtrace_ring *r = &k->r;
 	char buf[1024];
 	uint64_t unread, overrun, read;
 	ssize_t n;
 
-	n = pread(r->stats_fd, buf, sizeof(buf) - 1, 0);
+	n = pread(k->stats_fd, buf, sizeof(buf) - 1, 0);
 	if (n <= 0)
 		return;
 	buf[n] = '\0';
@@ -208,16 +228,19 @@ static uint32_t ring_kread_subbuf_size(const struct hvtrace_ring *r,
 	return (uint32_t)kb * 1024;
 }
 
-/* Set up the read() view of an open trace_pipe_raw (r->fd). */
-static int ring_kread_open(struct hvtrace_ring *r, const char *dir)
+static const struct ring_ops ring_kernel_ops, ring_kread_ops;
+
+/* Set up the read() view of an open trace_pipe_raw (k->fd). */
+static int ring_kread_open(struct ring_kernel *k, const char *dir)
 {
+	struct hvtrace_ring *r = &k->r;
 	char path[PATH_MAX];
 	int ret;
 
-	r->kread = true;
+	r->ops = &ring_kread_ops;
 	snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/stats", dir, r->cpu);
-	r->stats_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (r->stats_fd < 0)
+	k->stats_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (k->stats_fd < 0)
 		return hvt_err(-errno, "cannot open %s: %s", path,
 			       strerror(errno));
 	r->subbuf_size = ring_kread_subbuf_size(r, dir);
@@ -225,12 +248,12 @@ static int ring_kread_open(struct hvtrace_ring *r, const char *dir)
 	r->meta_len = r->page_size > 4096 ? r->page_size : 4096;
 	r->data_len = (size_t)r->nr_subbufs * r->subbuf_size;
 	r->resv_len = r->meta_len + r->data_len;
-	ret = ring_reserve(r);	/* ring_nr 0: reader page id 0, empty */
+	ret = ring_reserve(r, 0);	/* reader page id 0, empty */
 	if (ret)
 		return ret;
-	ring_kread_counters(r);
-	ring_kernel_read_clock(r, dir);
-	ring_kernel_clock_sync(r);
+	ring_kread_counters(k);
+	ring_kernel_read_clock(k, dir);
+	ring_kernel_clock_sync(k);
 	return 0;
 }
 
@@ -239,6 +262,7 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 {
 	const struct hvt_trace_buffer_meta *m;
 	char dir[256], path[PATH_MAX];
+	struct ring_kernel *k;
 	struct hvtrace_ring *r;
 	uint64_t data_len;
 	int ret, mode;
@@ -250,16 +274,18 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 	ret = hvt_tracefs_instance_dir(instance, dir, sizeof(dir));
 	if (ret)
 		return ret;
-	r = ring_new(cpu);
+	r = ring_new(sizeof(*k), offsetof(struct ring_kernel, r), cpu,
+		     &ring_kernel_ops);
 	if (!r)
 		return hvt_err(-ENOMEM, "out of memory");
-	r->kernel = true;
+	k = to_kernel(r);
+	k->stats_fd = -1;
 	snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/trace_pipe_raw", dir,
 		 cpu);
-	snprintf(r->stats_path, sizeof(r->stats_path),
+	snprintf(k->stats_path, sizeof(k->stats_path),
 		 "%s/per_cpu/cpu%d/stats", dir, cpu);
-	r->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (r->fd < 0) {
+	k->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (k->fd < 0) {
 		ret = hvt_err(-errno, "cannot open %s: %s%s", path,
 			      strerror(errno),
 			      errno == ENOENT ? " (no such CPU)" :
@@ -268,14 +294,14 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 		goto fail;
 	}
 
-	mode = ring_kernel_mode(r);
+	mode = ring_kernel_mode(k);
 	if (mode < 0) {
 		ret = mode;
 		goto fail;
 	}
 	p = mode == RING_KREAD ?
 		    MAP_FAILED :
-		    mmap(NULL, r->page_size, PROT_READ, MAP_SHARED, r->fd, 0);
+		    mmap(NULL, r->page_size, PROT_READ, MAP_SHARED, k->fd, 0);
 	if (p == MAP_FAILED && mode == RING_KMMAP) {
 		ret = -errno;
 		hvt_err(ret, "cannot mmap %s: %s (the ring-buffer mmap needs "
@@ -289,13 +315,14 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 	}
 	if (p == MAP_FAILED) {
 		if (mode == RING_KAUTO)
-			ring_kernel_why(r, errno);
-		ret = ring_kread_open(r, dir);
+			ring_kernel_why(k, errno);
+		ret = ring_kread_open(k, dir);
 		if (ret)
 			goto fail;
 		*out = r;
 		return 0;
 	}
+	k->mapped = true;
 	r->meta = p;
 	r->meta_len = r->page_size;
 	m = r->meta;
@@ -317,7 +344,7 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 
 		munmap(r->meta, r->meta_len);
 		r->meta = NULL;
-		p = mmap(NULL, len, PROT_READ, MAP_SHARED, r->fd, 0);
+		p = mmap(NULL, len, PROT_READ, MAP_SHARED, k->fd, 0);
 		if (p == MAP_FAILED) {
 			ret = hvt_err(-errno, "cannot mmap the %zu-byte meta "
 					      "page of %s: %s",
@@ -330,7 +357,7 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 	r->subbuf_size = r->meta->subbuf_size;
 	r->nr_subbufs = r->meta->nr_subbufs;
 	data_len = (uint64_t)r->subbuf_size * r->nr_subbufs;
-	p = mmap(NULL, data_len, PROT_READ, MAP_SHARED, r->fd,
+	p = mmap(NULL, data_len, PROT_READ, MAP_SHARED, k->fd,
 		 (off_t)r->meta_len);
 	if (p == MAP_FAILED) {
 		ret = hvt_err(-errno, "cannot mmap the sub-buffers of %s: %s",
@@ -339,8 +366,8 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 	}
 	r->data = p;
 	r->data_len = data_len;
-	ring_kernel_read_clock(r, dir);
-	ring_kernel_clock_sync(r);
+	ring_kernel_read_clock(k, dir);
+	ring_kernel_clock_sync(k);
 	*out = r;
 	return 0;
 fail:
@@ -348,12 +375,12 @@ fail:
 	return ret;
 }
 
-int ring_kernel_get_reader(struct hvtrace_ring *r)
+static int ring_kernel_get_reader(struct hvtrace_ring *r)
 {
 	int tries;
 
 	for (tries = 0; tries < 8; tries++) {
-		if (!ioctl(r->fd, HVT_TRACE_MMAP_IOCTL_GET_READER))
+		if (!ioctl(to_kernel(r)->fd, HVT_TRACE_MMAP_IOCTL_GET_READER))
 			return 0;
 		if (errno != EINTR)
 			return hvt_err(-errno, "TRACE_MMAP_IOCTL_GET_READER on "
@@ -368,8 +395,9 @@ int ring_kernel_get_reader(struct hvtrace_ring *r)
  * read() view: one sub-buffer from trace_pipe_raw into the inactive reader
  * page.  Nothing pending (EAGAIN) leaves the reader page as it is.
  */
-int ring_kread_get_reader(struct hvtrace_ring *r)
+static int ring_kread_get_reader(struct hvtrace_ring *r)
 {
+	struct ring_kernel *k = to_kernel(r);
 	struct hvt_trace_buffer_meta *m = r->meta;
 	uint32_t other = m->reader.id ? 0 : 1;
 	uint8_t *page = r->data + (size_t)other * r->subbuf_size;
@@ -378,7 +406,7 @@ int ring_kread_get_reader(struct hvtrace_ring *r)
 	ssize_t n;
 
 	for (;;) {
-		n = read(r->fd, page, r->subbuf_size);
+		n = read(k->fd, page, r->subbuf_size);
 		if (n >= 0 || errno != EINTR)
 			break;
 	}
@@ -404,6 +432,71 @@ int ring_kread_get_reader(struct hvtrace_ring *r)
 		m->reader.read = size < max ? (uint32_t)size : max;
 		m->reader.lost_events = lost;
 	}
-	ring_kread_counters(r);
+	ring_kread_counters(k);
 	return 0;
 }
+
+static void ring_kernel_close(struct hvtrace_ring *r)
+{
+	struct ring_kernel *k = to_kernel(r);
+
+	/* The read() view's reservation is unmapped by the caller. */
+	if (k->mapped) {
+		if (r->data)
+			munmap(r->data, r->data_len);
+		if (r->meta)
+			munmap(r->meta, r->meta_len);
+	}
+	if (k->fd >= 0)
+		close(k->fd);
+	if (k->stats_fd >= 0)
+		close(k->stats_fd);
+	free(k);
+}
+
+static uint64_t ring_kernel_now_ns(struct hvtrace_ring *r, uint64_t now)
+{
+	struct ring_kernel *k = to_kernel(r);
+
+	if (k->clock_ns && now - k->clock_synced_at >= RING_KCLOCK_RESYNC_NS)
+		ring_kernel_clock_sync(k);
+	return k->clock_known ? now : 0;
+}
+
+static uint64_t ring_kernel_to_host(struct hvtrace_ring *r, uint64_t ts)
+{
+	struct ring_kernel *k = to_kernel(r);
+
+	return k->clock_known ? ts - (uint64_t)k->clock_off : ts;
+}
+
+static bool ring_kernel_clock_is_ns(const struct hvtrace_ring *r)
+{
+	return to_kernel(r)->clock_ns;
+}
+
+static const char *ring_kread_fallback(const struct hvtrace_ring *r)
+{
+	return to_kernel(r)->why;
+}
+
+/* The mmap ABI of the kernel itself. */
+static const struct ring_ops ring_kernel_ops = {
+	.kernel = true,
+	.get_reader = ring_kernel_get_reader,
+	.close = ring_kernel_close,
+	.now_ns = ring_kernel_now_ns,
+	.to_host = ring_kernel_to_host,
+	.clock_is_ns = ring_kernel_clock_is_ns,
+};
+
+/* read() of trace_pipe_raw into two private reader pages. */
+static const struct ring_ops ring_kread_ops = {
+	.kernel = true,
+	.get_reader = ring_kread_get_reader,
+	.close = ring_kernel_close,
+	.now_ns = ring_kernel_now_ns,
+	.to_host = ring_kernel_to_host,
+	.clock_is_ns = ring_kernel_clock_is_ns,
+	.fallback = ring_kread_fallback,
+};

@@ -14,8 +14,7 @@
 #include <hvtrace.h>
 #include <hvtrace/page.h>
 
-#include "hvtrace-local.h"
-#include <hvtrace-daemon.h>
+#include "dfeed.h"
 
 #include "dclock.h"
 
@@ -34,6 +33,12 @@ struct df_loss {
 	uint64_t reported; /* pages a queued page has carried */
 };
 
+/* The queue of one routed (remote, cpu): see dfeed.h. */
+struct df_route {
+	uint32_t remote, cpu;
+	struct hvtrace_daemon_page *head, *tail;
+};
+
 struct hvtrace_daemon_feed {
 	struct hvtrace_daemon *dc;
 	struct hvtrace_daemon_page *head, *tail;
@@ -45,6 +50,8 @@ struct hvtrace_daemon_feed {
 	int drain_state; /* 0: none out, 1: answered, -errno: refused */
 	bool drain_out;
 	struct hvt_dclocks clocks; /* the newest CLOCK of each remote */
+	struct df_route *routes;
+	unsigned int nr_routes;
 };
 
 int hvtrace_daemon_feed_open(const char *sock, struct hvtrace_daemon_feed **out)
@@ -90,6 +97,9 @@ void hvtrace_daemon_feed_close(struct hvtrace_daemon_feed *f)
 		free(p);
 	}
 	free(f->loss);
+	while (f->nr_routes)
+		hvt_dfeed_unroute(f, f->routes[0].remote, f->routes[0].cpu);
+	free(f->routes);
 	hvtrace_daemon_close(f->dc);
 	hvt_dclocks_free(&f->clocks);
 	free(f);
@@ -103,6 +113,17 @@ int hvtrace_daemon_feed_fd(const struct hvtrace_daemon_feed *f)
 bool hvtrace_daemon_feed_pending(const struct hvtrace_daemon_feed *f)
 {
 	return f->head != NULL;
+}
+
+static struct df_route *df_find_route(struct hvtrace_daemon_feed *f,
+				      uint32_t remote, uint32_t cpu)
+{
+	unsigned int i;
+
+	for (i = 0; i < f->nr_routes; i++)
+		if (f->routes[i].remote == remote && f->routes[i].cpu == cpu)
+			return &f->routes[i];
+	return NULL;
 }
 
 /* The feed's losses of subscription @sub's CPU @cpu; NULL if none (or,
@@ -139,6 +160,9 @@ static void df_enqueue(struct hvtrace_daemon_feed *f,
 {
 	struct df_loss *l = f->nr_loss ? df_loss_of(f, p->sub, p->cpu, false)
 				       : NULL;
+	struct df_route *rt = df_find_route(f, p->remote, p->cpu);
+	struct hvtrace_daemon_page **head = rt ? &rt->head : &f->head;
+	struct hvtrace_daemon_page **tail = rt ? &rt->tail : &f->tail;
 
 	/* The feed's own drops travel with the daemon's. */
 	if (l) {
@@ -146,12 +170,13 @@ static void df_enqueue(struct hvtrace_daemon_feed *f,
 		p->dropped_events += l->events;
 		l->reported = l->pages;
 	}
+
 	p->next = NULL;
-	if (f->tail)
-		f->tail->next = p;
+	if (*tail)
+		(*tail)->next = p;
 	else
-		f->head = p;
-	f->tail = p;
+		*head = p;
+	*tail = p;
 	f->queued++;
 }
 
@@ -329,6 +354,123 @@ int hvtrace_daemon_feed_next(struct hvtrace_daemon_feed *f, int timeout_ms,
 		 * stray message) is dropped and we look again. */
 		df_other(f, &m);
 	}
+}
+
+int hvt_dfeed_route(struct hvtrace_daemon_feed *f, uint32_t remote,
+		    uint32_t cpu)
+{
+	struct df_route *v;
+
+	if (df_find_route(f, remote, cpu))
+		return 0;
+	v = realloc(f->routes, (f->nr_routes + 1) * sizeof(*v));
+	if (!v)
+		return hvt_err(-ENOMEM, "out of memory");
+	f->routes = v;
+	memset(&v[f->nr_routes], 0, sizeof(*v));
+	v[f->nr_routes].remote = remote;
+	v[f->nr_routes].cpu = cpu;
+	f->nr_routes++;
+	return 0;
+}
+
+void hvt_dfeed_unroute(struct hvtrace_daemon_feed *f, uint32_t remote,
+		       uint32_t cpu)
+{
+	struct df_route *rt = df_find_route(f, remote, cpu);
+	struct hvtrace_daemon_page *p, *n;
+
+	if (!rt)
+		return;
+	for (p = rt->head; p; p = n) {
+		n = p->next;
+		free(p);
+		f->queued--;
+	}
+	*rt = f->routes[--f->nr_routes];
+}
+
+int hvt_dfeed_take(struct hvtrace_daemon_feed *f, uint32_t remote,
+		   uint32_t cpu, struct hvtrace_daemon_page **page)
+{
+	struct df_route *rt = df_find_route(f, remote, cpu);
+	struct hvt_msg m;
+	int ret;
+
+	*page = NULL;
+	if (!rt)
+		return hvt_err(-EINVAL, "remote %u CPU %u is not routed",
+			       remote, cpu);
+	/* Bounded: each frame received is routed (or dropped), and a full
+	 * feed receives nothing more. */
+	while (!rt->head && f->queued < f->max_queued) {
+		struct pollfd pfd = {.fd = hvtrace_daemon_fd(f->dc),
+				     .events = POLLIN};
+
+		ret = hvtrace_daemon_recv(f->dc, &m, 0);
+		if (ret < 0)
+			return ret;
+		if (!ret) {
+			ret = poll(&pfd, 1, 0);
+			if (ret < 0 && errno != EINTR)
+				return hvt_err(-errno, "poll: %s",
+					       strerror(errno));
+			if (ret <= 0)
+				return 0;
+			ret = hvtrace_daemon_recv(f->dc, &m,
+						  HVTRACE_DAEMON_TIMEOUT_MS);
+			if (ret < 0)
+				return ret;
+			if (!ret)
+				return hvt_err(-ETIMEDOUT,
+					       "hvtraced stopped mid-frame");
+		}
+		df_other(f, &m);
+		rt = df_find_route(f, remote, cpu); /* df_other moves none */
+	}
+	if (!rt->head)
+		return 0;
+	*page = rt->head;
+	rt->head = rt->head->next;
+	if (!rt->head)
+		rt->tail = NULL;
+	f->queued--;
+	(*page)->next = NULL;
+	return 1;
+}
+
+int hvt_dfeed_remote(struct hvtrace_daemon_feed *f, uint32_t remote,
+		     struct hvt_remote_rec *rec)
+{
+	struct hvt_msg m, r;
+	uint32_t i;
+	int ret;
+
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_REMOTES;
+	ret = df_call(f, &m, &r);
+	if (ret)
+		return ret;
+	if (r.type != HVT_MSG_REMOTES)
+		return hvt_err(-EPROTO, "hvtraced answered REMOTES with %s",
+			       hvt_msg_type_name(r.type));
+	for (i = 0; i < r.u.remotes.recs.count; i++) {
+		hvt_msg_remote_at(&r.u.remotes.recs, i, rec);
+		if (rec->id == remote)
+			return 0;
+	}
+	return hvt_err(-ENOENT, "hvtraced has no remote %u (any more)",
+		       remote);
+}
+
+int hvt_dfeed_unsubscribe(struct hvtrace_daemon_feed *f, uint32_t sub)
+{
+	struct hvt_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_UNSUBSCRIBE;
+	m.u.unsubscribe.sub = sub;
+	return df_result(f, &m, NULL);
 }
 
 uint64_t hvtrace_daemon_page_drops(const struct hvtrace_daemon_page *pg,

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libhvtrace-daemon's private header (never installed): what the feed
+ * (dfeed.c) offers the rest of the library, the remote rings (dring.c).
+ */
+#ifndef HVT_PROTO_DFEED_H
+#define HVT_PROTO_DFEED_H
+
+#include <stdint.h>
+
+#include "hvtrace-local.h"
+#include <hvtrace-daemon.h>
+
+/*
+ * Routing: pages of a routed (remote, cpu) go to a queue of their own, out
+ * of hvt_dfeed_take(), never out of hvtrace_daemon_feed_next(), so a
+ * reader of one CPU never takes (or has to keep) another CPU's pages.
+ */
+HVT_INTERNAL int hvt_dfeed_route(struct hvtrace_daemon_feed *f,
+				 uint32_t remote, uint32_t cpu);
+/* Stop routing (remote, cpu); its queued pages are freed. */
+HVT_INTERNAL void hvt_dfeed_unroute(struct hvtrace_daemon_feed *f,
+				    uint32_t remote, uint32_t cpu);
+/*
+ * The next page of a routed (remote, cpu), without waiting: what the
+ * client or the socket holds now is received (and routed) first.
+ * Return: 1 with *page (the caller frees it), 0, or a negative errno.
+ */
+HVT_INTERNAL int hvt_dfeed_take(struct hvtrace_daemon_feed *f, uint32_t remote,
+				uint32_t cpu, struct hvtrace_daemon_page **page);
+/* REMOTES on the feed's connection (pages meanwhile are kept): @remote's
+ * record; -ENOENT when it has none. */
+HVT_INTERNAL int hvt_dfeed_remote(struct hvtrace_daemon_feed *f,
+				  uint32_t remote, struct hvt_remote_rec *rec);
+/* UNSUBSCRIBE on the feed's connection. */
+HVT_INTERNAL int hvt_dfeed_unsubscribe(struct hvtrace_daemon_feed *f,
+				       uint32_t sub);
+
+#endif /* HVT_PROTO_DFEED_H */

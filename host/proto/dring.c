@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libhvtrace-daemon: a remote's CPU buffer, read through hvtraced, as a
+ * ring of the core (hvtrace_ring_open_source()), so that the record
+ * cursor, hvtrace_merge, decoding and text are the ones of an area.
+ *
+ * Each ring subscribes the feed to its (remote, CPU) and has the feed route
+ * that pair's pages to a queue of its own (dfeed.c), so a ring that pulls
+ * takes only its pages and leaves the others' queued for their rings.
+ * The ring's "next page" hands the core the page as received (the feed's
+ * one copy out of the frame); the core validates it and copies its events
+ * once, to where the cursor reads them.  The page is freed on the next
+ * call.
+ *
+ * Losses, reported as the next record's lost count (text: "CPU:N [LOST n
+ * EVENTS]"), never silently:
+ *   - the ring's own (a page's RB_MISSED_EVENTS/_STORED; the PAGE's
+ *     lost_events where the page header carries none: an empty PAGE of a
+ *     drain that closes a writer's account);
+ *   - what hvtraced dropped for this subscriber: the increase of the
+ *     PAGE's dropped_events since the last PAGE of this subscription.  The
+ *     ring's subscription covers its CPU only, so the increase is this
+ *     CPU's whichever way the daemon keeps its totals.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hvtrace/page.h>
+
+#include "dfeed.h"
+
+struct dring {
+	struct hvtrace_daemon_feed *f;
+	uint32_t remote;
+	uint32_t cpu;
+	uint32_t sub;
+	struct hvtrace_daemon_page *cur;	/* handed to the ring */
+	uint64_t dropped_events;		/* this subscription's total */
+};
+
+/*
+ * Writer timestamp @ts of @remote to host CLOCK_MONOTONIC ns, with the
+ * clock model hvtraced sent in the page stream (a CLOCK before the
+ * subscription's first page and after each refit): no I/O.  Only a
+ * daemon that sends no model is asked (TO_HOST).
+ */
+static int dring_ts_to_host(struct hvtrace_daemon_feed *f, uint32_t remote,
+			    uint64_t ts, uint64_t *ns, uint64_t *err_ns)
+{
+	int ret = hvtrace_daemon_feed_ts_to_host(f, remote, ts, ns, err_ns);
+
+	if (ret != -ENODATA)
+		return ret;
+	return hvtrace_daemon_feed_to_host(f, remote, &ts, ns, 1, err_ns);
+}
+
+static uint64_t dring_lost_add(uint64_t a, uint64_t b)
+{
+	if (a == HVTRACE_LOST_UNKNOWN || b == HVTRACE_LOST_UNKNOWN ||
+	    a + b < a)
+		return HVTRACE_LOST_UNKNOWN;
+	return a + b;
+}
+
+static int dring_next_page(void *ctx, int cpu, struct hvtrace_ring_page *pg)
+{
+	struct dring *d = ctx;
+	struct hvtrace_daemon_page *p;
+	uint64_t drops, commit, lost;
+	int ret;
+
+	(void)cpu;
+	free(d->cur);
+	d->cur = NULL;
+	for (;;) {
+		ret = hvt_dfeed_take(d->f, d->remote, d->cpu, &p);
+		if (ret <= 0)
+			return ret;
+		if (p->sub == d->sub)
+			break;
+		free(p);	/* another subscription's copy */
+	}
+	drops = hvtrace_daemon_page_drops(p, &d->dropped_events);
+	/* The ring's losses: in the page header when it has the flag (the
+	 * core reads them there), else only in the PAGE. */
+	commit = 0;
+	if (p->len >= HVT_PAGE_HDR_SIZE)
+		memcpy(&commit, p->data + HVT_PAGE_COMMIT_OFF, 8);
+	lost = (commit & HVT_MISSED_EVENTS) ? 0 : p->lost_events;
+	pg->data = p->data;
+	pg->len = p->len;
+	pg->seq = p->seq;
+	pg->flags = (p->flags & HVT_PAGEF_TAIL) ? HVTRACE_PAGE_TAIL : 0;
+	pg->lost_events = dring_lost_add(lost, drops);
+	d->cur = p;
+	return 1;
+}
+
+static int dring_to_host(void *ctx, int cpu, uint64_t ts, uint64_t *ns,
+			 uint64_t *err_ns)
+{
+	struct dring *d = ctx;
+
+	(void)cpu;
+	return dring_ts_to_host(d->f, d->remote, ts, ns, err_ns);
+}
+
+static void dring_close(void *ctx, int cpu)
+{
+	struct dring *d = ctx;
+
+	(void)cpu;
+	free(d->cur);
+	/* Best effort: a feed whose daemon went away has no subscription. */
+	hvt_dfeed_unsubscribe(d->f, d->sub);
+	hvt_dfeed_unroute(d->f, d->remote, d->cpu);
+	free(d);
+}
+
+static const struct hvtrace_ring_source_ops dring_ops = {
+	.next_page = dring_next_page,
+	.to_host = dring_to_host,
+	.close = dring_close,
+};
+
+int hvtrace_daemon_ring_open(struct hvtrace_daemon_feed *f, uint32_t remote,
+			     int cpu, struct hvtrace_ring **out)
+{
+	struct hvt_remote_rec rec;
+	struct dring *d;
+	int ret;
+
+	if (!f || !out || cpu < 0)
+		return hvt_err(-EINVAL, "hvtrace_daemon_ring_open: bad "
+					"argument");
+	*out = NULL;
+	ret = hvt_dfeed_remote(f, remote, &rec);
+	if (ret)
+		return ret;
+	if ((uint32_t)cpu >= rec.nr_cpus)
+		return hvt_err(-EINVAL, "remote '%.32s' has no CPU %d (it has "
+					"%u)",
+			       rec.name, cpu, rec.nr_cpus);
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return hvt_err(-ENOMEM, "out of memory");
+	d->f = f;
+	d->remote = remote;
+	d->cpu = (uint32_t)cpu;
+	/* Route first: pages may arrive while SUBSCRIBE is answered. */
+	ret = hvt_dfeed_route(f, remote, d->cpu);
+	if (ret)
+		goto fail_free;
+	ret = hvtrace_daemon_feed_subscribe(f, remote, cpu, 0, &d->sub);
+	if (ret)
+		goto fail_route;
+	ret = hvtrace_ring_open_source(&dring_ops, d, cpu,
+				       rec.subbuf_size ? rec.subbuf_size : 4096,
+				       out);
+	if (ret) {
+		hvt_dfeed_unsubscribe(f, d->sub);
+		goto fail_route;
+	}
+	return 0;
+fail_route:
+	hvt_dfeed_unroute(f, remote, d->cpu);
+fail_free:
+	free(d);
+	return ret;
+}
