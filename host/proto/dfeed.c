@@ -14,7 +14,7 @@
 #include <hvtrace.h>
 #include <hvtrace/page.h>
 
-#include "hvtrace-local.h"
+#include <hvtrace-internal.h>
 #include <hvtrace-daemon.h>
 
 /* At most this many pages wait in a feed's queue: past it the feed stops
