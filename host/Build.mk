@@ -14,20 +14,26 @@
 #
 # Dependencies point down only: tracedat -> daemon -> core, fuse -> daemon
 # -> core; the core links neither FUSE nor any other host library
-# (tests/foundation/layering checks it).  Each library has a private
-# header of its own (host/lib/hvtrace-local.h, host/tracedat/tracedat-local.h,
-# host/proto/dfeed.h, host/fuse/fuse-local.h, host/userevents/userevents-local.h);
-# programs see host/include only.  Every library is built static and
-# shared, with a symbol map (host/<lib>.map) and a pkg-config file
-# (host/<name>.pc.in).
+# (tests/foundation/layering checks it).  A library's private headers
+# are its own (host/lib/hvtrace-local.h, host/tracedat/tracedat-local.h,
+# host/fuse/fuse-local.h, host/userevents/userevents-local.h);
+# the libraries above the core reach it through host/include and the one
+# internal header host/lib/internal/hvtrace-internal.h (never installed),
+# never host/lib's private headers; programs see host/include only.
+# Every library is built static and shared, with a symbol map
+# (host/<lib>.map) and a pkg-config file (host/<name>.pc.in).
 #
 #   host/cli/        the hvtrace command; one cmd_*.c per verb
 #   host/hvtraced/   the host daemon
 
 ifeq ($(CONFIG_HVT_HOST),y)
 
+# Every library sees the public headers and the core's internal header
+# (host/lib/internal: the HVTRACE_PRIVATE functions); only the core sees
+# host/lib itself, so an upper library that includes one of the core's
+# private headers does not compile.
 HOST_LIB_CFLAGS := -fPIC -fvisibility=hidden -I$(srctree)/host/include \
-	-I$(srctree)/host/lib $(TRACEEVENT_CFLAGS) -DHVT_BUILD_LIB
+	-I$(srctree)/host/lib/internal $(TRACEEVENT_CFLAGS) -DHVT_BUILD_LIB
 HOST_PROG_CFLAGS := -I$(srctree)/host/include $(TRACEEVENT_CFLAGS)
 
 # $(call host-lib,VAR,NAME,DIRS,EXTRA_CFLAGS,SHARED_LIBS)
@@ -56,9 +62,11 @@ INSTALL_LIB += $$($(1)) $$($(1)_SO)
 INSTALL_PC += $$(srctree)/host/$(2).pc.in
 endef
 
-# The core; host/lib holds the shared objects' private symbols (the
-# HVTRACE_PRIVATE node of its map) that the other libraries call.
-$(eval $(call host-lib,LIBHVT_CORE,hvtrace,lib userevents hypevents,$(TRACEFS_CFLAGS),\
+# The core; host/lib/internal/hvtrace-internal.h declares its shared
+# object's private symbols (the HVTRACE_PRIVATE node of its map) that the
+# other libraries call.
+$(eval $(call host-lib,LIBHVT_CORE,hvtrace,lib userevents hypevents,\
+	-I$(srctree)/host/lib $(TRACEFS_CFLAGS),\
 	$(LIBHVTCORE) $(TRACEEVENT_LIBS) $(TRACEFS_LIBS) -pthread))
 # The installed static core carries the writer core and area container
 # of shared/ (libhvtcore.a is not installed), as the shared object links

@@ -15,7 +15,7 @@ UNIT_PROGS := $(addprefix $(objtree)/tests/unit/,$(UNIT_NAMES))
 # pull in what a test uses.
 TEST_LIBS := $(if $(LIBHVTRACE),$(LIBHVTRACE)) $(if $(GUEST_LIB_SRCS),$(LIBHVTGUEST)) $(LIBHVTCORE)
 TEST_CFLAGS := $(TEST_CPPFLAGS) -I$(srctree)/host/include -I$(srctree)/host/lib \
-	-I$(srctree)/guest/include -I$(srctree)/guest/lib \
+	-I$(srctree)/host/lib/internal -I$(srctree)/guest/include -I$(srctree)/guest/lib \
 	$(TRACEEVENT_CFLAGS) $(TRACEFS_CFLAGS)
 
 $(objtree)/tests/unit/%.o: EXTRA_CFLAGS += $(TEST_CFLAGS)

@@ -34,7 +34,7 @@
 #include <hvtrace.h>
 #include <hvtrace-fuse.h>
 
-#include "hvtrace-local.h"
+#include <hvtrace-internal.h>
 
 #define FZ_CLOCK_NATIVE 0 /* the writer's own clock */
 #define FZ_CLOCK_MONO	1 /* host CLOCK_MONOTONIC (the clock model) */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hvtrace-local.h"
+#include <hvtrace-internal.h>
 
 #define FZ_KMAP_MAX	    8192    /* guest kernel events, at most */
 #define FZ_KMAP_ID_LIMIT    0x8000u /* served ids stay below */

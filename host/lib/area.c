@@ -688,3 +688,9 @@ HVTRACE_API uint64_t hvtrace_area_to_host_ns(const struct hvtrace_area *a,
 {
 	return hvt_clock_to_host(&a->clock, ts, err_ns);
 }
+
+void hvt_area_clock_affine(const struct hvtrace_area *a,
+			   struct hvt_clock_affine *out)
+{
+	hvt_clock_affine_get(&a->clock, out);
+}

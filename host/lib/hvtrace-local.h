@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libhvtrace internals shared by the files of host/lib and the other host
- * components compiled into the library.
+ * components compiled into the library (host/userevents, host/hypevents).
+ * The core's own: the libraries above it see host/lib/internal only
+ * (<hvtrace-internal.h>), never this header or host/lib's others.
  */
 #ifndef HVT_HVTRACE_LOCAL_H
 #define HVT_HVTRACE_LOCAL_H
@@ -16,17 +18,10 @@
 #include <hvtrace.h>
 #include <hvtrace/abi.h>
 
-#define HVT_INTERNAL __attribute__((visibility("hidden")))
-/*
- * Not API, but called by the other host libraries (libhvtrace-tracedat,
- * -daemon, -fuse): exported in the HVTRACE_PRIVATE node of
- * host/libhvtrace.map, which no public header declares.
- */
-#define HVT_LIBPRIVATE __attribute__((visibility("default")))
-
-/* Set the calling thread's hvtrace_last_error() text; returns @err. */
-HVT_LIBPRIVATE int hvt_err(int err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* What the libraries above the core call in it (HVT_INTERNAL,
+ * HVT_LIBPRIVATE, hvt_err(), the clock conversion, the packer's page
+ * entry): declared there, for them and for the core alike. */
+#include <hvtrace-internal.h>
 
 /* --- SIGBUS guard (guard.c) -------------------------------------------- */
 
@@ -108,30 +103,7 @@ HVT_INTERNAL void hvt_clock_map_get(const struct hvt_clock_model *m,
 HVT_INTERNAL uint64_t hvt_clock_to_host(const struct hvt_clock_model *m,
 					uint64_t ts, uint64_t *err_ns);
 
-/*
- * The model's conversion as it stands now (an affine map), for a caller
- * that converts many timestamps at once without the error bound: the
- * recorder takes one per page.  hvt_clock_to_host() converts through it
- * too, so both give the same value for the same model.
- *
- * The rate is applied in fixed point, as an integer part and a fraction
- * in 64 bits: two multiplies and an add per timestamp, the fraction's
- * product taken from the high half (no shift by a variable count).  The
- * recorder converts every event, and the floating-point chain (convert,
- * multiply, add, range check, convert back) cost about as much as the
- * rest of packing a record.  The fraction holds every bit of the
- * model's double rate, so a timestamp is off by under a nanosecond
- * (rounded down) from the exact product.
- */
-struct hvt_clock_affine {
-	bool identity; /* HVT_CLOCK_HOST_NS: no conversion */
-	bool synced;
-	uint64_t rate_int;
-	uint64_t rate_frac;
-	uint64_t base_writer;
-	uint64_t base_host;
-};
-
+/* The model's conversion now (struct hvt_clock_affine). */
 static inline void hvt_clock_affine_get(const struct hvt_clock_model *m,
 					struct hvt_clock_affine *a)
 {
@@ -143,161 +115,12 @@ static inline void hvt_clock_affine_get(const struct hvt_clock_model *m,
 	a->base_host = m->base_host;
 }
 
-static inline uint64_t hvt_clock_affine_to_host(const struct hvt_clock_affine *a,
-						uint64_t ts)
-{
-	uint64_t u, hi;
-	int64_t d, off;
-
-	if (a->identity)
-		return ts;
-	if (!a->synced) {
-		/* No sample yet: the writer's own timeline, in ns. */
-		hi = (uint64_t)(((unsigned __int128)ts * a->rate_frac) >> 64);
-		if (__builtin_mul_overflow(ts, a->rate_int, &u) ||
-		    __builtin_add_overflow(u, hi, &u))
-			return UINT64_MAX;
-		return u;
-	}
-	/* Ticks from the base are signed: events before the newest sample
-	 * come out below base_host (the fraction's product rounds down). */
-	d = (int64_t)(ts - a->base_writer);
-	if (__builtin_mul_overflow(d, (int64_t)a->rate_int, &off) ||
-	    __builtin_add_overflow(
-		    off,
-		    (int64_t)(((__int128)d * (__int128)a->rate_frac) >> 64),
-		    &off))
-		return d < 0 ? 0 : UINT64_MAX;
-	if (off < 0)
-		return 0 - (uint64_t)off > a->base_host
-			       ? 0
-			       : a->base_host - (0 - (uint64_t)off);
-	if (__builtin_add_overflow(a->base_host, (uint64_t)off, &u))
-		return UINT64_MAX;
-	return u;
-}
-
-HVT_LIBPRIVATE uint64_t hvt_host_now_ns(void);
-
-/*
- * Where each record of a validated page starts, from the first data byte:
- * the reader's validation walk writes it down (hvt_subbuf_take()) for a
- * caller that walks the page again, the recorder's packer.  A walk finds
- * each record from the one before it (a load, then the length, then the
- * next load): about 7 cycles a record however little is done with it.
- * With the starts known, the packer's records do not wait on each other.
- */
-struct hvt_item_index {
-	uint32_t *off; /* record starts, ascending; off[nr]: the end */
-	uint32_t cap;  /* entries @off holds */
-	uint32_t nr;   /* records; 0: none written down (walk instead) */
-};
-
-/* Entries an index needs for any page of @data_size bytes: a record (an
- * event, padding or a time record) takes 8 bytes at least; one more
- * holds the end. */
-static inline uint32_t hvt_item_index_cap(uint32_t data_size)
-{
-	return data_size / 8 + 2;
-}
-
-/*
- * The packer (pack.c), a page at a time.  A caller with a page of records
- * validated by its reader gives it here with the conversion its event path
- * applies to each record (the clock, the id map).  The records the open
- * page takes go on it through add_event(); the rest of the page is copied
- * once to a fresh page and rewritten in place (ids, and deltas from the
- * converted absolute times), where add_event() record by record would lay
- * them out the same way.  The walk stops before a record it cannot vouch
- * for: a padding or time record, one add_event() would encode otherwise,
- * one shorter than @min_len, a converted delta over 27 bits, a record the
- * fresh page cannot hold.  @out says what was done and where the caller's
- * event path goes on (an iterator at @out->pos with running time
- * @out->ts).  Returns 0, or a flush's error (@out still says what was
- * packed before it).
- */
-struct hvt_pack_page_in {
-	const uint8_t *data;	/* the records, after the page header */
-	uint32_t size;		/* their bytes (commit, flags masked) */
-	uint64_t ts;		/* the page header's time stamp */
-	/* Or NULL: where each record of @data starts, as the reader's
-	 * validation found them; a record where the index and the data
-	 * disagree is walked as without one. */
-	const struct hvt_item_index *ix;
-	const struct hvt_clock_affine *clk; /* writer time -> file time */
-	const uint16_t *idmap;	/* common_type -> file id (65536 entries) */
-	uint16_t unknown_id;	/* the id counted in @out->unknown */
-	uint32_t min_len;	/* shorter records: the event path's error */
-	bool have_prev;		/* times are held at @prev or later */
-	uint64_t prev;
-	/*
-	 * Or NULL.  Called for each record packed whose u32 at @note_off
-	 * differs from the one before it on this page (the page's first
-	 * included), and for a record too short to hold it: a caller that
-	 * notes a field (the pid) is not called for every event.
-	 */
-	void (*note)(void *ctx, const uint8_t *rec, uint32_t len);
-	void *note_ctx;
-	uint32_t note_off;
-};
-
-struct hvt_pack_page_out {
-	uint32_t events;	/* records packed */
-	uint32_t unknown;	/* records mapped to @unknown_id */
-	uint32_t clamped;	/* times held at the one before */
-	uint64_t last_ts;	/* of the last record packed */
-	uint32_t pos;		/* the first record left to the caller */
-	uint64_t ts;		/* the running time before it */
-};
-
-/*
- * hvtrace_cpu_read_page() that also writes down in @ix where each record
- * of the page returned starts (@ix->nr 0 where it could not).
- */
-HVT_LIBPRIVATE int hvt_cpu_read_page_indexed(struct hvtrace_area *a, int cpu,
-					     void *page, size_t size,
-					     struct hvtrace_page_info *info,
-					     struct hvt_item_index *ix);
-
-struct hvtrace_pack;
-HVT_LIBPRIVATE int hvt_pack_add_page(struct hvtrace_pack *p,
-				     const struct hvt_pack_page_in *in,
-				     struct hvt_pack_page_out *out);
-
 /*
  * Back off while polling shared memory: spin briefly (a writer on another
  * CPU usually answers within microseconds), then sleep so a poll never
  * starves a guest's vCPU threads on a small host.
  */
 HVT_INTERNAL void hvt_wait_a_little(unsigned int *spins);
-
-/*
- * Per-CPU state that different threads write (a reader thread per CPU
- * buffer) sits in whole cache lines of its own: the struct is declared
- * HVT_CACHELINE_ALIGNED, so its size is a multiple of the line, and the
- * array is allocated on a line by hvt_calloc_lines().  Otherwise two
- * threads write one line at every page: the trace.dat writer's 48-byte
- * per-CPU state put CPUs 0 and 1, read by threads 0 and 1, in one line,
- * and the other structs' boundaries fell where the heap put them.
- */
-#define HVT_CACHELINE 64
-#define HVT_CACHELINE_ALIGNED __attribute__((aligned(HVT_CACHELINE)))
-
-static inline void *hvt_calloc_lines(size_t n, size_t size)
-{
-	size_t bytes;
-	void *p;
-
-	if (!n)
-		n = 1;
-	if (__builtin_mul_overflow(n, size, &bytes))
-		return NULL;
-	bytes = (bytes + HVT_CACHELINE - 1) & ~(size_t)(HVT_CACHELINE - 1);
-	p = aligned_alloc(HVT_CACHELINE, bytes);
-	if (p)
-		memset(p, 0, bytes);
-	return p;
-}
 
 /* --- per-CPU reader (reader.c) ----------------------------------------- */
 

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hvtrace-local.h"
+#include <hvtrace-internal.h>
 #include <hvtrace-daemon.h>
 
 struct hvtrace_daemon {

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "hvtrace-local.h"
+#include <hvtrace-internal.h>
 #include <hvtrace-daemon.h>
 
 /*

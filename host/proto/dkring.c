@@ -40,7 +40,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "hvtrace-local.h"
+#include <hvtrace-internal.h>
 #include "hvt_util.h"
 #include <hvtrace-daemon.h>
 

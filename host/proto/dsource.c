@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hvtrace-local.h"
+#include <hvtrace-internal.h>
 #include <hvtrace-daemon.h>
 
 int hvtrace_daemon_feed_to_host_mixed(struct hvtrace_daemon_feed *f, size_t n,

@@ -23,7 +23,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "hvtrace-local.h"
+#include <hvtrace-internal.h>
 #include <hvt_util.h>
 #include <hvtrace-daemon.h>
 #include <hvtrace-ring.h>

@@ -514,7 +514,7 @@ static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 		if (ret)
 			return ret;
 	}
-	hvt_clock_affine_get(&s->area->clock, &clk);
+	hvt_area_clock_affine(s->area, &clk);
 	in.size = size;
 	in.ts = ts;
 	in.have_prev = c->have_ts;

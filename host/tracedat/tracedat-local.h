@@ -29,7 +29,7 @@
 
 #include <hvtrace-tracedat.h>
 
-#include "hvtrace-local.h"
+#include <hvtrace-internal.h>
 
 /* trace-cmd option and section ids (lib/trace-cmd/include/trace-cmd.h). */
 enum {

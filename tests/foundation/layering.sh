@@ -13,10 +13,19 @@
 #   3. the core library's sources (host/lib, host/userevents,
 #      host/hypevents) include no header of the tracedat, daemon-client or
 #      FUSE libraries, public or private;
+#   3b. nothing of host/ outside the core (host/proto, host/tracedat,
+#      host/fuse, host/cli, host/hvtraced, ...) includes one of the core's
+#      private headers (host/lib/*.h: hvtrace-local.h, reader.h, ...), by
+#      any spelling ("x.h", <x.h>, "../lib/x.h"): the libraries above it
+#      reach it through its public headers and the one internal header
+#      host/lib/internal/hvtrace-internal.h (the HVTRACE_PRIVATE node);
 #   4. libhvtrace.a has no undefined symbol that only libhvtrace-tracedat.a,
 #      libhvtrace-daemon.a or libhvtrace-fuse.a define (no calling up);
 #   5. each host library's symbol map (host/lib*.map) exports exactly the
 #      HVTRACE_API functions of its public headers.
+#   6. each public header (host/include/hvtrace*.h, what make install
+#      puts in place) compiles on its own with host/include and
+#      shared/include alone: none needs host/lib or the internal header.
 #
 # Usage: layering.sh [OBJTREE]; without a build (no libhvtrace.a), checks
 # 4 and 5's archive part are skipped with a note, the rest still run.
@@ -143,6 +152,63 @@ done < <(sources host/lib host/userevents host/hypevents |
 	xargs grep -nE "^[[:space:]]*#[[:space:]]*include[[:space:]]*[<\"]([^>\"]*/)?($upper)[>\"]" /dev/null)
 echo "core includes: $nr of the tracedat, daemon or FUSE headers"
 
+# --- 3b. nothing above the core includes its private headers ----------------
+
+# The core's folders (compiled into libhvtrace with -I host/lib).
+core_dirs=(host/lib host/userevents host/hypevents)
+# The file of host/lib (outside host/lib/internal) that an include of
+# $2 ($3: q or a) in file $1 reaches, or nothing: tried relative to the
+# including file (q), then under the folders the libraries above the core
+# are compiled with; a name found in none of them that host/lib holds (or
+# whose last part a header of host/lib has) compiles only with host/lib on
+# the include path, so it is that header too.
+core_private_of() {
+	local from=$1 name=$2 kind=$3 base r d
+	local -a tries=()
+	[ "$kind" = q ] && tries+=("$(dirname "$from")")
+	tries+=(host/include host/lib/internal shared/include common/include)
+	for d in "${tries[@]}"; do
+		[ -f "$d/$name" ] || continue
+		r=$(realpath -m --relative-to="$src" "$d/$name")
+		case $r in
+		host/lib/internal/*) ;;
+		host/lib/*) echo "$r" ;;
+		esac
+		return
+	done
+	base=${name##*/}
+	if [ -f "host/lib/$name" ]; then
+		realpath -m --relative-to="$src" "host/lib/$name"
+	elif [ -f "host/lib/$base" ]; then
+		echo "host/lib/$base"
+	fi
+}
+
+upper_dirs=()
+for d in host/*/; do
+	d=${d%/}
+	case " ${core_dirs[*]} host/include " in *" $d "*) continue ;; esac
+	upper_dirs+=("$d")
+done
+nr=0
+nc=0
+while IFS= read -r hit; do
+	f=${hit%%:*}
+	rest=${hit#*:}
+	ln=${rest%%:*}
+	inc=$(sed -nE 's/.*#[[:space:]]*include[[:space:]]*([<"])([^>"]*)[>"].*/\1\2/p' <<<"${rest#*:}")
+	[ -n "$inc" ] || continue
+	kind=a
+	[ "${inc:0:1}" = '"' ] && kind=q
+	nc=$((nc + 1))
+	priv=$(core_private_of "$f" "${inc:1}" "$kind")
+	[ -n "$priv" ] || continue
+	fail "$f:$ln: includes the core's private header $priv; use its public headers, or <hvtrace-internal.h> for an HVTRACE_PRIVATE function"
+	nr=$((nr + 1))
+done < <(sources "${upper_dirs[@]}" | grep -v '^tests/' |
+	xargs grep -nE '^[[:space:]]*#[[:space:]]*include' /dev/null)
+echo "core private headers: $nr includes of them in ${upper_dirs[*]} ($nc includes checked)"
+
 # --- 4. the core archive calls nothing above it ----------------------------
 core=$obj/lib/libhvtrace.a
 if [ ! -f "$core" ]; then
@@ -204,6 +270,23 @@ for h in host/include/hvtrace*.h; do
 	esac
 done
 echo "symbol maps: checked against the public headers"
+
+# --- 6. the public headers stand alone ---------------------------------------
+CC=${CC:-cc}
+if ! command -v "$CC" >/dev/null; then
+	echo "note: no $CC: the public headers were not compiled"
+else
+	nr=0
+	for h in host/include/hvtrace*.h; do
+		if ! out=$(printf '#include <%s>\n' "${h##*/}" |
+			"$CC" -std=gnu11 -Wall -Wextra -Werror -fsyntax-only \
+				-Ihost/include -Ishared/include -x c - 2>&1); then
+			fail "$h does not compile on its own (host/include and shared/include only): $(grep -m1 error <<<"$out")"
+		fi
+		nr=$((nr + 1))
+	done
+	echo "public headers: $nr compiled on their own"
+fi
 
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]

@@ -14,7 +14,8 @@ FUZZ_TARGETS := $(patsubst $(srctree)/tests/fuzz/%_fuzz.c,%,$(wildcard $(srctree
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE \
 	-fsanitize=fuzzer-no-link,address,undefined \
 	-I$(srctree)/shared/include -I$(objtree)/include -I$(srctree)/host/include \
-	-I$(srctree)/host/lib -I$(srctree)/host/proto -I$(srctree)/guest/include -I$(srctree)/guest/lib \
+	-I$(srctree)/host/lib -I$(srctree)/host/lib/internal -I$(srctree)/host/proto \
+	-I$(srctree)/guest/include -I$(srctree)/guest/lib \
 	-I$(srctree)/tests/include -DHVT_VERSION=\"$(HVT_VERSION)\" \
 	$(TRACEEVENT_CFLAGS)
 
