@@ -20,14 +20,17 @@
 #    summary must agree.
 set -u
 
+# The CLI tests' helpers (ids_exact, ids_with_losses, stat_field) first:
+# the daemon helpers' exit trap, which stops the daemon, must be the one
+# in force.
+. "$(dirname "${BASH_SOURCE[0]}")/../cli/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" backpressure
-. "$SRC/tests/cli/lib.sh"
 hvt_need_bins
 N=${HVT_BP_EVENTS:-100000}
 M=20000
 AREA1=/dev/shm/hvt-bp1-$$
 AREA2=/dev/shm/hvt-bp2-$$
-RM_ALWAYS="$AREA1 $AREA2"
+RM_ALWAYS="$AREA1 $AREA2 $TMP $AREA"
 
 "$OBJ/bin/hvtraced" --foreground --socket "$HVTRACED_SOCKET" \
 	--run-dir "$T/run" --shm-dir /dev/shm --client-queue 64K \
@@ -59,6 +62,7 @@ echo "pre-filled: both CPUs' $N events, in order, 0 lost"
 "$H" loopback --area "$AREA2" --cpus 2 --events "$M" --pages 8 \
 	--subbuf-size 4096 --mode consume --rate 20000 --background \
 	>"$T/writer.txt" 2>&1 || fail "background writer failed"
+PIDS="$PIDS $(tail -n 1 "$T/writer.txt")"
 "$H" daemon attach --area "$AREA2" --name bp2 >"$T/attach2.txt" 2>&1 ||
 	fail "attach: $(cat "$T/attach2.txt")"
 # The reader of the stream's output sleeps first: the pipe fills, the

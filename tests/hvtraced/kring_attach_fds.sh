@@ -51,6 +51,17 @@ fi
 "${TRACE[@]}" "$OBJ/bin/hvtraced" --foreground --socket "$HVTRACED_SOCKET" \
 	--run-dir "$T/run" --group nogroup >"$T/hvtraced.log" 2>&1 &
 DPID=$!
+# Under strace, $! is strace's: the daemon is its child, and the one to
+# stop at the end (strace detaches when it is stopped).
+if [ ${#TRACE[@]} -gt 0 ]; then
+	SPID=$DPID DPID=''
+	for _ in $(seq 200); do
+		DPID=$(pgrep -P "$SPID" -x hvtraced) && break
+		sleep 0.05
+	done
+	[ -n "$DPID" ] || fail "hvtraced did not start under strace"
+	PIDS="$PIDS $SPID"
+fi
 hvt_listening 10
 
 # vmm TAG [memfd] [undumpable]: a fake VMM holding the golden ring 1 MiB
