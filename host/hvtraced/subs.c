@@ -42,14 +42,7 @@ static struct sub *sub_new(struct conn *tool, struct remote *r, int cpu,
 	}
 	s->id = ++D->next_sub_id;
 	if (!s->id)
-		s->nr_cpus = r->info.nr_cpus < D_MAX_CPUS ? r->info.nr_cpus :
-						   D_MAX_CPUS;
-	s->cpus = calloc(s->nr_cpus ? s->nr_cpus : 1, sizeof(*s->cpus));
-	if (!s->cpus) {
-		free(s);
-		return NULL;
-	}
-	s->id = ++D->next_sub_id;
+		s->id = ++D->next_sub_id;
 	s->tool = tool;
 	s->remote = r;
 	s->cpu = cpu;
