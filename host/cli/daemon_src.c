@@ -86,6 +86,9 @@ struct rs {
 	char hinst[64];			    /* its private instance's name */
 	char kformats[PATH_MAX];        /* its formats' folder */
 	uint64_t comm_tried_ns;
+	int tried[256]; /* loopback pids /proc was asked for */
+	unsigned int nr_tried;
+	uint64_t local_tried_ns; /* ... last asked again */
 	unsigned long long printed, lost, bytes, pages;
 	char *line;
 	size_t line_cap;
@@ -328,13 +331,26 @@ static void rs_write(struct rs *s, const char *buf, size_t len)
 static void rs_comm(struct rs *s, int pid)
 {
 	uint64_t now;
+	unsigned int i;
 
+	if (pid <= 0 || hvtrace_decoder_comm(s->dec, pid))
+		return;
 	if (s->rec.writer_kind == HVT_WRITER_LOOPBACK) {
+		/* Each new pid at once; one /proc had no name for (a thread
+		 * that ended) again at most once a second, not per event. */
+		now = hvt_cli_now_ns();
+		for (i = 0; i < s->nr_tried && s->tried[i] != pid; i++)
+			;
+		if (i < s->nr_tried) {
+			if (now - s->local_tried_ns < 1000000000ULL)
+				return;
+			s->local_tried_ns = now;
+		} else if (s->nr_tried < sizeof(s->tried) / sizeof(s->tried[0])) {
+			s->tried[s->nr_tried++] = pid;
+		}
 		hvtrace_daemon_comm_local(s->dec, pid);
 		return;
 	}
-	if (pid <= 0 || hvtrace_decoder_comm(s->dec, pid))
-		return;
 	/* A guest's writer: its agent reports comms; ask again now and
 	 * then. */
 	now = hvt_cli_now_ns();
