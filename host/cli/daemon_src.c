@@ -451,14 +451,13 @@ static int rs_print(struct rs *s, struct rs_rec *r)
 	return 0;
 }
 
-/*
- * Print what may go: the oldest record once every CPU has one pending
- * (none can be older then), once it waited the window, or everything
- * when flushing.  Its time is printed by stream_order.c's rule (no
- * earlier than the latest time printed while their error bounds
- * overlap), as each batch is converted with the clock model of its
- * moment.  Returns 1 when --count was reached.
- */
+/* The CPU of queue @i, and whether it is the host kernel's. */
+static uint32_t rs_q_cpu(const struct rs *s, uint32_t i, bool *host)
+{
+	*host = s->hk && i >= s->host_q;
+	return *host ? i - s->host_q : i < s->nr_cpus ? i : i - s->nr_cpus;
+}
+
 /* The end: losses no record followed, as trace_pipe shows them. */
 static void rs_pending_lost(struct rs *s)
 {
@@ -466,10 +465,8 @@ static void rs_pending_lost(struct rs *s)
 
 	for (i = 0; i < s->nr_q; i++) {
 		struct rs_cpu *c = &s->cpus[i];
-		bool host = s->hk && i >= s->host_q;
-		uint32_t cpu = host		? i - s->host_q
-			       : i < s->nr_cpus ? i
-						: i - s->nr_cpus;
+		bool host;
+		uint32_t cpu = rs_q_cpu(s, i, &host);
 		char buf[64];
 		int n;
 
@@ -491,6 +488,14 @@ static void rs_pending_lost(struct rs *s)
 	}
 }
 
+/*
+ * Print what may go: the oldest record once every CPU has one pending
+ * (none can be older then), once it waited the window, or everything
+ * when flushing.  Its time is printed by stream_order.c's rule (no
+ * earlier than the latest time printed while their error bounds
+ * overlap), as each batch is converted with the clock model of its
+ * moment.  Returns 1 when --count was reached.
+ */
 static int rs_emit(struct rs *s, bool flush)
 {
 	uint64_t window = (uint64_t)(s->o->window_ms * 1e6);
@@ -705,10 +710,8 @@ static void rs_summary(struct rs *s, double secs)
 
 	for (i = 0; i < s->nr_q; i++) {
 		struct rs_cpu *c = &s->cpus[i];
-		bool host = s->hk && i >= s->host_q;
-		uint32_t cpu = host		? i - s->host_q
-			       : i < s->nr_cpus ? i
-						: i - s->nr_cpus;
+		bool host;
+		uint32_t cpu = rs_q_cpu(s, i, &host);
 
 		if (s->o->cpu >= 0 && (int)cpu != s->o->cpu && !host)
 			continue;

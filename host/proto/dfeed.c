@@ -86,16 +86,24 @@ int hvtrace_daemon_feed_open(const char *sock, struct hvtrace_daemon_feed **out)
 	return 0;
 }
 
-void hvtrace_daemon_feed_close(struct hvtrace_daemon_feed *f)
+/* Free a list of pages; how many there were. */
+static unsigned int df_free_pages(struct hvtrace_daemon_page *p)
 {
-	struct hvtrace_daemon_page *p, *n;
+	struct hvtrace_daemon_page *n;
+	unsigned int nr = 0;
 
-	if (!f)
-		return;
-	for (p = f->head; p; p = n) {
+	for (; p; p = n, nr++) {
 		n = p->next;
 		free(p);
 	}
+	return nr;
+}
+
+void hvtrace_daemon_feed_close(struct hvtrace_daemon_feed *f)
+{
+	if (!f)
+		return;
+	df_free_pages(f->head);
 	free(f->loss);
 	while (f->nr_routes)
 		hvt_dfeed_unroute(f, f->routes[0].remote, f->routes[0].cpu);
@@ -378,15 +386,10 @@ void hvt_dfeed_unroute(struct hvtrace_daemon_feed *f, uint32_t remote,
 		       uint32_t cpu)
 {
 	struct df_route *rt = df_find_route(f, remote, cpu);
-	struct hvtrace_daemon_page *p, *n;
 
 	if (!rt)
 		return;
-	for (p = rt->head; p; p = n) {
-		n = p->next;
-		free(p);
-		f->queued--;
-	}
+	f->queued -= df_free_pages(rt->head);
 	*rt = f->routes[--f->nr_routes];
 }
 
