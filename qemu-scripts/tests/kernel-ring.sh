@@ -68,6 +68,12 @@ HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 200 "$HVTRACE" stream "$n" \
 cat "$T_TMP/live.err"
 grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$n.log" || fail "the guest's writer failed"
 kring_check_marks "$T_TMP/live.txt" "$N"
+# The stream ends when QEMU exits; the launcher removes the RAM file
+# after that, as the last thing before it ends: wait for its processes.
+for _ in $(seq 600); do
+	pgrep -f -- "$T_RUNDIR/$n/" >/dev/null || break
+	sleep 0.05
+done
 [ ! -e "$ram" ] || fail "$ram remains without --keep-ram"
 
 info "panic: $M lines, then sysrq c; read the kept RAM file"
