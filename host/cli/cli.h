@@ -42,6 +42,13 @@ int hvt_cli_error(const char *verb, const char *fmt, ...)
 int hvt_cli_usage(const char *verb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * After getopt_long() returned '?' or ':' (the option string starting with
+ * ':' and opterr 0): print "unknown option 'X'" or "option 'X' needs a
+ * value" as every verb does; returns HVT_EXIT_USAGE.
+ */
+int hvt_cli_bad_option(const char *verb, char **argv, int c);
+
 /* 1 if argv has -h or --help (before "--"). */
 int hvt_cli_wants_help(int argc, char **argv);
 

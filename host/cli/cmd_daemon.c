@@ -85,6 +85,8 @@ static int daemon_start(int argc, char **argv)
 			has_socket = 1;
 		args[na++] = argv[i];
 	}
+	/* Its usage errors name this verb, not hvtraced. */
+	setenv("HVTRACED_INVOKED_AS", "hvtrace daemon", 1);
 	/* hvtraced itself does not read $HVTRACED_SOCKET; the tools do, so
 	 * a daemon started here listens where they will look. */
 	if (!has_socket && env && *env) {

@@ -277,9 +277,10 @@ static int events_run(int argc, char **argv)
 	int opt, rc, i;
 
 	optind = 1;
+	opterr = 0;
 	/* '+': options stop at the first non-option only after the
 	 * command, so 'define -' and '!u:...' reach the command. */
-	while ((opt = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+:vh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'r':
 			remote = optarg;
@@ -294,7 +295,7 @@ static int events_run(int argc, char **argv)
 			hvt_cli_print_usage("events");
 			return HVT_EXIT_OK;
 		default:
-			return hvt_cli_usage("events", "unknown option");
+			return hvt_cli_bad_option("events", argv, opt);
 		}
 	}
 	if (optind >= argc)

@@ -102,7 +102,7 @@ static int format_run(int argc, char **argv)
 
 		if (!only_defs && !strcmp(a, "--")) {
 			only_defs = 1;
-		} else if (only_defs || a[0] != '-' || a[1] != '-') {
+		} else if (only_defs || a[0] != '-' || !a[1]) {
 			defs[ndefs++] = a;
 		} else if (!strcmp(a, "--id") || !strncmp(a, "--id=", 5)) {
 			const char *v = a[4] == '=' ? a + 5 : NULL;
@@ -123,7 +123,7 @@ static int format_run(int argc, char **argv)
 			mode = FMT_DYN;
 		} else {
 			free(defs);
-			return hvt_cli_usage(verb, "unknown option %s", a);
+			return hvt_cli_usage(verb, "unknown option '%s'", a);
 		}
 	}
 	if (ndefs <= 0) {

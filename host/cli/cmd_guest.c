@@ -685,6 +685,8 @@ static int guest_run(int argc, char **argv)
 		return gu_status(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "list") || !strcmp(argv[1], "ls"))
 		return gu_list(argc - 1, argv + 1);
+	if (argv[1][0] == '-')
+		return hvt_cli_usage(VERB, "unknown option '%s'", argv[1]);
 	return hvt_cli_usage(VERB,
 			     "unknown command '%s' (start, stop, status, "
 			     "list)",

@@ -272,6 +272,8 @@ static int hyp_run(int argc, char **argv)
 		return hyp_info(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "attach"))
 		return hyp_attach(argc - 1, argv + 1);
+	if (argv[1][0] == '-')
+		return hvt_cli_usage(VERB, "unknown option '%s'", argv[1]);
 	return hvt_cli_usage(VERB, "unknown command '%s' (formats, info or attach)",
 			     argv[1]);
 }

@@ -81,6 +81,12 @@ static int list_run(int argc, char **argv)
 	for (k = 1; k < argc; k++) {
 		if (!strcmp(argv[k], "--socket") && k + 1 < argc)
 			sock = argv[++k];
+		else if (!strcmp(argv[k], "--socket"))
+			return hvt_cli_usage(VERB, "option '%s' needs a value",
+					     argv[k]);
+		else if (argv[k][0] == '-')
+			return hvt_cli_usage(VERB, "unknown option '%s'",
+					     argv[k]);
 		else
 			return hvt_cli_usage(VERB, "unexpected '%s'", argv[k]);
 	}

@@ -246,12 +246,8 @@ static int cmd_loopback(int argc, char **argv)
 		case OPT_QUIET:
 			quiet = true;
 			break;
-		case ':':
-			return hvt_cli_usage(VERB, "option '%s' needs a value",
-					     argv[optind - 1]);
 		default:
-			return hvt_cli_usage(VERB, "unknown option '%s'",
-					     argv[optind - 1]);
+			return hvt_cli_bad_option(VERB, argv, c);
 		}
 	}
 	if (optind < argc)

@@ -216,14 +216,9 @@ static int cmd_mount(int argc, char **argv)
 		case OPT_DEBUG:
 			o.debug = true;
 			break;
-		case ':':
-			free(areas);
-			return hvt_cli_usage(VERB, "option '%s' needs a value",
-					     argv[optind - 1]);
 		default:
 			free(areas);
-			return hvt_cli_usage(VERB, "unknown option '%s'",
-					     argv[optind - 1]);
+			return hvt_cli_bad_option(VERB, argv, c);
 		}
 	}
 	if (optind >= argc) {

@@ -143,7 +143,8 @@ static int record_run(int argc, char **argv)
 	if (!events)
 		return hvt_cli_error("record", "out of memory");
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:kB:e:d:n:qh", lopts, NULL)) !=
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:kB:e:d:n:qh", lopts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'o':
@@ -224,7 +225,7 @@ static int record_run(int argc, char **argv)
 			return HVT_EXIT_OK;
 		default:
 			free(events);
-			return hvt_cli_usage("record", "unknown option");
+			return hvt_cli_bad_option("record", argv, c);
 		}
 	}
 	o.events = nev ? events : NULL;

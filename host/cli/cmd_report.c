@@ -38,7 +38,8 @@ static int report_run(int argc, char **argv)
 	int c, ret;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+i:h", lopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:i:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			path = optarg;
@@ -50,7 +51,7 @@ static int report_run(int argc, char **argv)
 			fputs(report_usage, stdout);
 			return HVT_EXIT_OK;
 		default:
-			return hvt_cli_usage("report", "unknown option");
+			return hvt_cli_bad_option("report", argv, c);
 		}
 	}
 	if (optind < argc) {

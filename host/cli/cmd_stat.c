@@ -336,12 +336,8 @@ static int cmd_stat(int argc, char **argv)
 						     optarg);
 			cpu = (int)v;
 			break;
-		case ':':
-			return hvt_cli_usage(VERB, "option '%s' needs a value",
-					     argv[optind - 1]);
 		default:
-			return hvt_cli_usage(VERB, "unknown option '%s'",
-					     argv[optind - 1]);
+			return hvt_cli_bad_option(VERB, argv, c);
 		}
 	}
 	if (optind < argc)

@@ -6,6 +6,7 @@
  * hvt_cli_cmds linker section (see cli.h).
  */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -79,6 +80,20 @@ int hvt_cli_usage(const char *verb, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\nRun 'hvtrace %s --help' for usage.\n", verb);
 	return HVT_EXIT_USAGE;
+}
+
+int hvt_cli_bad_option(const char *verb, char **argv, int c)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+
+	/* A short option may sit inside a group ("-qZ"): name it alone. */
+	if (optopt > 0 && optopt < 256 && strncmp(arg, "--", 2))
+		return hvt_cli_usage(verb, c == ':' ? "option '-%c' needs a value"
+						    : "unknown option '-%c'",
+				     optopt);
+	if (c == ':')
+		return hvt_cli_usage(verb, "option '%s' needs a value", arg);
+	return hvt_cli_usage(verb, "unknown option '%s'", arg);
 }
 
 int hvt_cli_wants_help(int argc, char **argv)
@@ -200,7 +215,7 @@ int main(int argc, char **argv)
 		cli_main_usage(stdout);
 		return HVT_EXIT_OK;
 	}
-	if (!strcmp(argv[1], "--version")) {
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
 		printf("hvtrace %s\n", HVT_VERSION);
 		return HVT_EXIT_OK;
 	}

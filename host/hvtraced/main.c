@@ -370,10 +370,27 @@ static int d_option(int opt, const char *arg, struct d_args *a)
 		D->verbose = 1;
 		break;
 	default:
-		fputs(usage_text, stderr);
-		return 2;
+		return 2;	/* getopt's '?' and ':' are d_parse()'s */
 	}
 	return 0;
+}
+
+/*
+ * A bad command line, said as every hvtrace verb says it: what was wrong,
+ * then where the usage is.  Started by "hvtrace daemon", whose
+ * daemon_start() names itself in $HVTRACED_INVOKED_AS.  Returns 2.
+ */
+static int d_bad_usage(const char *fmt, const char *what)
+{
+	const char *prog = getenv("HVTRACED_INVOKED_AS");
+
+	if (!prog || (strcmp(prog, "hvtrace daemon") &&
+		      strcmp(prog, "hvtraced")))
+		prog = "hvtraced";
+	fprintf(stderr, "%s: ", prog);
+	fprintf(stderr, fmt, what);
+	fprintf(stderr, "\nRun '%s --help' for usage.\n", prog);
+	return 2;
 }
 
 /*
@@ -411,7 +428,19 @@ static int d_parse(int argc, char **argv, struct d_args *a)
 	int opt, ret;
 
 	d_defaults();
-	while ((opt = getopt_long(argc, argv, "fvh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":fvh", opts, NULL)) != -1) {
+		const char *arg = argv[optind - 1];
+
+		if (opt == '?' || opt == ':') {
+			char shortopt[3] = { '-', (char)optopt, 0 };
+
+			if (optopt > 0 && optopt < 256 && strncmp(arg, "--", 2))
+				arg = shortopt;
+			return d_bad_usage(opt == ':' ? "option '%s' needs a value"
+						      : "unknown option '%s'",
+					   arg);
+		}
 		if (opt == 'h') {
 			fputs(usage_text, stdout);
 			return 0;
@@ -425,9 +454,7 @@ static int d_parse(int argc, char **argv, struct d_args *a)
 			return ret;
 	}
 	if (optind < argc) {
-		fprintf(stderr, "hvtraced: unexpected argument '%s'\n%s",
-			argv[optind], usage_text);
-		return 2;
+		return d_bad_usage("unexpected argument '%s'", argv[optind]);
 	}
 	if (!D->nr_area_dirs) {
 		D->area_dirs[D->nr_area_dirs++] = "/dev/shm";
