@@ -13,6 +13,7 @@
 #                     build, freestanding link check, end-to-end)
 #   bench             run the benchmarks (prints BENCH lines)
 #   demo              install what is missing and run the demo
+#   check-repeat      TESTS=REGEX [N=20] [LOAD=2]: those tests N times each
 #   check-fresh       the README's two commands in a fresh Debian 12 root
 #   fuzz-run          run every fuzz target FUZZ_RUN_SECONDS (300) each
 #   install           install to $(DESTDIR)$(PREFIX)
@@ -109,7 +110,7 @@ $(AUTOHEADER) $(AUTOCONF): $(KCONFIG_CONFIG) $(shell find $(srctree) -name Kconf
 # then do their work in a sub-make, so the configuration is read (and
 # kconfig-conf run) only once the tools are there.
 no-config-goals := $(config-targets) clean distclean deps help demo check \
-	bench check-fresh
+	bench check-fresh check-repeat
 ifeq ($(filter $(no-config-goals),$(MAKECMDGOALS)),)
 -include $(AUTOCONF)
 endif
@@ -242,6 +243,21 @@ endif
 check-run: $(objtree)/tests.list
 	$(Q)HVT_OBJTREE=$(objtree) HVT_SRCTREE=$(srctree) \
 		$(srctree)/tests/run.sh $(objtree)/tests.list
+
+# make check-repeat TESTS=REGEX [N=20] [LOAD=2]: the chosen tests, N runs
+# each, with LOAD busy loops beside them (tests/run.sh, docs/testing.md).
+N ?= 20
+LOAD ?= 0
+check-repeat: deps
+	$(if $(TESTS),,$(error check-repeat needs TESTS=REGEX, the tests to repeat (e.g. TESTS='^qemu/kernel-ring$$')))
+	$(Q)$(MAKE) --no-print-directory WERROR=1 check-build
+	$(Q)$(MAKE) --no-print-directory check-repeat-run
+
+.PHONY: check-repeat check-repeat-run
+check-repeat-run: $(objtree)/tests.list
+	$(Q)HVT_OBJTREE=$(objtree) HVT_SRCTREE=$(srctree) \
+		HVT_TEST_REPEAT=$(N) HVT_TEST_LOAD=$(LOAD) \
+		$(srctree)/tests/run.sh $(objtree)/tests.list '$(TESTS)'
 
 $(objtree)/bench.list: FORCE
 	@mkdir -p $(@D)
