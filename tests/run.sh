@@ -48,6 +48,20 @@ done
 [ "$load" -gt 0 ] && echo "runner: busy loops beside the tests: $load"
 declare -A runs_failed=()
 
+# Tests that compare with the host kernel's own ftrace need tracefs at
+# /sys/kernel/tracing, as a booted Debian has it; a fresh root may not
+# have mounted it yet.  As root the runner mounts it (tests/cli/lib.sh and
+# tests/tracedat/lib.sh do the same for themselves), so no test skips for
+# want of it; without root those tests skip and say why.
+if [ "$(id -u)" = 0 ] && [ -d /sys/kernel/tracing ] &&
+	! [ -e /sys/kernel/tracing/instances ]; then
+	if mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; then
+		echo "runner: mounted tracefs at /sys/kernel/tracing"
+	else
+		echo "runner: cannot mount tracefs at /sys/kernel/tracing; tests of the host kernel's ftrace will skip"
+	fi
+fi
+
 pass=0 fail=0 skip=0
 failed=()
 start_all=$EPOCHREALTIME
