@@ -168,7 +168,8 @@ bool hvt_cli_executable(const char *path);
  * The launcher: $HVT_GUEST_LAUNCHER, next to this binary, in
  * ../libexec/hvtrace, in $HVT_SRCTREE, in the source tree this was built
  * from, then "hvtrace-guest" for $PATH.  Returns 0, or -ENOENT when
- * $HVT_GUEST_LAUNCHER names no executable.
+ * $HVT_GUEST_LAUNCHER names no executable.  Sets $HVT_GUEST_PROG, so the
+ * launcher's messages speak as "hvtrace guest".
  */
 int hvt_cli_launcher(char *buf, size_t size);
 /* Point the launcher at this build (HVT_OBJTREE) unless it is set. */

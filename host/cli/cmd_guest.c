@@ -37,6 +37,7 @@ static const char guest_usage[] =
 	"       hvtrace guest stop NAME [--timeout S] [--socket PATH]\n"
 	"       hvtrace guest status NAME [--socket PATH]\n"
 	"       hvtrace guest list [--socket PATH]\n"
+	"       hvtrace guest kformats NAME|--log FILE [DIR]\n"
 	"\n"
 	"Run a Linux guest under QEMU and trace it from the host.\n"
 	"\n"
@@ -54,6 +55,9 @@ static const char guest_usage[] =
 	"status  the guest (state, vCPUs, area, sockets) and what hvtraced\n"
 	"        knows of it (agent state, events, time-sync error bound)\n"
 	"list    every guest of the rig, and whether hvtraced has it\n"
+	"kformats  unpack the event formats a --kernel-events guest printed\n"
+	"        on its console (NAME running, or its kept --log FILE) into\n"
+	"        DIR, laid out like tracefs (default: a cache folder, named)\n"
 	"\n"
 	"start options:\n"
 	"  --no-daemon         do not start hvtraced; fail if it is not\n"
@@ -309,7 +313,8 @@ static int gu_start(int argc, char **argv)
 			if (gu_valued[k]) {
 				if (i + 1 >= argc)
 					return hvt_cli_usage(VERB,
-							     "%s needs a "
+							     "start: option "
+							     "'%s' needs a "
 							     "value",
 							     a);
 				largv[2 + n++] = argv[++i];
@@ -330,18 +335,27 @@ static int gu_start(int argc, char **argv)
 				     "starting with a letter or digit",
 				     name, HVT_PROTO_NAME_MAX);
 
-	/* hvtraced first: a failure there should not cost a boot. */
-	ret = gu_ensure_daemon(sock, may_start, &dc);
-	if (ret)
-		return ret;
-
 	hvt_cli_set_objtree();
 	hvt_cli_launcher(launcher, sizeof(launcher));
 	largv[0] = launcher;
 	largv[1] = "start";
 	largv[2 + n++] = "--name";
 	largv[2 + n++] = (char *)name;
+	/* The launcher checks the request before anything starts: a bad
+	 * option must not leave an hvtraced behind.  It says what was
+	 * wrong, as this verb. */
+	largv[2 + n] = "--check";
+	largv[2 + n + 1] = NULL;
+	rc = hvt_cli_run(largv, NULL);
+	if (rc)
+		return rc == HVT_EXIT_USAGE ? HVT_EXIT_USAGE : HVT_EXIT_FAIL;
 	largv[2 + n] = NULL;
+
+	/* hvtraced first: a failure there should not cost a boot. */
+	ret = gu_ensure_daemon(sock, may_start, &dc);
+	if (ret)
+		return ret;
+
 	t0 = hvt_cli_now_ns() / 1000000;
 	rc = hvt_cli_run(largv, &st);
 	if (rc) {
@@ -672,6 +686,28 @@ static int gu_list(int argc, char **argv)
 	return HVT_EXIT_OK;
 }
 
+/* The launcher's kformats, as it is: its words, its exit status. */
+static int gu_kformats(int argc, char **argv)
+{
+	char launcher[PATH_MAX];
+	char *largv[GU_MAX_ARGS];
+	int i, rc;
+
+	if (argc + 2 > GU_MAX_ARGS)
+		return hvt_cli_usage(VERB, "kformats: too many arguments");
+	hvt_cli_set_objtree();
+	hvt_cli_launcher(launcher, sizeof(launcher));
+	largv[0] = launcher;
+	for (i = 0; i < argc; i++)
+		largv[1 + i] = argv[i];
+	largv[1 + argc] = NULL;
+	rc = hvt_cli_run(largv, NULL);
+	if (rc < 0)
+		return hvt_cli_error(VERB, "cannot run the launcher %s: %s",
+				     launcher, strerror(-rc));
+	return rc;
+}
+
 static int guest_run(int argc, char **argv)
 {
 	if (argc < 2)
@@ -685,11 +721,13 @@ static int guest_run(int argc, char **argv)
 		return gu_status(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "list") || !strcmp(argv[1], "ls"))
 		return gu_list(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "kformats"))
+		return gu_kformats(argc - 1, argv + 1);
 	if (argv[1][0] == '-')
 		return hvt_cli_usage(VERB, "unknown option '%s'", argv[1]);
 	return hvt_cli_usage(VERB,
 			     "unknown command '%s' (start, stop, status, "
-			     "list)",
+			     "list, kformats)",
 			     argv[1]);
 }
 

@@ -52,6 +52,9 @@ int hvt_cli_launcher(char *buf, size_t size)
 	const char *env = getenv("HVT_GUEST_LAUNCHER");
 	char dir[PATH_MAX - 64];
 
+	/* Its messages name the command the user typed. */
+	setenv("HVT_GUEST_PROG", "hvtrace guest", 1);
+
 	if (env && *env) {
 		snprintf(buf, size, "%s", env);
 		return hvt_cli_executable(buf) ? 0 : -ENOENT;

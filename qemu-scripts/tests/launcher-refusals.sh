@@ -27,6 +27,26 @@ refuse() {
 	checks=$((checks + 1))
 }
 
+# refuse_usage "FIRST LINE AFTER 'hvtrace-guest: '" ARGS...: a bad command
+# line exits 2 with exactly two lines, as every hvtrace verb says it.
+refuse_usage() {
+	local want=$1 rc
+	shift
+	"$G" "$@" >"$T_TMP/out" 2>"$T_TMP/err"
+	rc=$?
+	[ $rc -eq 2 ] || fail "'hvtrace-guest $*' exited $rc, expected 2 ($(cat "$T_TMP/err"))"
+	printf '%s\n' "hvtrace-guest: $want" "Run 'hvtrace-guest --help' for usage." >"$T_TMP/want"
+	cmp -s "$T_TMP/err" "$T_TMP/want" ||
+		fail "'hvtrace-guest $*' said '$(cat "$T_TMP/err")', expected '$(cat "$T_TMP/want")'"
+	[ ! -e "$T_RUNDIR/$n" ] || fail "'hvtrace-guest $*' left $T_RUNDIR/$n"
+	# The same words as "hvtrace guest" when the hvtrace CLI runs it.
+	HVT_GUEST_PROG="hvtrace guest" "$G" "$@" >/dev/null 2>"$T_TMP/err"
+	grep -qx "hvtrace guest: $want" "$T_TMP/err" ||
+		fail "'hvtrace-guest $*' run by hvtrace said '$(cat "$T_TMP/err")'"
+	echo "ok: $* -> exit 2, $want"
+	checks=$((checks + 1))
+}
+
 refuse "power of two" start --name "$n" --area-size 3M
 refuse "power of two" start --name "$n" --area-size 100000
 refuse "power of two" start --name "$n" --area-size 24M
@@ -38,9 +58,13 @@ refuse "invalid guest name" start --name "$(printf 'n%.0s' {1..33})"
 refuse "at least 2 vCPUs" start --name "$n" --cpus 1
 refuse "--cpus" start --name "$n" --cpus two
 refuse "--mem" start --name "$n" --mem 16
-refuse "unknown argument" start --name "$n" --bogus
+refuse_usage "start: unknown option '--bogus'" start --name "$n" --bogus
+refuse_usage "start: unexpected 'extra'" start --name "$n" extra
+refuse_usage "stop: unknown option '--bogus'" stop "$n" --bogus
+refuse_usage "status: option '--name' needs a value" status --name
+refuse_usage "unknown option '--bogus'" --bogus
 refuse "auto, tcg, tcg1 or kvm" start --name "$n" --accel xen
-refuse "needs a value" start --name
+refuse_usage "start: option '--name' needs a value" start --name
 refuse "--log" start --name "$n" --log /nonexistent-dir/console.log
 refuse "--kernel" start --name "$n" --kernel /nonexistent-kernel
 refuse "cannot be combined" start --name "$n" --initrd "$0" --add /bin/true
@@ -51,7 +75,7 @@ refuse "--kernel-mode goes with --kernel-events" start --name "$n" --kernel-mode
 refuse "--kernel-ram and --keep-ram do not apply" start --name "$n" --kernel-events sched --kernel-mode copy --kernel-ram memfd
 refuse "--kernel-ram and --keep-ram do not apply" start --name "$n" --kernel-events sched --kernel-mode copy --keep-ram
 refuse "no guest" status "$n"
-refuse "unknown command" frobnicate
+refuse_usage "unknown command 'frobnicate'; commands: start stop list status wait cleanup kvm-probe kformats" frobnicate
 refuse "--ready or --poweroff" wait "$n"
 refuse "needs the guest names" cleanup --areas
 

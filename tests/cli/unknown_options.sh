@@ -51,6 +51,16 @@ expect_usage "hvtrace list" "option '--socket' needs a value" "$HVTRACE" list --
 # A short option inside a group is named alone.
 expect_usage "hvtrace record" "unknown option '-Z'" "$HVTRACE" record -qZ
 
+# hvtrace guest passes launcher options on: the launcher checks them first
+# and says what was wrong as "hvtrace guest", and no hvtraced is started
+# for a request that was refused.
+export HVTRACED_SOCKET=$TMP/hvtraced.sock
+expect_usage "hvtrace guest" "start: unknown option '--bogus'" "$HVTRACE" guest start g1 --bogus
+expect_usage "hvtrace guest" "start: option '--cpus' needs a value" "$HVTRACE" guest start g1 --cpus
+expect_usage "hvtrace guest" "kformats: unknown option '--bogus'" "$HVTRACE" guest kformats --bogus
+[ -e "$HVTRACED_SOCKET" ] && fail "a refused 'hvtrace guest start' started hvtraced ($HVTRACED_SOCKET)"
+unset HVTRACED_SOCKET
+
 # hvtraced, started directly or by 'hvtrace daemon' (which must not start
 # a daemon on a bad command line).
 expect_usage "hvtraced" "unknown option '--bogus'" "$HVTRACED" --bogus
