@@ -201,6 +201,7 @@ INSTALL_BIN :=
 INSTALL_LIB :=
 INSTALL_HDR :=
 INSTALL_PC :=		# pkg-config templates (NAME.pc.in)
+INSTALL_LIBEXEC :=	# helper programs of hvtrace, in libexec/hvtrace
 CHECK_DEPS :=
 
 include $(srctree)/shared/Build.mk
@@ -293,7 +294,8 @@ install: all
 	$(Q)HVT_OBJTREE=$(objtree) HVT_SRCTREE=$(srctree) DESTDIR="$(DESTDIR)" \
 		PREFIX="$(PREFIX)" INSTALL_BIN="$(INSTALL_BIN)" \
 		INSTALL_LIB="$(INSTALL_LIB)" INSTALL_HDR="$(INSTALL_HDR)" \
-		INSTALL_PC="$(INSTALL_PC)" $(srctree)/scripts/install.sh
+		INSTALL_PC="$(INSTALL_PC)" INSTALL_LIBEXEC="$(INSTALL_LIBEXEC)" \
+		$(srctree)/scripts/install.sh
 
 clean:
 	$(Q)rm -rf $(filter-out $(objtree)/.config $(objtree)/include,$(wildcard $(objtree)/*))

@@ -47,6 +47,14 @@ guest-image: $(GUEST_IMAGE)
 # 'hvtrace guest' and 'hvtrace stream NAME --guest-kernel' run the launcher
 # of the tree they were built from when they find none next to themselves
 # (or through $HVT_GUEST_LAUNCHER, $PATH).
+# "hvtrace guest" runs the launcher from PREFIX/libexec/hvtrace once
+# installed, with the scripts it calls beside it; the guest's programs are
+# the installed hvtrace-agent and hvtrace-ivshmem (host/cli/launcher.c).
+ifeq ($(CONFIG_HVT_HOST),y)
+INSTALL_LIBEXEC += $(addprefix $(srctree)/qemu-scripts/,hvtrace-guest \
+	mkinitramfs.sh fetch-kernel.sh guest-init.sh)
+endif
+
 $(objtree)/host/cli/launcher.o: EXTRA_CFLAGS += \
 	-DHVT_GUEST_LAUNCHER_PATH=\"$(srctree)/qemu-scripts/hvtrace-guest\"
 

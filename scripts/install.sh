@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # make install: the host libraries (static and shared), their headers,
-# their pkg-config files, the hvtrace CLI, hvtraced, and the man pages.
+# their pkg-config files, the hvtrace CLI, hvtraced, the QEMU rig's
+# launcher that "hvtrace guest" runs (libexec/hvtrace), and the man pages.
 # Honours DESTDIR and PREFIX.
 set -euo pipefail
 : "${HVT_OBJTREE:?}" "${HVT_SRCTREE:?}"
@@ -13,12 +14,18 @@ libdir=$dest$prefix/lib
 incdir=$dest$prefix/include
 pcdir=$libdir/pkgconfig
 mandir=$dest$prefix/share/man
+libexecdir=$dest$prefix/libexec/hvtrace
 version=$(sed -n 's/^HVT_VERSION := //p' "$HVT_SRCTREE/Makefile")
 
 install -d "$bindir" "$libdir" "$incdir/hvtrace" "$pcdir"
 for f in $INSTALL_BIN; do
 	install -m 0755 "$f" "$bindir/"
 	echo "  INSTALL $bindir/$(basename "$f")"
+done
+for f in ${INSTALL_LIBEXEC:-}; do
+	install -d "$libexecdir"
+	install -m 0755 "$f" "$libexecdir/"
+	echo "  INSTALL $libexecdir/$(basename "$f")"
 done
 for f in $INSTALL_LIB; do
 	case $f in
