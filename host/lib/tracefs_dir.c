@@ -3,11 +3,14 @@
  * libhvtrace: locating the host kernel's tracefs.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
 #include "tracefs_dir.h"
 
@@ -22,10 +25,31 @@ static int tfs_is_tracefs(const char *dir)
 	return access(path, F_OK) == 0;
 }
 
+/* tracefs is mounted at @dir, whether or not this user may look inside
+ * (statfs needs no permission on the folder itself). */
+static bool tfs_mounted(const char *dir)
+{
+	struct statfs sfs;
+
+	return !statfs(dir, &sfs) && sfs.f_type == TRACEFS_MAGIC;
+}
+
 int hvt_tracefs_dir(char *buf, size_t size)
 {
 	int err = 0;
 
+	if (!tfs_is_tracefs(TRACEFS_MNT) && tfs_mounted(TRACEFS_MNT))
+		/* There, but closed to this user (tracefs is mode 0700 by
+		 * default): mounting again would not help. */
+		return hvt_err(-EACCES,
+			       "tracefs is mounted at %s, but this user may not "
+			       "read it (%s): run as root, or open it to a "
+			       "group of yours as root (mount -o remount,gid=GID,"
+			       "mode=0750 %s)",
+			       TRACEFS_MNT,
+			       access(TRACEFS_MNT, R_OK | X_OK) ? strerror(errno)
+								  : "no per_cpu",
+			       TRACEFS_MNT);
 	if (!tfs_is_tracefs(TRACEFS_MNT)) {
 		/* Not mounted yet: mount it where the kernel expects it. */
 		if (mount("nodev", TRACEFS_MNT, "tracefs", 0, NULL) &&

@@ -3,11 +3,13 @@
  * libhvtrace-daemon: a client of hvtraced's socket (<hvtrace-daemon.h>).
  */
 #include <errno.h>
+#include <grp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -186,6 +188,42 @@ int hvtrace_daemon_call(struct hvtrace_daemon *c, struct hvt_msg *req,
 	}
 }
 
+/*
+ * A socket this user may not use: say whose group it belongs to and how
+ * to get in.  hvtraced gives its socket to the group "hvtrace" when that
+ * group exists; otherwise the socket stays in root's group and only root
+ * gets in.
+ */
+static void dc_no_permission(int err, const char *path)
+{
+	const struct group *gr;
+	struct stat st;
+
+	if (stat(path, &st)) {
+		hvt_err(err, "no permission to use hvtraced's socket %s (%s): "
+			     "run as root",
+			path, strerror(-err));
+		return;
+	}
+	gr = getgrgid(st.st_gid);
+	if (st.st_gid == 0 || !gr) {
+		hvt_err(err,
+			"no permission to use hvtraced's socket %s: it is in "
+			"root's group, as the group hvtrace did not exist when "
+			"hvtraced started.  Run as root, or create the group "
+			"('groupadd --system hvtrace' as root), restart hvtraced "
+			"('hvtrace daemon stop', then 'hvtrace daemon'), add "
+			"yourself ('usermod -aG hvtrace USER') and log in again",
+			path);
+		return;
+	}
+	hvt_err(err,
+		"no permission to use hvtraced's socket %s: join its group "
+		"%s ('usermod -aG %s USER' as root, then log in again) or run "
+		"as root",
+		path, gr->gr_name, gr->gr_name);
+}
+
 int hvtrace_daemon_open(const char *path, struct hvtrace_daemon **out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -218,10 +256,7 @@ int hvtrace_daemon_open(const char *path, struct hvtrace_daemon **out)
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		ret = -errno;
 		if (ret == -EACCES || ret == -EPERM)
-			hvt_err(ret,
-				"no permission to use hvtraced's socket %s: "
-				"join its group (hvtrace) or run as root",
-				path);
+			dc_no_permission(ret, path);
 		else
 			hvt_err(ret,
 				"hvtraced is not running (%s: %s): start it "

@@ -49,6 +49,14 @@ fz_daemon --group "hvt-no-such-group-$$"
 expect_eq "reports of the missing group" \
 	"$(grep -c "group 'hvt-no-such-group-$$' does not exist" "$TMP/d.log")" 1
 expect_eq "socket mode without the group" "$(stat -c '%a %G' "$TMP/d.sock")" "660 root"
+# A user who may not connect is told why and how to get in: the group
+# did not exist, so it must be made and the daemon restarted.
+out=$(HVTRACED_SOCKET=$TMP/d.sock $OTHER "$HVTRACE" list 2>&1) &&
+	fail "a non-root user connected to a 0660 root-group socket: $out"
+case $out in
+*"as the group hvtrace did not exist when hvtraced started"*"groupadd --system hvtrace"*"restart hvtraced"*) ;;
+*) fail "refused user without the group was told: '$out'" ;;
+esac
 kill "$D_PID"
 wait_for 10 sh -c "! kill -0 $D_PID" || fail "hvtraced did not stop"
 
@@ -59,7 +67,7 @@ expect_eq "socket mode and group" "$mode" "660 nogroup"
 out=$(HVTRACED_SOCKET=$TMP/d.sock $OTHER "$HVTRACE" list 2>&1) &&
 	fail "a non-member connected to a 0660 socket: $out"
 case $out in
-*"no permission to use hvtraced's socket"*) ;;
+*"no permission to use hvtraced's socket $TMP/d.sock: join its group nogroup ('usermod -aG nogroup USER'"*) ;;
 *) fail "non-member's connect: '$out'" ;;
 esac
 HVTRACED_SOCKET=$TMP/d.sock $MEMBER "$HVTRACE" list >/dev/null ||
