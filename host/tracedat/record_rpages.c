@@ -37,6 +37,7 @@
 #define RR_KRING_PASSES	 64   /* pumps when stopping */
 #define RR_PAGES_PER_CPU 256u /* reader pages a CPU, per pass (fairness) */
 #define RR_WAIT_MS	 100  /* longest wait for pages in one poll */
+#define RR_DRAIN_PASSES	 4096 /* reads of a drained remote after the answer */
 
 struct dr_src *hvt_rr_src_of(struct hvt_tdat_rset *r, uint32_t id)
 {
@@ -424,6 +425,8 @@ static void dr_finish(struct dr_src *s)
 static int dr_drain_src(struct hvt_tdat_rset *r, struct dr_src *s)
 {
 	uint64_t idle_since = hvt_host_now_ns();
+	unsigned int pass;
+	uint32_t c;
 	int ret, n;
 
 	ret = hvtrace_daemon_feed_drain_start(r->feed, s->rec.id);
@@ -431,13 +434,14 @@ static int dr_drain_src(struct hvt_tdat_rset *r, struct dr_src *s)
 		n = dr_read_all(r);
 		if (n < 0)
 			return n;
+		/* Answered (other remotes may go on sending)? */
+		ret = hvtrace_daemon_feed_drained(r->feed);
+		if (ret)
+			break;
 		if (n) {
 			idle_since = hvt_host_now_ns();
 			continue;
 		}
-		ret = hvtrace_daemon_feed_drained(r->feed);
-		if (ret)
-			break;
 		/* Nothing queued, nothing whole received: wait for bytes. */
 		ret = dr_wait(r, RR_WAIT_MS);
 		if (ret < 0)
@@ -452,10 +456,11 @@ static int dr_drain_src(struct hvt_tdat_rset *r, struct dr_src *s)
 	}
 	if (ret < 0)
 		return ret;
-	/* Answered: the drained pages are all queued at the rings. */
-	do {
+	/* Answered: the drained pages are all queued at the rings (bounded:
+	 * a writer still running keeps sending). */
+	for (pass = 0; pass < RR_DRAIN_PASSES; pass++) {
 		n = 0;
-		for (uint32_t c = 0; c < s->rec.nr_cpus; c++) {
+		for (c = 0; c < s->rec.nr_cpus; c++) {
 			if (!s->cpu[c].ring)
 				continue;
 			ret = dr_read_cpu(r, &s->cpu[c], RR_PAGES_PER_CPU);
@@ -463,7 +468,9 @@ static int dr_drain_src(struct hvt_tdat_rset *r, struct dr_src *s)
 				return ret;
 			n += ret;
 		}
-	} while (n);
+		if (!n)
+			break;
+	}
 	return 0;
 }
 
