@@ -468,43 +468,32 @@ static void rc_note_pid(void *ctx, const uint8_t *rec, uint32_t len)
 	hvt_tdat_pend_note(&n->x->pend, n->pids, pid);
 }
 
-/*
- * One page read from CPU @cpu's buffer into the file.  The reader
- * validated it, so the packer takes what it can a page at a time
- * (hvt_pack_add_page(): one copy, the ids and deltas rewritten in place,
- * the clock model taken once for the page); the records it leaves, if
- * any, go record by record, with the same result.
- */
+/* One page read from CPU @cpu's buffer into the file (the page packer
+ * of record_common.c, with the area's clock model as it is now). */
 static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 			const struct hvtrace_page_info *info)
 {
 	struct hvt_tdat_rcpu *c = &s->cpu[cpu];
 	struct rc_cpu *x = &s->rc[cpu];
-	uint16_t unknown_id = (uint16_t)s->r->rec->ids.unknown_id;
 	bool loopback = s->info.writer_kind == HVT_WRITER_LOOPBACK;
 	struct rc_note note = {x, &s->pids};
 	struct hvt_clock_affine clk;
-	struct hvt_pack_page_out out;
-	struct hvt_pack_page_in in = {
+	struct hvt_tdat_page pg = {
 		.data = page + HVT_PAGE_HDR_SIZE,
 		.ix = &x->ix,
 		.clk = &clk,
 		.idmap = s->idmap,
-		.unknown_id = unknown_id,
-		.min_len = sizeof(struct hvt_common_fields),
+		.unknown_id = (uint16_t)s->r->rec->ids.unknown_id,
 		.note = loopback ? rc_note_pid : NULL,
 		.note_ctx = &note,
-		.note_off = 4, /* common_pid */
 	};
-	struct hvt_page_iter it;
-	uint64_t commit, ts;
-	uint32_t size;
-	int ret, item;
+	uint64_t commit, end_ts;
+	int ret;
 
-	memcpy(&ts, page, 8);
+	memcpy(&pg.ts, page, 8);
 	memcpy(&commit, page + HVT_PAGE_COMMIT_OFF, 8);
-	size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
-	if (size > s->subbuf_size - HVT_PAGE_HDR_SIZE) {
+	pg.size = (uint32_t)(commit & HVT_COMMIT_SIZE_MASK);
+	if (pg.size > s->subbuf_size - HVT_PAGE_HDR_SIZE) {
 		x->d.errors++;
 		return 0;
 	}
@@ -515,47 +504,7 @@ static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 			return ret;
 	}
 	hvt_area_clock_affine(s->area, &clk);
-	in.size = size;
-	in.ts = ts;
-	in.have_prev = c->have_ts;
-	in.prev = c->last_ts;
-	ret = hvt_pack_add_page(&c->pack, &in, &out);
-	if (out.events) {
-		c->last_ts = out.last_ts;
-		c->have_ts = true;
-		c->st->events += out.events;
-		c->st->clamped += out.clamped;
-		x->d.unknown += out.unknown;
-	}
-	if (ret)
-		return ret;
-	hvt_page_iter_init(&it, page + HVT_PAGE_HDR_SIZE, size, ts);
-	it.pos = out.pos;
-	it.ts = out.ts;
-	while ((item = hvt_page_next(&it)) > 0) {
-		uint16_t id, fid;
-
-		if (item != HVT_ITEM_DATA)
-			continue;
-		if (it.len < sizeof(struct hvt_common_fields)) {
-			x->d.errors++;
-			continue;
-		}
-		memcpy(&id, it.payload, 2);
-		fid = s->idmap[id];
-		if (fid == unknown_id)
-			x->d.unknown++;
-		if (loopback)
-			rc_note_pid(&note, it.payload, it.len);
-		ret = hvt_tdat_rcpu_put_event_id(
-			c, hvt_clock_affine_to_host(&clk, it.ts), it.payload,
-			it.len, fid);
-		if (ret)
-			return ret;
-	}
-	if (item < 0)
-		x->d.errors++; /* the reader validated it: not expected */
-	return 0;
+	return hvt_tdat_rcpu_put_page(c, &pg, &end_ts);
 }
 
 /* Read what CPU @cpu of @s has pending (on a reader thread). */

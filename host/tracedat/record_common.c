@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/utsname.h>
 
+#include <hvtrace/page.h>
+
 #include "tracedat-local.h"
 
 /* --- per-CPU packing ------------------------------------------------------ */
@@ -93,6 +95,77 @@ int hvt_tdat_rcpu_put_lost(struct hvt_tdat_rcpu *c, uint64_t n, bool known)
 	else
 		c->st->lost_unknown++;
 	return hvtrace_pack_add_lost(&c->pack, n, known);
+}
+
+/*
+ * The page packer of every source set whose reader hands over validated
+ * pages (areas, and remotes read through their rings): the packer takes
+ * what it can a page at a time (hvt_pack_add_page(): one copy, the ids
+ * and deltas rewritten in place, the clock model taken once for the
+ * page); the records it leaves, if any, go record by record, with the
+ * same result.
+ */
+int hvt_tdat_rcpu_put_page(struct hvt_tdat_rcpu *c,
+			   const struct hvt_tdat_page *pg, uint64_t *end_ts)
+{
+	struct hvt_pack_page_out out;
+	struct hvt_pack_page_in in = {
+		.data = pg->data,
+		.size = pg->size,
+		.ts = pg->ts,
+		.ix = pg->ix,
+		.clk = pg->clk,
+		.idmap = pg->idmap,
+		.unknown_id = pg->unknown_id,
+		.min_len = sizeof(struct hvt_common_fields),
+		.have_prev = c->have_ts,
+		.prev = c->last_ts,
+		.note = pg->note,
+		.note_ctx = pg->note_ctx,
+		.note_off = 4, /* common_pid */
+	};
+	struct hvt_page_iter it;
+	int ret, item;
+
+	*end_ts = pg->ts;
+	ret = hvt_pack_add_page(&c->pack, &in, &out);
+	if (out.events) {
+		c->last_ts = out.last_ts;
+		c->have_ts = true;
+		c->st->events += out.events;
+		c->st->clamped += out.clamped;
+		c->st->unknown += out.unknown;
+	}
+	if (ret)
+		return ret;
+	hvt_page_iter_init(&it, pg->data, pg->size, pg->ts);
+	it.pos = out.pos;
+	it.ts = out.ts;
+	while ((item = hvt_page_next(&it)) > 0) {
+		uint16_t id, fid;
+
+		if (item != HVT_ITEM_DATA)
+			continue;
+		if (it.len < sizeof(struct hvt_common_fields)) {
+			c->st->errors++;
+			continue;
+		}
+		memcpy(&id, it.payload, 2);
+		fid = pg->idmap[id];
+		if (fid == pg->unknown_id)
+			c->st->unknown++;
+		if (pg->note)
+			pg->note(pg->note_ctx, it.payload, it.len);
+		ret = hvt_tdat_rcpu_put_event_id(
+			c, hvt_clock_affine_to_host(pg->clk, it.ts),
+			it.payload, it.len, fid);
+		if (ret)
+			return ret;
+	}
+	if (item < 0)
+		c->st->errors++; /* the reader validated it: not expected */
+	*end_ts = it.ts;
+	return 0;
 }
 
 /* --- file-wide event ids -------------------------------------------------- */

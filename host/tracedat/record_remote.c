@@ -6,8 +6,9 @@
  *
  * An area that this process can own is read by record_area.c.  A remote
  * that hvtraced owns -- a guest, a local agent, a hypervisor or loopback
- * area attached to the daemon -- is read through the daemon instead: one
- * subscription per remote on one page feed, formats from FORMATS and the
+ * area attached to the daemon -- is read through the daemon instead: a
+ * ring per CPU (hvtrace_daemon_ring_open()) on one page feed, packed
+ * as the areas' pages are (record_rpages.c), formats from FORMATS and the
  * built-in ones of its writer kind, timestamps converted to host
  * CLOCK_MONOTONIC with the daemon's clock model, and the same packer and
  * id rules as the areas (record.c): one buffer per remote, every remote
@@ -33,6 +34,7 @@ static void dr_free_src(struct dr_src *s)
 
 	if (!s)
 		return;
+	hvt_rr_close_rings(s);
 	for (c = 0; s->cpu && c < s->rec.nr_cpus; c++)
 		hvt_tdat_rcpu_fini(&s->cpu[c].rc);
 	free(s->cpu);
@@ -335,6 +337,9 @@ static int dr_place(struct hvt_tdat_rset *r, unsigned int *hits)
 	for (i = 0; !ret && i < r->nr_src; i++) {
 		struct hvtrace_daemon_events *evs = &r->evs[i];
 
+		/* Ids without a format: the reserved id (counted). */
+		for (j = 0; j < 65536; j++)
+			r->src[i]->idmap[j] = (uint16_t)r->rec->ids.unknown_id;
 		ret = hvt_rr_fetch_formats(r, r->src[i], evs);
 		if (!ret)
 			ret = hvt_rr_place_formats(r, r->src[i], evs);
@@ -365,17 +370,13 @@ static int dr_no_match(struct hvt_tdat_rset *r, const char *pat)
  * next (a trace_marker write) must land in a running buffer. */
 static int dr_subscribe(struct hvt_tdat_rset *r)
 {
-	unsigned int i;
 	int ret;
 
 	/* The guest kernels' rings from now: what they hold is skipped
 	 * before the kernel starts, so that nothing written once the host
 	 * kernel records can be skipped. */
 	ret = hvt_rk_start(r);
-	for (i = 0; !ret && i < r->nr_src; i++)
-		ret = hvtrace_daemon_feed_subscribe(r->feed, r->src[i]->rec.id,
-						    -1, 0, NULL);
-	return ret;
+	return ret ? ret : hvt_rr_open_rings(r);
 }
 
 static int dr_start(struct hvt_tdat_rset *r)
@@ -386,7 +387,9 @@ static int dr_start(struct hvt_tdat_rset *r)
 	for (i = 0; !ret && r->rec->events[0] && i < r->nr_src; i++)
 		ret = dr_enable(r, r->src[i], &r->evs[i]);
 	dr_free_evs(r);
-	r->next_refresh = hvt_host_now_ns() + DR_REFRESH_NS;
+	/* The remotes' states at the first poll: one that stopped before
+	 * the recording is drained at once. */
+	r->next_refresh = hvt_host_now_ns();
 	return ret;
 }
 

@@ -1,28 +1,43 @@
 // SPDX-License-Identifier: MIT
 /*
- * libhvtrace: the pages of remotes of hvtraced into the recording's
+ * libhvtrace: the CPU buffers of remotes of hvtraced into the recording's
  * packers (the source set of record_remote.c).
  *
- * Pages come from one feed for every remote.  Each page's records are
- * batched with the losses before them (the ring's, and the pages the
- * daemon dropped for this subscriber; a page without records carries its
- * loss on to the CPU's next one), their timestamps converted to host
- * CLOCK_MONOTONIC with the model hvtraced sent ahead of the pages (CLOCK,
- * converted here without a round trip), their ids
- * remapped to file ids (formats fetched again, at most every
- * DR_FORMATS_NS, when an id has none) and packed.  Every DR_REFRESH_NS
- * the daemon's list says which remotes were detached, re-formatted or
- * stopped; those are drained and finished.
+ * Each CPU of a remote is a ring of the core (hvtrace_daemon_ring_open():
+ * one subscription per CPU on the set's one feed, its pages routed to the
+ * ring, validated and copied once to the ring's reader page, losses --
+ * the ring's and what the daemon dropped -- before the page they precede).
+ * What get-reader hands over is packed with the page packer of the areas
+ * (hvt_tdat_rcpu_put_page()): a new reader page from its start, after the
+ * losses before it; a page that grew from where the packer stopped, at
+ * the running time there.  Times are converted to host CLOCK_MONOTONIC
+ * with the clock model hvtraced sent in the page stream (CLOCK), taken
+ * once a page, with no round trip (a daemon that sends none is asked,
+ * TO_HOST, once a page); ids are remapped to file ids (formats fetched
+ * again, at most every DR_FORMATS_NS, before a page with an id that has
+ * none).  Every DR_REFRESH_NS (and at once when recording starts) the
+ * daemon's list says which remotes were detached, re-formatted or
+ * stopped; those are drained -- DRAIN, their rings read while its pages
+ * come, then up to the answer -- and finished.
+ *
+ * The guest kernel rings beside remotes (record_rkring.c) keep their
+ * batch of records converted together.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <hvtrace/page.h>
+
 #include "rremote.h"
 
-#define RR_KRING_MAX	4096 /* records a guest kernel CPU, per pump */
-#define RR_KRING_PASSES 64   /* pumps when stopping */
+#define RR_KRING_MAX	 4096 /* records a guest kernel CPU, per pump */
+#define RR_KRING_PASSES	 64   /* pumps when stopping */
+#define RR_PAGES_PER_CPU 256u /* reader pages a CPU, per pass (fairness) */
+#define RR_WAIT_MS	 100  /* longest wait for pages in one poll */
+#define RR_DRAIN_PASSES	 4096 /* reads of a drained remote after the answer */
 
 struct dr_src *hvt_rr_src_of(struct hvt_tdat_rset *r, uint32_t id)
 {
@@ -70,40 +85,24 @@ int hvt_rr_batch_add(struct hvt_tdat_rset *r, struct dr_cpu *c, uint64_t ts,
 	return 0;
 }
 
-static int dr_batch_event(void *arg, uint64_t ts, const uint8_t *p,
-			  uint32_t len)
-{
-	struct hvt_tdat_rset *r = arg;
-	int ret;
-
-	ret = hvt_rr_batch_add(r, &r->cur_src->cpu[r->cur_cpu], ts, p, len,
-			       r->cur_lost, r->cur_unknown);
-	r->cur_lost = 0;
-	r->cur_unknown = false;
-	return ret;
-}
-
-/* Only a loopback writer's pids are pids of this host. */
-static void dr_note_pid(struct dr_src *s, int pid)
-{
-	if (s->rec.writer_kind == HVT_WRITER_LOOPBACK)
-		hvt_tdat_pids_note(&s->pids, s->r->w, s->r->rec->pid_named,
-				   pid);
-}
-
-/* Convert the batch's timestamps, remap ids, pack. */
 /* A remote's stamps converted: its clock model's error bound. */
+static void dr_sync_err(struct dr_src *s, uint64_t err_ns)
+{
+	s->st.sync_err_ns = err_ns;
+	if (s->kr)
+		hvt_rk_set_sync_err(s->kr, err_ns);
+}
+
 static int dr_converted(void *arg, uint32_t remote, int ret, uint64_t err_ns)
 {
 	struct dr_src *s = hvt_rr_src_of(arg, remote);
 
 	if (s)
-		s->st.sync_err_ns = err_ns;
-	if (s && s->kr)
-		hvt_rk_set_sync_err(s->kr, err_ns);
+		dr_sync_err(s, err_ns);
 	return ret;
 }
 
+/* The guest kernels' batch: host times, then packed (record_rkring.c). */
 static int dr_flush_batch(struct hvt_tdat_rset *r)
 {
 	uint32_t *rid;
@@ -130,49 +129,14 @@ static int dr_flush_batch(struct hvt_tdat_rset *r)
 	free(rid);
 	for (i = 0; !ret && i < r->nr_batch; i++) {
 		struct dr_ev *e = &r->batch[i];
-		struct dr_cpu *c = e->c;
-		struct dr_src *s = c->src;
-		uint8_t *rec = r->bytes + e->off;
-		uint16_t id, fid;
-		int32_t pid;
 
 		if (e->lost || e->lost_unknown) {
-			ret = hvt_tdat_rcpu_put_lost(&c->rc, e->lost,
+			ret = hvt_tdat_rcpu_put_lost(&e->c->rc, e->lost,
 						     !e->lost_unknown);
 			if (ret)
 				break;
 		}
-		if (c->k) { /* the guest kernel's ring */
-			ret = hvt_rk_put(r, c, ts[i], rec, e->len);
-			continue;
-		}
-		if (e->len < sizeof(struct hvt_common_fields)) {
-			s->st.errors++;
-			continue;
-		}
-		memcpy(&id, rec, 2);
-		if (!((s->known[id / 8] >> (id % 8)) & 1) &&
-		    hvt_host_now_ns() - s->formats_at >= DR_FORMATS_NS) {
-			/* A new event (a user event registered while
-			 * recording): its format, before the packer
-			 * writes it under a file id. */
-			struct hvtrace_daemon_events evs = {0};
-
-			if (!hvt_rr_fetch_formats(r, s, &evs))
-				hvt_rr_place_formats(r, s, &evs);
-			hvtrace_daemon_events_free(&evs);
-		}
-		if ((s->known[id / 8] >> (id % 8)) & 1) {
-			fid = s->idmap[id];
-		} else {
-			fid = (uint16_t)r->rec->ids.unknown_id;
-			s->st.unknown++;
-			r->rec->ids.unknown_total++;
-		}
-		memcpy(rec, &fid, 2);
-		memcpy(&pid, rec + 4, 4);
-		dr_note_pid(s, pid);
-		ret = hvt_tdat_rcpu_put_event(&c->rc, ts[i], rec, e->len);
+		ret = hvt_rk_put(r, e->c, ts[i], r->bytes + e->off, e->len);
 	}
 	free(ts);
 	r->nr_batch = 0;
@@ -180,77 +144,357 @@ static int dr_flush_batch(struct hvt_tdat_rset *r)
 	return ret;
 }
 
-/* One page of the feed into the batch. */
-static int dr_page(struct hvt_tdat_rset *r,
-		   const struct hvtrace_daemon_page *pg)
+/* Only a loopback writer's pids are pids of this host. */
+static void dr_note_pid(void *ctx, const uint8_t *rec, uint32_t len)
 {
-	struct dr_src *s = hvt_rr_src_of(r, pg->remote);
-	uint64_t lost = 0, drops;
-	int n;
+	struct dr_src *s = ctx;
+	int32_t pid;
 
-	if (!s || s->finished || pg->cpu >= s->rec.nr_cpus)
-		return 0;
-	drops = hvtrace_daemon_page_drops(pg, &s->cpu[pg->cpu].sub_dropped);
-	r->cur_src = s;
-	r->cur_cpu = pg->cpu;
-	n = hvtrace_daemon_page_walk(pg->data, pg->len, &lost, NULL, NULL);
-	if (n < 0) {
-		s->st.errors++;
-		return 0;
-	}
-	r->cur_unknown = lost == UINT64_MAX;
-	r->cur_lost = (lost == UINT64_MAX ? 0 : lost) + drops;
-	if (!n) {
-		/* Nothing to carry the loss now: the CPU's next page. */
-		struct dr_cpu *c = &s->cpu[pg->cpu];
-
-		c->pending_lost += r->cur_lost;
-		c->pending_unknown |= r->cur_unknown;
-		return 0;
-	}
-	{
-		struct dr_cpu *c = &s->cpu[pg->cpu];
-
-		r->cur_lost += c->pending_lost;
-		r->cur_unknown |= c->pending_unknown;
-		c->pending_lost = 0;
-		c->pending_unknown = false;
-	}
-	n = hvtrace_daemon_page_walk(pg->data, pg->len, &lost, dr_batch_event,
-				     r);
-	return n < 0 ? hvt_err(-ENOMEM, "out of memory") : 0;
+	if (len < 8)
+		return;
+	memcpy(&pid, rec + 4, 4);
+	hvt_tdat_pids_note(&s->pids, s->r->w, s->r->rec->pid_named, pid);
 }
 
-/* Pages that are there now (or within @wait_ms), packed. */
-static int dr_pump(struct hvt_tdat_rset *r, int wait_ms)
+/*
+ * An event id of @s without a format in records [@data, +@size): the
+ * formats again (a user event registered while recording), before the
+ * packer writes those records under the reserved id -- at most every
+ * DR_FORMATS_NS.
+ */
+static void dr_formats_again(struct hvt_tdat_rset *r, struct dr_src *s,
+			     const uint8_t *data, uint32_t size, uint64_t ts)
+{
+	struct hvtrace_daemon_events evs = {0};
+	struct hvt_page_iter it;
+	int item;
+
+	if (hvt_host_now_ns() - s->formats_at < DR_FORMATS_NS)
+		return;
+	hvt_page_iter_init(&it, data, size, ts);
+	while ((item = hvt_page_next(&it)) > 0) {
+		uint16_t id;
+
+		if (item != HVT_ITEM_DATA || it.len < 2)
+			continue;
+		memcpy(&id, it.payload, 2);
+		if ((s->known[id / 8] >> (id % 8)) & 1)
+			continue;
+		if (!hvt_rr_fetch_formats(r, s, &evs))
+			hvt_rr_place_formats(r, s, &evs);
+		hvtrace_daemon_events_free(&evs);
+		return;
+	}
+}
+
+/*
+ * Records of a daemon that sends no clock model: their times converted
+ * by hvtraced (TO_HOST, one call for the page), then packed one by one.
+ */
+static int dr_put_asked(struct hvt_tdat_rset *r, struct dr_cpu *c,
+			const struct hvt_tdat_page *pg, uint64_t *end_ts)
+{
+	struct dr_src *s = c->src;
+	struct hvt_page_iter it;
+	uint64_t *ts, err = 0;
+	uint32_t n = 0, i;
+	int item, ret;
+
+	ts = malloc((pg->size / 8 + 1) * sizeof(*ts));
+	if (!ts)
+		return hvt_err(-ENOMEM, "out of memory");
+	hvt_page_iter_init(&it, pg->data, pg->size, pg->ts);
+	while ((item = hvt_page_next(&it)) > 0)
+		if (item == HVT_ITEM_DATA)
+			ts[n++] = it.ts;
+	*end_ts = it.ts;
+	ret = n ? hvtrace_daemon_feed_to_host(r->feed, s->rec.id, ts, ts, n,
+					      &err)
+		: 0;
+	if (n && !ret)
+		dr_sync_err(s, err);
+	hvt_page_iter_init(&it, pg->data, pg->size, pg->ts);
+	for (i = 0; !ret && (item = hvt_page_next(&it)) > 0;) {
+		uint16_t id;
+
+		if (item != HVT_ITEM_DATA)
+			continue;
+		if (it.len < sizeof(struct hvt_common_fields)) {
+			s->st.errors++;
+			i++;
+			continue;
+		}
+		memcpy(&id, it.payload, 2);
+		if (pg->idmap[id] == pg->unknown_id)
+			s->st.unknown++;
+		if (pg->note)
+			pg->note(pg->note_ctx, it.payload, it.len);
+		ret = hvt_tdat_rcpu_put_event_id(&c->rc, ts[i++], it.payload,
+						 it.len, pg->idmap[id]);
+	}
+	free(ts);
+	return ret;
+}
+
+/* Data [@c->pos, @read) of reader page @page into the packer. */
+static int dr_pack(struct hvt_tdat_rset *r, struct dr_cpu *c,
+		   const uint8_t *page, uint32_t read)
+{
+	struct dr_src *s = c->src;
+	struct hvtrace_clock_map map;
+	struct hvt_clock_affine clk;
+	uint64_t unknown = s->st.unknown, end_ts, err;
+	struct hvt_tdat_page pg = {
+		.data = page + HVT_PAGE_HDR_SIZE + c->pos,
+		.size = read - c->pos,
+		.ts = c->ts,
+		.clk = &clk,
+		.idmap = s->idmap,
+		.unknown_id = (uint16_t)r->rec->ids.unknown_id,
+		.note = s->rec.writer_kind == HVT_WRITER_LOOPBACK ? dr_note_pid
+								  : NULL,
+		.note_ctx = s,
+	};
+	int ret;
+
+	dr_formats_again(r, s, pg.data, pg.size, pg.ts);
+	if (hvtrace_daemon_feed_clock(r->feed, s->rec.id, &map)) {
+		ret = dr_put_asked(r, c, &pg, &end_ts);
+	} else {
+		clk.identity = !map.clock_id || map.clock_id == HVT_CLOCK_HOST_NS;
+		clk.synced = map.flags & HVTRACE_CLOCK_SYNCED;
+		clk.rate_int = map.rate_int;
+		clk.rate_frac = map.rate_frac;
+		clk.base_writer = map.base_writer;
+		clk.base_host = map.base_host;
+		hvtrace_clock_map_to_host(&map, pg.ts, &err);
+		dr_sync_err(s, err);
+		ret = hvt_tdat_rcpu_put_page(&c->rc, &pg, &end_ts);
+	}
+	r->rec->ids.unknown_total += s->st.unknown - unknown;
+	c->pos = read;
+	c->ts = end_ts;
+	return ret;
+}
+
+/*
+ * What the ring of CPU @c has now (at most @max reader pages), packed.
+ * Return: the reader pages that brought records, or -errno.
+ */
+static int dr_read_cpu(struct hvt_tdat_rset *r, struct dr_cpu *c,
+		       unsigned int max)
+{
+	uint32_t sb = c->src->rec.subbuf_size;
+	unsigned int k;
+	int ret, n = 0;
+
+	for (k = 0; k < max; k++) {
+		const struct hvt_trace_buffer_meta *m;
+		const uint8_t *page;
+		uint32_t id, read;
+
+		ret = hvtrace_ring_get_reader(c->ring);
+		if (ret)
+			return ret;
+		m = hvtrace_ring_meta(c->ring);
+		id = m->reader.id;
+		read = m->reader.read;
+		page = hvtrace_ring_subbuf(c->ring, id);
+		if (!page)
+			return hvt_err(-EPROTO, "reader id %u out of range",
+				       id);
+		if (read > sb - HVT_PAGE_HDR_SIZE)
+			read = sb - HVT_PAGE_HDR_SIZE;
+		if (!c->have_page || id != c->page_id) {
+			/* A new reader page: its losses, then its records. */
+			uint64_t lost = m->reader.lost_events;
+
+			c->have_page = true;
+			c->page_id = id;
+			c->pos = 0;
+			memcpy(&c->ts, page, 8);
+			if (lost) {
+				ret = hvt_tdat_rcpu_put_lost(
+					&c->rc, lost,
+					lost != HVTRACE_LOST_UNKNOWN);
+				if (ret)
+					return ret;
+			}
+		}
+		if (read <= c->pos)
+			break; /* nothing new */
+		ret = dr_pack(r, c, page, read);
+		if (ret)
+			return ret;
+		n++;
+	}
+	return n;
+}
+
+/* Every open ring read once; the reader pages packed, or -errno. */
+static int dr_read_all(struct hvt_tdat_rset *r)
 {
 	struct hvtrace_daemon_page *pg;
-	int ret, got = 0, kn;
+	unsigned int i;
+	uint32_t c;
+	int ret, n = 0;
+
+	for (i = 0; i < r->nr_src; i++) {
+		struct dr_src *s = r->src[i];
+
+		for (c = 0; !s->finished && c < s->rec.nr_cpus; c++) {
+			if (!s->cpu[c].ring)
+				continue;
+			ret = dr_read_cpu(r, &s->cpu[c], RR_PAGES_PER_CPU);
+			if (ret < 0)
+				return ret;
+			n += ret;
+		}
+	}
+	/* Pages of no ring (none is expected): not kept. */
+	while (hvtrace_daemon_feed_pending(r->feed) &&
+	       hvtrace_daemon_feed_next(r->feed, 0, &pg) > 0)
+		free(pg);
+	return n;
+}
+
+/* Wait up to @ms for bytes from hvtraced; 1 when some came. */
+static int dr_wait(struct hvt_tdat_rset *r, int ms)
+{
+	struct pollfd pfd = {.fd = hvtrace_daemon_feed_fd(r->feed),
+			     .events = POLLIN};
+	int ret = poll(&pfd, 1, ms);
+
+	if (ret < 0 && errno != EINTR)
+		return hvt_err(-errno, "poll: %s", strerror(errno));
+	return ret > 0;
+}
+
+int hvt_rr_open_rings(struct hvt_tdat_rset *r)
+{
+	unsigned int i;
+	uint32_t c;
+	int ret;
+
+	for (i = 0; i < r->nr_src; i++) {
+		struct dr_src *s = r->src[i];
+
+		for (c = 0; c < s->rec.nr_cpus; c++) {
+			ret = hvtrace_daemon_ring_open(r->feed, s->rec.id,
+						       (int)c,
+						       &s->cpu[c].ring);
+			if (ret)
+				return hvt_err(ret, "cannot read CPU %u of "
+						    "'%s' through hvtraced: "
+						    "%s",
+					       c, s->name,
+					       hvtrace_last_error());
+		}
+	}
+	return 0;
+}
+
+void hvt_rr_close_rings(struct dr_src *s)
+{
+	uint32_t c;
+
+	for (c = 0; s->cpu && c < s->rec.nr_cpus; c++) {
+		struct dr_cpu *cp = &s->cpu[c];
+
+		if (!cp->ring)
+			continue;
+		/* Losses no page carried: after the CPU's last record. */
+		s->st.trailing_lost += hvtrace_ring_take_trailing_lost(cp->ring);
+		s->st.errors += hvtrace_ring_errors(cp->ring);
+		hvtrace_ring_close(cp->ring);
+		cp->ring = NULL;
+	}
+}
+
+static void dr_finish(struct dr_src *s)
+{
+	hvt_rr_close_rings(s);
+	s->finished = s->st.finished = true;
+}
+
+/*
+ * Everything @s committed until now: DRAIN, the rings read while its
+ * pages come (every remote's: the feed is one), then what came before
+ * the answer.  -ENOENT: the remote went away meanwhile.
+ */
+static int dr_drain_src(struct hvt_tdat_rset *r, struct dr_src *s)
+{
+	uint64_t idle_since = hvt_host_now_ns();
+	unsigned int pass;
+	uint32_t c;
+	int ret, n;
+
+	ret = hvtrace_daemon_feed_drain_start(r->feed, s->rec.id);
+	while (!ret) {
+		n = dr_read_all(r);
+		if (n < 0)
+			return n;
+		/* Answered (other remotes may go on sending)? */
+		ret = hvtrace_daemon_feed_drained(r->feed);
+		if (ret)
+			break;
+		if (n) {
+			idle_since = hvt_host_now_ns();
+			continue;
+		}
+		/* Nothing queued, nothing whole received: wait for bytes. */
+		ret = dr_wait(r, RR_WAIT_MS);
+		if (ret < 0)
+			return ret;
+		ret = 0;
+		if (hvt_host_now_ns() - idle_since >=
+		    (uint64_t)HVTRACE_DAEMON_TIMEOUT_MS * 1000000ULL)
+			return hvt_err(-ETIMEDOUT,
+				       "hvtraced did not answer a DRAIN "
+				       "within %d ms",
+				       HVTRACE_DAEMON_TIMEOUT_MS);
+	}
+	if (ret < 0)
+		return ret;
+	/* Answered: the drained pages are all queued at the rings (bounded:
+	 * a writer still running keeps sending). */
+	for (pass = 0; pass < RR_DRAIN_PASSES; pass++) {
+		n = 0;
+		for (c = 0; c < s->rec.nr_cpus; c++) {
+			if (!s->cpu[c].ring)
+				continue;
+			ret = dr_read_cpu(r, &s->cpu[c], RR_PAGES_PER_CPU);
+			if (ret < 0)
+				return ret;
+			n += ret;
+		}
+		if (!n)
+			break;
+	}
+	return 0;
+}
+
+/* The guest kernels' rings, then every ring once; or wait @wait_ms. */
+static int dr_pump(struct hvt_tdat_rset *r, int wait_ms)
+{
+	int ret, kn, n;
 
 	/* The guest kernels' rings first: when they gave records, no wait
-	 * for the feed.  Only the feed's pages count: the guest kernel
-	 * never stops writing, so it must not keep a drain going. */
+	 * for the remotes.  Only the remotes' pages count: the guest
+	 * kernel never stops writing, so it must not keep a drain going. */
 	kn = hvt_rk_pump(r, RR_KRING_MAX);
 	if (kn < 0)
 		return kn;
-	if (kn)
-		wait_ms = 0;
-	for (;;) {
-		ret = hvtrace_daemon_feed_next(r->feed, got ? 0 : wait_ms, &pg);
-		if (ret < 0)
-			return ret;
-		if (!ret)
-			break;
-		ret = dr_page(r, pg);
-		free(pg);
-		if (ret)
-			return ret;
-		got++;
-		if (r->nr_batch >= 16384)
-			break;
-	}
 	ret = dr_flush_batch(r);
-	return ret ? ret : got;
+	if (ret)
+		return ret;
+	n = dr_read_all(r);
+	if (n || kn || !wait_ms)
+		return n;
+	ret = dr_wait(r, wait_ms);
+	if (ret <= 0)
+		return ret;
+	return dr_read_all(r);
 }
 
 static int dr_refresh(struct hvt_tdat_rset *r)
@@ -273,7 +517,7 @@ static int dr_refresh(struct hvt_tdat_rset *r)
 				"hvtrace record: '%s' was detached "
 				"from hvtraced; stopped recording it\n",
 				s->name);
-			s->finished = s->st.finished = true;
+			dr_finish(s);
 			break;
 		case HVTRACE_DAEMON_REMOTE_NEW_RUN:
 			fprintf(stderr,
@@ -300,7 +544,9 @@ int hvt_rr_poll(struct hvt_tdat_rset *r, int kn, unsigned int max_wait_ms)
 	int ret;
 
 	/* No wait when the kernel had events: more may be pending. */
-	ret = dr_pump(r, kn ? 0 : (int)(max_wait_ms > 100 ? 100 : max_wait_ms));
+	ret = dr_pump(r, kn ? 0
+			    : (int)(max_wait_ms > RR_WAIT_MS ? RR_WAIT_MS
+							     : max_wait_ms));
 	if (ret < 0)
 		return ret;
 	if (hvt_host_now_ns() >= r->next_refresh) {
@@ -315,13 +561,10 @@ int hvt_rr_poll(struct hvt_tdat_rset *r, int kn, unsigned int max_wait_ms)
 
 			if (!s->finishing || s->finished)
 				continue;
-			ret = hvtrace_daemon_feed_drain(r->feed, s->rec.id);
-			if (!ret)
-				while ((ret = dr_pump(r, 0)) > 0)
-					;
+			ret = dr_drain_src(r, s);
 			if (ret < 0 && ret != -ENOENT)
 				return ret;
-			s->finished = s->st.finished = true;
+			dr_finish(s);
 		}
 	}
 	for (i = 0; i < r->nr_src; i++)
@@ -337,16 +580,11 @@ void hvt_rr_stop(struct hvt_tdat_rset *r)
 	for (i = 0; r->rec->started && i < r->nr_src; i++) {
 		struct dr_src *s = r->src[i];
 
-		if (s->finished)
-			continue;
 		/* What was committed until now; a remote that went away
 		 * meanwhile has nothing more to give. */
-		if (!hvtrace_daemon_feed_drain(r->feed, s->rec.id))
-			while (dr_pump(r, 0) > 0)
-				;
+		if (!s->finished)
+			dr_drain_src(r, s);
 	}
-	if (r->rec->started)
-		dr_pump(r, 0);
 	/* The guest kernels' rings up to their newest records (bounded:
 	 * the guests keep running). */
 	for (i = 0; r->rec->started && i < RR_KRING_PASSES; i++)
@@ -365,13 +603,9 @@ int hvt_rr_drain(struct hvt_tdat_rset *r, int ret)
 	for (i = 0; i < r->nr_src && !ret; i++) {
 		struct dr_src *s = r->src[i];
 
-		for (c = 0; c < s->rec.nr_cpus && !ret; c++) {
-			struct dr_cpu *cp = &s->cpu[c];
-
-			if (cp->pending_lost || cp->pending_unknown)
-				s->st.trailing_lost += cp->pending_lost;
-			ret = hvtrace_pack_flush(&cp->rc.pack);
-		}
+		hvt_rr_close_rings(s);
+		for (c = 0; c < s->rec.nr_cpus && !ret; c++)
+			ret = hvtrace_pack_flush(&s->cpu[c].rc.pack);
 	}
 	return ret;
 }

@@ -2,8 +2,8 @@
 /*
  * libhvtrace trace.dat component: the source set of remotes of hvtraced,
  * shared by its two files -- record_remote.c (adding remotes, formats
- * and file ids, enabling, metadata) and record_rpages.c (the page feed
- * into the packers: batches, host times, remote state, draining).
+ * and file ids, enabling, metadata) and record_rpages.c (the remotes'
+ * rings into the packers, remote state, draining).
  */
 #ifndef HVT_TDAT_RREMOTE_H
 #define HVT_TDAT_RREMOTE_H
@@ -20,12 +20,18 @@ struct dr_cpu {
 	struct hvt_tdat_rcpu rc;
 	struct dr_src *src;
 	struct dr_kring *k; /* a CPU of @src's guest kernel ring, or NULL */
-	uint64_t pending_lost; /* carried to the next event */
+	uint64_t pending_lost; /* carried to the next event (@k) */
 	bool pending_unknown;
-	uint64_t sub_dropped; /* the subscription's drops seen so far */
+	/* A remote's CPU: its ring (hvtrace_daemon_ring_open()) and where
+	 * the packer is on the ring's reader page. */
+	struct hvtrace_ring *ring;
+	bool have_page;
+	uint32_t page_id;
+	uint32_t pos; /* data bytes of it packed */
+	uint64_t ts;  /* the running time there */
 };
 
-struct dr_ev { /* one record waiting for host time */
+struct dr_ev { /* a guest kernel ring's record waiting for host time */
 	struct dr_cpu *c;
 	uint64_t ts;
 	uint64_t lost;
@@ -51,7 +57,7 @@ struct dr_src {
 	struct hvtrace_catalog cat; /* formats with their file ids */
 	uint64_t formats_at; /* last FORMATS fetch */
 	bool finishing;	     /* writer stopped: drain, then done */
-	bool finished;
+	bool finished;	     /* its rings closed */
 	struct dr_changed *chg;
 	unsigned int nr_chg;
 	struct hvt_tdat_pids pids; /* host pids named (loopback) */
@@ -73,15 +79,11 @@ struct hvt_tdat_rset {
 	uint64_t next_refresh;
 	struct hvtrace_daemon_events
 		*evs; /* per remote, from place() to start() */
-	/* the batch waiting for its host times */
+	/* the guest kernels' records waiting for their host times */
 	struct dr_ev *batch;
 	size_t nr_batch, cap_batch;
 	uint8_t *bytes;
 	size_t nr_bytes, cap_bytes;
-	uint32_t cur_cpu;
-	struct dr_src *cur_src;
-	uint64_t cur_lost;
-	bool cur_unknown;
 };
 
 /* record_remote.c */
@@ -122,6 +124,10 @@ HVT_INTERNAL void hvt_rk_free(struct dr_kring *k);
 
 /* record_rpages.c: the set's ops that read pages. */
 HVT_INTERNAL struct dr_src *hvt_rr_src_of(struct hvt_tdat_rset *r, uint32_t id);
+/* A ring per CPU of each remote (subscribed), before the kernel starts. */
+HVT_INTERNAL int hvt_rr_open_rings(struct hvt_tdat_rset *r);
+/* The rings of @s closed (unsubscribed), their trailing losses counted. */
+HVT_INTERNAL void hvt_rr_close_rings(struct dr_src *s);
 HVT_INTERNAL int hvt_rr_poll(struct hvt_tdat_rset *r, int kn,
 			     unsigned int max_wait_ms);
 HVT_INTERNAL void hvt_rr_stop(struct hvt_tdat_rset *r);

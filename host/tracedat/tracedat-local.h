@@ -261,6 +261,31 @@ HVT_INTERNAL int hvt_tdat_rcpu_put_event_id(struct hvt_tdat_rcpu *c,
 HVT_INTERNAL int hvt_tdat_rcpu_put_lost(struct hvt_tdat_rcpu *c, uint64_t n,
 					bool known);
 
+/*
+ * Records of a page its reader validated, for hvt_tdat_rcpu_put_page():
+ * @data the records (a page's data, or its part from a record on, with
+ * @ts the running time there), their writer times converted with @clk,
+ * ids mapped by @idmap (@unknown_id counted in the CPU's unknown), @note
+ * called with records whose common_pid may be new (or NULL).
+ */
+struct hvt_tdat_page {
+	const uint8_t *data;
+	uint32_t size;
+	uint64_t ts;
+	const struct hvt_item_index *ix; /* or NULL: the page is walked */
+	const struct hvt_clock_affine *clk;
+	const uint16_t *idmap;
+	uint16_t unknown_id;
+	void (*note)(void *ctx, const uint8_t *rec, uint32_t len);
+	void *note_ctx;
+};
+
+/* The page's records into @c's packer, counted in @c's counters;
+ * *@end_ts: the running time after them.  0, or the writer's -errno. */
+HVT_INTERNAL int hvt_tdat_rcpu_put_page(struct hvt_tdat_rcpu *c,
+					const struct hvt_tdat_page *pg,
+					uint64_t *end_ts);
+
 struct hvt_tdat_rkernel;
 
 /*
