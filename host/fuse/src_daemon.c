@@ -624,15 +624,68 @@ static bool fzd_waiting(struct fz_daemon *d)
 	return false;
 }
 
-/* Everything @x's writer committed until now, into the view. */
+static int fzd_pump(struct fz_daemon *d, bool sock, bool *more);
+
+/*
+ * Read until the feed's DRAIN is answered, @x's rings flushed (every
+ * other remote's read too, so that no ring's pages fill the feed).
+ */
+static int fzd_drain_wait(struct fz_daemon *d, struct fz_dremote *x)
+{
+	uint64_t idle_since = hvt_host_now_ns();
+	bool more;
+	int n, ret, st;
+
+	while (!(st = hvtrace_daemon_feed_drained(d->feed))) {
+		struct pollfd pfd = {.fd = hvtrace_daemon_feed_fd(d->feed),
+				     .events = POLLIN};
+
+		n = fzd_pump_one(d, x, true);
+		if (n < 0)
+			return n;
+		ret = fzd_pump(d, false, &more);
+		if (ret < 0)
+			return ret;
+		if (n > 0 || more || hvtrace_daemon_feed_drained(d->feed)) {
+			idle_since = hvt_host_now_ns();
+			continue;
+		}
+		/* Every ring read the socket dry: wait for more. */
+		if (hvt_host_now_ns() - idle_since >
+		    HVTRACE_DAEMON_TIMEOUT_MS * 1000000ULL)
+			return hvt_err(-ETIMEDOUT,
+				       "hvtraced did not answer a DRAIN "
+				       "within %d ms",
+				       HVTRACE_DAEMON_TIMEOUT_MS);
+		poll(&pfd, 1, 100);
+	}
+	return st < 0 ? st : 0;
+}
+
+/*
+ * Everything @x's writer committed until now, into the view.  hvtraced
+ * reads the rings to their end at the pace their pages are taken (the
+ * feed receives only while it has room), so a backlog larger than the
+ * feed's queue is read whole, none of it dropped at the feed.
+ */
 static int fzd_drain_one(struct fz_daemon *d, struct fz_dremote *x)
 {
 	int ret;
 
-	if (!x->R && !x->kr)
-		return 0;
-	ret = x->R ? hvtrace_daemon_feed_drain(d->feed, x->id) : 0;
-	while (!ret && (ret = fzd_pump_one(d, x, true)) > 0)
+	if (x->R) {
+		ret = hvtrace_daemon_feed_drain_start(d->feed, x->id);
+		if (ret == -EBUSY) {
+			/* One left out by a remote that went meanwhile. */
+			fzd_drain_wait(d, x);
+			ret = hvtrace_daemon_feed_drain_start(d->feed, x->id);
+		}
+		if (!ret)
+			ret = fzd_drain_wait(d, x);
+		if (ret)
+			return ret;
+	}
+	/* Whatever the rings hold, past the reorder window. */
+	while ((ret = fzd_pump_one(d, x, true)) > 0)
 		;
 	return ret;
 }
