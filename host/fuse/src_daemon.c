@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -935,10 +936,21 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 	return 0;
 }
 
+/*
+ * The feed's connection goes with its subscriptions: closing a ring then
+ * asks nothing of a daemon that may not answer.
+ */
+static void fzd_feed_shut(struct fz_daemon *d)
+{
+	if (d->feed)
+		shutdown(hvtrace_daemon_feed_fd(d->feed), SHUT_RDWR);
+}
+
 static void fzd_disconnect(struct fz_daemon *d, int why)
 {
 	struct fz_dremote *x;
 
+	fzd_feed_shut(d);
 	for (x = d->all; x; x = x->next)
 		if (!x->dead)
 			fzd_remove(d, x);
@@ -1147,6 +1159,7 @@ void fz_daemon_stop(struct fz_daemon *d)
 		(void)0; /* the thread polls every 100 ms anyway */
 	if (d->thr_started)
 		pthread_join(d->thr, NULL);
+	fzd_feed_shut(d);
 	for (x = d->all; x; x = n) {
 		n = x->next;
 		fzd_rings_close(x);
