@@ -604,8 +604,7 @@ static int fzd_pump(struct fz_daemon *d, bool sock, bool *more)
 	}
 	/* Pages no ring takes (a subscription closed while its pages were
 	 * on their way) are nobody's. */
-	while (hvtrace_daemon_feed_pending(d->feed) ||
-	       (sock && !rings)) {
+	while (hvtrace_daemon_feed_pending(d->feed) || (sock && !rings)) {
 		ret = hvtrace_daemon_feed_next(d->feed, 0, &pg);
 		if (ret <= 0)
 			return ret;
@@ -1069,8 +1068,8 @@ static void *fzd_thread(void *arg)
 		/* Records held for the reorder window are looked at again
 		 * when it has passed. */
 		timeout = more || hvtrace_daemon_feed_pending(d->feed) ? 0
-			  : fzd_waiting(d)			       ? FZD_WINDOW_MS
-								       : 100;
+			  : fzd_waiting(d) ? FZD_WINDOW_MS
+					   : 100;
 		pfd[0].fd = hvtrace_daemon_feed_fd(d->feed);
 		pfd[0].events = POLLIN;
 		pfd[1].fd = d->wake[0];
@@ -1088,8 +1087,7 @@ static void *fzd_thread(void *arg)
 			break;
 		/* Rings are read at every turn (they take from the socket
 		 * what is there; guest kernel rings have no fd). */
-		ret = fzd_pump(d,
-			       pfd[0].revents & (POLLIN | POLLHUP | POLLERR),
+		ret = fzd_pump(d, pfd[0].revents & (POLLIN | POLLHUP | POLLERR),
 			       &more);
 		if (ret >= 0)
 			ret = fzd_drains(d);

@@ -26,7 +26,7 @@ struct fz_rings {
 	uint32_t room; /* ring bytes per chunk: a sub-buffer's data */
 	struct hvtrace_merge *m;
 	struct fz_chunk **open; /* per CPU: records taken, not queued yet */
-	uint64_t *lost;		/* per CPU: taken records that found no memory */
+	uint64_t *lost; /* per CPU: taken records that found no memory */
 };
 
 int fz_rings_new(struct hvtrace_ring **rings, unsigned int nr,
@@ -55,9 +55,9 @@ int fz_rings_new(struct hvtrace_ring **rings, unsigned int nr,
 	for (i = 0; i < nr; i++)
 		R->ring[i] = rings[i];
 	R->nr = nr;
-	R->room = subbuf_size > HVT_PAGE_HDR_SIZE ? subbuf_size -
-							    HVT_PAGE_HDR_SIZE
-						  : subbuf_size;
+	R->room = subbuf_size > HVT_PAGE_HDR_SIZE
+			  ? subbuf_size - HVT_PAGE_HDR_SIZE
+			  : subbuf_size;
 	*out = R;
 	return 0;
 nomem:
@@ -86,8 +86,7 @@ void fz_rings_free(struct fz_rings *R)
 
 static void lost_add(uint64_t *to, uint64_t n)
 {
-	if (*to == FZ_LOST_UNKNOWN || n == FZ_LOST_UNKNOWN ||
-	    *to + n < *to)
+	if (*to == FZ_LOST_UNKNOWN || n == FZ_LOST_UNKNOWN || *to + n < *to)
 		*to = n || *to ? FZ_LOST_UNKNOWN : 0;
 	else
 		*to += n;

@@ -614,10 +614,12 @@ static void drop_oldest(struct fz_cpu *q)
 {
 	struct fz_chunk *c = q->head;
 	uint64_t lost = c->n - c->pos;
+	uint32_t i;
 
-	/* Records lost before the dropped ones are lost before the next. */
-	if (c->pos < c->n)
-		lost_add(&lost, c->ev[c->pos].lost);
+	/* Records lost before the dropped ones, or between them (a chunk
+	 * of a ring's records spans its pages), are lost before the next. */
+	for (i = c->pos; i < c->n; i++)
+		lost_add(&lost, c->ev[i].lost);
 	q->overrun += c->n - c->pos;
 	q->queued -= c->n - c->pos;
 	q->bytes -= c->bytes;
@@ -707,7 +709,8 @@ static void ingest(struct fz_remote *r, struct fz_cpu *q, struct fz_chunk *c)
 			 * before the next one a reader gets. */
 			uint64_t lost = c->n;
 
-			lost_add(&lost, c->ev[0].lost);
+			for (i = 0; i < c->n; i++)
+				lost_add(&lost, c->ev[i].lost);
 			q->dropped += c->n;
 			if (lost == FZ_LOST_UNKNOWN)
 				q->pending_unknown = true;
