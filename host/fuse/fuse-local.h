@@ -7,8 +7,10 @@
  *   view.c        the model: remotes, their events, per-CPU queues of
  *                 records (the "ring buffer" the view shows), consuming
  *                 and non-consuming reads, raw pages, text, error_log
- *   src_daemon.c  remotes of hvtraced: a page feed thread, a control
+ *   src_daemon.c  remotes of hvtraced: their CPUs as rings of the core on
+ *                 one feed (hvtrace_daemon_ring_open()), a control
  *                 connection for everything else
+ *   src_ring.c    a remote's rings, merged by time, into the view's queues
  *   src_area.c    areas opened directly (hvtrace mount --area NAME=SPEC)
  *   kmap.c        the guest kernel's events of a remote: their ids in the
  *                 view, and the check of each of its records
@@ -64,7 +66,7 @@ struct fz_ev {
 	uint32_t off, len; /* payload in the chunk's data */
 };
 
-/* The records of one page as it arrived. */
+/* The records of one page as it arrived (a page's worth of a ring's). */
 struct fz_chunk {
 	struct fz_chunk *next;
 	uint32_t n;	    /* records */
@@ -73,6 +75,7 @@ struct fz_chunk {
 	uint64_t tail_lost; /* records left out after the last one */
 	struct fz_ev *ev;
 	uint8_t *data;
+	uint32_t cap_ev, cap_data, data_len; /* while fz_chunk_add() fills it */
 };
 
 struct fz_cpu {
@@ -221,6 +224,14 @@ HVT_INTERNAL struct fz_chunk *
 fz_chunk_from_page(const uint8_t *page, uint32_t len, uint64_t extra_lost,
 		   const struct fz_kmap *kmap, int *err);
 HVT_INTERNAL void fz_chunk_free(struct fz_chunk *c);
+/*
+ * Append record @rec of a core ring (its lost_before, ts and host_ns kept)
+ * to the chunk at *@cp, a new one when *@cp is NULL (no lock needed).  A
+ * chunk holds at most @room ring bytes (a sub-buffer's data): -ENOSPC
+ * when @rec does not fit (it is not added); -ENOMEM.
+ */
+HVT_INTERNAL int fz_chunk_add(struct fz_chunk **cp,
+			      const struct hvtrace_record *rec, uint32_t room);
 /* Queue a chunk for @cpu (lock held; takes ownership). */
 HVT_INTERNAL void fz_ingest(struct fz_remote *r, uint32_t cpu,
 			    struct fz_chunk *c);
@@ -295,6 +306,25 @@ HVT_INTERNAL int fz_daemon_start(struct fz_view *v,
 				 const struct hvtrace_fuse_options *o,
 				 struct fz_daemon **out);
 HVT_INTERNAL void fz_daemon_stop(struct fz_daemon *d);
+
+/*
+ * The CPUs of a remote as rings of the core (src_ring.c), one per CPU,
+ * ring i reading CPU i, merged by time (hvtrace_merge, @window_ns) into
+ * the remote's queues.  fz_rings_new() takes the rings (closed by
+ * fz_rings_free()).  fz_rings_pump() moves up to @max records ready now
+ * (@flush: every record the rings have, then their trailing losses) into
+ * @r's queues, taking the view lock itself; returns the records moved or
+ * a negative errno of a ring.  fz_rings_pending(): whether a record waits
+ * for the reorder window (pump again within it).
+ */
+struct fz_rings;
+HVT_INTERNAL int fz_rings_new(struct hvtrace_ring **rings, unsigned int nr,
+			      uint32_t subbuf_size, uint64_t window_ns,
+			      struct fz_rings **out);
+HVT_INTERNAL void fz_rings_free(struct fz_rings *R);
+HVT_INTERNAL int fz_rings_pump(struct fz_rings *R, struct fz_remote *r,
+			       bool flush, unsigned int max);
+HVT_INTERNAL bool fz_rings_pending(struct fz_rings *R);
 
 struct fz_areas;
 HVT_INTERNAL int fz_areas_start(struct fz_view *v, char *const *specs,

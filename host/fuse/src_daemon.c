@@ -3,15 +3,18 @@
  * libhvtrace: remotes of hvtraced in the tracefs-style view.
  *
  * Two connections to the daemon.  The page feed belongs to one thread,
- * which subscribes to every remote, turns each PAGE into records,
- * converts their timestamps to host CLOCK_MONOTONIC with the daemon's
- * clock model (sent ahead of the pages as CLOCK, applied here without a
- * round trip) and queues
- * them in the view; it also serves drain requests (DRAIN, then every page
- * that preceded the answer) and looks at the daemon's list of remotes
- * every FZD_REFRESH_NS: new remotes appear, detached ones disappear, a
- * new generation or geometry starts a remote over, a remote whose writer
- * stopped is marked so readers get the end of the data.  The control
+ * which reads each CPU of every remote as a ring of the core
+ * (hvtrace_daemon_ring_open(): the feed routes that CPU's pages to it; the
+ * ring validates them, converts times with the clock model hvtraced sends
+ * in the page stream and reports losses, the daemon's drops included) and
+ * moves the records, merged by time, into the view's queues (src_ring.c:
+ * the path of any ring).  What is this file's own: the daemon's list of
+ * remotes, looked at every FZD_REFRESH_NS (new remotes appear with a ring
+ * per CPU, detached ones disappear, a new generation or geometry starts a
+ * remote over with new rings, a remote whose writer stopped is marked so
+ * readers get the end of the data), drain requests (DRAIN, then every
+ * record the rings have, flushed past the reorder window), the remote's
+ * formats and its guest kernel's ring.  The control
  * connection carries everything the file system asks (enable, tracing,
  * definitions, texts, formats) under its own lock, which is never taken
  * with the view lock held.
@@ -37,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,7 +52,9 @@
 #define FZD_COMMS_NS	  1000000000ULL /* a guest's comms */
 #define FZD_RECONNECT_NS  1000000000ULL
 #define FZD_DRAIN_WAIT_MS 5000
-#define FZD_BATCH	  4096	     /* pages per burst */
+#define FZD_WINDOW_NS	  10000000ULL /* reorder window across CPUs */
+#define FZD_WINDOW_MS	  10
+#define FZD_BATCH	  (1u << 16) /* records per remote per burst */
 #define FZD_KPAGES	  64	     /* guest kernel pages per CPU per burst */
 #define FZD_KFILE_MAX	  (4u << 20) /* printk_formats, saved_cmdlines */
 
@@ -59,14 +65,12 @@ struct fz_dremote {
 	uint32_t id;
 	bool dead;
 	uint32_t nr_events; /* as REMOTES said at the last fetch */
-	/* the subscription's drops seen so far, per CPU */
-	uint64_t sub_dropped[HVT_ABI_MAX_CPUS];
+	struct fz_rings *R; /* a ring per CPU, or NULL */
 	uint64_t comms_ns;
 	uint64_t generation;
 	struct hvtrace_daemon_kring *kr; /* the guest kernel's ring, or NULL */
 	char kformats[4096];		 /* its formats' folder */
-	bool kr_asked;	 /* kring_open() was asked in this run */
-	bool subscribed; /* to its pages on the feed */
+	bool kr_asked; /* kring_open() was asked in this run */
 };
 
 struct fz_daemon {
@@ -370,56 +374,6 @@ static const struct fz_src_ops fzd_ops = {
 
 /* --- the feed thread ------------------------------------------------------ */
 
-struct fzd_item {
-	struct fz_dremote *x;
-	uint32_t cpu;
-	bool kernel; /* a page of the guest kernel's ring */
-	struct fz_chunk *c;
-};
-
-/* A remote detached meanwhile cannot convert: its records go nowhere
- * anyway. */
-static int fzd_converted(void *arg, uint32_t remote, int ret, uint64_t err_ns)
-{
-	(void)arg;
-	(void)remote;
-	(void)err_ns;
-	return ret == -ENOENT || ret == -ENODEV ? 0 : ret;
-}
-
-static int fzd_convert(struct fz_daemon *d, struct fzd_item *items,
-		       unsigned int n)
-{
-	size_t total = 0, j = 0;
-	unsigned int i, e;
-	uint32_t *rid;
-	uint64_t *ts;
-	int ret;
-
-	for (i = 0; i < n; i++)
-		total += items[i].c->n;
-	ts = malloc((total + 1) * sizeof(*ts));
-	rid = malloc((total + 1) * sizeof(*rid));
-	if (!ts || !rid) {
-		free(ts);
-		free(rid);
-		return -ENOMEM;
-	}
-	for (i = 0; i < n; i++)
-		for (e = 0; e < items[i].c->n; e++) {
-			rid[j] = items[i].x->id;
-			ts[j++] = items[i].c->ev[e].ts;
-		}
-	ret = hvtrace_daemon_feed_ts_to_host_mixed(d->feed, total, rid, ts,
-						   fzd_converted, NULL);
-	for (i = 0, j = 0; !ret && i < n; i++)
-		for (e = 0; e < items[i].c->n; e++)
-			items[i].c->ev[e].host = ts[j++];
-	free(ts);
-	free(rid);
-	return ret;
-}
-
 /* --- the guest kernel's ring of a remote ------------------------------------
  */
 
@@ -525,137 +479,257 @@ static void fzd_kring_new_run(struct fz_daemon *d, struct fz_dremote *x)
 }
 
 /*
- * Pages of the guest kernels' rings after the @n items there are (at
- * most FZD_KPAGES per CPU, FZD_BATCH in all); each one is validated by
- * the ring reader, each record checked against the guest's formats.
- * Returns the new count.
+ * Host times of a guest kernel chunk: the remote's model, which the feed
+ * holds (or, from an hvtraced that sends none, asks for).
  */
-static unsigned int fzd_kpump(struct fz_daemon *d, struct fzd_item *items,
-			      unsigned int n)
+static void fzd_khost(struct fz_daemon *d, struct fz_dremote *x,
+		      struct fz_chunk *c)
 {
-	struct fz_dremote *x;
+	uint64_t *ts = c->n ? malloc(c->n * sizeof(*ts)) : NULL;
+	uint32_t e;
+	int ret;
 
-	for (x = d->all; x && n < FZD_BATCH; x = x->next) {
-		uint32_t cpu;
-
-		if (x->dead || !x->kr || !x->r->kmap)
-			continue;
-		for (cpu = 0; x->kr && cpu < hvtrace_daemon_kring_cpus(x->kr);
-		     cpu++) {
-			unsigned int k;
-
-			for (k = 0; k < FZD_KPAGES && n < FZD_BATCH; k++) {
-				const uint8_t *page;
-				uint32_t len;
-				int ret, err;
-
-				ret = hvtrace_daemon_kring_read_page(
-					x->kr, cpu, &page, &len);
-				if (ret < 0) {
-					fprintf(stderr,
-						"hvtrace mount: '%s': the "
-						"guest kernel's ring is no "
-						"longer read: %s\n",
-						x->r->name,
-						hvtrace_last_error());
-					fzd_kring_close(d, x);
-					break;
-				}
-				if (!ret)
-					break;
-				items[n].c = fz_chunk_from_page(
-					page, len, 0, x->r->kmap, &err);
-				if (!items[n].c)
-					continue;
-				items[n].x = x;
-				items[n].cpu = cpu;
-				items[n].kernel = true;
-				n++;
-			}
-		}
+	if (!ts)
+		return; /* host = ts, as when no model is known */
+	for (e = 0; e < c->n; e++)
+		ts[e] = c->ev[e].ts;
+	ret = hvtrace_daemon_feed_ts_to_host_n(d->feed, x->id, ts, ts, NULL,
+					       c->n);
+	if (ret == -ENODATA) {
+		for (e = 0; e < c->n; e++)
+			ts[e] = c->ev[e].ts;
+		ret = hvtrace_daemon_feed_to_host(d->feed, x->id, ts, ts, c->n,
+						  NULL);
 	}
-	return n;
-}
-
-/* Take the pages there are now (at most FZD_BATCH), convert, queue. */
-static int fzd_pump(struct fz_daemon *d, int wait_ms)
-{
-	struct fzd_item *items;
-	struct hvtrace_daemon_page *pg;
-	unsigned int n = 0, i;
-	int ret = 0;
-
-	items = calloc(FZD_BATCH, sizeof(*items));
-	if (!items)
-		return -ENOMEM;
-	while (n < FZD_BATCH) {
-		struct fz_dremote *x;
-		uint64_t drops = 0;
-		int err;
-
-		ret = hvtrace_daemon_feed_next(d->feed, n ? 0 : wait_ms, &pg);
-		if (ret <= 0)
-			break;
-		x = fzd_by_id(d, pg->remote);
-		items[n].kernel = false;
-		if (x) {
-			/* Pages dropped for us (we were slow): lost
-			 * before this page, at its CPU. */
-			if (pg->cpu < HVT_ABI_MAX_CPUS)
-				drops = hvtrace_daemon_page_drops(
-					pg, &x->sub_dropped[pg->cpu]);
-			items[n].c = fz_chunk_from_page(pg->data, pg->len,
-							drops, NULL, &err);
-			if (items[n].c) {
-				items[n].x = x;
-				items[n].cpu = pg->cpu;
-				n++;
-			}
-		}
-		free(pg);
-	}
-	if (ret >= 0)
-		n = fzd_kpump(d, items, n);
-	/* Host times: each remote's model, applied here. */
-	if (ret >= 0)
-		ret = fzd_convert(d, items, n);
-	pthread_mutex_lock(&d->v->lock);
-	for (i = 0; i < n; i++) {
-		struct fz_dremote *x = items[i].x;
-		uint32_t cpu = items[i].cpu;
-
-		if (ret >= 0 && x && !x->dead && !x->r->gone &&
-		    x->generation == x->r->generation) {
-			if (items[i].kernel)
-				fz_ingest_kernel(x->r, cpu, items[i].c);
-			else
-				fz_ingest(x->r, cpu, items[i].c);
-		} else {
-			fz_chunk_free(items[i].c);
-		}
-	}
-	pthread_mutex_unlock(&d->v->lock);
-	free(items);
-	return ret < 0 ? ret : (int)n;
+	for (e = 0; !ret && e < c->n; e++)
+		c->ev[e].host = ts[e];
+	free(ts);
 }
 
 /*
- * Its pages, once it has an area: a guest that hvtrace guest start
- * attached while it boots has none yet (ENODEV), and is subscribed at
- * the first look that finds one.
+ * Pages of @x's guest kernel ring (at most FZD_KPAGES per CPU); each one
+ * is validated by the ring reader, each record checked against the
+ * guest's formats.  Returns the pages taken.
  */
-static int fzd_subscribe(struct fz_daemon *d, struct fz_dremote *x,
-			 const struct hvt_remote_rec *rec)
+static int fzd_kpump(struct fz_daemon *d, struct fz_dremote *x)
+{
+	uint32_t cpu;
+	int pages = 0;
+
+	if (x->dead || !x->kr || !x->r->kmap)
+		return 0;
+	for (cpu = 0; x->kr && cpu < hvtrace_daemon_kring_cpus(x->kr); cpu++) {
+		unsigned int k;
+
+		for (k = 0; k < FZD_KPAGES; k++) {
+			const uint8_t *page;
+			struct fz_chunk *c;
+			uint32_t len;
+			int ret, err;
+
+			ret = hvtrace_daemon_kring_read_page(x->kr, cpu, &page,
+							     &len);
+			if (ret < 0) {
+				fprintf(stderr,
+					"hvtrace mount: '%s': the guest "
+					"kernel's ring is no longer read: "
+					"%s\n",
+					x->r->name, hvtrace_last_error());
+				fzd_kring_close(d, x);
+				break;
+			}
+			if (!ret)
+				break;
+			pages++;
+			c = fz_chunk_from_page(page, len, 0, x->r->kmap, &err);
+			if (!c)
+				continue;
+			fzd_khost(d, x, c);
+			pthread_mutex_lock(&d->v->lock);
+			if (!x->r->gone)
+				fz_ingest_kernel(x->r, cpu, c);
+			else
+				fz_chunk_free(c);
+			pthread_mutex_unlock(&d->v->lock);
+		}
+	}
+	return pages;
+}
+
+/*
+ * What @x's rings have ready (@flush: everything they have, past the
+ * reorder window) and its guest kernel's pages, into the view.  Returns
+ * the records and pages moved (FZD_BATCH or more: call again), or a
+ * negative errno of the feed.
+ */
+static int fzd_pump_one(struct fz_daemon *d, struct fz_dremote *x, bool flush)
+{
+	int n = 0, k;
+
+	if (x->dead)
+		return 0;
+	if (x->R) {
+		n = fz_rings_pump(x->R, x->r, flush, FZD_BATCH);
+		if (n == -ENOENT || n == -ENODEV)
+			n = 0; /* detached meanwhile: the list says so */
+		if (n < 0)
+			return n;
+	}
+	k = fzd_kpump(d, x);
+	return n + k;
+}
+
+/*
+ * Every remote; *@more when one has more at once.  @sock: the feed's
+ * socket said something.  A ring that the merge finds empty reads the
+ * socket until it has a page or the socket has nothing (routing every
+ * other ring's pages on the way), so with rings the socket is read here;
+ * without any, what comes is received and dropped.
+ */
+static int fzd_pump(struct fz_daemon *d, bool sock, bool *more)
+{
+	struct hvtrace_daemon_page *pg;
+	struct fz_dremote *x;
+	bool rings = false;
+	int ret;
+
+	*more = false;
+	for (x = d->all; x; x = x->next) {
+		ret = fzd_pump_one(d, x, false);
+		if (ret < 0)
+			return ret;
+		if (ret >= (int)FZD_BATCH)
+			*more = true;
+		rings |= x->R != NULL;
+	}
+	/* Pages no ring takes (a subscription closed while its pages were
+	 * on their way) are nobody's. */
+	while (hvtrace_daemon_feed_pending(d->feed) || (sock && !rings)) {
+		ret = hvtrace_daemon_feed_next(d->feed, 0, &pg);
+		if (ret <= 0)
+			return ret;
+		free(pg);
+	}
+	return 0;
+}
+
+/* Whether a record waits for the reorder window. */
+static bool fzd_waiting(struct fz_daemon *d)
+{
+	struct fz_dremote *x;
+
+	for (x = d->all; x; x = x->next)
+		if (!x->dead && fz_rings_pending(x->R))
+			return true;
+	return false;
+}
+
+static int fzd_pump(struct fz_daemon *d, bool sock, bool *more);
+
+/*
+ * Read until the feed's DRAIN is answered, @x's rings flushed (every
+ * other remote's read too, so that no ring's pages fill the feed).
+ */
+static int fzd_drain_wait(struct fz_daemon *d, struct fz_dremote *x)
+{
+	uint64_t idle_since = hvt_host_now_ns();
+	bool more;
+	int n, ret, st;
+
+	while (!(st = hvtrace_daemon_feed_drained(d->feed))) {
+		struct pollfd pfd = {.fd = hvtrace_daemon_feed_fd(d->feed),
+				     .events = POLLIN};
+
+		n = fzd_pump_one(d, x, true);
+		if (n < 0)
+			return n;
+		ret = fzd_pump(d, false, &more);
+		if (ret < 0)
+			return ret;
+		if (n > 0 || more || hvtrace_daemon_feed_drained(d->feed)) {
+			idle_since = hvt_host_now_ns();
+			continue;
+		}
+		/* Every ring read the socket dry: wait for more. */
+		if (hvt_host_now_ns() - idle_since >
+		    HVTRACE_DAEMON_TIMEOUT_MS * 1000000ULL)
+			return hvt_err(-ETIMEDOUT,
+				       "hvtraced did not answer a DRAIN "
+				       "within %d ms",
+				       HVTRACE_DAEMON_TIMEOUT_MS);
+		poll(&pfd, 1, 100);
+	}
+	return st < 0 ? st : 0;
+}
+
+/*
+ * Everything @x's writer committed until now, into the view.  hvtraced
+ * reads the rings to their end at the pace their pages are taken (the
+ * feed receives only while it has room), so a backlog larger than the
+ * feed's queue is read whole, none of it dropped at the feed.
+ */
+static int fzd_drain_one(struct fz_daemon *d, struct fz_dremote *x)
 {
 	int ret;
 
-	if (x->subscribed || !rec->nr_cpus)
+	if (x->R) {
+		ret = hvtrace_daemon_feed_drain_start(d->feed, x->id);
+		if (ret == -EBUSY) {
+			/* One left out by a remote that went meanwhile. */
+			fzd_drain_wait(d, x);
+			ret = hvtrace_daemon_feed_drain_start(d->feed, x->id);
+		}
+		if (!ret)
+			ret = fzd_drain_wait(d, x);
+		if (ret)
+			return ret;
+	}
+	/* Whatever the rings hold, past the reorder window. */
+	while ((ret = fzd_pump_one(d, x, true)) > 0)
+		;
+	return ret;
+}
+
+/*
+ * A ring per CPU, once the remote has an area whose geometry the view
+ * took: a guest that hvtrace guest start attached while it boots has none
+ * yet (ENODEV), and gets its rings at the first look that finds one.
+ */
+static int fzd_rings_open(struct fz_daemon *d, struct fz_dremote *x,
+			  const struct hvt_remote_rec *rec)
+{
+	struct hvtrace_ring **rings;
+	uint32_t cpu;
+	int ret = 0;
+
+	if (x->R || !rec->nr_cpus || !x->r->loaded ||
+	    x->r->nr_cpus != rec->nr_cpus ||
+	    x->r->subbuf_size != rec->subbuf_size)
 		return 0;
-	ret = hvtrace_daemon_feed_subscribe(d->feed, x->id, -1, 0, NULL);
-	x->subscribed = !ret;
-	if (ret && ret != -ENODEV)
-		hvt_err(ret, "cannot subscribe to '%s'", rec->name);
-	return ret == -ENODEV ? 0 : ret;
+	rings = calloc(rec->nr_cpus, sizeof(*rings));
+	if (!rings)
+		return hvt_err(-ENOMEM, "out of memory");
+	for (cpu = 0; !ret && cpu < rec->nr_cpus; cpu++)
+		ret = hvtrace_daemon_ring_open(d->feed, x->id, (int)cpu,
+					       &rings[cpu]);
+	if (ret) {
+		for (cpu = 0; cpu < rec->nr_cpus; cpu++)
+			hvtrace_ring_close(rings[cpu]);
+	} else {
+		ret = fz_rings_new(rings, rec->nr_cpus, rec->subbuf_size,
+				   FZD_WINDOW_NS, &x->R);
+	}
+	free(rings);
+	if (ret && ret != -ENODEV && ret != -ENOENT)
+		fprintf(stderr, "hvtrace mount: cannot read '%s': %s\n",
+			rec->name, hvtrace_last_error());
+	return ret == -ENODEV || ret == -ENOENT ? 0 : ret;
+}
+
+static void fzd_rings_close(struct fz_dremote *x)
+{
+	fz_rings_free(x->R);
+	x->R = NULL;
 }
 
 /* A remote of the daemon appeared: its events, then its pages. */
@@ -703,16 +777,14 @@ static void fzd_add(struct fz_daemon *d, const struct hvt_remote_rec *rec)
 	if (d->ctl)
 		fzd_fetch_events(x);
 	pthread_mutex_unlock(&d->ctl_lock);
-	ret = fzd_subscribe(d, x, rec);
+	ret = fzd_rings_open(d, x, rec);
 	fzd_kring_maybe(d, x, rec);
 	if (rec->transport == HVT_TRANSPORT_AREA &&
 	    rec->state == HVT_REMOTE_DISCONNECTED) {
 		/* A writer that stopped already: what it left, then the
 		 * news. */
-		if (!ret && x->subscribed &&
-		    !hvtrace_daemon_feed_drain(d->feed, x->id))
-			while (fzd_pump(d, 0) > 0)
-				;
+		if (!ret)
+			fzd_drain_one(d, x);
 		pthread_mutex_lock(&d->v->lock);
 		r->stopped = true;
 		if (d->v->wake)
@@ -724,6 +796,7 @@ static void fzd_add(struct fz_daemon *d, const struct hvt_remote_rec *rec)
 static void fzd_remove(struct fz_daemon *d, struct fz_dremote *x)
 {
 	/* What the view queued stays readable: it has its own decoder. */
+	fzd_rings_close(x);
 	fzd_kring_close(d, x);
 	x->dead = true;
 	pthread_mutex_lock(&d->v->lock);
@@ -781,7 +854,7 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 		return ret;
 	for (x = d->all; x; x = x->next) {
 		const struct hvt_remote_rec *rec = NULL;
-		bool refetch = false, stopped, new_run;
+		bool refetch = false, reopen = false, stopped, new_run;
 
 		if (x->dead)
 			continue;
@@ -798,9 +871,7 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 		if (stopped && !x->r->stopped) {
 			/* The writer stopped: everything it committed
 			 * reaches the view before readers are told. */
-			if (!hvtrace_daemon_feed_drain(d->feed, x->id))
-				while (fzd_pump(d, 0) > 0)
-					;
+			fzd_drain_one(d, x);
 		}
 		pthread_mutex_lock(&d->v->lock);
 		x->r->tracing_on = rec->tracing_on;
@@ -815,13 +886,17 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 				rec->clock_id, rec->generation);
 			x->generation = rec->generation;
 			refetch = true;
+			/* Another run or shape: rings of it. */
+			reopen = true;
 		}
 		if (d->v->wake)
 			d->v->wake(d->v, x->r);
 		pthread_mutex_unlock(&d->v->lock);
 		if (new_run)
 			fzd_kring_new_run(d, x);
-		fzd_subscribe(d, x, rec);
+		if (reopen)
+			fzd_rings_close(x);
+		fzd_rings_open(d, x, rec);
 		fzd_kring_maybe(d, x, rec);
 		if (rec->nr_events != x->nr_events)
 			refetch = true;
@@ -860,10 +935,21 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 	return 0;
 }
 
+/*
+ * The feed's connection goes with its subscriptions: closing a ring then
+ * asks nothing of a daemon that may not answer.
+ */
+static void fzd_feed_shut(struct fz_daemon *d)
+{
+	if (d->feed)
+		shutdown(hvtrace_daemon_feed_fd(d->feed), SHUT_RDWR);
+}
+
 static void fzd_disconnect(struct fz_daemon *d, int why)
 {
 	struct fz_dremote *x;
 
+	fzd_feed_shut(d);
 	for (x = d->all; x; x = x->next)
 		if (!x->dead)
 			fzd_remove(d, x);
@@ -923,10 +1009,7 @@ static int fzd_drains(struct fz_daemon *d)
 		pthread_mutex_unlock(&d->v->lock);
 		if (target == x->r->drain_done)
 			continue;
-		ret = hvtrace_daemon_feed_drain(d->feed, x->id);
-		if (!ret)
-			while ((ret = fzd_pump(d, 0)) > 0)
-				;
+		ret = fzd_drain_one(d, x);
 		pthread_mutex_lock(&d->v->lock);
 		x->r->drain_done = target;
 		pthread_cond_broadcast(&d->v->cond);
@@ -942,6 +1025,7 @@ static int fzd_drains(struct fz_daemon *d)
 static void *fzd_thread(void *arg)
 {
 	struct fz_daemon *d = arg;
+	bool more = false;
 
 	while (!d->stop) {
 		struct pollfd pfd[2];
@@ -981,7 +1065,11 @@ static void *fzd_thread(void *arg)
 				continue;
 			}
 		}
-		timeout = hvtrace_daemon_feed_pending(d->feed) ? 0 : 100;
+		/* Records held for the reorder window are looked at again
+		 * when it has passed. */
+		timeout = more || hvtrace_daemon_feed_pending(d->feed) ? 0
+			  : fzd_waiting(d) ? FZD_WINDOW_MS
+					   : 100;
 		pfd[0].fd = hvtrace_daemon_feed_fd(d->feed);
 		pfd[0].events = POLLIN;
 		pfd[1].fd = d->wake[0];
@@ -997,11 +1085,10 @@ static void *fzd_thread(void *arg)
 		}
 		if (d->stop)
 			break;
-		/* Guest kernel rings have no fd: they are read at every
-		 * turn. */
-		if (!timeout || d->nr_kr ||
-		    (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
-			ret = fzd_pump(d, 0);
+		/* Rings are read at every turn (they take from the socket
+		 * what is there; guest kernel rings have no fd). */
+		ret = fzd_pump(d, pfd[0].revents & (POLLIN | POLLHUP | POLLERR),
+			       &more);
 		if (ret >= 0)
 			ret = fzd_drains(d);
 		if (ret < 0)
@@ -1070,8 +1157,10 @@ void fz_daemon_stop(struct fz_daemon *d)
 		(void)0; /* the thread polls every 100 ms anyway */
 	if (d->thr_started)
 		pthread_join(d->thr, NULL);
+	fzd_feed_shut(d);
 	for (x = d->all; x; x = n) {
 		n = x->next;
+		fzd_rings_close(x);
 		fzd_kring_close(d, x);
 		pthread_mutex_lock(&d->v->lock);
 		if (!x->dead)

@@ -511,6 +511,58 @@ struct fz_chunk *fz_chunk_from_page(const uint8_t *page, uint32_t len,
 	return b.c;
 }
 
+int fz_chunk_add(struct fz_chunk **cp, const struct hvtrace_record *rec,
+		 uint32_t room)
+{
+	struct fz_chunk *c = *cp;
+	uint32_t b = ev_bytes(rec->size);
+	struct fz_ev *e;
+
+	if (c && c->bytes + b > room)
+		return -ENOSPC;
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		*cp = c;
+	}
+	/* Room grows by doubling: a few allocations a chunk, none a record. */
+	if (c->n == c->cap_ev) {
+		uint32_t cap = c->cap_ev ? c->cap_ev * 2 : 64;
+		struct fz_ev *v = realloc(c->ev, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->ev = v;
+		c->cap_ev = cap;
+	}
+	if ((uint64_t)c->data_len + rec->size > c->cap_data) {
+		uint64_t cap = c->cap_data ? 2ull * c->cap_data : 1024;
+		uint8_t *d;
+
+		while (cap < (uint64_t)c->data_len + rec->size)
+			cap *= 2;
+		if (cap > UINT32_MAX)
+			return -ENOMEM;
+		d = realloc(c->data, cap);
+		if (!d)
+			return -ENOMEM;
+		c->data = d;
+		c->cap_data = (uint32_t)cap;
+	}
+	e = &c->ev[c->n++];
+	e->ts = rec->ts;
+	e->host = rec->host_ns;
+	/* HVTRACE_LOST_UNKNOWN is FZ_LOST_UNKNOWN. */
+	e->lost = rec->lost_before;
+	e->off = c->data_len;
+	e->len = rec->size;
+	memcpy(c->data + c->data_len, rec->data, rec->size);
+	c->data_len += rec->size;
+	c->bytes += b;
+	return 0;
+}
+
 /*
  * The loss a writer reported counts as overrun or as dropped by mode (the
  * guest kernel's ring: records it overwrote, or that the view could not
@@ -562,10 +614,12 @@ static void drop_oldest(struct fz_cpu *q)
 {
 	struct fz_chunk *c = q->head;
 	uint64_t lost = c->n - c->pos;
+	uint32_t i;
 
-	/* Records lost before the dropped ones are lost before the next. */
-	if (c->pos < c->n)
-		lost_add(&lost, c->ev[c->pos].lost);
+	/* Records lost before the dropped ones, or between them (a chunk
+	 * of a ring's records spans its pages), are lost before the next. */
+	for (i = c->pos; i < c->n; i++)
+		lost_add(&lost, c->ev[i].lost);
 	q->overrun += c->n - c->pos;
 	q->queued -= c->n - c->pos;
 	q->bytes -= c->bytes;
@@ -655,7 +709,8 @@ static void ingest(struct fz_remote *r, struct fz_cpu *q, struct fz_chunk *c)
 			 * before the next one a reader gets. */
 			uint64_t lost = c->n;
 
-			lost_add(&lost, c->ev[0].lost);
+			for (i = 0; i < c->n; i++)
+				lost_add(&lost, c->ev[i].lost);
 			q->dropped += c->n;
 			if (lost == FZ_LOST_UNKNOWN)
 				q->pending_unknown = true;
