@@ -529,8 +529,7 @@ static void ar_tick(struct remote *r, uint64_t now, uint64_t *next)
 			d_log("remote '%s': %s; the area is dropped and "
 			      "retried",
 			      r->name, hvtrace_last_error());
-			hvtrace_area_close(r->area);
-			r->area = NULL;
+			remote_close_area(r);
 			r->state = HVT_REMOTE_WAITING;
 			ar->next_open_ms = now + AR_RETRY_MS;
 			if (*next > ar->next_open_ms)
@@ -542,8 +541,7 @@ static void ar_tick(struct remote *r, uint64_t now, uint64_t *next)
 			      "again (generation %llu): re-attaching",
 			      r->name, (unsigned long long)gen);
 			if (ar_open(r)) {
-				hvtrace_area_close(r->area);
-				r->area = NULL;
+				remote_close_area(r);
 				r->state = HVT_REMOTE_WAITING;
 				ar->next_open_ms = now + AR_RETRY_MS;
 				return;

@@ -235,10 +235,8 @@ static void chardev_hello(struct remote *r, struct conn *c,
 	char msg[512];
 
 	(void)c;
-	if (restarted) {
-		hvtrace_area_close(r->area);
-		r->area = NULL;
-	}
+	if (restarted)
+		remote_close_area(r);
 	if (!r->area || r->info.generation != m->u.hello.generation) {
 		if (chardev_open_area(r, msg, sizeof(msg)))
 			d_log("remote '%s': %s (retrying)", r->name, msg);

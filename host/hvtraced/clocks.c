@@ -86,9 +86,9 @@ void clocks_update(struct remote *r)
 
 	clocks_refresh(r);
 	for (c = D->conns; c; c = c->next) {
-		if (!c->subs || c->dead)
+		if (!c->tool || c->dead)
 			continue;
-		for (s = c->subs; s && !c->dead; s = s->next)
+		for (s = c->tool->subs; s && !c->dead; s = s->next)
 			if (s->remote == r && s->clock_gen != r->clock_gen)
 				clocks_send(c, s);
 	}

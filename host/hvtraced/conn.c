@@ -68,26 +68,25 @@ struct conn *conn_new(int fd, const struct conn_ops *ops)
 	uint32_t bufsize;
 	struct conn *c;
 
-	c = calloc(1, sizeof(*c));
+	if (!ops)
+		ops = &conn_unbound_ops;
+	bufsize = ops->event ? 0 : ops->rbuf_size;
+	/* One allocation: the receive buffer follows the struct. */
+	c = malloc(sizeof(*c) + bufsize);
 	if (!c)
 		return NULL;
+	memset(c, 0, sizeof(*c));
 	c->fd = fd;
-	c->ops = ops ? ops : &conn_unbound_ops;
+	c->ops = ops;
 	c->id = ++D->next_conn_id;
 	c->created_ms = d_now_ms();
-	if (!c->ops->event) {
-		bufsize = c->ops->rbuf_size;
-		c->rbuf = malloc(bufsize);
-		if (!c->rbuf) {
-			free(c);
-			return NULL;
-		}
+	if (bufsize) {
+		c->rbuf = (uint8_t *)(c + 1);
 		hvt_proto_dec_init(&c->dec, c->rbuf, bufsize, bufsize);
 	}
 	ev.data.ptr = c;
 	if (epoll_ctl(D->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		d_log("epoll_ctl: %s", strerror(errno));
-		free(c->rbuf);
 		free(c);
 		return NULL;
 	}
@@ -350,7 +349,6 @@ void conns_reap(void)
 			c->next->prev = c->prev;
 		D->nr_conns--;
 		free(c->denied);
-		free(c->rbuf);
 		free(c);
 	}
 }

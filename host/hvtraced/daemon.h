@@ -178,14 +178,67 @@ struct conn {
 	int fds[HVT_ATTACH_MAX_FDS]; /* descriptors received, not yet used */
 	int nr_fds;
 	/* role state, never touched by conn.c */
-	struct remote *remote;	/* agent: the remote it feeds */
-	struct sub *subs;	/* tool: its page subscriptions */
-	size_t page_budget;	/* tool: page bytes it may have queued */
-	size_t page_reserve;	/* tool: budget a parallel pass promised */
-	bool held;		/* tool: a CPU waits for room in its queue */
+	struct remote *remote;	/* agent, doorbell: the remote it feeds */
+	struct tool *tool;	/* a tool's state (tool.c), or NULL */
 	struct hvt_proto_dec dec;
 	struct outq q;
 	uint8_t *rbuf;
+};
+
+/*
+ * A tool's state (tool.c binds it at the tool's HELLO, subs.c and
+ * fanout.c use it): what only a tool connection has.  Its connection
+ * points at it (conn->tool) and it at its connection; every other
+ * connection (an agent's, a doorbell's) has none.
+ */
+struct tool {
+	struct conn *c;
+	struct sub *subs;	/* its page subscriptions (subs.c) */
+	size_t page_budget;	/* page bytes it may have queued */
+	size_t page_reserve;	/* budget a parallel pass promised */
+	bool held;		/* a CPU waits for room in its queue */
+};
+
+/* --- remotes -------------------------------------------------------------- */
+
+/*
+ * Where a remote's pages come from (page_source.c): a writer's trace
+ * area, a guest kernel's ring.  A remote has a list of them; their CPUs
+ * follow each other in the remote's CPU numbers (the first source's CPU 0
+ * is the remote's CPU 0, the next one's CPU 0 follows the first's last),
+ * so that a remote may read, say, its writer's area and the guest
+ * kernel's own ring at once.  fanout.c reads pages only through these
+ * ops; a transport adds its sources (page_source_add()) and removes them.
+ */
+struct page_source;
+struct page_source_ops {
+	const char *name;	/* "area", "kernel ring" */
+	/* The next validated page of the source's CPU @cpu into @page (of
+	 * @size bytes), as hvtrace_cpu_read_page() returns it: 1 a page, 0
+	 * none now, -errno. */
+	int (*read_page)(struct page_source *ps, uint32_t cpu, uint8_t *page,
+			 uint32_t size, struct hvtrace_page_info *info);
+	/* The CPU's counters (STATS): pages pending, the writer's drops. */
+	int (*cpu_stats)(struct page_source *ps, uint32_t cpu,
+			 struct hvtrace_cpu_stats *st);
+	/* At the end of a DRAIN: events the writer dropped after its last
+	 * page, taken (no page will carry them).  NULL: its pages carry
+	 * their own losses. */
+	uint64_t (*take_trailing_lost)(struct page_source *ps, uint32_t cpu);
+	/* Removed from its remote: free it (what it reads is not its). */
+	void (*close)(struct page_source *ps);
+	/* read_page of different CPUs may run at once, on the reader
+	 * threads (fanout.c) */
+	bool parallel;
+};
+
+struct page_source {
+	struct page_source *next;	/* the remote's, in CPU order */
+	const struct page_source_ops *ops;
+	uint32_t nr_cpus, nr_subbufs, subbuf_size;
+	uint32_t first_cpu;	/* the remote's number of its CPU 0 */
+	bool kernel;		/* its CPUs are a guest kernel's */
+	uint8_t *page;		/* read buffer, subbuf_size (fanout.c) */
 };
 
 /* --- remotes -------------------------------------------------------------- */
@@ -271,14 +324,6 @@ struct remote_ops {
 	bool (*event_on)(const struct remote *r, unsigned int i);
 	int (*set_event)(struct remote *r, unsigned int i, bool on);
 
-	/* A remote whose pages are not an area's (r->area stays NULL; the
-	 * transport fills r->info's geometry and r->page): the next page
-	 * of @cpu as hvtrace_cpu_read_page() returns it, and the CPU's
-	 * counters.  NULL: the area's. */
-	int (*read_page)(struct remote *r, uint32_t cpu, uint8_t *page,
-			 uint32_t size, struct hvtrace_page_info *info);
-	int (*cpu_stats)(struct remote *r, uint32_t cpu,
-			 struct hvtrace_cpu_stats *st);
 	/* The event formats its pages need beyond the static and user
 	 * events (FORMATS replies, name "SYSTEM/EVENT"); returns how many. */
 	size_t (*formats)(const struct remote *r,
@@ -315,8 +360,12 @@ struct remote {
 	const struct remote_ops *ops;
 	enum hvt_remote_state state;
 	struct conn *conn;		/* the agent session, or NULL */
-	struct hvtrace_area *area;
+	struct hvtrace_area *area;	/* the writer's control, or NULL */
 	struct hvtrace_area_info info;
+	/* where its pages come from (page_source.c), in CPU order; NULL:
+	 * none (yet) */
+	struct page_source *sources;
+	uint32_t nr_cpus;		/* the sources' CPUs, in all */
 	struct hvtrace_ue_registry *reg;
 	bool tracing_on;
 	uint32_t next_req;		/* the daemon's own requests */
@@ -372,7 +421,6 @@ struct remote {
 	uint64_t proto_errors;
 	uint64_t pages_read;
 	struct cmdline_table cmdlines;	/* remote.c */
-	uint8_t *page;			/* read buffer, subbuf_size */
 	/* parallel reading (fanout.c): the pages a pass read, per CPU */
 	struct fo_stage *stage;
 	uint64_t thread_pages[D_READERS_MAX];	/* read by reader thread i */
@@ -443,7 +491,7 @@ static inline bool d_cpus_empty(const struct d_cpus *s)
 struct sub {
 	struct sub *next;		/* in the tool's list */
 	uint32_t id;
-	struct conn *tool;
+	struct tool *tool;
 	struct remote *remote;
 	int cpu;			/* -1: all */
 	uint64_t pages;
@@ -625,6 +673,30 @@ void conns_deadlines(uint64_t now_ms, uint64_t *next_ms);
 void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 		 uint64_t recv);
 
+/* page_source.c: where a remote's pages come from */
+/* Add @ps (ops and geometry set) to @r's sources, taking it over (closed
+ * on failure): first (its CPUs the remote's first) or last.  -E2BIG when
+ * the remote would have more than D_MAX_CPUS CPUs, -ENOMEM. */
+int page_source_add(struct remote *r, struct page_source *ps, bool first);
+/* Remove @ps from @r's sources and close it. */
+void page_source_del(struct remote *r, struct page_source *ps);
+/* Every source of @r, closed (remote_destroy()). */
+void page_sources_close(struct remote *r);
+/* The source of @r's CPU @cpu, and its own number of that CPU in *@local;
+ * NULL: no such CPU. */
+struct page_source *page_source_of(const struct remote *r, uint32_t cpu,
+				   uint32_t *local);
+/* The counters of @r's CPU @cpu (STATS). */
+int page_source_cpu_stats(const struct remote *r, uint32_t cpu,
+			  struct hvtrace_cpu_stats *st);
+/* Area @a (of @info's geometry, the remote's r->area: not taken over) as
+ * @r's first source, in place of the one before, which stays on failure
+ * (-ENOMEM, -E2BIG). */
+int page_source_area(struct remote *r, struct hvtrace_area *a,
+		     const struct hvtrace_area_info *info);
+/* @r's area source removed, before its area closes. */
+void page_source_area_drop(struct remote *r);
+
 /* clocks.c: a remote's clock model to its subscribers (CLOCK) */
 void clocks_update(struct remote *r);
 void clocks_subscribed(struct conn *c, struct sub *s);
@@ -656,6 +728,8 @@ int remote_add(struct remote *r, const char *name,
 struct remote *remote_by_id(uint32_t id);
 struct remote *remote_by_name(const char *name);
 int remote_set_area(struct remote *r, struct hvtrace_area *a);
+/* Close @r's area, and its page source, if it has one. */
+void remote_close_area(struct remote *r);
 int remote_open_area(struct remote *r, const char *path, char *msg,
 		     size_t msgsize);
 void remote_apply_changes(struct remote *r);
@@ -676,10 +750,10 @@ bool remote_kf_active(const struct remote *r);
 /* What every remote has, freed (remote_destroy(), before ops->free). */
 void remote_release(struct remote *r);
 
-/* Whether @r has pages to read: an area, or a transport's own. */
+/* Whether @r has pages to read: a page source. */
 static inline bool remote_has_pages(const struct remote *r)
 {
-	return r->area || (r->ops->read_page && r->info.nr_cpus && r->page);
+	return r->sources != NULL;
 }
 
 /* Whether @r has static events (an area) rather than user events. */

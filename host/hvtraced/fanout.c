@@ -4,14 +4,16 @@
  *
  * The daemon is the only consumer of each area it owns: it reads pages
  * with hvtrace_cpu_read_page(), which publishes consumer progress, so a
- * producer-consumer ring never overwrites what the daemon has not read (a
- * transport without an area, such as a guest kernel ring, supplies its
- * pages through its remote_ops read_page).  It gives each page to every
+ * producer-consumer ring never overwrites what the daemon has not read.
+ * Where a remote's pages come from is its page sources' business
+ * (page_source.c: an area, a guest kernel's ring): this file reads pages,
+ * and a drain's trailing drops, only through their ops, each CPU of the
+ * remote from the source it belongs to.  It gives each page to every
  * subscription that covers its CPU, and reads a CPU only while someone
  * subscribes to it, so an unwatched area keeps its data for the first
  * subscriber.
  *
- * Each tool connection has a page budget (subs.c): page bytes queued for
+ * Each tool has a page budget (subs.c): page bytes queued for
  * its socket.  A CPU is read only while at least one of its
  * subscriptions has room for another page; while every subscription of
  * a CPU is over its budget, the daemon leaves that CPU's pages in the
@@ -58,7 +60,7 @@ struct fo_drain {
 	struct remote *r;
 	struct hvt_msg req;	/* the request's header: type, req, chan */
 	uint32_t pages;		/* read while it waited */
-	struct d_cpus todo;	/* CPUs not yet read to their end */
+	struct d_cpus pending_cpus;	/* CPUs not yet read to their end */
 	uint32_t *left;		/* per CPU: pages it may still read (a lap) */
 };
 
@@ -85,16 +87,16 @@ static void wanted_cpus(const struct remote *r, struct d_cpus *want)
 
 	memset(want, 0, sizeof(*want));
 	for (c = D->conns; c; c = c->next) {
-		if (!c->subs || c->dead)
+		if (!c->tool || c->dead)
 			continue;
-		for (s = c->subs; s; s = s->next) {
+		for (s = c->tool->subs; s; s = s->next) {
 			if (s->remote != r)
 				continue;
 			if (s->cpu >= 0) {
 				d_cpus_add(want, (uint32_t)s->cpu);
 				continue;
 			}
-			for (cpu = 0; cpu < r->info.nr_cpus; cpu++)
+			for (cpu = 0; cpu < r->nr_cpus; cpu++)
 				d_cpus_add(want, cpu);
 		}
 	}
@@ -107,37 +109,51 @@ static bool sub_covers(const struct sub *s, const struct remote *r,
 	       cpu < s->nr_cpus;
 }
 
-/* Bytes tool @c may still queue, past what a parallel pass promised. */
-static size_t conn_room(const struct conn *c)
+/* Bytes tool @t may still queue, past what a parallel pass promised. */
+static size_t tool_room(const struct tool *t)
 {
-	size_t used = c->q.page_bytes + c->page_reserve;
+	size_t used = t->c->q.page_bytes + t->page_reserve;
 
-	return used < c->page_budget ? c->page_budget - used : 0;
+	return used < t->page_budget ? t->page_budget - used : 0;
 }
 
-/* Pages of @r's CPU @cpu that some subscription has room for (at most
- * @max), flushing a full tool's queue to its socket first.  0: every
- * subscription of the CPU is over its budget, and each such tool is
- * marked held, so that fanout_room() reads again when its socket takes
- * the queue. */
-static uint32_t cpu_room(struct remote *r, uint32_t cpu, uint32_t max)
+/* Whether tool @t's page budget takes @len more bytes now. */
+static bool tool_fits(const struct tool *t, size_t len)
 {
-	size_t per = r->info.subbuf_size + FO_FRAME_SLACK;
+	return t->c->q.page_bytes + len <= t->page_budget;
+}
+
+/* The subscriptions of connection @c: a tool's, none for another. */
+static struct sub *conn_subs(const struct conn *c)
+{
+	return c->tool ? c->tool->subs : NULL;
+}
+
+/* Pages of @r's CPU @cpu (of @size bytes) that some subscription has room
+ * for (at most @max), flushing a full tool's queue to its socket first.
+ * 0: every subscription of the CPU is over its budget, and each such
+ * tool is marked held, so that fanout_room() reads again when its socket
+ * takes the queue. */
+static uint32_t cpu_room(struct remote *r, uint32_t cpu, uint32_t max,
+			 uint32_t size)
+{
+	size_t per = size + FO_FRAME_SLACK;
 	uint32_t best = 0;
 	struct conn *c;
 	struct sub *s;
 
 	for (c = D->conns; c && best < max; c = c->next) {
-		for (s = c->subs; s && !c->dead && best < max; s = s->next) {
+		for (s = conn_subs(c); s && !c->dead && best < max;
+		     s = s->next) {
 			size_t n;
 
 			if (!sub_covers(s, r, cpu))
 				continue;
-			if (conn_room(c) < per)
+			if (tool_room(c->tool) < per)
 				conn_flush(c);
 			if (c->dead)
 				break;
-			n = conn_room(c) / per;
+			n = tool_room(c->tool) / per;
 			if (n > best)
 				best = n > max ? max : (uint32_t)n;
 			break; /* one look per tool */
@@ -146,17 +162,20 @@ static uint32_t cpu_room(struct remote *r, uint32_t cpu, uint32_t max)
 	if (best)
 		return best;
 	for (c = D->conns; c; c = c->next)
-		for (s = c->subs; s && !c->dead; s = s->next)
+		for (s = conn_subs(c); s && !c->dead; s = s->next)
 			if (sub_covers(s, r, cpu))
-				c->held = true;
+				c->tool->held = true;
 	return 0;
 }
 
 void fanout_room(struct conn *c)
 {
-	if (!c->held || conn_room(c) < HVT_PROTO_MAX_PAGE + FO_FRAME_SLACK)
+	struct tool *t = c->tool;
+
+	if (!t || !t->held ||
+	    tool_room(t) < HVT_PROTO_MAX_PAGE + FO_FRAME_SLACK)
 		return;
-	c->held = false;
+	t->held = false;
 	D->next_poll_us = 0; /* read now */
 }
 
@@ -189,10 +208,11 @@ static int send_empty_page(struct conn *c, const struct sub *s, uint32_t cpu,
 	return conn_send_page(c, &m);
 }
 
-/* Page @page of @r's CPU @cpu to every subscription of the CPU; one
- * without room drops it, counted for that CPU. */
+/* Page @page (of a sub-buffer of @size bytes) of @r's CPU @cpu to every
+ * subscription of the CPU; one without room drops it, counted for that
+ * CPU. */
 static void deliver(struct remote *r, uint32_t cpu, const uint8_t *page,
-		    const struct hvtrace_page_info *info)
+		    uint32_t size, const struct hvtrace_page_info *info)
 {
 	uint64_t commit;
 	uint32_t len;
@@ -202,25 +222,23 @@ static void deliver(struct remote *r, uint32_t cpu, const uint8_t *page,
 	memcpy(&commit, page + HVT_PAGE_COMMIT_OFF, 8);
 	len = HVT_PAGE_HDR_SIZE + info->size +
 	      ((commit & HVT_MISSED_STORED) ? 8 : 0);
-	if (len > r->info.subbuf_size)
-		len = r->info.subbuf_size;
+	if (len > size)
+		len = size;
 	for (c = D->conns; c; c = c->next) {
-		if (!c->subs || c->dead)
+		if (!c->tool || c->dead)
 			continue;
-		for (s = c->subs; s; s = s->next) {
+		for (s = c->tool->subs; s; s = s->next) {
 			struct sub_cpu *sc;
 			struct hvt_msg m;
 
 			if (!sub_covers(s, r, cpu))
 				continue;
 			sc = &s->cpus[cpu];
-			if (c->q.page_bytes + len + FO_FRAME_SLACK >
-			    c->page_budget)
+			if (!tool_fits(c->tool, len + FO_FRAME_SLACK))
 				conn_flush(c);
 			if (c->dead)
 				break;
-			if (c->q.page_bytes + len + FO_FRAME_SLACK >
-			    c->page_budget) {
+			if (!tool_fits(c->tool, len + FO_FRAME_SLACK)) {
 				/* Another tool took the page; this one lags:
 				 * its loss, counted at this CPU. */
 				sc->dropped_pages++;
@@ -251,39 +269,30 @@ static void deliver(struct remote *r, uint32_t cpu, const uint8_t *page,
 	}
 }
 
-/* The next page of @cpu into r->page: the area's, or the transport's. */
-static int fanout_read(struct remote *r, uint32_t cpu,
-		       struct hvtrace_page_info *info)
-{
-	if (r->ops->read_page)
-		return r->ops->read_page(r, cpu, r->page, r->info.subbuf_size,
-					 info);
-	return hvtrace_cpu_read_page(r->area, (int)cpu, r->page,
-				     r->info.subbuf_size, info);
-}
-
 /* Events a consume-mode writer dropped after its last page (its ring was
  * full, then it stopped writing): no page will carry them, so a drain
  * hands them on as an empty PAGE with that lost count, once every
  * subscription of the CPU has room for it.  False: not yet (no room). */
 static bool drain_trailing(struct remote *r, uint32_t cpu)
 {
+	struct page_source *ps;
 	struct conn *c;
 	struct sub *s;
+	uint32_t local;
 	uint64_t n;
 
-	if (r->ops->read_page || !r->area)
-		return true; /* a transport's pages carry their own losses */
+	ps = page_source_of(r, cpu, &local);
+	if (!ps || !ps->ops->take_trailing_lost)
+		return true; /* its pages carry their own losses */
 	for (c = D->conns; c; c = c->next)
-		for (s = c->subs; s && !c->dead; s = s->next)
-			if (sub_covers(s, r, cpu) &&
-			    c->q.page_bytes + 256 > c->page_budget)
+		for (s = conn_subs(c); s && !c->dead; s = s->next)
+			if (sub_covers(s, r, cpu) && !tool_fits(c->tool, 256))
 				return false;
-	n = hvtrace_cpu_take_trailing_lost(r->area, (int)cpu);
+	n = ps->ops->take_trailing_lost(ps, local);
 	if (!n)
 		return true;
 	for (c = D->conns; c; c = c->next)
-		for (s = c->subs; s && !c->dead; s = s->next)
+		for (s = conn_subs(c); s && !c->dead; s = s->next)
 			if (sub_covers(s, r, cpu) &&
 			    send_empty_page(c, s, cpu, n)) {
 				/* still told, as a dropped page's events */
@@ -299,55 +308,63 @@ static void fo_read_serial(struct remote *r, const struct d_cpus *want,
 			   struct fo_round *out)
 {
 	struct hvtrace_page_info info;
-	uint32_t cpu, k, room;
+	struct page_source *ps;
+	uint32_t i, cpu, k, room;
 
-	for (cpu = 0; cpu < r->info.nr_cpus; cpu++) {
-		if (!d_cpus_has(want, cpu))
-			continue;
-		room = 0;
-		for (k = 0; k < D_PAGES_PER_TICK; k++) {
-			int ret;
-
-			if (!room && !(room = cpu_room(r, cpu,
-						       D_PAGES_PER_TICK - k)))
-				break; /* held: the pages stay in the area */
-			ret = fanout_read(r, cpu, &info);
-			if (ret <= 0) {
-				d_cpus_add(&out->empty, cpu);
-				break;
+	for (ps = r->sources; ps; ps = ps->next) {
+		for (i = 0; i < ps->nr_cpus; i++) {
+			cpu = ps->first_cpu + i;
+			if (!d_cpus_has(want, cpu))
+				continue;
+			room = 0;
+			for (k = 0; k < D_PAGES_PER_TICK; k++) {
+				if (!room &&
+				    !(room = cpu_room(r, cpu,
+						      D_PAGES_PER_TICK - k,
+						      ps->subbuf_size)))
+					break; /* held: the pages stay */
+				if (ps->ops->read_page(ps, i, ps->page,
+						       ps->subbuf_size,
+						       &info) <= 0) {
+					d_cpus_add(&out->empty, cpu);
+					break;
+				}
+				room--;
+				r->wake.found = true;
+				r->pages_read++;
+				r->thread_pages[0]++;
+				deliver(r, cpu, ps->page, ps->subbuf_size,
+					&info);
 			}
-			room--;
-			r->wake.found = true;
-			r->pages_read++;
-			r->thread_pages[0]++;
-			deliver(r, cpu, r->page, &info);
+			out->n[cpu] = k;
+			if (!d_cpus_has(&out->empty, cpu))
+				r->wake.more = true; /* capped or held: read
+						      * again */
 		}
-		out->n[cpu] = k;
-		if (!d_cpus_has(&out->empty, cpu))
-			r->wake.more = true; /* capped or held: read again */
 	}
 }
 
 /*
- * Parallel reading.  An area with many CPUs subscribed (at least
- * D_READERS_AUTO_CPUS, or 2 with --reader-threads N > 1) is read by the
- * daemon's reader threads (common/workers.c): each pass, every
- * subscribed CPU is one job, run by thread (its index among the jobs) %
- * threads, which reads up to D_STAGE_PAGES of its pages (D_STAGE_BYTES
- * at most) into the CPU's stage (hvtrace_cpu_read_page() keeps its state per
- * CPU, so CPUs are read at once safely).  Then the loop's thread hands the
- * staged pages out, CPU after CPU, in each CPU's order, exactly as the serial
- * loop does, and passes again while a CPU filled its stage, up to
- * D_PAGES_PER_TICK pages per CPU per poll.  Only the reading (the copy
- * out of shared memory and its validation) runs on the threads;
- * subscriptions, budgets and sockets stay on the loop's thread, which
- * before each pass gives each CPU as many pages as a subscription of it
- * has room for, reserving that room in the tools' queues (page_reserve)
- * so that the CPUs of one pass do not promise the same room twice.
+ * Parallel reading.  A remote with many CPUs subscribed (at least
+ * D_READERS_AUTO_CPUS, or 2 with --reader-threads N > 1), whose page sources
+ * all read different CPUs at once safely (page_source_ops parallel: an area's
+ * hvtrace_cpu_read_page() keeps its state per CPU), is read by the daemon's
+ * reader threads (common/workers.c): each pass, every subscribed CPU is one
+ * job, run by thread (its index among the jobs) % threads, which reads up to
+ * D_STAGE_PAGES of its pages (D_STAGE_BYTES at most) into the CPU's stage.
+ * Then the loop's thread hands the staged pages out, CPU after CPU, in each
+ * CPU's order, exactly as the serial loop does, and passes again while a CPU
+ * filled its stage, up to D_PAGES_PER_TICK pages per CPU per poll.  Only the
+ * reading (the copy out of shared memory and its validation) runs on the
+ * threads; subscriptions, budgets and sockets stay on the loop's thread,
+ * which before each pass gives each CPU as many pages as a subscription of it
+ * has room for, reserving that room in the tools' queues (page_reserve) so
+ * that the CPUs of one pass do not promise the same room twice.
  */
 struct fo_stage {
 	struct remote *r;
-	uint32_t nr_cpus, subbuf_size;
+	uint32_t nr_cpus;
+	uint32_t subbuf_size;		/* a slot: the sources' largest */
 	uint32_t per_cpu;		/* pages staged per CPU per pass */
 	uint8_t *pages;			/* nr_cpus x per_cpu pages */
 	struct hvtrace_page_info *info; /* nr_cpus x per_cpu */
@@ -375,22 +392,28 @@ void fanout_stop(void)
 	D->readers = NULL;
 }
 
-/* @r's stage for its area's geometry, or NULL (no memory). */
+/* @r's stage for its sources' geometry, or NULL (no memory). */
 static struct fo_stage *fo_stage_get(struct remote *r)
 {
 	struct fo_stage *s = r->stage;
-	/* Every CPU of the area (at most D_MAX_CPUS: subs.c); at most
-	 * D_STAGE_BYTES per CPU, whatever the sub-buffer size. */
-	uint32_t nr_cpus = r->info.nr_cpus < D_MAX_CPUS ? r->info.nr_cpus :
-							  D_MAX_CPUS;
-	uint32_t per_cpu = D_STAGE_BYTES / r->info.subbuf_size;
+	const struct page_source *ps;
+	/* Every CPU of the remote (at most D_MAX_CPUS: page_source.c); at
+	 * most D_STAGE_BYTES per CPU, whatever the sub-buffer size. */
+	uint32_t nr_cpus = r->nr_cpus, size = 0, per_cpu;
 	size_t slots;
+
+	for (ps = r->sources; ps; ps = ps->next)
+		if (ps->subbuf_size > size)
+			size = ps->subbuf_size;
+	if (!size)
+		return NULL;
+	per_cpu = D_STAGE_BYTES / size;
 
 	if (per_cpu > D_STAGE_PAGES)
 		per_cpu = D_STAGE_PAGES;
 	if (!per_cpu)
 		per_cpu = 1;
-	if (s && s->nr_cpus == nr_cpus && s->subbuf_size == r->info.subbuf_size)
+	if (s && s->nr_cpus == nr_cpus && s->subbuf_size == size)
 		return s;
 	fanout_free(r);
 	s = calloc(1, sizeof(*s));
@@ -399,7 +422,7 @@ static struct fo_stage *fo_stage_get(struct remote *r)
 	r->stage = s;
 	s->r = r;
 	s->nr_cpus = nr_cpus;
-	s->subbuf_size = r->info.subbuf_size;
+	s->subbuf_size = size;
 	s->per_cpu = per_cpu;
 	slots = (size_t)nr_cpus * per_cpu;
 	s->pages = malloc(slots * s->subbuf_size);
@@ -417,15 +440,15 @@ static struct fo_stage *fo_stage_get(struct remote *r)
 static void fo_job(void *ctx, unsigned int j, void *scratch)
 {
 	struct fo_stage *s = ctx;
-	uint32_t cpu = s->cpus[j], k;
+	uint32_t cpu = s->cpus[j], k = 0, local;
 	size_t slot = (size_t)cpu * s->per_cpu;
+	struct page_source *ps = page_source_of(s->r, cpu, &local);
 
 	(void)scratch;
-	for (k = 0; k < s->limit[cpu]; k++) {
-		if (hvtrace_cpu_read_page(
-			    s->r->area, (int)cpu,
-			    s->pages + (slot + k) * s->subbuf_size,
-			    s->subbuf_size, &s->info[slot + k]) <= 0)
+	for (; ps && k < s->limit[cpu]; k++) {
+		if (ps->ops->read_page(ps, local,
+				       s->pages + (slot + k) * s->subbuf_size,
+				       ps->subbuf_size, &s->info[slot + k]) <= 0)
 			break;
 	}
 	s->n[cpu] = k;
@@ -434,13 +457,17 @@ static void fo_job(void *ctx, unsigned int j, void *scratch)
 /* Whether @r is read by the reader threads, which start at first use. */
 static bool fo_parallel(struct remote *r, const struct d_cpus *want)
 {
+	const struct page_source *ps;
 	unsigned int nr = 0;
 	uint32_t cpu;
 	int ret;
 
-	if (!r->area || r->ops->read_page || D->reader_threads == 1)
+	if (!r->sources || D->reader_threads == 1)
 		return false;
-	for (cpu = 0; cpu < r->info.nr_cpus; cpu++)
+	for (ps = r->sources; ps; ps = ps->next)
+		if (!ps->ops->parallel)
+			return false;
+	for (cpu = 0; cpu < r->nr_cpus; cpu++)
 		nr += d_cpus_has(want, cpu);
 	if (nr < (D->reader_threads ? 2u : D_READERS_AUTO_CPUS))
 		return false;
@@ -467,22 +494,28 @@ static bool fo_parallel(struct remote *r, const struct d_cpus *want)
  * held (their pages stay in the area) and leave the pass. */
 static void fo_pass_limits(struct fo_stage *s)
 {
-	size_t per = s->subbuf_size + FO_FRAME_SLACK;
 	unsigned int j, kept = 0;
+	struct page_source *ps;
 	struct conn *c;
 	struct sub *sb;
 
 	for (j = 0; j < s->nr_jobs; j++) {
-		uint32_t cpu = s->cpus[j], n = cpu_room(s->r, cpu, s->per_cpu);
+		uint32_t cpu = s->cpus[j], local, n = 0;
+		size_t per;
 
+		ps = page_source_of(s->r, cpu, &local);
+		per = (ps ? ps->subbuf_size : 0) + FO_FRAME_SLACK;
+		if (ps)
+			n = cpu_room(s->r, cpu, s->per_cpu, ps->subbuf_size);
 		s->limit[cpu] = n;
 		s->n[cpu] = 0;
 		if (!n)
 			continue;
 		for (c = D->conns; c; c = c->next)
-			for (sb = c->subs; sb && !c->dead; sb = sb->next)
+			for (sb = conn_subs(c); sb && !c->dead; sb = sb->next)
 				if (sub_covers(sb, s->r, cpu)) {
-					c->page_reserve += (size_t)n * per;
+					c->tool->page_reserve +=
+						(size_t)n * per;
 					break;
 				}
 		s->cpus[kept++] = cpu;
@@ -495,7 +528,8 @@ static void fo_pass_release(void)
 	struct conn *c;
 
 	for (c = D->conns; c; c = c->next)
-		c->page_reserve = 0;
+		if (c->tool)
+			c->tool->page_reserve = 0;
 }
 
 /* One poll of @r on the reader threads; what the serial loop records. */
@@ -520,14 +554,17 @@ static void fo_read_parallel(struct remote *r, const struct d_cpus *want,
 		fo_pass_release();
 		full = false;
 		for (j = 0; j < s->nr_jobs; j++) {
+			const struct page_source *ps;
+			uint32_t local;
 			size_t slot;
 
 			cpu = s->cpus[j];
 			slot = (size_t)cpu * s->per_cpu;
-			for (k = 0; k < s->n[cpu]; k++)
+			ps = page_source_of(r, cpu, &local);
+			for (k = 0; ps && k < s->n[cpu]; k++)
 				deliver(r, cpu,
 					s->pages + (slot + k) * s->subbuf_size,
-					&s->info[slot + k]);
+					ps->subbuf_size, &s->info[slot + k]);
 			r->pages_read += s->n[cpu];
 			r->thread_pages[j % nr] += s->n[cpu];
 			out->n[cpu] += s->n[cpu];
@@ -550,9 +587,7 @@ static void fo_read_remote(struct remote *r, const struct d_cpus *want,
 {
 	clocks_update(r); /* a changed model goes ahead of the pages */
 	memset(&out->empty, 0, sizeof(out->empty));
-	memset(out->n, 0, sizeof(uint32_t) * (r->info.nr_cpus < D_MAX_CPUS ?
-						      r->info.nr_cpus :
-						      D_MAX_CPUS));
+	memset(out->n, 0, sizeof(uint32_t) * r->nr_cpus);
 	if (fo_parallel(r, want))
 		fo_read_parallel(r, want, out);
 	else
@@ -586,9 +621,8 @@ static void fo_drains_update(struct remote *r, const struct d_cpus *want,
 			pp = &d->next;
 			continue;
 		}
-		for (cpu = 0; cpu < r->info.nr_cpus && cpu < D_MAX_CPUS;
-		     cpu++) {
-			if (!d_cpus_has(&d->todo, cpu))
+		for (cpu = 0; cpu < r->nr_cpus; cpu++) {
+			if (!d_cpus_has(&d->pending_cpus, cpu))
 				continue;
 			d->pages += out->n[cpu];
 			d->left[cpu] = d->left[cpu] > out->n[cpu] ?
@@ -597,7 +631,8 @@ static void fo_drains_update(struct remote *r, const struct d_cpus *want,
 			if (!d_cpus_has(want, cpu) ||
 			    ((d_cpus_has(&out->empty, cpu) || !d->left[cpu]) &&
 			     drain_trailing(r, cpu)))
-				d->todo.w[cpu / 64] &= ~(1ull << (cpu % 64));
+				d->pending_cpus.w[cpu / 64] &=
+					~(1ull << (cpu % 64));
 			else
 				done = false;
 		}
@@ -617,11 +652,13 @@ void fanout_drain_begin(struct conn *c, struct remote *r,
 			const struct hvt_msg *m)
 {
 	struct fo_drain *d = calloc(1, sizeof(*d));
+	struct page_source *ps;
 	struct fo_round *out;
 	struct d_cpus want;
+	uint32_t i;
 
 	if (d)
-		d->left = calloc(r->info.nr_cpus ? r->info.nr_cpus : 1,
+		d->left = calloc(r->nr_cpus ? r->nr_cpus : 1,
 				 sizeof(*d->left));
 	out = malloc(sizeof(*out));
 	if (!d || !d->left || !out) {
@@ -638,9 +675,10 @@ void fanout_drain_begin(struct conn *c, struct remote *r,
 	d->req.req = m->req;
 	d->req.chan = m->chan;
 	wanted_cpus(r, &want);
-	d->todo = want;
-	for (uint32_t cpu = 0; cpu < r->info.nr_cpus; cpu++)
-		d->left[cpu] = r->info.nr_subbufs + 1;
+	d->pending_cpus = want;
+	for (ps = r->sources; ps; ps = ps->next)
+		for (i = 0; i < ps->nr_cpus; i++)
+			d->left[ps->first_cpu + i] = ps->nr_subbufs + 1;
 	d->next = fo_drains;
 	fo_drains = d;
 	/* Read now: a small backlog is answered at once. */
@@ -675,12 +713,12 @@ static void fo_report_drops(void)
 	uint32_t cpu;
 
 	for (c = D->conns; c; c = c->next) {
-		for (s = c->subs; s && !c->dead; s = s->next) {
+		for (s = conn_subs(c); s && !c->dead; s = s->next) {
 			for (cpu = 0; cpu < s->nr_cpus; cpu++) {
 				struct sub_cpu *sc = &s->cpus[cpu];
 
 				if (sc->reported_pages == sc->dropped_pages ||
-				    c->q.page_bytes + 256 > c->page_budget)
+				    !tool_fits(c->tool, 256))
 					continue;
 				if (!send_empty_page(c, s, cpu, 0))
 					sc->reported_pages = sc->dropped_pages;
@@ -724,7 +762,7 @@ void fanout_poll(void)
 		struct conn *c;
 
 		for (c = D->conns; c; c = c->next)
-			if (c->subs && c->q.head && !c->dead)
+			if (conn_subs(c) && c->q.head && !c->dead)
 				conn_flush(c);
 	}
 }

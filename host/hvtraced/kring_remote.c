@@ -7,10 +7,11 @@
  * at attach (guest RAM through the VMM's shared memory file or
  * /proc/PID/mem, read-only; the reader
  * validates everything it takes from guest memory), and served like any
- * remote: the same subscriptions and fan-out (remote_ops read_page hands
- * fanout.c the ring's validated sub-buffers), STATS from the reader's
- * counters, the same tools.  Its remote_ops (kring_ops, at the end) work
- * on this file's struct kring_remote, which embeds the struct remote.
+ * remote: the same subscriptions and fan-out (its page source, a kernel
+ * ring source, hands fanout.c the ring's validated sub-buffers), STATS
+ * from the reader's counters, the same tools.  Its remote_ops (kring_ops,
+ * at the end) work on this file's struct kring_remote, which embeds the
+ * struct remote.
  *
  *   access   only the kernel's ptrace check decides whose VMM a client
  *            reads: the client (hvtrace_daemon_attach_vm_pid()) finds the
@@ -66,13 +67,22 @@
 #define KR_STATE_MS   200	  /* VMM liveness poll */
 #define KR_MAX_CPUS   D_MAX_CPUS /* what a subscription may name */
 
+/* A guest kernel's ring as a page source: its CPUs are the kernel's. */
+struct kring_source {
+	struct page_source ps;
+	struct hvtrace_kring *k;
+	struct remote *r;	/* whose errors it counts */
+	bool gone;		/* the guest went: a failed read is the end */
+	bool read_failed;	/* a read error was logged */
+};
+
 struct kring_remote {
 	struct remote r;
 	int pid;
 	int pidfd; /* the VMM; -1: none */
-	struct hvtrace_kring *k;
+	struct hvtrace_kring *k;	/* until its source takes it over */
+	struct kring_source *src;	/* the ring's page source */
 	bool gone;	  /* the VMM exited */
-	bool read_failed; /* a read error was logged */
 	uint64_t next_state_ms;
 	char where[128];
 	struct hvt_m_format *fmt; /* the formats of DIR */
@@ -111,53 +121,102 @@ static const char *kr_control(const struct remote *r)
 	return "(none: no agent; times are the guest's own trace clock)";
 }
 
-static int kr_read_page(struct remote *r, uint32_t cpu, uint8_t *page,
+/* --- the kernel ring's page source ---------------------------------------- */
+
+static struct kring_source *kring_source(struct page_source *ps)
+{
+	return container_of(ps, struct kring_source, ps);
+}
+
+static int ks_read_page(struct page_source *ps, uint32_t cpu, uint8_t *page,
 			uint32_t size, struct hvtrace_page_info *info)
 {
-	struct kring_remote *kr = kring_remote(r);
+	struct kring_source *ks = kring_source(ps);
 	int ret;
 
 	/* Anonymous guest RAM goes with its process: once the VMM is gone
 	 * and a read failed, there is nothing more to read. */
-	if (kr->gone && kr->read_failed)
+	if (ks->gone && ks->read_failed)
 		return 0;
-	ret = hvtrace_kring_read_page(kr->k, (int)cpu, page, size, info);
+	ret = hvtrace_kring_read_page(ks->k, (int)cpu, page, size, info);
 	if (ret > 0)
-		kr->read_failed = false;
+		ks->read_failed = false;
 	if (ret >= 0)
 		return ret;
 	/* Logged and counted once per run of failures, not per poll. */
-	if (!kr->read_failed) {
-		d_log("remote '%s': %s%s", r->name, hvtrace_last_error(),
-		      kr->gone ? " (the VMM exited; the ring went with it)"
+	if (!ks->read_failed) {
+		d_log("remote '%s': %s%s", ks->r->name, hvtrace_last_error(),
+		      ks->gone ? " (the VMM exited; the ring went with it)"
 			       : "");
-		r->proto_errors++;
+		ks->r->proto_errors++;
 	}
-	kr->read_failed = true;
+	ks->read_failed = true;
 	return 0;
 }
 
-static int kr_cpu_stats(struct remote *r, uint32_t cpu,
+static int ks_cpu_stats(struct page_source *ps, uint32_t cpu,
 			struct hvtrace_cpu_stats *st)
 {
-	struct kring_remote *kr = kring_remote(r);
-	struct hvtrace_kring_stats ks;
+	struct kring_source *ks = kring_source(ps);
+	struct hvtrace_kring_stats kst;
 	int ret;
 
-	ret = hvtrace_kring_get_stats(kr->k, (int)cpu, &ks);
+	ret = hvtrace_kring_get_stats(ks->k, (int)cpu, &kst);
 	if (ret)
 		return ret;
 	/* What this reader saw: the ring keeps no count of what the guest
 	 * wrote, and what is committed but unread is not known until it is
 	 * read. */
 	memset(st, 0, sizeof(*st));
-	st->read = ks.read;
-	st->bytes = ks.bytes;
-	st->lost = ks.lost_events;
-	st->written = ks.read + ks.lost_events;
-	st->errors = ks.errors;
-	st->now_ts = ks.now_ts;
+	st->read = kst.read;
+	st->bytes = kst.bytes;
+	st->lost = kst.lost_events;
+	st->written = kst.read + kst.lost_events;
+	st->errors = kst.errors;
+	st->now_ts = kst.now_ts;
 	return 0;
+}
+
+static void ks_close(struct page_source *ps)
+{
+	struct kring_source *ks = kring_source(ps);
+
+	hvtrace_kring_close(ks->k);
+	free(ks);
+}
+
+static const struct page_source_ops kring_source_ops = {
+	.name = "kernel ring",
+	.read_page = ks_read_page,
+	.cpu_stats = ks_cpu_stats,
+	/* the ring's pages carry their own losses */
+	.close = ks_close,
+};
+
+/* Ring @k (of @ki's geometry) as @r's next page source, taking it over
+ * (closed on failure). */
+static int kring_source_add(struct remote *r, struct hvtrace_kring *k,
+			    const struct hvtrace_kring_info *ki,
+			    struct kring_source **out)
+{
+	struct kring_source *ks = calloc(1, sizeof(*ks));
+	int ret;
+
+	if (!ks) {
+		hvtrace_kring_close(k);
+		return -ENOMEM;
+	}
+	ks->k = k;
+	ks->r = r;
+	ks->ps.ops = &kring_source_ops;
+	ks->ps.nr_cpus = ki->nr_cpus;
+	ks->ps.nr_subbufs = ki->nr_subbufs;
+	ks->ps.subbuf_size = ki->subbuf_size;
+	ks->ps.kernel = true;
+	ret = page_source_add(r, &ks->ps, false);
+	if (!ret)
+		*out = ks;
+	return ret;
 }
 
 static size_t kr_formats(const struct remote *r, const struct hvt_m_format **v)
@@ -183,6 +242,7 @@ static void kr_tick(struct remote *r, uint64_t now, uint64_t *next)
 		if (kr->pidfd >= 0 ? poll(&pfd, 1, 0) == 1
 				   : kill(kr->pid, 0) && errno == ESRCH) {
 			kr->gone = true;
+			kr->src->gone = true;
 			r->state = HVT_REMOTE_DISCONNECTED;
 			d_log("remote '%s': VMM process %d exited; what is "
 			      "still readable of its ring is read to the end",
@@ -197,7 +257,7 @@ static void kr_free(struct remote *r)
 {
 	struct kring_remote *kr = kring_remote(r);
 
-	hvtrace_kring_close(kr->k);
+	/* its ring went with its page source (remote_destroy()) */
 	if (kr->pidfd >= 0)
 		close(kr->pidfd);
 	kring_formats_free(kr->fmt, kr->nr_fmt);
@@ -470,7 +530,6 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 	struct hvtrace_kring_info ki;
 	struct kring_remote *kr;
 	struct remote *r;
-	uint8_t *page;
 	int ret, pid;
 
 	if (!hvt_proto_name_ok(name, (uint32_t)strlen(name))) {
@@ -560,23 +619,23 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 		ret = -EOPNOTSUPP;
 		goto fail;
 	}
-	page = malloc(ki.subbuf_size);
-	if (!page) {
-		snprintf(msg, msgsize, "out of memory");
-		ret = -ENOMEM;
+	r = &kr->r;
+	ret = kring_source_add(r, kr->k, &ki, &kr->src);
+	kr->k = NULL; /* the source's now, or closed */
+	if (ret) {
+		snprintf(msg, msgsize, "cannot read its ring: %s",
+			 strerror(-ret));
 		goto fail;
 	}
 	snprintf(kr->where, sizeof(kr->where), "process %d at 0x%llx", pid,
 		 (unsigned long long)ki.addr);
-	ret = remote_add(&kr->r, name, &kring_ops);
+	ret = remote_add(r, name, &kring_ops);
 	if (ret) {
-		free(page);
+		page_sources_close(r);
 		snprintf(msg, msgsize, "cannot create remote: %s",
 			 strerror(-ret));
 		goto fail;
 	}
-	r = &kr->r;
-	r->page = page;
 	r->info.nr_cpus = ki.nr_cpus;
 	r->info.nr_subbufs = ki.nr_subbufs;
 	r->info.subbuf_size = ki.subbuf_size;
@@ -621,7 +680,5 @@ static const struct remote_ops kring_ops = {
 	.where = kr_where,
 	.tick = kr_tick,
 	.free = kr_free,
-	.read_page = kr_read_page,
-	.cpu_stats = kr_cpu_stats,
 	.formats = kr_formats,
 };

@@ -363,15 +363,14 @@ void remote_release(struct remote *r)
 int remote_set_area(struct remote *r, struct hvtrace_area *a)
 {
 	struct hvtrace_area_info info;
-	uint8_t *page;
+	int ret;
 
 	hvtrace_area_get_info(a, &info);
-	page = realloc(r->page, info.subbuf_size);
-	if (!page) {
+	ret = page_source_area(r, a, &info);
+	if (ret) {
 		hvtrace_area_close(a);
-		return -ENOMEM;
+		return ret;
 	}
-	r->page = page;
 	hvtrace_area_close(r->area);
 	r->area = a;
 	r->info = info;
@@ -379,6 +378,13 @@ int remote_set_area(struct remote *r, struct hvtrace_area *a)
 	r->raw_nr = 0;
 	r->raw_next = 0;
 	return 0;
+}
+
+void remote_close_area(struct remote *r)
+{
+	page_source_area_drop(r);
+	hvtrace_area_close(r->area);
+	r->area = NULL;
 }
 
 /* Attach the area at @path (a path, or /proc/self/fd/N) of an agent's

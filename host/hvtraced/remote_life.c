@@ -50,6 +50,7 @@ void remote_destroy(struct remote *r)
 	remote_held_drop_all(r);
 	hvtrace_ue_set_enable_hook(r->reg, NULL, NULL);
 	hvtrace_ue_registry_destroy(r->reg);
+	page_sources_close(r);
 	hvtrace_area_close(r->area);
 	for (pp = &D->remotes; *pp; pp = &(*pp)->next)
 		if (*pp == r) {
@@ -60,7 +61,6 @@ void remote_destroy(struct remote *r)
 	state_changed();
 	free(r->chg);
 	fanout_free(r);
-	free(r->page);
 	remote_release(r);
 	/* Last: the transport's state, and the struct @r is part of. */
 	r->ops->free(r);

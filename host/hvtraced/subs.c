@@ -6,7 +6,7 @@
  * from then on fanout.c hands it every page of that CPU that the daemon
  * reads, as PAGE messages whose 'req' is the subscription id.  The tool
  * role (tool.c) passes SUBSCRIBE, UNSUBSCRIBE and DRAIN here; this file
- * owns the subscription lists (on the tool's connection) and their
+ * owns the subscription lists (in the tool's state, struct tool) and their
  * budget: --client-queue bytes of pages waiting in the tool's queue, or
  * less if a SUBSCRIBE asked for less (a live viewer that prefers
  * dropping to lagging), but always room for two of the largest pages.
@@ -19,8 +19,8 @@
 
 #include "daemon.h"
 
-static struct sub *sub_new(struct conn *tool, struct remote *r, int cpu,
-		   uint32_t queue_kib)
+static struct sub *sub_new(struct tool *tool, struct remote *r, int cpu,
+			   uint32_t queue_kib)
 {
 	struct sub *s = calloc(1, sizeof(*s));
 
@@ -33,8 +33,7 @@ static struct sub *sub_new(struct conn *tool, struct remote *r, int cpu,
 	/* At least one page of the largest size fits. */
 	if (tool->page_budget < 2 * HVT_PROTO_MAX_PAGE)
 		tool->page_budget = 2 * HVT_PROTO_MAX_PAGE;
-	s->nr_cpus = r->info.nr_cpus < D_MAX_CPUS ? r->info.nr_cpus :
-						   D_MAX_CPUS;
+	s->nr_cpus = r->nr_cpus; /* at most D_MAX_CPUS: page_source.c */
 	s->cpus = calloc(s->nr_cpus ? s->nr_cpus : 1, sizeof(*s->cpus));
 	if (!s->cpus) {
 		free(s);
@@ -61,7 +60,7 @@ static void sub_free(struct sub *s)
 	D->nr_subs--;
 }
 
-static int sub_remove(struct conn *tool, uint32_t id)
+static int sub_remove(struct tool *tool, uint32_t id)
 {
 	struct sub **pp, *s;
 
@@ -74,16 +73,16 @@ static int sub_remove(struct conn *tool, uint32_t id)
 	return -ENOENT;
 }
 
-void subs_drop_tool(struct conn *tool)
+void subs_drop_tool(struct conn *c)
 {
 	struct sub *s, *n;
 
-	for (s = tool->subs; s; s = n) {
+	for (s = c->tool->subs; s; s = n) {
 		n = s->next;
 		sub_free(s);
 	}
-	tool->subs = NULL;
-	fanout_forget(tool, NULL);
+	c->tool->subs = NULL;
+	fanout_forget(c, NULL);
 }
 
 void subs_drop_remote(struct remote *r)
@@ -92,7 +91,9 @@ void subs_drop_remote(struct remote *r)
 	struct sub **pp, *s;
 
 	for (c = D->conns; c; c = c->next) {
-		for (pp = &c->subs; (s = *pp);) {
+		if (!c->tool)
+			continue;
+		for (pp = &c->tool->subs; (s = *pp);) {
 			if (s->remote == r) {
 				*pp = s->next;
 				sub_free(s);
@@ -121,19 +122,18 @@ void subs_request(struct conn *c, struct remote *r, const struct hvt_msg *m)
 		/* -1 is every CPU; any other CPU must be one of the
 		 * remote's (at most D_MAX_CPUS: fanout.c's sets). */
 		if (m->u.subscribe.cpu < -1 ||
-		    m->u.subscribe.cpu >= (int32_t)r->info.nr_cpus ||
-		    m->u.subscribe.cpu >= (int32_t)D_MAX_CPUS) {
+		    m->u.subscribe.cpu >= (int32_t)r->nr_cpus) {
 			char text[128];
 
 			snprintf(text, sizeof(text),
 				 "no CPU %d in remote '%s': it has CPUs "
 				 "0..%u (-1 for all)",
 				 m->u.subscribe.cpu, r->name,
-				 r->info.nr_cpus - 1);
+				 r->nr_cpus - 1);
 			conn_reply_error(c, m->req, m->chan, -EINVAL, text);
 			break;
 		}
-		s = sub_new(c, r, m->u.subscribe.cpu,
+		s = sub_new(c->tool, r, m->u.subscribe.cpu,
 			    m->u.subscribe.queue_kib);
 		if (!s)
 			conn_reply_error(c, m->req, m->chan, -ENOMEM,
@@ -146,7 +146,7 @@ void subs_request(struct conn *c, struct remote *r, const struct hvt_msg *m)
 			clocks_subscribed(c, s);
 		break;
 	case HVT_MSG_UNSUBSCRIBE:
-		ret = sub_remove(c, m->u.unsubscribe.sub);
+		ret = sub_remove(c->tool, m->u.unsubscribe.sub);
 		conn_reply_result(c, m, HVT_MSG_UNSUBSCRIBE, ret,
 				  m->u.unsubscribe.sub, 0, "%s",
 				  ret ? "no such subscription on this "

@@ -148,21 +148,20 @@ static void tool_stats(struct conn *c, struct remote *r,
 	struct hvt_msg out;
 	uint32_t cpu;
 
-	if (!remote_has_pages(r) || !r->info.nr_cpus) {
+	if (!remote_has_pages(r)) {
 		conn_reply_error(c, m->req, m->chan, -ENODEV,
 				 "the remote has no area attached yet");
 		return;
 	}
-	for (cpu = 0; cpu < r->info.nr_cpus; cpu++) {
+	for (cpu = 0; cpu < r->nr_cpus; cpu++) {
 		memset(&out, 0, sizeof(out));
 		out.type = HVT_MSG_STATS;
 		out.flags = HVT_PF_REPLY |
-			    (cpu + 1 < r->info.nr_cpus ? HVT_PF_MORE : 0);
+			    (cpu + 1 < r->nr_cpus ? HVT_PF_MORE : 0);
 		out.req = m->req;
 		out.chan = m->chan;
 		out.u.stats.cpu = cpu;
-		if (r->ops->cpu_stats ? r->ops->cpu_stats(r, cpu, &st) :
-		    hvtrace_cpu_get_stats(r->area, (int)cpu, &st)) {
+		if (page_source_cpu_stats(r, cpu, &st)) {
 			out.u.stats.status = -EIO;
 		} else {
 			uint64_t *v = out.u.stats.v;
@@ -374,8 +373,21 @@ static void tool_frame(struct conn *c, const struct hvt_msg *m)
 	}
 }
 
+/* A tool's first HELLO: the connection becomes a tool's, with a tool's
+ * state (struct tool), or is refused. */
 static void tool_accept(struct conn *c, const struct hvt_msg *m)
 {
+	struct tool *t = calloc(1, sizeof(*t));
+
+	if (!t) {
+		conn_reply_hello(c, m, HVT_ROLE_DAEMON, -ENOMEM,
+				 "hvtraced is out of memory");
+		c->closing = true;
+		conn_update_events(c);
+		return;
+	}
+	t->c = c;
+	c->tool = t;
 	conn_bind(c, &tool_conn_ops);
 	tool_frame(c, m);
 }
@@ -384,6 +396,8 @@ static void tool_closed(struct conn *c)
 {
 	subs_drop_tool(c);
 	trigger_tool_gone(c);
+	free(c->tool);
+	c->tool = NULL;
 }
 
 const struct conn_ops tool_conn_ops = {
