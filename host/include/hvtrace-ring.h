@@ -153,7 +153,9 @@ struct hvtrace_ring_page {
  *             error bound of that mapping (@err_ns may be NULL); 0, or a
  *             negative errno when no mapping is known (the record's host_ns
  *             is then @ts).  NULL: the source's clock is not the host's
- *             (host_ns == ts, hvtrace_ring_now_ns() says 0).
+ *             (host_ns == ts).  Either way hvtrace_ring_now_ns() says 0:
+ *             the pages come late through a transport, so a merge's
+ *             window counts from the hand-over.
  * @close:     called by hvtrace_ring_close() (may be NULL)
  */
 struct hvtrace_ring_source_ops {

@@ -45,7 +45,6 @@ struct ring_src {
 	uint64_t pending_lost;		/* for the next page built */
 	uint64_t end_ts;		/* running time after the reader
 					 * page's last event */
-	bool mapped;			/* a to_host conversion worked */
 	/* the source's page cut short, its rest still to take */
 	bool hold;
 	struct hvtrace_ring_page held;
@@ -238,15 +237,23 @@ static uint64_t ring_src_to_host(struct hvtrace_ring *r, uint64_t ts)
 		s->st.map_errors++;
 		return ts;
 	}
-	s->mapped = true;
 	if (err > s->st.err_ns)
 		s->st.err_ns = err;
 	return ns;
 }
 
+/*
+ * No host time: a source's pages come through a transport (hvtraced's
+ * page stream, a file), late by its own delay, and its mapping may be a
+ * guess (a writer that never answered a time sync).  A merge's window
+ * then counts from the hand-over, not from a host time that an event of
+ * another CPU still on its way may lie well before.
+ */
 static uint64_t ring_src_now_ns(struct hvtrace_ring *r, uint64_t now)
 {
-	return to_src(r)->mapped ? now : 0;
+	(void)r;
+	(void)now;
+	return 0;
 }
 
 /* Losses carried by pages with no event after them. */
