@@ -486,6 +486,19 @@ static int st_print(struct st_state *s, const struct hvtrace_record *rec)
 	return 0;
 }
 
+/* Is every ring but the host kernel's read to its end? */
+static bool st_rest_empty(struct st_state *s)
+{
+	struct hvtrace_record rec;
+	unsigned int i;
+
+	for (i = 0; i < s->nr; i++)
+		if (s->cpus[i].src != ST_SRC_HOST &&
+		    hvtrace_ring_peek(s->cpus[i].ring, &rec) != 0)
+			return false;
+	return true;
+}
+
 /* Has the area's writer finished (or died)?  Then read to the end. */
 static int st_writer_done(struct st_state *s, bool *restarted)
 {
@@ -663,6 +676,19 @@ static int st_run(struct st_state *s)
 			}
 			s->drain_out = true;
 		}
+		if (s->remote && s->drain_out && !s->drained) {
+			int d = hvtrace_daemon_feed_drained(s->feed);
+
+			if (d < 0) {
+				ret = hvt_cli_error(VERB, "%s",
+						    hvtrace_last_error());
+				break;
+			}
+			if (d) {
+				s->drained = true;
+				s->freeze_ns = hvt_cli_now_ns();
+			}
+		}
 		/* A remote's pages keep coming until hvtraced said the drain
 		 * ended. */
 		if (s->remote)
@@ -674,10 +700,14 @@ static int st_run(struct st_state *s)
 			break;
 		}
 		/* Drained: the host kernel up to then, not what it keeps
-		 * writing (its own events about this reader). */
+		 * writing (its own events about this reader); the end once
+		 * the rest is read. */
 		if (got > 0 && s->drained && s->hk && rec.ts > s->freeze_ns &&
-		    st_ring_of(s, &rec)->src == ST_SRC_HOST)
-			continue;
+		    st_ring_of(s, &rec)->src == ST_SRC_HOST) {
+			if (!st_rest_empty(s))
+				continue;
+			got = 0;
+		}
 		if (got > 0) {
 			ret = st_print(s, &rec);
 			if (ret)
@@ -689,21 +719,7 @@ static int st_run(struct st_state *s)
 				continue;
 			spins = 0;
 		} else {
-			if (finishing && s->remote && !s->drained) {
-				int d = hvtrace_daemon_feed_drained(s->feed);
-
-				if (d < 0) {
-					ret = hvt_cli_error(
-						VERB, "%s",
-						hvtrace_last_error());
-					break;
-				}
-				if (d) {
-					s->drained = true;
-					s->freeze_ns = hvt_cli_now_ns();
-					continue;
-				}
-			} else if (finishing) {
+			if (finishing && (!s->remote || s->drained)) {
 				/* Every CPU is empty: report drops that no
 				 * page followed, then stop. */
 				for (i = 0; i < s->nr; i++) {
