@@ -447,9 +447,17 @@ static int st_print(struct st_state *s, const struct hvtrace_record *rec)
 
 	if (rec->size >= 8)
 		memcpy(&pid, (const uint8_t *)rec->data + 4, 4);
-	if (s->remote)
+	if (s->remote) {
 		ts = st_remote_time(s, c, rec, &err);
-	else if (s->kernel)
+		/* One CPU's events are in order: each record of a ring is
+		 * converted when it is peeked, with the model of that
+		 * moment, and a refit between two of them must not put
+		 * the later one first. */
+		if (c->events && rec->ts >= c->last_ts && ts < c->last_ns)
+			ts = c->last_ns;
+		c->last_ts = rec->ts;
+		c->last_ns = ts;
+	} else if (s->kernel)
 		ts = rec->ts; /* its own trace clock, as trace_pipe prints */
 	else if (s->kring)
 		ts = st_kclock_map(s, rec->ts, &err);
@@ -497,6 +505,53 @@ static bool st_rest_empty(struct st_state *s)
 		    hvtrace_ring_peek(s->cpus[i].ring, &rec) != 0)
 			return false;
 	return true;
+}
+
+/*
+ * Stopped by a signal: a remote's pages that reached us, in the rings,
+ * queued in the feed or in the socket, are consumed at hvtraced, so
+ * every record of them is printed, not dropped (as the end of a drain
+ * prints, without the DRAIN): what can be read without waiting, until
+ * every ring is empty; the host kernel's only up to the signal (not its
+ * own events about this reader).  At most ST_STOP_FLUSH_NS, in case a
+ * writer keeps hvtraced sending faster than we print.
+ */
+#define ST_STOP_FLUSH_NS 2000000000ULL
+
+static int st_stop_flush(struct st_state *s, uint64_t stop_ns)
+{
+	struct hvtrace_record rec;
+	unsigned int i;
+	int got, ret;
+
+	while (!s->out_broken && hvt_cli_now_ns() - stop_ns < ST_STOP_FLUSH_NS) {
+		got = hvtrace_merge_next(s->merge, &rec, true);
+		if (got < 0)
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		if (!got)
+			break;
+		if (s->hk && rec.ts > stop_ns &&
+		    st_ring_of(s, &rec)->src == ST_SRC_HOST)
+			continue;
+		ret = st_print(s, &rec);
+		if (ret)
+			return ret;
+		if (s->count && s->printed >= s->count)
+			return 0;
+	}
+	/* Drops no page followed: said, as at the end of a drain; not the
+	 * host kernel's, read only up to the signal. */
+	for (i = 0; i < s->nr; i++) {
+		struct st_cpu *c = &s->cpus[i];
+		uint64_t n;
+
+		if (c->src == ST_SRC_HOST)
+			continue;
+		n = hvtrace_ring_take_trailing_lost(c->ring);
+		if (n)
+			st_print_lost(s, c, c->cpu, n);
+	}
+	return 0;
 }
 
 /* Has the area's writer finished (or died)?  Then read to the end. */
@@ -791,6 +846,9 @@ static int st_run(struct st_state *s)
 		if (!got)
 			st_sleep_poll();
 	}
+	if (s->remote && hvt_cli_stop_signal && !ret &&
+	    !(s->count && s->printed >= s->count))
+		ret = st_stop_flush(s, hvt_cli_now_ns());
 	fflush(stdout);
 	if (status)
 		st_status(s, t0, true);

@@ -386,7 +386,8 @@ struct hvtrace_decoder *st_remote_decoder(struct st_state *s,
 	}
 }
 
-/* What the source rings took: pages and bytes. */
+/* What the source rings were given: pages and their bytes (headers
+ * included), as received from hvtraced and the guest kernel's ring. */
 static void rs_ring_totals(struct st_state *s, unsigned long long *pages,
 			   unsigned long long *bytes)
 {
@@ -398,7 +399,7 @@ static void rs_ring_totals(struct st_state *s, unsigned long long *pages,
 		if (s->cpus[i].src != ST_SRC_HOST &&
 		    !hvtrace_ring_source_stats(s->cpus[i].ring, &st)) {
 			*pages += st.pages;
-			*bytes += st.copied;
+			*bytes += st.page_bytes;
 		}
 }
 
@@ -422,21 +423,26 @@ void st_remote_summary(struct st_state *s, double secs)
 		[ST_SRC_GKERNEL] = "guest kernel ",
 		[ST_SRC_HOST] = "host kernel ",
 	};
-	unsigned long long pages, bytes;
+	unsigned long long pages, bytes, errors = 0;
 	unsigned int i;
 
+	/* As for an area: a malformed page is an error of its CPU (its
+	 * events reported lost, the stream went on). */
 	for (i = 0; i < s->nr; i++) {
 		struct st_cpu *c = &s->cpus[i];
+		unsigned long long e = hvtrace_ring_errors(c->ring);
 
-		fprintf(stderr, "  %scpu %d: %llu events, %llu lost%s\n",
+		errors += e;
+		fprintf(stderr, "  %scpu %d: %llu events, %llu lost%s, %llu "
+			"errors\n",
 			what[c->src], c->cpu, c->events, c->lost,
-			c->lost_unknown ? " (and an unknown number)" : "");
+			c->lost_unknown ? " (and an unknown number)" : "", e);
 	}
 	rs_ring_totals(s, &pages, &bytes);
 	fprintf(stderr,
-		"hvtrace stream: %s: %llu events, %llu lost, %llu "
-		"pages in %.3f s (%.0f events/s)\n",
-		s->rrec.name, s->printed, s->lost, pages, secs,
+		"hvtrace stream: %s: %llu events, %llu lost, %llu errors, "
+		"%llu pages in %.3f s (%.0f events/s)\n",
+		s->rrec.name, s->printed, s->lost, errors, pages, secs,
 		secs > 0 ? (double)s->printed / secs : 0.0);
 }
 

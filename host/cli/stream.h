@@ -35,6 +35,7 @@ struct st_cpu {
 	unsigned long long events;
 	unsigned long long lost;
 	bool lost_unknown;
+	uint64_t last_ts, last_ns; /* its record printed last: ts, time */
 };
 
 struct st_state {
