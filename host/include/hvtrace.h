@@ -413,7 +413,9 @@ struct hvtrace_record {
 	int cpu;
 	/* events lost right before this record, or HVTRACE_LOST_UNKNOWN */
 	uint64_t lost_before;
-	/* host CLOCK_MONOTONIC when get-reader handed the record over */
+	/* host CLOCK_MONOTONIC when get-reader handed the record over (a
+	 * source ring: when its page reached this process, the page's
+	 * arrived_ns where the source gives it) */
 	uint64_t fetched_ns;
 };
 
