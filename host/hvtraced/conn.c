@@ -30,6 +30,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -120,6 +121,8 @@ void conn_update_events(struct conn *c)
 		c->ev = want;
 }
 
+#define CONN_FLUSH_IOV 64 /* chunks a sendmsg() takes */
+
 static void outq_free_chunk(struct outq *q, struct out_chunk *ch)
 {
 	q->bytes -= ch->len - ch->off;
@@ -194,14 +197,50 @@ int conn_send_page(struct conn *c, const struct hvt_msg *m)
 	return conn_push(c, m, true);
 }
 
+/* Take @w sent bytes off the front of @q. */
+static void outq_sent(struct outq *q, size_t w)
+{
+	while (w) {
+		struct out_chunk *ch = q->head;
+		size_t take = ch->len - ch->off;
+
+		if (take > w)
+			take = w;
+		q->bytes -= take;
+		if (ch->page)
+			q->page_bytes -= take;
+		ch->off += (uint32_t)take;
+		w -= take;
+		if (ch->off == ch->len) {
+			q->head = ch->next;
+			if (!q->head)
+				q->tail = NULL;
+			free(ch);
+		}
+	}
+}
+
+/*
+ * Write what the queue holds, up to CONN_FLUSH_IOV chunks a system call:
+ * a tool taking a backlog of pages costs one sendmsg() per many pages,
+ * not one send() per page.
+ */
 void conn_flush(struct conn *c)
 {
 	/* Each round writes bytes or stops, so the queue bounds it. */
 	while (c->q.head && !c->dead) {
-		struct out_chunk *ch = c->q.head;
-		ssize_t w = send(c->fd, ch->data + ch->off, ch->len - ch->off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		struct iovec iov[CONN_FLUSH_IOV];
+		struct msghdr mh = { .msg_iov = iov };
+		struct out_chunk *ch;
+		ssize_t w;
 
+		for (ch = c->q.head; ch && mh.msg_iovlen < CONN_FLUSH_IOV;
+		     ch = ch->next) {
+			iov[mh.msg_iovlen].iov_base = ch->data + ch->off;
+			iov[mh.msg_iovlen].iov_len = ch->len - ch->off;
+			mh.msg_iovlen++;
+		}
+		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -212,16 +251,9 @@ void conn_flush(struct conn *c)
 			conn_close(c);
 			return;
 		}
-		c->q.bytes -= (size_t)w;
-		if (ch->page)
-			c->q.page_bytes -= (size_t)w;
-		ch->off += (uint32_t)w;
-		if (ch->off == ch->len) {
-			c->q.head = ch->next;
-			if (!c->q.head)
-				c->q.tail = NULL;
-			free(ch);
-		}
+		if (!w)
+			break;	/* (a stream socket sends something or fails) */
+		outq_sent(&c->q, (size_t)w);
 	}
 	if (c->paused && c->q.bytes < D_AGENT_QUEUE / 2)
 		c->paused = false;
