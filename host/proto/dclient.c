@@ -315,8 +315,12 @@ int hvtrace_daemon_find_remote(struct hvtrace_daemon *c, const char *name,
 		hvt_msg_remote_at(&r.u.remotes.recs, i, &x);
 		if (off < sizeof(names))
 			off += (size_t)snprintf(names + off,
-						sizeof(names) - off, "%s%s",
-						i ? ", " : "", x.name);
+						sizeof(names) - off, "%s%s%s",
+						i ? ", " : "", x.name,
+						x.state == HVT_REMOTE_MISSING ?
+							" (missing: its file "
+							"is gone)" :
+							"");
 		if (name ? !strcmp(x.name, name) : !found) {
 			*rec = x;
 			found++;

@@ -213,7 +213,11 @@ enum hvt_remote_state {
 	HVT_REMOTE_WAITING = 1,		/* attached, no agent session yet */
 	HVT_REMOTE_CONNECTED = 2,	/* agent session up */
 	HVT_REMOTE_DISCONNECTED = 3,	/* agent gone; area still readable */
-	HVT_REMOTE_STATE_MAX = 3,
+	HVT_REMOTE_MISSING = 4,		/* attached again from the state
+					 * file, its area file is gone:
+					 * nothing to read (TEXT INFO says
+					 * which file) */
+	HVT_REMOTE_STATE_MAX = 4,
 };
 
 /* Remote transports. */
