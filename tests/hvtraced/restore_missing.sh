@@ -7,13 +7,16 @@
 # A private hvtraced attaches two loopback areas, "gone" and "back", and
 # stops; their writers stop and both files are removed.  After a restart
 # with the same run folder:
-#   - the log names each missing file once (counted over 5 s: no line a
-#     retry), with what to do;
+#   - the log names each missing file once (counted over 5 s or more: no
+#     line a retry), with what to do, and the file is looked for again with
+#     back-off, not every second (its opens counted with strace, when
+#     there is one);
 #   - "hvtrace list" shows STATE "missing" and a line
 #     "gone: missing (file gone: PATH)";
 #   - "hvtrace stream gone" fails and names the missing file;
 #   - a remote name that is not there lists "gone" as missing, not as
 #     if it could be read;
+#   - a mount (when FUSE mounts here) has no remotes/gone;
 #   - "back"'s file, created again at its path by a new writer, is
 #     attached again by itself (within the back-off);
 #   - "hvtrace daemon detach gone" removes it for good: not listed, not
@@ -81,12 +84,24 @@ rm -f "$SHM/gone" "$SHM/back"
 
 # --- the second daemon -----------------------------------------------------
 daemon_start d2.log
-sleep 5
+# How often the missing file is looked for, over 8 s (with strace): every
+# second would be 8 times, a back-off of 1, 2, 4 ... s at most 4.
+if command -v strace >/dev/null; then
+	timeout 8 strace -f -p "$DPID" -o "$T/opens.trace" \
+		-e trace=open,openat,stat,lstat,newfstatat,statx 2>/dev/null
+	n_open=$(grep -c "$SHM/gone" "$T/opens.trace")
+	echo "the missing file looked for $n_open times in 8 s"
+	[ "$n_open" -le 4 ] ||
+		fail "the missing file is looked for $n_open times in 8 s (every second, not backing off)"
+else
+	echo "strace is missing: how often the file is looked for is not checked"
+	sleep 5
+fi
 n_gone=$(grep -c "'gone'" "$T/d2.log")
 n_back=$(grep -c "'back'" "$T/d2.log")
-echo "log lines in 5 s: gone $n_gone, back $n_back"
+echo "log lines since the restart: gone $n_gone, back $n_back"
 [ "$n_gone" = 1 ] && [ "$n_back" = 1 ] ||
-	fail "the log names a missing area $n_gone / $n_back times in 5 s, not once: $(grep "'gone'" "$T/d2.log" | tail -n 3)"
+	fail "the log names a missing area $n_gone / $n_back times, not once: $(grep "'gone'" "$T/d2.log" | tail -n 3)"
 line=$(grep "'gone'" "$T/d2.log" | head -n 1)
 case $line in
 *"$SHM/gone"*"hvtrace daemon detach gone"*) echo "said once: $line" ;;
@@ -110,6 +125,23 @@ echo "stream: $(head -n 1 "$T/stream.err")"
 timeout 20 "$H" stream nosuch-$$ --timeout 2 >/dev/null 2>"$T/nosuch.err"
 grep -q "gone (missing" "$T/nosuch.err" ||
 	fail "an unknown name lists 'gone' as if it were usable: $(cat "$T/nosuch.err")"
+
+# A mount (when FUSE can mount here) has no remotes/gone.
+MNT=$T/mnt
+if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null && mkdir "$MNT" &&
+	MNT_PID=$("$H" mount "$MNT" --background 2>"$T/mount.err"); then
+	PIDS="$PIDS $MNT_PID"
+	wait_for 10 test -d "$MNT/remotes" || fail "the mount has no remotes/"
+	sleep 1	# its first look at the daemon's remotes
+	echo "mount: remotes/ holds: $(ls "$MNT/remotes" | tr '\n' ' ')"
+	[ -e "$MNT/remotes/gone" ] &&
+		fail "the mount shows the missing 'gone' as a remote: $(ls "$MNT/remotes/gone" | tr '\n' ' ')"
+	kill "$MNT_PID"
+	wait_for 10 sh -c "! grep -q ' $MNT fuse' /proc/mounts" ||
+		fail "the mount did not go"
+else
+	echo "FUSE cannot mount here: the mount is not checked ($(head -n 1 "$T/mount.err" 2>/dev/null))"
+fi
 
 # The file comes back at its path: attached again by itself.
 writer "$SHM/back" >/dev/null

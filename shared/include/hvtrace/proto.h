@@ -208,6 +208,11 @@ enum hvt_text_kind {
 	HVT_TEXT_MAX = 7,
 };
 
+/* HELLO caps of a tool: it takes REMOTES records of state
+ * HVT_REMOTE_MISSING (a tool without it is sent HVT_REMOTE_WAITING, which
+ * an older codec accepts). */
+#define HVT_CAP_TOOL_MISSING	(1u << 0)
+
 /* Remote states (REMOTES records). */
 enum hvt_remote_state {
 	HVT_REMOTE_WAITING = 1,		/* attached, no agent session yet */
