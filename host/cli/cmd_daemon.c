@@ -118,6 +118,7 @@ static const char *state_name(uint32_t s)
 {
 	return s == HVT_REMOTE_CONNECTED ? "connected" :
 	       s == HVT_REMOTE_WAITING	 ? "waiting" :
+	       s == HVT_REMOTE_MISSING	 ? "missing" :
 					   "disconnected";
 }
 

@@ -32,7 +32,9 @@ static const char list_usage[] =
 	"  STATE      connected (agent session up), waiting (attached, no\n"
 	"             agent yet: booting, or gone with its guest),\n"
 	"             disconnected (a local agent left; its area stays\n"
-	"             readable)\n"
+	"             readable), missing (attached again after a restart\n"
+	"             of hvtraced, but its area file is gone: a line\n"
+	"             below the table names the file and what to do)\n"
 	"  MODE       consume (producer-consumer: new events are dropped\n"
 	"             when full) or overwrite (flight recorder)\n"
 	"  CPUS       CPU buffers\n"
@@ -68,6 +70,30 @@ static void human(uint64_t v, char *buf, size_t size)
 		snprintf(buf, size, "%lluB", (unsigned long long)v);
 	else
 		snprintf(buf, size, "%.*f%c", d < 10 ? 1 : 0, d, units[u]);
+}
+
+/* A missing remote: which file is gone (TEXT INFO's "missing: " line)
+ * and what to do. */
+static void list_missing(struct hvtrace_daemon *dc,
+			 const struct hvt_remote_rec *x)
+{
+	char *text = NULL, *p, *end;
+	size_t len = 0;
+
+	if (!hvtrace_daemon_get_text(dc, x->id, HVT_TEXT_INFO, &text, &len) &&
+	    text && (p = strstr(text, "\nmissing: "))) {
+		p += strlen("\nmissing: ");
+		end = strchr(p, '\n');
+		if (end)
+			*end = '\0';
+	} else {
+		p = NULL;
+	}
+	printf("%s: missing (file gone: %s): create it again, attach it again "
+	       "('hvtrace daemon attach --area PATH --name %s') or forget it "
+	       "('hvtrace daemon detach %s')\n",
+	       x->name, p ? p : "?", x->name, x->name);
+	free(text);
 }
 
 static int list_run(int argc, char **argv)
@@ -133,6 +159,10 @@ static int list_run(int argc, char **argv)
 			snprintf(link, sizeof(link), "chardev");
 		else if (x.transport == HVT_TRANSPORT_SOCKET)
 			snprintf(link, sizeof(link), "socket");
+		else if (x.transport == HVT_TRANSPORT_AREA)
+			snprintf(link, sizeof(link), "area");
+		else if (x.transport == HVT_TRANSPORT_KRING)
+			snprintf(link, sizeof(link), "kring");
 		else
 			snprintf(link, sizeof(link), "%u", x.transport);
 		printf("%-20s %-8s %-7s %-12s %-9s %4u %7s %6u %10s\n", x.name,
@@ -140,12 +170,20 @@ static int list_run(int argc, char **argv)
 		       x.state == HVT_REMOTE_CONNECTED	    ? "connected"
 		       : x.state == HVT_REMOTE_WAITING	    ? "waiting"
 		       : x.state == HVT_REMOTE_DISCONNECTED ? "disconnected"
+		       : x.state == HVT_REMOTE_MISSING	    ? "missing"
 							    : "?",
 		       !x.nr_cpus		      ? "-"
 		       : x.mode == HVT_MODE_OVERWRITE ? "overwrite"
 		       : x.mode == HVT_MODE_CONSUME   ? "consume"
 						      : "?",
 		       x.nr_cpus, size, x.nr_events, err);
+	}
+	for (i = 0; i < r.u.remotes.recs.count; i++) {
+		struct hvt_remote_rec x;
+
+		hvt_msg_remote_at(&r.u.remotes.recs, i, &x);
+		if (x.state == HVT_REMOTE_MISSING)
+			list_missing(dc, &x);
 	}
 	hvtrace_daemon_close(dc);
 	return HVT_EXIT_OK;

@@ -192,6 +192,34 @@ static int rs_open_rings(struct st_state *s)
 	return 0;
 }
 
+/* A remote hvtraced attached again after a restart whose area file is
+ * gone: which file (TEXT INFO's "missing: " line) and what to do. */
+static int rs_missing(struct st_state *s)
+{
+	char *text = NULL, *p = NULL, *end;
+	size_t len = 0;
+	int ret;
+
+	if (!hvtrace_daemon_get_text(s->dc, s->rrec.id, HVT_TEXT_INFO, &text,
+				     &len) &&
+	    text && (p = strstr(text, "\nmissing: "))) {
+		p += strlen("\nmissing: ");
+		end = strchr(p, '\n');
+		if (end)
+			*end = '\0';
+	}
+	ret = hvt_cli_error(VERB,
+			    "'%s' is missing, nothing to read: its area file "
+			    "%s is gone (hvtraced attached it again after a "
+			    "restart); create it again at that path, attach "
+			    "it again, or forget it with 'hvtrace daemon "
+			    "detach %s'",
+			    s->rrec.name, p ? p : "(see 'hvtrace daemon info')",
+			    s->rrec.name);
+	free(text);
+	return ret;
+}
+
 int st_open_remote(struct st_state *s)
 {
 	int ret;
@@ -199,6 +227,8 @@ int st_open_remote(struct st_state *s)
 	if (hvtrace_daemon_open(s->sock, &s->dc) ||
 	    hvtrace_daemon_find_remote(s->dc, s->spec, &s->rrec))
 		return rs_fail();
+	if (s->rrec.state == HVT_REMOTE_MISSING)
+		return rs_missing(s);
 	if (!s->rrec.nr_cpus)
 		return hvt_cli_error(VERB,
 				     "the area of '%s' is not "

@@ -843,7 +843,7 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 {
 	struct hvt_remote_rec *recs = NULL;
 	struct fz_dremote *x;
-	uint32_t n = 0, i;
+	uint32_t n = 0, i, k;
 	uint64_t now = hvt_host_now_ns();
 	int ret;
 
@@ -852,6 +852,12 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 	pthread_mutex_unlock(&d->ctl_lock);
 	if (ret)
 		return ret;
+	/* A missing remote (its area file is gone) has nothing to read:
+	 * not in the view, as if it were not there. */
+	for (i = 0, k = 0; i < n; i++)
+		if (recs[i].state != HVT_REMOTE_MISSING)
+			recs[k++] = recs[i];
+	n = k;
 	for (x = d->all; x; x = x->next) {
 		const struct hvt_remote_rec *rec = NULL;
 		bool refetch = false, reopen = false, stopped, new_run;

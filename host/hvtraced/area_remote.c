@@ -36,10 +36,15 @@
  *   restart    the state file keeps each area with who attached it
  *              (ar_save()); area_remote_restore() attaches it again as
  *              that client, through the same checks as its ATTACH_AREA.
- *              A restored area whose file is missing keeps being retried
- *              (a hypervisor may start later), says so in the log and in
- *              TEXT INFO, and a new attach of its name replaces it
- *              (area_remote_stale(), tool.c).
+ *              A restored area whose file is missing (ENOENT) is
+ *              "missing" (HVT_REMOTE_MISSING in REMOTES): it has nothing
+ *              to read and a SUBSCRIBE is refused with why; the log says
+ *              so once; the file is looked for again after 1, 2, 4 ...
+ *              s, then every AR_MISSING_MAX_MS (a hypervisor may start
+ *              later, a writer may create it again), silently until it
+ *              is there or fails otherwise; a new attach of its name
+ *              replaces it (area_remote_stale(), tool.c) and a DETACH
+ *              forgets it, state file included.
  */
 #include <errno.h>
 #include <signal.h>
@@ -52,6 +57,7 @@
 
 #define AR_STATE_MS	       200  /* writer state poll */
 #define AR_RETRY_MS	       1000 /* area not there or not formatted yet */
+#define AR_MISSING_MAX_MS      64000 /* a restored area's file is gone */
 #define AR_SYNC_WAIT_MS	       5    /* longest wait for one answer */
 #define AR_SYNC_BURST	       16
 #define AR_SYNC_MAX_BACKOFF_MS 60000
@@ -77,12 +83,13 @@ struct area_remote {
 	bool *on;
 	bool defaults_applied;
 	uint64_t next_open_ms;
+	uint64_t missing_gap_ms;     /* back-off while missing (doubles) */
 	uint64_t next_state_ms;
 	uint64_t next_sync_ms;
 	unsigned int burst_left;
 	unsigned int sync_misses; /* answers missed in a row */
 	char last_err[512];	  /* logged once per distinct error */
-	char problem[768];	  /* TEXT INFO: why it has no area */
+	char problem[1024];	  /* TEXT INFO: why it has no area */
 };
 
 static const struct remote_ops area_ops;
@@ -280,20 +287,32 @@ static int ar_open(struct remote *r)
 			if (area_remote_stale(r))
 				snprintf(ar->problem, sizeof(ar->problem),
 					 "%s (attached again from "
-					 "hvtraced.state; retried every "
-					 "second until the file is there; a "
-					 "new attach of '%s' replaces it, "
-					 "'hvtrace daemon detach %s' forgets "
-					 "it)",
-					 ar->last_err, r->name, r->name);
+					 "hvtraced.state, but the file is "
+					 "gone: looked for again after 1, 2, "
+					 "4 ... s, then every %d s; create it "
+					 "again at that path, or a new attach "
+					 "of '%s' replaces it, 'hvtrace "
+					 "daemon detach %s' forgets it)",
+					 ar->last_err, AR_MISSING_MAX_MS / 1000,
+					 r->name, r->name);
 			else
 				snprintf(ar->problem, sizeof(ar->problem),
 					 "%s (retrying every %d ms)",
 					 ar->last_err, AR_RETRY_MS);
 			d_log("remote '%s': %s", r->name, ar->problem);
 		}
+		if (area_remote_stale(r)) {
+			if (r->state != HVT_REMOTE_MISSING)
+				ar->missing_gap_ms = AR_RETRY_MS;
+			r->state = HVT_REMOTE_MISSING;
+		} else if (r->state == HVT_REMOTE_MISSING) {
+			r->state = HVT_REMOTE_WAITING;
+		}
 		return ret;
 	}
+	if (r->state == HVT_REMOTE_MISSING)
+		d_log("remote '%s': its file %s is there again", r->name,
+		      ar->spec);
 	ar->last_ret = 0;
 	ar->last_err[0] = '\0';
 	ar->problem[0] = '\0';
@@ -412,7 +431,11 @@ static int ar_attach(const char *name, const char *spec, uint32_t flags,
 	}
 	r = &ar->r;
 	ret = ar_open(r);
-	if (ret) {
+	if (ret && r->state == HVT_REMOTE_MISSING) {
+		ar->next_open_ms = d_now_ms() + ar->missing_gap_ms;
+		snprintf(msg, msgsize, "'%s' is missing: %s", name,
+			 ar->problem);
+	} else if (ret) {
 		ar->next_open_ms = d_now_ms() + AR_RETRY_MS;
 		snprintf(msg, msgsize,
 			 "attached '%s' (area %s: %s; retrying every second)",
@@ -513,8 +536,17 @@ static void ar_tick(struct remote *r, uint64_t now, uint64_t *next)
 
 	if (!r->area) {
 		if (now >= ar->next_open_ms) {
-			ar->next_open_ms = now + AR_RETRY_MS;
-			ar_open(r);
+			if (ar_open(r) && r->state == HVT_REMOTE_MISSING) {
+				/* Backing off: 1, 2, 4 ... s, then every
+				 * AR_MISSING_MAX_MS. */
+				if (ar->missing_gap_ms < AR_MISSING_MAX_MS / 2)
+					ar->missing_gap_ms *= 2;
+				else
+					ar->missing_gap_ms = AR_MISSING_MAX_MS;
+				ar->next_open_ms = now + ar->missing_gap_ms;
+			} else {
+				ar->next_open_ms = now + AR_RETRY_MS;
+			}
 		}
 		if (!r->area) {
 			if (*next > ar->next_open_ms)

@@ -197,6 +197,7 @@ struct tool {
 	size_t page_budget;	/* page bytes it may have queued */
 	size_t page_reserve;	/* budget a parallel pass promised */
 	bool held;		/* a CPU waits for room in its queue */
+	uint32_t caps;		/* its HELLO's HVT_CAP_TOOL_* */
 };
 
 /* --- remotes -------------------------------------------------------------- */

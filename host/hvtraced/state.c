@@ -12,7 +12,8 @@
  * It is rewritten (a temporary file, then rename()) whenever a remote
  * comes or goes, but not while the daemon shuts down, so that the next
  * start finds what was attached when it stopped and attaches it again
- * (logging each; a guest whose QEMU control socket is gone is skipped).  The areas' control pages carry each reader's position
+ * (logging each; a guest whose QEMU control socket is gone is skipped;
+ * an area whose file is gone is "missing": area_remote.c).  The areas' control pages carry each reader's position
  * (struct hvt_ctrl_pos), so the new daemon resumes reading where the old
  * one stopped.  The file is read back only if it is a regular file of
  * this user that nobody else can write, and every entry goes through the
@@ -246,6 +247,8 @@ void state_restore(void)
 			d_log("could not attach %s '%s' again (it was "
 			      "attached when hvtraced stopped, %s): %s",
 			      line, name, path, msg);
+		else if (spec && area_remote_stale(r))
+			;	/* its file is gone: area_remote.c said so */
 		else if (spec)
 			d_log("attached area '%s' again as uid %u (it was "
 			      "attached when hvtraced stopped, %s): %s",

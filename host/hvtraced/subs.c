@@ -113,6 +113,18 @@ void subs_request(struct conn *c, struct remote *r, const struct hvt_msg *m)
 
 	switch (m->type) {
 	case HVT_MSG_SUBSCRIBE:
+		if (r->state == HVT_REMOTE_MISSING) {
+			char text[1200];
+
+			snprintf(text, sizeof(text),
+				 "remote '%s' is missing, nothing to read: "
+				 "%s",
+				 r->name, r->ops->problem && r->ops->problem(r) ?
+						  r->ops->problem(r) :
+						  "its area file is gone");
+			conn_reply_error(c, m->req, m->chan, -ENOENT, text);
+			break;
+		}
 		if (!remote_has_pages(r)) {
 			conn_reply_error(c, m->req, m->chan, -ENODEV,
 					 "the remote has no area attached "

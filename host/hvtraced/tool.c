@@ -22,6 +22,7 @@
 
 static void tool_hello(struct conn *c, const struct hvt_msg *m)
 {
+	c->tool->caps = m->u.hello.caps;
 	conn_reply_hello(c, m, HVT_ROLE_DAEMON,
 			 m->u.hello.min_version > HVT_PROTO_VERSION ||
 					 m->u.hello.max_version <
@@ -51,6 +52,11 @@ static void tool_remotes(struct conn *c, const struct hvt_msg *m)
 	n = 0;
 	for (r = D->remotes; r && n < HVT_PROTO_MAX_REMOTES; r = r->next) {
 		tool_fill_rec(r, &rec);
+		/* A tool older than the state "missing": "waiting", which
+		 * it takes (and shows) as before. */
+		if (rec.state == HVT_REMOTE_MISSING &&
+		    !(c->tool->caps & HVT_CAP_TOOL_MISSING))
+			rec.state = HVT_REMOTE_WAITING;
 		hvt_msg_put_remote(buf + (size_t)n * HVT_REMOTE_REC_SIZE, &rec);
 		n++;
 	}

@@ -139,12 +139,18 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 			     r->name, r->id,
 			     r->state == HVT_REMOTE_CONNECTED ? "connected" :
 			     r->state == HVT_REMOTE_WAITING ? "waiting" :
+			     r->state == HVT_REMOTE_MISSING ? "missing" :
 							      "disconnected",
 			     r->ops->name, r->ops->control(r),
 			     !remote_has_pages(r) ? "(not attached yet)" :
 			     r->ops->area_path(r)[0] ?
 					       r->ops->area_path(r) :
 					       "(descriptor from the agent)");
+		/* Its file is gone: "missing: SPEC" (hvtrace list). */
+		if (r->state == HVT_REMOTE_MISSING && r->ops->area_path &&
+		    n > 0 && n < (int)sizeof(small))
+			n += snprintf(small + n, sizeof(small) - (size_t)n,
+				      "missing: %s\n", r->ops->area_path(r));
 		if (!remote_has_pages(r) && r->ops->problem &&
 		    r->ops->problem(r) && n > 0 && n < (int)sizeof(small))
 			n += snprintf(small + n, sizeof(small) - (size_t)n,

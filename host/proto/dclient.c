@@ -270,6 +270,7 @@ int hvtrace_daemon_open(const char *path, struct hvtrace_daemon **out)
 	m.u.hello.min_version = HVT_PROTO_MIN_VERSION;
 	m.u.hello.max_version = HVT_PROTO_VERSION;
 	m.u.hello.role = HVT_ROLE_TOOL;
+	m.u.hello.caps = HVT_CAP_TOOL_MISSING;
 	m.u.hello.pid = (uint32_t)getpid();
 	ret = hvtrace_daemon_call(c, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
 	if (ret)
@@ -315,8 +316,12 @@ int hvtrace_daemon_find_remote(struct hvtrace_daemon *c, const char *name,
 		hvt_msg_remote_at(&r.u.remotes.recs, i, &x);
 		if (off < sizeof(names))
 			off += (size_t)snprintf(names + off,
-						sizeof(names) - off, "%s%s",
-						i ? ", " : "", x.name);
+						sizeof(names) - off, "%s%s%s",
+						i ? ", " : "", x.name,
+						x.state == HVT_REMOTE_MISSING ?
+							" (missing: its file "
+							"is gone)" :
+							"");
 		if (name ? !strcmp(x.name, name) : !found) {
 			*rec = x;
 			found++;

@@ -67,3 +67,11 @@ endif
 ifneq ($(HVTRACED_BIN),)
 $(eval $(call add-bench,hvtraced/idle,HVT_OBJTREE=$(objtree) $(srctree)/tests/hvtraced/bench_idle.sh))
 endif
+
+# restore_missing: a restored area whose file is gone is "missing" (list,
+# stream, unknown-name errors), said once in the log, looked for again
+# with back-off (its file created again is attached by itself), and a
+# detach forgets it.
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-test,hvtraced/restore_missing,HVT_OBJTREE=$(objtree) bash $(srctree)/tests/hvtraced/restore_missing.sh))
+endif

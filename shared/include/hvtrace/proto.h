@@ -208,12 +208,21 @@ enum hvt_text_kind {
 	HVT_TEXT_MAX = 7,
 };
 
+/* HELLO caps of a tool: it takes REMOTES records of state
+ * HVT_REMOTE_MISSING (a tool without it is sent HVT_REMOTE_WAITING, which
+ * an older codec accepts). */
+#define HVT_CAP_TOOL_MISSING	(1u << 0)
+
 /* Remote states (REMOTES records). */
 enum hvt_remote_state {
 	HVT_REMOTE_WAITING = 1,		/* attached, no agent session yet */
 	HVT_REMOTE_CONNECTED = 2,	/* agent session up */
 	HVT_REMOTE_DISCONNECTED = 3,	/* agent gone; area still readable */
-	HVT_REMOTE_STATE_MAX = 3,
+	HVT_REMOTE_MISSING = 4,		/* attached again from the state
+					 * file, its area file is gone:
+					 * nothing to read (TEXT INFO says
+					 * which file) */
+	HVT_REMOTE_STATE_MAX = 4,
 };
 
 /* Remote transports. */
