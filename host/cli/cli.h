@@ -93,6 +93,9 @@ int hvt_cli_kring_of(const char *verb, const char *name, const char *sock,
 		     char *formats, size_t size,
 		     struct hvtrace_daemon_kring **out);
 void hvt_cli_kring_close(struct hvtrace_daemon_kring *r, char *formats);
+/* record -q: hvt_cli_kring_open() leaves out its informational line (the
+ * notes of a ring left out are still said). */
+extern bool hvt_cli_kring_quiet;
 
 /*
  * The formats cache's folder of the guest kernel whose RAM @ram holds

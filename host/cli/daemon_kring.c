@@ -169,21 +169,25 @@ open:
 	}
 	if (!*out)
 		goto none; /* the RAM file went away */
-	fprintf(stderr,
-		"hvtrace %s: '%s': the guest kernel's %s (%u CPUs) "
-		"beside its user events, on the host's clock (formats from "
-		"%s)\n",
-		verb, name,
-		hvtrace_daemon_kring_copied(*out)
-			? "pages, copied by its agent (kernel copy mode)"
-			: "ring",
-		hvtrace_daemon_kring_cpus(*out), from);
+	if (!hvt_cli_kring_quiet)
+		fprintf(stderr,
+			"hvtrace %s: '%s': the guest kernel's %s (%u CPUs) "
+			"beside its user events, on the host's clock (formats "
+			"from %s)\n",
+			verb, name,
+			hvtrace_daemon_kring_copied(*out)
+				? "pages, copied by its agent (kernel copy "
+				  "mode)"
+				: "ring",
+			hvtrace_daemon_kring_cpus(*out), from);
 	return 0;
 none:
 	ck_rm(formats);
 	formats[0] = '\0';
 	return 0;
 }
+
+bool hvt_cli_kring_quiet;
 
 int hvt_cli_kring_of(const char *verb, const char *name, const char *sock,
 		     char *formats, size_t size,

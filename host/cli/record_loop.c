@@ -100,17 +100,21 @@ static void rec_report_problems(const struct hvt_cli_rec *rec)
 }
 
 /* The clock models' error bounds (a guest kernel ring beside its
- * remote's user events: how far its times may be off the host's). */
+ * remote's user events: how far its times may be off the host's).
+ * Informational: not with -q (the file's CPU statistics keep each
+ * buffer's bound: hvtrace report --stat).  A buffer not on the host's
+ * clock (bound UINT64_MAX) is a warning the library gave. */
 static void rec_report_clock(const struct hvt_cli_rec *rec)
 {
 	struct hvtrace_tracedat_source_stats st;
 	unsigned int i;
 
-	for (i = 0;
-	     rec->say_clock && i < hvtrace_tracedat_record_nr_sources(rec->r);
+	for (i = 0; rec->say_clock && !rec->quiet &&
+		    i < hvtrace_tracedat_record_nr_sources(rec->r);
 	     i++)
 		if (!hvtrace_tracedat_record_source_stats(rec->r, i, &st) &&
-		    st.sync_err_ns && st.events)
+		    st.sync_err_ns && st.sync_err_ns != UINT64_MAX &&
+		    st.events)
 			fprintf(stderr,
 				"hvtrace record: %s: times on the host's "
 				"CLOCK_MONOTONIC through hvtraced's clock "

@@ -44,6 +44,8 @@ int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 		free(formats);
 		return hvt_cli_error("record", "out of memory");
 	}
+	/* -q: warnings and errors only. */
+	hvt_cli_kring_quiet = o->quiet;
 	/* Ctrl-C finishes the file instead of killing the process. */
 	hvt_cli_catch_stop_signals(true);
 	if (hvtrace_tracedat_record_create(&ro, &rec.r)) {

@@ -22,8 +22,12 @@
  * writer clock values, converted by each set (an area's clock model, the
  * daemon's TO_HOST) and re-encoded by the packer.  A conversion that
  * would go backwards on a CPU is held at the previous value and counted,
- * so every CPU stays monotonic.  trace-cmd 3.1.6 merges all buffers of a
- * file in one time line, so this is what lines them up; its own guest
+ * so every CPU stays monotonic.  A source with no clock model (no time
+ * sync) is the exception: its buffer keeps the writer's own times under a
+ * clock named after them, never "mono", and stderr says so
+ * (record_area.c, hvt_tdat_rec_own_clock()).  trace-cmd 3.1.6 merges
+ * all buffers of a file in one time line, so this is what lines them
+ * up; its own guest
  * options (TIME_SHIFT, TSC2NSEC, GUEST) act per file or on all buffers of
  * a file at once, and so cannot describe a remote buffer sitting next to
  * the kernel's in one file.

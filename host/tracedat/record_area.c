@@ -33,6 +33,7 @@
 
 #include <hvt_util.h>
 #include <hvtrace/page.h>
+#include <hvtrace-loopback.h>
 
 #include "tracedat-local.h"
 
@@ -98,6 +99,10 @@ struct rc_src {
 	uint64_t sync_period; /* ns to the next sample, RC_SYNC_FIRST_NS.. */
 	unsigned int sync_fail;
 	bool sync_off;
+	/* No clock model when the recording started (no time sync): the
+	 * buffer keeps the writer's raw timestamps, under clock_name. */
+	bool own_clock;
+	const char *clock_name;
 	struct hvt_tdat_pids pids; /* host pids named (loopback) */
 
 	struct hvtrace_tracedat_source_stats st;
@@ -336,12 +341,23 @@ static int rc_assign_ids(struct hvt_tdat_rset *r, struct rc_src *s)
 }
 
 /* Take up to @n time-sync samples; false if the writer did not answer. */
+static bool rc_writer_dead(const struct rc_src *s);
+
 static bool rc_sync(struct rc_src *s, unsigned int n, int timeout_ms)
 {
+	struct hvtrace_clock_map map;
 	unsigned int i;
 	bool any = false;
 
-	if (!(s->r->flags & HVTRACE_TDAT_REC_NO_CONTROL) && !s->sync_off) {
+	if ((s->r->flags & HVTRACE_TDAT_REC_NO_CONTROL) && !s->sync_off &&
+	    s->info.writer_kind == HVT_WRITER_LOOPBACK && s->info.writer_pid &&
+	    !rc_writer_dead(s)) {
+		/* A live loopback writer runs on this host: its clock is
+		 * ours to read, with no control page (as stream does). */
+		for (i = 0; i < n; i++)
+			any |= !hvtrace_area_sync_local(s->area);
+	} else if (!(s->r->flags & HVTRACE_TDAT_REC_NO_CONTROL) &&
+		   !s->sync_off) {
 		for (i = 0; i < n; i++) {
 			if (hvtrace_area_sync(s->area, timeout_ms))
 				break;
@@ -353,7 +369,10 @@ static bool rc_sync(struct rc_src *s, unsigned int n, int timeout_ms)
 			s->sync_off = true;
 		}
 	}
-	hvtrace_area_to_host_ns(s->area, 0, &s->st.sync_err_ns);
+	/* The bound where the model stands: at the newest sample (at
+	 * writer time 0 a counter's rate error alone is hours). */
+	hvtrace_area_clock_map(s->area, &map);
+	hvtrace_area_to_host_ns(s->area, map.base_writer, &s->st.sync_err_ns);
 	s->sync_period = !s->sync_period ? RC_SYNC_FIRST_NS
 			 : s->sync_period * 2 < RC_SYNC_PERIOD_NS
 			       ? s->sync_period * 2
@@ -415,6 +434,53 @@ static void rc_rooms(struct rc_src *s)
 	}
 }
 
+/* The name of the trace clock of a buffer with the writer's raw
+ * timestamps: the kernel's for a raw counter, else the writer's own. */
+static const char *rc_own_clock_name(const struct rc_src *s)
+{
+	switch (s->info.clock_id) {
+	case HVT_CLOCK_COUNTER:
+		return "counter";
+	case HVT_CLOCK_MONO_NS:
+		return "writer-mono";
+	default:
+		return "writer";
+	}
+}
+
+/*
+ * A writer with no clock model once the first samples were asked for:
+ * its times cannot be put on the host's clock, so the buffer keeps them
+ * as the writer wrote them, labelled with a clock that is not the host's
+ * (never "mono"), and stderr says so, and why, once.  No later sample
+ * changes that: the buffer has one time base.
+ */
+static int rc_own_clock(struct rc_src *s, bool running)
+{
+	struct hvt_clock_affine clk;
+	const char *why;
+
+	hvt_area_clock_affine(s->area, &clk);
+	if (clk.synced)
+		return 0;
+	s->own_clock = true;
+	s->sync_off = true;
+	s->clock_name = rc_own_clock_name(s);
+	s->st.sync_err_ns = UINT64_MAX;
+	if (s->r->flags & HVTRACE_TDAT_REC_NO_CONTROL)
+		why = "--read-only: no time sync through the control page";
+	else if (!running)
+		why = "its writer had stopped: no time sync";
+	else
+		why = "its writer did not answer time sync";
+	fprintf(stderr,
+		"hvtrace record: '%s': times are the writer's own (buffer "
+		"clock '%s'), not the host's CLOCK_MONOTONIC (%s)\n",
+		s->name, s->clock_name, why);
+	return hvt_tdat_writer_set_buffer_clock(s->r->w, s->buffer,
+						s->clock_name);
+}
+
 /* After the kernel started: time sync, events on, rooms, reader
  * threads. */
 static int rc_start(struct hvt_tdat_rset *r)
@@ -434,6 +500,9 @@ static int rc_start(struct hvt_tdat_rset *r)
 			s->sync_off = true;
 			rc_rooms(s);
 		}
+		ret = rc_own_clock(s, state == HVT_STATE_RUNNING);
+		if (ret)
+			return ret;
 		if (r->flags & HVTRACE_TDAT_REC_NO_CONTROL)
 			continue;
 		for (j = 0; j < s->cat.nr; j++) {
@@ -504,6 +573,8 @@ static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 			return ret;
 	}
 	hvt_area_clock_affine(s->area, &clk);
+	if (s->own_clock)
+		clk.identity = true; /* the writer's raw timestamps */
 	return hvt_tdat_rcpu_put_page(c, &pg, &end_ts);
 }
 
@@ -715,7 +786,9 @@ static int rc_cpustats(struct hvt_tdat_rset *r)
 	for (i = 0; i < r->nr_src && !ret; i++) {
 		struct rc_src *s = r->src[i];
 
-		ret = hvt_tdat_rec_add_buffer_stat(r->w, s->name);
+		ret = hvt_tdat_rec_add_buffer_stat(
+			r->w, s->name, s->own_clock ? s->clock_name : NULL,
+			s->st.sync_err_ns);
 		for (c = 0; c < s->nr_cpus && !ret; c++) {
 			struct hvtrace_cpu_stats st;
 			struct hvt_tdat_cpustat cs = {.cpu = c};
@@ -725,10 +798,15 @@ static int rc_cpustats(struct hvt_tdat_rset *r)
 			cs.entries = st.entries;
 			cs.overrun = st.overrun + st.skipped;
 			cs.bytes = st.bytes;
-			cs.oldest_ns = hvtrace_area_to_host_ns(
-				s->area, st.oldest_ts, NULL);
-			cs.now_ns = hvtrace_area_to_host_ns(s->area, st.now_ts,
-							    NULL);
+			cs.oldest_ns = s->own_clock
+					       ? st.oldest_ts
+					       : hvtrace_area_to_host_ns(
+							 s->area, st.oldest_ts,
+							 NULL);
+			cs.now_ns = s->own_clock ? st.now_ts
+						 : hvtrace_area_to_host_ns(
+							   s->area, st.now_ts,
+							   NULL);
 			cs.dropped = st.dropped;
 			cs.read = st.read;
 			ret = hvt_tdat_rec_add_cpustat(r->w, &cs);

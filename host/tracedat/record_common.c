@@ -400,10 +400,41 @@ int hvt_tdat_rec_add_optionf(struct hvtrace_tracedat_writer *w, uint16_t id,
 }
 
 int hvt_tdat_rec_add_buffer_stat(struct hvtrace_tracedat_writer *w,
-				 const char *name)
+				 const char *name, const char *own_clock,
+				 uint64_t err_ns)
 {
+	if (own_clock)
+		return hvt_tdat_rec_add_optionf(
+			w, HVT_TDAT_OPT_CPUSTAT,
+			"\nBuffer: %s\n\nclock: %s (the writer's own times, "
+			"not the host's CLOCK_MONOTONIC: no time sync)\n",
+			name, own_clock);
+	if (err_ns)
+		return hvt_tdat_rec_add_optionf(
+			w, HVT_TDAT_OPT_CPUSTAT,
+			"\nBuffer: %s\n\nclock: mono (the host's "
+			"CLOCK_MONOTONIC through a clock model, error bound "
+			"+-%.3f us)\n",
+			name, (double)err_ns / 1e3);
 	return hvt_tdat_rec_add_optionf(w, HVT_TDAT_OPT_CPUSTAT,
-					"\nBuffer: %s\n\n", name);
+					"\nBuffer: %s\n\nclock: mono (the "
+					"host's CLOCK_MONOTONIC)\n",
+					name);
+}
+
+int hvt_tdat_rec_own_clock(struct hvtrace_tracedat_writer *w, int buffer,
+			   const char *name, uint64_t err_ns, uint64_t events)
+{
+	if (err_ns != UINT64_MAX)
+		return 0;
+	if (events)
+		fprintf(stderr,
+			"hvtrace record: '%s': times are the writer's own "
+			"(buffer clock 'writer'), not the host's "
+			"CLOCK_MONOTONIC (hvtraced has no clock model of it: "
+			"no time sync)\n",
+			name);
+	return hvt_tdat_writer_set_buffer_clock(w, buffer, "writer");
 }
 
 int hvt_tdat_rec_add_cpustat(struct hvtrace_tracedat_writer *w,

@@ -433,7 +433,14 @@ static int dr_cpustats(struct hvt_tdat_rset *r)
 		uint64_t ts[2 * HVT_ABI_MAX_CPUS];
 		uint32_t n = 0, k;
 
-		ret = hvt_tdat_rec_add_buffer_stat(r->w, s->name);
+		ret = hvt_tdat_rec_own_clock(r->w, s->buffer, s->name,
+					     s->st.sync_err_ns, s->st.events);
+		if (!ret)
+			ret = hvt_tdat_rec_add_buffer_stat(
+				r->w, s->name,
+				s->st.sync_err_ns == UINT64_MAX ? "writer"
+								: NULL,
+				s->st.sync_err_ns);
 		free(st);
 		st = calloc(s->rec.nr_cpus + 1, sizeof(*st));
 		if (!st) {

@@ -448,7 +448,14 @@ int hvt_rk_cpustats(struct hvt_tdat_rset *r)
 	for (i = 0; !ret && i < r->nr_ksrc; i++) {
 		struct dr_kring *k = r->ksrc[i]->kr;
 
-		ret = hvt_tdat_rec_add_buffer_stat(r->w, k->name);
+		ret = hvt_tdat_rec_own_clock(r->w, k->buffer, k->name,
+					     k->st.sync_err_ns, k->st.events);
+		if (!ret)
+			ret = hvt_tdat_rec_add_buffer_stat(
+				r->w, k->name,
+				k->st.sync_err_ns == UINT64_MAX ? "writer"
+								: NULL,
+				k->st.sync_err_ns);
 		for (c = 0; !ret && c < k->nr_cpus; c++) {
 			const struct hvtrace_kring_stats *b = &k->base[c];
 

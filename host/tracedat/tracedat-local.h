@@ -94,6 +94,14 @@ HVT_INTERNAL int hvt_tdat_writer_set_room(struct hvtrace_tracedat_writer *w,
 					  uint64_t bytes);
 HVT_INTERNAL int hvt_tdat_writer_lay_rooms(struct hvtrace_tracedat_writer *w);
 
+/*
+ * The trace clock written in the BUFFER option of @buffer (not the
+ * top-level one), named anew: a buffer found not to be on the host's
+ * clock after it was added.  Before hvt_tdat_writer_lay_rooms().
+ */
+HVT_INTERNAL int hvt_tdat_writer_set_buffer_clock(
+	struct hvtrace_tracedat_writer *w, int buffer, const char *clock);
+
 /* Read a whole (proc, tracefs) file; NUL-terminated; -errno on failure. */
 HVT_INTERNAL int hvt_tdat_read_file(const char *path, struct hvt_tdat_blob *b,
 				    size_t max);
@@ -386,10 +394,27 @@ struct hvt_tdat_cpustat {
 HVT_INTERNAL int hvt_tdat_rec_add_optionf(struct hvtrace_tracedat_writer *w,
 					  uint16_t id, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* CPUSTAT options: the "Buffer:" line that starts a buffer's CPUs, and
- * one CPU's counters. */
+/*
+ * CPUSTAT options: the "Buffer:" line that starts a buffer's CPUs, with
+ * the line that says its clock ("clock: mono (...error bound +-X us)" for
+ * a buffer converted to the host's CLOCK_MONOTONIC by a clock model of
+ * bound @err_ns, 0 for none; "clock: NAME (the writer's own times...)"
+ * with @own_clock, the buffer's clock, for one that is not on the host's
+ * clock), and one CPU's counters.
+ */
 HVT_INTERNAL int hvt_tdat_rec_add_buffer_stat(struct hvtrace_tracedat_writer *w,
-					      const char *name);
+					      const char *name,
+					      const char *own_clock,
+					      uint64_t err_ns);
+/*
+ * A remote's buffer (@buffer, @name) whose last times were not put on the
+ * host's clock (@err_ns UINT64_MAX: hvtraced had no clock model of it):
+ * its clock named "writer" instead of "mono", and stderr says so when it
+ * has @events.  0 (nothing done) for any other bound.
+ */
+HVT_INTERNAL int hvt_tdat_rec_own_clock(struct hvtrace_tracedat_writer *w,
+					int buffer, const char *name,
+					uint64_t err_ns, uint64_t events);
 HVT_INTERNAL int hvt_tdat_rec_add_cpustat(struct hvtrace_tracedat_writer *w,
 					  const struct hvt_tdat_cpustat *cs);
 /* header_page/header_event: the kernel's own when @rk records it and

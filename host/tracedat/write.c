@@ -316,6 +316,24 @@ hvtrace_tracedat_writer_add_option(struct hvtrace_tracedat_writer *w,
 	return 0;
 }
 
+int hvt_tdat_writer_set_buffer_clock(struct hvtrace_tracedat_writer *w,
+				     int buffer, const char *clock)
+{
+	char *c;
+
+	if (!w || buffer <= 0 || (unsigned int)buffer >= w->nr_buf || !clock ||
+	    !*clock)
+		return hvt_err(-EINVAL, "tracedat writer: no buffer %d or no "
+					"clock",
+			       buffer);
+	c = strdup(clock);
+	if (!c)
+		return hvt_err(-ENOMEM, "out of memory");
+	free(w->buf[buffer].clock);
+	w->buf[buffer].clock = c;
+	return 0;
+}
+
 HVTRACE_API int
 hvtrace_tracedat_writer_add_buffer(struct hvtrace_tracedat_writer *w,
 				   const char *name, const char *clock,

@@ -24,6 +24,9 @@
 # ftrace:print sits under an id of its own next to the host's; KernelShark
 # opens the file with its three buffers as streams.
 #
+# The clock bound record prints (without -q) is in the file's CPU
+# statistics too; record -q prints none of its informational lines.
+#
 # Environment: HVT_RGK_ROUNDS (M, default 20).
 . "$(dirname "$0")/lib.sh"
 t_require
@@ -53,7 +56,7 @@ t_name n rgk
 wait_line "$T_TMP/$n.log" '^registered id=' 120 || fail "ue_writer did not register hvt_e2e"
 "$HVTRACE" events enable --remote "$n" hvt_e2e >/dev/null || fail "cannot enable hvt_e2e"
 
-"$HVTRACE" record -o "$T_TMP/t.dat" -q -B "$INST" "$n" >"$T_TMP/rec.out" 2>"$T_TMP/rec.err" &
+"$HVTRACE" record -o "$T_TMP/t.dat" -B "$INST" "$n" >"$T_TMP/rec.out" 2>"$T_TMP/rec.err" &
 rec=$!
 T_PIDS+=("$rec")
 # Recording runs once INST has the mono clock and tracing on (the guest
@@ -149,6 +152,14 @@ events=$(grep -c "^ *$n-kernel: " "$T_TMP/report.txt")
 [ "$entries" -eq "$events" ] ||
 	fail "--stat says $entries guest kernel records were read, the file has $events"
 info "the $events guest kernel events are all it read (--stat)"
+# The file keeps the clock model's bound of each converted buffer (what
+# record printed at the end): in the CPU statistics, under the buffer.
+bound=$(awk -v b="Buffer: $n-kernel" '
+	$0 == b { on = 1; next } /^Buffer: / { on = 0 }
+	on && /^clock: / { print; exit }' "$T_TMP/stat.txt")
+echo "$bound" | grep -Eq "^clock: mono \(the host's CLOCK_MONOTONIC through a clock model, error bound \+-[0-9]+\.[0-9]+ us\)$" ||
+	fail "--stat has no clock bound for $n-kernel: '$bound'"
+info "--stat: $n-kernel: $bound"
 
 # KernelShark opens it: three streams, all events loaded
 # (tests/tracedat/ks_check.sh; skipped without its tools).
@@ -167,6 +178,14 @@ cmp -s "$T_TMP/report.txt" "$T_TMP/hv.txt" ||
 "$HVTRACE" report --stat "$T_TMP/t.dat" >"$T_TMP/hvstat.txt" 2>&1 || fail "hvtrace report --stat failed"
 cmp -s "$T_TMP/stat.txt" "$T_TMP/hvstat.txt" ||
 	fail "hvtrace report --stat differs from trace-cmd's: $(diff "$T_TMP/stat.txt" "$T_TMP/hvstat.txt" | head -5)"
+# -q: warnings and errors only; the guest kernel's ring and the clock
+# bound are not said (the bound is in the file, as above).
+"$HVTRACE" record -o "$T_TMP/q.dat" -q -d 2 "$n" >/dev/null 2>"$T_TMP/q.err" ||
+	{ cat "$T_TMP/q.err"; fail "record -q failed"; }
+[ -s "$T_TMP/q.err" ] && fail "record -q printed: $(cat "$T_TMP/q.err")"
+trace-cmd dump --options "$T_TMP/q.dat" 2>&1 | grep -q "\"$n-kernel\"" ||
+	fail "record -q left out the guest kernel's ring"
+info "record -q: nothing on stderr, buffer $n-kernel recorded"
 # --no-guest-kernel: the remote's user events only.
 "$HVTRACE" record -o "$T_TMP/u.dat" -q -d 2 --no-guest-kernel "$n" >/dev/null 2>"$T_TMP/u.err" ||
 	{ cat "$T_TMP/u.err"; fail "record --no-guest-kernel failed"; }

@@ -38,7 +38,11 @@ for n in 1 2 4 auto; do
 	"$HVTRACE" record -q --read-only --reader-threads $n -o "$T/$n.dat" \
 		"$L" "$O" 2>"$T/$n.err" ||
 		fail "record with $n reader threads failed: $(cat "$T/$n.err")"
-	[ -s "$T/$n.err" ] && fail "record with $n threads: $(cat "$T/$n.err")"
+	# The stopped writers answer no time sync: their buffers keep the
+	# writers' own times, said once each; nothing else.
+	grep -v "^hvtrace record: '\(lossy\|full\)': times are the writer's own (buffer clock 'writer-mono')" \
+		"$T/$n.err" >"$T/$n.other"
+	[ -s "$T/$n.other" ] && fail "record with $n threads: $(cat "$T/$n.err")"
 done
 for n in 2 4 auto; do
 	cmp "$T/1.dat" "$T/$n.dat" ||
