@@ -771,7 +771,8 @@ void h_causality(struct hvtrace_daemon *dc, const char *name, uint32_t remote,
 	static struct caus f;
 	static struct hvt_trigger_rec recs[H_MAX_ROUNDS];
 	static uint64_t conv[H_MAX_ROUNDS], ev_ts[H_MAX_ROUNDS];
-	static uint8_t buf[HVT_PROTO_MAX_TS * 8];
+	static uint64_t err[H_MAX_ROUNDS];
+	static uint8_t buf[8];
 	struct hvt_remote_rec rec;
 	struct tep_event *ev;
 	struct hvt_msg m, r;
@@ -831,26 +832,31 @@ void h_causality(struct hvtrace_daemon *dc, const char *name, uint32_t remote,
 		ev_ts[i] = f.ts[j];
 		found++;
 	}
-	/* Convert with the daemon's clock model, as a recorder would. */
-	for (i = 0; i < rounds; i += HVT_PROTO_MAX_TS) {
-		unsigned int n = rounds - i > HVT_PROTO_MAX_TS ?
-					 HVT_PROTO_MAX_TS :
-					 rounds - i;
-
-		for (j = 0; j < n; j++)
-			hvt_msg_put_u64(buf + 8 * j, ev_ts[i + j]);
+	/*
+	 * Convert with the daemon's clock model, as a recorder would: one
+	 * TO_HOST per event, because the bound a reply states is that of
+	 * its last timestamp, and each event is held to its own.
+	 */
+	for (i = 0; i < rounds; i++) {
+		hvt_msg_put_u64(buf, ev_ts[i]);
 		memset(&m, 0, sizeof(m));
 		m.type = HVT_MSG_TO_HOST;
 		m.chan = remote;
 		m.u.to_host.ts.ptr = buf;
-		m.u.to_host.ts.count = n;
+		m.u.to_host.ts.count = 1;
 		t_ok(hvtrace_daemon_call(dc, &m, &r, 10000, caus_msg, &f));
 		t_eq(r.type, HVT_MSG_TO_HOST);
-		t_eq(r.u.to_host_reply.ns.count, n);
-		for (j = 0; j < n; j++)
-			conv[i + j] = hvt_msg_u64_at(&r.u.to_host_reply.ns, j);
-		res->err_ns = r.u.to_host_reply.err_ns;
+		t_eq(r.u.to_host_reply.ns.count, 1);
+		conv[i] = hvt_msg_u64_at(&r.u.to_host_reply.ns, 0);
+		err[i] = r.u.to_host_reply.err_ns;
+		if (err[i] == UINT64_MAX || err[i] > res->err_ns)
+			res->err_ns = err[i];
 	}
+	/*
+	 * The event was written at a host time in [before, after]; the
+	 * model states that its conversion is within err of that time.
+	 * Outside [before - err, after + err] the model broke its word.
+	 */
 	for (i = 0; i < rounds; i++) {
 		const struct hvt_trigger_rec *t = &recs[i];
 		int64_t before = (int64_t)(conv[i] - t->host_before);
@@ -858,15 +864,24 @@ void h_causality(struct hvtrace_daemon *dc, const char *name, uint32_t remote,
 		uint64_t rtt = t->host_after - t->host_before;
 
 		if (before < 0 || after < 0) {
-			if (res->violations < 5)
+			uint64_t out = (uint64_t)(before < 0 ? -before : -after);
+			bool beyond = err[i] == UINT64_MAX || out > err[i];
+
+			if (res->outside < 5 || (beyond && res->violations < 5))
 				fprintf(stderr,
-					"violation: round %u host [%llu, %llu] "
-					"event %llu (writer %llu)\n",
+					"%s: round %u host [%llu, %llu] "
+					"event %llu (writer %llu), %llu ns "
+					"outside; stated bound %llu ns\n",
+					beyond ? "violation" :
+						 "outside its bracket",
 					i, (unsigned long long)t->host_before,
 					(unsigned long long)t->host_after,
 					(unsigned long long)conv[i],
-					(unsigned long long)ev_ts[i]);
-			res->violations++;
+					(unsigned long long)ev_ts[i],
+					(unsigned long long)out,
+					(unsigned long long)err[i]);
+			res->outside++;
+			res->violations += beyond;
 		}
 		if (before < res->min_before)
 			res->min_before = before;

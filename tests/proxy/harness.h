@@ -138,15 +138,18 @@ void h_wait_sync(struct hvtrace_daemon *dc, const char *name, uint64_t n,
 
 /*
  * The causality check: @rounds TRIGGERs through hvtraced; each event the
- * agent wrote in between must convert (TO_HOST) to a host time between
- * the daemon's stamps before and after.  Fails the test on any protocol
- * problem; violations are counted in @res.
+ * agent wrote in between must convert (TO_HOST, one event a request) to a
+ * host time between the daemon's stamps before and after, give or take
+ * the error bound the model states with that conversion.  Fails the test
+ * on any protocol problem; conversions beyond their bound are counted in
+ * @res as violations, those outside the bracket but within it as outside.
  */
 #define H_MAX_ROUNDS	4096
 struct h_causality_result {
 	unsigned int rounds;
-	unsigned int violations;
-	uint64_t err_ns;	/* the model's error bound at the end */
+	unsigned int violations;	/* beyond the stated bound */
+	unsigned int outside;	/* outside [before, after], within it */
+	uint64_t err_ns;	/* the largest bound stated */
 	uint64_t samples;	/* time-sync samples the model had */
 	int64_t min_before;	/* smallest converted - before */
 	int64_t min_after;	/* smallest after - converted */
