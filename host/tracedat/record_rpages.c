@@ -331,25 +331,38 @@ static int dr_read_cpu(struct hvt_tdat_rset *r, struct dr_cpu *c,
 	return n;
 }
 
+/* Every ring of remote @s, RR_PAGES_PER_CPU pages each at most: the
+ * records packed, or a negative errno. */
+static int dr_read_src(struct hvt_tdat_rset *r, struct dr_src *s)
+{
+	uint32_t c;
+	int ret, n = 0;
+
+	for (c = 0; c < s->rec.nr_cpus; c++) {
+		if (!s->cpu[c].ring)
+			continue;
+		ret = dr_read_cpu(r, &s->cpu[c], RR_PAGES_PER_CPU);
+		if (ret < 0)
+			return ret;
+		n += ret;
+	}
+	return n;
+}
+
 /* Every open ring read once; the reader pages packed, or -errno. */
 static int dr_read_all(struct hvt_tdat_rset *r)
 {
 	struct hvtrace_daemon_page *pg;
 	unsigned int i;
-	uint32_t c;
 	int ret, n = 0;
 
 	for (i = 0; i < r->nr_src; i++) {
-		struct dr_src *s = r->src[i];
-
-		for (c = 0; !s->finished && c < s->rec.nr_cpus; c++) {
-			if (!s->cpu[c].ring)
-				continue;
-			ret = dr_read_cpu(r, &s->cpu[c], RR_PAGES_PER_CPU);
-			if (ret < 0)
-				return ret;
-			n += ret;
-		}
+		if (r->src[i]->finished)
+			continue;
+		ret = dr_read_src(r, r->src[i]);
+		if (ret < 0)
+			return ret;
+		n += ret;
 	}
 	/* Pages of no ring (none is expected): not kept. */
 	while (hvtrace_daemon_feed_pending(r->feed) &&
@@ -426,7 +439,6 @@ static int dr_drain_src(struct hvt_tdat_rset *r, struct dr_src *s)
 {
 	uint64_t idle_since = hvt_host_now_ns();
 	unsigned int pass;
-	uint32_t c;
 	int ret, n;
 
 	ret = hvtrace_daemon_feed_drain_start(r->feed, s->rec.id);
@@ -459,15 +471,9 @@ static int dr_drain_src(struct hvt_tdat_rset *r, struct dr_src *s)
 	/* Answered: the drained pages are all queued at the rings (bounded:
 	 * a writer still running keeps sending). */
 	for (pass = 0; pass < RR_DRAIN_PASSES; pass++) {
-		n = 0;
-		for (c = 0; c < s->rec.nr_cpus; c++) {
-			if (!s->cpu[c].ring)
-				continue;
-			ret = dr_read_cpu(r, &s->cpu[c], RR_PAGES_PER_CPU);
-			if (ret < 0)
-				return ret;
-			n += ret;
-		}
+		n = dr_read_src(r, s);
+		if (n < 0)
+			return n;
 		if (!n)
 			break;
 	}

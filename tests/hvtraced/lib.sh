@@ -56,6 +56,22 @@ skip() {
 	exit 77
 }
 
+# hvt_go_on_checks: from here fail() notes a failed check and goes on
+# (bad=1; the test exits 1 at its end when $bad says so), and die()
+# stops at once with the logs, for tests that report every check.
+hvt_go_on_checks() {
+	bad=0
+	fail() {
+		echo "FAIL: $*" >&2
+		bad=1
+	}
+	die() {
+		fail "$@"
+		hvt_dump_logs 30
+		exit 1
+	}
+}
+
 cleanup() {
 	local p
 	for p in $PIDS $DPID; do

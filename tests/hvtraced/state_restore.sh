@@ -31,18 +31,7 @@ set -u
 SHM=/dev/shm/hvt-state-restore-$$
 STATE=$T/run/hvtraced.state
 RM_WITH_T=$SHM
-bad=0
-
-fail() {	# a check failed: go on, exit 1 at the end
-	echo "FAIL: $*" >&2
-	bad=1
-}
-
-die() {
-	fail "$@"
-	hvt_dump_logs 30
-	exit 1
-}
+hvt_go_on_checks
 
 hvt_need_bins
 [ "$(id -u)" = 0 ] || skip "needs root (hvtraced as root, a member as nobody)"
