@@ -2,11 +2,8 @@
 /*
  * hvtrace stream: a live, consuming read, printed like trace_pipe.
  *
- * One path for areas, the host kernel, a guest kernel's ring read from
- * guest RAM and a remote NAME read through hvtraced (daemon_src.c: its
- * CPUs, a rig guest's kernel ring and with --kernel the host kernel's
- * beside, each ring with its own decoder, time and line prefix):
- * every CPU is an hvtrace_ring
+ * One path for areas, the host kernel and a guest kernel's ring read from
+ * guest RAM: every CPU is an hvtrace_ring
  * (the ring-buffer mmap view), the rings are merged by time
  * (hvtrace_merge, with a reorder window), and each record is printed by
  * the decoder (libtraceevent) exactly as the kernel's trace_pipe prints.
@@ -37,7 +34,6 @@
 #define ST_DEFAULT_WINDOW_MS 10.0
 #define ST_SYNC_EVERY_NS     1000000000ULL
 #define ST_STATUS_EVERY_NS   500000000ULL
-#define ST_REMOTE_EVERY_NS   250000000ULL /* a remote's state polls */
 
 static const char st_usage[] =
 	"usage: hvtrace stream AREA [OPTIONS]\n"
@@ -401,16 +397,9 @@ static void st_write(struct st_state *s, const char *buf, size_t len)
 		s->out_broken = true; /* EPIPE (| head) or a full disk */
 }
 
-/* The host kernel's lines beside a remote start with "host: ". */
-static void st_prefix(struct st_state *s, const struct st_cpu *c)
+static void st_print_lost(struct st_state *s, int cpu, uint64_t lost)
 {
-	if (c->src == ST_SRC_HOST)
-		st_write(s, "host: ", 6);
-}
-
-static void st_print_lost(struct st_state *s, struct st_cpu *c, int cpu,
-			  uint64_t lost)
-{
+	struct st_cpu *c = st_cpu_of(s, cpu);
 	char buf[64];
 	int n;
 
@@ -419,63 +408,36 @@ static void st_print_lost(struct st_state *s, struct st_cpu *c, int cpu,
 	else
 		c->lost += lost, s->lost += lost;
 	n = hvtrace_format_lost(cpu, lost, buf, sizeof(buf));
-	if (n > 0) {
-		st_prefix(s, c);
+	if (n > 0)
 		st_write(s, buf, (size_t)n);
-	}
-}
-
-/* The record's ring: the merge says which (a stream NAME merges rings of
- * several sources whose CPU numbers repeat). */
-static struct st_cpu *st_ring_of(struct st_state *s,
-				 const struct hvtrace_record *rec)
-{
-	int i = hvtrace_merge_last(s->merge);
-
-	if (i >= 0 && (unsigned int)i < s->nr)
-		return &s->cpus[i];
-	return st_cpu_of(s, rec->cpu);
 }
 
 static int st_print(struct st_state *s, const struct hvtrace_record *rec)
 {
-	struct st_cpu *c = st_ring_of(s, rec);
-	struct hvtrace_decoder *dec = s->dec;
 	uint64_t ts = rec->host_ns, err = UINT64_MAX;
-	int32_t pid = INT32_MIN;
 	int n;
 
-	if (rec->size >= 8)
-		memcpy(&pid, (const uint8_t *)rec->data + 4, 4);
-	if (s->remote) {
-		ts = st_remote_time(s, c, rec, &err);
-		/* One CPU's events are in order: each record of a ring is
-		 * converted when it is peeked, with the model of that
-		 * moment, and a refit between two of them must not put
-		 * the later one first. */
-		if (c->events && rec->ts >= c->last_ts && ts < c->last_ns)
-			ts = c->last_ns;
-		c->last_ts = rec->ts;
-		c->last_ns = ts;
-	} else if (s->kernel)
+	if (s->kernel)
 		ts = rec->ts; /* its own trace clock, as trace_pipe prints */
 	else if (s->kring)
 		ts = st_kclock_map(s, rec->ts, &err);
 	else
 		hvtrace_area_to_host_ns(s->area, rec->ts, &err);
 	/* A refitted clock model (an area's time sync, a new anchor of the
-	 * guest kernel's line, hvtraced's model of a remote) moves converted
-	 * times: stream_order.c's rule keeps the output in time order. */
+	 * guest kernel's line) moves converted times: stream_order.c's
+	 * rule keeps the output in time order. */
 	ts = hvt_cli_order_time(&s->order, ts, err);
 
 	if (rec->lost_before)
-		st_print_lost(s, c, rec->cpu, rec->lost_before);
-	if (s->remote)
-		dec = st_remote_decoder(s, c, pid);
-	else if (pid != INT32_MIN)
+		st_print_lost(s, rec->cpu, rec->lost_before);
+	if (rec->size >= 8) {
+		int32_t pid;
+
+		memcpy(&pid, (const uint8_t *)rec->data + 4, 4);
 		st_lookup_comm(s, pid);
+	}
 	for (;;) {
-		n = hvtrace_decoder_format(dec, rec, ts, s->text_flags,
+		n = hvtrace_decoder_format(s->dec, rec, ts, s->text_flags,
 					   s->line, s->line_cap);
 		if (n < 0)
 			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
@@ -487,70 +449,9 @@ static int st_print(struct st_state *s, const struct hvtrace_record *rec)
 		if (!s->line)
 			return hvt_cli_error(VERB, "out of memory");
 	}
-	st_prefix(s, c);
 	st_write(s, s->line, (size_t)n);
-	c->events++;
+	st_cpu_of(s, rec->cpu)->events++;
 	s->printed++;
-	return 0;
-}
-
-/* Is every ring but the host kernel's read to its end? */
-static bool st_rest_empty(struct st_state *s)
-{
-	struct hvtrace_record rec;
-	unsigned int i;
-
-	for (i = 0; i < s->nr; i++)
-		if (s->cpus[i].src != ST_SRC_HOST &&
-		    hvtrace_ring_peek(s->cpus[i].ring, &rec) != 0)
-			return false;
-	return true;
-}
-
-/*
- * Stopped by a signal: a remote's pages that reached us, in the rings,
- * queued in the feed or in the socket, are consumed at hvtraced, so
- * every record of them is printed, not dropped (as the end of a drain
- * prints, without the DRAIN): what can be read without waiting, until
- * every ring is empty; the host kernel's only up to the signal (not its
- * own events about this reader).  At most ST_STOP_FLUSH_NS, in case a
- * writer keeps hvtraced sending faster than we print.
- */
-#define ST_STOP_FLUSH_NS 2000000000ULL
-
-static int st_stop_flush(struct st_state *s, uint64_t stop_ns)
-{
-	struct hvtrace_record rec;
-	unsigned int i;
-	int got, ret;
-
-	while (!s->out_broken && hvt_cli_now_ns() - stop_ns < ST_STOP_FLUSH_NS) {
-		got = hvtrace_merge_next(s->merge, &rec, true);
-		if (got < 0)
-			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
-		if (!got)
-			break;
-		if (s->hk && rec.ts > stop_ns &&
-		    st_ring_of(s, &rec)->src == ST_SRC_HOST)
-			continue;
-		ret = st_print(s, &rec);
-		if (ret)
-			return ret;
-		if (s->count && s->printed >= s->count)
-			return 0;
-	}
-	/* Drops no page followed: said, as at the end of a drain; not the
-	 * host kernel's, read only up to the signal. */
-	for (i = 0; i < s->nr; i++) {
-		struct st_cpu *c = &s->cpus[i];
-		uint64_t n;
-
-		if (c->src == ST_SRC_HOST)
-			continue;
-		n = hvtrace_ring_take_trailing_lost(c->ring);
-		if (n)
-			st_print_lost(s, c, c->cpu, n);
-	}
 	return 0;
 }
 
@@ -561,8 +462,8 @@ static int st_writer_done(struct st_state *s, bool *restarted)
 	uint64_t gen = 0;
 
 	*restarted = false;
-	if (s->kernel || s->remote)
-		return 0; /* a remote: st_remote_check() */
+	if (s->kernel)
+		return 0;
 	if (s->kring) {
 		/* A rig guest has stopped once its QEMU is gone; a bare RAM
 		 * file gives no sign (use --drain for a post-mortem read). */
@@ -603,10 +504,6 @@ static void st_status(struct st_state *s, uint64_t t0, bool final)
 		fprintf(stderr, "\r\033[K");
 		return;
 	}
-	if (s->remote) {
-		st_remote_status(s, secs);
-		return;
-	}
 	for (i = 0; s->area && i < s->nr; i++) {
 		struct hvtrace_cpu_stats st;
 
@@ -625,10 +522,6 @@ static void st_summary(struct st_state *s, double secs)
 	unsigned long long errors = 0;
 	unsigned int i;
 
-	if (s->remote) {
-		st_remote_summary(s, secs);
-		return;
-	}
 	for (i = 0; i < s->nr; i++) {
 		struct st_cpu *c = &s->cpus[i];
 		unsigned long long e = hvtrace_ring_errors(c->ring);
@@ -673,8 +566,6 @@ static void st_cleanup(struct st_state *s)
 {
 	unsigned int i;
 
-	if (s->remote)
-		st_close_remote(s);
 	hvtrace_merge_free(s->merge);
 	for (i = 0; s->cpus && i < s->nr; i++)
 		hvtrace_ring_close(s->cpus[i].ring);
@@ -696,7 +587,7 @@ static int st_run(struct st_state *s)
 	struct hvtrace_ring **rings;
 	struct hvtrace_record rec;
 	uint64_t t0 = hvt_cli_now_ns(), deadline = UINT64_MAX, last_sync = t0;
-	uint64_t last_status = t0, last_remote = t0;
+	uint64_t last_status = t0;
 	bool finishing = s->drain, stopped = false, restarted, status;
 	unsigned int i, spins = 0;
 	int ret = 0;
@@ -717,51 +608,13 @@ static int st_run(struct st_state *s)
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
 
 	while (!hvt_cli_stop_signal && !s->out_broken) {
-		bool flush = finishing || stopped;
-		int got;
-
-		if (s->remote && finishing && !s->drained && !s->drain_out) {
-			/* Everything committed until now, then the end:
-			 * hvtraced reads it at the pace we take it. */
-			if (hvtrace_daemon_feed_drain_start(s->feed,
-							    s->rrec.id)) {
-				ret = hvt_cli_error(VERB, "%s",
-						    hvtrace_last_error());
-				break;
-			}
-			s->drain_out = true;
-		}
-		if (s->remote && s->drain_out && !s->drained) {
-			int d = hvtrace_daemon_feed_drained(s->feed);
-
-			if (d < 0) {
-				ret = hvt_cli_error(VERB, "%s",
-						    hvtrace_last_error());
-				break;
-			}
-			if (d) {
-				s->drained = true;
-				s->freeze_ns = hvt_cli_now_ns();
-			}
-		}
-		/* A remote's pages keep coming until hvtraced said the drain
-		 * ended. */
-		if (s->remote)
-			flush = s->drained;
 		/* A stopped writer adds nothing: no need to wait for it. */
-		got = hvtrace_merge_next(s->merge, &rec, flush);
+		int got = hvtrace_merge_next(s->merge, &rec,
+					     finishing || stopped);
+
 		if (got < 0) {
 			ret = hvt_cli_error(VERB, "%s", hvtrace_last_error());
 			break;
-		}
-		/* Drained: the host kernel up to then, not what it keeps
-		 * writing (its own events about this reader); the end once
-		 * the rest is read. */
-		if (got > 0 && s->drained && s->hk && rec.ts > s->freeze_ns &&
-		    st_ring_of(s, &rec)->src == ST_SRC_HOST) {
-			if (!st_rest_empty(s))
-				continue;
-			got = 0;
 		}
 		if (got > 0) {
 			ret = st_print(s, &rec);
@@ -774,7 +627,7 @@ static int st_run(struct st_state *s)
 				continue;
 			spins = 0;
 		} else {
-			if (finishing && (!s->remote || s->drained)) {
+			if (finishing) {
 				/* Every CPU is empty: report drops that no
 				 * page followed, then stop. */
 				for (i = 0; i < s->nr; i++) {
@@ -784,8 +637,7 @@ static int st_run(struct st_state *s)
 					n = hvtrace_ring_take_trailing_lost(
 						c->ring);
 					if (n)
-						st_print_lost(s, c, c->cpu,
-							      n);
+						st_print_lost(s, c->cpu, n);
 				}
 				break;
 			}
@@ -813,26 +665,6 @@ static int st_run(struct st_state *s)
 				stopped = st_writer_done(s, &restarted) &&
 					  !restarted;
 			}
-			if (s->remote && !finishing &&
-			    now - last_remote >= ST_REMOTE_EVERY_NS) {
-				int r;
-
-				last_remote = now;
-				r = st_remote_check(s);
-				if (r < 0) {
-					ret = -r;
-					break;
-				}
-				if (r) {
-					finishing = true;
-					/* Gone or a new run: what is here
-					 * now, no drain. */
-					if (r == 2) {
-						s->drained = true;
-						s->freeze_ns = now;
-					}
-				}
-			}
 			if (s->syncing && now - last_sync >= ST_SYNC_EVERY_NS) {
 				last_sync = now;
 				if (hvtrace_area_sync(s->area, 5) == -ETIMEDOUT)
@@ -846,9 +678,6 @@ static int st_run(struct st_state *s)
 		if (!got)
 			st_sleep_poll();
 	}
-	if (s->remote && hvt_cli_stop_signal && !ret &&
-	    !(s->count && s->printed >= s->count))
-		ret = st_stop_flush(s, hvt_cli_now_ns());
 	fflush(stdout);
 	if (status)
 		st_status(s, t0, true);
@@ -872,18 +701,32 @@ static int cmd_stream(int argc, char **argv)
 		s.kernel = false;
 		s.host_kernel = true;
 	}
-	s.remote = s.remote && !s.kernel && !s.guest_kernel;
-	if (s.remote && s.read_only)
-		return hvt_cli_usage(VERB,
-				     "--read-only: hvtraced owns "
-				     "remote '%s'; its readers "
-				     "never take control",
-				     s.spec);
-	/* A host instance is set up in st_open_remote(): a stop signal from
-	 * then on must let it be put back. */
-	if (s.remote && s.host_kernel)
-		hvt_cli_catch_stop_signals(false);
-	if (s.sock && !s.guest_kernel && !s.remote)
+	if (!s.kernel && !s.guest_kernel && s.remote) {
+		struct hvt_rstream_opts o = {
+			.name = s.spec,
+			.sock = s.sock,
+			.cpu = s.only_cpu,
+			.count = s.count,
+			.timeout = s.timeout,
+			.window_ms = s.window_ms,
+			.drain = s.drain,
+			.follow = s.follow,
+			.summary = s.summary,
+			.user_only = s.no_guest_kernel,
+			.host_kernel = s.host_kernel,
+			.kernel_instance = s.instance,
+			.kernel_events = (const char *const *)s.events,
+		};
+
+		if (s.read_only)
+			return hvt_cli_usage(VERB,
+					     "--read-only: hvtraced owns "
+					     "remote '%s'; its readers "
+					     "never take control",
+					     s.spec);
+		return hvt_cli_stream_remote(&o);
+	}
+	if (s.sock && !s.guest_kernel)
 		return hvt_cli_usage(VERB, "--socket goes with a remote NAME "
 					   "(or a guest NAME with "
 					   "--guest-kernel)");
@@ -891,14 +734,12 @@ static int cmd_stream(int argc, char **argv)
 	s.line = malloc(s.line_cap);
 	if (!s.line)
 		return hvt_cli_error(VERB, "out of memory");
-	ret = s.remote	       ? st_open_remote(&s)
-	      : s.kernel       ? st_open_kernel(&s)
+	ret = s.kernel	       ? st_open_kernel(&s)
 	      : s.guest_kernel ? st_open_kring(&s)
 			       : st_open_area(&s);
 	if (ret) {
 		st_cleanup(&s);
-		/* A remote's errors all exit with a failure. */
-		return s.remote ? HVT_EXIT_FAIL : ret;
+		return ret;
 	}
 	hvt_cli_catch_stop_signals(false);
 	signal(SIGPIPE, SIG_IGN);

@@ -9,6 +9,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct hvt_rstream_opts {
+	const char *name;	  /* the remote */
+	const char *sock;	  /* hvtraced's socket, NULL: default */
+	int cpu;		  /* -1: all */
+	unsigned long long count; /* 0: no limit */
+	double timeout;		  /* seconds, 0: none */
+	double window_ms;	  /* reorder window */
+	bool drain, follow, summary;
+	bool user_only; /* not the guest kernel's ring beside */
+	/* The host kernel beside (--kernel): its tracefs instance (NULL: a
+	 * private one) and the events to enable there (NULL-terminated). */
+	bool host_kernel;
+	const char *kernel_instance;
+	const char *const *kernel_events;
+};
+
+/* hvtrace stream NAME: the remote's events through hvtraced. */
+int hvt_cli_stream_remote(const struct hvt_rstream_opts *o);
+
 /* hvtrace stat NAME: per-CPU counters of hvtraced's reader. */
 int hvt_cli_stat_remote(const char *name, const char *sock, int cpu);
 

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hvtrace stream: the state of a stream, shared by cmd_stream.c (options,
- * the merge loop, printing), stream_open.c (opening an area, the host
- * kernel or a guest kernel's ring as per-CPU rings) and daemon_src.c (a
- * remote NAME through hvtraced).
+ * the merge loop, printing) and stream_open.c (opening an area, the host
+ * kernel or a guest kernel's ring as per-CPU rings).
  */
 #ifndef HVT_CLI_STREAM_H
 #define HVT_CLI_STREAM_H
@@ -15,27 +14,14 @@
 #include <hvtrace.h>
 #include <hvtrace-daemon.h>
 
-struct hvtrace_tracedat_kernel;
-
 #define VERB "stream"
-
-/* Where a ring's records come from: a stream NAME merges the remote's
- * CPUs, its guest kernel's and the host kernel's. */
-enum st_src {
-	ST_SRC_OWN,	/* the stream's one source (area, kernel, kring) */
-	ST_SRC_REMOTE,	/* a CPU of the remote, through hvtraced */
-	ST_SRC_GKERNEL, /* a CPU of the rig guest's kernel ring beside */
-	ST_SRC_HOST,	/* a CPU of the host kernel beside ("host: ") */
-};
 
 struct st_cpu {
 	struct hvtrace_ring *ring;
-	enum st_src src;
 	int cpu;
 	unsigned long long events;
 	unsigned long long lost;
 	bool lost_unknown;
-	uint64_t last_ts, last_ns; /* its record printed last: ts, time */
 };
 
 struct st_state {
@@ -88,20 +74,6 @@ struct st_state {
 	uint64_t kclock_g0, kclock_h0, kclock_h1, kclock_at, kclock_err;
 	uint64_t kclock_bound; /* the error bound of the line now */
 
-	/* a remote NAME through hvtraced (daemon_src.c) */
-	struct hvtrace_daemon *dc;	  /* requests */
-	struct hvtrace_daemon_feed *feed; /* pages */
-	struct hvt_remote_rec rrec;
-	struct hvtrace_daemon_events evs;
-	struct hvtrace_daemon_kring *dkr;     /* its guest kernel's ring */
-	char dkformats[PATH_MAX];	      /* ... its formats' folder */
-	struct hvtrace_tracedat_kernel *hk; /* the host kernel beside */
-	struct hvtrace_decoder *hdec;	      /* ... its formats */
-	char hinst[64];			      /* ... its private instance */
-	uint64_t comm_tried_ns, hcomm_ns, refresh_at;
-	uint64_t freeze_ns; /* drained: host records after it are not read */
-	bool drain_out, drained;
-
 	/* comm lookups already tried (loopback writer threads) */
 	int tried[256];
 	unsigned int nr_tried;
@@ -127,22 +99,6 @@ void st_kclock_open(struct st_state *s);
  * guest's own time). */
 uint64_t st_kclock_map(struct st_state *s, uint64_t ts, uint64_t *err_ns);
 void st_kclock_close(struct st_state *s);
-/* A remote NAME (daemon_src.c): its CPUs as rings through hvtraced, its
- * guest kernel's and (NAME --kernel) the host kernel's beside; 0 or an
- * exit code, the error printed. */
-int st_open_remote(struct st_state *s);
-void st_close_remote(struct st_state *s);
-/* What became of the remote (polled now and then): 0 go on, 1 read to the
- * end (said on stderr), 2 stop after what is pending (said), or an exit
- * code (the error printed) as -code. */
-int st_remote_check(struct st_state *s);
-/* The record's host time (and its bound) and decoder; names its pid. */
-uint64_t st_remote_time(struct st_state *s, const struct st_cpu *c,
-			const struct hvtrace_record *rec, uint64_t *err_ns);
-struct hvtrace_decoder *st_remote_decoder(struct st_state *s,
-					  const struct st_cpu *c, int pid);
-void st_remote_status(struct st_state *s, double secs);
-void st_remote_summary(struct st_state *s, double secs);
 /* Remove a directory tree (formats unpacked from a console). */
 int st_rm_tree(const char *path);
 

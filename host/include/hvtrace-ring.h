@@ -141,11 +141,6 @@ struct hvtrace_ring_page {
 				 * header does not count (RB_MISSED_EVENTS/
 				 * _STORED count themselves): a transport's
 				 * drops.  0, a count, or HVTRACE_LOST_UNKNOWN */
-	uint64_t arrived_ns;	/* host CLOCK_MONOTONIC ns when the page
-				 * reached this process (a transport's
-				 * receipt); 0: unknown, the time the ring
-				 * takes it.  Its records' fetched_ns: a
-				 * merge's window counts from it */
 };
 
 /**
@@ -158,11 +153,7 @@ struct hvtrace_ring_page {
  *             error bound of that mapping (@err_ns may be NULL); 0, or a
  *             negative errno when no mapping is known (the record's host_ns
  *             is then @ts).  NULL: the source's clock is not the host's
- *             (host_ns == ts).  Either way hvtrace_ring_now_ns() says 0
- *             (with a model or not, fitted or not): the pages come late
- *             through a transport, so a merge's window counts from the
- *             hand-over, the page's @arrived_ns where the source gives
- *             it.
+ *             (host_ns == ts, hvtrace_ring_now_ns() says 0).
  * @close:     called by hvtrace_ring_close() (may be NULL)
  */
 struct hvtrace_ring_source_ops {
@@ -219,8 +210,6 @@ struct hvtrace_ring_source_stats {
 	uint64_t lost_unknown;	/* reports of losses of unknown count */
 	uint64_t map_errors;	/* to_host failures (host_ns = ts) */
 	uint64_t err_ns;	/* the largest error bound to_host gave */
-	uint64_t page_bytes;	/* bytes of the pages the source gave
-				 * (headers included) */
 };
 
 /**

@@ -413,9 +413,7 @@ struct hvtrace_record {
 	int cpu;
 	/* events lost right before this record, or HVTRACE_LOST_UNKNOWN */
 	uint64_t lost_before;
-	/* host CLOCK_MONOTONIC when get-reader handed the record over (a
-	 * source ring: when its page reached this process, the page's
-	 * arrived_ns where the source gives it) */
+	/* host CLOCK_MONOTONIC when get-reader handed the record over */
 	uint64_t fetched_ns;
 };
 
@@ -530,18 +528,6 @@ HVTRACE_API int hvtrace_merge_new(struct hvtrace_ring *const *rings,
  */
 HVTRACE_API int hvtrace_merge_next(struct hvtrace_merge *m,
 				   struct hvtrace_record *rec, bool flush);
-
-/**
- * hvtrace_merge_last - which ring the record hvtrace_merge_next() returned
- * last came from
- * @m: merge
- *
- * For callers that merge rings of different sources (their own decoder,
- * prefix, counters per ring) whose records may carry the same CPU number.
- * Return: its index in the @rings given to hvtrace_merge_new(), or -1
- * (none returned since the last call to hvtrace_merge_next()).
- */
-HVTRACE_API int hvtrace_merge_last(const struct hvtrace_merge *m);
 
 /** hvtrace_merge_free - free; NULL is a no-op */
 HVTRACE_API void hvtrace_merge_free(struct hvtrace_merge *m);

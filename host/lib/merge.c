@@ -7,17 +7,14 @@
  * older one:
  *
  *   - every ring has a record pending: the oldest of them is safe;
- *   - no ring with nothing pending can still produce an older one, each
- *     judged by its own clock: one on the host clock
- *     (hvtrace_ring_now_ns()) once the oldest record is older than the
- *     reorder window by it -- a CPU that is idle now would have to commit
- *     an event more than a window after taking its timestamp to be out
- *     of order; one whose clock cannot be related to the host's (or whose
- *     pages come through a transport) once the window has passed since
- *     the oldest record was handed over (its fetched_ns: the page's
- *     arrival where the ring knows it; all records of one get-reader
- *     share that time, so a backlog waits once per page, not once per
- *     record);
+ *   - the oldest pending record is older than the reorder window on the
+ *     host clock (hvtrace_ring_now_ns()): a CPU that is idle now would
+ *     have to commit an event more than a window after taking its
+ *     timestamp to be out of order;
+ *   - for rings whose clock cannot be related to the host's, the window
+ *     has passed since the ring handed the record over (all records of
+ *     one get-reader share that time, so a backlog waits once per page,
+ *     not once per record);
  *   - the caller flushes (post-mortem reads, end of stream).
  *
  * So a CPU with nothing pending delays the others by at most the window.
@@ -75,11 +72,6 @@ HVTRACE_API int hvtrace_merge_new(struct hvtrace_ring *const *rings,
 	}
 	*out = m;
 	return 0;
-}
-
-HVTRACE_API int hvtrace_merge_last(const struct hvtrace_merge *m)
-{
-	return m ? m->last : -1;
 }
 
 HVTRACE_API void hvtrace_merge_free(struct hvtrace_merge *m)
@@ -141,35 +133,16 @@ static int merge_pick(struct hvtrace_merge *m, bool *all)
 	return best;
 }
 
-/*
- * May the oldest pending record @best go?  Only a ring with nothing
- * pending could still produce an older one, each by its own clock: a ring
- * on the host clock not once @best is a window old by it (its CPU would
- * have to commit an event more than a window after taking its time
- * stamp); a ring with no host time (pages through a transport, a clock
- * unrelated to the host's) not once @best has waited a window since it
- * was handed over (its page would have to arrive more than a window after
- * @best's).  So a host kernel CPU with nothing to say does not hold a
- * remote's backlog a window per page.
- */
 static bool merge_ready(struct hvtrace_merge *m, int best, uint64_t now)
 {
 	struct merge_slot *s = &m->slot[best];
-	bool waited = now - s->seen_ns >= m->window_ns;
-	unsigned int i;
+	uint64_t rnow = hvtrace_ring_now_ns(s->ring);
 
 	if (now - s->seen_ns >= MERGE_MAX_HOLD_NS)
 		return true;
-	for (i = 0; i < m->nr; i++) {
-		uint64_t rnow;
-
-		if (m->slot[i].pending)
-			continue;
-		rnow = hvtrace_ring_now_ns(m->slot[i].ring);
-		if (rnow ? s->rec.host_ns + m->window_ns > rnow : !waited)
-			return false;
-	}
-	return true;
+	if (rnow)
+		return s->rec.host_ns + m->window_ns <= rnow;
+	return now - s->seen_ns >= m->window_ns;
 }
 
 HVTRACE_API int hvtrace_merge_next(struct hvtrace_merge *m,

@@ -76,9 +76,6 @@ struct ring_ops {
 	bool (*clock_is_ns)(const struct hvtrace_ring *r);
 	/* why the kernel's mmap ABI is not used (NULL: it is, or no kernel) */
 	const char *(*fallback)(const struct hvtrace_ring *r);
-	/* host CLOCK_MONOTONIC when the data the last get_reader handed
-	 * over reached this process (NULL or 0: now) */
-	uint64_t (*arrived_ns)(struct hvtrace_ring *r);
 	/* losses no page will carry (NULL: 0) */
 	uint64_t (*take_trailing_lost)(struct hvtrace_ring *r);
 };

@@ -546,16 +546,6 @@ static int ring_prime(struct hvtrace_ring *r)
 	return 0;
 }
 
-/* When the data the last get-reader handed over arrived: now, or the
- * source's receipt time where it knows one (never later than now). */
-static uint64_t ring_fetched_ns(struct hvtrace_ring *r)
-{
-	uint64_t now = hvt_host_now_ns();
-	uint64_t t = r->ops->arrived_ns ? r->ops->arrived_ns(r) : 0;
-
-	return t && t < now ? t : now;
-}
-
 HVTRACE_API int hvtrace_ring_peek(struct hvtrace_ring *r,
 				  struct hvtrace_record *rec)
 {
@@ -616,14 +606,14 @@ HVTRACE_API int hvtrace_ring_peek(struct hvtrace_ring *r,
 		}
 		if (id != c->id) {
 			ring_load_page(r, id);
-			c->fetched_ns = ring_fetched_ns(r);
+			c->fetched_ns = hvt_host_now_ns();
 			continue;
 		}
 		limit = ring_limit(r);
 		if (limit <= c->limit)
 			return 0;
 		c->limit = limit;
-		c->fetched_ns = ring_fetched_ns(r);
+		c->fetched_ns = hvt_host_now_ns();
 	}
 	return 0;
 }

@@ -27,11 +27,6 @@
  * so that its lost count fits (hvt_subbuf_take()'s cut) is held and its
  * rest taken by the next get-reader: the source keeps it valid until its
  * next next_page call.
- *
- * Its records' fetched_ns is the page's arrived_ns (the transport's
- * receipt) where the source gives one, and hvtrace_ring_now_ns() is 0:
- * a merge's window counts from when the page arrived, not from when the
- * cursor came to take it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -50,7 +45,7 @@ struct ring_src {
 	uint64_t pending_lost;		/* for the next page built */
 	uint64_t end_ts;		/* running time after the reader
 					 * page's last event */
-	uint64_t arrived_ns;		/* the page taken last: its receipt */
+	bool mapped;			/* a to_host conversion worked */
 	/* the source's page cut short, its rest still to take */
 	bool hold;
 	struct hvtrace_ring_page held;
@@ -146,7 +141,6 @@ static int ring_src_take(struct ring_src *s, const struct hvtrace_ring_page *pg,
 	}
 	s->p.page_valid = true;
 	s->p.page_seq = pg->seq;
-	s->arrived_ns = pg->arrived_ns;
 	s->end_ts = t.end_ts;
 	s->st.events += t.n;
 	s->st.copied += t.end - pos;
@@ -197,7 +191,6 @@ static int ring_src_get_reader(struct hvtrace_ring *r)
 		if (!ret)
 			break;
 		s->st.pages++;
-		s->st.page_bytes += pg.data ? pg.len : 0;
 		if (!pg.data || pg.len < HVT_PAGE_HDR_SIZE ||
 		    pg.len > r->subbuf_size ||
 		    sb_header(pg.data, pg.len, &page_ts, &size, &lost)) {
@@ -245,30 +238,15 @@ static uint64_t ring_src_to_host(struct hvtrace_ring *r, uint64_t ts)
 		s->st.map_errors++;
 		return ts;
 	}
+	s->mapped = true;
 	if (err > s->st.err_ns)
 		s->st.err_ns = err;
 	return ns;
 }
 
-/*
- * No host time: a source's pages come through a transport (hvtraced's
- * page stream, a file), late by its own delay, and its mapping may be a
- * guess (a writer that never answered a time sync).  A merge's window
- * then counts from the hand-over, not from a host time that an event of
- * another CPU still on its way may lie well before.
- */
 static uint64_t ring_src_now_ns(struct hvtrace_ring *r, uint64_t now)
 {
-	(void)r;
-	(void)now;
-	return 0;
-}
-
-/* The page's receipt by the transport (0: unknown, the ring says now):
- * a page that waited in a queue counts from its arrival. */
-static uint64_t ring_src_arrived_ns(struct hvtrace_ring *r)
-{
-	return to_src(r)->arrived_ns;
+	return to_src(r)->mapped ? now : 0;
 }
 
 /* Losses carried by pages with no event after them. */
@@ -288,7 +266,6 @@ static const struct ring_ops ring_src_ops = {
 	.close = ring_src_close,
 	.now_ns = ring_src_now_ns,
 	.to_host = ring_src_to_host,
-	.arrived_ns = ring_src_arrived_ns,
 	.take_trailing_lost = ring_src_trailing_lost,
 };
 

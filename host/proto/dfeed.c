@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <hvtrace.h>
@@ -26,44 +25,6 @@
  * dropped_events, beside the daemon's, and a finished drain hands on what
  * no page carried as an empty page (see feed_next). */
 #define DF_MAX_QUEUED 65536u
-
-/*
- * Each page the feed allocates carries, after its data (8-aligned, past
- * len), the host CLOCK_MONOTONIC ns it was received at: a ring of the
- * page's CPU (dring.c) hands it to the core as the page's arrived_ns, so
- * a merge's window counts from the receipt, not from when the ring came
- * to take the page out of its queue.  Callers free pages with free() as
- * before; the stamp is part of the same allocation.
- */
-static size_t df_stamp_off(uint32_t len)
-{
-	return ((size_t)len + 7) & ~(size_t)7;
-}
-
-static struct hvtrace_daemon_page *df_page_alloc(uint32_t len, bool zero)
-{
-	size_t size = sizeof(struct hvtrace_daemon_page) + df_stamp_off(len) +
-		      sizeof(uint64_t);
-	struct hvtrace_daemon_page *p = zero ? calloc(1, size) : malloc(size);
-	struct timespec ts;
-	uint64_t now = 0;
-
-	if (!p)
-		return NULL;
-	if (!clock_gettime(CLOCK_MONOTONIC, &ts))
-		now = (uint64_t)ts.tv_sec * 1000000000ULL +
-		      (uint64_t)ts.tv_nsec;
-	memcpy(p->data + df_stamp_off(len), &now, sizeof(now));
-	return p;
-}
-
-uint64_t hvt_dfeed_page_arrived(const struct hvtrace_daemon_page *p)
-{
-	uint64_t now;
-
-	memcpy(&now, p->data + df_stamp_off(p->len), sizeof(now));
-	return now;
-}
 
 /* What the feed dropped for one subscription's CPU. */
 struct df_loss {
@@ -231,7 +192,8 @@ static void df_enqueue(struct hvtrace_daemon_feed *f,
 static void df_report_loss(struct hvtrace_daemon_feed *f, uint32_t remote,
 			   struct df_loss *l)
 {
-	struct hvtrace_daemon_page *p = df_page_alloc(HVT_PAGE_HDR_SIZE, true);
+	struct hvtrace_daemon_page *p =
+		calloc(1, sizeof(*p) + HVT_PAGE_HDR_SIZE);
 
 	if (!p)
 		return; /* told with the next page of the CPU, if one comes */
@@ -278,8 +240,9 @@ static void df_other(void *arg, const struct hvt_msg *m)
 	}
 	if (m->type != HVT_MSG_PAGE || (m->flags & HVT_PF_REPLY))
 		return;
-	p = f->queued < f->max_queued ? df_page_alloc(m->u.page.len, false)
-				      : NULL;
+	p = f->queued < f->max_queued ?
+		    malloc(sizeof(*p) + m->u.page.len) :
+		    NULL;
 	if (!p) {
 		l = df_loss_of(f, m->req, m->u.page.cpu, true);
 		if (l) {
@@ -353,45 +316,17 @@ int hvtrace_daemon_feed_subscribe(struct hvtrace_daemon_feed *f,
 	return ret;
 }
 
-/*
- * Receive one frame and keep it (df_other()): what the client holds
- * first (a zero timeout only decodes that), then the socket, waiting up
- * to @timeout_ms for its first byte (a whole frame follows at once).
- * Return: 1 a frame was handled, 0 none came, or a negative errno.
- */
-static int df_recv_one(struct hvtrace_daemon_feed *f, int timeout_ms)
-{
-	struct pollfd pfd = {.fd = hvtrace_daemon_fd(f->dc), .events = POLLIN};
-	struct hvt_msg m;
-	int ret;
-
-	ret = hvtrace_daemon_recv(f->dc, &m, 0);
-	if (ret < 0)
-		return ret;
-	if (!ret) {
-		ret = poll(&pfd, 1, timeout_ms);
-		if (ret < 0 && errno != EINTR)
-			return hvt_err(-errno, "poll: %s", strerror(errno));
-		if (ret <= 0)
-			return 0;
-		ret = hvtrace_daemon_recv(f->dc, &m, HVTRACE_DAEMON_TIMEOUT_MS);
-		if (ret < 0)
-			return ret;
-		if (!ret)
-			return hvt_err(-ETIMEDOUT,
-				       "hvtraced stopped mid-frame");
-	}
-	df_other(f, &m);
-	return 1;
-}
-
 int hvtrace_daemon_feed_next(struct hvtrace_daemon_feed *f, int timeout_ms,
 			     struct hvtrace_daemon_page **page)
 {
+	struct hvt_msg m;
 	int ret;
 
 	*page = NULL;
 	for (;;) {
+		struct pollfd pfd = {.fd = hvtrace_daemon_fd(f->dc),
+				     .events = POLLIN};
+
 		if (f->head) {
 			*page = f->head;
 			f->head = f->head->next;
@@ -401,11 +336,31 @@ int hvtrace_daemon_feed_next(struct hvtrace_daemon_feed *f, int timeout_ms,
 			(*page)->next = NULL;
 			return 1;
 		}
+		/* Frames already received come first (a zero timeout only
+		 * decodes what the client holds)... */
+		ret = hvtrace_daemon_recv(f->dc, &m, 0);
+		if (ret < 0)
+			return ret;
+		if (ret) {
+			df_other(f, &m);
+			continue;
+		}
+		/* ... then the socket, as long as the caller waits. */
+		ret = poll(&pfd, 1, timeout_ms);
+		if (ret < 0 && errno != EINTR)
+			return hvt_err(-errno, "poll: %s", strerror(errno));
+		if (ret <= 0)
+			return 0;
+		/* Bytes are there: a whole frame follows at once. */
+		ret = hvtrace_daemon_recv(f->dc, &m, HVTRACE_DAEMON_TIMEOUT_MS);
+		if (ret < 0)
+			return ret;
+		if (!ret)
+			return hvt_err(-ETIMEDOUT,
+				       "hvtraced stopped mid-frame");
 		/* A page is queued and returned above; anything else (a
 		 * stray message) is dropped and we look again. */
-		ret = df_recv_one(f, timeout_ms);
-		if (ret <= 0)
-			return ret;
+		df_other(f, &m);
 	}
 }
 
@@ -442,6 +397,7 @@ int hvt_dfeed_take(struct hvtrace_daemon_feed *f, uint32_t remote,
 		   uint32_t cpu, struct hvtrace_daemon_page **page)
 {
 	struct df_route *rt = df_find_route(f, remote, cpu);
+	struct hvt_msg m;
 	int ret;
 
 	*page = NULL;
@@ -451,9 +407,28 @@ int hvt_dfeed_take(struct hvtrace_daemon_feed *f, uint32_t remote,
 	/* Bounded: each frame received is routed (or dropped), and a full
 	 * feed receives nothing more. */
 	while (!rt->head && f->queued < f->max_queued) {
-		ret = df_recv_one(f, 0);
-		if (ret <= 0)
+		struct pollfd pfd = {.fd = hvtrace_daemon_fd(f->dc),
+				     .events = POLLIN};
+
+		ret = hvtrace_daemon_recv(f->dc, &m, 0);
+		if (ret < 0)
 			return ret;
+		if (!ret) {
+			ret = poll(&pfd, 1, 0);
+			if (ret < 0 && errno != EINTR)
+				return hvt_err(-errno, "poll: %s",
+					       strerror(errno));
+			if (ret <= 0)
+				return 0;
+			ret = hvtrace_daemon_recv(f->dc, &m,
+						  HVTRACE_DAEMON_TIMEOUT_MS);
+			if (ret < 0)
+				return ret;
+			if (!ret)
+				return hvt_err(-ETIMEDOUT,
+					       "hvtraced stopped mid-frame");
+		}
+		df_other(f, &m);
 		rt = df_find_route(f, remote, cpu); /* df_other moves none */
 	}
 	if (!rt->head)

@@ -28,10 +28,6 @@ HVT_INTERNAL void hvt_dfeed_unroute(struct hvtrace_daemon_feed *f,
  */
 HVT_INTERNAL int hvt_dfeed_take(struct hvtrace_daemon_feed *f, uint32_t remote,
 				uint32_t cpu, struct hvtrace_daemon_page **page);
-/* Host CLOCK_MONOTONIC ns when the feed received @p (a page of this
- * feed's: the stamp follows its data in the same allocation). */
-HVT_INTERNAL uint64_t hvt_dfeed_page_arrived(
-	const struct hvtrace_daemon_page *p);
 /* REMOTES on the feed's connection (pages meanwhile are kept): @remote's
  * record; -ENOENT when it has none. */
 HVT_INTERNAL int hvt_dfeed_remote(struct hvtrace_daemon_feed *f,

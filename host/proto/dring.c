@@ -93,9 +93,6 @@ static int dring_next_page(void *ctx, int cpu, struct hvtrace_ring_page *pg)
 	pg->seq = p->seq;
 	pg->flags = (p->flags & HVT_PAGEF_TAIL) ? HVTRACE_PAGE_TAIL : 0;
 	pg->lost_events = dring_lost_add(lost, drops);
-	/* Received maybe long before this ring took it: the merge's window
-	 * counts from then. */
-	pg->arrived_ns = hvt_dfeed_page_arrived(p);
 	d->cur = p;
 	return 1;
 }

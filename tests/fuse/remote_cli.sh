@@ -6,8 +6,7 @@
 #   daemon attach --area: status, retries until the file is there
 #   events status/enable/disable --remote NAME: the writer obeys
 #   stream NAME: every id exactly once, ends by itself once the writer
-#     stopped, its --summary as an area's (errors per CPU and in all)
-#     with the pages received; --drain; --count
+#     stopped; --drain; --count
 #   stat NAME: the daemon reader's counters
 #   record -o FILE NAME: trace-cmd report shows every record; -e
 #     enables for the recording only
@@ -68,15 +67,6 @@ for cpu in 0 1; do
 	expect_eq "writer b cpu $cpu" "$(writer_field "$TMP/lb-b.log" $cpu written)" $N
 done
 grep -q "b: $((2 * N)) events, 0 lost" "$TMP/b.err" || fail "summary: $(cat "$TMP/b.err")"
-# As for an area: errors per CPU and in all; the pages received (16-byte
-# events: at most 255 in a 4 KiB page).
-for cpu in 0 1; do
-	grep -q "^  cpu $cpu: $N events, 0 lost, 0 errors$" "$TMP/b.err" ||
-		fail "summary of cpu $cpu: $(cat "$TMP/b.err")"
-done
-pages=$(sed -n "s/^hvtrace stream: b: .* 0 errors, \([0-9]*\) pages in .*/\1/p" "$TMP/b.err")
-[ -n "$pages" ] && [ "$pages" -ge $((2 * N / 255)) ] ||
-	fail "summary pages '$pages': $(cat "$TMP/b.err")"
 # Time order across CPUs (the reorder window).
 awk '/selftest:/ { t = $4; sub(":", "", t); if (t + 0 < prev) { print NR; exit 1 } prev = t + 0 }' \
 	"$TMP/b.txt" || fail "stream b goes back in time"
