@@ -168,32 +168,12 @@ static uint32_t cpu_room(struct remote *r, uint32_t cpu, uint32_t max,
 	return 0;
 }
 
-/* Drops of @t that no page has reported yet (fo_report_drops()). */
-static bool tool_owes_drops(const struct tool *t)
-{
-	const struct sub *s;
-	uint32_t cpu;
-
-	for (s = t->subs; s; s = s->next)
-		for (cpu = 0; cpu < s->nr_cpus; cpu++)
-			if (s->cpus[cpu].reported_pages !=
-			    s->cpus[cpu].dropped_pages)
-				return true;
-	return false;
-}
-
 void fanout_room(struct conn *c)
 {
 	struct tool *t = c->tool;
 
-	if (!t)
-		return;
-	/* A lagging tool whose queue now has room for the report of its
-	 * drops gets it at once: a remote that sleeps on armed wakeups may
-	 * not be polled again for long. */
-	if (tool_fits(t, 256) && tool_owes_drops(t))
-		D->next_poll_us = 0;
-	if (!t->held || tool_room(t) < HVT_PROTO_MAX_PAGE + FO_FRAME_SLACK)
+	if (!t || !t->held ||
+	    tool_room(t) < HVT_PROTO_MAX_PAGE + FO_FRAME_SLACK)
 		return;
 	t->held = false;
 	D->next_poll_us = 0; /* read now */
