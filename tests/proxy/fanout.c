@@ -9,9 +9,9 @@
  *
  *   - the reading tool gets every event, nothing dropped, nothing lost;
  *   - the stalled tool, once it reads, gets what was queued plus the
- *     drop counters (in its pages, or in an empty page that reports
- *     drops no page followed), and received + dropped == written
- *     exactly;
+ *     drop counters of each CPU (in its pages, or in an empty page that
+ *     reports drops no page followed), each CPU's only growing, and
+ *     received + the CPUs' dropped == written exactly;
  *   - the daemon kept serving requests meanwhile.
  */
 #include <errno.h>
@@ -25,6 +25,7 @@
 #include "harness.h"
 
 #define COUNT	20000
+#define MAX_CPUS 64
 
 struct tally {
 	int id;
@@ -32,8 +33,11 @@ struct tally {
 	uint64_t events;
 	uint64_t pages;
 	uint64_t lost;
-	uint64_t dropped_pages;
+	uint64_t dropped_pages;	/* summed over the CPUs */
 	uint64_t dropped_events;
+	/* Each PAGE carries its CPU's drop totals. */
+	uint64_t cpu_dropped_pages[MAX_CPUS];
+	uint64_t cpu_dropped_events[MAX_CPUS];
 };
 
 static void count_rec(void *arg, struct tep_handle *tep, struct tep_event *ev,
@@ -53,12 +57,19 @@ static void take(struct tally *t, const struct hvt_msg *m)
 		return;
 	t->pages++;
 	t->lost += m->u.page.lost_events;
-	/* Counters only grow. */
-	if (m->u.page.dropped_pages < t->dropped_pages ||
-	    m->u.page.dropped_events < t->dropped_events)
-		t_fail("drop counters went backwards");
-	t->dropped_pages = m->u.page.dropped_pages;
-	t->dropped_events = m->u.page.dropped_events;
+	if (m->u.page.cpu >= MAX_CPUS)
+		t_fail("page of CPU %u", m->u.page.cpu);
+	/* A CPU's counters only grow; the tool's loss is their sum. */
+	if (m->u.page.dropped_pages < t->cpu_dropped_pages[m->u.page.cpu] ||
+	    m->u.page.dropped_events < t->cpu_dropped_events[m->u.page.cpu])
+		t_fail("drop counters of CPU %u went backwards",
+		       m->u.page.cpu);
+	t->dropped_pages += m->u.page.dropped_pages -
+			    t->cpu_dropped_pages[m->u.page.cpu];
+	t->dropped_events += m->u.page.dropped_events -
+			     t->cpu_dropped_events[m->u.page.cpu];
+	t->cpu_dropped_pages[m->u.page.cpu] = m->u.page.dropped_pages;
+	t->cpu_dropped_events[m->u.page.cpu] = m->u.page.dropped_events;
 	h_decode_page(tep, &m->u.page, count_rec, t);
 }
 
