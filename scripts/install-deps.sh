@@ -29,9 +29,6 @@ PKGS=(
 	# hvtraced/kring_attach's fake VMM maps memory with python3's mmap
 	# (libpython3-stdlib, which python3-minimal lacks)
 	python3-minimal python3
-	# what a program runs (install/pkgconfig: the installed launcher;
-	# hvtraced/kring_attach_fds: which files the daemon opens)
-	strace
 	# make check-fresh: a fresh Debian 12 root to run the README in
 	debootstrap git
 )

@@ -47,15 +47,16 @@ gcc -o "$dest/use-static" "$dest/use.c" $(pkg-config --cflags hvtrace) \
 for f in hvtrace-guest mkinitramfs.sh fetch-kernel.sh guest-init.sh; do
 	[ -x "$dest/usr/libexec/hvtrace/$f" ] || { echo "missing after install: /usr/libexec/hvtrace/$f" >&2; exit 1; }
 done
-env -u HVT_SRCTREE -u HVT_OBJTREE -u HVT_GUEST_LAUNCHER strace -f -qq -s 1024 -e trace=execve \
-	-o "$dest/exec.log" "$dest/usr/bin/hvtrace" guest kformats --bogus 2>"$dest/err" && {
-	echo "hvtrace guest kformats --bogus was accepted" >&2; exit 1; }
-grep -Eq "execve\(\"$dest/usr/(bin/\.\./)?libexec/hvtrace/hvtrace-guest\"" "$dest/exec.log" ||
-	{ echo "the installed hvtrace did not run the installed launcher:" >&2; grep execve "$dest/exec.log" >&2; exit 1; }
-grep -qx "hvtrace guest: kformats: unknown option '--bogus'" "$dest/err" ||
-	{ echo "the installed launcher did not speak as hvtrace guest: $(cat "$dest/err")" >&2; exit 1; }
 # The installed launcher checks a request with its installed scripts.
 HVT_RUNDIR=$dest/run HVT_SHM_DIR=$dest "$dest/usr/libexec/hvtrace/hvtrace-guest" start --name inst \
 	--kernel "$dest/usr/bin/hvtrace" --initrd "$dest/use.c" --check ||
 	{ echo "the installed launcher refused a valid request" >&2; exit 1; }
+# Which launcher the installed hvtrace runs: put a stand-in where the
+# installed one is; it must be the one that answers.
+cp "$dest/usr/libexec/hvtrace/hvtrace-guest" "$dest/launcher.real"
+printf '#!/bin/sh\necho "installed launcher: $HVT_GUEST_PROG $*"\n' >"$dest/usr/libexec/hvtrace/hvtrace-guest"
+out=$(env -u HVT_SRCTREE -u HVT_OBJTREE -u HVT_GUEST_LAUNCHER "$dest/usr/bin/hvtrace" guest kformats x 2>&1)
+[ "$out" = "installed launcher: hvtrace guest kformats x" ] ||
+	{ echo "the installed hvtrace did not run the installed launcher: $out" >&2; exit 1; }
+cp "$dest/launcher.real" "$dest/usr/libexec/hvtrace/hvtrace-guest"
 echo "ok: install tree complete, pkg-config build (shared and static) runs, the installed launcher runs"
