@@ -10,8 +10,9 @@
 # section beside the guest's user events (docs/guest-kernel.md, "Copy
 # mode").
 #
-# 1. Exact delivery: the guest writes N numbered trace_marker lines on
-#    CPU 0 while getppid_loop makes exactly K getppid calls on CPU 1 with
+# 1. Exact delivery: once the host's stream reads (the writers wait for
+#    its "go" on a port, kring_gated), the guest writes N numbered
+#    trace_marker lines on CPU 0 while getppid_loop makes exactly K getppid calls on CPU 1 with
 #    raw_syscalls:sys_enter in --kernel-events (the guest's init enables
 #    the list before any other process runs; see kernel-ring-exact.sh for
 #    why raw_syscalls).  The live stream, which ends by
@@ -47,13 +48,16 @@ t_own_daemon
 t_name n kcopy
 "$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
 	--kernel-events ftrace:print,raw_syscalls:sys_enter --kernel-mode copy \
-	--run "taskset 2 getppid_loop $K & $(kring_marks "$N"); wait" \
+	--port go --run "$(kring_gated "taskset 2 getppid_loop $K & $(kring_marks "$N"); wait")" \
 	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }
 [ ! -e "$T_SHM/hvtrace-$n.ram" ] || fail "copy mode made a RAM file"
 grep -qa 'reserve_mem' "$T_RUNDIR/$n/qemu.args" && fail "copy mode passed reserve_mem to the guest"
 info "$n started ($SECONDS s); streaming until it powers off"
-timeout 200 "$HVTRACE" stream "$n" --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt" ||
-	{ cat "$T_TMP/err.txt"; fail "stream failed or did not end with the guest"; }
+timeout 200 "$HVTRACE" stream "$n" --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt" &
+spid=$!
+T_PIDS+=("$spid")
+kring_go "$n" "$T_TMP/err.txt" "$spid" "the guest kernel's pages, copied by its agent"
+wait "$spid" || { cat "$T_TMP/err.txt"; fail "stream failed or did not end with the guest"; }
 cat "$T_TMP/err.txt"
 grep -q "the guest kernel's pages, copied by its agent (kernel copy mode) (2 CPUs) beside its user events" "$T_TMP/err.txt" ||
 	fail "the stream did not read the kernel section"

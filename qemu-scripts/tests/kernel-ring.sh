@@ -54,17 +54,23 @@ drain() {
 info "live: $N lines through a running stream"
 t_name n live
 "$G" start --name "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
-	--kernel-events ftrace:print --run "sleep 1; $(kring_marks "$N")" \
+	--kernel-events ftrace:print --port go --run "$(kring_gated "$(kring_marks "$N")")" \
 	--wait-ready --timeout 120 >/dev/null || fail "start failed"
 kformats "$n" "$T_TMP/$n.log" "$T_TMP/fmt"
 ram=$(status_get "$n" ram)
 [ "$ram" = "$T_SHM/hvtrace-$n.ram" ] || fail "status names RAM '$ram'"
 [ "$(stat -c %a "$ram")" = 600 ] || fail "$ram has mode $(stat -c %a "$ram"), not 0600"
 # No --formats: stream takes the ones the running guest printed at boot.
-HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 200 "$HVTRACE" stream "$n" \
+HVTRACED_SOCKET=$T_TMP/no-daemon.sock HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR \
+	timeout 200 "$HVTRACE" stream "$n" \
 	--guest-kernel --summary \
-	>"$T_TMP/live.txt" 2>"$T_TMP/live.err" ||
-	{ cat "$T_TMP/live.err"; fail "stream failed or did not end with the guest"; }
+	>"$T_TMP/live.txt" 2>"$T_TMP/live.err" &
+spid=$!
+T_PIDS+=("$spid")
+# The writer starts once the stream reads: a stream slowed by a loaded
+# host must not find the guest already powered off.
+kring_go "$n" "$T_TMP/live.err" "$spid" "guest kernel times"
+wait "$spid" || { cat "$T_TMP/live.err"; fail "stream failed or did not end with the guest"; }
 cat "$T_TMP/live.err"
 grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$n.log" || fail "the guest's writer failed"
 kring_check_marks "$T_TMP/live.txt" "$N"

@@ -143,6 +143,34 @@ kring_marks() {
 	echo "taskset 1 sh -c 'T=/sys/kernel/tracing/instances/hvt; i=0; while [ \$i -lt $1 ]; do echo \"hvt-mark \$i\" >\$T/trace_marker; i=\$((i + 1)); done'"
 }
 
+# kring_gated CMD: CMD run once the host sends "g" on the guest's port
+# "go" (start the guest with --port go), and the console line hvt-go-seen
+# first.  The exact-delivery tests start their writers this way once the
+# host's reader is running: their guest writes more than its kernel ring
+# holds (raw_syscalls on every CPU), so writers that started at "ready"
+# could lap the ring before a reader slowed by a loaded host attached,
+# and a reader cannot count what was overwritten before it came.
+kring_gated() {
+	echo "until head -c 1 /dev/virtio-ports/go | grep -q g; do sleep 0.05; done; echo hvt-go-seen; $1"
+}
+
+# kring_go NAME ERR SPID REGEX: once the stream SPID wrote a line matching
+# REGEX to ERR (it is set up and reading), send guest NAME's "go"
+# (kring_gated) until it says it saw it.  A --guest-kernel stream run
+# with HVTRACED_SOCKET naming no daemon says at once "guest kernel times
+# are the guest's own": a sign that does not wait for an event.
+kring_go() {
+	local n=$1 err=$2 spid=$3 re=$4 tries=1200
+	until grep -qaE -- "$re" "$err"; do
+		kill -0 "$spid" 2>/dev/null || { cat "$err"; fail "the stream ended before it was reading"; }
+		[ $tries -gt 0 ] || { cat "$err"; fail "the stream did not say it was reading in 120 s"; }
+		tries=$((tries - 1))
+		sleep 0.1
+	done
+	"$T_SRCTREE/qemu-scripts/port-send" "$T_RUNDIR/$n/port-go.sock" g "$T_TMP/$n.log" \
+		$'\nhvt-go-seen' 120 || fail "the guest did not take the signal on its port"
+}
+
 # kring_check_marks FILE COUNT: FILE holds exactly the lines hvt-mark
 # 0..COUNT-1, each once, in order, and no lost-events line.
 kring_check_marks() {
