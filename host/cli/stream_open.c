@@ -67,26 +67,26 @@ int st_open_area(struct st_state *s)
 	unsigned int bit, first, last, i;
 	int ret;
 
-	ret = -EPERM;
+	ret = 0;
 	if (!s->read_only) {
 		ret = hvtrace_area_open_spec(s->spec, HVTRACE_OPEN_CONTROL,
 					     &s->area);
-		if (ret == -EACCES || ret == -EROFS || ret == -EPERM)
+		if (ret && ret != -EACCES && ret != -EROFS && ret != -EPERM)
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		s->control = !ret;
+	}
+	if (!s->control) {
+		/* Not writable: read-only, said once it opened (a file this
+		 * user may not read at all gets that error alone). */
+		if (hvtrace_area_open_spec(s->spec, 0, &s->area))
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		if (ret)
 			fprintf(stderr,
 				"hvtrace stream: note: cannot open %s for "
 				"writing (%s); reading it read-only: events "
 				"are not enabled and a consume-mode writer "
 				"drops once its ring is full\n",
 				s->spec, strerror(-ret));
-		else if (ret)
-			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
-		else
-			s->control = true;
-	}
-	if (!s->control) {
-		ret = hvtrace_area_open_spec(s->spec, 0, &s->area);
-		if (ret)
-			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
 	}
 	hvtrace_area_get_info(s->area, &s->info);
 
