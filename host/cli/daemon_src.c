@@ -775,10 +775,13 @@ static int rs_open(struct rs *s)
 				     s->o->cpu, s->rec.name,
 				     s->rec.nr_cpus - 1);
 	s->nr_cpus = s->rec.nr_cpus;
-	if (s->rec.transport == HVT_TRANSPORT_KRING)
+	if (s->rec.transport == HVT_TRANSPORT_KRING && !s->o->host_kernel) {
+		/* Said here once, not again at its first record. */
 		fprintf(stderr, "hvtrace stream: '%s' is a guest kernel ring "
 			"read by VMM pid: times are the guest's own trace "
 			"clock (no clock model)\n", s->rec.name);
+		s->own_said = true;
+	}
 	/* A guest agent's clock is mono: its kernel ring can join. */
 	if (!s->o->user_only && s->rec.clock_id == HVT_CLOCK_MONO_NS) {
 		ret = hvt_cli_kring_open(s->verb, s->dc, s->rec.id,
