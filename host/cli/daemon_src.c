@@ -101,6 +101,7 @@ struct rs {
 	uint32_t page_q;
 	uint64_t page_lost;
 	struct hvt_cli_order order; /* the latest time printed */
+	bool clock_said, own_said; /* its clock, said on stderr */
 };
 
 static int rs_fail(struct rs *s)
@@ -375,6 +376,56 @@ static void rs_hcomm(struct rs *s, int pid)
 	}
 }
 
+/* Why a remote's times are not on the host's clock. */
+static const char *rs_own_why(const struct rs *s)
+{
+	return s->rec.transport == HVT_TRANSPORT_KRING
+		       ? "a guest kernel ring read by VMM pid: no clock model"
+		       : "hvtraced has no clock model of it: no time sync";
+}
+
+/* The remote's times cannot join the host kernel's timeline. */
+static int rs_own_refuse(struct rs *s)
+{
+	return hvt_cli_error(s->verb,
+			     "'%s': its times are the writer's own, not the "
+			     "host's CLOCK_MONOTONIC (%s), so they cannot be "
+			     "merged by time with the host kernel's: leave "
+			     "out --kernel to stream '%s' on its own clock, "
+			     "or record both ('hvtrace record -k', which "
+			     "labels its buffer's clock 'writer')",
+			     s->rec.name, rs_own_why(s), s->rec.name);
+}
+
+/*
+ * The clock of a remote's record (@err: its bound): on the host's, the
+ * bound said once; the writer's own (no clock model), said once, and
+ * never merged with the host kernel's lines.
+ */
+static int rs_clock_note(struct rs *s, uint64_t err)
+{
+	if (err == UINT64_MAX) {
+		if (s->hk)
+			return rs_own_refuse(s);
+		if (!s->own_said)
+			fprintf(stderr,
+				"hvtrace stream: '%s': times are the writer's "
+				"own (clock 'writer'), not the host's "
+				"CLOCK_MONOTONIC (%s)\n",
+				s->rec.name, rs_own_why(s));
+		s->own_said = true;
+		return 0;
+	}
+	if (err && !s->clock_said)
+		fprintf(stderr,
+			"hvtrace stream: '%s': times on the host's "
+			"CLOCK_MONOTONIC through hvtraced's clock model "
+			"(error bound +-%.1f us)\n",
+			s->rec.name, (double)err / 1e3);
+	s->clock_said = true;
+	return 0;
+}
+
 static int rs_print(struct rs *s, struct rs_rec *r)
 {
 	struct rs_cpu *c = &s->cpus[r->q];
@@ -388,6 +439,9 @@ static int rs_print(struct rs *s, struct rs_rec *r)
 	/* The model moves between batches: stream_order.c's rule. */
 	uint64_t t = hvt_cli_order_time(&s->order, r->host, r->err);
 	int n;
+
+	if (!host && rs_clock_note(s, r->err))
+		return -1;
 
 	if (r->lost) {
 		char buf[64];
@@ -678,6 +732,29 @@ static int rs_missing(struct rs *s)
 	return ret;
 }
 
+/*
+ * The host kernel beside a remote: only a remote on the host's clock
+ * (a model hvtraced fitted, waited for up to 2 s after an attach).
+ */
+static int rs_host_clock(struct rs *s)
+{
+	int i;
+
+	for (i = 0; i < 20 && s->rec.transport != HVT_TRANSPORT_KRING &&
+		    s->rec.clock_err_ns == UINT64_MAX;
+	     i++) {
+		struct timespec ts = {0, 100000000L};
+
+		nanosleep(&ts, NULL);
+		if (hvtrace_daemon_find_remote(s->dc, s->o->name, &s->rec))
+			return rs_fail(s);
+	}
+	if (s->rec.transport == HVT_TRANSPORT_KRING ||
+	    s->rec.clock_err_ns == UINT64_MAX)
+		return rs_own_refuse(s);
+	return 0;
+}
+
 static int rs_open(struct rs *s)
 {
 	int ret;
@@ -698,10 +775,13 @@ static int rs_open(struct rs *s)
 				     s->o->cpu, s->rec.name,
 				     s->rec.nr_cpus - 1);
 	s->nr_cpus = s->rec.nr_cpus;
-	if (s->rec.transport == HVT_TRANSPORT_KRING)
+	if (s->rec.transport == HVT_TRANSPORT_KRING && !s->o->host_kernel) {
+		/* Said here once, not again at its first record. */
 		fprintf(stderr, "hvtrace stream: '%s' is a guest kernel ring "
 			"read by VMM pid: times are the guest's own trace "
 			"clock (no clock model)\n", s->rec.name);
+		s->own_said = true;
+	}
 	/* A guest agent's clock is mono: its kernel ring can join. */
 	if (!s->o->user_only && s->rec.clock_id == HVT_CLOCK_MONO_NS) {
 		ret = hvt_cli_kring_open(s->verb, s->dc, s->rec.id,
@@ -713,6 +793,9 @@ static int rs_open(struct rs *s)
 	s->nr_q = s->nr_cpus + (s->kr ? hvtrace_daemon_kring_cpus(s->kr) : 0);
 	s->host_q = s->nr_q;
 	if (s->o->host_kernel) {
+		ret = rs_host_clock(s);
+		if (ret)
+			return ret;
 		ret = rs_host_open(s);
 		if (ret)
 			return ret;

@@ -56,6 +56,7 @@ struct st_state {
 	struct hvtrace_area_info info;
 	bool control;
 	bool syncing;
+	bool own_clock; /* no clock model: the writer's own times */
 	struct hvtrace_decoder *dec;
 	struct st_cpu *cpus;
 	unsigned int nr;

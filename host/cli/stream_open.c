@@ -62,31 +62,93 @@ static int st_open_rings(struct st_state *s, unsigned int first,
 	return 0;
 }
 
+/* The name of a clock that is the writer's own, as record labels its
+ * buffer: the kernel's for a raw counter, else the writer's. */
+static const char *st_own_clock_name(uint32_t clock_id)
+{
+	switch (clock_id) {
+	case HVT_CLOCK_COUNTER:
+		return "counter";
+	case HVT_CLOCK_MONO_NS:
+		return "writer-mono";
+	default:
+		return "writer";
+	}
+}
+
+/*
+ * Are the area's times on the host's clock?  A writer that stamps host
+ * ns is; with a clock model (time sync through the control page, or the
+ * clock of a loopback writer on this host read here) they are, within
+ * the bound said on stderr.  Without one they are the writer's own: said
+ * once, with why, as record says it.  The model is fitted now or never
+ * (a writer that did not answer is not asked again), so the stream has
+ * one time base.
+ */
+static void st_area_clock(struct st_state *s)
+{
+	struct hvtrace_clock_map m;
+	const char *why;
+	uint64_t err;
+
+	hvtrace_area_clock_map(s->area, &m);
+	if (m.clock_id == HVT_CLOCK_HOST_NS)
+		return;
+	if (m.flags & HVTRACE_CLOCK_SYNCED) {
+		hvtrace_area_to_host_ns(s->area, m.base_writer, &err);
+		if (err != UINT64_MAX) {
+			fprintf(stderr,
+				"hvtrace stream: '%s': times on the host's "
+				"CLOCK_MONOTONIC through a clock model of "
+				"the writer's clock (error bound +-%.3f us)\n",
+				s->info.name, (double)err / 1e3);
+			return;
+		}
+	}
+	s->own_clock = true;
+	if (s->info.state == HVT_STATE_STOPPED ||
+	    (s->info.writer_kind == HVT_WRITER_LOOPBACK &&
+	     s->info.writer_pid && kill((pid_t)s->info.writer_pid, 0) &&
+	     errno == ESRCH))
+		why = "its writer had stopped: no time sync";
+	else if (s->read_only)
+		why = "--read-only: no time sync through the control page";
+	else if (!s->control)
+		why = "read-only, not this user's to write: no time sync "
+		      "through the control page";
+	else
+		why = "its writer did not answer time sync";
+	fprintf(stderr,
+		"hvtrace stream: '%s': times are the writer's own (clock "
+		"'%s'), not the host's CLOCK_MONOTONIC (%s)\n",
+		s->info.name, st_own_clock_name(s->info.clock_id), why);
+}
+
 int st_open_area(struct st_state *s)
 {
 	unsigned int bit, first, last, i;
 	int ret;
 
-	ret = -EPERM;
+	ret = 0;
 	if (!s->read_only) {
 		ret = hvtrace_area_open_spec(s->spec, HVTRACE_OPEN_CONTROL,
 					     &s->area);
-		if (ret == -EACCES || ret == -EROFS || ret == -EPERM)
+		if (ret && ret != -EACCES && ret != -EROFS && ret != -EPERM)
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		s->control = !ret;
+	}
+	if (!s->control) {
+		/* Not writable: read-only, said once it opened (a file this
+		 * user may not read at all gets that error alone). */
+		if (hvtrace_area_open_spec(s->spec, 0, &s->area))
+			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
+		if (ret)
 			fprintf(stderr,
 				"hvtrace stream: note: cannot open %s for "
 				"writing (%s); reading it read-only: events "
 				"are not enabled and a consume-mode writer "
 				"drops once its ring is full\n",
 				s->spec, strerror(-ret));
-		else if (ret)
-			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
-		else
-			s->control = true;
-	}
-	if (!s->control) {
-		ret = hvtrace_area_open_spec(s->spec, 0, &s->area);
-		if (ret)
-			return hvt_cli_error(VERB, "%s", hvtrace_last_error());
 	}
 	hvtrace_area_get_info(s->area, &s->info);
 
@@ -113,6 +175,8 @@ int st_open_area(struct st_state *s)
 	    s->info.writer_pid && !kill((pid_t)s->info.writer_pid, 0))
 		for (i = 0; i < 4; i++)
 			hvtrace_area_sync_local(s->area);
+
+	st_area_clock(s);
 
 	first = 0;
 	last = s->info.nr_cpus - 1;
@@ -335,6 +399,14 @@ int st_open_kring(struct st_state *s)
 	if (st_open_rings(s, first, last, st_ring_kring, s->kring))
 		return HVT_EXIT_FAIL;
 	snprintf(s->info.name, sizeof(s->info.name), "guest kernel");
+	/* Only a rig guest's NAME has a clock model (hvtraced's, below). */
+	if (!s->qemu_pid[0])
+		fprintf(stderr,
+			"hvtrace stream: guest kernel times are the guest's "
+			"own (its trace clock), not the host's "
+			"CLOCK_MONOTONIC (%s: no clock model; a rig guest's "
+			"NAME has hvtraced's)\n",
+			s->vm_pid ? "--vm-pid" : "a RAM file");
 	if (!s->formats && s->qemu_pid[0]) {
 		/* The agent's (hvtraced's cache, per kernel build: every
 		 * event) with this boot's trace clock and comms from the

@@ -17,6 +17,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +167,63 @@ static int area_take_control(struct hvtrace_area *a)
 static int area_attach_guarded(struct hvtrace_area *a, const char *path,
 			       uint64_t offset, unsigned int flags);
 
+/*
+ * An area file this user may not open: what is true (its owner, group and
+ * mode, and that this user may not read it, or may read but not write
+ * it) and what to do.  The rig creates a guest's area mode 0660 in the
+ * group of the user who started the guest; hvtraced, once it has the
+ * area, serves it to the group hvtrace by name.
+ */
+static int area_open_error(const char *path, unsigned int flags, int err)
+{
+	const struct passwd *pw;
+	const struct group *gr;
+	char owner[64], group[64];
+	struct stat st;
+
+	if ((err != -EACCES && err != -EPERM) || stat(path, &st))
+		return hvt_err(err, "cannot open %s: %s", path,
+			       strerror(-err));
+	pw = getpwuid(st.st_uid);
+	gr = getgrgid(st.st_gid);
+	if (pw)
+		snprintf(owner, sizeof(owner), "%s", pw->pw_name);
+	else
+		snprintf(owner, sizeof(owner), "uid %u", (unsigned)st.st_uid);
+	if (gr)
+		snprintf(group, sizeof(group), "%s", gr->gr_name);
+	else
+		snprintf(group, sizeof(group), "gid %u", (unsigned)st.st_gid);
+	if ((flags & HVTRACE_OPEN_CONTROL) && !access(path, R_OK))
+		return hvt_err(err,
+			       "area file %s (owner %s, group %s, mode %04o): "
+			       "this user (uid %u) may read it but not write "
+			       "it (%s)",
+			       path, owner, group, (unsigned)st.st_mode & 07777,
+			       (unsigned)getuid(), strerror(-err));
+	if (st.st_gid == 0 || !gr)
+		return hvt_err(err,
+			       "area file %s (owner %s, group %s, mode %04o): "
+			       "this user (uid %u) may not read it (%s).  Run "
+			       "as root, or read it through hvtraced by its "
+			       "name ('hvtrace stream NAME': hvtraced's socket "
+			       "is open to the group hvtrace); the rig creates "
+			       "a guest's area mode 0660 in the group of the "
+			       "user who started the guest",
+			       path, owner, group, (unsigned)st.st_mode & 07777,
+			       (unsigned)getuid(), strerror(-err));
+	return hvt_err(err,
+		       "area file %s (owner %s, group %s, mode %04o): this user "
+		       "(uid %u) may not read it (%s).  Run as root, or join "
+		       "its group %s ('usermod -aG %s USER' as root, then log "
+		       "in again%s); the rig creates a guest's area mode 0660 "
+		       "in the group of the user who started the guest",
+		       path, owner, group, (unsigned)st.st_mode & 07777,
+		       (unsigned)getuid(), strerror(-err), group, group,
+		       (st.st_mode & 040) ? "" : ", and give the group read "
+		       "access: 'chmod g+r FILE'");
+}
+
 HVTRACE_API int hvtrace_area_open(const char *path, uint64_t offset,
 				  uint64_t size, unsigned int flags,
 				  struct hvtrace_area **out)
@@ -195,8 +254,7 @@ HVTRACE_API int hvtrace_area_open(const char *path, uint64_t offset,
 	a->fd = open(path, ((flags & HVTRACE_OPEN_CONTROL) ? O_RDWR : O_RDONLY) |
 				   O_CLOEXEC);
 	if (a->fd < 0) {
-		ret = hvt_err(-errno, "cannot open %s: %s", path,
-			      strerror(errno));
+		ret = area_open_error(path, flags, -errno);
 		free(a);
 		return ret;
 	}

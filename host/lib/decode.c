@@ -482,6 +482,7 @@ HVTRACE_API int hvtrace_decoder_add_builtin(struct hvtrace_decoder *d,
 			return ret;
 	}
 	if (writer_kind == HVT_WRITER_HYP) {
+		d->hyp = true;
 		for (i = 0; i < hvt_hypevents_count(); i++) {
 			const struct hvt_hypevent *ev = hvt_hypevents_get(i);
 

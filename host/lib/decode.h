@@ -29,6 +29,7 @@ struct hvtrace_decoder {
 	struct dec_comm *comms;	/* open addressing, power-of-two size */
 	uint32_t comm_cap;
 	uint32_t comm_nr;
+	bool hyp;	/* a hypervisor writer's: pid 0 is HVT_HYP_COMM */
 };
 
 #endif /* HVT_HOST_DECODE_H */

@@ -98,8 +98,12 @@ static void text_comm(const struct hvtrace_decoder *d, int pid, char out[16])
 {
 	const char *c;
 
-	/* As trace_find_cmdline(): pid 0 is the idle task. */
-	if (pid == 0)
+	/* As trace_find_cmdline(): pid 0 is the idle task, but a
+	 * hypervisor's events belong to no task (as in a trace.dat file,
+	 * where they carry HVT_HYP_PID). */
+	if (d->hyp && (pid == 0 || pid == HVT_HYP_PID))
+		c = HVT_HYP_COMM;
+	else if (pid == 0)
 		c = "<idle>";
 	else if (pid < 0)
 		c = "<XXX>";	/* the kernel's mark for a negative pid */

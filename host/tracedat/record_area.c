@@ -278,6 +278,12 @@ int hvt_tdat_rarea_add(struct hvtrace_tracedat_record *rec, const char *spec,
 	}
 	ret = hvtrace_tracedat_writer_add_buffer(r->w, s->name, "mono",
 						 s->nr_cpus, s->subbuf_size);
+	if (ret >= 0 && s->info.writer_kind == HVT_WRITER_HYP &&
+	    hvtrace_tracedat_writer_add_cmdline(r->w, HVT_HYP_PID,
+						HVT_HYP_COMM)) {
+		rc_free_src(s);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
 	if (ret < 0) {
 		rc_free_src(s);
 		return ret;
@@ -539,7 +545,7 @@ static void rc_note_pid(void *ctx, const uint8_t *rec, uint32_t len)
 
 /* One page read from CPU @cpu's buffer into the file (the page packer
  * of record_common.c, with the area's clock model as it is now). */
-static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
+static int rc_area_page(struct rc_src *s, uint32_t cpu, uint8_t *page,
 			const struct hvtrace_page_info *info)
 {
 	struct hvt_tdat_rcpu *c = &s->cpu[cpu];
@@ -572,6 +578,8 @@ static int rc_area_page(struct rc_src *s, uint32_t cpu, const uint8_t *page,
 		if (ret)
 			return ret;
 	}
+	if (s->info.writer_kind == HVT_WRITER_HYP)
+		hvt_tdat_hyp_pids(page + HVT_PAGE_HDR_SIZE, pg.size, pg.ts);
 	hvt_area_clock_affine(s->area, &clk);
 	if (s->own_clock)
 		clk.identity = true; /* the writer's raw timestamps */

@@ -278,6 +278,26 @@ bool hvt_tdat_pid_first(uint8_t **seen, int pid)
 	return true;
 }
 
+void hvt_tdat_hyp_pids(uint8_t *data, uint32_t size, uint64_t ts)
+{
+	struct hvt_page_iter it;
+	const int32_t hyp = HVT_HYP_PID;
+	int item;
+
+	hvt_page_iter_init(&it, data, size, ts);
+	while ((item = hvt_page_next(&it)) > 0) {
+		uint8_t *pid;
+
+		if (item != HVT_ITEM_DATA ||
+		    it.len < sizeof(struct hvt_common_fields))
+			continue;
+		pid = data + (it.payload - it.data) +
+		      offsetof(struct hvt_common_fields, common_pid);
+		if (!memcmp(pid, "\0\0\0\0", 4))
+			memcpy(pid, &hyp, 4);
+	}
+}
+
 int hvt_tdat_pid_name(struct hvtrace_tracedat_writer *w, int pid)
 {
 	struct hvt_tdat_blob b = {0};

@@ -35,8 +35,10 @@ static void dr_free_src(struct dr_src *s)
 	if (!s)
 		return;
 	hvt_rr_close_rings(s);
-	for (c = 0; s->cpu && c < s->rec.nr_cpus; c++)
+	for (c = 0; s->cpu && c < s->rec.nr_cpus; c++) {
 		hvt_tdat_rcpu_fini(&s->cpu[c].rc);
+		free(s->cpu[c].hyp_page);
+	}
 	free(s->cpu);
 	free(s->idmap);
 	free(s->known);
@@ -278,6 +280,10 @@ int hvt_tdat_rremote_add(struct hvtrace_tracedat_record *rec,
 	}
 	ret = hvtrace_tracedat_writer_add_buffer(
 		r->w, s->name, "mono", s->rec.nr_cpus, s->rec.subbuf_size);
+	if (ret >= 0 && s->rec.writer_kind == HVT_WRITER_HYP &&
+	    hvtrace_tracedat_writer_add_cmdline(r->w, HVT_HYP_PID,
+						HVT_HYP_COMM))
+		ret = hvt_err(-ENOMEM, "out of memory");
 	if (ret < 0) {
 		dr_free_src(s);
 		return ret;

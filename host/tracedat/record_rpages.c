@@ -257,6 +257,16 @@ static int dr_pack(struct hvt_tdat_rset *r, struct dr_cpu *c,
 	};
 	int ret;
 
+	if (s->rec.writer_kind == HVT_WRITER_HYP) {
+		/* Its pids named in a copy (the ring is the daemon's). */
+		if (!c->hyp_page)
+			c->hyp_page = malloc(s->rec.subbuf_size);
+		if (!c->hyp_page)
+			return hvt_err(-ENOMEM, "out of memory");
+		memcpy(c->hyp_page, pg.data, pg.size);
+		hvt_tdat_hyp_pids(c->hyp_page, pg.size, pg.ts);
+		pg.data = c->hyp_page;
+	}
 	dr_formats_again(r, s, pg.data, pg.size, pg.ts);
 	if (hvtrace_daemon_feed_clock(r->feed, s->rec.id, &map)) {
 		ret = dr_put_asked(r, c, &pg, &end_ts);

@@ -29,6 +29,7 @@ struct dr_cpu {
 	uint32_t page_id;
 	uint32_t pos; /* data bytes of it packed */
 	uint64_t ts;  /* the running time there */
+	uint8_t *hyp_page; /* a hypervisor's: the page, its pids named */
 };
 
 struct dr_ev { /* a guest kernel ring's record waiting for host time */

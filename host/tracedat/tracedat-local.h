@@ -352,6 +352,14 @@ struct hvt_tdat_pids {
  * @named (the recorder's bitmap of HVT_TDAT_PID_MAX bits, or NULL), so
  * that the kernel's saved_cmdlines names only the others.
  */
+/*
+ * A hypervisor's records in @data (@size bytes from time @ts, a copy of
+ * the writer's): pid 0, no task, becomes HVT_HYP_PID, which the file's
+ * saved_cmdlines names HVT_HYP_COMM (libtraceevent, and so trace-cmd
+ * report, prints pid 0 as the idle task whatever the file says).
+ */
+HVT_INTERNAL void hvt_tdat_hyp_pids(uint8_t *data, uint32_t size,
+				    uint64_t ts);
 HVT_INTERNAL void hvt_tdat_pids_note(struct hvt_tdat_pids *p,
 				     struct hvtrace_tracedat_writer *w,
 				     uint8_t *named, int pid);

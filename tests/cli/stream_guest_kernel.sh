@@ -9,7 +9,8 @@
 #   - with a formats folder (a hand-written format for id 7) every event
 #     is decoded, in time order across CPUs, and counted per CPU;
 #   - without one, stream says so and prints UNKNOWN id=7 for each;
-#   - a name ending in .ram needs no --guest-kernel;
+#   - a name ending in .ram needs no --guest-kernel, and stream says
+#     once that a RAM file's times are the guest's own, not the host's;
 #   - a file without a ring, and a guest NAME without a RAM file, are
 #     refused with a message saying what to do.
 . "$(dirname "$0")/lib.sh"
@@ -56,6 +57,8 @@ cp "$IMG" "$TMP/guest.ram"
 expect_eq "UNKNOWN lines" "$(grep -c 'UNKNOWN id=7' "$TMP/raw.txt")" 8
 grep -q 'no event formats of the guest kernel' "$TMP/err.txt" ||
 	fail "no note about missing formats: $(cat "$TMP/err.txt")"
+grep -qx "hvtrace stream: guest kernel times are the guest's own (its trace clock), not the host's CLOCK_MONOTONIC (a RAM file: no clock model; a rig guest's NAME has hvtraced's)" "$TMP/err.txt" ||
+	fail "no note that the times are the guest's own: $(cat "$TMP/err.txt")"
 
 head -c 65536 /dev/zero >"$TMP/empty.ram"
 "$HVTRACE" stream "$TMP/empty.ram" --drain >/dev/null 2>"$TMP/err.txt"

@@ -36,6 +36,17 @@
 HVT_LIBPRIVATE int hvt_err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * A hypervisor's events belong to no task.  Their pid 0 would read as the
+ * idle task (trace_pipe's and libtraceevent's "<idle>"), so they are named
+ * HVT_HYP_COMM: in text, pid 0 of a hypervisor writer's records; in a
+ * trace.dat file, where libtraceevent names pid 0 "<idle>" whatever
+ * saved_cmdlines says, they carry HVT_HYP_PID instead (PID_MAX_LIMIT: no
+ * task's pid), which the file's saved_cmdlines names HVT_HYP_COMM.
+ */
+#define HVT_HYP_COMM "<hyp>"
+#define HVT_HYP_PID  4194304
+
 /* The host's CLOCK_MONOTONIC in ns: the time base of the clock model. */
 HVT_LIBPRIVATE uint64_t hvt_host_now_ns(void);
 
