@@ -88,11 +88,13 @@ static int jw_out(struct hvtrace_tracedat_writer *w)
 	struct iovec v = {w->jbuf, w->jlen};
 	int ret;
 
-	if (!w->jlen || w->jerr)
-		return w->jerr;
-	ret = jw_write(w->jfd, &v, 1);
+	ret = w->jerr;
+	if (!ret && w->jlen)
+		ret = jw_write(w->jfd, &v, 1);
 	w->jlen = 0;
 	if (ret) {
+		/* Said on each thread that meets it (error texts are per
+		 * thread). */
 		w->jerr = ret;
 		return hvt_err(ret, "cannot write %s: %s", w->jpath,
 			       strerror(-ret));
