@@ -233,6 +233,11 @@ int hvt_tdat_journal_sync(struct hvtrace_tracedat_writer *w, bool durable)
 	return ret;
 }
 
+bool hvt_tdat_journal_snapshot(const struct hvtrace_tracedat_writer *w)
+{
+	return w && w->jmeta;
+}
+
 void hvt_tdat_journal_meta_begin(struct hvtrace_tracedat_writer *w)
 {
 	if (!w || w->jfd < 0)

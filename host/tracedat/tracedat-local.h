@@ -676,6 +676,8 @@ HVT_INTERNAL int hvt_tdat_journal_sync(struct hvtrace_tracedat_writer *w,
 				       bool durable);
 HVT_INTERNAL void hvt_tdat_journal_meta_begin(struct hvtrace_tracedat_writer *w);
 HVT_INTERNAL int hvt_tdat_journal_meta_end(struct hvtrace_tracedat_writer *w);
+/* Is @w taking a metadata snapshot (its metadata pass says nothing)? */
+HVT_INTERNAL bool hvt_tdat_journal_snapshot(const struct hvtrace_tracedat_writer *w);
 /* FILE.unfinished of @path, malloc()ed; NULL without memory. */
 HVT_INTERNAL char *hvt_tdat_journal_path(const char *path);
 

@@ -364,7 +364,9 @@ int hvt_tdat_writer_set_buffer_clock(struct hvtrace_tracedat_writer *w,
 			       buffer);
 	ret = wr_journal_add2(w, HVT_TDAT_J_CLOCK, (uint16_t)buffer, 0, clock,
 			      strlen(clock), NULL, 0);
-	if (ret)
+	/* A snapshot's (the metadata pass of the start) is the journal's
+	 * only: the end's pass decides for the file. */
+	if (ret || w->jmeta)
 		return ret;
 	c = strdup(clock);
 	if (!c)
