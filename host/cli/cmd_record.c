@@ -22,6 +22,7 @@ static const char record_usage[] =
 	"       hvtrace record -o FILE [OPTIONS] [--socket PATH] REMOTE...\n"
 	"       hvtrace record -o FILE --guest-kernel RAMFILE|--vm-pid PID\n"
 	"                      --formats DIR [-q]\n"
+	"       hvtrace record --recover FILE\n"
 	"\n"
 	"Record trace areas or remotes of hvtraced, and with --kernel the\n"
 	"host kernel's ftrace, into a trace-cmd trace.dat file (version 7)\n"
@@ -97,6 +98,16 @@ static const char record_usage[] =
 	"hvtraced has enabled are recorded.  Record remotes and areas in\n"
 	"separate runs (or attach the areas to hvtraced too).\n"
 	"\n"
+	"      --recover FILE    write FILE from what a killed recording\n"
+	"                        left in FILE.unfinished, and remove that\n"
+	"\n"
+	"While recording, FILE.unfinished (mode 0600, beside FILE) keeps\n"
+	"what was recorded; it is gone once FILE is complete.  A recording\n"
+	"killed outright (SIGKILL, the OOM killer, a power cut) leaves it:\n"
+	"--recover FILE then writes FILE with every event written more\n"
+	"than 0.5 s (1.5 s for a power cut) before the kill, but for the\n"
+	"last partly filled page of each CPU.\n"
+	"\n"
 	"Recording stops on Ctrl-C or SIGTERM (the file is then finished\n"
 	"and complete), after --duration or --events, or once every area's\n"
 	"or REMOTE's writer has stopped (or died, or the remote was\n"
@@ -109,6 +120,27 @@ static const char record_usage[] =
 	"  hvtrace record -o t.dat -k -e sched:sched_switch g0=/dev/shm/g0\n"
 	"  hvtrace record -o t.dat -k -d 10 guest0 hyp0\n"
 	"  trace-cmd report trace.dat; kernelshark trace.dat\n";
+
+/* hvtrace record --recover FILE: FILE from FILE.unfinished. */
+static int record_recover(const char *path, bool quiet)
+{
+	struct hvtrace_tracedat_recover_stats st;
+
+	if (hvtrace_tracedat_recover(path, &st))
+		return hvt_cli_error("record", "%s", hvtrace_last_error());
+	if (st.bad_records || st.bad_pages)
+		fprintf(stderr,
+			"hvtrace record: %s: %llu damaged record(s) "
+			"(%llu bytes%s) and %llu bad page(s) skipped\n",
+			path, (unsigned long long)st.bad_records,
+			(unsigned long long)st.bad_bytes,
+			st.torn ? ", the last one cut off by the kill" : "",
+			(unsigned long long)st.bad_pages);
+	if (!quiet)
+		fprintf(stderr, "hvtrace record: recovered %s: %llu pages\n",
+			path, (unsigned long long)st.pages);
+	return HVT_EXIT_OK;
+}
 
 static int record_run(int argc, char **argv)
 {
@@ -128,6 +160,7 @@ static int record_run(int argc, char **argv)
 		{"vm-pid", required_argument, NULL, 'P'},
 		{"formats", required_argument, NULL, 'F'},
 		{"no-guest-kernel", no_argument, NULL, 'K'},
+		{"recover", required_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -140,7 +173,7 @@ static int record_run(int argc, char **argv)
 	double duration = 0;
 	bool quiet = false, threads_set = false, no_guest_kernel = false;
 	unsigned int threads = 0;
-	const char *sock = NULL;
+	const char *sock = NULL, *recover = NULL;
 	static char cached[PATH_MAX];
 	int nev = 0, c, i, ret;
 
@@ -224,6 +257,9 @@ static int record_run(int argc, char **argv)
 			}
 			threads_set = true;
 			break;
+		case 'V':
+			recover = optarg;
+			break;
 		case 'h':
 			free(events);
 			fputs(record_usage, stdout);
@@ -234,6 +270,13 @@ static int record_run(int argc, char **argv)
 		}
 	}
 	o.events = nev ? events : NULL;
+	if (recover) {
+		free(events);
+		if (optind < argc || o.path || nev || o.kernel)
+			return hvt_cli_usage("record", "--recover FILE goes "
+						       "alone");
+		return record_recover(recover, quiet);
+	}
 	if (o.guest_ram || o.guest_pid || o.guest_formats) {
 		const char *why = NULL;
 

@@ -371,6 +371,42 @@ HVTRACE_API int hvtrace_tracedat_writer_finish(
 HVTRACE_API void hvtrace_tracedat_writer_abort(
 	struct hvtrace_tracedat_writer *w);
 
+/* --- an unfinished recording --------------------------------------------------- */
+
+/* What hvtrace_tracedat_recover() found in a journal. */
+struct hvtrace_tracedat_recover_stats {
+	uint64_t pages;	      /* pages written into the file */
+	uint64_t bad_records; /* damaged or cut-off records skipped */
+	uint64_t bad_bytes;   /* bytes skipped with them */
+	uint64_t bad_pages;   /* pages the writer refused (counted) */
+	bool torn;	      /* the journal ended inside a record */
+};
+
+/**
+ * hvtrace_tracedat_recover - write the trace.dat of a killed recording
+ * @path: the recording's output file; its journal is @path".unfinished"
+ * @st: what was found (may be NULL)
+ *
+ * A recorder keeps what it recorded in @path".unfinished" until @path is
+ * complete.  This writes @path from that journal (the metadata as at the
+ * start of the recording, every page up to about the last write-out) and
+ * removes the journal.  Damaged records are skipped and counted.
+ *
+ * Return: 0; -ENOENT when there is no journal; -EBUSY while a recorder
+ * still holds it; another negative errno (the journal is kept).
+ */
+HVTRACE_API int
+hvtrace_tracedat_recover(const char *path,
+			 struct hvtrace_tracedat_recover_stats *st);
+
+/**
+ * hvtrace_tracedat_unfinished - is @path an unfinished recording?
+ *
+ * Return: 1 when its journal is there and no recorder holds it (a killed
+ * recording: recover it), 2 while a recorder holds it, 0 otherwise.
+ */
+HVTRACE_API int hvtrace_tracedat_unfinished(const char *path);
+
 /* --- reading ----------------------------------------------------------------- */
 
 /*

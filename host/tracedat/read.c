@@ -315,6 +315,31 @@ static void rd_check_formats(struct hvtrace_tracedat_file *f)
 	}
 }
 
+/*
+ * A file that does not open may be a recording that was never finished
+ * (killed: SIGKILL, the OOM killer, a power cut): its journal beside it
+ * holds what was recorded.  Say so, and how to get the file, instead of
+ * what is wrong with the bytes.
+ */
+static int rd_unfinished(const char *path, int ret)
+{
+	switch (hvtrace_tracedat_unfinished(path)) {
+	case 1:
+		return hvt_err(ret,
+			       "%s: the recording was not finished (hvtrace "
+			       "record was killed before it wrote the file); "
+			       "what it recorded is in %s%s: recover it with "
+			       "'hvtrace record --recover %s'",
+			       path, path, HVT_TDAT_JOURNAL_SUFFIX, path);
+	case 2:
+		return hvt_err(ret,
+			       "%s is still being recorded (hvtrace record "
+			       "writes it when it stops: Ctrl-C or SIGTERM)",
+			       path);
+	}
+	return ret;
+}
+
 HVTRACE_API int hvtrace_tracedat_open(const char *path,
 				      struct hvtrace_tracedat_file **out)
 {
@@ -431,7 +456,7 @@ HVTRACE_API int hvtrace_tracedat_open(const char *path,
 	return 0;
 fail:
 	hvtrace_tracedat_close(f);
-	return ret;
+	return rd_unfinished(path, ret);
 }
 
 HVTRACE_API void hvtrace_tracedat_close(struct hvtrace_tracedat_file *f)

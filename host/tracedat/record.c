@@ -127,6 +127,14 @@ hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
 		rec_free(r);
 		return ret;
 	}
+	/* What is recorded survives a kill: FILE.unfinished (journal.c). */
+	ret = hvt_tdat_journal_open(r->w);
+	if (ret) {
+		hvtrace_tracedat_writer_abort(r->w);
+		r->w = NULL;
+		rec_free(r);
+		return ret;
+	}
 	if (r->kern)
 		ret = hvt_tdat_rkernel_add_buffer(r->kern, r->w, r->pid_named);
 	else
@@ -255,6 +263,38 @@ static int rec_check_hits(struct hvtrace_tracedat_record *r,
 	return 0;
 }
 
+static int rec_metadata(struct hvtrace_tracedat_record *r, bool snapshot);
+
+static uint64_t rec_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The journal's snapshot of the metadata, once the sources' formats and
+ * ids are final: what recovery writes into a killed recording's file.
+ * The metadata pass runs as at the end, its writer calls going into the
+ * journal only.
+ */
+static int rec_journal_meta(struct hvtrace_tracedat_record *r)
+{
+	int ret;
+
+	hvt_tdat_journal_meta_begin(r->w);
+	ret = rec_metadata(r, true);
+	if (ret) {
+		hvt_tdat_journal_meta_end(r->w);
+		return ret;
+	}
+	ret = hvt_tdat_journal_meta_end(r->w);
+	r->journal_write_ns = rec_now_ns() + HVT_TDAT_JOURNAL_WRITE_MS * 1000000ull;
+	r->journal_sync_ns = rec_now_ns() + HVT_TDAT_JOURNAL_SYNC_MS * 1000000ull;
+	return ret;
+}
+
 HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
 {
 	unsigned int *hits, n = 0;
@@ -295,16 +335,45 @@ HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
 		ret = r->ops->start(r->set);
 	if (!ret)
 		r->started = true;
+	if (!ret)
+		ret = rec_journal_meta(r);
 	return ret;
 }
+
+/* What was recorded so far into the journal, every
+ * HVT_TDAT_JOURNAL_WRITE_MS, and on disk every HVT_TDAT_JOURNAL_SYNC_MS. */
+static int rec_journal_tick(struct hvtrace_tracedat_record *r)
+{
+	uint64_t now = rec_now_ns();
+	bool durable;
+
+	if (now < r->journal_write_ns)
+		return 0;
+	durable = now >= r->journal_sync_ns;
+	r->journal_write_ns = now + HVT_TDAT_JOURNAL_WRITE_MS * 1000000ull;
+	if (durable)
+		r->journal_sync_ns = now + HVT_TDAT_JOURNAL_SYNC_MS * 1000000ull;
+	return hvt_tdat_journal_sync(r->w, durable);
+}
+
+static int rec_poll(struct hvtrace_tracedat_record *r, unsigned int max_wait_ms);
 
 HVTRACE_API int hvtrace_tracedat_record_poll(struct hvtrace_tracedat_record *r,
 					     unsigned int max_wait_ms)
 {
-	int kn = 0;
+	int ret, jret;
 
 	if (!r || !r->started)
 		return hvt_err(-EINVAL, "record: not started");
+	ret = rec_poll(r, max_wait_ms);
+	jret = rec_journal_tick(r);
+	return ret < 0 ? ret : jret ? jret : ret;
+}
+
+static int rec_poll(struct hvtrace_tracedat_record *r, unsigned int max_wait_ms)
+{
+	int kn = 0;
+
 	if (r->kern) {
 		kn = hvt_tdat_rkernel_read(r->kern);
 		if (kn < 0)
@@ -364,7 +433,7 @@ HVTRACE_API int hvtrace_tracedat_record_stop(struct hvtrace_tracedat_record *r)
 	return ret;
 }
 
-static int rec_metadata(struct hvtrace_tracedat_record *r)
+static int rec_metadata(struct hvtrace_tracedat_record *r, bool snapshot)
 {
 	uint32_t cpus = 0, sb = 4096;
 	int ret;
@@ -382,7 +451,8 @@ static int rec_metadata(struct hvtrace_tracedat_record *r)
 		ret = hvt_tdat_rkernel_add_formats(r->kern);
 	if (!ret && r->ops)
 		ret = r->ops->formats(r->set);
-	if (!ret && r->ids.unknown_total)
+	/* A snapshot has it in case records of unknown ids come later. */
+	if (!ret && (r->ids.unknown_total || (snapshot && r->ids.unknown_id)))
 		ret = hvt_tdat_rec_add_unknown(r->w, r->ids.unknown_id);
 	if (!ret && r->kern)
 		ret = hvt_tdat_rkernel_add_files(r->kern);
@@ -408,7 +478,7 @@ hvtrace_tracedat_record_finish(struct hvtrace_tracedat_record *r)
 		return hvt_err(-EINVAL, "record: NULL");
 	ret = hvtrace_tracedat_record_stop(r);
 	if (!ret)
-		ret = rec_metadata(r);
+		ret = rec_metadata(r, false);
 	/* The kernel's settings back (and a created instance gone) before
 	 * the file is complete. */
 	hvt_tdat_rkernel_close(r->kern);

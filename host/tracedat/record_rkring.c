@@ -405,6 +405,9 @@ int hvt_rk_formats(struct hvt_tdat_rset *r)
 	for (i = 0; !ret && i < r->nr_ksrc; i++) {
 		struct dr_kring *k = r->ksrc[i]->kr;
 
+		/* Counted afresh each pass (the journal's snapshot at the
+		 * start is one, and says nothing). */
+		k->host_named = 0;
 		for (j = 0; !ret && j < k->cat.nr; j++)
 			ret = hvtrace_tracedat_writer_add_format(
 				r->w, k->cat.fmt[j].system, k->cat.fmt[j].text,
@@ -421,6 +424,8 @@ int hvt_rk_formats(struct hvt_tdat_rset *r)
 			ret = hvtrace_tracedat_writer_add_cmdline(
 				r->w, pid, k->comm[j].comm);
 		}
+		if (hvt_tdat_journal_snapshot(r->w))
+			continue;
 		if (k->comm_over)
 			fprintf(stderr,
 				"hvtrace record: '%s': %u guest pids named; "

@@ -237,7 +237,31 @@ struct hvtrace_tracedat_writer {
 	int err;
 	bool keep;    /* the file is complete: do not unlink */
 	bool created; /* we created or truncated the output */
+
+	/* The journal of the recording (journal.c), or jfd -1. */
+	int jfd;
+	char *jpath;
+	pthread_mutex_t jlock; /* reader threads add pages at once */
+	uint8_t *jbuf;	       /* records on their way into it */
+	size_t jlen;
+	bool jmeta; /* metadata calls go into a snapshot only */
+	int jerr;
 };
+
+#define WR_JBUF_SIZE (1024u * 1024)
+
+/* journal.c: append one record to @w's journal (no-op without one). */
+HVT_INTERNAL int wr_journal_add(struct hvtrace_tracedat_writer *w,
+				uint16_t type, uint16_t a, uint32_t b,
+				const void *data, uint32_t len);
+/* The same, its payload in two pieces. */
+HVT_INTERNAL int wr_journal_add2(struct hvtrace_tracedat_writer *w,
+				 uint16_t type, uint16_t a, uint32_t b,
+				 const void *d1, size_t l1, const void *d2,
+				 size_t l2);
+/* Close the journal; remove it when @remove. */
+HVT_INTERNAL void wr_journal_close(struct hvtrace_tracedat_writer *w,
+				   bool remove);
 
 /* write.c */
 HVT_INTERNAL int wr_cpu_flush(struct hvtrace_tracedat_writer *w,

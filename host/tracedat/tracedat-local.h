@@ -574,6 +574,8 @@ struct hvtrace_tracedat_record {
 	unsigned int nr_readers;   /* in use, with the calling thread */
 	const struct hvt_tdat_rset_ops *ops; /* the source set, or NULL */
 	struct hvt_tdat_rset *set;
+	uint64_t journal_write_ns; /* next journal write-out (poll) */
+	uint64_t journal_sync_ns;  /* next fdatasync() of it */
 };
 
 /* Max sources of a recording, the kernel included; max reader threads. */
@@ -605,5 +607,86 @@ HVT_INTERNAL int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *r,
 					    const char *remote,
 					    struct hvtrace_daemon_kring *ring,
 					    const char *formats);
+
+/* --- the journal of an unfinished recording (journal.c, journal_parse.c) ---
+ *
+ * While recording, the recorder's writer also appends what it is given
+ * to FILE.unfinished (mode 0600, beside the output, locked with flock()
+ * while recording, removed once FILE is complete): the buffers, every
+ * page, and snapshots of the metadata.  A recording killed at any
+ * instant leaves it, and hvtrace_tracedat_recover() writes FILE from it.
+ * docs/tracedat.md, "A killed recording", has the format and the bound.
+ */
+#define HVT_TDAT_JOURNAL_SUFFIX	  ".unfinished"
+#define HVT_TDAT_JOURNAL_MAGIC	  "HVTJRNL1"
+#define HVT_TDAT_JOURNAL_HDR	  16u /* magic, u32 version, u32 page size */
+#define HVT_TDAT_JREC_MAGIC	  0x4a545648u /* "HVTJ" little-endian */
+#define HVT_TDAT_JREC_HDR	  20u
+#define HVT_TDAT_JREC_MAX	  (512u << 20) /* one record's payload */
+#define HVT_TDAT_JOURNAL_WRITE_MS 100u	/* pages written out this often */
+#define HVT_TDAT_JOURNAL_SYNC_MS  1000u /* and made durable this often */
+
+enum hvt_tdat_jrec_type {
+	HVT_TDAT_J_BUFFER = 1, /* a = index, b = CPUs; u32 page size,
+				* name\0 clock\0 */
+	HVT_TDAT_J_CLOCK,      /* a = buffer; clock */
+	HVT_TDAT_J_PAGE,       /* a = buffer, b = CPU; the page */
+	HVT_TDAT_J_META_BEGIN, /* a metadata snapshot: */
+	HVT_TDAT_J_HEADERS,    /* u32 n, header_page, header_event */
+	HVT_TDAT_J_FORMAT,     /* system\0 text */
+	HVT_TDAT_J_KALLSYMS,   /* text */
+	HVT_TDAT_J_PRINTK,     /* text */
+	HVT_TDAT_J_OPTION,     /* a = id; data */
+	HVT_TDAT_J_CMDLINE,    /* b = pid; comm */
+	HVT_TDAT_J_META_END,   /* the snapshot is complete */
+	HVT_TDAT_J_MAX
+};
+
+/* One record of a journal, as read back: @data points into the input. */
+struct hvt_tdat_jrec {
+	uint16_t type;
+	uint16_t a;
+	uint32_t b;
+	uint32_t len;
+	const uint8_t *data;
+	uint64_t off; /* its offset in the journal */
+};
+
+/* A pass over a journal in memory; every field is checked, nothing is
+ * trusted. */
+struct hvt_tdat_jparse {
+	const uint8_t *p;
+	uint64_t size;
+	uint64_t pos;
+	uint32_t page_size;
+	uint64_t bad_records; /* damaged records skipped */
+	uint64_t bad_bytes;   /* bytes skipped with them */
+	bool torn;	      /* the journal ends inside a record */
+};
+
+/* Checksum of a record: its header fields and payload. */
+HVT_INTERNAL uint32_t hvt_tdat_jrec_sum(uint16_t type, uint16_t a, uint32_t b,
+					const void *data, uint32_t len);
+/* Check the journal's header; -EINVAL with a message if it is none. */
+HVT_INTERNAL int hvt_tdat_jparse_init(struct hvt_tdat_jparse *j,
+				      const uint8_t *p, uint64_t size);
+/* The next good record into @r: 1, or 0 at the end.  Damaged bytes are
+ * skipped up to the next good record and counted. */
+HVT_INTERNAL int hvt_tdat_jparse_next(struct hvt_tdat_jparse *j,
+				      struct hvt_tdat_jrec *r);
+
+/* journal.c: the writer's side.  _open() starts the journal of @w (the
+ * recorder's writer only); _sync() writes out what is buffered (and with
+ * @durable, fdatasync()s it); between _meta_begin() and _meta_end() the
+ * writer's metadata calls only go into the journal, as a snapshot. */
+HVT_INTERNAL int hvt_tdat_journal_open(struct hvtrace_tracedat_writer *w);
+HVT_INTERNAL int hvt_tdat_journal_sync(struct hvtrace_tracedat_writer *w,
+				       bool durable);
+HVT_INTERNAL void hvt_tdat_journal_meta_begin(struct hvtrace_tracedat_writer *w);
+HVT_INTERNAL int hvt_tdat_journal_meta_end(struct hvtrace_tracedat_writer *w);
+/* Is @w taking a metadata snapshot (its metadata pass says nothing)? */
+HVT_INTERNAL bool hvt_tdat_journal_snapshot(const struct hvtrace_tracedat_writer *w);
+/* FILE.unfinished of @path, malloc()ed; NULL without memory. */
+HVT_INTERNAL char *hvt_tdat_journal_path(const char *path);
 
 #endif /* HVT_TRACEDAT_LOCAL_H */

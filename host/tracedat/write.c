@@ -111,7 +111,9 @@ hvtrace_tracedat_writer_create(const char *path, uint32_t page_size,
 	if (!w)
 		return hvt_err(-ENOMEM, "out of memory");
 	w->page_size = page_size;
+	w->jfd = -1;
 	pthread_mutex_init(&w->room_lock, NULL);
+	pthread_mutex_init(&w->jlock, NULL);
 	ret = wr_mem_max(&w->mem_max);
 	if (ret) {
 		free(w);
@@ -168,6 +170,24 @@ hvtrace_tracedat_writer_set_headers(struct hvtrace_tracedat_writer *w,
 
 	if (!w || !header_page || !header_event)
 		return hvt_err(-EINVAL, "tracedat writer: no header text");
+	if (w->jmeta) {
+		uint8_t n[4] = {(uint8_t)hp_len, (uint8_t)(hp_len >> 8),
+				(uint8_t)(hp_len >> 16),
+				(uint8_t)(hp_len >> 24)};
+		uint8_t *b;
+
+		if (hp_len > UINT32_MAX)
+			return hvt_err(-EFBIG, "header_page too large");
+		b = malloc(4 + hp_len);
+		if (!b)
+			return hvt_err(-ENOMEM, "out of memory");
+		memcpy(b, n, 4);
+		memcpy(b + 4, header_page, hp_len);
+		ret = wr_journal_add2(w, HVT_TDAT_J_HEADERS, 0, 0, b,
+				      4 + hp_len, header_event, he_len);
+		free(b);
+		return ret;
+	}
 	w->header_page.len = 0;
 	w->header_event.len = 0;
 	ret = hvt_tdat_blob_add(&w->header_page, header_page, hp_len);
@@ -189,6 +209,9 @@ hvtrace_tracedat_writer_add_format(struct hvtrace_tracedat_writer *w,
 	if (strlen(system) > 255)
 		return hvt_err(-EINVAL,
 			       "tracedat writer: system name too long");
+	if (w->jmeta)
+		return wr_journal_add2(w, HVT_TDAT_J_FORMAT, 0, 0, system,
+				       strlen(system) + 1, text, len);
 	f = wr_grow(w->fmt, &w->cap_fmt, w->nr_fmt, sizeof(*f));
 	if (!f)
 		return hvt_err(-ENOMEM, "out of memory");
@@ -226,6 +249,9 @@ HVTRACE_API int
 hvtrace_tracedat_writer_set_kallsyms(struct hvtrace_tracedat_writer *w,
 				     const char *text, size_t len)
 {
+	if (w && w->jmeta && (text || !len))
+		return wr_journal_add2(w, HVT_TDAT_J_KALLSYMS, 0, 0, text, len,
+				       NULL, 0);
 	return wr_set_text(w ? &w->kallsyms : NULL, "kallsyms", text, len);
 }
 
@@ -233,6 +259,9 @@ HVTRACE_API int
 hvtrace_tracedat_writer_set_printk(struct hvtrace_tracedat_writer *w,
 				   const char *text, size_t len)
 {
+	if (w && w->jmeta && (text || !len))
+		return wr_journal_add2(w, HVT_TDAT_J_PRINTK, 0, 0, text, len,
+				       NULL, 0);
 	return wr_set_text(w ? &w->printk : NULL, "printk formats", text, len);
 }
 
@@ -256,6 +285,9 @@ hvtrace_tracedat_writer_add_cmdline(struct hvtrace_tracedat_writer *w, int pid,
 
 	if (!w || !comm || !*comm)
 		return hvt_err(-EINVAL, "tracedat writer: empty comm");
+	if (w->jmeta)
+		return wr_journal_add2(w, HVT_TDAT_J_CMDLINE, 0, (uint32_t)pid,
+				       comm, strnlen(comm, 63), NULL, 0);
 	for (i = 0; i < w->nr_cmd; i++)
 		if (w->cmd[i].pid == pid)
 			break;
@@ -300,6 +332,9 @@ hvtrace_tracedat_writer_add_option(struct hvtrace_tracedat_writer *w,
 			       "writer itself",
 			       id);
 	}
+	if (w->jmeta)
+		return wr_journal_add2(w, HVT_TDAT_J_OPTION, id, 0, data, len,
+				       NULL, 0);
 	o = wr_grow(w->opt, &w->cap_opt, w->nr_opt, sizeof(*o));
 	if (!o)
 		return hvt_err(-ENOMEM, "out of memory");
@@ -320,12 +355,19 @@ int hvt_tdat_writer_set_buffer_clock(struct hvtrace_tracedat_writer *w,
 				     int buffer, const char *clock)
 {
 	char *c;
+	int ret;
 
 	if (!w || buffer <= 0 || (unsigned int)buffer >= w->nr_buf || !clock ||
 	    !*clock)
 		return hvt_err(-EINVAL, "tracedat writer: no buffer %d or no "
 					"clock",
 			       buffer);
+	ret = wr_journal_add2(w, HVT_TDAT_J_CLOCK, (uint16_t)buffer, 0, clock,
+			      strlen(clock), NULL, 0);
+	/* A snapshot's (the metadata pass of the start) is the journal's
+	 * only: the end's pass decides for the file. */
+	if (ret || w->jmeta)
+		return ret;
 	c = strdup(clock);
 	if (!c)
 		return hvt_err(-ENOMEM, "out of memory");
@@ -403,6 +445,24 @@ hvtrace_tracedat_writer_add_buffer(struct hvtrace_tracedat_writer *w,
 	b->page_size = page_size;
 	if (idx == w->nr_buf)
 		w->nr_buf++;
+	if (w->jfd >= 0) {
+		uint8_t ps[4] = {(uint8_t)page_size, (uint8_t)(page_size >> 8),
+				 (uint8_t)(page_size >> 16),
+				 (uint8_t)(page_size >> 24)};
+		size_t nl = strlen(name) + 1, cl = strlen(clock) + 1;
+		char *nc = malloc(nl + cl);
+		int ret;
+
+		if (!nc)
+			return hvt_err(-ENOMEM, "out of memory");
+		memcpy(nc, name, nl);
+		memcpy(nc + nl, clock, cl);
+		ret = wr_journal_add2(w, HVT_TDAT_J_BUFFER, (uint16_t)idx,
+				      nr_cpus, ps, 4, nc, nl + cl);
+		free(nc);
+		if (ret)
+			return ret;
+	}
 	return (int)idx;
 }
 
@@ -727,6 +787,12 @@ hvtrace_tracedat_writer_add_page(struct hvtrace_tracedat_writer *w, int buffer,
 		return hvt_err(-EINVAL,
 			       "buffer '%s': page of %zu bytes (page size %u)",
 			       b->name, size, b->page_size);
+	if (w->jfd >= 0) {
+		ret = wr_journal_add(w, HVT_TDAT_J_PAGE, (uint16_t)buffer, cpu,
+				     page, (uint32_t)size);
+		if (ret)
+			return ret;
+	}
 	c = &b->cpu[cpu];
 	if (c->room_off && !c->room_full) {
 		if (c->room_used + c->stage_len + b->page_size <= c->room_len)
@@ -779,9 +845,11 @@ hvtrace_tracedat_writer_abort(struct hvtrace_tracedat_writer *w)
 		return;
 	if (w->fd >= 0)
 		close(w->fd);
-	/* An incomplete file is worse than none. */
+	/* An incomplete file is worse than none.  The journal goes too:
+	 * the file is complete, or the recording failed and removed it. */
 	if (!w->keep && w->path && w->created)
 		unlink(w->path);
+	wr_journal_close(w, true);
 	for (i = 0; w->buf && i < w->nr_buf; i++) {
 		for (c = 0; c < w->buf[i].nr_cpus; c++)
 			wr_cpu_free(w, &w->buf[i].cpu[c]);
@@ -808,5 +876,6 @@ hvtrace_tracedat_writer_abort(struct hvtrace_tracedat_writer *w)
 	free(w->path);
 	free(w->dir);
 	pthread_mutex_destroy(&w->room_lock);
+	pthread_mutex_destroy(&w->jlock);
 	free(w);
 }

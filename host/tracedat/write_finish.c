@@ -706,6 +706,9 @@ hvtrace_tracedat_writer_finish(struct hvtrace_tracedat_writer *w)
 	}
 	if (!w->err && ftruncate(w->fd, (off_t)w->off))
 		w->err = -errno;
+	/* On disk before its journal goes (a power cut just after). */
+	if (!w->err && w->jfd >= 0 && fdatasync(w->fd) && errno != EINVAL)
+		w->err = -errno;
 out:
 	ret = w->err;
 	hvt_tdat_blob_free(&body);
