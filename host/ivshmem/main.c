@@ -163,12 +163,23 @@ int main(int argc, char **argv)
 	uint64_t served = 0;
 
 	hvt_util_log_setup("hvtrace-ivshmem", 0);
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+	if (argc == 2 &&
+	    (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		fputs(ivs_usage, stdout);
 		return 0;
 	}
 	if (argc != 2 || argv[1][0] == '-') {
-		fputs(ivs_usage, stderr);
+		if (argc < 2)
+			fprintf(stderr, "hvtrace-ivshmem: which folder? "
+					"(hvtrace-ivshmem DIR)\n");
+		else if (argv[1][0] == '-')
+			fprintf(stderr,
+				"hvtrace-ivshmem: unknown option '%s'\n",
+				argv[1]);
+		else
+			fprintf(stderr, "hvtrace-ivshmem: unexpected '%s'\n",
+				argv[2]);
+		fprintf(stderr, "Run 'hvtrace-ivshmem --help' for usage.\n");
 		return 2;
 	}
 	dir = argv[1];
