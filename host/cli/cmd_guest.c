@@ -66,7 +66,7 @@ static const char guest_usage[] =
 	"  --timeout S         how long to wait for the agent (default 120)\n"
 	"  --socket PATH       hvtraced's socket (default $HVTRACED_SOCKET or\n"
 	"                      " HVTRACE_DAEMON_DEFAULT_SOCKET ")\n"
-	"launcher options (passed on; see qemu-scripts/hvtrace-guest --help):\n"
+	"launcher options (passed on; see hvtrace-guest(1)):\n"
 	"  --cpus N (>= 2)  --mem MB  --area-size SIZE (a power of two)\n"
 	"  --run 'CMD'  --agent-args 'ARGS'  --kernel FILE  --initrd FILE\n"
 	"  --add FILE[:DEST]  --module NAME  --port NAME  --append 'ARGS'\n"

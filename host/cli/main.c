@@ -45,6 +45,8 @@ static void cli_main_usage(FILE *f)
 
 	fprintf(f,
 		"usage: hvtrace VERB [OPTIONS] [ARGS]\n"
+		"       hvtrace --help | -h | help [VERB]\n"
+		"       hvtrace --version | -V\n"
 		"\n"
 		"hvtrace reads trace events that a hypervisor, a guest VM or a local\n"
 		"process writes into shared memory, as ftrace data.\n"

@@ -144,6 +144,17 @@ static int ivs_shm(void)
 	return fd;
 }
 
+static const char ivs_usage[] =
+	"usage: hvtrace-ivshmem DIR\n"
+	"       hvtrace-ivshmem --help\n"
+	"\n"
+	"Serve one rig guest's ivshmem-doorbell: QEMU connects to\n"
+	"DIR/ivshmem.sock for the device's memory and eventfds, hvtraced to\n"
+	"DIR/bell.sock for the host's doorbell eventfd.  The launcher of\n"
+	"'hvtrace guest start' runs it; it is not meant to be run by hand.\n"
+	"\n"
+	"  -h, --help   this text\n";
+
 int main(int argc, char **argv)
 {
 	int qlis, hlis, shm, host_ev, guest_ev, qemu = -1;
@@ -152,11 +163,23 @@ int main(int argc, char **argv)
 	uint64_t served = 0;
 
 	hvt_util_log_setup("hvtrace-ivshmem", 0);
+	if (argc == 2 &&
+	    (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(ivs_usage, stdout);
+		return 0;
+	}
 	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: hvtrace-ivshmem DIR\n"
-				"  serves QEMU's ivshmem-doorbell on "
-				"DIR/ivshmem.sock and the host's doorbell "
-				"eventfd on DIR/bell.sock\n");
+		if (argc < 2)
+			fprintf(stderr, "hvtrace-ivshmem: which folder? "
+					"(hvtrace-ivshmem DIR)\n");
+		else if (argv[1][0] == '-')
+			fprintf(stderr,
+				"hvtrace-ivshmem: unknown option '%s'\n",
+				argv[1]);
+		else
+			fprintf(stderr, "hvtrace-ivshmem: unexpected '%s'\n",
+				argv[2]);
+		fprintf(stderr, "Run 'hvtrace-ivshmem --help' for usage.\n");
 		return 2;
 	}
 	dir = argv[1];

@@ -8,3 +8,9 @@
 ifneq ($(CONFIG_HVT_HOST)$(CONFIG_HVT_GUEST),)
 $(eval $(call add-test,man/pages,HVT_SRCTREE=$(srctree) HVT_OBJTREE=$(objtree) HVT_MAN_HOST=$(CONFIG_HVT_HOST) HVT_MAN_GUEST=$(CONFIG_HVT_GUEST) bash $(srctree)/tests/man/check_man.sh))
 endif
+
+# The options of every installed program and hvtrace verb: the code, the
+# --help text and the manual page list the same ones (options.sh).
+ifeq ($(CONFIG_HVT_HOST),y)
+$(eval $(call add-test,man/options,HVT_SRCTREE=$(srctree) HVT_OBJTREE=$(objtree) bash $(srctree)/tests/man/options.sh))
+endif
