@@ -48,8 +48,8 @@ state() {
 
 # expect WORD WHAT: hvtrace list says WORD for the guest within 5 s.
 expect() {
-	local i
-	for i in $(seq 1 100); do
+	local _
+	for _ in $(seq 1 100); do
 		[ "$(state)" = "$1" ] && break
 		sleep 0.05
 	done
