@@ -116,10 +116,7 @@ static int daemon_start(int argc, char **argv)
 
 static const char *state_name(uint32_t s)
 {
-	return s == HVT_REMOTE_CONNECTED ? "connected" :
-	       s == HVT_REMOTE_WAITING	 ? "waiting" :
-	       s == HVT_REMOTE_MISSING	 ? "missing" :
-					   "disconnected";
+	return hvt_remote_state_word(s);
 }
 
 static int daemon_status(struct hvtrace_daemon *dc)

@@ -51,9 +51,16 @@ static const char guest_usage[] =
 	"          hvtrace events enable --remote NAME EVENT...\n"
 	"          hvtrace stream NAME\n"
 	"stop    detaches the guest from hvtraced and stops it (QEMU, its\n"
-	"        sockets and its area file go; see --keep-area)\n"
+	"        sockets and its area file go; see --keep-area); exits 0\n"
+	"        when the guest is off afterwards: stopped, or found powered\n"
+	"        off already (--run), or none of that name, each said once\n"
 	"status  the guest (state, vCPUs, area, sockets) and what hvtraced\n"
-	"        knows of it (agent state, events, time-sync error bound)\n"
+	"        knows of it (agent state, events, time-sync error bound),\n"
+	"        as key=value lines; state= is starting, booting, ready\n"
+	"        (the agent runs), ended (the --run command ended),\n"
+	"        stopping or powered-off (then summary= says how its\n"
+	"        command ended and whether its area and RAM were kept);\n"
+	"        exits 1 when there is no guest of that name\n"
 	"list    every guest of the rig, and whether hvtraced has it\n"
 	"kformats  unpack the event formats a --kernel-events guest printed\n"
 	"        on its console (NAME running, or its kept --log FILE) into\n"
@@ -67,8 +74,11 @@ static const char guest_usage[] =
 	"  --socket PATH       hvtraced's socket (default $HVTRACED_SOCKET or\n"
 	"                      " HVTRACE_DAEMON_DEFAULT_SOCKET ")\n"
 	"launcher options (passed on; see hvtrace-guest(1)):\n"
+	"  --run 'CMD'  run 'sh -c CMD' in the guest, then power the guest\n"
+	"      off: QEMU ends and its area goes (see --keep-area); 'hvtrace\n"
+	"      guest status NAME' and 'hvtrace list' then say powered-off\n"
 	"  --cpus N (>= 2)  --mem MB  --area-size SIZE (a power of two)\n"
-	"  --run 'CMD'  --agent-args 'ARGS'  --kernel FILE  --initrd FILE\n"
+	"  --agent-args 'ARGS'  --kernel FILE  --initrd FILE\n"
 	"  --add FILE[:DEST]  --module NAME  --port NAME  --append 'ARGS'\n"
 	"  --qemu-arg ARG  --accel auto|tcg|tcg1|kvm  --keep-area  --log FILE\n"
 	"  (auto uses KVM where a probe boot of the kernel worked, else TCG;\n"
@@ -259,10 +269,7 @@ static int gu_attach(struct hvtrace_daemon *dc, const char *name, uint32_t type,
 
 static const char *gu_state_name(uint32_t s)
 {
-	return s == HVT_REMOTE_CONNECTED      ? "connected"
-	       : s == HVT_REMOTE_WAITING      ? "waiting"
-	       : s == HVT_REMOTE_DISCONNECTED ? "disconnected"
-					      : "unknown";
+	return hvt_remote_state_word(s);
 }
 
 /* --- start --------------------------------------------------------------- */
@@ -444,16 +451,33 @@ static int gu_start(int argc, char **argv)
 			next_check = now + 1000;
 			if (gu_status_text(launcher, name, &s2) ||
 			    (gu_kv(s2, "state", state, sizeof(state)) &&
-			     !strcmp(state, "stale"))) {
-				hvt_cli_error(
-					VERB,
-					"guest '%s' ended before its "
-					"agent connected (console: "
-					"%s)",
-					name,
-					gu_kv(st, "console_log", v, sizeof(v))
-						? v
-						: "?");
+			     (!strcmp(state, "stale") ||
+			      !strcmp(state, "powered-off")))) {
+				char sum[256] = "";
+
+				/* A --run command that ended quickly: the
+				 * launcher's summary says how. */
+				if (s2 && gu_kv(s2, "summary", sum, sizeof(sum)))
+					hvt_cli_error(VERB,
+						      "guest '%s' %s before "
+						      "its agent connected "
+						      "(console: %s)",
+						      name, sum,
+						      gu_kv(st, "console_log",
+							    v, sizeof(v))
+							      ? v
+							      : "?");
+				else
+					hvt_cli_error(
+						VERB,
+						"guest '%s' ended before its "
+						"agent connected (console: "
+						"%s)",
+						name,
+						gu_kv(st, "console_log", v,
+						      sizeof(v))
+							? v
+							: "?");
 				free(s2);
 				free(st);
 				hvtrace_daemon_close(dc);
@@ -544,13 +568,14 @@ static int gu_stop(int argc, char **argv)
 		largv[n++] = (char *)timeout;
 	}
 	largv[n] = NULL;
+	/* The launcher says what it found, once: stopped, powered off
+	 * already, or none of that name. */
 	rc = hvt_cli_run(largv, NULL);
 	if (rc)
 		return hvt_cli_error(VERB,
 				     "the launcher could not stop '%s' "
 				     "(see above)",
 				     name);
-	printf("hvtrace guest: '%s' stopped\n", name);
 	return HVT_EXIT_OK;
 }
 
@@ -599,7 +624,7 @@ static int gu_status(int argc, char **argv)
 	const char *name = NULL, *sock = NULL;
 	struct hvtrace_daemon *dc = NULL;
 	char *st = NULL;
-	int i;
+	int i, rc;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--socket") && i + 1 < argc)
@@ -619,11 +644,16 @@ static int gu_status(int argc, char **argv)
 	if (!gu_name_ok(name))
 		return hvt_cli_usage(VERB, "'%s' is not a guest name", name);
 	hvt_cli_launcher(launcher, sizeof(launcher));
-	if (gu_status_text(launcher, name, &st))
+	/* The launcher said "no guest" (exit 1) as this verb; anything else
+	 * is this verb's to say. */
+	rc = gu_status_text(launcher, name, &st);
+	if (rc == HVT_EXIT_FAIL)
+		return HVT_EXIT_FAIL;
+	if (rc)
 		return hvt_cli_error(VERB,
-				     "no guest '%s' (hvtrace guest list "
-				     "shows them)",
-				     name);
+				     "the launcher %s could not tell the "
+				     "state of '%s' (exit %d)",
+				     launcher, name, rc);
 	fputs(st, stdout);
 	free(st);
 	if (gu_connect(sock, &dc))

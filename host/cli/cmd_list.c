@@ -34,7 +34,11 @@ static const char list_usage[] =
 	"             disconnected (a local agent left; its area stays\n"
 	"             readable), missing (attached again after a restart\n"
 	"             of hvtraced, but its area file is gone: a line\n"
-	"             below the table names the file and what to do)\n"
+	"             below the table names the file and what to do),\n"
+	"             powered-off (a rig guest powered itself off, as\n"
+	"             one started with --run does when its command\n"
+	"             ends: the same word as 'hvtrace guest status';\n"
+	"             its area stays readable)\n"
 	"  MODE       consume (producer-consumer: new events are dropped\n"
 	"             when full) or overwrite (flight recorder)\n"
 	"  CPUS       CPU buffers\n"
@@ -167,11 +171,7 @@ static int list_run(int argc, char **argv)
 			snprintf(link, sizeof(link), "%u", x.transport);
 		printf("%-20s %-8s %-7s %-12s %-9s %4u %7s %6u %10s\n", x.name,
 		       x.nr_cpus ? kind_name(x.writer_kind) : "-", link,
-		       x.state == HVT_REMOTE_CONNECTED	    ? "connected"
-		       : x.state == HVT_REMOTE_WAITING	    ? "waiting"
-		       : x.state == HVT_REMOTE_DISCONNECTED ? "disconnected"
-		       : x.state == HVT_REMOTE_MISSING	    ? "missing"
-							    : "?",
+		       hvt_remote_state_word(x.state),
 		       !x.nr_cpus		      ? "-"
 		       : x.mode == HVT_MODE_OVERWRITE ? "overwrite"
 		       : x.mode == HVT_MODE_CONSUME   ? "consume"

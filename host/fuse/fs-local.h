@@ -50,6 +50,7 @@ enum fz_file {
 	F_PRINTK_FORMATS,
 	F_SET_EVENT,
 	F_AVAILABLE_EVENTS,
+	F_STATE,
 	/* per_cpu/cpuN */
 	F_CPU_TRACE,
 	F_CPU_TRACE_PIPE,

@@ -3,7 +3,10 @@
  * libhvtrace: the file system of hvtrace mount (libfuse3, low-level API).
  *
  *   /remotes/NAME/...     every remote, laid out like an upstream trace
- *                         remote and like a tracefs instance
+ *                         remote and like a tracefs instance, plus
+ *                         "state": the remote's state in the words of
+ *                         hvtrace list (powered-off for a rig guest
+ *                         that powered itself off)
  *   /instances/NAME       -> ../remotes/NAME, so libtracefs's instance
  *                         API (tracefs_instance_alloc(DIR, NAME)) finds it
  *
@@ -56,6 +59,7 @@ static const struct file_def rfiles[] = {
 	{"printk_formats", F_PRINTK_FORMATS, 0440, false},
 	{"dynamic_events", F_DYNAMIC_EVENTS, 0640, false},
 	{"user_events_status", F_USER_EVENTS_STATUS, 0440, false},
+	{"state", F_STATE, 0440, false},
 	{NULL, F_NONE, 0, false},
 };
 

@@ -198,6 +198,13 @@ int fh_render(struct fz_view *v, struct fz_fh *fh)
 	case F_TRACING_ON:
 		fh->buf = xprintf(&fh->len, "%d\n", r->tracing_on ? 1 : 0);
 		break;
+	case F_STATE:
+		fh->buf = xprintf(&fh->len, "%s\n",
+				  hvt_remote_state_word(
+					  r->state ? r->state
+					  : r->stopped ? HVT_REMOTE_DISCONNECTED
+						       : HVT_REMOTE_CONNECTED));
+		break;
 	case F_BUFFER_SIZE_KB:
 	case F_CPU_BUFFER_SIZE_KB:
 		fh->buf =

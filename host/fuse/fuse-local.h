@@ -124,6 +124,9 @@ struct fz_remote {
 
 	bool gone;    /* detached, or the source is gone */
 	bool stopped; /* the writer stopped or died */
+	uint32_t state; /* HVT_REMOTE_* as hvtraced has it; 0: no daemon's
+			 * (a local area: connected, or disconnected once
+			 * stopped) */
 	bool loaded;  /* geometry known */
 	uint32_t nr_cpus, subbuf_size, nr_subbufs;
 	uint32_t writer_kind, mode, clock_id, transport;

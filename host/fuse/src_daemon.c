@@ -765,6 +765,7 @@ static void fzd_add(struct fz_daemon *d, const struct hvt_remote_rec *rec)
 	r->transport = rec->transport;
 	r->user_events = rec->transport != HVT_TRANSPORT_AREA;
 	r->tracing_on = rec->tracing_on;
+	r->state = rec->state;
 	if (rec->nr_cpus)
 		fz_remote_set_geometry(r, rec->nr_cpus, rec->nr_subbufs,
 				       rec->subbuf_size, rec->writer_kind,
@@ -881,6 +882,7 @@ static int fzd_sync_remotes(struct fz_daemon *d)
 		}
 		pthread_mutex_lock(&d->v->lock);
 		x->r->tracing_on = rec->tracing_on;
+		x->r->state = rec->state;
 		x->r->stopped = stopped;
 		if (rec->nr_cpus &&
 		    (!x->r->loaded || rec->generation != x->r->generation ||

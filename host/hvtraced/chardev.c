@@ -28,7 +28,10 @@
  * exited: powered off, panicked, killed) is DISCONNECTED: its area stays
  * readable, and readers that follow it read it to the end and stop
  * (hvtrace_daemon_remote_stopped()).  The daemon keeps trying, so a
- * guest started again under the name is taken up as before.
+ * guest started again under the name is taken up as before.  A guest
+ * that powered itself off (its --run command ended) is POWERED_OFF
+ * instead: the rig leaves the record RUN_DIR/NAME.ended behind, whose
+ * first line is "state=powered-off" (chardev_powered_off()).
  */
 #include <errno.h>
 #include <limits.h>
@@ -50,6 +53,7 @@ struct chardev_remote {
 	char *ctl_path;		/* RUN_DIR/NAME/control.sock */
 	char *area_path;	/* SHM_DIR/hvtrace-NAME */
 	char *bell_path;	/* RUN_DIR/NAME/bell.sock */
+	char *ended_path;	/* RUN_DIR/NAME.ended: the rig's record */
 	uint64_t next_try_ms;	/* reconnect */
 	uint64_t area_try_ms;	/* area retry */
 	uid_t owner;		/* trusted owner of the area, or -1 */
@@ -94,6 +98,37 @@ static int chardev_open_area(struct remote *r, char *msg, size_t msgsize)
 	return ret;
 }
 
+/*
+ * Did the rig record that the guest powered itself off?  RUN_DIR/NAME.ended
+ * is the rig's (qemu-scripts/hvtrace-guest) and read like any file found
+ * by name in a folder others may write: a regular file of a trusted owner
+ * (hvt_util_open_owned()), and only its first line counts, which must be
+ * exactly "state=powered-off".
+ */
+static bool chardev_powered_off(struct chardev_remote *cr)
+{
+	static const char want[] = "state=powered-off\n";
+	char buf[sizeof(want)], msg[256];
+	size_t have = 0;
+	ssize_t n;
+	int fd;
+
+	fd = hvt_util_open_owned(cr->ended_path, 0, cr->owner, msg,
+				 sizeof(msg));
+	if (fd < 0)
+		return false;
+	while (have < sizeof(want) - 1) {
+		n = read(fd, buf + have, sizeof(want) - 1 - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+	}
+	close(fd);
+	return have == sizeof(want) - 1 && !memcmp(buf, want, have);
+}
+
 static void chardev_connect(struct remote *r)
 {
 	struct chardev_remote *cr = chardev_remote(r);
@@ -114,9 +149,24 @@ static void chardev_connect(struct remote *r)
 		d_dbg("remote '%s': %s: %s", r->name, cr->ctl_path,
 		      strerror(err));
 		close(fd);
+		if (err != ECONNREFUSED && err != ENOENT)
+			return;
+		/* The guest powered itself off: the rig says so. */
+		if (r->state != HVT_REMOTE_POWERED_OFF &&
+		    chardev_powered_off(cr)) {
+			r->state = HVT_REMOTE_POWERED_OFF;
+			d_log("remote '%s': the guest powered itself off (%s); "
+			      "its area stays readable",
+			      r->name, cr->ended_path);
+			return;
+		}
+		if (r->state == HVT_REMOTE_POWERED_OFF &&
+		    !chardev_powered_off(cr))
+			/* Its record is gone (stopped, cleaned up). */
+			r->state = HVT_REMOTE_DISCONNECTED;
 		/* Nobody listens where QEMU did: the guest is gone. */
 		if (cr->had_session && r->state != HVT_REMOTE_DISCONNECTED &&
-		    (err == ECONNREFUSED || err == ENOENT)) {
+		    r->state != HVT_REMOTE_POWERED_OFF) {
 			r->state = HVT_REMOTE_DISCONNECTED;
 			d_log("remote '%s': %s: %s: the guest's QEMU is gone; "
 			      "its area stays readable",
@@ -180,13 +230,15 @@ int remote_attach_chardev(const char *name, uid_t owner, struct remote **out,
 	cr->ctl_path = chardev_path("%s/%s/control.sock", D->run_dir, name);
 	cr->area_path = chardev_path("%s/hvtrace-%s", D->shm_dir, name);
 	cr->bell_path = chardev_path("%s/%s/bell.sock", D->run_dir, name);
-	ret = cr->ctl_path && cr->area_path && cr->bell_path ?
+	cr->ended_path = chardev_path("%s/%s.ended", D->run_dir, name);
+	ret = cr->ctl_path && cr->area_path && cr->bell_path && cr->ended_path ?
 		      remote_add(&cr->ag.r, name, &chardev_ops) :
 		      -ENOMEM;
 	if (ret) {
 		free(cr->ctl_path);
 		free(cr->area_path);
 		free(cr->bell_path);
+		free(cr->ended_path);
 		free(cr);
 		snprintf(msg, msgsize, "cannot create remote: %s",
 			 strerror(-ret));
@@ -294,6 +346,7 @@ static void chardev_free(struct remote *r)
 	free(cr->ctl_path);
 	free(cr->area_path);
 	free(cr->bell_path);
+	free(cr->ended_path);
 	free(cr);
 }
 

@@ -57,6 +57,10 @@ static void tool_remotes(struct conn *c, const struct hvt_msg *m)
 		if (rec.state == HVT_REMOTE_MISSING &&
 		    !(c->tool->caps & HVT_CAP_TOOL_MISSING))
 			rec.state = HVT_REMOTE_WAITING;
+		/* One older than "powered-off": "disconnected", as before. */
+		if (rec.state == HVT_REMOTE_POWERED_OFF &&
+		    !(c->tool->caps & HVT_CAP_TOOL_POWERED_OFF))
+			rec.state = HVT_REMOTE_DISCONNECTED;
 		hvt_msg_put_remote(buf + (size_t)n * HVT_REMOTE_REC_SIZE, &rec);
 		n++;
 	}

@@ -137,10 +137,7 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 			     "name: %s\nid: %u\nstate: %s\ntransport: %s\n"
 			     "control: %s\narea: %s\n",
 			     r->name, r->id,
-			     r->state == HVT_REMOTE_CONNECTED ? "connected" :
-			     r->state == HVT_REMOTE_WAITING ? "waiting" :
-			     r->state == HVT_REMOTE_MISSING ? "missing" :
-							      "disconnected",
+			     hvt_remote_state_word(r->state),
 			     r->ops->name, r->ops->control(r),
 			     !remote_has_pages(r) ? "(not attached yet)" :
 			     r->ops->area_path(r)[0] ?

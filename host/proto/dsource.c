@@ -162,7 +162,8 @@ bool hvtrace_daemon_remote_stopped(const struct hvt_remote_rec *rec)
 	return (rec->transport == HVT_TRANSPORT_AREA ||
 		rec->transport == HVT_TRANSPORT_KRING ||
 		rec->transport == HVT_TRANSPORT_CHARDEV) &&
-	       rec->state == HVT_REMOTE_DISCONNECTED;
+	       (rec->state == HVT_REMOTE_DISCONNECTED ||
+		rec->state == HVT_REMOTE_POWERED_OFF);
 }
 
 int hvtrace_daemon_stats_get(struct hvtrace_daemon *dc, uint32_t remote,

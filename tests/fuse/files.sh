@@ -23,7 +23,7 @@ R=$MNT/remotes/lb
 # --- the tree -------------------------------------------------------------
 expect_eq "remotes" "$(ls "$MNT/remotes")" "lb"
 expect_eq "remote files" "$(ls "$R" | tr '\n' ' ')" \
-	"available_events buffer_size_kb error_log events per_cpu saved_cmdlines set_event trace trace_clock trace_pipe tracing_on "
+	"available_events buffer_size_kb error_log events per_cpu saved_cmdlines set_event state trace trace_clock trace_pipe tracing_on "
 expect_eq "per_cpu" "$(ls "$R/per_cpu" | tr '\n' ' ')" "cpu0 cpu1 "
 expect_eq "cpu files" "$(ls "$R/per_cpu/cpu1" | tr '\n' ' ')" \
 	"buffer_size_kb stats trace trace_pipe trace_pipe_raw "

@@ -75,3 +75,11 @@ endif
 ifneq ($(HVTRACED_BIN),)
 $(eval $(call add-test,hvtraced/restore_missing,HVT_OBJTREE=$(objtree) bash $(srctree)/tests/hvtraced/restore_missing.sh))
 endif
+
+# guest_powered_off: a rig guest's remote is powered-off while the rig's
+# record RUN_DIR/NAME.ended says so (and only a record of the rig's:
+# no link, not world-writable, the exact first line), disconnected
+# without it, waiting again when the guest is back.
+ifneq ($(HVTRACED_BIN),)
+$(eval $(call add-test,hvtraced/guest_powered_off,HVT_OBJTREE=$(objtree) bash $(srctree)/tests/hvtraced/guest_powered_off.sh))
+endif

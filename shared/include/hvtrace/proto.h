@@ -212,6 +212,10 @@ enum hvt_text_kind {
  * HVT_REMOTE_MISSING (a tool without it is sent HVT_REMOTE_WAITING, which
  * an older codec accepts). */
 #define HVT_CAP_TOOL_MISSING	(1u << 0)
+/* HELLO caps of a tool: it takes REMOTES records of state
+ * HVT_REMOTE_POWERED_OFF (a tool without it is sent
+ * HVT_REMOTE_DISCONNECTED, as before). */
+#define HVT_CAP_TOOL_POWERED_OFF (1u << 1)
 
 /* Remote states (REMOTES records). */
 enum hvt_remote_state {
@@ -222,8 +226,25 @@ enum hvt_remote_state {
 					 * file, its area file is gone:
 					 * nothing to read (TEXT INFO says
 					 * which file) */
-	HVT_REMOTE_STATE_MAX = 4,
+	HVT_REMOTE_POWERED_OFF = 5,	/* a rig guest whose QEMU ended
+					 * after the guest powered itself
+					 * off (the rig's record
+					 * RUN_DIR/NAME.ended says so); its
+					 * area stays readable */
+	HVT_REMOTE_STATE_MAX = 5,
 };
+
+/* The word of a remote state, the same in hvtrace list, hvtrace guest
+ * status and the mount's remotes/NAME/state. */
+static inline const char *hvt_remote_state_word(uint32_t s)
+{
+	return s == HVT_REMOTE_WAITING	       ? "waiting"
+	       : s == HVT_REMOTE_CONNECTED     ? "connected"
+	       : s == HVT_REMOTE_DISCONNECTED  ? "disconnected"
+	       : s == HVT_REMOTE_MISSING       ? "missing"
+	       : s == HVT_REMOTE_POWERED_OFF   ? "powered-off"
+					       : "?";
+}
 
 /* Remote transports. */
 enum hvt_transport {
