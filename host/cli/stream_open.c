@@ -62,20 +62,6 @@ static int st_open_rings(struct st_state *s, unsigned int first,
 	return 0;
 }
 
-/* The name of a clock that is the writer's own, as record labels its
- * buffer: the kernel's for a raw counter, else the writer's. */
-static const char *st_own_clock_name(uint32_t clock_id)
-{
-	switch (clock_id) {
-	case HVT_CLOCK_COUNTER:
-		return "counter";
-	case HVT_CLOCK_MONO_NS:
-		return "writer-mono";
-	default:
-		return "writer";
-	}
-}
-
 /*
  * Are the area's times on the host's clock?  A writer that stamps host
  * ns is; with a clock model (time sync through the control page, or the
@@ -121,7 +107,7 @@ static void st_area_clock(struct st_state *s)
 	fprintf(stderr,
 		"hvtrace stream: '%s': times are the writer's own (clock "
 		"'%s'), not the host's CLOCK_MONOTONIC (%s)\n",
-		s->info.name, st_own_clock_name(s->info.clock_id), why);
+		s->info.name, hvt_clock_own_name(s->info.clock_id), why);
 }
 
 int st_open_area(struct st_state *s)

@@ -440,20 +440,6 @@ static void rc_rooms(struct rc_src *s)
 	}
 }
 
-/* The name of the trace clock of a buffer with the writer's raw
- * timestamps: the kernel's for a raw counter, else the writer's own. */
-static const char *rc_own_clock_name(const struct rc_src *s)
-{
-	switch (s->info.clock_id) {
-	case HVT_CLOCK_COUNTER:
-		return "counter";
-	case HVT_CLOCK_MONO_NS:
-		return "writer-mono";
-	default:
-		return "writer";
-	}
-}
-
 /*
  * A writer with no clock model once the first samples were asked for:
  * its times cannot be put on the host's clock, so the buffer keeps them
@@ -471,7 +457,7 @@ static int rc_own_clock(struct rc_src *s, bool running)
 		return 0;
 	s->own_clock = true;
 	s->sync_off = true;
-	s->clock_name = rc_own_clock_name(s);
+	s->clock_name = hvt_clock_own_name(s->info.clock_id);
 	s->st.sync_err_ns = UINT64_MAX;
 	if (s->r->flags & HVTRACE_TDAT_REC_NO_CONTROL)
 		why = "--read-only: no time sync through the control page";

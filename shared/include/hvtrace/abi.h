@@ -104,6 +104,24 @@
 #define HVT_CLOCK_MONO_NS	2u	/* writer's CLOCK_MONOTONIC, ns */
 #define HVT_CLOCK_HOST_NS	3u	/* already converted to host ns */
 
+/*
+ * The name a reader gives a writer's own clock (any clock_id but
+ * HVT_CLOCK_HOST_NS) where its times are left as written, not mapped to
+ * the host's: the trace clock of such a trace.dat buffer, and the word
+ * stream uses for such a source.
+ */
+static inline const char *hvt_clock_own_name(uint32_t clock_id)
+{
+	switch (clock_id) {
+	case HVT_CLOCK_COUNTER:
+		return "counter";
+	case HVT_CLOCK_MONO_NS:
+		return "writer-mono";
+	default:
+		return "writer";
+	}
+}
+
 /* --- ftrace sub-buffer format (include/linux/ring_buffer.h) ---------- */
 
 #define HVT_PAGE_HDR_SIZE	16u	/* u64 time_stamp + local_t commit */
