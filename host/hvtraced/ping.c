@@ -27,6 +27,7 @@ void ping_reset(struct remote *r)
 {
 	r->ping.req = 0;
 	r->ping.idx = 0;
+	r->shm.posted = false;
 }
 
 static void ping_send(struct remote *r)
@@ -37,6 +38,9 @@ static void ping_send(struct remote *r)
 	m.type = HVT_MSG_PING;
 	m.req = remote_next_req(r);
 	m.u.ping.seq = ++r->ping.seq;
+	/* The chain's last PING wakes the agent for shared-memory sync. */
+	if (r->ping.idx == D_SYNC_CHAIN - 1)
+		sync_shm_post(r);
 	m.u.ping.host_ns = d_now_ns();
 	if (conn_send(r->conn, &m))
 		return;
@@ -107,6 +111,9 @@ static void ping_pong(struct remote *r, const struct hvt_msg *m,
 	r->sync_samples++;
 	clocks_update(r); /* the refitted model to the subscribers */
 next:
+	/* The agent spins on the control page once it has answered. */
+	if (r->shm.posted)
+		sync_shm_round(r);
 	if (++r->ping.idx < D_SYNC_CHAIN) {
 		r->ping.next_ms = now;	/* the chain goes on at once */
 		return;

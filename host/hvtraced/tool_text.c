@@ -175,6 +175,7 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 		if (n > 0 && n < (int)sizeof(small))
 			n += snprintf(small + n, sizeof(small) - (size_t)n,
 				      "tracing: %s\nevents: %u\nclients: %u\n"
+				      "sync_method: %s\n"
 				      "sync_samples: %llu\nsync_failed: %llu\n"
 				      "sync_window_ns: %llu\n"
 				      "clock_error_ns: %s\n"
@@ -188,6 +189,7 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      "cmdlines_bytes: %zu\n",
 				      r->tracing_on ? "on" : "off",
 				      rec.nr_events, rec.nr_clients,
+				      sync_method_name(r),
 				      (unsigned long long)r->sync_samples,
 				      (unsigned long long)r->sync_bad,
 				      (unsigned long long)r->sync_window_ns,
