@@ -12,6 +12,14 @@
  * agent's own processing time taken out of the round trip.  An answer
  * that is late (D_PING_TIMEOUT_MS), on another clock or out of sequence
  * counts as failed.
+ *
+ * The chain's last PING also wakes the agent for time sync through the
+ * area's control page: a request is posted there before it leaves
+ * (sync_shm_post()), and its PONG starts the exchanges (sync_shm_round(),
+ * sync.c), microseconds wide where a ping is tens.  The pings' own samples
+ * are fed as well: true brackets, they keep the model going on a loaded
+ * host where a round of exchanges misses, and for an agent that does not
+ * answer on the page.
  */
 #include <string.h>
 
