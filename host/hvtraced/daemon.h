@@ -701,8 +701,10 @@ void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 /* Post a request on @r's control page before the PING that wakes the
  * agent; true when posted (shared-memory sync is worth trying). */
 bool sync_shm_post(struct remote *r);
-/* After the PONG of that PING: the exchanges, fed to the model. */
-void sync_shm_round(struct remote *r);
+/* After the PONG of that PING (sent at @ref_send, its agent's second
+ * clock reading @ref_writer): the exchanges, fed to the model. */
+void sync_shm_round(struct remote *r, uint64_t ref_writer,
+		    uint64_t ref_send);
 /* What the model comes from, for status text: "shm" or "channel". */
 const char *sync_method_name(const struct remote *r);
 

@@ -120,8 +120,13 @@ static void ping_pong(struct remote *r, const struct hvt_msg *m,
 	clocks_update(r); /* the refitted model to the subscribers */
 next:
 	/* The agent spins on the control page once it has answered. */
-	if (r->shm.posted)
-		sync_shm_round(r);
+	if (r->shm.posted) {
+		if (m->type == HVT_MSG_PING && m->u.pong.seq == r->ping.seq &&
+		    m->u.pong.clock_id == r->info.clock_id)
+			sync_shm_round(r, m->u.pong.writer_tx, r->ping.sent_ns);
+		else
+			r->shm.posted = false;
+	}
 	if (++r->ping.idx < D_SYNC_CHAIN) {
 		r->ping.next_ms = now;	/* the chain goes on at once */
 		return;

@@ -122,19 +122,25 @@ static int sync_window(const struct remote *r, unsigned int first,
 	return *lo <= *hi ? 0 : -1;
 }
 
+/* Host ns per writer tick, as the area declares it. */
+static double sync_nominal(const struct remote *r)
+{
+	if (r->info.clock_id == HVT_CLOCK_COUNTER) {
+		if (r->info.clock_freq_hz)
+			return 1e9 / (double)r->info.clock_freq_hz;
+		if (r->info.clock_mult && r->info.clock_shift < 64)
+			return (double)r->info.clock_mult /
+			       ldexp(1.0, (int)r->info.clock_shift);
+	}
+	return 1.0;
+}
+
 void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 		 uint64_t recv)
 {
-	double nominal = 1.0, lo = 0, hi = 0;
+	double nominal = sync_nominal(r), lo = 0, hi = 0;
 	unsigned int first;
 
-	if (r->info.clock_id == HVT_CLOCK_COUNTER) {
-		if (r->info.clock_freq_hz)
-			nominal = 1e9 / (double)r->info.clock_freq_hz;
-		else if (r->info.clock_mult && r->info.clock_shift < 64)
-			nominal = (double)r->info.clock_mult /
-				  ldexp(1.0, (int)r->info.clock_shift);
-	}
 	/* A writer clock that went backwards starts the window afresh. */
 	if (r->raw_nr) {
 		const struct sync_raw *last =
@@ -242,13 +248,26 @@ bool sync_shm_post(struct remote *r)
 	return true;
 }
 
-/* Whether an answer agrees with what the model already knows. */
-static bool shm_plausible(struct remote *r, uint64_t send, uint64_t writer,
+/*
+ * Whether an answer agrees with what the PONG that started the round and
+ * the model already know: the agent read @writer after its PONG's second
+ * reading (@ref_writer, taken after the PING left at @ref_send), so no
+ * earlier, and no more ticks later than the host ns up to @recv allow at
+ * the declared rate (+5%, the model's own window).
+ */
+static bool shm_plausible(struct remote *r, uint64_t ref_writer,
+			  uint64_t ref_send, uint64_t send, uint64_t writer,
 			  uint64_t recv)
 {
 	const struct sync_raw *last;
 	struct hvtrace_clock_map m;
 	uint64_t host, err = UINT64_MAX;
+
+	if (writer < ref_writer || recv < ref_send ||
+	    (double)(writer - ref_writer) * sync_nominal(r) >
+		    (double)(recv - ref_send) * (1 + SYNC_PPM_BOX * 1e-6) +
+			    SHM_SLACK_NS)
+		return false;
 
 	if (r->raw_nr) {
 		last = &r->raw[(r->raw_next + SYNC_WINDOW - 1) % SYNC_WINDOW];
@@ -265,7 +284,7 @@ static bool shm_plausible(struct remote *r, uint64_t send, uint64_t writer,
 	       host <= recv + err + SHM_SLACK_NS;
 }
 
-void sync_shm_round(struct remote *r)
+void sync_shm_round(struct remote *r, uint64_t ref_writer, uint64_t ref_send)
 {
 	struct sync_raw got[SHM_EXCHANGES], keep[SHM_KEEP];
 	unsigned int n = 0, k = 0, late = 0, i, j;
@@ -338,8 +357,8 @@ void sync_shm_round(struct remote *r)
 			keep[j - 1] = t;
 		}
 	for (i = 0; i < k; i++) {
-		if (!shm_plausible(r, keep[i].send, keep[i].writer,
-				   keep[i].recv) &&
+		if (!shm_plausible(r, ref_writer, ref_send, keep[i].send,
+				   keep[i].writer, keep[i].recv) &&
 		    ++r->shm.rejects < SHM_STEP) {
 			r->shm.rejected++;
 			continue;
