@@ -185,9 +185,15 @@ void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
  * SHM_KEEP narrowest to sync_sample() in time order.  The first exchange
  * waits out the agent's way from its PONG into the spin and is not used.
  *
+ * The round runs in the daemon's loop, which it holds: a few tens of
+ * microseconds when the agent's vCPU runs, at most SHM_WAKE_NS +
+ * SHM_LATE * SHM_TIMEOUT_NS (26 ms) on a host too loaded to run it.
+ *
  * The answer is hostile: tokens are random, so only an agent that saw the
- * request can echo it; an answer must be newer than the last sample, and,
- * once the model is synced, lie within its bound of the host's bracket.
+ * request can echo it; an answer must come after the PONG's clock reading
+ * and no more ticks later than the host time since that PING allows, be
+ * newer than the last sample, and, once the model is synced, lie within
+ * its bound of the host's bracket.
  * A refuted answer costs a rejected sample; only SHM_STEP refuted in a row
  * (a writer clock that really stepped) get through, so that the window
  * starts afresh.  An agent that does not answer (an older one) leaves
