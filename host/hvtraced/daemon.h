@@ -376,6 +376,8 @@ struct sync_shm {
 	uint64_t rejected;	/* answers that were garbage */
 	uint64_t timeouts;
 	uint64_t best_ns;	/* narrowest round trip of the last round */
+	uint64_t last_ns;	/* when the last exchange was fed */
+	uint64_t last_writer;	/* its writer clock */
 };
 
 struct remote {
@@ -705,6 +707,9 @@ bool sync_shm_post(struct remote *r);
  * clock reading @ref_writer): the exchanges, fed to the model. */
 void sync_shm_round(struct remote *r, uint64_t ref_writer,
 		    uint64_t ref_send);
+/* Whether a ping's sample is to be fed too: not while shared memory
+ * answers (SHM_ALONE_NS since its last sample). */
+bool sync_shm_alone(const struct remote *r);
 /* What the model comes from, for status text: "shm" or "channel". */
 const char *sync_method_name(const struct remote *r);
 

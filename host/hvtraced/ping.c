@@ -16,10 +16,9 @@
  * The chain's last PING also wakes the agent for time sync through the
  * area's control page: a request is posted there before it leaves
  * (sync_shm_post()), and its PONG starts the exchanges (sync_shm_round(),
- * sync.c), microseconds wide where a ping is tens.  The pings' own samples
- * are fed as well: true brackets, they keep the model going on a loaded
- * host where a round of exchanges misses, and for an agent that does not
- * answer on the page.
+ * sync.c), microseconds wide where a ping is tens.  While those answer,
+ * the pings' own samples are not fed (sync_shm_alone()); they are for an
+ * agent that does not answer on the page, or has not for 5 s.
  */
 #include <string.h>
 
@@ -109,6 +108,9 @@ static void ping_pong(struct remote *r, const struct hvt_msg *m,
 	 * agent awake, with legs of the same length: only those are used.
 	 */
 	if (r->ping.idx == 0)
+		goto next;
+	/* While shared memory answers, the model comes from it alone. */
+	if (sync_shm_alone(r))
 		goto next;
 	send = r->ping.sent_ns + busy / 2;
 	recv = recv_ns - busy / 2;

@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -208,6 +209,7 @@ void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 #define SHM_RETRY	8
 #define SHM_STEP	16
 #define SHM_SLACK_NS	1000		/* rounding of the model's bound */
+#define SHM_ALONE_NS	5000000000ull	/* pings join after 5 s without */
 
 static uint64_t shm_token(struct remote *r)
 {
@@ -225,13 +227,44 @@ static uint64_t shm_token(struct remote *r)
 	return x;
 }
 
+/*
+ * While the exchanges answer, they feed the model alone: under a loaded
+ * TCG host the pings' brackets, though hundreds of microseconds wide,
+ * were seen to contradict the exchanges' (e2e/clock_truth: steps and
+ * events outside their bound when both were fed), where either kind
+ * alone kept every event inside its bound.  After SHM_ALONE_NS without
+ * an exchange the pings feed it again.
+ */
+bool sync_shm_alone(const struct remote *r)
+{
+	return r->shm.samples && d_now_ns() - r->shm.last_ns < SHM_ALONE_NS;
+}
+
 const char *sync_method_name(const struct remote *r)
 {
 	if (r->ops->transport == HVT_TRANSPORT_AREA)
 		return "control page";	/* area_remote.c: no agent */
-	if (r->shm.method == SYNC_SHM)
+	if (sync_shm_alone(r))
 		return "shm (the area's control page, after a ping)";
 	return "channel (pings over the control channel)";
+}
+
+/*
+ * Off unless $HVTRACED_SYNC_SHM is 1: on a loaded TCG host the model fed
+ * by the exchanges was seen to state bounds that events broke (by 50-360
+ * us, e2e/clock_truth with HVT_TRUTH_SHM=1), where the pings' model held;
+ * why is not understood yet (docs/design.md section 5).
+ */
+static bool shm_enabled(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		const char *e = getenv("HVTRACED_SYNC_SHM");
+
+		on = e && !strcmp(e, "1");
+	}
+	return on;
 }
 
 bool sync_shm_post(struct remote *r)
@@ -239,7 +272,7 @@ bool sync_shm_post(struct remote *r)
 	uint64_t s, w, v;
 
 	r->shm.posted = false;
-	if (!r->area)
+	if (!r->area || !shm_enabled())
 		return false;
 	if (r->shm.off) {
 		if (++r->shm.rounds_off < SHM_RETRY)
@@ -265,7 +298,6 @@ static bool shm_plausible(struct remote *r, uint64_t ref_writer,
 			  uint64_t ref_send, uint64_t send, uint64_t writer,
 			  uint64_t recv)
 {
-	const struct sync_raw *last;
 	struct hvtrace_clock_map m;
 	uint64_t host, err = UINT64_MAX;
 
@@ -275,11 +307,8 @@ static bool shm_plausible(struct remote *r, uint64_t ref_writer,
 			    SHM_SLACK_NS)
 		return false;
 
-	if (r->raw_nr) {
-		last = &r->raw[(r->raw_next + SYNC_WINDOW - 1) % SYNC_WINDOW];
-		if (writer <= last->writer || send < last->send)
-			return false;
-	}
+	if (r->shm.samples && writer <= r->shm.last_writer)
+		return false;
 	hvtrace_area_clock_map(r->area, &m);
 	if (!(m.flags & HVTRACE_CLOCK_SYNCED))
 		return true;
@@ -369,17 +398,26 @@ void sync_shm_round(struct remote *r, uint64_t ref_writer, uint64_t ref_send)
 			r->shm.rejected++;
 			continue;
 		}
-		if (r->shm.rejects >= SHM_STEP) {
+		if (r->shm.rejects >= SHM_STEP)
 			d_log("remote '%s': %u time-sync answers in a row "
 			      "contradicted the clock model; taking them as "
 			      "a step of the guest's clock",
 			      r->name, r->shm.rejects);
-			r->raw_nr = 0;
-		}
 		r->shm.rejects = 0;
-		sync_sample(r, keep[i].send, keep[i].writer, keep[i].recv);
+		/*
+		 * Straight to the model, not through sync_sample(): its
+		 * strips assume one straight line over 64 samples, which
+		 * brackets a microsecond wide over seconds would hold the
+		 * guest's clock to (against the host's NTP-slewed one) far
+		 * beyond the drift that the model allows for.
+		 */
+		hvtrace_area_add_sync_sample(r->area, keep[i].send,
+					     keep[i].writer, keep[i].recv);
+		r->shm.last_writer = keep[i].writer;
+		r->sync_window_ns = keep[i].recv - keep[i].send;
 		r->sync_samples++;
 		r->shm.samples++;
+		r->shm.last_ns = d_now_ns();
 	}
 	r->shm.misses = 0;
 	r->shm.off = false;

@@ -9,18 +9,24 @@
  * time, read from the meta (ts under its ts_key), goes through hvtraced's
  * clock model of the guest (TO_HOST), and must lie in
  * [before - bound, after + bound], bound being the error the model states
- * for it.  hvtraced must say (daemon info) that the model comes from
- * time sync through shared memory, and the bound it states must stay
- * small: under HVT_TRUTH_MAX_BOUND_US (default 200, a ceiling for a
- * loaded host) at the median.
+ * for it, whichever way hvtraced syncs the guest's clock (daemon info's
+ * sync_method is printed).  With HVT_TRUTH_SHM set, hvtraced runs with
+ * HVTRACED_SYNC_SHM=1 and must say that the model comes from time sync
+ * through shared memory, with a stated bound under HVT_TRUTH_MAX_BOUND_US
+ * (default 200, a ceiling for a loaded host) at the median; that mode
+ * does not hold yet on a loaded TCG host (docs/design.md section 5).
  *
  * Prints the p50 and max of the truth error |mapped - (before + after) /
  * 2| (an upper estimate: it includes half the bracket), of the bracket,
  * and of the stated bound; with HVT_TRUTH_BENCH set, as BENCH lines
  * (make bench: 10000 rounds).
  *
+ * HVT_TRUTH_GARBAGE runs the guest program with --garbage (a thread
+ * overwrites the agent's answers with garbage clocks): every event must
+ * still lie inside its bound, and hvtraced must report rejections.
+ *
  * Environment: HVT_TRUTH_ROUNDS (default 2000), HVT_TRUTH_SYNC_MS (the
- * daemon's --sync-interval; its default when unset).
+ * daemon's --sync-interval; its default when unset), HVT_TRUTH_SHM.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,9 +40,8 @@
 
 #include "e2e.h"
 
-#ifndef TRUTH_GARBAGE
-#define TRUTH_GARBAGE 0
-#endif
+/* HVT_TRUTH_GARBAGE: the guest also scribbles garbage answers. */
+static bool truth_garbage;
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -81,6 +86,9 @@ int main(void)
 	const char *mb = getenv("HVT_TRUTH_MAX_BOUND_US");
 	double max_bound_us = mb ? atof(mb) : 200;
 	bool bench = getenv("HVT_TRUTH_BENCH") != NULL;
+	truth_garbage = getenv("HVT_TRUTH_GARBAGE") != NULL;
+	/* Time sync through shared memory (off by default in hvtraced). */
+	bool want_shm = truth_garbage || getenv("HVT_TRUTH_SHM") != NULL;
 	uint64_t *terr, *bnd, *brk, before[HVT_ABI_MAX_CPUS];
 	struct hvt_area_header h;
 	struct hvt_control *ctrl;
@@ -99,6 +107,9 @@ int main(void)
 	bnd = calloc(rounds, sizeof(*bnd));
 	brk = calloc(rounds, sizeof(*brk));
 	t_assert(terr && bnd && brk);
+	/* hvtraced inherits the environment (tests/proxy/harness.c). */
+	if (want_shm)
+		setenv("HVTRACED_SYNC_SHM", "1", 1);
 	if (getenv("HVT_TRUTH_SYNC_MS")) {
 		snprintf(run, sizeof(run), "--sync-interval %d",
 			 atoi(getenv("HVT_TRUTH_SYNC_MS")));
@@ -107,8 +118,8 @@ int main(void)
 		e_init(NULL);
 	}
 	snprintf(run, sizeof(run), "clock_truth --rounds %u%s", rounds,
-		 TRUTH_GARBAGE ? " --garbage" : "");
-	e_guest_start(&g, TRUTH_GARBAGE ? "garbage" : "truth", run, NULL);
+		 truth_garbage ? " --garbage" : "");
+	e_guest_start(&g, truth_garbage ? "garbage" : "truth", run, NULL);
 	e_wait_event(&g, "hvt_truth", 60000);
 	e_enable(&g, "hvt_truth", true);
 	e_console_line(&g, "clock_truth: enabled", "clock_truth: error",
@@ -138,6 +149,8 @@ int main(void)
 		char *text = h_text(e_dc, g.remote, HVT_TEXT_INFO);
 		bool shm = text && strstr(text, "\nsync_method: shm");
 
+		if (!want_shm)
+			shm = true;
 		if (!shm && k >= 300)
 			t_fail("hvtraced does not sync the guest's clock "
 			       "through shared memory after 30 s: %s",
@@ -203,7 +216,7 @@ int main(void)
 				l[strcspn(l, "\n")] = 0;
 				printf("clock_truth: %s\n", l);
 			}
-			if (TRUTH_GARBAGE &&
+			if (truth_garbage &&
 			    (!l || strstr(l, " 0 rejected")))
 				t_fail("the guest's garbage answers were not "
 				       "rejected: %s", l ? l : "(no sync_shm)");
@@ -231,7 +244,7 @@ int main(void)
 		       terr[n - 1] / 1e3);
 	}
 	/* (A guest that scribbles answers also starves its agent.) */
-	if (!TRUTH_GARBAGE && bnd[n / 2] / 1e3 > max_bound_us)
+	if (!truth_garbage && want_shm && bnd[n / 2] / 1e3 > max_bound_us)
 		t_fail("the stated bound's median, %.2f us, is over %.0f us",
 		       bnd[n / 2] / 1e3, max_bound_us);
 	e_guest_stop(&g);
