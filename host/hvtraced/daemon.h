@@ -703,10 +703,11 @@ void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 /* Post a request on @r's control page before the PING that wakes the
  * agent; true when posted (shared-memory sync is worth trying). */
 bool sync_shm_post(struct remote *r);
-/* After the PONG of that PING (sent at @ref_send, its agent's second
- * clock reading @ref_writer): the exchanges, fed to the model. */
+/* After the PONG of that PING (sent at @ref_send, answered at @ref_recv,
+ * its agent's second clock reading @ref_writer): the exchanges, fed to
+ * the model. */
 void sync_shm_round(struct remote *r, uint64_t ref_writer,
-		    uint64_t ref_send);
+		    uint64_t ref_send, uint64_t ref_recv);
 /* Whether a ping's sample is to be fed too: not while shared memory
  * answers (SHM_ALONE_NS since its last sample). */
 bool sync_shm_alone(const struct remote *r);

@@ -125,7 +125,8 @@ next:
 	if (r->shm.posted) {
 		if (m->type == HVT_MSG_PING && m->u.pong.seq == r->ping.seq &&
 		    m->u.pong.clock_id == r->info.clock_id)
-			sync_shm_round(r, m->u.pong.writer_tx, r->ping.sent_ns);
+			sync_shm_round(r, m->u.pong.writer_tx, r->ping.sent_ns,
+				       recv_ns);
 		else
 			r->shm.posted = false;
 	}

@@ -89,6 +89,8 @@ int main(void)
 	truth_garbage = getenv("HVT_TRUTH_GARBAGE") != NULL;
 	/* Time sync through shared memory (off by default in hvtraced). */
 	bool want_shm = truth_garbage || getenv("HVT_TRUTH_SHM") != NULL;
+	const char *st_env = getenv("HVT_TRUTH_SETTLE_S");
+	unsigned int settle = st_env ? (unsigned int)atoi(st_env) : 2;
 	uint64_t *terr, *bnd, *brk, before[HVT_ABI_MAX_CPUS];
 	struct hvt_area_header h;
 	struct hvt_control *ctrl;
@@ -156,7 +158,7 @@ int main(void)
 			       "through shared memory after 30 s: %s",
 			       text ? text : "(no info)");
 		free(text);
-		if (shm && k >= 20)
+		if (shm && k >= settle * 10)
 			break;
 		usleep(100000);
 	}
