@@ -196,8 +196,8 @@ void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
  * newer than the last sample, and, once the model is synced, lie within
  * its bound of the host's bracket.
  * A refuted answer costs a rejected sample; only SHM_STEP refuted in a row
- * (a writer clock that really stepped) get through, so that the window
- * starts afresh.  An agent that does not answer (an older one) leaves
+ * (a writer clock that really stepped, which the model then finds
+ * contradicting its older samples) get through.  An agent that does not answer (an older one) leaves
  * the remote on its pings: tried again every SHM_RETRY ping rounds.
  */
 #define SHM_EXCHANGES	32
