@@ -207,7 +207,7 @@ void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 #define SHM_LATE	3		/* timeouts that end a round */
 #define SHM_MISSES	8		/* rounds unanswered: pings only */
 #define SHM_RETRY	8
-#define SHM_STEP	3	/* refuted in a row: a step of the clock */
+#define SHM_STEP	16	/* refuted in a row: a step of the clock */
 #define SHM_SLACK_NS	1000		/* rounding of the model's bound */
 #define SHM_ALONE_NS	5000000000ull	/* pings join after 5 s without */
 
