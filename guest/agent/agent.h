@@ -62,6 +62,11 @@ uint64_t agent_now_ms(void);
 /* The area's clock (clock.c). */
 uint64_t agent_clock_read(uint32_t clock_id);
 
+/* Time-sync answers through the control page after a PING (shmsync.c):
+ * spins while the host posts requests; returns how many it answered. */
+struct agent;
+unsigned int shmsync_serve(struct agent *ag);
+
 /* --- state ---------------------------------------------------------------- */
 
 /* A definition a client registered, kept to replay after a reconnect. */
@@ -166,6 +171,9 @@ struct agent {
 	bool bell_refuse;	/* a writer cannot take the host's barrier */
 	uint64_t bell_rings;	/* DOORBELL notices sent */
 	uint64_t bell_n_refused; /* "N" from others than the owner */
+
+	/* time sync through the control page (shmsync.c) */
+	uint64_t shm_answers;
 
 	/* the host */
 	struct pending *pend;

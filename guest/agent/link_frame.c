@@ -223,6 +223,9 @@ void link_frame(struct agent *ag, const struct hvt_frame *f)
 	switch (m.type) {
 	case HVT_MSG_PING:
 		link_ping(ag, &m);
+		/* A host that posted a request first wants the rest of
+		 * this round through shared memory. */
+		shmsync_serve(ag);
 		break;
 	case HVT_MSG_TRIGGER:
 		link_trigger(ag, &m);

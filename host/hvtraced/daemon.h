@@ -354,6 +354,32 @@ struct ping_state {
 	unsigned int burst_left;
 };
 
+/*
+ * Time sync through the area's control page (sync.c): the round's last
+ * PING wakes the agent, which then answers requests on the control page
+ * until they stop (guest/agent/shmsync.c).
+ */
+enum sync_method {
+	SYNC_CHANNEL,		/* PING/PONG on the control channel */
+	SYNC_SHM,		/* exchanges through the control page */
+};
+
+struct sync_shm {
+	enum sync_method method;	/* the one the model comes from */
+	bool posted;		/* a request waits for the next PONG */
+	bool off;		/* the agent does not answer: pings only */
+	unsigned int misses;	/* rounds in a row without an answer */
+	unsigned int rejects;	/* answers in a row that the model refuted */
+	uint64_t rounds_off;	/* ping rounds since it was switched off */
+	uint64_t token;		/* xorshift state for the request tokens */
+	uint64_t samples;	/* exchanges fed to the model */
+	uint64_t rejected;	/* answers that were garbage */
+	uint64_t timeouts;
+	uint64_t best_ns;	/* narrowest round trip of the last round */
+	uint64_t last_ns;	/* when the last exchange was fed */
+	uint64_t last_writer;	/* its writer clock */
+};
+
 struct remote {
 	struct remote *next;
 	uint32_t id;
@@ -381,6 +407,7 @@ struct remote {
 	/* time sync: pings of an agent session (ping.c), samples (sync.c,
 	 * or the area's control page: area_remote.c) */
 	struct ping_state ping;
+	struct sync_shm shm;
 	uint64_t sync_samples;
 	uint64_t sync_bad;
 	uint64_t sync_dropped;		/* contradicted by newer samples */
@@ -673,6 +700,19 @@ void conns_deadlines(uint64_t now_ms, uint64_t *next_ms);
 /* sync.c */
 void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 		 uint64_t recv);
+/* Post a request on @r's control page before the PING that wakes the
+ * agent; true when posted (shared-memory sync is worth trying). */
+bool sync_shm_post(struct remote *r);
+/* After the PONG of that PING (sent at @ref_send, answered at @ref_recv,
+ * its agent's second clock reading @ref_writer): the exchanges, fed to
+ * the model. */
+void sync_shm_round(struct remote *r, uint64_t ref_writer,
+		    uint64_t ref_send, uint64_t ref_recv);
+/* Whether a ping's sample is to be fed too: not while shared memory
+ * answers (SHM_ALONE_NS since its last sample). */
+bool sync_shm_alone(const struct remote *r);
+/* What the model comes from, for status text: "shm" or "channel". */
+const char *sync_method_name(const struct remote *r);
 
 /* page_source.c: where a remote's pages come from */
 /* Add @ps (ops and geometry set) to @r's sources, taking it over (closed

@@ -12,6 +12,13 @@
  * agent's own processing time taken out of the round trip.  An answer
  * that is late (D_PING_TIMEOUT_MS), on another clock or out of sequence
  * counts as failed.
+ *
+ * The chain's last PING also wakes the agent for time sync through the
+ * area's control page: a request is posted there before it leaves
+ * (sync_shm_post()), and its PONG starts the exchanges (sync_shm_round(),
+ * sync.c), microseconds wide where a ping is tens.  While those answer,
+ * the pings' own samples are not fed (sync_shm_alone()); they are for an
+ * agent that does not answer on the page, or has not for 5 s.
  */
 #include <string.h>
 
@@ -27,6 +34,7 @@ void ping_reset(struct remote *r)
 {
 	r->ping.req = 0;
 	r->ping.idx = 0;
+	r->shm.posted = false;
 }
 
 static void ping_send(struct remote *r)
@@ -37,6 +45,9 @@ static void ping_send(struct remote *r)
 	m.type = HVT_MSG_PING;
 	m.req = remote_next_req(r);
 	m.u.ping.seq = ++r->ping.seq;
+	/* The chain's last PING wakes the agent for shared-memory sync. */
+	if (r->ping.idx == D_SYNC_CHAIN - 1)
+		sync_shm_post(r);
 	m.u.ping.host_ns = d_now_ns();
 	if (conn_send(r->conn, &m))
 		return;
@@ -98,6 +109,9 @@ static void ping_pong(struct remote *r, const struct hvt_msg *m,
 	 */
 	if (r->ping.idx == 0)
 		goto next;
+	/* While shared memory answers, the model comes from it alone. */
+	if (sync_shm_alone(r))
+		goto next;
 	send = r->ping.sent_ns + busy / 2;
 	recv = recv_ns - busy / 2;
 	sync_sample(r, send,
@@ -107,6 +121,15 @@ static void ping_pong(struct remote *r, const struct hvt_msg *m,
 	r->sync_samples++;
 	clocks_update(r); /* the refitted model to the subscribers */
 next:
+	/* The agent spins on the control page once it has answered. */
+	if (r->shm.posted) {
+		if (m->type == HVT_MSG_PING && m->u.pong.seq == r->ping.seq &&
+		    m->u.pong.clock_id == r->info.clock_id)
+			sync_shm_round(r, m->u.pong.writer_tx, r->ping.sent_ns,
+				       recv_ns);
+		else
+			r->shm.posted = false;
+	}
 	if (++r->ping.idx < D_SYNC_CHAIN) {
 		r->ping.next_ms = now;	/* the chain goes on at once */
 		return;

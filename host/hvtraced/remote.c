@@ -377,6 +377,7 @@ int remote_set_area(struct remote *r, struct hvtrace_area *a)
 	r->sync_samples = 0;
 	r->raw_nr = 0;
 	r->raw_next = 0;
+	memset(&r->shm, 0, sizeof(r->shm));	/* a new area: try it again */
 	return 0;
 }
 

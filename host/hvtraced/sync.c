@@ -27,8 +27,13 @@
  * box, a lying agent), the oldest samples are dropped until they do; a
  * single sample is always feasible, and then the window is its own.
  */
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+
+#include <hvtrace-internal.h>
 
 #include "daemon.h"
 
@@ -118,19 +123,25 @@ static int sync_window(const struct remote *r, unsigned int first,
 	return *lo <= *hi ? 0 : -1;
 }
 
+/* Host ns per writer tick, as the area declares it. */
+static double sync_nominal(const struct remote *r)
+{
+	if (r->info.clock_id == HVT_CLOCK_COUNTER) {
+		if (r->info.clock_freq_hz)
+			return 1e9 / (double)r->info.clock_freq_hz;
+		if (r->info.clock_mult && r->info.clock_shift < 64)
+			return (double)r->info.clock_mult /
+			       ldexp(1.0, (int)r->info.clock_shift);
+	}
+	return 1.0;
+}
+
 void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 		 uint64_t recv)
 {
-	double nominal = 1.0, lo = 0, hi = 0;
+	double nominal = sync_nominal(r), lo = 0, hi = 0;
 	unsigned int first;
 
-	if (r->info.clock_id == HVT_CLOCK_COUNTER) {
-		if (r->info.clock_freq_hz)
-			nominal = 1e9 / (double)r->info.clock_freq_hz;
-		else if (r->info.clock_mult && r->info.clock_shift < 64)
-			nominal = (double)r->info.clock_mult /
-				  ldexp(1.0, (int)r->info.clock_shift);
-	}
 	/* A writer clock that went backwards starts the window afresh. */
 	if (r->raw_nr) {
 		const struct sync_raw *last =
@@ -161,4 +172,264 @@ void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
 	hvtrace_area_add_sync_sample(r->area, send + (uint64_t)lo, writer,
 				     send + (uint64_t)hi);
 	r->sync_window_ns = (uint64_t)(hi - lo);
+}
+
+/*
+ * Time sync through the control page.
+ *
+ * A round: sync_shm_post() stores a request token in the control page
+ * right before the round's last PING; the agent answers the PING, sees a
+ * request pending and spins on the control page (guest/agent/shmsync.c).
+ * On the PONG, sync_shm_round() runs SHM_EXCHANGES exchanges
+ * (hvt_area_sync_exchange(): the host stamps, stores a fresh token, spins
+ * until the agent echoes it with its clock, stamps again) and feeds the
+ * SHM_KEEP narrowest to sync_sample() in time order.  The first exchange
+ * waits out the agent's way from its PONG into the spin and is not used.
+ *
+ * The round runs in the daemon's loop, which it holds: a few tens of
+ * microseconds when the agent's vCPU runs, at most SHM_WAKE_NS +
+ * SHM_LATE * SHM_TIMEOUT_NS (26 ms) on a host too loaded to run it.
+ *
+ * The answer is hostile: tokens are random, so only an agent that saw the
+ * request can echo it; an answer must come after the PONG's clock reading
+ * and no more ticks later than the host time since that PING allows, be
+ * newer than the last sample, and, once the model is synced, lie within
+ * its bound of the host's bracket.
+ * A refuted answer costs a rejected sample; only SHM_STEP refuted in a row
+ * (a writer clock that really stepped, which the model then finds
+ * contradicting its older samples) get through.  An agent that does not answer (an older one) leaves
+ * the remote on its pings: tried again every SHM_RETRY ping rounds.
+ */
+#define SHM_EXCHANGES	32
+#define SHM_KEEP	4
+#define SHM_WAKE_NS	20000000ull	/* the agent waits 25 ms for it */
+#define SHM_TIMEOUT_NS	2000000ull	/* the agent waits 5 ms */
+#define SHM_LATE	3		/* timeouts that end a round */
+#define SHM_MISSES	8		/* rounds unanswered: pings only */
+#define SHM_RETRY	8
+#define SHM_STEP	16	/* refuted in a row: a step of the clock */
+#define SHM_SLACK_NS	1000		/* rounding of the model's bound */
+#define SHM_ALONE_NS	5000000000ull	/* pings join after 5 s without */
+
+static uint64_t shm_token(struct remote *r)
+{
+	uint64_t x = r->shm.token;
+
+	if (!x) {
+		if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
+			x = d_now_ns() ^ (uint64_t)(uintptr_t)r;
+		x |= 1;
+	}
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	r->shm.token = x;
+	return x;
+}
+
+/*
+ * While the exchanges answer, they feed the model alone: under a loaded
+ * TCG host the pings' brackets, though hundreds of microseconds wide,
+ * were seen to contradict the exchanges' (e2e/clock_truth: steps and
+ * events outside their bound when both were fed), where either kind
+ * alone kept every event inside its bound.  After SHM_ALONE_NS without
+ * an exchange the pings feed it again.
+ */
+bool sync_shm_alone(const struct remote *r)
+{
+	return r->shm.samples && d_now_ns() - r->shm.last_ns < SHM_ALONE_NS;
+}
+
+const char *sync_method_name(const struct remote *r)
+{
+	if (r->ops->transport == HVT_TRANSPORT_AREA)
+		return "control page";	/* area_remote.c: no agent */
+	if (sync_shm_alone(r))
+		return "shm (the area's control page, after a ping)";
+	return "channel (pings over the control channel)";
+}
+
+/*
+ * Off unless $HVTRACED_SYNC_SHM is 1: under TCG the guest's clock was
+ * seen to change its rate by ~1000 ppm after boot, and the model fed by
+ * microsecond-wide exchanges then stated bounds that events broke (by
+ * 50-670 us, e2e/clock_truth with HVT_TRUTH_SHM=1), where the pings'
+ * model held (docs/design.md section 5).
+ */
+static bool shm_enabled(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		const char *e = getenv("HVTRACED_SYNC_SHM");
+
+		on = e && !strcmp(e, "1");
+	}
+	return on;
+}
+
+bool sync_shm_post(struct remote *r)
+{
+	uint64_t s, w, v;
+
+	r->shm.posted = false;
+	if (!r->area || !shm_enabled())
+		return false;
+	if (r->shm.off) {
+		if (++r->shm.rounds_off < SHM_RETRY)
+			return false;
+		r->shm.rounds_off = 0;
+	}
+	/* A timeout of 0 only posts the request. */
+	if (hvt_area_sync_exchange(r->area, shm_token(r), 0, &s, &w, &v) ==
+	    -EPERM)
+		return false;
+	r->shm.posted = true;
+	return true;
+}
+
+/*
+ * Whether an answer agrees with what the PONG that started the round and
+ * the model already know: the agent read @writer after its PONG's second
+ * reading (@ref_writer, taken after the PING left at @ref_send), so no
+ * earlier, and no more ticks later than the host ns up to @recv allow at
+ * the declared rate (+5%, the model's own window).
+ */
+static bool shm_plausible(struct remote *r, uint64_t ref_writer,
+			  uint64_t ref_send, uint64_t ref_recv, uint64_t send,
+			  uint64_t writer, uint64_t recv)
+{
+	struct hvtrace_clock_map m;
+	uint64_t host, err = UINT64_MAX;
+
+	double ticks, lo, hi;
+
+	/* ref_writer was read in [ref_send, ref_recv], writer in
+	 * [send, recv]: the ticks between them took at least send -
+	 * ref_recv and at most recv - ref_send host ns. */
+	if (writer < ref_writer || recv < ref_send)
+		return false;
+	ticks = (double)(writer - ref_writer) * sync_nominal(r);
+	lo = ((double)send - (double)ref_recv) * (1 - SYNC_PPM_BOX * 1e-6);
+	hi = (double)(recv - ref_send) * (1 + SYNC_PPM_BOX * 1e-6);
+	if (ticks < lo - SHM_SLACK_NS || ticks > hi + SHM_SLACK_NS)
+		return false;
+
+	if (r->shm.samples && writer <= r->shm.last_writer)
+		return false;
+	hvtrace_area_clock_map(r->area, &m);
+	if (!(m.flags & HVTRACE_CLOCK_SYNCED))
+		return true;
+	host = hvtrace_area_to_host_ns(r->area, writer, &err);
+	if (err == UINT64_MAX || err > UINT64_MAX / 4)
+		return true;
+	return host + err + SHM_SLACK_NS >= send &&
+	       host <= recv + err + SHM_SLACK_NS;
+}
+
+void sync_shm_round(struct remote *r, uint64_t ref_writer, uint64_t ref_send,
+		    uint64_t ref_recv)
+{
+	struct sync_raw got[SHM_EXCHANGES], keep[SHM_KEEP];
+	unsigned int n = 0, k = 0, late = 0, i, j;
+	uint64_t s, w, v;
+	int ret;
+
+	if (!r->shm.posted || !r->area)
+		return;
+	r->shm.posted = false;
+	/* The agent answers the posted request as it enters its spin. */
+	ret = hvt_area_sync_exchange(r->area, shm_token(r), SHM_WAKE_NS, &s,
+				     &w, &v);
+	if (ret) {
+		r->shm.timeouts++;
+		r->shm.method = SYNC_CHANNEL;
+		/* An agent that answered once can: a loaded host missed. */
+		if (++r->shm.misses >= SHM_MISSES && !r->shm.samples &&
+		    !r->shm.off) {
+			r->shm.off = true;
+			r->shm.method = SYNC_CHANNEL;
+			d_log("remote '%s': its agent does not answer time sync "
+			      "through shared memory; its clock model comes "
+			      "from pings over the control channel",
+			      r->name);
+		}
+		return;
+	}
+	for (i = 0; i < SHM_EXCHANGES; i++) {
+		ret = hvt_area_sync_exchange(r->area, shm_token(r),
+					     SHM_TIMEOUT_NS, &s, &w, &v);
+		if (ret == -ETIMEDOUT) {
+			r->shm.timeouts++;
+			if (++late >= SHM_LATE)
+				break;
+			continue;
+		}
+		if (ret)
+			continue;
+		got[n].send = s;
+		got[n].writer = w;
+		got[n].recv = v;
+		n++;
+	}
+	if (!n) {
+		r->shm.method = SYNC_CHANNEL;
+		return;
+	}
+	/* The SHM_KEEP narrowest, in the order they were taken. */
+	for (k = 0; k < SHM_KEEP && k < n; k++) {
+		unsigned int b = k;
+
+		for (j = k + 1; j < n; j++)
+			if (got[j].recv - got[j].send <
+			    got[b].recv - got[b].send)
+				b = j;
+		if (b != k) {
+			struct sync_raw t = got[k];
+
+			got[k] = got[b];
+			got[b] = t;
+		}
+	}
+	r->shm.best_ns = got[0].recv - got[0].send;
+	memcpy(keep, got, k * sizeof(keep[0]));
+	for (i = 1; i < k; i++)
+		for (j = i; j > 0 && keep[j].send < keep[j - 1].send; j--) {
+			struct sync_raw t = keep[j];
+
+			keep[j] = keep[j - 1];
+			keep[j - 1] = t;
+		}
+	for (i = 0; i < k; i++) {
+		if (!shm_plausible(r, ref_writer, ref_send, ref_recv,
+				   keep[i].send, keep[i].writer, keep[i].recv) &&
+		    ++r->shm.rejects < SHM_STEP) {
+			r->shm.rejected++;
+			continue;
+		}
+		if (r->shm.rejects >= SHM_STEP)
+			d_log("remote '%s': %u time-sync answers in a row "
+			      "contradicted the clock model; taking them as "
+			      "a step of the guest's clock",
+			      r->name, r->shm.rejects);
+		r->shm.rejects = 0;
+		/*
+		 * Straight to the model, not through sync_sample(): its
+		 * strips assume one straight line over 64 samples, which
+		 * brackets a microsecond wide over seconds would hold the
+		 * guest's clock to (against the host's NTP-slewed one) far
+		 * beyond the drift that the model allows for.
+		 */
+		hvtrace_area_add_sync_sample(r->area, keep[i].send,
+					     keep[i].writer, keep[i].recv);
+		r->shm.last_writer = keep[i].writer;
+		r->sync_window_ns = keep[i].recv - keep[i].send;
+		r->sync_samples++;
+		r->shm.samples++;
+		r->shm.last_ns = d_now_ns();
+	}
+	r->shm.misses = 0;
+	r->shm.off = false;
+	r->shm.method = SYNC_SHM;
+	clocks_update(r); /* the refitted model to the subscribers */
 }

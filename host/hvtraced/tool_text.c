@@ -172,6 +172,9 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 		if (n > 0 && n < (int)sizeof(small))
 			n += snprintf(small + n, sizeof(small) - (size_t)n,
 				      "tracing: %s\nevents: %u\nclients: %u\n"
+				      "sync_method: %s\n"
+				      "sync_shm: %llu samples, %llu rejected, "
+				      "%llu timeouts, best round trip %llu ns\n"
 				      "sync_samples: %llu\nsync_failed: %llu\n"
 				      "sync_window_ns: %llu\n"
 				      "clock_error_ns: %s\n"
@@ -185,6 +188,11 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      "cmdlines_bytes: %zu\n",
 				      r->tracing_on ? "on" : "off",
 				      rec.nr_events, rec.nr_clients,
+				      sync_method_name(r),
+				      (unsigned long long)r->shm.samples,
+				      (unsigned long long)r->shm.rejected,
+				      (unsigned long long)r->shm.timeouts,
+				      (unsigned long long)r->shm.best_ns,
 				      (unsigned long long)r->sync_samples,
 				      (unsigned long long)r->sync_bad,
 				      (unsigned long long)r->sync_window_ns,

@@ -724,6 +724,58 @@ static int area_sync(struct hvtrace_area *a, int timeout_ms)
 	}
 }
 
+/*
+ * One exchange through the control page for a caller that refines the
+ * sample itself (hvtraced, for a guest whose agent answers while it spins
+ * after a PING): request @token, spin (no sleep) until the writer echoes
+ * it or @timeout_ns passes.  The model is not touched.  The answer is
+ * hostile: only an exact echo of the token counts, and a seq that moves
+ * while the clock is read drops the sample.
+ */
+int hvt_area_sync_exchange(struct hvtrace_area *a, uint64_t token,
+			   uint64_t timeout_ns, uint64_t *send,
+			   uint64_t *writer, uint64_t *recv)
+{
+	const struct hvt_area_header *h;
+	struct hvt_guard g;
+	uint64_t s, now, got, w;
+	int ret = area_need_control(a, "time sync");
+
+	if (ret)
+		return ret;
+	if (hvt_guard_enter(&g, a->ro, a->size))
+		return area_gone(a);
+	h = (const void *)a->ro;
+	s = hvt_host_now_ns();
+	/* Release: a writer that sees the token sees nothing older. */
+	__atomic_store_n(&a->ctrl->sync_req, token, __ATOMIC_RELEASE);
+	for (;;) {
+		got = __atomic_load_n(&h->sync_seq, __ATOMIC_ACQUIRE);
+		now = hvt_host_now_ns();
+		if (got == token)
+			break;
+		if (now - s > timeout_ns) {
+			hvt_guard_leave(&g);
+			return -ETIMEDOUT;
+		}
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ volatile("yield");
+#endif
+	}
+	w = __atomic_load_n(&h->sync_clock, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	got = __atomic_load_n(&h->sync_seq, __ATOMIC_RELAXED);
+	hvt_guard_leave(&g);
+	if (got != token)
+		return -EAGAIN;
+	*send = s;
+	*writer = w;
+	*recv = now;
+	return 0;
+}
+
 HVTRACE_API void hvtrace_area_add_sync_sample(struct hvtrace_area *a,
 					      uint64_t host_send,
 					      uint64_t writer,

@@ -46,6 +46,9 @@ $(eval $(call add-test,e2e/cli,HVT_OBJTREE=$(objtree) $(srctree)/tests/e2e/cli.s
 
 BENCH_PROGS += $(E2E_BENCH) $(GUEST_IMAGE)
 $(eval $(call add-bench,e2e/guest,$(E2E_BENCH)))
+# A guest's user events against host stamps, 10000 rounds (clock_truth.c).
+BENCH_PROGS += $(objtree)/tests/e2e/clock_truth
+$(eval $(call add-bench,e2e/clock-truth,HVT_TRUTH_ROUNDS=10000 HVT_TRUTH_BENCH=1 HVT_TRUTH_SHM=1 $(objtree)/tests/e2e/clock_truth))
 
 endif
 endif

@@ -80,6 +80,21 @@ struct hvt_clock_affine {
 HVT_LIBPRIVATE void hvt_area_clock_affine(const struct hvtrace_area *a,
 					  struct hvt_clock_affine *out);
 
+/*
+ * One time-sync exchange through area @a's control page (opened with
+ * HVTRACE_OPEN_CONTROL): store @token as the request, spin until the
+ * writer echoes it, at most @timeout_ns.  On success (0) the writer's
+ * clock reading lies in host time [*send, *recv]; the model is left
+ * alone (the caller refines the sample and feeds it with
+ * hvtrace_area_add_sync_sample()).  -ETIMEDOUT without an answer,
+ * -EAGAIN when the answer changed while read, -EPERM without control,
+ * -EIO when the file shrank.
+ */
+HVT_LIBPRIVATE int hvt_area_sync_exchange(struct hvtrace_area *a,
+					  uint64_t token, uint64_t timeout_ns,
+					  uint64_t *send, uint64_t *writer,
+					  uint64_t *recv);
+
 static inline uint64_t hvt_clock_affine_to_host(const struct hvt_clock_affine *a,
 						uint64_t ts)
 {
