@@ -19,7 +19,8 @@
  * Prints the p50 and max of the truth error |mapped - (before + after) /
  * 2| (an upper estimate: it includes half the bracket), of the bracket,
  * and of the stated bound; with HVT_TRUTH_BENCH set, as BENCH lines
- * (make bench: 10000 rounds).
+ * (make bench: 10000 rounds), where an event outside its widened bracket
+ * is counted and printed (clock_truth_outside_bound), not fatal.
  *
  * HVT_TRUTH_GARBAGE runs the guest program with --garbage (a thread
  * overwrites the agent's answers with garbage clocks): every event must
@@ -98,7 +99,7 @@ int main(void)
 	struct e_guest g;
 	struct stat st;
 	char run[128];
-	unsigned int k, cpu, n = 0, torn = 0;
+	unsigned int k, cpu, n = 0, torn = 0, outside = 0;
 	uint8_t *area;
 	uint32_t seq;
 	int fd;
@@ -191,7 +192,9 @@ int main(void)
 		host = to_host(&g, ts, &err);
 		if (err == UINT64_MAX)
 			t_fail("round %u: the guest's clock is not synced", k);
-		if (host + err < t0 || host > t1 + err)
+		if ((host + err < t0 || host > t1 + err) && bench)
+			outside++;	/* counted and printed, not fatal */
+		else if (host + err < t0 || host > t1 + err)
 			t_fail("round %u: event mapped to %llu, outside the "
 			       "host's bracket [%llu, %llu] +- %llu ns "
 			       "(%lld ns off)",
@@ -231,7 +234,14 @@ int main(void)
 	qsort(terr, n, sizeof(*terr), cmp_u64);
 	qsort(bnd, n, sizeof(*bnd), cmp_u64);
 	qsort(brk, n, sizeof(*brk), cmp_u64);
-	printf("clock_truth: %u rounds, every event inside its bracket\n", n);
+	if (outside)
+		printf("clock_truth: %u rounds, %u events outside their "
+		       "bracket widened by the stated bound\n",
+		       n, outside);
+	else
+		printf("clock_truth: %u rounds, every event inside its "
+		       "bracket\n",
+		       n);
 	printf("clock_truth: truth error p50 %.2f us, max %.2f us\n",
 	       terr[n / 2] / 1e3, terr[n - 1] / 1e3);
 	printf("clock_truth: stated bound p50 %.2f us, max %.2f us\n",
@@ -244,6 +254,7 @@ int main(void)
 		printf("BENCH clock_truth_err_p50 %.2f us\n", terr[n / 2] / 1e3);
 		printf("BENCH clock_truth_err_max %.2f us\n",
 		       terr[n - 1] / 1e3);
+		printf("BENCH clock_truth_outside_bound %u events\n", outside);
 	}
 	/* (A guest that scribbles answers also starves its agent.) */
 	if (!truth_garbage && want_shm && bnd[n / 2] / 1e3 > max_bound_us)
