@@ -75,11 +75,12 @@ cat "$T_TMP/live.err"
 grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$n.log" || fail "the guest's writer failed"
 kring_check_marks "$T_TMP/live.txt" "$N"
 # The stream ends when QEMU exits; the launcher removes the RAM file
-# after that, as the last thing before it ends: wait for its processes.
+# after that, then the runtime folder as the last thing: wait for it.
 for _ in $(seq 600); do
-	pgrep -f -- "$T_RUNDIR/$n/" >/dev/null || break
+	[ -e "$T_RUNDIR/$n" ] || break
 	sleep 0.05
 done
+[ ! -e "$T_RUNDIR/$n" ] || fail "the runtime folder $T_RUNDIR/$n remains 30 s after the guest powered off"
 [ ! -e "$ram" ] || fail "$ram remains without --keep-ram"
 
 info "panic: $M lines, then sysrq c; read the kept RAM file"
