@@ -114,11 +114,6 @@ static int daemon_start(int argc, char **argv)
 			     strerror(errno));
 }
 
-static const char *state_name(uint32_t s)
-{
-	return hvt_remote_state_word(s);
-}
-
 static int daemon_status(struct hvtrace_daemon *dc)
 {
 	struct hvt_msg m, r;
@@ -144,7 +139,7 @@ static int daemon_status(struct hvtrace_daemon *dc)
 			snprintf(err, sizeof(err), "%llu",
 				 (unsigned long long)x.clock_err_ns);
 		printf("%-4u %-20s %-12s %-8s %4u %6u %7u %8llu %12s\n", x.id,
-		       x.name, state_name(x.state),
+		       x.name, hvt_remote_state_word(x.state, x.transport),
 		       x.transport == HVT_TRANSPORT_SOCKET ? "socket" :
 		       x.transport == HVT_TRANSPORT_AREA   ? "area" :
 		       x.transport == HVT_TRANSPORT_KRING  ? "kring" :

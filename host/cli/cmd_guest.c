@@ -53,15 +53,19 @@ static const char guest_usage[] =
 	"stop    detaches the guest from hvtraced and stops it (QEMU, its\n"
 	"        sockets and its area file go; see --keep-area); exits 0\n"
 	"        when the guest is off afterwards: stopped, or found powered\n"
-	"        off already (--run), or none of that name, each said once\n"
+	"        off already (--run), panicked or crashed, or none of that\n"
+	"        name, each said once\n"
 	"status  the guest (state, vCPUs, area, sockets) and what hvtraced\n"
 	"        knows of it (agent state, events, time-sync error bound),\n"
 	"        as key=value lines; state= is starting, booting, ready\n"
 	"        (the agent runs), ended (the --run command ended),\n"
-	"        stopping or powered-off (then summary= says how its\n"
-	"        command ended and whether its area and RAM were kept);\n"
-	"        exits 1 when there is no guest of that name\n"
-	"list    every guest of the rig, and whether hvtraced has it\n"
+	"        stopping, or, once QEMU ended unasked, powered-off (the\n"
+	"        guest powered itself off), panicked or crashed (then\n"
+	"        summary= says how, and whether its area and RAM were\n"
+	"        kept); exits 1 when there is no guest of that name\n"
+	"list    every guest of the rig (those whose QEMU ended unasked\n"
+	"        too, until stopped or cleaned up), and what hvtraced says\n"
+	"        of it, in the same words\n"
 	"kformats  unpack the event formats a --kernel-events guest printed\n"
 	"        on its console (NAME running, or its kept --log FILE) into\n"
 	"        DIR, laid out like tracefs (default: a cache folder, named)\n"
@@ -267,11 +271,6 @@ static int gu_attach(struct hvtrace_daemon *dc, const char *name, uint32_t type,
 	return hvtrace_daemon_call_result(dc, &m, NULL, text, size);
 }
 
-static const char *gu_state_name(uint32_t s)
-{
-	return hvt_remote_state_word(s);
-}
-
 /* --- start --------------------------------------------------------------- */
 
 static int gu_start(int argc, char **argv)
@@ -452,7 +451,9 @@ static int gu_start(int argc, char **argv)
 			if (gu_status_text(launcher, name, &s2) ||
 			    (gu_kv(s2, "state", state, sizeof(state)) &&
 			     (!strcmp(state, "stale") ||
-			      !strcmp(state, "powered-off")))) {
+			      !strcmp(state, "powered-off") ||
+			      !strcmp(state, "panicked") ||
+			      !strcmp(state, "crashed")))) {
 				char sum[256] = "";
 
 				/* A --run command that ended quickly: the
@@ -599,7 +600,8 @@ static void gu_print_remote(struct hvtrace_daemon *dc, const char *name,
 		return;
 	}
 	printf("remote_id=%u\n", rec.id);
-	printf("remote_state=%s\n", gu_state_name(rec.state));
+	printf("remote_state=%s\n", hvt_remote_state_word(rec.state,
+							 rec.transport));
 	printf("tracing=%s\n", rec.tracing_on ? "on" : "off");
 	printf("events=%u\n", rec.nr_events);
 	printf("clients=%u\n", rec.nr_clients);
@@ -687,12 +689,12 @@ static int gu_list(int argc, char **argv)
 	}
 	if (gu_connect(sock, &dc))
 		dc = NULL;
-	printf("%-20s %-9s %4s %6s %10s %-12s %s\n", "NAME", "STATE", "CPUS",
+	printf("%-20s %-11s %4s %6s %10s %-12s %s\n", "NAME", "STATE", "CPUS",
 	       "MEM_MB", "AREA_KIB", "HVTRACED", "AREA");
 	/* Rows: name state pid cpus mem area_size area control */
 	for (p = rows; p && *p; p = nl ? nl + 1 : NULL) {
 		char name[64], state[32], pid[32], cpus[16], mem[16], size[32];
-		char area[PATH_MAX];
+		char area[PATH_MAX], kib[32];
 		struct hvt_remote_rec rec;
 		const char *att;
 
@@ -707,9 +709,16 @@ static int gu_list(int argc, char **argv)
 		else if (hvtrace_daemon_find_remote(dc, name, &rec))
 			att = "-";
 		else
-			att = gu_state_name(rec.state);
-		printf("%-20s %-9s %4s %6s %10llu %-12s %s\n", name, state,
-		       cpus, mem, strtoull(size, NULL, 10) / 1024, att, area);
+			att = hvt_remote_state_word(rec.state,
+							    rec.transport);
+		/* A guest whose QEMU ended has a record, not a size. */
+		if (size[0] >= '0' && size[0] <= '9')
+			snprintf(kib, sizeof(kib), "%llu",
+				 strtoull(size, NULL, 10) / 1024);
+		else
+			snprintf(kib, sizeof(kib), "-");
+		printf("%-20s %-11s %4s %6s %10s %-12s %s\n", name, state,
+		       cpus, mem, kib, att, area);
 	}
 	free(rows);
 	hvtrace_daemon_close(dc);

@@ -30,15 +30,17 @@ static const char list_usage[] =
 	"             virtio-serial port), socket (a local agent), or the\n"
 	"             transport's number\n"
 	"  STATE      connected (agent session up), waiting (attached, no\n"
-	"             agent yet: booting, or gone with its guest),\n"
-	"             disconnected (a local agent left; its area stays\n"
-	"             readable), missing (attached again after a restart\n"
-	"             of hvtraced, but its area file is gone: a line\n"
-	"             below the table names the file and what to do),\n"
-	"             powered-off (a rig guest powered itself off, as\n"
-	"             one started with --run does when its command\n"
-	"             ends: the same word as 'hvtrace guest status';\n"
-	"             its area stays readable)\n"
+	"             agent yet), disconnected (its agent or QEMU left;\n"
+	"             its area stays readable), missing (attached again\n"
+	"             after a restart of hvtraced, but its area file is\n"
+	"             gone: a line below the table names the file and\n"
+	"             what to do).  A rig guest ('hvtrace guest') has the\n"
+	"             words of 'hvtrace guest status': booting (its agent\n"
+	"             not up yet), ready (agent up), and once its QEMU ended\n"
+	"             unasked powered-off (it powered itself off, as\n"
+	"             --run does when its command ends), panicked (its\n"
+	"             kernel panicked) or crashed (QEMU killed or failed);\n"
+	"             its area stays readable\n"
 	"  MODE       consume (producer-consumer: new events are dropped\n"
 	"             when full) or overwrite (flight recorder)\n"
 	"  CPUS       CPU buffers\n"
@@ -171,7 +173,7 @@ static int list_run(int argc, char **argv)
 			snprintf(link, sizeof(link), "%u", x.transport);
 		printf("%-20s %-8s %-7s %-12s %-9s %4u %7s %6u %10s\n", x.name,
 		       x.nr_cpus ? kind_name(x.writer_kind) : "-", link,
-		       hvt_remote_state_word(x.state),
+		       hvt_remote_state_word(x.state, x.transport),
 		       !x.nr_cpus		      ? "-"
 		       : x.mode == HVT_MODE_OVERWRITE ? "overwrite"
 		       : x.mode == HVT_MODE_CONSUME   ? "consume"

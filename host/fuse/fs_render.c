@@ -203,7 +203,8 @@ int fh_render(struct fz_view *v, struct fz_fh *fh)
 				  hvt_remote_state_word(
 					  r->state ? r->state
 					  : r->stopped ? HVT_REMOTE_DISCONNECTED
-						       : HVT_REMOTE_CONNECTED));
+						       : HVT_REMOTE_CONNECTED,
+					  r->transport));
 		break;
 	case F_BUFFER_SIZE_KB:
 	case F_CPU_BUFFER_SIZE_KB:

@@ -25,13 +25,15 @@
  * (hvtrace_area_open()).  The guest's RAM file is not the daemon's.
  *
  * A guest whose socket refuses connections after a session (its QEMU
- * exited: powered off, panicked, killed) is DISCONNECTED: its area stays
- * readable, and readers that follow it read it to the end and stop
- * (hvtrace_daemon_remote_stopped()).  The daemon keeps trying, so a
- * guest started again under the name is taken up as before.  A guest
- * that powered itself off (its --run command ended) is POWERED_OFF
- * instead: the rig leaves the record RUN_DIR/NAME.ended behind, whose
- * first line is "state=powered-off" (chardev_powered_off()).
+ * exited) is DISCONNECTED: its area stays readable, and readers that
+ * follow it read it to the end and stop (hvtrace_daemon_remote_stopped()).
+ * The daemon keeps trying, so a guest started again under the name is
+ * taken up as before.  When the rig says how QEMU ended, the remote says
+ * the same: the rig leaves the record RUN_DIR/NAME.ended behind, whose
+ * first line is "state=powered-off" (the guest powered itself off, as
+ * --run does), "state=panicked" or "state=crashed" (chardev_ended()):
+ * POWERED_OFF, PANICKED or CRASHED, until the record goes (stop,
+ * cleanup, a new guest of the name).
  */
 #include <errno.h>
 #include <limits.h>
@@ -99,26 +101,34 @@ static int chardev_open_area(struct remote *r, char *msg, size_t msgsize)
 }
 
 /*
- * Did the rig record that the guest powered itself off?  RUN_DIR/NAME.ended
+ * How did the guest's QEMU end, by the rig's record?  RUN_DIR/NAME.ended
  * is the rig's (qemu-scripts/hvtrace-guest) and read like any file found
  * by name in a folder others may write: a regular file of a trusted owner
  * (hvt_util_open_owned()), and only its first line counts, which must be
- * exactly "state=powered-off".
+ * exactly one of the lines below.  Returns the remote state, or 0 when
+ * there is no such record.
  */
-static bool chardev_powered_off(struct chardev_remote *cr)
+static uint32_t chardev_ended(struct chardev_remote *cr)
 {
-	static const char want[] = "state=powered-off\n";
-	char buf[sizeof(want)], msg[256];
-	size_t have = 0;
+	static const struct {
+		const char *line;
+		uint32_t state;
+	} ends[] = {
+		{ "state=powered-off\n", HVT_REMOTE_POWERED_OFF },
+		{ "state=panicked\n", HVT_REMOTE_PANICKED },
+		{ "state=crashed\n", HVT_REMOTE_CRASHED },
+	};
+	char buf[32], msg[256];
+	size_t have = 0, i;
 	ssize_t n;
 	int fd;
 
 	fd = hvt_util_open_owned(cr->ended_path, 0, cr->owner, msg,
 				 sizeof(msg));
 	if (fd < 0)
-		return false;
-	while (have < sizeof(want) - 1) {
-		n = read(fd, buf + have, sizeof(want) - 1 - have);
+		return 0;
+	while (have < sizeof(buf)) {
+		n = read(fd, buf + have, sizeof(buf) - have);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -126,7 +136,19 @@ static bool chardev_powered_off(struct chardev_remote *cr)
 		have += (size_t)n;
 	}
 	close(fd);
-	return have == sizeof(want) - 1 && !memcmp(buf, want, have);
+	for (i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+		size_t len = strlen(ends[i].line);
+
+		if (have >= len && !memcmp(buf, ends[i].line, len))
+			return ends[i].state;
+	}
+	return 0;
+}
+
+static bool chardev_state_ended(uint32_t s)
+{
+	return s == HVT_REMOTE_POWERED_OFF || s == HVT_REMOTE_PANICKED ||
+	       s == HVT_REMOTE_CRASHED;
 }
 
 static void chardev_connect(struct remote *r)
@@ -134,6 +156,7 @@ static void chardev_connect(struct remote *r)
 	struct chardev_remote *cr = chardev_remote(r);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct conn *c;
+	uint32_t ended;
 	int fd;
 
 	cr->next_try_ms = d_now_ms() + D_RECONNECT_MS;
@@ -151,22 +174,23 @@ static void chardev_connect(struct remote *r)
 		close(fd);
 		if (err != ECONNREFUSED && err != ENOENT)
 			return;
-		/* The guest powered itself off: the rig says so. */
-		if (r->state != HVT_REMOTE_POWERED_OFF &&
-		    chardev_powered_off(cr)) {
-			r->state = HVT_REMOTE_POWERED_OFF;
-			d_log("remote '%s': the guest powered itself off (%s); "
+		/* QEMU ended unasked: the rig says how. */
+		ended = chardev_ended(cr);
+		if (ended && ended != r->state) {
+			r->state = ended;
+			d_log("remote '%s': the guest's QEMU ended: %s (%s); "
 			      "its area stays readable",
-			      r->name, cr->ended_path);
+			      r->name,
+			      hvt_remote_state_word(ended, HVT_TRANSPORT_CHARDEV),
+			      cr->ended_path);
 			return;
 		}
-		if (r->state == HVT_REMOTE_POWERED_OFF &&
-		    !chardev_powered_off(cr))
+		if (!ended && chardev_state_ended(r->state))
 			/* Its record is gone (stopped, cleaned up). */
 			r->state = HVT_REMOTE_DISCONNECTED;
 		/* Nobody listens where QEMU did: the guest is gone. */
 		if (cr->had_session && r->state != HVT_REMOTE_DISCONNECTED &&
-		    r->state != HVT_REMOTE_POWERED_OFF) {
+		    !chardev_state_ended(r->state)) {
 			r->state = HVT_REMOTE_DISCONNECTED;
 			d_log("remote '%s': %s: %s: the guest's QEMU is gone; "
 			      "its area stays readable",
@@ -181,7 +205,7 @@ static void chardev_connect(struct remote *r)
 	}
 	c->remote = r;
 	r->conn = c;
-	r->state = HVT_REMOTE_WAITING;
+	r->state = HVT_REMOTE_BOOTING;
 	cr->had_session = true;
 	cr->ag.agent.session = d_now_ns();
 	d_log("remote '%s': connected to %s", r->name, cr->ctl_path);

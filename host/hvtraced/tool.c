@@ -61,6 +61,15 @@ static void tool_remotes(struct conn *c, const struct hvt_msg *m)
 		if (rec.state == HVT_REMOTE_POWERED_OFF &&
 		    !(c->tool->caps & HVT_CAP_TOOL_POWERED_OFF))
 			rec.state = HVT_REMOTE_DISCONNECTED;
+		/* One older than the rig guest's states: the words it
+		 * knows for the same moments. */
+		if ((rec.state == HVT_REMOTE_PANICKED ||
+		     rec.state == HVT_REMOTE_CRASHED) &&
+		    !(c->tool->caps & HVT_CAP_TOOL_RIG_STATES))
+			rec.state = HVT_REMOTE_DISCONNECTED;
+		if (rec.state == HVT_REMOTE_BOOTING &&
+		    !(c->tool->caps & HVT_CAP_TOOL_RIG_STATES))
+			rec.state = HVT_REMOTE_WAITING;
 		hvt_msg_put_remote(buf + (size_t)n * HVT_REMOTE_REC_SIZE, &rec);
 		n++;
 	}

@@ -137,7 +137,8 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 			     "name: %s\nid: %u\nstate: %s\ntransport: %s\n"
 			     "control: %s\narea: %s\n",
 			     r->name, r->id,
-			     hvt_remote_state_word(r->state),
+			     hvt_remote_state_word(r->state,
+						   r->ops->transport),
 			     r->ops->name, r->ops->control(r),
 			     !remote_has_pages(r) ? "(not attached yet)" :
 			     r->ops->area_path(r)[0] ?

@@ -270,7 +270,8 @@ int hvtrace_daemon_open(const char *path, struct hvtrace_daemon **out)
 	m.u.hello.min_version = HVT_PROTO_MIN_VERSION;
 	m.u.hello.max_version = HVT_PROTO_VERSION;
 	m.u.hello.role = HVT_ROLE_TOOL;
-	m.u.hello.caps = HVT_CAP_TOOL_MISSING | HVT_CAP_TOOL_POWERED_OFF;
+	m.u.hello.caps = HVT_CAP_TOOL_MISSING | HVT_CAP_TOOL_POWERED_OFF |
+			   HVT_CAP_TOOL_RIG_STATES;
 	m.u.hello.pid = (uint32_t)getpid();
 	ret = hvtrace_daemon_call(c, &m, &r, HVTRACE_DAEMON_TIMEOUT_MS, NULL, NULL);
 	if (ret)

@@ -163,7 +163,9 @@ bool hvtrace_daemon_remote_stopped(const struct hvt_remote_rec *rec)
 		rec->transport == HVT_TRANSPORT_KRING ||
 		rec->transport == HVT_TRANSPORT_CHARDEV) &&
 	       (rec->state == HVT_REMOTE_DISCONNECTED ||
-		rec->state == HVT_REMOTE_POWERED_OFF);
+		rec->state == HVT_REMOTE_POWERED_OFF ||
+		rec->state == HVT_REMOTE_PANICKED ||
+		rec->state == HVT_REMOTE_CRASHED);
 }
 
 int hvtrace_daemon_stats_get(struct hvtrace_daemon *dc, uint32_t remote,

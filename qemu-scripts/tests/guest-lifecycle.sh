@@ -8,12 +8,18 @@
 #     command's exit status (run_status=0), whether its area was kept,
 #     a one-line summary= and remote_state=powered-off;
 #   - "hvtrace list" shows the remote as powered-off (not disconnected);
+#   - "hvtrace guest list" (and the launcher's list) still lists it, as
+#     powered-off, with hvtraced's word beside it: powered-off;
 #   - the mount's remotes/NAME/state says powered-off (where FUSE can
 #     mount here);
 #   - "hvtrace guest stop NAME" says once that the guest had already
 #     powered off, and nothing else of the guest, and exits 0; afterwards
 #     status says "no guest" in one line (exit 1), and a second stop says
 #     once that there is nothing to stop (exit 0).
+# A guest whose QEMU is killed (kill -9) is "crashed" in the same places
+# (status says "QEMU was killed by signal 9"), and stop says so once.
+# While it runs, "hvtrace list" and "hvtrace guest list" say "ready",
+# the launcher's word, not hvtraced's own "connected".
 # --run's power-off is in "hvtrace guest --help" and the launcher's.
 . "$(dirname "$0")/lib.sh"
 t_require
@@ -74,6 +80,17 @@ done
 grep -qx 'remote_state=powered-off' <("$HVTRACE" guest status "$n" 2>&1) ||
 	fail "'hvtrace guest status' does not say remote_state=powered-off"
 
+# hvtrace guest list: the guest is still listed, in the same words.
+"$HVTRACE" guest list >"$T_TMP/glist.out" 2>&1 || fail "hvtrace guest list failed: $(cat "$T_TMP/glist.out")"
+cat "$T_TMP/glist.out"
+grep -Eq "^$n +powered-off +- +- +- +powered-off " "$T_TMP/glist.out" ||
+	fail "'hvtrace guest list' does not list '$n' as powered-off"
+"$G" list --json | python3 -c '
+import json, sys
+g = [x for x in json.load(sys.stdin) if x["name"] == sys.argv[1]]
+assert len(g) == 1 and g[0]["state"] == "powered-off" and g[0]["run_status"] == 0, g
+' "$n" || fail "the launcher's list --json does not list '$n' as powered-off"
+
 # the mount, where FUSE works here
 if [ -c /dev/fuse ] && [ -r /dev/fuse ] && [ -w /dev/fuse ] && command -v fusermount3 >/dev/null; then
 	MNT=$T_TMP/mnt
@@ -120,4 +137,32 @@ cat "$T_TMP/stop2.out"
 [ $rc -eq 0 ] || fail "a second stop exits $rc, not 0"
 [ "$(grep -c "no guest '$n'" "$T_TMP/stop2.out")" -eq 1 ] && ! grep -q "stopped$" "$T_TMP/stop2.out" ||
 	fail "a second stop does not say once, and only, that there is no guest"
+
+# A guest whose QEMU is killed: crashed, everywhere.
+t_name c crash
+"$HVTRACE" guest start "$c" --initrd "$initrd" --log "$T_TMP/$c.log" \
+	>"$T_TMP/start-c.out" 2>&1 || { cat "$T_TMP/start-c.out"; fail "hvtrace guest start $c failed"; }
+[ "$(list_state "$c")" = ready ] || fail "'hvtrace list' says '$(list_state "$c")' for a running guest, not ready"
+"$HVTRACE" guest list 2>&1 | grep -Eq "^$c +ready +2 +512 +[0-9]+ +ready " ||
+	fail "'hvtrace guest list' does not say ready twice: $("$HVTRACE" guest list 2>&1)"
+qpid=$("$G" status "$c" | sed -n 's/^qemu_pid=//p')
+[ -n "$qpid" ] || fail "no qemu_pid for '$c'"
+kill -KILL "$qpid"
+"$G" wait "$c" --poweroff --timeout 60 || fail "the launcher did not see QEMU of '$c' end"
+"$HVTRACE" guest status "$c" >"$T_TMP/status-c.out" 2>&1 || fail "status of a crashed guest failed: $(cat "$T_TMP/status-c.out")"
+grep -qx 'state=crashed' "$T_TMP/status-c.out" || fail "status does not say state=crashed: $(cat "$T_TMP/status-c.out")"
+grep -q '^summary=crashed (QEMU was killed by signal 9; area .* removed)$' "$T_TMP/status-c.out" ||
+	fail "status's summary: $(grep summary= "$T_TMP/status-c.out")"
+tries=100
+until [ "$(list_state "$c")" = crashed ] || [ $tries -eq 0 ]; do
+	tries=$((tries - 1))
+	sleep 0.1
+done
+[ "$(list_state "$c")" = crashed ] || fail "'hvtrace list' says '$(list_state "$c")' for '$c', not crashed"
+"$HVTRACE" guest list 2>&1 | grep -Eq "^$c +crashed +- +- +- +crashed " ||
+	fail "'hvtrace guest list' does not list '$c' as crashed: $("$HVTRACE" guest list 2>&1)"
+"$HVTRACE" guest stop "$c" >"$T_TMP/stop-c.out" 2>&1 || fail "stop of a crashed guest failed"
+[ "$(grep -c "'$c' had already crashed (QEMU was killed by signal 9" "$T_TMP/stop-c.out")" -eq 1 ] ||
+	fail "stop does not say once that '$c' had crashed: $(cat "$T_TMP/stop-c.out")"
+info "$(cat "$T_TMP/stop-c.out")"
 echo "PASS"

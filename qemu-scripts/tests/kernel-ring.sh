@@ -127,8 +127,8 @@ qpid=$(status_get "$k" qemu_pid)
 kill -KILL "$qpid"
 wait_pid_gone "$qpid" 30 || fail "QEMU $qpid did not die"
 tries=600
-while "$G" list --no-header | grep -q "^$k "; do
-	[ $tries -gt 0 ] || fail "the rig did not clean up after the killed guest"
+until [ "$("$G" list --no-header | awk -v n="$k" '$1 == n { print $2 }')" = crashed ]; do
+	[ $tries -gt 0 ] || fail "the rig did not clean up after the killed guest (list: $("$G" list --no-header | grep "^$k "))"
 	tries=$((tries - 1))
 	sleep 0.1
 done

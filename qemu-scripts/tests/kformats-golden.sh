@@ -157,7 +157,7 @@ info "sched_waking: $w1 events while enabled, none after the disable"
 	hvt-agent-killed 60 || fail "the guest did not kill its agent"
 # (the agent says goodbye: the guest's remote waits for another one)
 for _ in $(seq 300); do
-	"$HVTRACE" list 2>/dev/null | grep -Eq "^$n .* connected " || break
+	"$HVTRACE" list 2>/dev/null | grep -Eq "^$n .* ready " || break
 	sleep 0.1
 done
 "$HVTRACE" events enable --remote "$n" sched:sched_waking >"$T_TMP/noag.out" 2>&1 &&

@@ -7,9 +7,9 @@
 # and with no --count or --timeout, must end by itself (exit 0) once
 # hvtraced finds the guest's chardev socket refusing connections, after
 # printing all M events with no loss, and say that the remote stopped;
-# "hvtrace daemon status" then lists the guest as disconnected.  A guest
-# started again under the same name is taken up as before (connected,
-# and its events stream).
+# "hvtrace daemon status" then lists the guest as panicked, the word of
+# "hvtrace guest status", whose summary gives the panic's line.  A guest
+# started again under the same name is taken up as before (ready).
 #
 # Environment: HVT_GONE_EVENTS (M, default 200).
 . "$(dirname "$0")/lib.sh"
@@ -35,7 +35,7 @@ t_name n gone
 	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }
 wait_line "$T_TMP/$n.log" '^registered id=' 120 || fail "ue_writer did not register hvt_e2e"
 "$HVTRACE" events enable --remote "$n" hvt_e2e >/dev/null || fail "cannot enable hvt_e2e"
-[ "$(remote_state "$n")" = connected ] || fail "'$n' is not connected: $("$HVTRACE" daemon status)"
+[ "$(remote_state "$n")" = ready ] || fail "'$n' is not ready: $("$HVTRACE" daemon status)"
 
 timeout 200 "$HVTRACE" stream "$n" --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt" &
 spid=$!
@@ -54,9 +54,19 @@ grep -q "^hvtrace stream: '$n' stopped" "$T_TMP/err.txt" || fail "the stream did
 got=$(grep -c 'hvt_e2e' "$T_TMP/out.txt")
 [ "$got" -eq "$M" ] || fail "$got hvt_e2e events streamed, not $M"
 grep -q '^hvtrace stream: .*, 0 lost,' "$T_TMP/err.txt" || fail "the summary reports losses"
+# The launcher's record of the panic reaches hvtraced within a
+# reconnect period or two.
+for _ in $(seq 100); do
+	[ "$(remote_state "$n")" = panicked ] && break
+	sleep 0.1
+done
 st=$(remote_state "$n")
-[ "$st" = disconnected ] || fail "'$n' is $st after its QEMU exited, not disconnected"
-info "$M events, then '$n' disconnected"
+[ "$st" = panicked ] || fail "'$n' is $st after its kernel panicked, not panicked"
+"$HVTRACE" guest status "$n" >"$T_TMP/status.out" 2>&1 || fail "guest status of a panicked guest failed: $(cat "$T_TMP/status.out")"
+grep -qx 'state=panicked' "$T_TMP/status.out" || fail "guest status does not say state=panicked: $(cat "$T_TMP/status.out")"
+grep -q '^summary=panicked (Kernel panic - not syncing: ' "$T_TMP/status.out" ||
+	fail "guest status does not give the panic's line: $(grep summary= "$T_TMP/status.out")"
+info "$M events, then '$n' panicked: $(grep summary= "$T_TMP/status.out")"
 
 # The same name again: hvtraced takes the new guest up.
 "$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n-2.log" \
@@ -64,10 +74,10 @@ info "$M events, then '$n' disconnected"
 	{ cat "$T_TMP/start2.out"; fail "hvtrace guest start (again) failed"; }
 wait_line "$T_TMP/$n-2.log" '^registered id=' 120 || fail "ue_writer did not register hvt_e2e (again)"
 for _ in $(seq 100); do
-	[ "$(remote_state "$n")" = connected ] && break
+	[ "$(remote_state "$n")" = ready ] && break
 	sleep 0.1
 done
 st=$(remote_state "$n")
-[ "$st" = connected ] || fail "'$n' started again is $st, not connected"
-info "'$n' started again: connected"
+[ "$st" = ready ] || fail "'$n' started again is $st, not ready"
+info "'$n' started again: ready"
 echo "PASS"

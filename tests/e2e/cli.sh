@@ -64,10 +64,10 @@ grep -q "'$NAME' is up" "$T/start.out" || fail "guest start did not wait for the
 grep -q "already running" "$T/dup.err" || fail "the duplicate name is not explained"
 
 "$H" list >"$T/list.out" 2>&1 || fail "hvtrace list failed"
-grep -Eq "^$NAME +guest +chardev +connected +consume +2 " "$T/list.out" ||
-	fail "hvtrace list does not show $NAME as a connected 2-CPU guest: $(cat "$T/list.out")"
+grep -Eq "^$NAME +guest +chardev +ready +consume +2 " "$T/list.out" ||
+	fail "hvtrace list does not show $NAME as a ready 2-CPU guest: $(cat "$T/list.out")"
 "$H" guest list >"$T/glist.out" 2>&1 || fail "hvtrace guest list failed"
-grep -Eq "^$NAME +ready +2 +512 +16384 +connected " "$T/glist.out" ||
+grep -Eq "^$NAME +ready +2 +512 +16384 +ready " "$T/glist.out" ||
 	fail "hvtrace guest list: $(cat "$T/glist.out")"
 
 # Its events, enabled from the host; the stream shows every event the
@@ -110,7 +110,7 @@ grep -Eq "^ +demo-w[0-9]-[0-9]+ +\[00[01]\] " "$T/stream.out" ||
 grep -q "LOST" "$T/stream.out" && fail "events were lost"
 
 "$H" guest status "$NAME" >"$T/status.out" 2>&1 || fail "guest status failed"
-for k in state=ready cpus=2 remote_state=connected events=3; do
+for k in state=ready cpus=2 remote_state=ready events=3; do
 	grep -qx "$k" "$T/status.out" || fail "guest status lacks $k: $(cat "$T/status.out")"
 done
 grep -Eq "^clock_error_ns=[0-9]+$" "$T/status.out" || fail "no clock error bound in guest status"

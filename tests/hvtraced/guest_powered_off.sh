@@ -1,18 +1,22 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# A rig guest that powered itself off is "powered-off" in hvtraced, not
-# "disconnected": the rig (qemu-scripts/hvtrace-guest) leaves the record
-# RUN_DIR/NAME.ended, first line "state=powered-off", when the guest's
-# init powered it off.  A fake guest (a control.sock that listens, no
-# QEMU) is attached by name and then goes away:
+# A rig guest says in hvtraced what the rig says of it, in the rig's
+# words: "booting" until its agent is up, and once its QEMU ended unasked
+# the word of the record the rig (qemu-scripts/hvtrace-guest) leaves in
+# RUN_DIR/NAME.ended: first line "state=powered-off" (its init powered it
+# off), "state=panicked" or "state=crashed" -- not "disconnected".  A fake
+# guest (a control.sock that listens, no QEMU) is attached by name and
+# then goes away:
+#   - attached, no agent: booting (the launcher's word), not waiting;
 #   - with no record it is disconnected, as before;
-#   - with the record, hvtrace list and daemon info say powered-off;
 #   - a record that is not the rig's is not believed (disconnected): a
 #     symbolic link, a world-writable file, another first line, a
-#     truncated line;
+#     truncated line, a word the rig does not write;
+#   - with the rig's record, hvtrace list and daemon info say its word:
+#     powered-off, then panicked, then crashed;
 #   - the record removed (stop, cleanup): disconnected again;
-#   - the guest back (its socket listens again): waiting, as before.
+#   - the guest back (its socket listens again): booting, as before.
 set -u
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh" poweredoff
@@ -67,7 +71,7 @@ fake_guest
 	fail "attach: $(cat "$T/attach.log")"
 wait_for 5 grep -q "remote '$N': connected to" "$T/hvtraced.log" ||
 	fail "hvtraced did not connect to the fake guest"
-expect waiting "attached, no agent"
+expect booting "attached, no agent"
 
 # The guest goes (QEMU exited): no record yet.
 kill "$FPID"
@@ -92,14 +96,28 @@ expect disconnected "a record whose first line is another"
 printf 'state=powered-of' >"$REC"
 sleep 2.5
 expect disconnected "a truncated record"
+printf 'state=exploded\n' >"$REC"
+sleep 2.5
+expect disconnected "a record with a word the rig does not write"
 
 # The rig's record.
 printf 'state=powered-off\nname=%s\nrun_status=0\n' "$N" >"$REC"
 expect powered-off "the rig's record"
 "$H" daemon info --remote "$N" --socket "$SOCK" 2>&1 | grep -q '^state: powered-off$' ||
 	fail "daemon info does not say 'state: powered-off': $("$H" daemon info --remote "$N" --socket "$SOCK" 2>&1 | head -5)"
-grep -q "remote '$N': the guest powered itself off" "$T/hvtraced.log" ||
+grep -q "remote '$N': the guest's QEMU ended: powered-off" "$T/hvtraced.log" ||
 	fail "hvtraced's log does not say that the guest powered itself off"
+
+# The rig's record of a panic, then of a QEMU that was killed (written
+# as the rig does: a new file renamed over the old).
+printf 'state=panicked\nname=%s\npanic=Kernel panic - not syncing: sysrq triggered crash\n' "$N" >"$REC.tmp"
+mv -f "$REC.tmp" "$REC"
+expect panicked "the rig's record of a panic"
+printf 'state=crashed\nname=%s\nqemu_status=137\n' "$N" >"$REC.tmp"
+mv -f "$REC.tmp" "$REC"
+expect crashed "the rig's record of a killed QEMU"
+"$H" daemon info --remote "$N" --socket "$SOCK" 2>&1 | grep -q '^state: crashed$' ||
+	fail "daemon info does not say 'state: crashed'"
 
 # Stopped or cleaned up: the record goes.
 rm -f "$REC"
@@ -107,5 +125,5 @@ expect disconnected "the record removed"
 
 # Started again under the name.
 fake_guest
-expect waiting "the guest back"
+expect booting "the guest back"
 echo PASS

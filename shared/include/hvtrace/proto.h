@@ -216,6 +216,11 @@ enum hvt_text_kind {
  * HVT_REMOTE_POWERED_OFF (a tool without it is sent
  * HVT_REMOTE_DISCONNECTED, as before). */
 #define HVT_CAP_TOOL_POWERED_OFF (1u << 1)
+/* HELLO caps of a tool: it takes REMOTES records of the rig guest's
+ * states HVT_REMOTE_PANICKED and HVT_REMOTE_CRASHED (a tool without it is
+ * sent HVT_REMOTE_DISCONNECTED, as before) and HVT_REMOTE_BOOTING (sent
+ * HVT_REMOTE_WAITING). */
+#define HVT_CAP_TOOL_RIG_STATES	(1u << 2)
 
 /* Remote states (REMOTES records). */
 enum hvt_remote_state {
@@ -231,20 +236,18 @@ enum hvt_remote_state {
 					 * off (the rig's record
 					 * RUN_DIR/NAME.ended says so); its
 					 * area stays readable */
-	HVT_REMOTE_STATE_MAX = 5,
+	HVT_REMOTE_PANICKED = 6,	/* a rig guest whose kernel panicked
+					 * (its record says "panicked");
+					 * its area stays readable */
+	HVT_REMOTE_CRASHED = 7,		/* a rig guest whose QEMU ended
+					 * otherwise: killed, or an error
+					 * (its record says "crashed") */
+	HVT_REMOTE_BOOTING = 8,		/* a rig guest whose QEMU is reached
+					 * and whose agent has not come up
+					 * since (after an agent's goodbye:
+					 * HVT_REMOTE_WAITING) */
+	HVT_REMOTE_STATE_MAX = 8,
 };
-
-/* The word of a remote state, the same in hvtrace list, hvtrace guest
- * status and the mount's remotes/NAME/state. */
-static inline const char *hvt_remote_state_word(uint32_t s)
-{
-	return s == HVT_REMOTE_WAITING	       ? "waiting"
-	       : s == HVT_REMOTE_CONNECTED     ? "connected"
-	       : s == HVT_REMOTE_DISCONNECTED  ? "disconnected"
-	       : s == HVT_REMOTE_MISSING       ? "missing"
-	       : s == HVT_REMOTE_POWERED_OFF   ? "powered-off"
-					       : "?";
-}
 
 /* Remote transports. */
 enum hvt_transport {
@@ -257,6 +260,29 @@ enum hvt_transport {
 					 * the memory of a VMM process */
 	HVT_TRANSPORT_MAX = 4,
 };
+
+/*
+ * The word of a remote state, the same in hvtrace list, hvtrace guest
+ * status and the mount's remotes/NAME/state.  A rig guest's (transport
+ * HVT_TRANSPORT_CHARDEV) are the launcher's words for the same moments
+ * (hvtrace-guest(1), "States"): "booting" until its agent first comes up,
+ * "ready" while it is up; after its QEMU ended, the word its record
+ * gives.
+ */
+static inline const char *hvt_remote_state_word(uint32_t s, uint32_t transport)
+{
+	int rig = transport == HVT_TRANSPORT_CHARDEV;
+
+	return s == HVT_REMOTE_WAITING	       ? "waiting"
+	       : s == HVT_REMOTE_BOOTING       ? "booting"
+	       : s == HVT_REMOTE_CONNECTED     ? (rig ? "ready" : "connected")
+	       : s == HVT_REMOTE_DISCONNECTED  ? "disconnected"
+	       : s == HVT_REMOTE_MISSING       ? "missing"
+	       : s == HVT_REMOTE_POWERED_OFF   ? "powered-off"
+	       : s == HVT_REMOTE_PANICKED      ? "panicked"
+	       : s == HVT_REMOTE_CRASHED       ? "crashed"
+					       : "?";
+}
 
 /* PAGE flags. */
 #define HVT_PAGEF_TAIL		0x1u	/* the writer's current page */
