@@ -201,6 +201,13 @@ say "6. The guest kernel panics on purpose; the host reads its last events from 
 grep -a -m1 'Kernel panic' "$LOG"
 "$SRC/qemu-scripts/hvtrace-guest" wait "$NAME" --poweroff --timeout 60 >/dev/null ||
 	die "QEMU did not end after the panic"
+# The rig and hvtraced say the same of it: panicked, its RAM kept
+# (hvtraced learns it from the rig's record within moments).
+for _ in $(seq 50); do
+	"$H" list 2>/dev/null | grep -q "^$NAME .* panicked " && break
+	sleep 0.1
+done
+run "$H" guest list
 RAM=${HVT_SHM_DIR:-/dev/shm}/hvtrace-$NAME.ram
 # The formats the guest printed on its console at boot.
 "$SRC/qemu-scripts/hvtrace-guest" kformats --log "$LOG" "$TMP/kformats" >/dev/null ||

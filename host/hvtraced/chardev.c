@@ -7,7 +7,8 @@
  * SHM_DIR/hvtrace-NAME.  The guest's agent may not run yet, or restart,
  * or the port may deliver bytes of an earlier session late, so the
  * daemon keeps trying: it reconnects every D_RECONNECT_MS when the socket
- * goes away, retries the area every D_RECONNECT_MS until it opens, and
+ * goes away (every CHARDEV_QUICK_MS for the first 3 s after a session
+ * was lost, when QEMU's end and the rig's record are news), retries the area every D_RECONNECT_MS until it opens, and
  * says HELLO again every D_HELLO_RETRY_MS until the agent answers.  With
  * each connection it takes the guest's doorbell eventfd from
  * RUN_DIR/NAME/bell.sock where the rig serves one (bell.c).  A
@@ -48,6 +49,12 @@
 
 #include "daemon.h"
 
+/* After a lost session, reconnect (and look for the rig's record) every
+ * CHARDEV_QUICK_MS for CHARDEV_QUICK_TRIES tries (3 s), then every
+ * D_RECONNECT_MS. */
+#define CHARDEV_QUICK_MS	100
+#define CHARDEV_QUICK_TRIES	30
+
 /* A guest's remote: an agent's (the struct agent_remote it embeds) that
  * the daemon connects to. */
 struct chardev_remote {
@@ -61,6 +68,9 @@ struct chardev_remote {
 	uid_t owner;		/* trusted owner of the area, or -1 */
 	bool said_refused;	/* logged that the area's owner is wrong */
 	bool had_session;	/* connected once: a refusal means QEMU left */
+	unsigned int quick_tries; /* after a lost session: tries left at
+				   * CHARDEV_QUICK_MS, so that the rig's
+				   * record is seen while it is news */
 };
 
 static const struct remote_ops chardev_ops;
@@ -159,7 +169,12 @@ static void chardev_connect(struct remote *r)
 	uint32_t ended;
 	int fd;
 
-	cr->next_try_ms = d_now_ms() + D_RECONNECT_MS;
+	if (cr->quick_tries) {
+		cr->quick_tries--;
+		cr->next_try_ms = d_now_ms() + CHARDEV_QUICK_MS;
+	} else {
+		cr->next_try_ms = d_now_ms() + D_RECONNECT_MS;
+	}
 	if (strlen(cr->ctl_path) >= sizeof(sa.sun_path))
 		return;
 	strcpy(sa.sun_path, cr->ctl_path);
@@ -183,6 +198,7 @@ static void chardev_connect(struct remote *r)
 			      r->name,
 			      hvt_remote_state_word(ended, HVT_TRANSPORT_CHARDEV),
 			      cr->ended_path);
+			cr->quick_tries = 0;
 			return;
 		}
 		if (!ended && chardev_state_ended(r->state))
@@ -330,7 +346,9 @@ static void chardev_conn_lost(struct remote *r)
 	struct chardev_remote *cr = chardev_remote(r);
 
 	r->state = HVT_REMOTE_WAITING;
-	cr->next_try_ms = d_now_ms() + D_RECONNECT_MS;
+	/* QEMU ends: its supervisor writes the record within moments. */
+	cr->quick_tries = CHARDEV_QUICK_TRIES;
+	cr->next_try_ms = d_now_ms() + CHARDEV_QUICK_MS;
 	d_log("remote '%s': lost %s; reconnecting", r->name, cr->ctl_path);
 }
 
