@@ -167,25 +167,6 @@ static void b_page(void *arg, const struct hvt_msg *m)
 	h_decode_page(c->tep, &m->u.page, b_record, c);
 }
 
-/* Writer timestamp -> host ns with hvtraced's model. */
-static uint64_t to_host(struct e_guest *g, uint64_t ts, uint64_t *err)
-{
-	struct hvt_msg m, r;
-	uint8_t buf[8];
-
-	hvt_msg_put_u64(buf, ts);
-	memset(&m, 0, sizeof(m));
-	m.type = HVT_MSG_TO_HOST;
-	m.chan = g->remote;
-	m.u.to_host.ts.ptr = buf;
-	m.u.to_host.ts.count = 1;
-	t_ok(hvtrace_daemon_call(e_dc, &m, &r, 10000, e_seq_dispatch, NULL));
-	t_eq(r.type, HVT_MSG_TO_HOST);
-	if (err)
-		*err = r.u.to_host_reply.err_ns;
-	return hvt_msg_u64_at(&r.u.to_host_reply.ns, 0);
-}
-
 /* Formats, then a subscription whose pages go to col. */
 static void b_subscribe(struct e_guest *g)
 {
@@ -386,7 +367,7 @@ int main(void)
 	dropped = e_kv(l, "dropped");
 	e_drain(&g, e_seq_dispatch, NULL);
 	/* From the first event's write to the last one's arrival. */
-	secs = (double)(col.last_ns - to_host(&g, col.first_ts, NULL)) / 1e9;
+	secs = (double)(col.last_ns - e_to_host(&g, col.first_ts, NULL)) / 1e9;
 	printf("throughput: %llu events in %.3f s, %llu lost (guest: wrote "
 	       "%llu, dropped %llu)\n",
 	       (unsigned long long)col.tput, secs, (unsigned long long)col.lost,
@@ -430,7 +411,7 @@ int main(void)
 	e_drain(&g, e_seq_dispatch, NULL);
 	lost = col.lost - lost;
 	secs = (double)(col.steady_last_ns -
-			to_host(&g, col.steady_first_ts, NULL)) /
+			e_to_host(&g, col.steady_first_ts, NULL)) /
 	       1e9;
 	bells = h_info_u64(e_dc, g.remote, "wake_doorbells") - bells;
 	armings = h_info_u64(e_dc, g.remote, "wake_armings") - armings;

@@ -51,23 +51,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static uint64_t to_host(struct e_guest *g, uint64_t ts, uint64_t *err)
-{
-	struct hvt_msg m, r;
-	uint8_t buf[8];
-
-	hvt_msg_put_u64(buf, ts);
-	memset(&m, 0, sizeof(m));
-	m.type = HVT_MSG_TO_HOST;
-	m.chan = g->remote;
-	m.u.to_host.ts.ptr = buf;
-	m.u.to_host.ts.count = 1;
-	t_ok(hvtrace_daemon_call(e_dc, &m, &r, 10000, NULL, NULL));
-	t_eq(r.type, HVT_MSG_TO_HOST);
-	*err = r.u.to_host_reply.err_ns;
-	return hvt_msg_u64_at(&r.u.to_host_reply.ns, 0);
-}
-
 /* The guest's timestamp of the newest event on @m, or 0 when torn. */
 static uint64_t meta_ts(const struct hvt_cpu_meta *m, uint64_t word)
 {
@@ -189,7 +172,7 @@ int main(void)
 			torn++;	/* the next event came already */
 			continue;
 		}
-		host = to_host(&g, ts, &err);
+		host = e_to_host(&g, ts, &err);
 		if (err == UINT64_MAX)
 			t_fail("round %u: the guest's clock is not synced", k);
 		if ((host + err < t0 || host > t1 + err) && bench)

@@ -672,3 +672,21 @@ void e_guest_attach(struct e_guest *g)
 		       g->name);
 	g->remote = rec.id;
 }
+
+uint64_t e_to_host(struct e_guest *g, uint64_t ts, uint64_t *err)
+{
+	struct hvt_msg m, r;
+	uint8_t buf[8];
+
+	hvt_msg_put_u64(buf, ts);
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_TO_HOST;
+	m.chan = g->remote;
+	m.u.to_host.ts.ptr = buf;
+	m.u.to_host.ts.count = 1;
+	t_ok(hvtrace_daemon_call(e_dc, &m, &r, 10000, e_seq_dispatch, NULL));
+	t_eq(r.type, HVT_MSG_TO_HOST);
+	if (err)
+		*err = r.u.to_host_reply.err_ns;
+	return hvt_msg_u64_at(&r.u.to_host_reply.ns, 0);
+}

@@ -110,6 +110,10 @@ unsigned int e_stats(struct e_guest *g, struct hvt_m_stats *st,
 /* The guest's remote record. */
 void e_remote(struct e_guest *g, struct hvt_remote_rec *rec);
 
+/* Writer timestamp @ts of guest @g on the host's clock, by hvtraced's
+ * model (TO_HOST); its error bound in *@err unless @err is NULL. */
+uint64_t e_to_host(struct e_guest *g, uint64_t ts, uint64_t *err);
+
 /*
  * Records of guest/workloads/ue_seq ("hvt_seq u32 thread; u32 seq; u64
  * val; __rel_loc char[] tag"): each is checked field by field (val, tag)

@@ -50,6 +50,16 @@ fail() {
 # hyphen of "re-run" or "+-2 us").
 OPT_RE='(?:^|(?<=[\s\[(|,"'"'"'`{=]))(--?[A-Za-z][A-Za-z0-9-]*)'
 
+# Perl: print each option (OPT_RE) of the line in $_, one a line, without
+# trailing dashes, leaving out single-dash words (-foo) that are no
+# options.
+PRINT_OPTIONS='while (/'"$OPT_RE"'/g) {
+	my $o = $1;
+	next if $o =~ /^-[A-Za-z][A-Za-z0-9]/;
+	$o =~ s/-+$//;
+	print "$o\n";
+}'
+
 # The options a --help text (stdin) lists: those of its usage lines (up
 # to the first blank line, and lines indented by at most 6 columns that
 # start with the program's name) and of its option entries (a line
@@ -71,12 +81,7 @@ help_options() {
 		} elsif (!$all && !$u) {
 			next unless /^ {0,6}hvtrace/;
 		}
-		while (/'"$OPT_RE"'/g) {
-			my $o = $1;
-			next if $o =~ /^-[A-Za-z][A-Za-z0-9]/;
-			$o =~ s/-+$//;
-			print "$o\n";
-		}' | sort -u
+		'"$PRINT_OPTIONS"'' | sort -u
 }
 
 # The options roff text (stdin) lists: the tags of .TP (and .TQ) and
@@ -97,12 +102,7 @@ roff_options() {
 		s/\\\(..|\\&|\\ //g;
 		s/"/ /g;
 		s/^\.[A-Za-z]+\s*/ /;
-		while (/'"$OPT_RE"'/g) {
-			my $o = $1;
-			next if $o =~ /^-[A-Za-z][A-Za-z0-9]/;
-			$o =~ s/-+$//;
-			print "$o\n";
-		}' | sort -u
+		'"$PRINT_OPTIONS"'' | sort -u
 }
 
 # The roff of verb $1's .SS section of hvtrace.1.

@@ -90,6 +90,20 @@ wait_ready() {
 	done
 }
 
+# live_writer VAR NAME DIR: a writer that keeps writing (a 2-CPU
+# consume-mode area of 8 sub-buffers, buffer "live", host mono clock) on
+# area NAME, whose path goes to VAR; its log is DIR/w.log, its pid WP.
+# Returns once the area is formatted.
+live_writer() {
+	area "$1" "$2"
+	"$WRITER" --area "${!1}" --cpus 2 --subbufs 8 --mode consume --kind hyp \
+		--clock mono --name live --log "$3/w.log" -- \
+		wait-control run 0 >"$3/w.out" 2>&1 &
+	WP=$!
+	BGPIDS+=("$WP")
+	wait_ready "$3/w.log"
+}
+
 # wait_pid PID SECONDS: wait for a background process, fail if it runs on
 wait_pid() {
 	local pid=$1 limit=$2 n=0

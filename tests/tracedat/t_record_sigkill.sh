@@ -29,14 +29,9 @@ per_cpu() {
 gaps=()
 one_run() {	# N
 	local n=$1 A P=$T/run$1 t0 pre
-	area A "k$n"
 	mkdir -p "$P"
-	"$WRITER" --area "$A" --cpus 2 --subbufs 8 --mode consume --kind hyp \
-		--clock mono --name live --log "$P/w.log" -- \
-		wait-control run 0 >"$P/w.out" 2>&1 &
-	local wp=$!
-	BGPIDS+=("$wp")
-	wait_ready "$P/w.log"
+	live_writer A "k$n" "$P"
+	local wp=$WP
 	"$HVTRACE" record -q -o "$P/s.dat" "$A" >"$P/rec.out" 2>"$P/rec.err" &
 	local rp=$!
 	BGPIDS+=("$rp")
@@ -126,13 +121,8 @@ printf '%s\n' "${gaps[@]}" | sort -n | awk '{ v[NR] = $1 }
 # A torn journal: one killed run's journal cut in its last record.
 P=$T/torn
 mkdir -p "$P"
-area A torn
-"$WRITER" --area "$A" --cpus 2 --subbufs 8 --mode consume --kind hyp \
-	--clock mono --name live --log "$P/w.log" -- wait-control run 0 \
-	>"$P/w.out" 2>&1 &
-wp=$!
-BGPIDS+=("$wp")
-wait_ready "$P/w.log"
+live_writer A torn "$P"
+wp=$WP
 "$HVTRACE" record -q -o "$P/s.dat" "$A" 2>"$P/rec.err" &
 rp=$!
 BGPIDS+=("$rp")
@@ -157,13 +147,8 @@ echo "torn journal: $(head -1 "$P/recover.err")"
 # A clean SIGINT run: the file, and nothing beside it.
 P=$T/clean
 mkdir -p "$P"
-area A clean
-"$WRITER" --area "$A" --cpus 2 --subbufs 8 --mode consume --kind hyp \
-	--clock mono --name live --log "$P/w.log" -- wait-control run 0 \
-	>"$P/w.out" 2>&1 &
-wp=$!
-BGPIDS+=("$wp")
-wait_ready "$P/w.log"
+live_writer A clean "$P"
+wp=$WP
 mkdir "$P/out"
 "$HVTRACE" record -q -o "$P/out/s.dat" "$A" 2>"$P/rec.err" &
 rp=$!

@@ -11,14 +11,9 @@ need_tools
 
 run_one() {	# SIGNAL KERNEL(0/1)
 	local sig=$1 kern=$2 A I=() P=$T/$1
-	area A "sig-$sig"
 	mkdir -p "$P"
-	"$WRITER" --area "$A" --cpus 2 --subbufs 8 --mode consume --kind hyp \
-		--clock mono --name live --log "$P/w.log" -- \
-		wait-control run 0 >"$P/w.out" 2>&1 &
-	local wp=$!
-	BGPIDS+=("$wp")
-	wait_ready "$P/w.log"
+	live_writer A "sig-$sig" "$P"
+	local wp=$WP
 	if [ "$kern" = 1 ]; then
 		instance iname "sig-$sig"
 		I=(-B "$iname")
