@@ -466,6 +466,10 @@ struct hvt_tdat_rkernel {
 	struct hvt_tdat_pids pids;
 	uint8_t *named; /* the recorder's bitmap of pids /proc named */
 	bool guest;	/* a guest kernel's ring */
+	/* A guest's: the names its records give (sched and task events,
+	 * hvtrace_decoder_learn_comms()), with those events' formats. */
+	struct hvtrace_decoder *dec;
+	struct hvtrace_catalog dcat;
 	struct hvtrace_tracedat_source_stats st;
 };
 
