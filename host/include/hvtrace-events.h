@@ -116,7 +116,10 @@ HVTRACE_API int hvtrace_decoder_set_comm(struct hvtrace_decoder *d, int pid,
 HVTRACE_API int hvtrace_decoder_load_cmdlines(struct hvtrace_decoder *d,
 					      const char *tracefs);
 
-/** hvtrace_decoder_comm - the comm of @pid, or NULL when unknown */
+/**
+ * hvtrace_decoder_comm - the comm of @pid, or NULL when unknown; valid
+ * until the table changes (set_comm, load_cmdlines, learn_comms, format)
+ */
 HVTRACE_API const char *hvtrace_decoder_comm(const struct hvtrace_decoder *d,
 					     int pid);
 
