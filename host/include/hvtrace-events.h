@@ -116,9 +116,64 @@ HVTRACE_API int hvtrace_decoder_set_comm(struct hvtrace_decoder *d, int pid,
 HVTRACE_API int hvtrace_decoder_load_cmdlines(struct hvtrace_decoder *d,
 					      const char *tracefs);
 
-/** hvtrace_decoder_comm - the comm of @pid, or NULL when unknown */
+/**
+ * hvtrace_decoder_comm - the comm of @pid, or NULL when unknown; valid
+ * until the table changes (set_comm, load_cmdlines, learn_comms, format)
+ */
 HVTRACE_API const char *hvtrace_decoder_comm(const struct hvtrace_decoder *d,
 					     int pid);
+
+/**
+ * hvtrace_decoder_learn_comms - name pids from a record's own fields
+ * @d:   decoder
+ * @rec: a record of the ring (@rec->ts: its ring time)
+ *
+ * A record of the scheduler's events names tasks: sched_switch its prev
+ * and next task, the wakeups theirs, sched_process_fork the parent and
+ * the child, task_rename the new name, ... (the "sched" and "task"
+ * events whose format pairs a char[16] COMM with a PID field of the same
+ * prefix; not sched_process_wait).  Each name replaces the table's name
+ * of its pid (hvtrace_decoder_set_comm()) and the name an older record
+ * gave (by ring time); a table name never replaces it.  The fields are
+ * looked up once per event id.  hvtrace_decoder_format() calls it for
+ * every record it prints; call it for records that are not printed
+ * (a recording) to name their pids the same way.
+ *
+ * Return: how many names the record gave (0, 1 or 2), or -EINVAL.
+ */
+HVTRACE_API int hvtrace_decoder_learn_comms(struct hvtrace_decoder *d,
+					    const struct hvtrace_record *rec);
+
+/* Flags of hvtrace_decoder_comm_each() */
+enum hvtrace_comm_flags {
+	/* Only the names records gave (hvtrace_decoder_learn_comms()). */
+	HVTRACE_COMM_LEARNED = 1u << 0,
+};
+
+/* Called with each entry; a non-zero return stops the walk. */
+typedef int (*hvtrace_comm_fn)(void *arg, int pid, const char *comm);
+
+/**
+ * hvtrace_decoder_comm_each - every pid the decoder names, once each
+ * @flags: enum hvtrace_comm_flags
+ *
+ * Return: 0, what @fn returned when it stopped the walk, or -EINVAL.
+ */
+HVTRACE_API int hvtrace_decoder_comm_each(const struct hvtrace_decoder *d,
+					  unsigned int flags,
+					  hvtrace_comm_fn fn, void *arg);
+
+/* The pid -> comm table of a decoder. */
+struct hvtrace_comm_stats {
+	uint64_t entries;	/* pids named now */
+	uint64_t learned;	/* of them, named by records */
+	uint64_t replaced;	/* names a pid of the same slot took over */
+	uint64_t max_entries;	/* the bound: pid % max_entries is the slot */
+};
+
+/** hvtrace_decoder_comm_stats - the table's counts; 0 or -EINVAL */
+HVTRACE_API int hvtrace_decoder_comm_stats(const struct hvtrace_decoder *d,
+					   struct hvtrace_comm_stats *st);
 
 /** hvtrace_decoder_event_name - "system:name" parts of an event id */
 HVTRACE_API int hvtrace_decoder_event_name(const struct hvtrace_decoder *d,

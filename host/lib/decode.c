@@ -3,7 +3,8 @@
  * libhvtrace: event decoding with libtraceevent.
  *
  * A decoder wraps one tep_handle: the header_page description of the
- * writer, the event formats it may write, and a pid -> comm table.
+ * writer, the event formats it may write, and a pid -> comm table
+ * (comm.c, which also learns names from the records).
  *
  *   area    hvtrace_decoder_new_area(): header_page for the area's
  *           sub-buffer size, the built-in "hvtrace" events, and the
@@ -46,11 +47,9 @@ static int dec_alloc(struct hvtrace_decoder **out)
 	if (!d)
 		return hvt_err(-ENOMEM, "out of memory");
 	d->scratch = calloc(1, DEC_SCRATCH_SIZE);
-	d->comm_cap = 64;
-	d->comms = calloc(d->comm_cap, sizeof(*d->comms));
-	if (!d->scratch || !d->comms) {
+	if (!d->scratch || hvt_dec_comm_init(d)) {
 		free(d->scratch);
-		free(d->comms);
+		hvt_dec_comm_fini(d);
 		free(d);
 		return hvt_err(-ENOMEM, "out of memory");
 	}
@@ -67,7 +66,7 @@ HVTRACE_API void hvtrace_decoder_free(struct hvtrace_decoder *d)
 		tep_free(d->tep);
 	trace_seq_destroy(&d->seq);
 	free(d->scratch);
-	free(d->comms);
+	hvt_dec_comm_fini(d);
 	free(d);
 }
 
@@ -462,6 +461,7 @@ HVTRACE_API int hvtrace_decoder_add_format(struct hvtrace_decoder *d,
 		return hvt_err(-EINVAL, "cannot add format of event id %ld: %s",
 			       id, msg);
 	}
+	hvt_dec_learn_forget(d, (unsigned int)id);
 	return 0;
 }
 
@@ -522,64 +522,4 @@ HVTRACE_API int hvtrace_decoder_event_name(const struct hvtrace_decoder *d,
 	if (name)
 		*name = ev->name;
 	return 0;
-}
-
-/* --- pid -> comm --------------------------------------------------------- */
-
-static uint32_t dec_hash(int pid, uint32_t cap)
-{
-	return ((uint32_t)pid * 2654435761u) & (cap - 1);
-}
-
-static struct dec_comm *dec_slot(const struct hvtrace_decoder *d, int pid)
-{
-	uint32_t i = dec_hash(pid, d->comm_cap), n;
-
-	for (n = 0; n < d->comm_cap; n++, i = (i + 1) & (d->comm_cap - 1))
-		if (d->comms[i].pid == pid || !d->comms[i].pid)
-			return &d->comms[i];
-	return NULL;	/* not reached: the table is never full */
-}
-
-HVTRACE_API int hvtrace_decoder_set_comm(struct hvtrace_decoder *d, int pid,
-					 const char *comm)
-{
-	struct dec_comm *s;
-
-	if (!d || !comm || pid <= 0)
-		return hvt_err(-EINVAL, "hvtrace_decoder_set_comm: bad "
-					"argument (pid %d)",
-			       pid);
-	if ((d->comm_nr + 1) * 2 > d->comm_cap) {
-		struct dec_comm *old = d->comms, *ns;
-		uint32_t oc = d->comm_cap, i;
-
-		ns = calloc((size_t)oc * 2, sizeof(*ns));
-		if (!ns)
-			return hvt_err(-ENOMEM, "out of memory");
-		d->comms = ns;
-		d->comm_cap = oc * 2;
-		for (i = 0; i < oc; i++)
-			if (old[i].pid)
-				*dec_slot(d, old[i].pid) = old[i];
-		free(old);
-	}
-	s = dec_slot(d, pid);
-	if (!s->pid)
-		d->comm_nr++;
-	s->pid = pid;
-	/* TASK_COMM_LEN is 16: at most 15 characters. */
-	snprintf(s->comm, sizeof(s->comm), "%s", comm);
-	return 0;
-}
-
-HVTRACE_API const char *hvtrace_decoder_comm(const struct hvtrace_decoder *d,
-					     int pid)
-{
-	const struct dec_comm *s;
-
-	if (!d || pid <= 0)
-		return NULL;
-	s = dec_slot(d, pid);
-	return s && s->pid == pid ? s->comm : NULL;
 }

@@ -133,6 +133,9 @@ HVTRACE_API int hvtrace_decoder_format(struct hvtrace_decoder *d,
 	memcpy(&cf, rec->data,
 	       rec->size < sizeof(cf) ? rec->size : sizeof(cf));
 
+	/* The names this record gives first: a sched_switch names its own
+	 * task (prev), as the kernel's table has it by the time it prints. */
+	hvtrace_decoder_learn_comms(d, rec);
 	text_comm(d, cf.common_pid, comm);
 	text_lat_flags(cf.common_flags, cf.common_preempt_count, lat);
 	text_add(buf, size, &pos, "%16s-%-7d [%03d] %s", comm, cf.common_pid,

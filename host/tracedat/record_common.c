@@ -597,6 +597,13 @@ int hvt_tdat_rkernel_open_guest(const struct hvt_tdat_kernel_opts *ko,
 		return ret;
 	}
 	rk->guest = hvt_tdat_kernel_is_guest(rk->k);
+	/* A guest's pids are named by its ring's own records as well
+	 * (docs/guest-kernel.md, "Task names"). */
+	if (rk->guest && (ret = hvtrace_decoder_new(4096, &rk->dec))) {
+		hvt_tdat_kernel_close(rk->k);
+		free(rk);
+		return ret;
+	}
 	rk->nr_cpus = hvt_tdat_kernel_nr_cpus(rk->k);
 	rk->subbuf_size = hvt_tdat_kernel_subbuf_size(rk->k);
 	rk->st.kernel = true;
@@ -657,6 +664,38 @@ int hvt_tdat_rkernel_start(struct hvt_tdat_rkernel *rk)
 	return ret;
 }
 
+/*
+ * The format of guest event @id, met for the first time, into the
+ * decoder that names pids, when it is one of the events that can (the
+ * decoder looks at sched and task events only): best effort, a format
+ * that is missing or refused only names nothing.
+ */
+static void rk_learn_format(struct hvt_tdat_rkernel *rk, uint16_t id)
+{
+	const struct hvtrace_catalog_format *f;
+
+	if (hvt_tdat_kernel_event_format(rk->k, id, &rk->dcat))
+		return;
+	f = hvtrace_catalog_find(&rk->dcat, id, NULL);
+	if (f && (!strcmp(f->system, "sched") || !strcmp(f->system, "task")))
+		hvtrace_decoder_add_format(rk->dec, f->system, f->text,
+					   strlen(f->text));
+}
+
+/* The pids a guest's record names, as of its time. */
+static void rk_learn(struct hvt_tdat_rkernel *rk, uint32_t cpu,
+		     const struct hvt_tdat_krec *kr)
+{
+	struct hvtrace_record rec = {
+		.ts = kr->ts,
+		.data = kr->data,
+		.size = kr->size,
+		.cpu = (int)cpu,
+	};
+
+	hvtrace_decoder_learn_comms(rk->dec, &rec);
+}
+
 /* Kernel events of one CPU: timestamps are already mono; ids kept. */
 static int rk_read_cpu(struct hvt_tdat_rkernel *rk, struct hvt_tdat_rcpu *c)
 {
@@ -683,7 +722,11 @@ static int rk_read_cpu(struct hvt_tdat_rkernel *rk, struct hvt_tdat_rcpu *c)
 		}
 		memcpy(&id, kr.data, 2);
 		memcpy(&pid, kr.data + 4, 4);
+		if (rk->dec && !((rk->seen[id / 64] >> (id % 64)) & 1))
+			rk_learn_format(rk, id);
 		rk->seen[id / 64] |= 1ULL << (id % 64);
+		if (rk->dec)
+			rk_learn(rk, c->cpu, &kr);
 		if (!rk->guest) /* a guest's pids are not the host's */
 			hvt_tdat_pids_note(&rk->pids, rk->w, rk->named, pid);
 		ret = hvt_tdat_rcpu_put_event(c, kr.ts, kr.data, kr.size);
@@ -781,6 +824,11 @@ static int rk_add_cmdlines(struct hvt_tdat_rkernel *rk, char *text)
 	return ret;
 }
 
+static int rk_add_learned(void *arg, int pid, const char *comm)
+{
+	return hvtrace_tracedat_writer_add_cmdline(arg, pid, comm);
+}
+
 int hvt_tdat_rkernel_add_files(struct hvt_tdat_rkernel *rk)
 {
 	struct hvt_tdat_blob b = {0};
@@ -796,6 +844,11 @@ int hvt_tdat_rkernel_add_files(struct hvt_tdat_rkernel *rk)
 		ret = hvtrace_tracedat_writer_set_printk(rk->w, b.data, b.len);
 	if (!ret && !hvt_tdat_kernel_file(rk->k, "saved_cmdlines", true, &b))
 		ret = rk_add_cmdlines(rk, b.data);
+	/* The ring's own newest name of a pid replaces the table's: one
+	 * line per pid (the writer keeps the last name given). */
+	if (!ret && rk->dec)
+		ret = hvtrace_decoder_comm_each(rk->dec, HVTRACE_COMM_LEARNED,
+						rk_add_learned, rk->w);
 	hvt_tdat_blob_free(&b);
 	return ret;
 }
@@ -829,5 +882,7 @@ void hvt_tdat_rkernel_close(struct hvt_tdat_rkernel *rk)
 	free(rk->cpu);
 	hvt_tdat_pids_fini(&rk->pids);
 	hvtrace_catalog_free(&rk->cat);
+	hvtrace_catalog_free(&rk->dcat);
+	hvtrace_decoder_free(rk->dec);
 	free(rk);
 }

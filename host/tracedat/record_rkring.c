@@ -23,10 +23,12 @@
  *     free id below 0x8000), written in every record's common_type while
  *     packing; the formats saved list the events under those ids;
  *   - comms: guest pids are not host pids; the guest's saved_cmdlines
- *     from its formats folder, and the prev/next comm of every
- *     sched_switch read, name them, the latest in time winning (pids the
- *     host's own events named keep the host's name: a trace.dat has one
- *     pid table).
+ *     from its formats folder, and the names the ring's own sched records
+ *     give (the library's hvtrace_decoder_learn_comms(): sched_switch's
+ *     prev and next, the wakeups', fork's parent and child, ...), name
+ *     them, a record's name over the table's and the latest in time
+ *     winning (pids the host's own events named keep the host's name: a
+ *     trace.dat has one pid table).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -36,12 +38,6 @@
 #include "rremote.h"
 
 #define RK_SKIP_MAX (1u << 22) /* records skipped at start, per CPU */
-
-struct rk_comm {
-	int pid;
-	uint64_t ts; /* of the record that gave the name */
-	char comm[HVT_TDAT_COMM_LEN];
-};
 
 struct dr_kring {
 	struct dr_src *s;
@@ -54,14 +50,11 @@ struct dr_kring {
 	uint16_t *idmap;	    /* guest id -> file id, 0: none */
 	uint8_t *tried;		    /* guest ids looked up */
 	struct hvtrace_catalog cat; /* the formats placed, file ids */
-	struct hvt_tdat_switch sw;
-	uint16_t sw_id;	   /* the guest's sched_switch id, 0: none */
-	uint32_t *comm_of; /* guest pid -> index + 1 in @comm */
-	struct rk_comm *comm;
-	unsigned int nr_comm, cap_comm;
-	uint64_t comm_ts;	    /* the sched_switch being read */
+	/* The guest's pid -> comm table: its saved_cmdlines and the names
+	 * its sched records give (guest event ids, sched and task formats) */
+	struct hvtrace_decoder *dec;
+	bool cmdlines_loaded;	    /* saved_cmdlines in @dec */
 	uint64_t host_named;	    /* guest pids a host event had named */
-	uint64_t comm_over;	    /* guest pids past HVT_TDAT_SRC_MAX_PIDS */
 	struct hvtrace_kring *ring; /* the caller's */
 	struct hvtrace_kring_stats *base; /* per CPU, once started */
 	struct hvtrace_tracedat_source_stats st;
@@ -79,70 +72,10 @@ void hvt_rk_free(struct dr_kring *k)
 	hvt_tdat_kernel_close(k->k);
 	free(k->idmap);
 	free(k->tried);
-	free(k->comm_of);
-	free(k->comm);
+	hvtrace_decoder_free(k->dec);
 	free(k->base);
 	hvtrace_catalog_free(&k->cat);
 	free(k);
-}
-
-/*
- * Name guest @pid @comm as of time @ts.  The name of the latest time wins
- * (exec renames), not the latest read: a batch holds each CPU's records in
- * turn, so a child switched out as "sh" on one CPU before its exec can be
- * read after its switches as "ue_writer" on another.
- */
-static int rk_note_comm(struct dr_kring *k, int pid, const char *comm,
-			size_t max, uint64_t ts)
-{
-	struct rk_comm *c;
-	size_t n;
-
-	if (pid <= 0 || pid >= HVT_TDAT_PID_MAX)
-		return 0;
-	n = strnlen(comm,
-		    max < HVT_TDAT_COMM_LEN ? max : HVT_TDAT_COMM_LEN - 1);
-	if (!n)
-		return 0;
-	if (!k->comm_of) {
-		/* Pages of it are touched only for the pids met. */
-		k->comm_of = calloc(HVT_TDAT_PID_MAX, sizeof(*k->comm_of));
-		if (!k->comm_of)
-			return -ENOMEM;
-	}
-	if (k->comm_of[pid]) {
-		c = &k->comm[k->comm_of[pid] - 1];
-		if (ts < c->ts)
-			return 0; /* an older name */
-	} else if (k->nr_comm >= HVT_TDAT_SRC_MAX_PIDS) {
-		/* Bounded, whatever a guest's records claim. */
-		k->comm_over++;
-		return 0;
-	} else {
-		if (k->nr_comm == k->cap_comm) {
-			unsigned int cap = k->cap_comm ? k->cap_comm * 2 : 256;
-			struct rk_comm *v = realloc(k->comm, cap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			k->comm = v;
-			k->cap_comm = cap;
-		}
-		c = &k->comm[k->nr_comm++];
-		k->comm_of[pid] = k->nr_comm;
-		c->pid = pid;
-	}
-	c->ts = ts;
-	memcpy(c->comm, comm, n);
-	c->comm[n] = '\0';
-	return 0;
-}
-
-static int rk_comm_fn(void *arg, int pid, const char *comm)
-{
-	struct dr_kring *k = arg;
-
-	return rk_note_comm(k, pid, comm, HVT_TDAT_COMM_LEN, k->comm_ts);
 }
 
 /*
@@ -214,10 +147,11 @@ static int rk_place(struct hvt_tdat_rset *r, struct dr_kring *k, uint16_t id,
 			rec->ids.sys[fid] = k->cat.fmt[k->cat.nr - 1].system;
 		}
 	}
-	if (!ret && !k->sw_id && !strcmp(f->system, "sched") &&
-	    !strcmp(f->name, "sched_switch") &&
-	    hvt_tdat_switch_learn(&k->sw, f->text))
-		k->sw_id = id;
+	/* The events that can name tasks, under their guest ids: a format
+	 * refused only names nothing. */
+	if (!ret && (!strcmp(f->system, "sched") || !strcmp(f->system, "task")))
+		hvtrace_decoder_add_format(k->dec, f->system, f->text,
+					   strlen(f->text));
 	free(t);
 	free(plain);
 	hvtrace_catalog_free(&one);
@@ -243,11 +177,14 @@ int hvt_rk_put(struct hvt_tdat_rset *r, struct dr_cpu *c, uint64_t ts,
 		fid = (uint16_t)r->rec->ids.unknown_id;
 		k->st.unknown++;
 		r->rec->ids.unknown_total++;
-	} else if (k->sw_id && id == k->sw_id) {
-		k->comm_ts = ts;
-		ret = hvt_tdat_switch_comms(&k->sw, rec, len, rk_comm_fn, k);
-		if (ret)
-			return hvt_err(ret, "out of memory");
+	} else {
+		/* The pids it names, as of its (host) time: a batch holds
+		 * each CPU's records in turn, and the latest time wins. */
+		struct hvtrace_record hr = {
+			.ts = ts, .data = rec, .size = len, .cpu = c->rc.cpu,
+		};
+
+		hvtrace_decoder_learn_comms(k->dec, &hr);
 	}
 	memcpy(rec, &fid, 2);
 	return hvt_tdat_rcpu_put_event(&c->rc, ts, rec, len);
@@ -370,40 +307,59 @@ void hvt_rk_geometry(struct hvt_tdat_rset *r, uint32_t *sb, uint32_t *cpus)
 	}
 }
 
-/* The guest's saved_cmdlines ("pid comm" lines) under the names the
- * records gave (those are newer). */
-static int rk_saved_cmdlines(struct dr_kring *k)
+/* The guest's saved_cmdlines ("pid comm" lines) into its table, once:
+ * the names records give, before or after, stay over them. */
+static void rk_saved_cmdlines(struct dr_kring *k)
 {
 	struct hvt_tdat_blob b = {0};
 	char *line, *next;
-	int ret = 0;
 
+	if (k->cmdlines_loaded)
+		return;
+	k->cmdlines_loaded = true;
 	if (hvt_tdat_kernel_file(k->k, "saved_cmdlines", true, &b))
-		return 0;
-	for (line = b.data; !ret && line && *line; line = next) {
+		return;
+	for (line = b.data; line && *line; line = next) {
 		char comm[HVT_TDAT_COMM_LEN];
 		int pid;
 
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		if (sscanf(line, "%d %15[^\n]", &pid, comm) != 2 || pid <= 0 ||
-		    pid >= HVT_TDAT_PID_MAX || (k->comm_of && k->comm_of[pid]))
-			continue;
-		ret = rk_note_comm(k, pid, comm, sizeof(comm), 0);
+		if (sscanf(line, "%d %15[^\n]", &pid, comm) == 2 && pid > 0 &&
+		    pid < HVT_TDAT_PID_MAX)
+			hvtrace_decoder_set_comm(k->dec, pid, comm);
 	}
 	hvt_tdat_blob_free(&b);
-	return ret;
+}
+
+struct rk_cmdline_arg {
+	struct hvt_tdat_rset *r;
+	struct dr_kring *k;
+};
+
+/* A guest pid's name into the file, unless a host event named the pid. */
+static int rk_cmdline(void *arg, int pid, const char *comm)
+{
+	struct rk_cmdline_arg *a = arg;
+	const uint8_t *named = a->r->rec->pid_named;
+
+	if (named && pid < HVT_TDAT_PID_MAX && (named[pid / 8] >> (pid % 8)) & 1) {
+		a->k->host_named++;
+		return 0;
+	}
+	return hvtrace_tracedat_writer_add_cmdline(a->r->w, pid, comm);
 }
 
 int hvt_rk_formats(struct hvt_tdat_rset *r)
 {
-	const uint8_t *named = r->rec->pid_named;
+	struct hvtrace_comm_stats cst;
 	unsigned int i, j;
 	int ret = 0;
 
 	for (i = 0; !ret && i < r->nr_ksrc; i++) {
 		struct dr_kring *k = r->ksrc[i]->kr;
+		struct rk_cmdline_arg a = { .r = r, .k = k };
 
 		/* Counted afresh each pass (the journal's snapshot at the
 		 * start is one, and says nothing). */
@@ -412,26 +368,19 @@ int hvt_rk_formats(struct hvt_tdat_rset *r)
 			ret = hvtrace_tracedat_writer_add_format(
 				r->w, k->cat.fmt[j].system, k->cat.fmt[j].text,
 				strlen(k->cat.fmt[j].text));
+		rk_saved_cmdlines(k);
 		if (!ret)
-			ret = rk_saved_cmdlines(k);
-		for (j = 0; !ret && j < k->nr_comm; j++) {
-			int pid = k->comm[j].pid;
-
-			if (named && (named[pid / 8] >> (pid % 8)) & 1) {
-				k->host_named++;
-				continue; /* a host event named that pid */
-			}
-			ret = hvtrace_tracedat_writer_add_cmdline(
-				r->w, pid, k->comm[j].comm);
-		}
+			ret = hvtrace_decoder_comm_each(k->dec, 0, rk_cmdline,
+							&a);
 		if (hvt_tdat_journal_snapshot(r->w))
 			continue;
-		if (k->comm_over)
+		if (!hvtrace_decoder_comm_stats(k->dec, &cst) && cst.replaced)
 			fprintf(stderr,
-				"hvtrace record: '%s': %u guest pids named; "
-				"%llu more were left unnamed\n",
-				k->name, HVT_TDAT_SRC_MAX_PIDS,
-				(unsigned long long)k->comm_over);
+				"hvtrace record: '%s': %llu guest pids lost "
+				"their names to later pids of the same slot "
+				"(pid %% %llu, as the kernel's own table)\n",
+				k->name, (unsigned long long)cst.replaced,
+				(unsigned long long)cst.max_entries);
 		if (k->host_named)
 			fprintf(stderr,
 				"hvtrace record: '%s': %llu guest pids are "
@@ -572,7 +521,8 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 	k->base = calloc(k->nr_cpus, sizeof(*k->base));
 	k->idmap = calloc(65536, sizeof(*k->idmap));
 	k->tried = calloc(65536 / 8, 1);
-	if (!k->cpu || !k->base || !k->idmap || !k->tried) {
+	if (!k->cpu || !k->base || !k->idmap || !k->tried ||
+	    hvtrace_decoder_new(4096, &k->dec)) {
 		hvt_rk_free(k);
 		return hvt_err(-ENOMEM, "out of memory");
 	}

@@ -13,8 +13,9 @@
  *   record_area.c    the source set of trace areas
  *   record_remote.c  the source set of remotes of hvtraced (rremote.h),
  *   record_rpages.c  ... and the pages of its feed
- *   record_rkring.c  the guest kernel ring of a remote (in the remote set)
- *   rkring_switch.c  ... the comms its sched_switch records name
+ *   record_rkring.c  the guest kernel ring of a remote (in the remote set);
+ *              the pids its records name come from libhvtrace's decoder
+ *              (hvtrace_decoder_learn_comms())
  *   record_common.c  what the sets share: per-CPU packing, file-wide
  *              event ids, host pids, the host kernel as a source,
  *              metadata and finishing
@@ -206,33 +207,12 @@ HVT_INTERNAL int hvt_tdat_kernel_cpu_stats(struct hvt_tdat_kernel *k,
 					   uint32_t cpu,
 					   struct hvt_tdat_blob *b);
 
-/* --- a guest kernel's sched_switch (rkring_switch.c) ---------------------
- */
-
-#define HVT_TDAT_COMM_LEN 16 /* TASK_COMM_LEN */
-
-/* Where sched_switch keeps the comms and pids it names. */
-struct hvt_tdat_switch {
-	bool known;
-	uint32_t prev_comm, prev_pid, next_comm, next_pid;
-};
-
-/* Learn the offsets from a sched_switch format text; false (and @sw
- * unchanged) when it does not have the four fields. */
-HVT_INTERNAL bool hvt_tdat_switch_learn(struct hvt_tdat_switch *sw,
-					const char *text);
-/* @fn(@arg, pid, comm) for the prev and next task of the record (fields
- * inside @len only, pid > 0, comm non-empty); its first non-zero result. */
-typedef int (*hvt_tdat_switch_fn)(void *arg, int pid, const char *comm);
-HVT_INTERNAL int hvt_tdat_switch_comms(const struct hvt_tdat_switch *sw,
-				       const uint8_t *rec, uint32_t len,
-				       hvt_tdat_switch_fn fn, void *arg);
-
 /* --- recording (record_common.c, for record*.c) ---------------------------
  */
 
 #define HVT_TDAT_ID_LIMIT 0x8000u   /* KernelShark: int16_t event ids */
 #define HVT_TDAT_PID_MAX  (1 << 22) /* Linux PID_MAX_LIMIT */
+#define HVT_TDAT_COMM_LEN 16	    /* TASK_COMM_LEN */
 
 /*
  * One CPU of a source being recorded: its packer, whose pages go to
@@ -466,6 +446,10 @@ struct hvt_tdat_rkernel {
 	struct hvt_tdat_pids pids;
 	uint8_t *named; /* the recorder's bitmap of pids /proc named */
 	bool guest;	/* a guest kernel's ring */
+	/* A guest's: the names its records give (sched and task events,
+	 * hvtrace_decoder_learn_comms()), with those events' formats. */
+	struct hvtrace_decoder *dec;
+	struct hvtrace_catalog dcat;
 	struct hvtrace_tracedat_source_stats st;
 };
 

@@ -17,6 +17,9 @@
 #             formats found in the cache from the kernel's banner; "hvtrace
 #             record --guest-kernel RAMFILE" makes a trace.dat of it in
 #             which trace-cmd report shows them all too
+#             and names every task from the ring's own sched records:
+#             no line of a pid that a sched_switch named (that line or an
+#             earlier one; in the trace.dat, any) prints as <...>-PID
 #   SIGKILL   the same after QEMU is killed with SIGKILL
 #
 # Every check reads the numbers back from the decoded text (the guest's
@@ -49,6 +52,23 @@ drain() {
 		{ cat "$T_TMP/$1.err"; fail "post-mortem stream of $1 failed"; }
 	cat "$T_TMP/$1.err"
 	kring_check_marks "$T_TMP/$1.txt" "$2"
+}
+
+# named_check FILE: no "<...>-PID" line for a pid that a sched_switch
+# named before it (or on it), in stream's text (prev_pid=, next_pid=).
+named_check() {
+	awk '/ sched_switch: / {
+		if (match($0, /prev_pid=[0-9]+/))
+			named[substr($0, RSTART + 9, RLENGTH - 9)] = 1
+		if (match($0, /next_pid=[0-9]+/))
+			named[substr($0, RSTART + 9, RLENGTH - 9)] = 1
+	}
+	$1 ~ /^<\.\.\.>-[0-9]+$/ {
+		p = substr($1, 7)
+		if (p in named) { print "line " NR ": " $0; bad++ }
+	}
+	END { exit bad > 0 }' "$1" >"$1.unnamed" ||
+		fail "lines of pids a sched_switch named print as <...> in $1: $(head -3 "$1.unnamed")"
 }
 
 info "live: $N lines through a running stream"
@@ -93,6 +113,7 @@ t_name p panic
 grep -qa 'Kernel panic' "$T_TMP/$p.log" || fail "the guest did not panic"
 drain "$p" "$M"
 grep -q 'sched_switch' "$T_TMP/$p.txt" || fail "no sched_switch event in the kept ring"
+named_check "$T_TMP/$p.txt"
 # The same ring into a trace.dat: trace-cmd reads every marker, in order,
 # and the guest's sched_switch, its comms from the guest's saved_cmdlines.
 "$HVTRACE" record -q -o "$T_TMP/$p.dat" --guest-kernel "$T_SHM/hvtrace-$p.ram" \
@@ -103,6 +124,13 @@ trace-cmd report "$T_TMP/$p.dat" >"$T_TMP/$p-report.txt" 2>"$T_TMP/report.err" |
 kring_check_marks "$T_TMP/$p-report.txt" "$M"
 grep -q 'sched_switch:' "$T_TMP/$p-report.txt" || fail "no sched_switch in the trace.dat"
 grep -q '^ *init-1 ' "$T_TMP/$p-report.txt" || fail "the guest's pid 1 is not named init in the trace.dat"
+# trace-cmd prints sched_switch as "COMM:PID [PRIO] S ==> COMM:PID
+# [PRIO]"; the file names each pid once, so any of them names it.
+for pid in $(grep ' sched_switch: ' "$T_TMP/$p-report.txt" |
+	grep -oE ':[0-9]+ \[' | tr -dc '0-9\n' | sort -un | grep -vx 0); do
+	! grep -qE "^ *<\.\.\.>-$pid +\[" "$T_TMP/$p-report.txt" ||
+		fail "pid $pid, named by a sched_switch, prints as <...> in the trace.dat: $(grep -m1 -E "^ *<\.\.\.>-$pid +\[" "$T_TMP/$p-report.txt")"
+done
 # The formats cache: kformats without DIR files them under the kernel's
 # version line, and stream finds them from the banner in guest RAM.
 HVT_CACHE=$T_TMP/cache "$G" kformats --log "$T_TMP/$p.log" >/dev/null ||

@@ -17,7 +17,8 @@
 #     guest wrote to its instance's trace_marker exactly once; once the
 #     agent's N user events (written after the markers) are there too,
 #     trace is one timeline: times never go back, markers in the order
-#     written, every user event after the last marker;
+#     written, every user event after the last marker; no guest kernel
+#     line of a pid a sched_switch named before it prints as <...>;
 #   - libtracefs (tracefs_read: tracefs_local_events +
 #     tracefs_iterate_raw_events on the mount) finds sched:sched_switch and
 #     ftrace:print, reads every marker exactly once with its text, reads
@@ -112,6 +113,23 @@ awk -v m="$M" -v n="$N" '
 	END { if (nm != m || nu != n) { print nm " markers, " nu " user events"; exit 1 } }' \
 	"$R/trace" || fail "trace is not one timeline"
 echo "one timeline: $M markers in order, then $N user events, times never going back"
+# Task names from the ring itself: no guest kernel line of a pid that a
+# sched_switch named (on that line or before it) prints as <...>-PID.
+awk '/ sched_switch: / {
+		if (match($0, /prev_pid=[0-9]+/))
+			named[substr($0, RSTART + 9, RLENGTH - 9)] = 1
+		if (match($0, /next_pid=[0-9]+/))
+			named[substr($0, RSTART + 9, RLENGTH - 9)] = 1
+		ns++
+	}
+	/ hvt_e2e: / { next }	# the agent'"'"'s user events: its own names
+	$1 ~ /^<\.\.\.>-[0-9]+$/ && (substr($1, 7) in named) {
+		print "line " NR ": " $0; bad = 1; exit
+	}
+	END { if (!ns) print "no sched_switch"; exit bad || !ns }' \
+	"$R/trace" >"$TMP/unnamed.txt" ||
+	fail "trace: $(cat "$TMP/unnamed.txt")"
+echo "trace: every pid a sched_switch named keeps its name"
 "$TRACEFS_READ" "$MNT" "$G" --dump ftrace:print:buf \
 	--unique user_events:hvt_e2e:seq --total $N >"$TMP/read.txt" 2>&1 ||
 	fail "libtracefs: $(grep -v '^dump' "$TMP/read.txt" | head)"
