@@ -20,24 +20,9 @@
 . "$(dirname "$0")/lib.sh"
 
 SRC=${HVT_SRCTREE:-$(cd "$(dirname "$0")/../.." && pwd)}
-SEED=$SRC/tests/fuzz/corpus/kring_parse/real-612-128k
-FMTS=$SRC/tests/fuzz/corpus/kmap/guest-612-formats
-[ -r "$SEED" ] && [ -r "$FMTS" ] || fail "no seeds $SEED, $FMTS"
-
+. "$SRC/tests/include/guest612_formats.sh"
 F=$TMP/fmt
-mkdir -p "$F/events/sched/sched_switch" "$F/events/ftrace/print"
-printf '\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n' \
-	>"$F/events/header_page"
-# Each format: from its "name:" line to the end of its "print fmt:" line
-# (the seed frames the texts with binary lengths).
-fmt_of() {
-	tr -d '\000' <"$FMTS" | awk -v n="name: $1" '
-		!on && (i = index($0, n)) { on = 1; $0 = substr($0, i) }
-		on { print }
-		on && /^print fmt:/ { exit }'
-}
-fmt_of sched_switch >"$F/events/sched/sched_switch/format"
-fmt_of print >"$F/events/ftrace/print/format"
+guest612_formats "$F"
 printf '19 rcu-table\n' >"$F/saved_cmdlines"
 
 cp "$SEED" "$TMP/guest.ram"

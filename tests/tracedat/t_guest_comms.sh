@@ -20,28 +20,10 @@
 command -v trace-cmd >/dev/null ||
 	skip "trace-cmd is not installed (apt-get install trace-cmd)"
 [ -x "$HVTRACE" ] || fail "$HVTRACE not built"
-SEED=$SRC/tests/fuzz/corpus/kring_parse/real-612-128k
-FMTS=$SRC/tests/fuzz/corpus/kmap/guest-612-formats
-[ -r "$SEED" ] && [ -r "$FMTS" ] || fail "no seeds $SEED, $FMTS"
-
+. "$SRC/tests/include/guest612_formats.sh"
 # The formats folder, laid out like the guest's tracefs.
 F=$T/fmt
-mkdir -p "$F/events/sched/sched_switch" "$F/events/ftrace/print"
-printf '\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n' \
-	>"$F/events/header_page"
-# Each format: from its "name:" line to the end of its "print fmt:" line
-# (the seed frames the texts with binary lengths).
-fmt_of() {
-	tr -d '\000' <"$FMTS" | awk -v n="name: $1" '
-		!on && (i = index($0, n)) { on = 1; $0 = substr($0, i) }
-		on { print }
-		on && /^print fmt:/ { exit }'
-}
-fmt_of sched_switch >"$F/events/sched/sched_switch/format"
-fmt_of print >"$F/events/ftrace/print/format"
-grep -q '^ID: 310$' "$F/events/sched/sched_switch/format" &&
-	grep -q '^ID: 5$' "$F/events/ftrace/print/format" ||
-	fail "formats not cut out of $FMTS"
+guest612_formats "$F"
 echo 1 >"$F/events/sched/enable"
 echo 1 >"$F/events/ftrace/enable"
 echo mono >"$F/trace_clock"
