@@ -252,7 +252,23 @@ static int fzd_enable(struct fz_remote *r, const struct fz_event *e,
 	}
 	for (i = 0; !ret && i < n; i++) {
 		char full[330];
+		unsigned int j;
 
+		/* A system's (or every) enable file: hvtraced switches the
+		 * system's events in one request (SYSTEM and a "*"), together,
+		 * not one round trip after the other, so that a writer
+		 * that starts on its first enabled event (the hypervisor)
+		 * finds them all on. */
+		if (!list[i].kernel && !e) {
+			for (j = 0; j < i; j++)
+				if (!list[j].kernel &&
+				    !strcmp(list[j].system, list[i].system))
+					break;
+			if (j == i)
+				ret = fzd_enable_one(x, list[i].system, "*",
+						     on, msg, msgsize);
+			continue;
+		}
 		if (!list[i].kernel) {
 			ret = fzd_enable_one(x, list[i].system, list[i].name,
 					     on, msg, msgsize);
