@@ -5,9 +5,10 @@
 # reads it live.  The guest kernel keeps its instance "hvt" in a memmap=
 # reserved range (trace_instance=hvt@ADDR:SIZE, the address form of the
 # persistent ring), which the guest's /dev/mem may map; the guest writes
-# numbered trace_marker lines and, meanwhile, area_scribble overwrites
-# random ranges of that ring (metas, sub-buffers, everything) with random
-# bytes for 20 s.  The host reads it from QEMU's memory by pid (hvtrace
+# numbered trace_marker lines and, meanwhile, once the host's stream has
+# printed one (the host sends "go" on the guest's port), area_scribble
+# overwrites random ranges of that ring (metas, sub-buffers, everything)
+# with random bytes for 20 s.  The host reads it from QEMU's memory by pid (hvtrace
 # stream --vm-pid, anonymous guest RAM).
 #
 # The host must stay up and read on: the stream prints lines before the
@@ -33,7 +34,8 @@ T=/sys/kernel/tracing/instances/hvt
 t_name n scribble
 "$G" start --name "$n" --initrd "$initrd" --log "$T_TMP/$n.log" --mem 512 \
 	--append "memmap=2M\$$ADDR trace_instance=hvt@$ADDR:2M,ftrace:print,sched hvtrace.kformats=ftrace,sched" \
-	--run "test -d $T || { echo hvt-no-instance; exit 1; }; (i=0; while [ \$i -lt $N ]; do echo \"hvt-mark \$i\" >$T/trace_marker; i=\$((i + 1)); done) & sleep 3; echo hvt-scribble-start; area_scribble --area /dev/mem --offset $ADDR --size 2M --seconds 20 --seed 11 --chunk 16384 --full-every 40; wait; echo hvt-scribble-done" \
+	--port go \
+	--run "test -d $T || { echo hvt-no-instance; exit 1; }; (i=0; while [ \$i -lt $N ]; do echo \"hvt-mark \$i\" >$T/trace_marker; i=\$((i + 1)); done) & $(kring_gated "echo hvt-scribble-start; area_scribble --area /dev/mem --offset $ADDR --size 2M --seconds 20 --seed 11 --chunk 16384 --full-every 40; wait; echo hvt-scribble-done")" \
 	--wait-ready --timeout 120 >/dev/null || fail "start failed"
 qpid=$(status_get "$n" qemu_pid)
 [ -n "$qpid" ] || fail "no QEMU pid for $n"
@@ -47,6 +49,10 @@ wait_line "$T_TMP/out.txt" 'hvt-mark' 120 || {
 	cat "$T_TMP/err.txt"
 	fail "the stream printed no marker line before the scribbling"
 }
+# Only now, with the stream reading, may the guest scribble: started at a
+# fixed time after "ready", it could wreck the ring's meta page before a
+# stream slowed by a loaded host had found it.
+kring_go "$n" "$T_TMP/out.txt" "$spid" 'hvt-mark'
 wait_line "$T_TMP/$n.log" '^area_scribble: scribbling over' 120 || {
 	grep -a 'hvt-no-instance\|area_scribble' "$T_TMP/$n.log"
 	fail "the guest did not start scribbling over its ring"
