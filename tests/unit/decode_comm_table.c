@@ -23,17 +23,12 @@
 #include <hvtrace.h>
 
 #include "hvt_test.h"
+#include "kfmt_common.h"
 
-#define COMMON                                                                 \
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n" \
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n" \
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\t"    \
-	"signed:0;\n"                                                          \
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
 
 /* sched_switch of 6.12, as the kernel prints it (print fmt shortened). */
 static const char f_switch[] =
-	"name: sched_switch\nID: 310\nformat:\n" COMMON
+	"name: sched_switch\nID: 310\nformat:\n" KFMT_COMMON
 	"\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
 	"\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
 	"\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n"

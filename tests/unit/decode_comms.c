@@ -35,6 +35,7 @@
 #include <hvtrace.h>
 
 #include "hvt_test.h"
+#include "kfmt_common.h"
 
 static char srcdir[4096];
 
@@ -258,12 +259,6 @@ static void test_real_ring(bool with_table)
 
 /* --- 2. hand-made records ------------------------------------------------- */
 
-#define COMMON                                                                 \
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n" \
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n" \
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\t"    \
-	"signed:0;\n"                                                          \
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
 
 #define ID_SWITCH	310
 #define ID_WAKEUP	320
@@ -274,7 +269,7 @@ static void test_real_ring(bool with_table)
 #define ID_MARK		330
 
 static const char f_wakeup[] =
-	"name: sched_wakeup\nID: 320\nformat:\n" COMMON
+	"name: sched_wakeup\nID: 320\nformat:\n" KFMT_COMMON
 	"\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
 	"\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
 	"\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n"
@@ -282,7 +277,7 @@ static const char f_wakeup[] =
 	"print fmt: \"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, "
 	"REC->pid, REC->prio, REC->target_cpu\n";
 static const char f_fork[] =
-	"name: sched_process_fork\nID: 321\nformat:\n" COMMON
+	"name: sched_process_fork\nID: 321\nformat:\n" KFMT_COMMON
 	"\tfield:char parent_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
 	"\tfield:pid_t parent_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
 	"\tfield:char child_comm[16];\toffset:28;\tsize:16;\tsigned:0;\n"
@@ -291,14 +286,14 @@ static const char f_fork[] =
 	"REC->parent_comm, REC->parent_pid, REC->child_comm, "
 	"REC->child_pid\n";
 static const char f_wait[] =
-	"name: sched_process_wait\nID: 322\nformat:\n" COMMON
+	"name: sched_process_wait\nID: 322\nformat:\n" KFMT_COMMON
 	"\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
 	"\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
 	"\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\n"
 	"print fmt: \"comm=%s pid=%d prio=%d\", REC->comm, REC->pid, "
 	"REC->prio\n";
 static const char f_rename[] =
-	"name: task_rename\nID: 323\nformat:\n" COMMON
+	"name: task_rename\nID: 323\nformat:\n" KFMT_COMMON
 	"\tfield:pid_t pid;\toffset:8;\tsize:4;\tsigned:1;\n"
 	"\tfield:char oldcomm[16];\toffset:12;\tsize:16;\tsigned:0;\n"
 	"\tfield:char newcomm[16];\toffset:28;\tsize:16;\tsigned:0;\n"
@@ -306,14 +301,14 @@ static const char f_rename[] =
 	"print fmt: \"pid=%d oldcomm=%s newcomm=%s oom_score_adj=%hd\", "
 	"REC->pid, REC->oldcomm, REC->newcomm, REC->oom_score_adj\n";
 static const char f_signal[] =
-	"name: signal_generate\nID: 324\nformat:\n" COMMON
+	"name: signal_generate\nID: 324\nformat:\n" KFMT_COMMON
 	"\tfield:int sig;\toffset:8;\tsize:4;\tsigned:1;\n"
 	"\tfield:char comm[16];\toffset:12;\tsize:16;\tsigned:0;\n"
 	"\tfield:pid_t pid;\toffset:28;\tsize:4;\tsigned:1;\n\n"
 	"print fmt: \"sig=%d comm=%s pid=%d\", REC->sig, REC->comm, "
 	"REC->pid\n";
 static const char f_mark[] =
-	"name: mark\nID: 330\nformat:\n" COMMON
+	"name: mark\nID: 330\nformat:\n" KFMT_COMMON
 	"\tfield:unsigned int seq;\toffset:8;\tsize:4;\tsigned:0;\n\n"
 	"print fmt: \"seq=%u\", REC->seq\n";
 

@@ -45,24 +45,18 @@ int main(void)
 
 #include "../../host/fuse/fuse-local.h"
 #include "../../host/fuse/kmap.h"
-
-#define COMMON                                                                 \
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n" \
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n" \
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;"      \
-	"\tsigned:0;\n"                                                        \
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+#include "kfmt_common.h"
 
 static const char print_fmt[] =
-	"name: print\nID: 5\nformat:\n" COMMON
+	"name: print\nID: 5\nformat:\n" KFMT_COMMON
 	"\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
 	"\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:1;\n\n"
 	"print fmt: \"%s\", REC->buf\n";
-static const char s1_fmt[] = "name: s1\nID: 32768\nformat:\n" COMMON
+static const char s1_fmt[] = "name: s1\nID: 32768\nformat:\n" KFMT_COMMON
 			     "\tfield:int v;\toffset:8;\tsize:4;\tsigned:1;\n\n"
 			     "print fmt: \"v=%d\", REC->v\n";
 static const char ue_fmt[] =
-	"name: ue\nID: %u\nformat:\n" COMMON
+	"name: ue\nID: %u\nformat:\n" KFMT_COMMON
 	"\tfield:u32 seq;\toffset:8;\tsize:4;\tsigned:0;\n\n"
 	"print fmt: \"seq=%%u\", REC->seq\n";
 
