@@ -18,12 +18,27 @@
 
 #include "dclock.h"
 
-/* At most this many pages wait in a feed's queue (HVTRACE_DAEMON_FEED_PAGES
- * sets another number, at least 1).  A page past it, or one malloc()
- * refuses, is dropped at the feed and counted at its subscription and CPU:
- * every later page of that CPU carries the count in its dropped_pages and
- * dropped_events, beside the daemon's, and a finished drain hands on what
- * no page carried as an empty page (see feed_next). */
+/*
+ * The feed's queue.  The feed takes pages from the socket only while fewer
+ * than max_queued wait (HVTRACE_DAEMON_FEED_PAGES, 1 to DF_MAX_QUEUED;
+ * DF_MAX_QUEUED by default): past it, the socket fills and hvtraced, whose
+ * tool queue then fills too, stops reading the CPU (backpressure).
+ *
+ * A request's answer comes behind the pages hvtraced queued before it, so
+ * while the feed waits for one (df_call()) it must take every frame: the
+ * pages that come then are kept beyond max_queued, up to DF_MAX_QUEUED.
+ * They are what hvtraced had out (its queue for the tool and the socket),
+ * a bounded amount, not a loss: with rings of several CPUs opened one after
+ * the other, the first CPUs' pages flow while the later ones subscribe.
+ * Only a blocking DRAIN, whose answer follows every page of the area, is
+ * held to max_queued.
+ *
+ * A page past the limit, or one malloc() refuses, is dropped at the feed
+ * and counted at its subscription and CPU: every later page of that CPU
+ * carries the count in its dropped_pages and dropped_events, beside the
+ * daemon's, and a finished drain hands on what no page carried as an
+ * empty page (df_report_loss()).
+ */
 #define DF_MAX_QUEUED 65536u
 
 /* What the feed dropped for one subscription's CPU. */
@@ -43,6 +58,7 @@ struct hvtrace_daemon_feed {
 	struct hvtrace_daemon *dc;
 	struct hvtrace_daemon_page *head, *tail;
 	unsigned int queued, max_queued;
+	bool in_call;	/* waiting for the answer to a request: see above */
 	struct df_loss *loss;
 	size_t nr_loss, cap_loss;
 	/* the DRAIN started last (hvtrace_daemon_feed_drain_start()) */
@@ -240,7 +256,7 @@ static void df_other(void *arg, const struct hvt_msg *m)
 	}
 	if (m->type != HVT_MSG_PAGE || (m->flags & HVT_PF_REPLY))
 		return;
-	p = f->queued < f->max_queued ?
+	p = f->queued < (f->in_call ? DF_MAX_QUEUED : f->max_queued) ?
 		    malloc(sizeof(*p) + m->u.page.len) :
 		    NULL;
 	if (!p) {
@@ -270,8 +286,13 @@ static void df_other(void *arg, const struct hvt_msg *m)
 static int df_call(struct hvtrace_daemon_feed *f, struct hvt_msg *req,
 		   struct hvt_msg *reply)
 {
-	return hvtrace_daemon_call(f->dc, req, reply, HVTRACE_DAEMON_TIMEOUT_MS,
-				   df_other, f);
+	int ret;
+
+	f->in_call = true;
+	ret = hvtrace_daemon_call(f->dc, req, reply, HVTRACE_DAEMON_TIMEOUT_MS,
+				  df_other, f);
+	f->in_call = false;
+	return ret;
 }
 
 static int df_result(struct hvtrace_daemon_feed *f, struct hvt_msg *req,
