@@ -31,6 +31,8 @@ struct hvtrace_ksyms {
 };
 
 HVT_INTERNAL struct hvtrace_ksyms *hvt_ks_new(void);
+/* Every byte in 0x21..0x7e. */
+HVT_INTERNAL bool hvt_ks_printable(const char *s, size_t n);
 /*
  * Add one symbol; @name (@nlen bytes) and @mod (@mlen bytes, 0: the
  * image) are checked.  Return: 0; -EINVAL (not a valid symbol: @why says

@@ -63,6 +63,11 @@ static bool ks_printable(const char *s, size_t n, bool brackets)
 	return true;
 }
 
+bool hvt_ks_printable(const char *s, size_t n)
+{
+	return ks_printable(s, n, true);
+}
+
 /* Copy @n bytes and a NUL into the string buffer; its offset or -1. */
 static int64_t ks_str(struct hvtrace_ksyms *ks, const char *s, size_t n)
 {
