@@ -573,8 +573,14 @@ static void ksr_scan_map(struct hvtrace_kring *k, struct ksr_scan *sc)
 	}
 }
 
+/*
+ * A VMM's memory through /proc/PID/mem, 2 MiB at a time; a chunk that
+ * /proc/PID/pagemap says has no page present or swapped is not read
+ * (untouched guest RAM), as the ring's scan does.
+ */
 static int ksr_scan_mem(struct hvtrace_kring *k, struct ksr_scan *sc)
 {
+	uint64_t pm[KSR_MEM_CHUNK / KSR_PAGE];
 	uint8_t *buf = malloc(KSR_MEM_CHUNK);
 	uint64_t off, n, i;
 
@@ -582,8 +588,22 @@ static int ksr_scan_mem(struct hvtrace_kring *k, struct ksr_scan *sc)
 		return hvt_err(-ENOMEM, "out of memory");
 	for (off = 0; off < k->size && sc->n <= KSR_NOTES_MAX;
 	     off += KSR_MEM_CHUNK) {
+		bool any = k->pagemap < 0;
+
 		n = k->size - off < KSR_MEM_CHUNK ? k->size - off :
 						    KSR_MEM_CHUNK;
+		if (k->pagemap >= 0) {
+			ssize_t got = pread(k->pagemap, pm, n / KSR_PAGE * 8,
+					    (off_t)((k->base + off) /
+						    KSR_PAGE * 8));
+
+			if (got != (ssize_t)(n / KSR_PAGE * 8))
+				any = true;	/* no answer: read it */
+			for (i = 0; !any && i < n / KSR_PAGE; i++)
+				any = pm[i] >> 62;	/* present, swapped */
+		}
+		if (!any)
+			continue;
 		if (pread(k->mem, buf, n, (off_t)(k->base + off)) !=
 		    (ssize_t)n)
 			continue;
