@@ -7,9 +7,12 @@
  * a guest formats folder (that guest's print and sched_switch formats,
  * tests/fuzz/corpus/kmap/guest-612-formats):
  *
- *  - with a kallsyms file naming the ip (after a malformed line that
- *    libtraceevent's own parser would have stopped at): every print line
- *    reads "tracing_mark_write: hvt-mark N";
+ *  - with a kallsyms file naming the ip (that kernel's own lines around
+ *    tracing_mark_write, read from another boot's RAM by
+ *    hvtrace_ksyms_from_kring() and moved to this boot's KASLR base,
+ *    after a malformed line that libtraceevent's own parser would have
+ *    stopped at): every print line reads "tracing_mark_write: hvt-mark
+ *    N", and the ip is tracing_mark_write+0x11f;
  *  - without it, or with one whose addresses are all 0 (kptr_restrict),
  *    or one whose last symbol lies below the ip: the ip in hex, never a
  *    name from the host's /proc/kallsyms;
@@ -184,21 +187,27 @@ static unsigned int with_kallsyms(const char *text, const char *want)
 
 int main(void)
 {
+	/* The real 6.12 kernel's lines around tracing_mark_write (from
+	 * another boot of it, moved to this ring's KASLR base), after a
+	 * line libtraceevent's parser would stop at. */
 	static const char named[] =
 		"this line is not a symbol\n"
 		"0000000000000000 A fixed_percpu_data\n"
-		"ffffffff8e000000 T _text\n"
-		"ffffffff8f837600 t tracing_mark_open\n"
-		"ffffffff8f8376a0 t tracing_mark_write\n"
-		"ffffffff8f837a00 t tracing_mark_raw_write\n"
-		"ffffffff90000000 B _end\n";
+		"ffffffff8f600000 T _stext\n"
+		"ffffffff8f600000 T _text\n"
+		"ffffffff8f837550 t __pfx_tracing_mark_raw_write\n"
+		"ffffffff8f837560 t tracing_mark_raw_write\n"
+		"ffffffff8f8376d0 t __pfx_tracing_mark_write\n"
+		"ffffffff8f8376e0 t tracing_mark_write\n"
+		"ffffffff8f837960 T __pfx___trace_array_puts\n"
+		"ffffffff8f837970 T __trace_array_puts\n";
 	static const char zeros[] =
 		"0000000000000000 T _text\n"
 		"0000000000000000 t tracing_mark_write\n"
 		"0000000000000000 t tracing_mark_raw_write\n";
 	static const char below[] =
-		"ffffffff8e000000 T _text\n"
-		"ffffffff8f8376a0 t tracing_mark_write\n";
+		"ffffffff8f600000 T _text\n"
+		"ffffffff8f8376e0 t tracing_mark_write\n";
 	struct hvtrace_decoder *d;
 	struct hvtrace_ksyms *ks;
 	char p[300];
@@ -222,6 +231,16 @@ int main(void)
 	t_eq(check_prints(d, IP_HEX), n);
 	hvtrace_decoder_free(d);
 	t_ok(hvtrace_ksyms_parse(named, strlen(named), &ks));
+	{
+		const char *name;
+		uint64_t off, size;
+
+		t_ok(hvtrace_ksyms_lookup(ks, 0xffffffff8f8377ffull, &name,
+					  &off, &size, NULL));
+		t_assert(!strcmp(name, "tracing_mark_write"));
+		t_equ(off, 0x11f);
+		t_equ(size, 0x280);
+	}
 	t_eq(hvtrace_decoder_set_ksyms(NULL, ks), -EINVAL);	/* freed */
 
 	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
