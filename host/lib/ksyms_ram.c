@@ -408,7 +408,7 @@ static int ksr_decode(struct ksr *r)
 				goto cut;
 			len = (b & 0x7fu) | (uint32_t)b2 << 7;
 		}
-		if (len < 2)	/* a type letter and a name, at least */
+		if (!len)	/* one token may hold the type and the name */
 			return hvt_err(-EINVAL, "kallsyms symbol %u: length %u",
 				       i, len);
 		for (j = 0; j < len; j++) {

@@ -5,7 +5,7 @@
  * 6.12 ring (tests/include/kring_img.h, so that hvtrace_kring_open()
  * finds a source), a VMCOREINFO note and the kallsyms tables compressed
  * as scripts/kallsyms.c does (a small token table: the printable
- * characters, three longer tokens), at chosen physical addresses.  The
+ * characters, four longer tokens, one of them a whole symbol), at chosen physical addresses.  The
  * expected /proc/kallsyms text is made from the same symbol list.
  *
  * Taken, the exact text and info: identity RAM with a negative
@@ -66,7 +66,10 @@ static struct sym syms[] = {
 };
 #define NSYMS (sizeof(syms) / sizeof(syms[0]))
 
-static const char *const multi[] = { "tracing_", "mark_", "write" };
+/* Longer tokens; the last is a whole symbol: a name of one token. */
+static const char *const multi[] = { "tracing_", "mark_", "write",
+				     "Dinit_uts_ns" };
+#define NMULTI (sizeof(multi) / sizeof(multi[0]))
 
 struct gen {
 	uint64_t ram;		/* bytes of the file */
@@ -190,10 +193,10 @@ static size_t compress(const char *s, uint8_t *tok)
 	size_t n = 0, i, m;
 
 	while (*s) {
-		for (m = 0; m < 3; m++)
+		for (m = 0; m < NMULTI; m++)
 			if (!strncmp(s, multi[m], strlen(multi[m])))
 				break;
-		if (m < 3) {
+		if (m < NMULTI) {
 			tok[n++] = (uint8_t)(m + 1);
 			s += strlen(multi[m]);
 			continue;
@@ -201,7 +204,7 @@ static size_t compress(const char *s, uint8_t *tok)
 		tok[n++] = (uint8_t)*s++;
 	}
 	for (i = 0; i < n; i++)
-		t_assert(tok[i] < 4 || (tok[i] > 0x20 && tok[i] < 0x7f));
+		t_assert(tok[i] <= NMULTI || (tok[i] > 0x20 && tok[i] < 0x7f));
 	return n;
 }
 
@@ -216,9 +219,9 @@ static void generate(const struct gen *g, char *want, size_t wsize)
 	uint32_t num = 0;
 	size_t nn = 0, tn = 0, w = 0, i, n;
 
-	/* The token table: the three long tokens, then each printable
-	 * character; the other slots share '?'. */
-	for (i = 0; i < 3; i++) {
+	/* The token table: the long tokens, then each printable character;
+	 * the other slots share '?'. */
+	for (i = 0; i < NMULTI; i++) {
 		tidx[i + 1] = (uint16_t)tn;
 		memcpy(ttab + tn, multi[i], strlen(multi[i]) + 1);
 		tn += strlen(multi[i]) + 1;
@@ -229,7 +232,7 @@ static void generate(const struct gen *g, char *want, size_t wsize)
 		ttab[tn++] = 0;
 	}
 	for (i = 0; i < 256; i++)
-		if (!(i >= 1 && i <= 3) && !(i >= 0x21 && i < 0x7f))
+		if (!(i >= 1 && i <= NMULTI) && !(i >= 0x21 && i < 0x7f))
 			tidx[i] = tidx['?'];
 	if (g->bad_tidx)
 		tidx['A'] = g->bad_tidx;
