@@ -21,7 +21,7 @@ struct ks_sym {
 struct hvtrace_ksyms {
 	struct ks_sym *syms;	/* in the order added */
 	uint32_t nr, cap;
-	uint32_t *idx;		/* lookup order: by address, no absolutes */
+	uint32_t *idx;		/* lookup order: by address, no A/a */
 	uint32_t nr_idx;
 	char *strs;		/* NUL-ended names and module names */
 	size_t strs_len, strs_cap;

@@ -29,7 +29,8 @@
 #include "decode.h"
 #include "ksyms-local.h"
 
-#define KS_MOD_HASH	8192u	/* slots: twice HVTRACE_KSYMS_MODULES_MAX */
+/* Slots of the module name hash: twice HVTRACE_KSYMS_MODULES_MAX. */
+#define KS_MOD_HASH	8192u
 
 struct hvtrace_ksyms *hvt_ks_new(void)
 {
@@ -404,10 +405,12 @@ HVTRACE_API int hvtrace_ksyms_text(const struct hvtrace_ksyms *ks,
 		off += (size_t)snprintf(buf + off, size - off, "%016llx %c %s",
 					(unsigned long long)s->addr, s->type,
 					ks->strs + s->name);
-		if (s->mod)
+		if (s->mod) {
+			const char *m = ks->strs + ks->mods[s->mod - 1];
+
 			off += (size_t)snprintf(buf + off, size - off,
-						"\t[%s]",
-						ks->strs + ks->mods[s->mod - 1]);
+						"\t[%s]", m);
+		}
 		buf[off++] = '\n';
 	}
 	buf[off] = '\0';

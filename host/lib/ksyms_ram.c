@@ -56,13 +56,17 @@
 #include "ksyms-local.h"
 
 #define KSR_PAGE	4096u
-#define KSR_HDR		24u	/* namesz, descsz, type, "VMCOREINFO\0\0" */
+/* namesz, descsz, type, "VMCOREINFO\0\0" */
+#define KSR_HDR		24u
 #define KSR_DESC_MIN	64u
-#define KSR_NOTES_MAX	8u	/* notes the scan keeps; one more: refused */
-#define KSR_START_MAP	0xffffffff80000000ull	/* __START_KERNEL_map */
+/* Different notes the scan keeps; one more is refused. */
+#define KSR_NOTES_MAX	8u
+/* __START_KERNEL_map */
+#define KSR_START_MAP	0xffffffff80000000ull
 #define KSR_PA_MAX	(1ull << 52)
 #define KSR_GIB		(1ull << 30)
-#define KSR_IMAGE_MAX	KSR_GIB	/* x86-64 KERNEL_IMAGE_SIZE, KASLR */
+/* x86-64 KERNEL_IMAGE_SIZE with KASLR */
+#define KSR_IMAGE_MAX	KSR_GIB
 #define KSR_SYMS_MAX	(4u << 20)
 #define KSR_TOKTAB_MAX	65536u
 #define KSR_NAME_MAX	512u	/* KSYM_NAME_LEN: type letter + 511 */
@@ -179,7 +183,8 @@ static int ksr_parse_note(const struct ksr_note *no, struct ksr_vmci *vi)
 		if (!nl)
 			return hvt_err(-EINVAL, "a line without its newline");
 		for (c = p; c < nl; c++)
-			if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+			if ((unsigned char)*c < 0x20 ||
+			    (unsigned char)*c > 0x7e)
 				return hvt_err(-EINVAL, "a control character "
 							"at text offset %zu",
 					       (size_t)(c - no->text));
@@ -243,7 +248,7 @@ static int ksr_parse_note(const struct ksr_note *no, struct ksr_vmci *vi)
 	return 0;
 }
 
-/* --- kernel addresses to RAM offsets ---------------------------------------- */
+/* --- kernel addresses to RAM offsets ------------------------------------ */
 
 /*
  * The RAM offset of [va, va + n), which must lie in the kernel image's
@@ -299,7 +304,7 @@ static bool ksr_layout_ok(struct ksr *r)
 	return !memcmp(rel, r->vi.osrelease, strlen(r->vi.osrelease) + 1);
 }
 
-/* --- the compressed table ----------------------------------------------------- */
+/* --- the compressed table ----------------------------------------------- */
 
 struct ksr_stream {
 	struct hvtrace_kring *k;
@@ -426,9 +431,10 @@ static int ksr_decode(struct ksr *r)
 			return hvt_err(-EINVAL, "kallsyms symbol %u: empty "
 						"name", i);
 		name[n] = '\0';
-		if (absolute)
-			addr = r->offs[i] >= 0 ? (uint64_t)r->offs[i] :
-						 rb - 1 - (uint64_t)(int64_t)r->offs[i];
+		if (absolute && r->offs[i] >= 0)
+			addr = (uint64_t)r->offs[i];
+		else if (absolute)
+			addr = rb - 1 - (uint64_t)(int64_t)r->offs[i];
 		else
 			addr = rb + (uint32_t)r->offs[i];
 		if (addr < prev)
@@ -445,12 +451,14 @@ static int ksr_decode(struct ksr *r)
 			return hvt_err(ret == -ENOMEM ? ret : -EINVAL,
 				       "kallsyms symbol %u: %s", i, why);
 		if (!strcmp(name + 1, "_stext")) {
-			if (addr != r->vi.v[V_STEXT])
+			uint64_t want = r->vi.v[V_STEXT];
+
+			if (addr != want)
 				return hvt_err(-EINVAL, "the table's _stext "
 							"0x%llx is not the "
 							"note's 0x%llx",
 					       (unsigned long long)addr,
-					       (unsigned long long)r->vi.v[V_STEXT]);
+					       (unsigned long long)want);
 			stext = true;
 		}
 	}
@@ -508,7 +516,7 @@ static void ksr_fini(struct ksr *r)
 	r->ks = NULL;
 }
 
-/* --- finding the notes ------------------------------------------------------ */
+/* --- finding the notes -------------------------------------------------- */
 
 struct ksr_scan {
 	struct ksr_note *notes;	/* KSR_NOTES_MAX + 1 */

@@ -5,8 +5,9 @@
  * 6.12 ring (tests/include/kring_img.h, so that hvtrace_kring_open()
  * finds a source), a VMCOREINFO note and the kallsyms tables compressed
  * as scripts/kallsyms.c does (a small token table: the printable
- * characters, four longer tokens, one of them a whole symbol), at chosen physical addresses.  The
- * expected /proc/kallsyms text is made from the same symbol list.
+ * characters, four longer tokens, one of them a whole symbol), at chosen
+ * physical addresses.  The expected /proc/kallsyms text is made from
+ * the same symbol list.
  *
  * Taken, the exact text and info: identity RAM with a negative
  * phys_base (KASLR moved the image further in virtual than in physical
@@ -44,7 +45,7 @@
 #define RELEASE		"6.12.0-hvt-test"
 
 struct sym {
-	uint64_t rel;		/* from _text, or the value of an 'A' one */
+	uint64_t rel;		/* from _text; an 'A' one's value */
 	char type;
 	const char *name;
 };
