@@ -181,6 +181,120 @@ HVTRACE_API int hvtrace_decoder_event_name(const struct hvtrace_decoder *d,
 					   const char **system,
 					   const char **name);
 
+/* --- a guest kernel's symbols ------------------------------------------- */
+
+/*
+ * One kernel's symbol table (one guest boot: KASLR moves it at every
+ * boot), never mixed with another kernel's: the host's own symbols are
+ * never used for a guest.  Made from /proc/kallsyms text
+ * (hvtrace_ksyms_parse()) or from guest RAM (hvtrace_ksyms_from_kring(),
+ * <hvtrace-ring.h>); what a decoder names %ps/%pS/%pF/%pf arguments and
+ * ftrace:print's ip with (hvtrace_decoder_set_ksyms()).
+ */
+struct hvtrace_ksyms;
+
+/* Bounds of hvtrace_ksyms_parse(): a text beyond them is refused, a line
+ * beyond them is skipped (counted). */
+#define HVTRACE_KSYMS_TEXT_MAX		(256u << 20)	/* bytes of text */
+#define HVTRACE_KSYMS_LINES_MAX		(4u << 20)	/* lines of text */
+#define HVTRACE_KSYMS_LINE_MAX		600u	/* bytes of a line */
+#define HVTRACE_KSYMS_NAME_MAX		511u	/* bytes of a name */
+#define HVTRACE_KSYMS_MODULE_MAX	55u	/* bytes of a module name */
+#define HVTRACE_KSYMS_MODULES_MAX	4096u	/* distinct modules */
+
+/* What made a table and what it holds. */
+struct hvtrace_ksyms_info {
+	uint32_t symbols;	/* lines kept */
+	uint32_t modules;	/* distinct module names among them */
+	uint32_t skipped;	/* lines refused (parse) */
+	uint32_t first_skipped;	/* line number (from 1) of the first, or 0 */
+	char first_skipped_why[64];	/* what was wrong with it */
+	/* hvtrace_ksyms_from_kring() only (0 otherwise) */
+	uint64_t note_offset;	/* RAM offset of the VMCOREINFO note */
+	uint64_t kaslr_offset;	/* KERNELOFFSET: _text - 0xffffffff81000000 */
+	uint64_t phys_base;	/* NUMBER(phys_base) */
+	uint64_t lowmem;	/* RAM below 4 GiB when the image sits above
+				 * (QEMU's split); 0: identity */
+	uint32_t percpu_absolute;	/* 1: CONFIG_KALLSYMS_ABSOLUTE_PERCPU */
+};
+
+/**
+ * hvtrace_ksyms_parse - a symbol table from /proc/kallsyms text
+ * @text: the text (hostile: a guest made it); need not end in a NUL
+ * @len:  bytes of @text
+ * @out:  the new table
+ *
+ * Each line is "%016lx %c %s" (16 hex digits, a type letter, a name of
+ * 1 to HVTRACE_KSYMS_NAME_MAX printable characters) with an optional
+ * "\t[MODULE]" (1 to HVTRACE_KSYMS_MODULE_MAX printable characters).  A
+ * line that is not (longer than HVTRACE_KSYMS_LINE_MAX, holding a NUL
+ * byte, bad hex, ...) is skipped and counted (hvtrace_ksyms_get_info()).
+ *
+ * Return: 0; -EINVAL (NULL argument); -E2BIG (more than
+ * HVTRACE_KSYMS_TEXT_MAX bytes or HVTRACE_KSYMS_LINES_MAX lines);
+ * -ENOENT (no valid line); -ENODATA (every address is 0: the kernel hid
+ * them from the reader, kptr_restrict); -ENOMEM.
+ */
+HVTRACE_API int hvtrace_ksyms_parse(const char *text, size_t len,
+				    struct hvtrace_ksyms **out);
+
+/** hvtrace_ksyms_free - free a table; NULL is a no-op */
+HVTRACE_API void hvtrace_ksyms_free(struct hvtrace_ksyms *ks);
+
+/** hvtrace_ksyms_get_info - what a table holds; 0 or -EINVAL */
+HVTRACE_API int hvtrace_ksyms_get_info(const struct hvtrace_ksyms *ks,
+				       struct hvtrace_ksyms_info *info);
+
+/**
+ * hvtrace_ksyms_text - the table as /proc/kallsyms text
+ * @ks:   table
+ * @text: a new NUL-ended buffer (free() it), every line valid
+ * @len:  its bytes, the NUL not counted
+ *
+ * The lines kept, in their order, "%016lx %c %s[\t[MODULE]]\n": the
+ * sanitized text for a trace.dat KALLSYMS section.
+ *
+ * Return: 0, -EINVAL or -ENOMEM.
+ */
+HVTRACE_API int hvtrace_ksyms_text(const struct hvtrace_ksyms *ks,
+				   char **text, size_t *len);
+
+/**
+ * hvtrace_ksyms_lookup - the symbol an address lies in
+ * @ks:     table
+ * @addr:   a kernel address
+ * @name:   its name (NULL: not wanted); valid as long as @ks
+ * @offset: @addr minus the symbol's address (NULL: not wanted)
+ * @size:   bytes to the next symbol, 0 when unknown (NULL: not wanted)
+ * @module: the module, NULL for the kernel image (NULL: not wanted)
+ *
+ * A symbol spans up to the next higher address of the same module (or
+ * of the image); the last one of a module or of the image, whose end is
+ * unknown, matches only its own address.  Absolute symbols (types A, a:
+ * per-CPU offsets) are never matched; of aliases, the first is.
+ *
+ * Return: 0, -ENOENT (in no symbol) or -EINVAL.
+ */
+HVTRACE_API int hvtrace_ksyms_lookup(const struct hvtrace_ksyms *ks,
+				     uint64_t addr, const char **name,
+				     uint64_t *offset, uint64_t *size,
+				     const char **module);
+
+/**
+ * hvtrace_decoder_set_ksyms - the symbols a decoder prints addresses with
+ * @d:  decoder
+ * @ks: table, which the decoder takes (freed with it or at the next
+ *      call); NULL: none, addresses print in hex
+ *
+ * Installs a function resolver in libtraceevent (a binary search of @ks,
+ * no copy per record); an address in no symbol prints in hex.  Replaces
+ * any symbols the decoder had (a formats folder's kallsyms).
+ *
+ * Return: 0 or -EINVAL (@d NULL: @ks is freed all the same).
+ */
+HVTRACE_API int hvtrace_decoder_set_ksyms(struct hvtrace_decoder *d,
+					  struct hvtrace_ksyms *ks);
+
 /* --- text like trace_pipe ------------------------------------------------- */
 
 enum hvtrace_text_flags {

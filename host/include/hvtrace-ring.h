@@ -466,6 +466,35 @@ HVTRACE_API int hvtrace_kring_read_page(struct hvtrace_kring *k, int cpu,
 					void *page, size_t size,
 					struct hvtrace_page_info *info);
 
+struct hvtrace_ksyms;
+struct hvtrace_ksyms_info;
+
+/**
+ * hvtrace_ksyms_from_kring - a guest kernel's symbols, read from its RAM
+ * @k:    the guest's RAM (hvtrace_kring_open(), _open_pid(), _open_source())
+ * @out:  the new table (<hvtrace-events.h>: hvtrace_ksyms_lookup(),
+ *        hvtrace_decoder_set_ksyms(), ...)
+ * @info: where it was found (note offset, KASLR offset, phys_base, RAM
+ *        split, encoding); NULL: not wanted
+ *
+ * Finds the VMCOREINFO note the kernel (x86-64, CONFIG_VMCORE_INFO,
+ * CONFIG_KALLSYMS, 6.0+) keeps in a page of its RAM and decodes the
+ * compressed kallsyms tables it points at: the kernel image's symbols,
+ * as the guest's /proc/kallsyms lists them (no modules), with this
+ * boot's KASLR addresses.  Every byte read is hostile input: notes,
+ * tables and names are validated (docs/guest-kernel.md, "Function
+ * names").
+ *
+ * Return: 0; -EINVAL; -ENOENT (no note); -ENOTUNIQ (notes that differ,
+ * and not exactly one points at valid tables: a guest user can plant
+ * one; the message names their offsets); -EINVAL for a note or table
+ * refused (hvtrace_last_error() says what); -EIO (the file shrank);
+ * -ENOMEM.
+ */
+HVTRACE_API int hvtrace_ksyms_from_kring(struct hvtrace_kring *k,
+					 struct hvtrace_ksyms **out,
+					 struct hvtrace_ksyms_info *info);
+
 /** hvtrace_kring_get_stats - what this reader saw of one CPU */
 HVTRACE_API int hvtrace_kring_get_stats(const struct hvtrace_kring *k,
 					int cpu,

@@ -64,6 +64,7 @@ HVTRACE_API void hvtrace_decoder_free(struct hvtrace_decoder *d)
 		return;
 	if (d->tep)
 		tep_free(d->tep);
+	hvtrace_ksyms_free(d->ksyms);
 	trace_seq_destroy(&d->seq);
 	free(d->scratch);
 	hvt_dec_comm_fini(d);
@@ -309,9 +310,14 @@ HVTRACE_API int hvtrace_decoder_new_kernel(const char *tracefs,
 			return ret;
 		dec_load_cmdlines(d, root);	/* best effort */
 		snprintf(path, sizeof(path), "%s/kallsyms", root);
-		syms = dec_slurp(path, 256u << 20, &len);
+		syms = dec_slurp(path, HVTRACE_KSYMS_TEXT_MAX, &len);
 		if (syms) {
-			tep_parse_kallsyms(d->tep, syms);
+			struct hvtrace_ksyms *ks;
+
+			/* The guest's text, sanitized; a table refused
+			 * leaves addresses in hex (best effort). */
+			if (!hvtrace_ksyms_parse(syms, len, &ks))
+				hvtrace_decoder_set_ksyms(d, ks);
 			free(syms);
 		}
 		*out = d;

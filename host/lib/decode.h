@@ -65,6 +65,7 @@ struct hvtrace_decoder {
 	struct dec_learn *learn_ev;	/* DEC_LEARN_EVENTS entries */
 	uint32_t learn_nr;
 	bool hyp;	/* a hypervisor writer's: pid 0 is HVT_HYP_COMM */
+	struct hvtrace_ksyms *ksyms;	/* the resolver's table (ksyms.c) */
 };
 
 /* comm.c */
