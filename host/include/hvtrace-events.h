@@ -216,6 +216,11 @@ struct hvtrace_ksyms_info {
 	uint64_t lowmem;	/* RAM below 4 GiB when the image sits above
 				 * (QEMU's split); 0: identity */
 	uint32_t percpu_absolute;	/* 1: CONFIG_KALLSYMS_ABSOLUTE_PERCPU */
+	/* which kernel: for its event formats (hvtrace_ksyms_from_kring()) */
+	char release[65];	/* OSRELEASE, as uname -r prints it */
+	char build_id[129];	/* BUILD-ID: the GNU build id in hex; "" none */
+	char banner[256];	/* linux_banner's line, as the console printed
+				 * it ("Linux version ..."); "" not found */
 };
 
 /**

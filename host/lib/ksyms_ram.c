@@ -82,10 +82,10 @@ struct ksr_note {
 enum {
 	V_OSRELEASE, V_PAGESIZE, V_STEXT, V_NAMES, V_NUM, V_TOKTAB, V_TOKIDX,
 	V_OFFSETS, V_RELBASE, V_PHYSBASE, V_KASLR, V_UTS, V_UTSNAME,
-	V_IMGSIZE, V_NR
+	V_IMGSIZE, V_BUILDID, V_NR
 };
 
-enum ksr_kind { K_STR, K_HEX, K_DEC };
+enum ksr_kind { K_STR, K_HEX, K_DEC, K_ID };
 
 static const struct {
 	const char *key;
@@ -106,10 +106,12 @@ static const struct {
 	[V_UTS] = { "SYMBOL(init_uts_ns)", K_HEX, true },
 	[V_UTSNAME] = { "OFFSET(uts_namespace.name)", K_DEC, true },
 	[V_IMGSIZE] = { "NUMBER(KERNEL_IMAGE_SIZE)", K_DEC, false },
+	[V_BUILDID] = { "BUILD-ID", K_ID, false },
 };
 
 struct ksr_vmci {
 	char osrelease[65];
+	char build_id[129];	/* lower-case hex, even length */
 	uint64_t v[V_NR];
 	uint32_t have;		/* bit per V_* */
 };
@@ -168,6 +170,27 @@ static int ksr_value(const char *v, size_t n, enum ksr_kind kind,
 	return 0;
 }
 
+/* A BUILD-ID value: 2 to 128 hex digits, an even number; lower case into
+ * @out (129 bytes). */
+static int ksr_build_id(const char *v, size_t n, char *out)
+{
+	size_t i;
+
+	if (n < 2 || n > 128 || n % 2)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		char c = v[i];
+
+		if (c >= 'A' && c <= 'F')
+			c = (char)(c - 'A' + 'a');
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return -EINVAL;
+		out[i] = c;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
 /* Parse and check the note's text; -EINVAL with the reason said. */
 static int ksr_parse_note(const struct ksr_note *no, struct ksr_vmci *vi)
 {
@@ -210,6 +233,11 @@ static int ksr_parse_note(const struct ksr_note *no, struct ksr_vmci *vi)
 						       ksr_keys[i].key);
 				memcpy(vi->osrelease, eq + 1, vl);
 				vi->osrelease[vl] = '\0';
+			} else if (ksr_keys[i].kind == K_ID) {
+				if (ksr_build_id(eq + 1, (size_t)(nl - eq - 1),
+						 vi->build_id))
+					return hvt_err(-EINVAL, "bad %s",
+						       ksr_keys[i].key);
 			} else if (ksr_value(eq + 1, (size_t)(nl - eq - 1),
 					     ksr_keys[i].kind, &vi->v[i])) {
 				return hvt_err(-EINVAL, "bad value of %s",
@@ -304,6 +332,38 @@ static bool ksr_layout_ok(struct ksr *r)
 	return !memcmp(rel, r->vi.osrelease, strlen(r->vi.osrelease) + 1);
 }
 
+/*
+ * Which kernel the table is of, for its event formats: the note's
+ * OSRELEASE and BUILD-ID, and the banner the kernel printed at boot
+ * (linux_banner, at @banner: its first line if it is printable and says
+ * "Linux version RELEASE "; else none).
+ */
+static void ksr_kernel_id(struct ksr *r, uint64_t banner)
+{
+	struct hvtrace_ksyms_info *in = &r->ks->info;
+	char line[sizeof(in->banner)], *nl;
+	size_t rl = strlen(r->vi.osrelease);
+	uint64_t off;
+
+	snprintf(in->release, sizeof(in->release), "%s", r->vi.osrelease);
+	snprintf(in->build_id, sizeof(in->build_id), "%s", r->vi.build_id);
+	if (!banner || ksr_at(r, banner, sizeof(line) - 1, &off))
+		return;
+	kr_get(r->k, off, line, sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\0';
+	nl = memchr(line, '\n', sizeof(line) - 1);
+	if (!nl)
+		return;	/* longer than we keep: none */
+	*nl = '\0';
+	for (nl = line; *nl; nl++)
+		if ((unsigned char)*nl < 0x20 || (unsigned char)*nl > 0x7e)
+			return;
+	if (strncmp(line, "Linux version ", 14) ||
+	    strncmp(line + 14, r->vi.osrelease, rl) || line[14 + rl] != ' ')
+		return;
+	memcpy(in->banner, line, sizeof(line));
+}
+
 /* --- the compressed table ----------------------------------------------- */
 
 struct ksr_stream {
@@ -333,7 +393,7 @@ static int ksr_decode(struct ksr *r)
 {
 	uint16_t tidx[256], tlen[256];
 	char *toks, name[KSR_NAME_MAX + 1];
-	uint64_t off, off2, rb, prev = 0, tt_n;
+	uint64_t off, off2, rb, prev = 0, tt_n, banner = 0;
 	struct ksr_stream s = { .k = r->k };
 	uint32_t num, i, j, t;
 	bool absolute = false, stext = false;
@@ -450,6 +510,8 @@ static int ksr_decode(struct ksr *r)
 		if (ret)
 			return hvt_err(ret == -ENOMEM ? ret : -EINVAL,
 				       "kallsyms symbol %u: %s", i, why);
+		if (!strcmp(name + 1, "linux_banner"))
+			banner = addr;
 		if (!strcmp(name + 1, "_stext")) {
 			uint64_t want = r->vi.v[V_STEXT];
 
@@ -466,6 +528,7 @@ static int ksr_decode(struct ksr *r)
 		return hvt_err(-EINVAL, "the table has no _stext");
 	r->ks->info.percpu_absolute = absolute;
 	r->ks->info.lowmem = r->lowmem;
+	ksr_kernel_id(r, banner);
 	return hvt_ks_finish(r->ks, "guest RAM's kallsyms");
 cut:
 	return hvt_err(-EINVAL, "kallsyms_names ends at symbol %u of %u, at the "
@@ -521,6 +584,9 @@ static void ksr_fini(struct ksr *r)
 struct ksr_scan {
 	struct ksr_note *notes;	/* KSR_NOTES_MAX + 1 */
 	uint32_t n;
+	/* the table chosen; in memory, not a register, as a SIGBUS in the
+	 * mapping returns through the guard's longjmp */
+	struct hvtrace_ksyms *out;
 };
 
 /* The page at @off holds the header of a VMCOREINFO note: keep it. */
@@ -715,7 +781,6 @@ HVTRACE_API int hvtrace_ksyms_from_kring(struct hvtrace_kring *k,
 					 struct hvtrace_ksyms **out,
 					 struct hvtrace_ksyms_info *info)
 {
-	struct hvtrace_ksyms *ks = NULL;
 	struct ksr_scan sc = { 0 };
 	struct ksr r = { 0 };
 	struct hvt_guard g;
@@ -731,21 +796,21 @@ HVTRACE_API int hvtrace_ksyms_from_kring(struct hvtrace_kring *k,
 		hvt_guard_init();
 		if (hvt_guard_enter(&g, k->map, k->size)) {
 			ksr_fini(&r);
-			hvtrace_ksyms_free(ks);
+			hvtrace_ksyms_free(sc.out);
 			free(sc.notes);
 			return hvt_err(-EIO, "%s shrank while its symbols were "
 					     "read",
 				       k->path);
 		}
 	}
-	ret = ksr_run(k, &sc, &r, &ks);
+	ret = ksr_run(k, &sc, &r, &sc.out);
 	if (k->map)
 		hvt_guard_leave(&g);
 	free(sc.notes);
 	if (ret)
 		return ret;
 	if (info)
-		*info = ks->info;
-	*out = ks;
+		*info = sc.out->info;
+	*out = sc.out;
 	return 0;
 }

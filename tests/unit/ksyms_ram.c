@@ -43,6 +43,8 @@
 #define START_KERNEL	0xffffffff81000000ull
 #define GIB		(1ull << 30)
 #define RELEASE		"6.12.0-hvt-test"
+#define BANNER		"Linux version " RELEASE " (test@hvtrace) (gcc 12) #1 SMP"
+#define BUILD_ID	"0123456789abcdef0123456789abcdef01234567"
 
 struct sym {
 	uint64_t rel;		/* from _text; an 'A' one's value */
@@ -63,6 +65,7 @@ static struct sym syms[] = {
 	{ 0x200a00, 't', "tracing_mark_raw_write" },
 	{ 0x300000, 'T', longname },
 	{ 0x700000, 'D', "init_uts_ns" },
+	{ 0x710000, 'D', "linux_banner" },
 	{ 0x1400000, 'B', "_end" },
 };
 #define NSYMS (sizeof(syms) / sizeof(syms[0]))
@@ -90,6 +93,7 @@ struct gen {
 	const char *extra;	/* added to the note's text */
 	const char *pagesize;
 	bool no_physbase;
+	const char *banner;	/* at linux_banner (then "\n"), when not NULL */
 };
 
 static uint8_t *ram;	/* the compact image */
@@ -147,7 +151,7 @@ static char *note_text(const struct gen *g, uint64_t names_va)
 
 	n = (size_t)snprintf(t, sizeof(t),
 		"OSRELEASE=%s\n"
-		"BUILD-ID=0123456789abcdef0123456789abcdef01234567\n"
+		"BUILD-ID=" BUILD_ID "\n"
 		"PAGESIZE=%s\n"
 		"SYMBOL(init_uts_ns)=%llx\n"
 		"OFFSET(uts_namespace.name)=0\n"
@@ -279,6 +283,12 @@ static void generate(const struct gen *g, char *want, size_t wsize)
 	put_va(g, g->names, names, nn);
 	snprintf(rel, sizeof(rel), "%s", RELEASE);
 	put_va(g, g->uts + 130, rel, sizeof(rel));
+	if (g->banner) {
+		char b[300];
+
+		n = (size_t)snprintf(b, sizeof(b), "%s\n", g->banner);
+		put_va(g, 0x710000, b, n + 1);
+	}
 	put_note(g, g->note, note_text(g, g->names_va ? g->names_va :
 						      text_va(g) + g->names));
 }
@@ -307,6 +317,7 @@ static struct gen base(void)
 		.ttab = 0x800400,
 		.offs = 0x801000,
 		.names = 0x80ff00,	/* crosses a page: the truncation */
+		.banner = BANNER,
 	};
 	return g;
 }
@@ -333,6 +344,15 @@ static struct hvtrace_ksyms *take(const struct gen *g,
 	t_equ(info->kaslr_offset, g->kaslr);
 	t_equ(info->lowmem, g->lowmem);
 	t_eq(info->percpu_absolute, g->absolute);
+	/* which kernel: the note's release and build id, the banner when
+	 * it names that release */
+	t_assert(!strcmp(info->release, RELEASE));
+	t_assert(!strcmp(info->build_id, BUILD_ID));
+	if (g->banner && !strncmp(g->banner, "Linux version " RELEASE " ",
+				  sizeof("Linux version " RELEASE " ") - 1))
+		t_assert(!strcmp(info->banner, g->banner));
+	else
+		t_assert(!strcmp(info->banner, ""));
 	return ks;
 }
 
@@ -381,8 +401,10 @@ static void test_taken(void)
 	     -ENOENT);
 	hvtrace_ksyms_free(ks);
 
-	/* Relative offsets. */
+	/* Relative offsets; a banner of another release is no banner of
+	 * this kernel. */
 	g.absolute = false;
+	g.banner = "Linux version 6.1.0-other (test@hvtrace) #1 SMP";
 	file_new(&g);
 	generate(&g, want, sizeof(want));
 	ks = take(&g, &info);
