@@ -109,6 +109,16 @@ extern bool hvt_cli_kring_quiet;
 #define HVT_CLI_RELEASE_MAX	64
 int hvt_cli_kformats_cached(const char *verb, const char *ram,
 			    const char *remote, char *dir, size_t dirsize);
+/*
+ * The same for a guest kernel known by its symbol table's info
+ * (hvtrace_ksyms_from_kring(): the vmcoreinfo's release and build id, its
+ * banner), with no scan of its RAM (for --vm-pid, whose untouched memory
+ * a scan would populate).
+ */
+struct hvtrace_ksyms_info;
+int hvt_cli_kformats_of_kernel(const char *verb,
+			       const struct hvtrace_ksyms_info *ki,
+			       const char *remote, char *dir, size_t dirsize);
 
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);

@@ -44,11 +44,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include <hvtrace-daemon.h>
+#include <hvtrace-events.h>
 
 #define KC_MAX_CANDIDATES	16
 #define KC_MAX_GUESTS		64		/* guests/ folders looked at */
@@ -219,22 +221,49 @@ static void kc_confirm(int fd, uint64_t size, struct kc_cand *c, int n)
 }
 
 /*
- * Pick among the agent folders of @rel for the guest RAM in @fd.
+ * The guest whose folders are looked at: its RAM in a file (@fd, @size
+ * bytes: a candidate is confirmed by its build id's bytes found there),
+ * or the build id the guest kernel's vmcoreinfo gave (@id_hex).
+ */
+struct kc_guest {
+	int fd;
+	uint64_t size;
+	const char *id_hex;
+};
+
+/* Mark the candidates @g confirms. */
+static void kc_confirm_guest(const struct kc_guest *g, struct kc_cand *c,
+			     int n)
+{
+	int i;
+
+	if (!g->id_hex) {
+		kc_confirm(g->fd, g->size, c, n);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		c[i].seen = c[i].len && !strcasecmp(c[i].hex, g->id_hex);
+}
+
+/*
+ * Pick among the agent folders of @rel for guest @g.
  * Returns 0 with @dir set, -ENOENT when the release has no agent folder,
  * -EEXIST/-ESRCH when it has some but none can be chosen (said on
  * stderr).
  */
-static int kc_pick(const char *verb, int fd, uint64_t size,
+static int kc_pick(const char *verb, const struct kc_guest *g,
 		   const char *remote, const char *rel, char *dir,
 		   size_t dirsize)
 {
+	const char *where = g->id_hex ? "in the guest kernel's vmcoreinfo" :
+					"in guest RAM";
 	struct kc_cand c[KC_MAX_CANDIDATES];
 	char root[PATH_MAX];
 	int n, i, seen = 0, pick = -1, noid = -1;
 
 	n = kc_candidates(kc_root(root, sizeof(root)), rel, c, 0);
 	if (n) {
-		kc_confirm(fd, size, c, n);
+		kc_confirm_guest(g, c, n);
 		for (i = 0; i < n && !c[i].seen; i++)
 			;
 	}
@@ -244,7 +273,7 @@ static int kc_pick(const char *verb, int fd, uint64_t size,
 
 		n = kc_guest_candidates(root, remote, rel, c, n);
 		if (n > t)
-			kc_confirm(fd, size, c + t, n - t);
+			kc_confirm_guest(g, c + t, n - t);
 	}
 	if (!n)
 		return -ENOENT;
@@ -260,8 +289,8 @@ static int kc_pick(const char *verb, int fd, uint64_t size,
 		fprintf(stderr,
 			"hvtrace %s: the guest kernel's formats: %d entries "
 			"of the cache match release %s and a build id found "
-			"in guest RAM:",
-			verb, seen, rel);
+			"%s:",
+			verb, seen, rel, where);
 		for (i = 0; i < n; i++)
 			if (c[i].seen)
 				fprintf(stderr, " %s", c[i].dir);
@@ -278,9 +307,9 @@ static int kc_pick(const char *verb, int fd, uint64_t size,
 	if (pick < 0) {
 		fprintf(stderr,
 			"hvtrace %s: the guest kernel's formats: the cache "
-			"has release %s, but guest RAM holds none of its build "
-			"ids (",
-			verb, rel);
+			"has release %s, but none of its build ids is the "
+			"one %s (",
+			verb, rel, where);
 		for (i = 0; i < n; i++)
 			fprintf(stderr, "%s%s", i ? ", " : "", c[i].hex);
 		fprintf(stderr, "): another build of that release ran here; "
@@ -291,8 +320,8 @@ static int kc_pick(const char *verb, int fd, uint64_t size,
 	if (c[pick].len)
 		fprintf(stderr,
 			"hvtrace %s: the guest kernel's formats from %s "
-			"(release %s, build id %s found in guest RAM)\n",
-			verb, dir, rel, c[pick].hex);
+			"(release %s, build id %s found %s)\n",
+			verb, dir, rel, c[pick].hex, where);
 	return 0;
 }
 
@@ -340,6 +369,7 @@ int hvt_cli_kformats_cached(const char *verb, const char *ram,
 {
 	char remote_buf[NAME_MAX + 1];
 	static const char tag[] = "Linux version ";
+	struct kc_guest g = { .fd = -1 };
 	size_t chunk = KC_CHUNK, keep = 512, have = 0;
 	unsigned int tries = 0;
 	int fd, found = -ENOENT;
@@ -356,6 +386,8 @@ int hvt_cli_kformats_cached(const char *verb, const char *ram,
 		close(fd);
 		return -errno;
 	}
+	g.fd = fd;
+	g.size = (uint64_t)st.st_size;
 	buf = malloc(chunk + keep);
 	while (buf && found == -ENOENT && tries < 64) {
 		ssize_t n = pread(fd, buf + have, chunk, (off_t)off);
@@ -384,9 +416,8 @@ int hvt_cli_kformats_cached(const char *verb, const char *ram,
 			memcpy(rel, r, rl);
 			rel[rl] = '\0';
 			if (rl && r[rl] == ' ' && rel[0] != '.')
-				found = kc_pick(verb, fd,
-						(uint64_t)st.st_size, remote,
-						rel, dir, dirsize);
+				found = kc_pick(verb, &g, remote, rel, dir,
+						dirsize);
 			if (found == -ENOENT)
 				found = kc_console(verb, p, (size_t)(nl - p),
 						   dir, dirsize);
@@ -398,4 +429,28 @@ int hvt_cli_kformats_cached(const char *verb, const char *ram,
 	free(buf);
 	close(fd);
 	return found;
+}
+
+int hvt_cli_kformats_of_kernel(const char *verb,
+			       const struct hvtrace_ksyms_info *ki,
+			       const char *remote, char *dir, size_t dirsize)
+{
+	struct kc_guest g = { .fd = -1, .id_hex = ki->build_id };
+	const char *rel = ki->release;
+	size_t i;
+	int ret = -ENOENT;
+
+	/* Hostile text (a validated note's, still the guest's): a release
+	 * is a name, as the banner scan takes it. */
+	for (i = 0; rel[i]; i++)
+		if (!isalnum((unsigned char)rel[i]) && !strchr("._+-", rel[i]))
+			return -ENOENT;
+	if (!i || rel[0] == '.')
+		return -ENOENT;
+	if (ki->build_id[0])
+		ret = kc_pick(verb, &g, remote, rel, dir, dirsize);
+	if (ret == -ENOENT && ki->banner[0])
+		ret = kc_console(verb, ki->banner, strlen(ki->banner), dir,
+				 dirsize);
+	return ret;
 }

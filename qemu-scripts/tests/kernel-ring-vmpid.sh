@@ -12,7 +12,8 @@
 #   CPU 0; "hvtrace stream --vm-pid PID" (live, ending at N events) and
 #   then "--drain" each show every line exactly once, in order, with no
 #   loss; "hvtrace stat --vm-pid PID" counts N events on CPU 0 and none on
-#   CPU 1.  No RAM file exists.  A live stream running when QEMU ends
+#   CPU 1.  Without --formats, a drain takes the formats cache's folder
+#   of the kernel's version line, found from its banner.  No RAM file exists.  A live stream running when QEMU ends
 #   reads a memfd to its end (all N lines, exit 0) and stops with an
 #   error that says so for anonymous RAM.
 #
@@ -58,6 +59,17 @@ one() {
 		>"$T_TMP/$n-drain.txt" 2>"$T_TMP/$n-drain.err" ||
 		{ cat "$T_TMP/$n-drain.err"; fail "stream --vm-pid $qpid --drain failed"; }
 	kring_check_marks "$T_TMP/$n-drain.txt" "$N"
+	# No --formats: the cache's folder of the kernel's version line
+	# (kformats filed it), found from the banner the kernel's own symbol
+	# table points at, with no scan of guest RAM.
+	HVT_CACHE=$T_TMP/cache-$n "$G" kformats --log "$T_TMP/$n.log" >/dev/null ||
+		fail "kformats into the cache failed"
+	HVT_CACHE=$T_TMP/cache-$n "$HVTRACE" stream --vm-pid "$qpid" --drain \
+		>"$T_TMP/$n-cached.txt" 2>"$T_TMP/$n-cached.err" ||
+		{ cat "$T_TMP/$n-cached.err"; fail "stream --vm-pid $qpid with cached formats failed"; }
+	grep -q "formats from $T_TMP/cache-$n/kformats/Linux_version_" "$T_TMP/$n-cached.err" ||
+		fail "stream --vm-pid did not take the cached formats: $(cat "$T_TMP/$n-cached.err")"
+	kring_check_marks "$T_TMP/$n-cached.txt" "$N"
 	"$HVTRACE" stat --vm-pid "$qpid" >"$T_TMP/$n-stat.txt" 2>&1 ||
 		{ cat "$T_TMP/$n-stat.txt"; fail "stat --vm-pid $qpid failed"; }
 	awk -v n="$N" '

@@ -19,7 +19,8 @@
 #    saved_cmdlines is not compared: the guest adds to it while it runs.
 #    A read of the guest's RAM file alone (hvtrace stream RAMFILE
 #    --drain, as after a crash) finds that folder by the release in the
-#    banner and the build id in RAM.
+#    banner and the build id in RAM; a read by QEMU's pid (--vm-pid, no
+#    --formats) by the release and build id of the kernel's vmcoreinfo.
 # 2. Events: sched:sched_waking is off at boot (--kernel-events
 #    ftrace:print,sched:sched_switch); "hvtrace events enable --remote
 #    NAME sched:sched_waking" makes it appear in "hvtrace stream NAME
@@ -116,6 +117,16 @@ grep -q "the guest kernel's formats from $dir (release $rel, build id $bid found
 	fail "stream RAMFILE did not pick $dir: $(cat "$T_TMP/pm.err")"
 grep -Eq ': hvt-tick [0-9]+$' "$T_TMP/pm.txt" || fail "stream RAMFILE decoded no marker"
 info "a read of the RAM file alone decodes with $dir"
+# And for a read by QEMU's pid, with no scan of guest RAM: the release
+# and build id of the guest kernel's vmcoreinfo name the folder.
+qpid=$(status_get "$n" qemu_pid)
+[ -n "$qpid" ] || fail "no QEMU pid for $n"
+HVT_CACHE=$CACHE "$HVTRACE" stream --vm-pid "$qpid" --drain \
+	>"$T_TMP/vp.txt" 2>"$T_TMP/vp.err" || fail "stream --vm-pid --drain: $(cat "$T_TMP/vp.err")"
+grep -q "the guest kernel's formats from $dir (release $rel, build id $bid found in the guest kernel's vmcoreinfo)" "$T_TMP/vp.err" ||
+	fail "stream --vm-pid did not pick $dir: $(cat "$T_TMP/vp.err")"
+grep -Eq ': hvt-tick [0-9]+$' "$T_TMP/vp.txt" || fail "stream --vm-pid decoded no marker"
+info "a read by QEMU's pid decodes with $dir"
 
 # 2. sched:sched_waking through the agent.
 last_tick() { tr -d '\r' <"$T_TMP/$n.log" | sed -n 's/^hvt-tick-\([0-9]*\)$/\1/p' | tail -n 1; }
