@@ -35,27 +35,11 @@ int main(void)
 	struct hvt_remote_rec rec;
 	struct hvtrace_record r;
 	uint64_t next[2] = {0, 0}, lost[2] = {0, 0};
-	char cmd[2048], area[128];
 	int ret, idle = 0, round, drained = 0;
 	uint32_t cpu;
 
-	snprintf(area, sizeof(area), "%s/fc.area", h_dir);
-	snprintf(cmd, sizeof(cmd),
-		 "%s/bin/hvtrace loopback --area %s --cpus 2 --events %u "
-		 "--pages 512 --mode consume --quiet",
-		 h_objtree, area, COUNT);
-	t_eq(system(cmd), 0);
-	snprintf(cmd, sizeof(cmd),
-		 "%s/bin/hvtrace daemon attach --area %s --name fc "
-		 "--socket %s >/dev/null",
-		 h_objtree, area, h_dsock);
-	t_eq(system(cmd), 0);
-	t_eq(hvtrace_daemon_find_remote(dc, "fc", &rec), 0);
-
-	setenv("HVTRACE_DAEMON_FEED_PAGES", FEED_PAGES, 1);
-	if (hvtrace_daemon_feed_open(h_dsock, &f))
-		t_fail("feed: %s", hvtrace_last_error());
-	unsetenv("HVTRACE_DAEMON_FEED_PAGES");
+	h_filled_remote(dc, "fc", 2, COUNT, 512, &rec);
+	f = h_small_feed(FEED_PAGES);
 	t_ok(hvtrace_daemon_ring_open(f, rec.id, 0, &rings[0]));
 	usleep(SETTLE_MS * 1000);
 	t_ok(hvtrace_daemon_ring_open(f, rec.id, 1, &rings[1]));

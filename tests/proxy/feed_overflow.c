@@ -59,26 +59,11 @@ int main(void)
 	struct hvtrace_daemon_page *pg;
 	struct cpu_tally t[2];
 	struct hvt_remote_rec rec;
-	char cmd[2048], area[128];
 	uint32_t sub, cpu;
 	int ret;
 
-	snprintf(area, sizeof(area), "%s/fo.area", h_dir);
-	snprintf(cmd, sizeof(cmd),
-		 "%s/bin/hvtrace loopback --area %s --cpus 2 --events %u "
-		 "--pages 512 --mode consume --quiet",
-		 h_objtree, area, COUNT);
-	t_eq(system(cmd), 0);
-	snprintf(cmd, sizeof(cmd),
-		 "%s/bin/hvtrace daemon attach --area %s --name fo "
-		 "--socket %s >/dev/null",
-		 h_objtree, area, h_dsock);
-	t_eq(system(cmd), 0);
-	t_eq(hvtrace_daemon_find_remote(dc, "fo", &rec), 0);
-
-	setenv("HVTRACE_DAEMON_FEED_PAGES", FEED_PAGES, 1);
-	if (hvtrace_daemon_feed_open(h_dsock, &f))
-		t_fail("feed: %s", hvtrace_last_error());
+	h_filled_remote(dc, "fo", 2, COUNT, 512, &rec);
+	f = h_small_feed(FEED_PAGES);
 	t_eq(hvtrace_daemon_feed_subscribe(f, rec.id, -1, 0, &sub), 0);
 	if (hvtrace_daemon_feed_drain(f, rec.id))
 		t_fail("drain: %s", hvtrace_last_error());

@@ -901,3 +901,36 @@ void h_causality(struct hvtrace_daemon *dc, const char *name, uint32_t remote,
 	t_ok(hvtrace_daemon_call(dc, &m, &r, 10000, NULL, NULL));
 	(void)found;
 }
+
+void h_filled_remote(struct hvtrace_daemon *dc, const char *name,
+		     unsigned int cpus, unsigned int events,
+		     unsigned int pages, struct hvt_remote_rec *rec)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s/bin/hvtrace loopback --area %s/%s.area --cpus %u "
+		 "--events %u --pages %u --mode consume --quiet",
+		 h_objtree, h_dir, name, cpus, events, pages);
+	if (system(cmd))
+		t_fail("loopback writer for %s failed", name);
+	snprintf(cmd, sizeof(cmd),
+		 "%s/bin/hvtrace daemon attach --area %s/%s.area --name %s "
+		 "--socket %s >/dev/null",
+		 h_objtree, h_dir, name, name, h_dsock);
+	if (system(cmd))
+		t_fail("attach of %s failed", name);
+	if (hvtrace_daemon_find_remote(dc, name, rec))
+		t_fail("%s: %s", name, hvtrace_last_error());
+}
+
+struct hvtrace_daemon_feed *h_small_feed(const char *pages)
+{
+	struct hvtrace_daemon_feed *f;
+
+	setenv("HVTRACE_DAEMON_FEED_PAGES", pages, 1);
+	if (hvtrace_daemon_feed_open(h_dsock, &f))
+		t_fail("feed: %s", hvtrace_last_error());
+	unsetenv("HVTRACE_DAEMON_FEED_PAGES");
+	return f;
+}

@@ -159,6 +159,18 @@ void h_causality(struct hvtrace_daemon *dc, const char *name, uint32_t remote,
 		 unsigned int rounds, struct h_causality_result *res);
 
 /* Mark the test passed (logs are then not printed at exit). */
+/*
+ * A stopped loopback writer's area: @cpus CPUs of @pages sub-buffers,
+ * consume mode, @events events per CPU, written in full, then attached
+ * to the test's hvtraced as @name; its record into @rec.
+ */
+void h_filled_remote(struct hvtrace_daemon *dc, const char *name,
+		     unsigned int cpus, unsigned int events,
+		     unsigned int pages, struct hvt_remote_rec *rec);
+
+/* A feed whose queue holds @pages (HVTRACE_DAEMON_FEED_PAGES). */
+struct hvtrace_daemon_feed *h_small_feed(const char *pages);
+
 void h_pass(void);
 
 uint64_t h_now_ns(void);
