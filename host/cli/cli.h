@@ -119,6 +119,12 @@ struct hvtrace_ksyms_info;
 int hvt_cli_kformats_of_kernel(const char *verb,
 			       const struct hvtrace_ksyms_info *ki,
 			       const char *remote, char *dir, size_t dirsize);
+/* The same for the guest kernel whose RAM @k reads: its symbol table
+ * (hvtrace_ksyms_from_kring()) says which kernel it is; a note on stderr
+ * when it cannot. */
+struct hvtrace_kring;
+int hvt_cli_kformats_of_kring(const char *verb, struct hvtrace_kring *k,
+			      const char *remote, char *dir, size_t dirsize);
 
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);

@@ -51,6 +51,7 @@
 #include "cli.h"
 #include <hvtrace-daemon.h>
 #include <hvtrace-events.h>
+#include <hvtrace-ring.h>
 
 #define KC_MAX_CANDIDATES	16
 #define KC_MAX_GUESTS		64		/* guests/ folders looked at */
@@ -453,4 +454,21 @@ int hvt_cli_kformats_of_kernel(const char *verb,
 		ret = kc_console(verb, ki->banner, strlen(ki->banner), dir,
 				 dirsize);
 	return ret;
+}
+
+int hvt_cli_kformats_of_kring(const char *verb, struct hvtrace_kring *k,
+			      const char *remote, char *dir, size_t dirsize)
+{
+	struct hvtrace_ksyms_info ki;
+	struct hvtrace_ksyms *ks = NULL;
+
+	if (hvtrace_ksyms_from_kring(k, &ks, &ki)) {
+		fprintf(stderr,
+			"hvtrace %s: note: which kernel the guest runs is not "
+			"known (%s), so no formats come from the cache\n",
+			verb, hvtrace_last_error());
+		return -ENOENT;
+	}
+	hvtrace_ksyms_free(ks);
+	return hvt_cli_kformats_of_kernel(verb, &ki, remote, dir, dirsize);
 }

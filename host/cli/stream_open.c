@@ -269,31 +269,6 @@ static int st_agent_formats(struct st_state *s)
 }
 
 /*
- * --vm-pid: the formats cache's folder of the kernel the guest's
- * vmcoreinfo names (its release and build id, else its banner's console
- * folder), read with its symbol table; no scan of guest RAM for the
- * banner, which would populate the untouched pages of a VMM's memfd.
- */
-static void st_vmpid_formats(struct st_state *s)
-{
-	struct hvtrace_ksyms_info ki;
-	struct hvtrace_ksyms *ks = NULL;
-
-	if (hvtrace_ksyms_from_kring(s->kring, &ks, &ki)) {
-		fprintf(stderr,
-			"hvtrace stream: note: which kernel --vm-pid %d runs "
-			"is not known (%s), so no formats come from the "
-			"cache\n",
-			s->vm_pid, hvtrace_last_error());
-		return;
-	}
-	hvtrace_ksyms_free(ks);
-	if (!hvt_cli_kformats_of_kernel("stream", &ki, NULL, s->cache_formats,
-					sizeof(s->cache_formats)))
-		s->formats = s->cache_formats;
-}
-
-/*
  * The formats a running rig guest printed on its console at boot, unpacked
  * by its launcher (hvtrace-guest kformats NAME DIR) into a private folder.
  */
@@ -444,10 +419,14 @@ int st_open_kring(struct st_state *s)
 				s->formats);
 		}
 	}
-	if (!s->formats && s->vm_pid)
-		st_vmpid_formats(s);
-	/* Not for --vm-pid: reading all guest RAM for the banner would
-	 * populate the untouched pages of a VMM's memfd. */
+	/* --vm-pid: the formats cache's folder of the kernel its vmcoreinfo
+	 * names; not by the banner's scan of all guest RAM below, which
+	 * would populate the untouched pages of a VMM's memfd. */
+	if (!s->formats && s->vm_pid &&
+	    !hvt_cli_kformats_of_kring("stream", s->kring, NULL,
+				       s->cache_formats,
+				       sizeof(s->cache_formats)))
+		s->formats = s->cache_formats;
 	if (!s->formats && !s->vm_pid &&
 	    !hvt_cli_kformats_cached("stream",
 				     s->ram_via[0] ? s->ram_via : s->ram,

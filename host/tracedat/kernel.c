@@ -37,7 +37,7 @@
 
 #include "tracedat-local.h"
 
-#define KN_PATH_MAX 1024
+#define KN_PATH_MAX 2048
 
 struct kn_event {
 	char *system;
@@ -47,8 +47,8 @@ struct kn_event {
 };
 
 struct hvt_tdat_kernel {
-	char root[256]; /* tracefs mount */
-	char dir[512];	/* the instance directory */
+	char root[1024]; /* tracefs mount, or a guest formats folder */
+	char dir[1024 + 128 + 16]; /* the instance directory: root, name */
 	char name[128]; /* "" for the top-level instance */
 	bool created;	/* we created the instance */
 	bool started;

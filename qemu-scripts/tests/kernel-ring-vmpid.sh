@@ -12,8 +12,10 @@
 #   CPU 0; "hvtrace stream --vm-pid PID" (live, ending at N events) and
 #   then "--drain" each show every line exactly once, in order, with no
 #   loss; "hvtrace stat --vm-pid PID" counts N events on CPU 0 and none on
-#   CPU 1.  Without --formats, a drain takes the formats cache's folder
-#   of the kernel's version line, found from its banner.  No RAM file exists.  A live stream running when QEMU ends
+#   CPU 1.  Without --formats, a drain and "hvtrace record --vm-pid"
+#   take the formats cache's folder of the kernel's version line, found
+#   from its banner: every line once in the stream and in trace-cmd
+#   report of the file.  No RAM file exists.  A live stream running when QEMU ends
 #   reads a memfd to its end (all N lines, exit 0) and stops with an
 #   error that says so for anonymous RAM.
 #
@@ -70,6 +72,14 @@ one() {
 	grep -q "formats from $T_TMP/cache-$n/kformats/Linux_version_" "$T_TMP/$n-cached.err" ||
 		fail "stream --vm-pid did not take the cached formats: $(cat "$T_TMP/$n-cached.err")"
 	kring_check_marks "$T_TMP/$n-cached.txt" "$N"
+	HVT_CACHE=$T_TMP/cache-$n "$HVTRACE" record -o "$T_TMP/$n.dat" --vm-pid "$qpid" \
+		2>"$T_TMP/$n-rec.err" ||
+		{ cat "$T_TMP/$n-rec.err"; fail "record --vm-pid $qpid with cached formats failed"; }
+	grep -q "formats from $T_TMP/cache-$n/kformats/Linux_version_" "$T_TMP/$n-rec.err" ||
+		fail "record --vm-pid did not take the cached formats: $(cat "$T_TMP/$n-rec.err")"
+	trace-cmd report "$T_TMP/$n.dat" >"$T_TMP/$n-report.txt" 2>"$T_TMP/$n-report.err" ||
+		{ cat "$T_TMP/$n-report.err"; fail "trace-cmd report cannot read record --vm-pid's file"; }
+	kring_check_marks "$T_TMP/$n-report.txt" "$N"
 	"$HVTRACE" stat --vm-pid "$qpid" >"$T_TMP/$n-stat.txt" 2>&1 ||
 		{ cat "$T_TMP/$n-stat.txt"; fail "stat --vm-pid $qpid failed"; }
 	awk -v n="$N" '
