@@ -789,7 +789,7 @@ static int rs_open(struct rs *s)
 					 sizeof(s->kformats), &s->kr);
 		if (ret)
 			return ret;
-		if (s->kr && !s->o->summary)	/* names: for text only */
+		if (s->kr)
 			hvt_cli_kring_ksyms(s->verb,
 					    hvtrace_daemon_kring_decoder(s->kr),
 					    hvtrace_daemon_kring_ring(s->kr));

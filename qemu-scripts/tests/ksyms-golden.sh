@@ -3,23 +3,24 @@
 #
 # A guest kernel's function names come from the symbol table in that
 # guest's own RAM (docs/guest-kernel.md, "Function names"), on the cached
-# Debian 6.12 guest kernel, one boot (--kernel-events ftrace:print
-# --keep-ram): the guest prints its own /proc/kallsyms lines of _text and
-# tracing_mark_write on its console, then writes M numbered lines to its
-# instance's trace_marker (ftrace:print, "%ps: %s" of the writer's ip)
-# while "hvtrace stream NAME --guest-kernel" runs, then powers off.
+# Debian 6.12 guest kernel, one boot of a rig guest with its agent
+# (--kernel-events ftrace:print --keep-ram): the guest prints its own
+# /proc/kallsyms lines of _text and tracing_mark_write on its console,
+# then writes M numbered lines to its instance's trace_marker
+# (ftrace:print, "%ps: %s" of the writer's ip).
 #
-#   live         the stream prints every line as "tracing_mark_write:
-#                hvt-mark I", and nothing about names on stderr;
-#   post-mortem  "hvtrace stream RAMFILE --drain" of the kept RAM file
-#                the same; "hvtrace record --guest-kernel" writes the
-#                table as the trace.dat's KALLSYMS section: its
-#                tracing_mark_write line is the guest's own (this boot's
-#                KASLR address, as the guest printed it), its _text too,
-#                and trace-cmd report names all M lines.
-#
-# It also says how long reading the table takes (stream --drain with
-# names minus --summary without, median of 3).
+#   running      "hvtrace stream NAME --drain" (through hvtraced, the
+#                kernel ring beside the agent's user events) and
+#                "hvtrace stream NAME --guest-kernel --drain" print every
+#                line as "tracing_mark_write: hvt-mark I", and nothing
+#                about names on stderr;
+#   post-mortem  after "hvtrace guest stop", "hvtrace stream RAMFILE
+#                --drain" of the kept RAM file the same;
+#                "hvtrace record --guest-kernel" writes the table as the
+#                trace.dat's KALLSYMS section: its tracing_mark_write
+#                line is the guest's own (this boot's KASLR address, as
+#                the guest printed it), its _text too, and trace-cmd
+#                report names all M lines.
 #
 # Environment: HVT_KSYMS_LINES (M, default 200).
 . "$(dirname "$0")/lib.sh"
@@ -29,7 +30,9 @@ HVTRACE=$T_OBJTREE/bin/hvtrace
 [ -x "$HVTRACE" ] || fail "$HVTRACE is missing; build it with 'make O=$T_OBJTREE'"
 command -v trace-cmd >/dev/null || { echo "SKIP: trace-cmd is not installed (make deps)"; exit 77; }
 M=${HVT_KSYMS_LINES:-200}
-initrd=$(t_initrd)
+initrd=$T_OBJTREE/qemu-scripts/guest.cpio.gz
+[ -f "$initrd" ] || fail "$initrd is missing; build it with 'make guest-image'"
+t_own_daemon
 
 # named FILE: all M lines, in order, each named tracing_mark_write.
 named() {
@@ -41,21 +44,26 @@ named() {
 }
 
 t_name n ksyms
-"$G" start --name "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
-	--kernel-events ftrace:print --keep-ram --port go \
-	--run "grep -E ' (_text|tracing_mark_write)\$' /proc/kallsyms | sed 's/^/hvt-ksym /'; $(kring_gated "$(kring_marks "$M")")" \
-	--wait-ready --timeout 120 >/dev/null || fail "start failed"
-HVTRACED_SOCKET=$T_TMP/no-daemon.sock HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR \
-	timeout 200 "$HVTRACE" stream "$n" --guest-kernel \
-	>"$T_TMP/live.txt" 2>"$T_TMP/live.err" &
-spid=$!
-T_PIDS+=("$spid")
-kring_go "$n" "$T_TMP/live.err" "$spid" "guest kernel times"
-wait "$spid" || { cat "$T_TMP/live.err"; fail "stream failed or did not end with the guest"; }
-cat "$T_TMP/live.err"
-! grep -q 'function names' "$T_TMP/live.err" || fail "stream $n could not name functions"
-named "$T_TMP/live.txt"
-info "live: stream $n names all $M lines tracing_mark_write"
+"$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
+	--kernel-events ftrace:print --keep-ram \
+	--run "grep -E ' (_text|tracing_mark_write)\$' /proc/kallsyms | sed 's/^/hvt-ksym /'; $(kring_marks "$M"); echo hvt-marks-done; sleep 600" \
+	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }
+wait_line "$T_TMP/$n.log" '^hvt-marks-done' 300 || fail "the guest did not finish writing"
+
+"$HVTRACE" stream "$n" --drain >"$T_TMP/one.txt" 2>"$T_TMP/one.err" ||
+	{ cat "$T_TMP/one.err"; fail "stream NAME failed"; }
+cat "$T_TMP/one.err"
+grep -q "the guest kernel's ring (2 CPUs) beside its user events" "$T_TMP/one.err" ||
+	fail "stream NAME did not merge the guest kernel's ring"
+! grep -q 'function names' "$T_TMP/one.err" || fail "stream $n could not name functions"
+named "$T_TMP/one.txt"
+info "stream $n (through hvtraced) names all $M lines tracing_mark_write"
+"$HVTRACE" stream "$n" --guest-kernel --drain >"$T_TMP/gk.txt" 2>"$T_TMP/gk.err" ||
+	{ cat "$T_TMP/gk.err"; fail "stream NAME --guest-kernel failed"; }
+! grep -q 'function names' "$T_TMP/gk.err" || fail "stream $n --guest-kernel: $(cat "$T_TMP/gk.err")"
+named "$T_TMP/gk.txt"
+info "stream $n --guest-kernel names all $M lines"
+"$HVTRACE" guest stop "$n" >/dev/null 2>&1 || fail "guest stop failed"
 
 ram=$T_SHM/hvtrace-$n.ram
 [ -f "$ram" ] || fail "no kept RAM file $ram"
@@ -85,19 +93,5 @@ trace-cmd report "$T_TMP/g.dat" >"$T_TMP/report.txt" 2>"$T_TMP/report.err" ||
 named "$T_TMP/report.txt"
 info "record: KALLSYMS holds the guest's $(grep -c . "$T_TMP/ksyms") lines ($want_tmw); trace-cmd report names all $M lines"
 
-# What reading the table costs: --summary reads no names.
-med() { sort -n | sed -n 2p; }
-t_run() {
-	local i s e
-	for i in 1 2 3; do
-		s=$(date +%s%N)
-		"$HVTRACE" stream "$ram" --drain --formats "$T_TMP/fmt" "$@" >/dev/null 2>&1
-		e=$(date +%s%N)
-		echo $(((e - s) / 1000000))
-	done | med
-}
-with=$(t_run)
-without=$(t_run --summary)
-info "stream --drain: $with ms with names, $without ms without (--summary), median of 3"
 "$G" cleanup --areas "$n" >/dev/null 2>&1
 echo "PASS"
