@@ -93,6 +93,16 @@ int hvt_cli_kring_of(const char *verb, const char *name, const char *sock,
 		     char *formats, size_t size,
 		     struct hvtrace_daemon_kring **out);
 void hvt_cli_kring_close(struct hvtrace_daemon_kring *r, char *formats);
+/*
+ * The guest kernel's function names for decoder @dec of a ring in guest
+ * RAM @k (NULL: none, as in kernel copy mode): the table read from that
+ * RAM (hvtrace_decoder_ksyms_from_kring()), once per open; when none can
+ * be read, one note on stderr says why the addresses print in hex.
+ */
+struct hvtrace_decoder;
+struct hvtrace_kring;
+void hvt_cli_kring_ksyms(const char *verb, struct hvtrace_decoder *dec,
+			 struct hvtrace_kring *k);
 /* record -q: hvt_cli_kring_open() leaves out its informational line (the
  * notes of a ring left out are still said). */
 extern bool hvt_cli_kring_quiet;

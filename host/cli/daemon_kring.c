@@ -189,6 +189,26 @@ none:
 
 bool hvt_cli_kring_quiet;
 
+void hvt_cli_kring_ksyms(const char *verb, struct hvtrace_decoder *dec,
+			 struct hvtrace_kring *k)
+{
+	if (!dec)
+		return;
+	if (!k) {
+		fprintf(stderr,
+			"hvtrace %s: note: the guest kernel's function names "
+			"print in hex: in kernel copy mode there is no guest "
+			"RAM to read its symbols from\n",
+			verb);
+		return;
+	}
+	if (hvtrace_decoder_ksyms_from_kring(dec, k, NULL) < 0)
+		fprintf(stderr,
+			"hvtrace %s: note: the guest kernel's function names "
+			"print in hex (never the host's): %s\n",
+			verb, hvtrace_last_error());
+}
+
 int hvt_cli_kring_of(const char *verb, const char *name, const char *sock,
 		     char *formats, size_t size,
 		     struct hvtrace_daemon_kring **out)

@@ -789,6 +789,10 @@ static int rs_open(struct rs *s)
 					 sizeof(s->kformats), &s->kr);
 		if (ret)
 			return ret;
+		if (s->kr)
+			hvt_cli_kring_ksyms(s->verb,
+					    hvtrace_daemon_kring_decoder(s->kr),
+					    hvtrace_daemon_kring_ring(s->kr));
 	}
 	s->nr_q = s->nr_cpus + (s->kr ? hvtrace_daemon_kring_cpus(s->kr) : 0);
 	s->host_q = s->nr_q;

@@ -438,6 +438,7 @@ int st_open_kring(struct st_state *s)
 		if (hvtrace_decoder_new_kernel(s->formats, &s->dec))
 			return hvt_cli_error(VERB, "--formats %s: %s",
 					     s->formats, hvtrace_last_error());
+		hvt_cli_kring_ksyms("stream", s->dec, s->kring);
 		/* A rig guest's NAME: its times on the host's clock when
 		 * hvtraced has it. */
 		if (s->qemu_pid[0] && !s->boot_clock_unknown) {

@@ -451,6 +451,18 @@ static void fzd_kring_open(struct fz_daemon *d, struct fz_dremote *x,
 	else
 		ret = hvtrace_decoder_new_kernel(x->kformats, &dec);
 	if (!ret) {
+		/* Function names from the guest's RAM (never the host's),
+		 * once per open; none: the addresses stay in hex. */
+		struct hvtrace_kring *k = hvtrace_daemon_kring_ring(x->kr);
+
+		if (k && hvtrace_decoder_ksyms_from_kring(dec, k, NULL) < 0)
+			fprintf(stderr,
+				"hvtrace mount: '%s': note: the guest kernel's "
+				"function names print in hex (never the "
+				"host's): %s\n",
+				rec->name, hvtrace_last_error());
+	}
+	if (!ret) {
 		pthread_mutex_lock(&d->v->lock);
 		ret = fz_remote_set_kernel(
 			x->r, map, dec, hvtrace_daemon_kring_cpus(x->kr),

@@ -495,6 +495,32 @@ HVTRACE_API int hvtrace_ksyms_from_kring(struct hvtrace_kring *k,
 					 struct hvtrace_ksyms **out,
 					 struct hvtrace_ksyms_info *info);
 
+struct hvtrace_decoder;
+
+/**
+ * hvtrace_decoder_ksyms_from_kring - name a guest's addresses from its RAM
+ * @d:    a decoder of that guest kernel's formats
+ *        (hvtrace_decoder_new_kernel() of its tracefs copy)
+ * @k:    the guest's RAM, as for hvtrace_ksyms_from_kring()
+ * @info: where the table was found; NULL: not wanted
+ *
+ * What every reader of a guest kernel ring in guest RAM calls once per
+ * open: when @d has no symbol table yet (its formats folder had no
+ * kallsyms, the guest's own text, which wins: it lists modules too),
+ * the kernel image's table is read from @k (hvtrace_ksyms_from_kring(),
+ * which decodes every symbol: a fraction of a second for a distribution
+ * kernel) and installed (hvtrace_decoder_set_ksyms()), so that %ps
+ * arguments and ftrace:print's ip print as function names.  The host's
+ * own symbols are never used: without a table, addresses stay in hex.
+ *
+ * Return: 0 (the table is installed); 1 (@d had a table, kept, @info
+ * untouched); or hvtrace_ksyms_from_kring()'s error, @d unchanged, with
+ * hvtrace_last_error() saying why (the caller tells the user once).
+ */
+HVTRACE_API int hvtrace_decoder_ksyms_from_kring(struct hvtrace_decoder *d,
+						 struct hvtrace_kring *k,
+						 struct hvtrace_ksyms_info *info);
+
 /** hvtrace_kring_get_stats - what this reader saw of one CPU */
 HVTRACE_API int hvtrace_kring_get_stats(const struct hvtrace_kring *k,
 					int cpu,

@@ -52,6 +52,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "decode.h"
 #include "kring-local.h"
 #include "ksyms-local.h"
 
@@ -813,4 +814,22 @@ HVTRACE_API int hvtrace_ksyms_from_kring(struct hvtrace_kring *k,
 		*info = sc.out->info;
 	*out = sc.out;
 	return 0;
+}
+
+HVTRACE_API int hvtrace_decoder_ksyms_from_kring(struct hvtrace_decoder *d,
+						 struct hvtrace_kring *k,
+						 struct hvtrace_ksyms_info *info)
+{
+	struct hvtrace_ksyms *ks = NULL;
+	int ret;
+
+	if (!d || !d->tep || !k)
+		return hvt_err(-EINVAL, "hvtrace_decoder_ksyms_from_kring: "
+					"NULL argument");
+	if (d->ksyms)
+		return 1;	/* the guest's own text: modules too */
+	ret = hvtrace_ksyms_from_kring(k, &ks, info);
+	if (ret)
+		return ret;
+	return hvtrace_decoder_set_ksyms(d, ks);
 }

@@ -304,6 +304,11 @@ bool hvt_tdat_kernel_is_guest(const struct hvt_tdat_kernel *k)
 	return k->kring != NULL;
 }
 
+struct hvtrace_kring *hvt_tdat_kernel_kring(const struct hvt_tdat_kernel *k)
+{
+	return k->kring;
+}
+
 int hvt_tdat_kernel_open(const struct hvt_tdat_kernel_opts *o,
 			 struct hvt_tdat_kernel **out)
 {

@@ -829,17 +829,45 @@ static int rk_add_learned(void *arg, int pid, const char *comm)
 	return hvtrace_tracedat_writer_add_cmdline(arg, pid, comm);
 }
 
+/*
+ * A guest's kernel image symbols, read from its RAM once per recording
+ * (hvtrace_ksyms_from_kring()): the KALLSYMS section when its formats
+ * folder has no kallsyms.  None: said once, addresses stay in hex.
+ */
+static void rk_ram_ksyms(struct hvt_tdat_rkernel *rk)
+{
+	struct hvtrace_kring *kr = hvt_tdat_kernel_kring(rk->k);
+	struct hvtrace_ksyms *ks = NULL;
+
+	if (rk->ksyms_tried)
+		return;
+	rk->ksyms_tried = true;
+	if (!kr)
+		return;
+	if (hvtrace_ksyms_from_kring(kr, &ks, NULL) ||
+	    hvtrace_ksyms_text(ks, &rk->ksyms_text, &rk->ksyms_len))
+		fprintf(stderr,
+			"hvtrace record: note: the guest kernel's function "
+			"names print in hex (never the host's): %s\n",
+			hvtrace_last_error());
+	hvtrace_ksyms_free(ks);
+}
+
 int hvt_tdat_rkernel_add_files(struct hvt_tdat_rkernel *rk)
 {
 	struct hvt_tdat_blob b = {0};
 	int ret = 0;
 
 	/* The host's symbols, or a guest's own (its formats folder's
-	 * kallsyms, when it has one): never the host's for a guest. */
+	 * kallsyms, when it has one, else the table in its RAM): never the
+	 * host's for a guest. */
 	if (rk->guest ? !hvt_tdat_kernel_file(rk->k, "kallsyms", true, &b)
 		      : !hvt_tdat_read_file("/proc/kallsyms", &b, 256u << 20))
 		ret = hvtrace_tracedat_writer_set_kallsyms(rk->w, b.data,
 							   b.len);
+	else if (rk->guest && (rk_ram_ksyms(rk), rk->ksyms_text))
+		ret = hvtrace_tracedat_writer_set_kallsyms(
+			rk->w, rk->ksyms_text, rk->ksyms_len);
 	if (!ret && !hvt_tdat_kernel_file(rk->k, "printk_formats", true, &b))
 		ret = hvtrace_tracedat_writer_set_printk(rk->w, b.data, b.len);
 	if (!ret && !hvt_tdat_kernel_file(rk->k, "saved_cmdlines", true, &b))
@@ -883,6 +911,7 @@ void hvt_tdat_rkernel_close(struct hvt_tdat_rkernel *rk)
 	hvt_tdat_pids_fini(&rk->pids);
 	hvtrace_catalog_free(&rk->cat);
 	hvtrace_catalog_free(&rk->dcat);
+	free(rk->ksyms_text);
 	hvtrace_decoder_free(rk->dec);
 	free(rk);
 }

@@ -166,6 +166,9 @@ HVT_INTERNAL const char *hvt_tdat_kernel_name(const struct hvt_tdat_kernel *k);
 HVT_INTERNAL const char *hvt_tdat_kernel_clock(const struct hvt_tdat_kernel *k);
 /* A guest kernel's ring (read from guest memory, nothing enabled)? */
 HVT_INTERNAL bool hvt_tdat_kernel_is_guest(const struct hvt_tdat_kernel *k);
+/* That ring's guest RAM, or NULL. */
+HVT_INTERNAL struct hvtrace_kring *
+hvt_tdat_kernel_kring(const struct hvt_tdat_kernel *k);
 
 /* One kernel event; data valid until the next call for that CPU. */
 struct hvt_tdat_krec {
@@ -451,6 +454,12 @@ struct hvt_tdat_rkernel {
 	struct hvtrace_decoder *dec;
 	struct hvtrace_catalog dcat;
 	struct hvtrace_tracedat_source_stats st;
+	/* A guest's symbols read from its RAM (hvtrace_ksyms_text()), once:
+	 * its KALLSYMS when its formats folder has none; ksyms_tried: read
+	 * or refused (said once). */
+	char *ksyms_text;
+	size_t ksyms_len;
+	bool ksyms_tried;
 };
 
 /* Open the top-level tracefs instance, or instances/@instance (created if

@@ -14,7 +14,8 @@
 #     nothing and succeeds; printk_formats is there, saved_cmdlines has
 #     every pid of the guest's own;
 #   - trace (not consuming) shows each of the M numbered markers the
-#     guest wrote to its instance's trace_marker exactly once; once the
+#     guest wrote to its instance's trace_marker exactly once, named
+#     tracing_mark_write (the symbol table in the guest's RAM); once the
 #     agent's N user events (written after the markers) are there too,
 #     trace is one timeline: times never go back, markers in the order
 #     written, every user event after the last marker; no guest kernel
@@ -86,6 +87,12 @@ awk -v m="$M" '{ k = $NF; if (seen[k]++) { print "marker " k " twice"; exit 1 } 
 	END { if (length(seen) != m) { print length(seen) " of " m " markers"; exit 1 } }' \
 	"$TMP/trace.txt" || fail "trace"
 echo "trace: $M markers once each"
+# Function names from the table in the guest's RAM, never hex or the
+# host's: every marker's ip is tracing_mark_write.
+n=$(grep -c ' tracing_mark_write: hvt-fk [0-9]*$' "$TMP/trace.txt")
+[ "$n" = "$M" ] ||
+	fail "trace: $n of $M markers named tracing_mark_write: $(head -2 "$TMP/trace.txt")"
+echo "trace: every marker named tracing_mark_write"
 # The guest's own saved_cmdlines (taken at boot) are all served.
 while read -r pid comm; do
 	grep -q "^$pid " "$R/saved_cmdlines" || fail "saved_cmdlines lacks the guest's '$pid $comm'"

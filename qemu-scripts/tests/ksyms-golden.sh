@@ -1,0 +1,97 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# A guest kernel's function names come from the symbol table in that
+# guest's own RAM (docs/guest-kernel.md, "Function names"), on the cached
+# Debian 6.12 guest kernel, one boot of a rig guest with its agent
+# (--kernel-events ftrace:print --keep-ram): the guest prints its own
+# /proc/kallsyms lines of _text and tracing_mark_write on its console,
+# then writes M numbered lines to its instance's trace_marker
+# (ftrace:print, "%ps: %s" of the writer's ip).
+#
+#   running      "hvtrace stream NAME --drain" (through hvtraced, the
+#                kernel ring beside the agent's user events) and
+#                "hvtrace stream NAME --guest-kernel --drain" print every
+#                line as "tracing_mark_write: hvt-mark I", and nothing
+#                about names on stderr;
+#   post-mortem  after "hvtrace guest stop", "hvtrace stream RAMFILE
+#                --drain" of the kept RAM file the same;
+#                "hvtrace record --guest-kernel" writes the table as the
+#                trace.dat's KALLSYMS section: its tracing_mark_write
+#                line is the guest's own (this boot's KASLR address, as
+#                the guest printed it), its _text too, and trace-cmd
+#                report names all M lines.
+#
+# Environment: HVT_KSYMS_LINES (M, default 200).
+. "$(dirname "$0")/lib.sh"
+t_require
+
+HVTRACE=$T_OBJTREE/bin/hvtrace
+[ -x "$HVTRACE" ] || fail "$HVTRACE is missing; build it with 'make O=$T_OBJTREE'"
+command -v trace-cmd >/dev/null || { echo "SKIP: trace-cmd is not installed (make deps)"; exit 77; }
+M=${HVT_KSYMS_LINES:-200}
+initrd=$T_OBJTREE/qemu-scripts/guest.cpio.gz
+[ -f "$initrd" ] || fail "$initrd is missing; build it with 'make guest-image'"
+t_own_daemon
+
+# named FILE: all M lines, in order, each named tracing_mark_write.
+named() {
+	kring_check_marks "$1" "$M"
+	local n
+	n=$(grep -cE ' tracing_mark_write: hvt-mark [0-9]+$' "$1")
+	[ "$n" = "$M" ] ||
+		fail "$1: $n of $M lines named tracing_mark_write: $(grep -m2 'hvt-mark' "$1")"
+}
+
+t_name n ksyms
+"$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
+	--kernel-events ftrace:print --keep-ram \
+	--run "grep -E ' (_text|tracing_mark_write)\$' /proc/kallsyms | sed 's/^/hvt-ksym /'; $(kring_marks "$M"); echo hvt-marks-done; sleep 600" \
+	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }
+wait_line "$T_TMP/$n.log" '^hvt-marks-done' 300 || fail "the guest did not finish writing"
+
+"$HVTRACE" stream "$n" --drain >"$T_TMP/one.txt" 2>"$T_TMP/one.err" ||
+	{ cat "$T_TMP/one.err"; fail "stream NAME failed"; }
+cat "$T_TMP/one.err"
+grep -q "the guest kernel's ring (2 CPUs) beside its user events" "$T_TMP/one.err" ||
+	fail "stream NAME did not merge the guest kernel's ring"
+! grep -q 'function names' "$T_TMP/one.err" || fail "stream $n could not name functions"
+named "$T_TMP/one.txt"
+info "stream $n (through hvtraced) names all $M lines tracing_mark_write"
+"$HVTRACE" stream "$n" --guest-kernel --drain >"$T_TMP/gk.txt" 2>"$T_TMP/gk.err" ||
+	{ cat "$T_TMP/gk.err"; fail "stream NAME --guest-kernel failed"; }
+! grep -q 'function names' "$T_TMP/gk.err" || fail "stream $n --guest-kernel: $(cat "$T_TMP/gk.err")"
+named "$T_TMP/gk.txt"
+info "stream $n --guest-kernel names all $M lines"
+"$HVTRACE" guest stop "$n" >/dev/null 2>&1 || fail "guest stop failed"
+
+ram=$T_SHM/hvtrace-$n.ram
+[ -f "$ram" ] || fail "no kept RAM file $ram"
+"$G" kformats --log "$T_TMP/$n.log" "$T_TMP/fmt" >/dev/null || fail "kformats failed"
+want_tmw=$(tr -d '\r' <"$T_TMP/$n.log" | sed -n 's/^hvt-ksym \([0-9a-f]* [tT] tracing_mark_write\)$/\1/p' | head -1)
+want_text=$(tr -d '\r' <"$T_TMP/$n.log" | sed -n 's/^hvt-ksym \([0-9a-f]* [tT] _text\)$/\1/p' | head -1)
+[ -n "$want_tmw" ] && [ -n "$want_text" ] ||
+	fail "the guest did not print its kallsyms lines: $(grep -a hvt-ksym "$T_TMP/$n.log")"
+case $want_tmw in 0000000000000000*) fail "the guest's /proc/kallsyms hides addresses" ;; esac
+
+"$HVTRACE" stream "$ram" --drain --formats "$T_TMP/fmt" \
+	>"$T_TMP/pm.txt" 2>"$T_TMP/pm.err" || { cat "$T_TMP/pm.err"; fail "post-mortem stream failed"; }
+! grep -q 'function names' "$T_TMP/pm.err" || fail "post-mortem stream: $(cat "$T_TMP/pm.err")"
+named "$T_TMP/pm.txt"
+info "post-mortem: stream of the kept RAM file names all $M lines"
+
+"$HVTRACE" record -q -o "$T_TMP/g.dat" --guest-kernel "$ram" --formats "$T_TMP/fmt" \
+	2>"$T_TMP/rec.err" || { cat "$T_TMP/rec.err"; fail "record --guest-kernel failed"; }
+[ -s "$T_TMP/rec.err" ] && fail "record -q printed: $(cat "$T_TMP/rec.err")"
+trace-cmd dump --kallsyms "$T_TMP/g.dat" >"$T_TMP/ksyms" 2>&1
+grep -qx "$want_tmw" "$T_TMP/ksyms" ||
+	fail "KALLSYMS has not the guest's '$want_tmw': $(grep ' tracing_mark_write$' "$T_TMP/ksyms")"
+grep -qx "$want_text" "$T_TMP/ksyms" ||
+	fail "KALLSYMS has not the guest's '$want_text': $(grep ' _text$' "$T_TMP/ksyms")"
+trace-cmd report "$T_TMP/g.dat" >"$T_TMP/report.txt" 2>"$T_TMP/report.err" ||
+	{ cat "$T_TMP/report.err"; fail "trace-cmd report failed"; }
+named "$T_TMP/report.txt"
+info "record: KALLSYMS holds the guest's $(grep -c . "$T_TMP/ksyms") lines ($want_tmw); trace-cmd report names all $M lines"
+
+"$G" cleanup --areas "$n" >/dev/null 2>&1
+echo "PASS"
