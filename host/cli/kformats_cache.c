@@ -308,9 +308,11 @@ static int kc_pick(const char *verb, const struct kc_guest *g,
 	if (pick < 0) {
 		fprintf(stderr,
 			"hvtrace %s: the guest kernel's formats: the cache "
-			"has release %s, but none of its build ids is the "
-			"one %s (",
-			verb, rel, where);
+			"has release %s, but %s (",
+			verb, rel,
+			g->id_hex ? "none of its build ids is the one in the "
+				    "guest kernel's vmcoreinfo" :
+				    "guest RAM holds none of its build ids");
 		for (i = 0; i < n; i++)
 			fprintf(stderr, "%s%s", i ? ", " : "", c[i].hex);
 		fprintf(stderr, "): another build of that release ran here; "
