@@ -35,50 +35,8 @@
 #include <hvtrace.h>
 
 #include "hvt_test.h"
+#include "hvt_src.h"
 #include "kfmt_common.h"
-
-static char srcdir[4096];
-
-static void find_src(void)
-{
-	const char *env = getenv("HVT_SRCTREE");
-	char *p;
-
-	if (env) {
-		snprintf(srcdir, sizeof(srcdir), "%s", env);
-		return;
-	}
-	snprintf(srcdir, sizeof(srcdir), "%s", __FILE__);
-	p = strstr(srcdir, "/tests/unit/");
-	if (!p)
-		t_fail("set HVT_SRCTREE to the source tree");
-	*p = '\0';
-}
-
-static char *slurp(const char *rel, size_t *len)
-{
-	char p[4200];
-	size_t cap = 1 << 16, n = 0, r;
-	char *buf = malloc(cap + 1);
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/%s", srcdir, rel);
-	f = fopen(p, "rb");
-	if (!f)
-		t_fail("cannot open %s", p);
-	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += r;
-		if (n == cap) {
-			cap *= 2;
-			buf = realloc(buf, cap + 1);
-		}
-	}
-	fclose(f);
-	t_assert(buf);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
 
 /* The format text "name: @name" .. the end of its print fmt line. */
 static void add_format_from(struct hvtrace_decoder *d, const char *blob,
@@ -180,14 +138,14 @@ static void test_real_ring(bool with_table)
 	size_t flen;
 	int ret;
 
-	fmts = slurp("tests/fuzz/corpus/kmap/guest-612-formats", &flen);
+	fmts = t_src_slurp("tests/fuzz/corpus/kmap/guest-612-formats", &flen);
 	t_ok(hvtrace_decoder_new(4096, &d));
 	add_format_from(d, fmts, flen, "sched", "sched_switch");
 	add_format_from(d, fmts, flen, "ftrace", "print");
 	free(fmts);
 
 	snprintf(p, sizeof(p), "%s/tests/fuzz/corpus/kring_parse/real-612-128k",
-		 srcdir);
+		 t_srctree());
 	t_ok(hvtrace_kring_open(p, 0, &k));
 	t_ok(hvtrace_ring_open_kring(k, 0, &rings[0]));
 	t_ok(hvtrace_ring_open_kring(k, 1, &rings[1]));
@@ -383,7 +341,7 @@ static void test_records(void)
 	char *fmts, c[16];
 	int32_t p;
 
-	fmts = slurp("tests/fuzz/corpus/kmap/guest-612-formats", &flen);
+	fmts = t_src_slurp("tests/fuzz/corpus/kmap/guest-612-formats", &flen);
 	t_ok(hvtrace_decoder_new(4096, &hd));
 	add_format_from(hd, fmts, flen, "sched", "sched_switch");
 	free(fmts);
@@ -496,7 +454,6 @@ static void test_records(void)
 
 int main(void)
 {
-	find_src();
 	test_real_ring(false);
 	test_real_ring(true);
 	test_records();

@@ -29,48 +29,11 @@
 #include <hvtrace.h>
 
 #include "hvt_test.h"
+#include "hvt_src.h"
 
 #define IP_HEX	"0xffffffff8f8377ff: hvt-mark "
 
-static char srcdir[4096], dir[256];
-
-static void find_src(void)
-{
-	const char *env = getenv("HVT_SRCTREE");
-	char *p;
-
-	if (env) {
-		snprintf(srcdir, sizeof(srcdir), "%s", env);
-		return;
-	}
-	snprintf(srcdir, sizeof(srcdir), "%s", __FILE__);
-	p = strstr(srcdir, "/tests/unit/");
-	if (!p)
-		t_fail("set HVT_SRCTREE to the source tree");
-	*p = '\0';
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-	size_t cap = 1 << 16, n = 0, r;
-	char *buf = malloc(cap + 1);
-	FILE *f = fopen(path, "rb");
-
-	if (!f)
-		t_fail("cannot open %s", path);
-	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-		n += r;
-		if (n == cap) {
-			cap *= 2;
-			buf = realloc(buf, cap + 1);
-		}
-	}
-	fclose(f);
-	t_assert(buf);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
+static char dir[256];
 
 static void put(const char *rel, const char *text, size_t len)
 {
@@ -121,9 +84,7 @@ static void make_dir(void)
 	snprintf(p, sizeof(p), "%s/events", dir);
 	t_ok(mkdir(p, 0700));
 	put("events/header_page", header_page, sizeof(header_page) - 1);
-	snprintf(p, sizeof(p), "%s/tests/fuzz/corpus/kmap/guest-612-formats",
-		 srcdir);
-	fmts = slurp(p, &len);
+	fmts = t_src_slurp("tests/fuzz/corpus/kmap/guest-612-formats", &len);
 	put_format(fmts, len, "sched", "sched_switch");
 	put_format(fmts, len, "ftrace", "print");
 	free(fmts);
@@ -145,7 +106,7 @@ static unsigned int check_prints(struct hvtrace_decoder *d, const char *want)
 	int ret;
 
 	snprintf(p, sizeof(p), "%s/tests/fuzz/corpus/kring_parse/real-612-128k",
-		 srcdir);
+		 t_srctree());
 	t_ok(hvtrace_kring_open(p, 0, &k));
 	t_ok(hvtrace_ring_open_kring(k, 0, &rings[0]));
 	t_ok(hvtrace_ring_open_kring(k, 1, &rings[1]));
@@ -213,7 +174,6 @@ int main(void)
 	char p[300];
 	unsigned int n;
 
-	find_src();
 	make_dir();
 	n = with_kallsyms(NULL, IP_HEX);
 	t_eq(with_kallsyms(named, "tracing_mark_write: hvt-mark "), n);
