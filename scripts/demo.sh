@@ -223,8 +223,11 @@ grep -a 'demo-w\|hvt-demo' "$TMP/kring.out" | tail -8
 tail -1 "$TMP/kring.err"
 kswitch=$(grep -ac 'sched_switch:.*demo-w' "$TMP/kring.out")
 klast=$(grep -ac 'hvt-demo: panicking on purpose' "$TMP/kring.out")
-printf '  the guest kernel recorded %s switches of the workers; its last marker%s\n' \
-	"$kswitch" "$([ "$klast" = 1 ] && echo ' is there' || echo ' is MISSING')"
+# print's ip named from the guest's own symbol table in its RAM
+kname=$(grep -ac 'tracing_mark_write: hvt-demo: panicking on purpose' "$TMP/kring.out")
+printf '  the guest kernel recorded %s switches of the workers; its last marker%s%s\n' \
+	"$kswitch" "$([ "$klast" = 1 ] && echo ' is there' || echo ' is MISSING')" \
+	"$([ "$kname" = 1 ] && echo ', written by tracing_mark_write' || echo ', its function NOT NAMED')"
 
 # --- 7. stop ---------------------------------------------------------------------
 
@@ -242,4 +245,5 @@ pgrep -f -- "$HVT_RUNDIR/$NAME/" >/dev/null && left+=" QEMU"
 echo "nothing left behind (no QEMU, socket or /dev/shm file)"
 printf '\n%sdemo finished in %s s%s (events: %s written, %s streamed, %s LOST lines; guest kernel: %s worker switches, last marker %s)\n' \
 	"$B" "$(since "$T0")" "$N" "$written" "$streamed" "$lost" "$kswitch" "$klast"
-[ "$streamed" = "$written" ] && [ "$lost" = 0 ] && [ "$kswitch" -gt 0 ] && [ "$klast" = 1 ]
+[ "$streamed" = "$written" ] && [ "$lost" = 0 ] && [ "$kswitch" -gt 0 ] && [ "$klast" = 1 ] &&
+	[ "$kname" = 1 ]
