@@ -70,6 +70,28 @@ static void h_dump(const char *path)
 	fclose(f);
 }
 
+/* Remove @path and what it holds, @depth levels of folders at most. */
+static void h_rm_tree(const char *path, int depth)
+{
+	struct dirent *e;
+	DIR *d;
+
+	if (!unlink(path) || depth <= 0)
+		return;
+	d = opendir(path);
+	while (d && (e = readdir(d))) {
+		char q[1200];
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(q, sizeof(q), "%s/%s", path, e->d_name);
+		h_rm_tree(q, depth - 1);
+	}
+	if (d)
+		closedir(d);
+	rmdir(path);
+}
+
 static void h_cleanup(void)
 {
 	unsigned int i;
@@ -116,20 +138,10 @@ static void h_cleanup(void)
 	}
 	if (d)
 		closedir(d);
-	/* The launcher's runtime folder (HVT_RUNDIR) keeps a lock file. */
+	/* The launcher's runtime folder (HVT_RUNDIR) keeps a lock file, and
+	 * a remote's folder in it (a fake VM's control socket). */
 	snprintf(p, sizeof(p), "%s/run", h_dir);
-	d = opendir(p);
-	while (d && (e = readdir(d))) {
-		char q[900];
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(q, sizeof(q), "%s/%s", p, e->d_name);
-		unlink(q);
-	}
-	if (d)
-		closedir(d);
-	rmdir(p);
+	h_rm_tree(p, 3);
 	rmdir(h_dir);
 }
 
