@@ -61,4 +61,26 @@ static inline char *t_src_slurp(const char *rel, size_t *len)
 	return buf;
 }
 
+/*
+ * One event's format text in a capture of format files @blob (@len
+ * bytes): from "name: @name" to the end of its print fmt line; its
+ * length in @flen.
+ */
+static inline const char *t_format_in(const char *blob, size_t len,
+				      const char *name, size_t *flen)
+{
+	const char *s, *pf, *e;
+	char key[64];
+
+	snprintf(key, sizeof(key), "name: %s\n", name);
+	s = memmem(blob, len, key, strlen(key));
+	t_assert(s);
+	pf = memmem(s, len - (size_t)(s - blob), "print fmt:", 10);
+	t_assert(pf);
+	e = memchr(pf, '\n', len - (size_t)(pf - blob));
+	t_assert(e);
+	*flen = (size_t)(e + 1 - s);
+	return s;
+}
+
 #endif /* HVT_SRC_H */

@@ -42,17 +42,10 @@
 static void add_format_from(struct hvtrace_decoder *d, const char *blob,
 			    size_t len, const char *system, const char *name)
 {
-	char key[64];
-	const char *s, *pf, *e;
+	size_t n;
+	const char *s = t_format_in(blob, len, name, &n);
 
-	snprintf(key, sizeof(key), "name: %s\n", name);
-	s = memmem(blob, len, key, strlen(key));
-	t_assert(s);
-	pf = memmem(s, len - (size_t)(s - blob), "print fmt:", 10);
-	t_assert(pf);
-	e = memchr(pf, '\n', len - (size_t)(pf - blob));
-	t_assert(e);
-	t_ok(hvtrace_decoder_add_format(d, system, s, (size_t)(e + 1 - s)));
+	t_ok(hvtrace_decoder_add_format(d, system, s, n));
 }
 
 /* --- the model ------------------------------------------------------------ */

@@ -51,22 +51,16 @@ static void put(const char *rel, const char *text, size_t len)
 static void put_format(const char *blob, size_t len, const char *sys,
 		       const char *name)
 {
-	char key[64], rel[128], path[512];
-	const char *s, *pf, *e;
+	char rel[128], path[512];
+	size_t n;
+	const char *s = t_format_in(blob, len, name, &n);
 
-	snprintf(key, sizeof(key), "name: %s\n", name);
-	s = memmem(blob, len, key, strlen(key));
-	t_assert(s);
-	pf = memmem(s, len - (size_t)(s - blob), "print fmt:", 10);
-	t_assert(pf);
-	e = memchr(pf, '\n', len - (size_t)(pf - blob));
-	t_assert(e);
 	snprintf(path, sizeof(path), "%s/events/%s", dir, sys);
 	mkdir(path, 0700);
 	snprintf(path, sizeof(path), "%s/events/%s/%s", dir, sys, name);
 	t_ok(mkdir(path, 0700));
 	snprintf(rel, sizeof(rel), "events/%s/%s/format", sys, name);
-	put(rel, s, (size_t)(e + 1 - s));
+	put(rel, s, n);
 }
 
 static void make_dir(void)
