@@ -25,9 +25,13 @@ guest612_formats "$F"
 "$GEN" --onto "$SEED" "$TMP/guest.ram" >"$TMP/gen.out" 2>&1 ||
 	fail "ksyms_ram --onto failed: $(cat "$TMP/gen.out")"
 
-"$HVTRACE" stream "$TMP/guest.ram" --guest-kernel --drain --formats "$F" \
-	>"$TMP/out.txt" 2>"$TMP/err.txt" ||
-	fail "stream failed: $(cat "$TMP/err.txt")"
+# drain RAM OUT ERR: the guest kernel ring of RAM, decoded with $F.
+drain() {
+	"$HVTRACE" stream "$1" --guest-kernel --drain --formats "$F" \
+		>"$2" 2>"$3" || fail "stream of $1 failed: $(cat "$3")"
+}
+
+drain "$TMP/guest.ram" "$TMP/out.txt" "$TMP/err.txt"
 n=$(grep -c ': tracing_mark_write: hvt-mark ' "$TMP/out.txt")
 [ "$n" = 300 ] ||
 	fail "$n of 300 markers named tracing_mark_write: $(grep -m2 'hvt-mark' "$TMP/out.txt")"
@@ -35,9 +39,7 @@ n=$(grep -c ': tracing_mark_write: hvt-mark ' "$TMP/out.txt")
 	fail "a note about names with the table there: $(cat "$TMP/err.txt")"
 
 cp "$SEED" "$TMP/plain.ram"
-"$HVTRACE" stream "$TMP/plain.ram" --guest-kernel --drain --formats "$F" \
-	>"$TMP/out2.txt" 2>"$TMP/err2.txt" ||
-	fail "stream of the seed failed: $(cat "$TMP/err2.txt")"
+drain "$TMP/plain.ram" "$TMP/out2.txt" "$TMP/err2.txt"
 n=$(grep -c ': 0xffffffff8f8377ff: hvt-mark ' "$TMP/out2.txt")
 [ "$n" = 300 ] ||
 	fail "$n of 300 markers in hex without a table: $(grep -m2 'hvt-mark' "$TMP/out2.txt")"
