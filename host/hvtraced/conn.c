@@ -21,12 +21,17 @@
  * goes to that handler, and the limits above are the ones its struct
  * conn_ops names.  Connections the daemon opens itself (a guest's
  * chardev) are created bound.
+ *
+ * A stop (SIGTERM, SIGINT, SIGHUP) first hands the tools what is queued
+ * for them (conns_flush_all()): the pages were taken from their areas,
+ * whose read positions a restarted daemon resumes after.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -383,6 +388,48 @@ void conns_reap(void)
 		free(c->denied);
 		free(c);
 	}
+}
+
+/*
+ * On a stop: hand every tool what is queued for it before the socket
+ * closes.  Those pages were read from their areas and the read positions
+ * posted (hvt_area_publish_pos()), so a successor resumes after them; a
+ * tool that reads its socket to the end gets them, whatever the size of
+ * its socket buffer.  A tool that takes nothing for @ms loses them, and
+ * the log says how many bytes.
+ */
+void conns_flush_all(int ms)
+{
+	uint64_t deadline = d_now_ms() + (uint64_t)ms, now;
+	struct pollfd pfd[64];
+	struct conn *c;
+	int n;
+
+	for (;;) {
+		n = 0;
+		for (c = D->conns; c && n < 64; c = c->next) {
+			if (c->dead || !c->tool || !c->q.head)
+				continue;
+			conn_flush(c);
+			if (c->dead || !c->q.head)
+				continue;
+			pfd[n].fd = c->fd;
+			pfd[n].events = POLLOUT;
+			n++;
+		}
+		now = d_now_ms();
+		if (!n || now >= deadline)
+			break;
+		if (poll(pfd, (nfds_t)n, (int)(deadline - now)) < 0 &&
+		    errno != EINTR)
+			break;
+	}
+	for (c = D->conns; c; c = c->next)
+		if (!c->dead && c->tool && c->q.head)
+			d_log("stopping: tool connection %u (pid %d) did not "
+			      "take %zu queued bytes within %d ms; they are "
+			      "lost to it",
+			      c->id, (int)c->pid, c->q.bytes, ms);
 }
 
 /* --- incoming ------------------------------------------------------------- */

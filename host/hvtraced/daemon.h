@@ -24,6 +24,8 @@
 #include <hvtrace-userevents.h>
 
 #define D_AGENT_QUEUE		(1024u * 1024u)	/* bytes to an agent */
+/* On a stop, how long tools get to take what is queued for them. */
+#define D_STOP_FLUSH_MS		2000
 #define D_TOOL_REPLY_SLACK	(16u * 1024u * 1024u)	/* replies beyond the
 							 * page budget */
 #define D_AGENT_MAX_ERRORS	64	/* before a socket agent is dropped */
@@ -695,6 +697,7 @@ void conn_reply_error(struct conn *c, uint32_t req, uint32_t chan, int status,
 		      const char *text);
 int conn_take_fd(struct conn *c);
 void conns_reap(void);
+void conns_flush_all(int ms);
 void conns_deadlines(uint64_t now_ms, uint64_t *next_ms);
 
 /* sync.c */

@@ -648,6 +648,7 @@ static void d_loop(void)
 
 static void d_teardown(void)
 {
+	conns_flush_all(D_STOP_FLUSH_MS);
 	while (D->remotes)
 		remote_destroy(D->remotes);
 	fanout_stop();

@@ -588,27 +588,56 @@ pid_t e_daemon_pid(void)
 	return cred.pid;
 }
 
-void e_daemon_restart(const char *args)
+void e_daemon_stop(void (*cb)(void *arg, const struct hvt_msg *m),
+		   void *arg)
 {
-	char bin[700], log[300], run[300], *argv[24], *copy, *tok, *save;
-	pid_t old = e_daemon_pid(), pid;
-	int argc = 0, st, k, fd;
+	pid_t old = e_daemon_pid();
+	bool gone = false, eof = false;
+	struct hvt_msg m;
+	int st, k, ret;
 
-	hvtrace_daemon_close(e_dc);
-	e_dc = NULL;
 	if (kill(old, SIGTERM))
 		t_fail("kill hvtraced %d: %s", (int)old, strerror(errno));
-	/* It is our child (the harness's or ours): reap it. */
-	for (k = 0; k < 1000; k++) {
-		if (waitpid(old, &st, WNOHANG) == old || kill(old, 0))
-			break;
-		usleep(10000);
+	/* It is our child (the harness's or ours): reap it, and take what it
+	 * sends until its end of the socket closes. */
+	for (k = 0; k < 1000 && !(gone && eof); k++) {
+		if (!gone && (waitpid(old, &st, WNOHANG) == old || kill(old, 0)))
+			gone = true;
+		while (!eof) {
+			ret = hvtrace_daemon_recv(e_dc, &m, 10);
+			if (ret < 0)
+				eof = true;
+			else if (ret == 0)
+				break;
+			else if (cb)
+				cb(arg, &m);
+		}
+		if (!gone)
+			usleep(1000);
 	}
-	if (k == 1000)
+	if (!gone)
 		t_fail("hvtraced %d did not stop within 10 s", (int)old);
+	if (!eof)
+		t_fail("hvtraced %d stopped, but its socket stays open",
+		       (int)old);
+	hvtrace_daemon_close(e_dc);
+	e_dc = NULL;
 	if (old == e_daemon)
 		e_daemon = 0;
 	printf("stopped hvtraced %d\n", (int)old);
+}
+
+void e_daemon_restart(const char *args)
+{
+	e_daemon_stop(e_seq_dispatch, NULL);
+	e_daemon_start(args);
+}
+
+void e_daemon_start(const char *args)
+{
+	char bin[700], log[300], run[300], *argv[24], *copy, *tok, *save;
+	int argc = 0, k, fd;
+	pid_t pid;
 
 	snprintf(bin, sizeof(bin), "%s/bin/hvtraced", h_objtree);
 	snprintf(log, sizeof(log), "%s/hvtraced.log", h_dir);

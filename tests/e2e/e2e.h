@@ -61,10 +61,19 @@ void e_guest_stop(struct e_guest *g);
 void e_guest_attach(struct e_guest *g);
 
 /*
- * Stop hvtraced (SIGTERM) and start a new one with the same socket and
- * the options of e_init() (or @args: then those instead); e_dc is
- * connected to the new one.
+ * Stop hvtraced (SIGTERM) and read e_dc to its end meanwhile, every
+ * message to @cb (a stop hands the tools what it queued for them: pages
+ * whose read positions the next daemon resumes after); e_dc is NULL
+ * after.
  */
+void e_daemon_stop(void (*cb)(void *arg, const struct hvt_msg *m),
+		   void *arg);
+/*
+ * Start a new hvtraced with the same socket and the options of e_init()
+ * (or @args: then those instead); e_dc is connected to it.
+ */
+void e_daemon_start(const char *args);
+/* Both: what the old one still sends goes to e_seq_dispatch(). */
 void e_daemon_restart(const char *args);
 
 /* The pid of the hvtraced e_dc talks to (its socket peer). */

@@ -29,6 +29,7 @@
  * Consume mode first, then the same with the guest's area in overwrite
  * mode (where the old daemon never posted a consumer position).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,11 @@ static void scenario(const char *suffix, const char *const *extra)
 		t_fail("only %llu events before the restart",
 		       (unsigned long long)s1.n);
 	e_drain(&g, e_seq_dispatch, NULL);
+	/* Stop hvtraced under the running workload.  It goes on reading
+	 * after the drain until it stops, and what it read is past the
+	 * position the new one resumes from: s1 takes it all, to the end
+	 * of the old daemon's socket. */
+	e_daemon_stop(e_seq_dispatch, NULL);
 	/* Keep what arrived before: s1 must go before the new daemon's
 	 * pages arrive (they would feed every e_seq still set up). */
 	for (t = 0; t < THREADS; t++) {
@@ -122,8 +128,7 @@ static void scenario(const char *suffix, const char *const *extra)
 	max_seq = s1.max_seq;
 	e_seq_free(&s1);
 
-	/* Restart hvtraced under the running workload. */
-	e_daemon_restart(NULL);
+	e_daemon_start(NULL);
 	wait_connected(&g);
 	snprintf(log, sizeof(log), "%s/hvtraced.log", h_dir);
 	snprintf(again_line, sizeof(again_line), "attached guest '%s' again",
@@ -145,16 +150,38 @@ static void scenario(const char *suffix, const char *const *extra)
 	dropped = e_kv(done, "dropped");
 
 	/* Exactly once: no seq of any thread arrived twice, before and
-	 * after together. */
+	 * after together.  The gaps between the first and the last seq that
+	 * arrived are printed (the writers skip seqs while hvt_seq is off
+	 * across the restart: one gap each; any other shows where a loss
+	 * fell). */
 	for (t = 0; t < THREADS; t++) {
-		for (q = 0; q < max_seq; q++)
-			if (seen1[t][q] + s2.seen[t][q] > 1) {
+		uint32_t first = max_seq, last = 0, from = 0, gaps = 0;
+
+		for (q = 0; q < max_seq; q++) {
+			unsigned int k = seen1[t][q] + s2.seen[t][q];
+
+			if (k > 1) {
 				if (!twice)
 					printf("thread %u seq %u arrived %u "
 					       "times\n",
-					       t, q, seen1[t][q] + s2.seen[t][q]);
+					       t, q, k);
 				twice++;
 			}
+			if (k && first == max_seq)
+				first = q;
+			if (k)
+				last = q;
+		}
+		for (q = first; q <= last && first < max_seq; q++) {
+			bool in = seen1[t][q] + s2.seen[t][q];
+
+			if (!in && (!q || seen1[t][q - 1] + s2.seen[t][q - 1]))
+				from = q;
+			if (!in && (seen1[t][q + 1] + s2.seen[t][q + 1]) &&
+			    gaps++ < 6)
+				printf("thread %u: seqs %u-%u did not arrive\n",
+				       t, from, q);
+		}
 		free(seen1[t]);
 	}
 	read = n1 + s2.n;

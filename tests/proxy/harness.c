@@ -231,7 +231,9 @@ static void h_need(const char *rel, char *path, size_t size)
 		       path, h_objtree);
 }
 
-struct hvtrace_daemon *h_start(const char *extra)
+/* Start hvtraced in h_dir (its socket, run folder, shm folder and log
+ * there) and connect a tool to it. */
+static struct hvtrace_daemon *h_daemon_spawn(const char *extra)
 {
 	char bin[700], log[300], run[300];
 	char *argv[20];
@@ -239,14 +241,6 @@ struct hvtrace_daemon *h_start(const char *extra)
 	int argc = 0, i;
 	char *copy = NULL, *tok, *save;
 
-	h_owner = getpid();
-	atexit(h_cleanup);
-	signal(SIGPIPE, SIG_IGN);
-	h_find_objtree();
-	snprintf(h_dir, sizeof(h_dir), "/tmp/hvtrace-proxy.XXXXXX");
-	if (!mkdtemp(h_dir))
-		t_fail("mkdtemp: %s", strerror(errno));
-	snprintf(h_dsock, sizeof(h_dsock), "%s/hvtraced.sock", h_dir);
 	snprintf(log, sizeof(log), "%s/hvtraced.log", h_dir);
 	snprintf(run, sizeof(run), "%s/run", h_dir);
 	h_need("bin/hvtraced", bin, sizeof(bin));
@@ -277,6 +271,43 @@ struct hvtrace_daemon *h_start(const char *extra)
 	if (!dc)
 		t_fail("hvtraced did not start: %s", hvtrace_last_error());
 	return dc;
+}
+
+struct hvtrace_daemon *h_start(const char *extra)
+{
+	char run[300];
+
+	h_owner = getpid();
+	atexit(h_cleanup);
+	signal(SIGPIPE, SIG_IGN);
+	h_find_objtree();
+	snprintf(h_dir, sizeof(h_dir), "/tmp/hvtrace-proxy.XXXXXX");
+	if (!mkdtemp(h_dir))
+		t_fail("mkdtemp: %s", strerror(errno));
+	snprintf(h_dsock, sizeof(h_dsock), "%s/hvtraced.sock", h_dir);
+	/* The run folder, where hvtraced keeps its state file for a
+	 * restart (h_restart()). */
+	snprintf(run, sizeof(run), "%s/run", h_dir);
+	if (mkdir(run, 0700))
+		t_fail("mkdir %s: %s", run, strerror(errno));
+	return h_daemon_spawn(extra);
+}
+
+struct hvtrace_daemon *h_restart(const char *extra)
+{
+	int st, i;
+
+	for (i = 0; i < 1000; i++) {
+		if (waitpid(h_dpid, &st, WNOHANG) == h_dpid)
+			break;
+		usleep(10000);
+	}
+	if (i == 1000)
+		t_fail("hvtraced %d did not end within 10 s", (int)h_dpid);
+	for (i = 0; i < (int)h_nr_pids; i++)
+		if (h_pids[i] == h_dpid)
+			h_pids[i] = 0;	/* reaped: the cleanup skips it */
+	return h_daemon_spawn(extra);
 }
 
 uint32_t h_subscribe(struct hvtrace_daemon *dc, uint32_t remote,

@@ -43,6 +43,9 @@ extern pid_t h_dpid;		/* the hvtraced h_start() started */
 
 /* Create the directory, start hvtraced; returns a connected tool. */
 struct hvtrace_daemon *h_start(const char *extra_daemon_args);
+/* Once h_dpid was told to stop: reap it, then start a new hvtraced in the
+ * same folder (its state file brings back what was attached). */
+struct hvtrace_daemon *h_restart(const char *extra_daemon_args);
 
 /* Start an agent with a /dev/shm area; waits until its session is up and
  * its trigger event is registered.  @extra: more agent arguments or NULL. */
