@@ -135,6 +135,11 @@ int hvt_cli_kformats_of_kernel(const char *verb,
 struct hvtrace_kring;
 int hvt_cli_kformats_of_kring(const char *verb, struct hvtrace_kring *k,
 			      const char *remote, char *dir, size_t dirsize);
+/* The same for the VM whose VMM is process @pid (--vm-pid without
+ * --formats); -ENOENT, silently, when its RAM cannot be opened: the
+ * caller's own open of it says why. */
+int hvt_cli_kformats_of_pid(const char *verb, int pid, char *dir,
+			    size_t dirsize);
 
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);

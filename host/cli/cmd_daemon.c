@@ -55,7 +55,9 @@ static const char daemon_usage[] =
 	"         of VMM process PID (as hvtrace stream --vm-pid finds it),\n"
 	"         as remote NAME (default vmpid-PID); --formats DIR names\n"
 	"         its events (the guest's formats, as 'hvtrace guest\n"
-	"         kformats' writes them).  Only root, or the VMM's own user\n"
+	"         kformats' writes them); without it, the formats cache's\n"
+	"         folder of the kernel the guest's vmcoreinfo names (its\n"
+	"         release and build id).  Only root, or the VMM's own user\n"
 	"         with ptrace access to it, may.  Its times are the guest's\n"
 	"         own trace clock; when the VMM exits, the remote stops\n"
 	"detach   forget a remote (its registry and subscriptions)\n"
@@ -284,10 +286,19 @@ static int daemon_run(int argc, char **argv)
 		}
 	} else if (vm_pid_nr) {
 		char text[HVT_PROTO_TEXT_MAX + 1];
+		static char cached[PATH_MAX];
+		bool name_ok = hvt_proto_name_ok(remote,
+						 (uint32_t)strlen(remote));
 
 		/* The memory and the formats are opened here, with this
-		 * user's rights, and passed to hvtraced. */
-		if (!hvt_proto_name_ok(remote, (uint32_t)strlen(remote))) {
+		 * user's rights, and passed to hvtraced; without --formats,
+		 * the formats cache's folder of the kernel the guest's
+		 * vmcoreinfo names (stderr says which, or why none). */
+		if (name_ok && !formats &&
+		    !hvt_cli_kformats_of_pid("daemon", vm_pid_nr, cached,
+					     sizeof(cached)))
+			formats = cached;
+		if (!name_ok) {
 			rc = hvt_cli_usage("daemon", "'%s' is not a remote "
 						     "name (1..31 of "
 						     "[A-Za-z0-9._-])",

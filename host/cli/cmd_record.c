@@ -142,21 +142,6 @@ static int record_recover(const char *path, bool quiet)
 	return HVT_EXIT_OK;
 }
 
-/* --vm-pid without --formats: the formats cache's folder of the kernel
- * the guest's vmcoreinfo names, into @dir and *@formats (stderr says
- * which, or why none). */
-static void record_vmpid_formats(int pid, char *dir, size_t size,
-				 const char **formats)
-{
-	struct hvtrace_kring *k;
-
-	if (hvtrace_kring_open_pid(pid, &k))
-		return;	/* the recording says why, opening it again */
-	if (!hvt_cli_kformats_of_kring("record", k, NULL, dir, size))
-		*formats = dir;
-	hvtrace_kring_close(k);
-}
-
 static int record_run(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -319,9 +304,10 @@ static int record_run(int argc, char **argv)
 					     cached, sizeof(cached)))
 			o.guest_formats = cached;
 		/* A VMM by pid: the entry its kernel's vmcoreinfo names. */
-		if (o.guest_pid && !o.guest_formats)
-			record_vmpid_formats(o.guest_pid, cached,
-					     sizeof(cached), &o.guest_formats);
+		if (o.guest_pid && !o.guest_formats &&
+		    !hvt_cli_kformats_of_pid("record", o.guest_pid, cached,
+					     sizeof(cached)))
+			o.guest_formats = cached;
 	}
 	if (optind < argc && hvtrace_daemon_name_is_remote(argv[optind])) {
 		struct hvt_rrecord_opts ro = {

@@ -474,3 +474,16 @@ int hvt_cli_kformats_of_kring(const char *verb, struct hvtrace_kring *k,
 	hvtrace_ksyms_free(ks);
 	return hvt_cli_kformats_of_kernel(verb, &ki, remote, dir, dirsize);
 }
+
+int hvt_cli_kformats_of_pid(const char *verb, int pid, char *dir,
+			    size_t dirsize)
+{
+	struct hvtrace_kring *k;
+	int ret;
+
+	if (hvtrace_kring_open_pid(pid, &k))
+		return -ENOENT;	/* the caller's own open says why */
+	ret = hvt_cli_kformats_of_kring(verb, k, NULL, dir, dirsize);
+	hvtrace_kring_close(k);
+	return ret;
+}

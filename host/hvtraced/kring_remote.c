@@ -658,8 +658,9 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 		 name, kr->where, ki.nr_cpus, ki.nr_subbufs, ki.subbuf_size,
 		 kr->nr_fmt, kr->nr_fmt == 1 ? "" : "s",
 		 ks.formats ? ""
-			    : ": give --formats DIR to name "
-			      "the events");
+			    : ": the formats cache holds none of this kernel; "
+			      "give --formats DIR, or file them with 'hvtrace "
+			      "guest kformats', to name the events");
 	*out = r;
 	return 0;
 fail:

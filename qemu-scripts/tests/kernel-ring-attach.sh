@@ -16,6 +16,12 @@
 #   is killed, a stream of it ends (exit 0) with a line saying so, and the
 #   remote is "disconnected".
 #
+# Attached again without --formats (the formats cache holding the
+# kernel's formats, filed from the console by "hvtrace guest kformats
+# --log"), the attach names the cache's folder of the kernel's version
+# line (the banner the vmcoreinfo's symbol table points at), and a stream
+# of it shows every line again.
+#
 # Refused, with messages that say why: a pid that is no process, a
 # process that is not a VMM, a formats folder with no formats, the same
 # name twice, "hvtrace record NAME" (its times cannot go on the host's
@@ -118,6 +124,21 @@ if [ "$(id -u)" = 0 ] &&
 else
 	info "(not checked: the refusal of a non-root peer; needs root, a build and a daemon socket nobody can use)"
 fi
+
+info "attach without --formats: the formats cache's folder of the kernel its vmcoreinfo names"
+HVT_CACHE=$T_TMP/cache "$G" kformats --log "$T_TMP/$n.log" >/dev/null ||
+	fail "kformats into the cache failed"
+HVT_CACHE=$T_TMP/cache "$HVTRACE" daemon attach --vm-pid "$qpid" --name "$k-c" \
+	>"$T_TMP/cached.out" 2>&1 ||
+	{ cat "$T_TMP/cached.out"; fail "daemon attach --vm-pid $qpid without --formats failed"; }
+cat "$T_TMP/cached.out"
+grep -q "formats from $T_TMP/cache/kformats/Linux_version_" \
+	"$T_TMP/cached.out" ||
+	fail "attach without --formats did not take the cached formats: $(cat "$T_TMP/cached.out")"
+timeout 200 "$HVTRACE" stream "$k-c" --count "$N" >"$T_TMP/cached.txt" 2>"$T_TMP/cached.err" ||
+	{ cat "$T_TMP/cached.err"; fail "stream $k-c failed"; }
+kring_check_marks "$T_TMP/cached.txt" "$N"
+"$HVTRACE" daemon detach "$k-c" >/dev/null || fail "detach $k-c failed"
 
 info "QEMU killed under a live stream"
 "$HVTRACE" stream "$k" >"$T_TMP/end.txt" 2>"$T_TMP/end.err" &
