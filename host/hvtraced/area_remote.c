@@ -268,7 +268,8 @@ static int ar_open(struct remote *r)
 			       &fd, via, sizeof(via), why, sizeof(why));
 	if (!ret) {
 		ret = hvtrace_area_open_spec(via, HVTRACE_OPEN_CONTROL |
-						       HVTRACE_OPEN_RESUME,
+						       HVTRACE_OPEN_RESUME |
+						       HVTRACE_OPEN_POST_LATER,
 					     &a);
 		/* Opened through a descriptor: name the file as given. */
 		if (ret && fd >= 0)

@@ -128,12 +128,20 @@ void conn_update_events(struct conn *c)
 
 #define CONN_FLUSH_IOV 64 /* chunks a sendmsg() takes */
 
+/* A chunk leaves its queue, sent or not: a page's ticket lets go. */
+static void outq_chunk_done(struct out_chunk *ch)
+{
+	if (ch->ticket)
+		ticket_put(ch->ticket);
+	free(ch);
+}
+
 static void outq_free_chunk(struct outq *q, struct out_chunk *ch)
 {
 	q->bytes -= ch->len - ch->off;
 	if (ch->page)
 		q->page_bytes -= ch->len - ch->off;
-	free(ch);
+	outq_chunk_done(ch);
 }
 
 static void outq_clear(struct outq *q)
@@ -147,7 +155,8 @@ static void outq_clear(struct outq *q)
 	q->head = q->tail = NULL;
 }
 
-static int conn_push(struct conn *c, const struct hvt_msg *m, bool page)
+static int conn_push(struct conn *c, const struct hvt_msg *m, bool page,
+		     struct ps_ticket *ticket)
 {
 	struct out_chunk *ch;
 	int n;
@@ -169,6 +178,9 @@ static int conn_push(struct conn *c, const struct hvt_msg *m, bool page)
 	ch->len = (uint32_t)n;
 	ch->off = 0;
 	ch->page = page;
+	ch->ticket = ticket;
+	if (ticket)
+		ticket_get(ticket);
 	if (c->q.tail)
 		c->q.tail->next = ch;
 	else
@@ -194,12 +206,13 @@ int conn_send(struct conn *c, const struct hvt_msg *m)
 	}
 	if (o->queue_max && c->q.bytes > o->queue_max)
 		return -ENOBUFS;
-	return conn_push(c, m, false);
+	return conn_push(c, m, false, NULL);
 }
 
-int conn_send_page(struct conn *c, const struct hvt_msg *m)
+int conn_send_page(struct conn *c, const struct hvt_msg *m,
+		   struct ps_ticket *ticket)
 {
-	return conn_push(c, m, true);
+	return conn_push(c, m, true, ticket);
 }
 
 /* Take @w sent bytes off the front of @q. */
@@ -220,7 +233,7 @@ static void outq_sent(struct outq *q, size_t w)
 			q->head = ch->next;
 			if (!q->head)
 				q->tail = NULL;
-			free(ch);
+			outq_chunk_done(ch);
 		}
 	}
 }
@@ -682,7 +695,7 @@ static void conn_read(struct conn *c)
 		bye.u.bye.status = -EPROTO;
 		bye.u.bye.text.ptr = "too many protocol errors";
 		bye.u.bye.text.len = 24;
-		conn_push(c, &bye, false);
+		conn_push(c, &bye, false, NULL);
 		c->closing = true;
 		conn_update_events(c);
 	}

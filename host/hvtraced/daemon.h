@@ -103,6 +103,7 @@ struct out_chunk {
 	uint32_t len;
 	uint32_t off;
 	bool page;		/* counts against the page budget */
+	struct ps_ticket *ticket;	/* a page's, released when sent */
 	uint8_t data[];
 };
 
@@ -228,6 +229,14 @@ struct page_source_ops {
 	 * page, taken (no page will carry them).  NULL: its pages carry
 	 * their own losses. */
 	uint64_t (*take_trailing_lost)(struct page_source *ps, uint32_t cpu);
+	/* Where the reader of @cpu stands after its last read_page, to be
+	 * posted for a restarted daemon once the tools have the page
+	 * (struct ps_ticket); post_pos posts one.  NULL: nothing to post
+	 * (the source keeps no position for a successor). */
+	int (*read_pos)(struct page_source *ps, uint32_t cpu,
+			struct hvtrace_read_pos *pos);
+	void (*post_pos)(struct page_source *ps, uint32_t cpu,
+			 const struct hvtrace_read_pos *pos);
 	/* Removed from its remote: free it (what it reads is not its). */
 	void (*close)(struct page_source *ps);
 	/* read_page of different CPUs may run at once, on the reader
@@ -242,6 +251,28 @@ struct page_source {
 	uint32_t first_cpu;	/* the remote's number of its CPU 0 */
 	bool kernel;		/* its CPUs are a guest kernel's */
 	uint8_t *page;		/* read buffer, subbuf_size (fanout.c) */
+	struct ps_held *held;	/* per CPU, with read_pos: the tickets */
+};
+
+/*
+ * A page read from a source whose position a restarted daemon resumes
+ * after (ops->read_pos): the reader's position after it, held by every
+ * tool queue the page went to (out_chunk.ticket).  The position is posted
+ * when no queue holds this page or an earlier one of its CPU -- the page
+ * has reached every socket it went to, whose bytes outlive the daemon --
+ * so a daemon killed with pages queued resumes at the first of them, not
+ * after them.
+ */
+struct ps_ticket {
+	struct ps_ticket *next;		/* the CPU's, oldest first */
+	struct page_source *ps;		/* NULL once the source is gone */
+	uint32_t cpu;			/* the source's */
+	uint32_t refs;
+	struct hvtrace_read_pos pos;
+};
+
+struct ps_held {
+	struct ps_ticket *head, *tail;
 };
 
 /* --- remotes -------------------------------------------------------------- */
@@ -685,7 +716,8 @@ void conn_reply_hello(struct conn *c, const struct hvt_msg *m, uint32_t role,
 		      int status, const char *text);
 void conn_update_events(struct conn *c);
 int conn_send(struct conn *c, const struct hvt_msg *m);
-int conn_send_page(struct conn *c, const struct hvt_msg *m);
+int conn_send_page(struct conn *c, const struct hvt_msg *m,
+		   struct ps_ticket *ticket);
 void conn_flush(struct conn *c);
 void conn_handle(struct conn *c, uint32_t events);
 void conn_close(struct conn *c);
@@ -699,6 +731,19 @@ int conn_take_fd(struct conn *c);
 void conns_reap(void);
 void conns_flush_all(int ms);
 void conns_deadlines(uint64_t now_ms, uint64_t *next_ms);
+
+/* ticket.c: when a page's read position may be posted */
+/* A ticket for the page just read from @ps's CPU @cpu (one reference,
+ * the caller's), or NULL: the source keeps no position, or no memory (then
+ * the position is posted at once, as if the page were handed on). */
+struct ps_ticket *ticket_new(struct page_source *ps, uint32_t cpu,
+			     const struct hvtrace_read_pos *pos);
+void ticket_get(struct ps_ticket *t);
+/* Drop a reference; the last one posts the CPU's position as far as no
+ * ticket before holds it. */
+void ticket_put(struct ps_ticket *t);
+/* @ps goes: tickets a queue still holds outlive it, the rest are freed. */
+void tickets_orphan(struct page_source *ps);
 
 /* sync.c */
 void sync_sample(struct remote *r, uint64_t send, uint64_t writer,
@@ -730,6 +775,10 @@ void page_sources_close(struct remote *r);
  * NULL: no such CPU. */
 struct page_source *page_source_of(const struct remote *r, uint32_t cpu,
 				   uint32_t *local);
+/* The position of the page just read from @ps's CPU @cpu into @pos: 0, or
+ * -errno (none: the source keeps no position). */
+int page_source_read_pos(struct page_source *ps, uint32_t cpu,
+			 struct hvtrace_read_pos *pos);
 /* The counters of @r's CPU @cpu (STATS). */
 int page_source_cpu_stats(const struct remote *r, uint32_t cpu,
 			  struct hvtrace_cpu_stats *st);

@@ -205,14 +205,15 @@ static int send_empty_page(struct conn *c, const struct sub *s, uint32_t cpu,
 	m.u.page.dropped_events = s->cpus[cpu].dropped_events;
 	m.u.page.data = empty;
 	m.u.page.len = lost ? sizeof(empty) : HVT_PAGE_HDR_SIZE;
-	return conn_send_page(c, &m);
+	return conn_send_page(c, &m, NULL);
 }
 
 /* Page @page (of a sub-buffer of @size bytes) of @r's CPU @cpu to every
  * subscription of the CPU; one without room drops it, counted for that
  * CPU. */
 static void deliver(struct remote *r, uint32_t cpu, const uint8_t *page,
-		    uint32_t size, const struct hvtrace_page_info *info)
+		    uint32_t size, const struct hvtrace_page_info *info,
+		    struct ps_ticket *ticket)
 {
 	uint64_t commit;
 	uint32_t len;
@@ -261,12 +262,27 @@ static void deliver(struct remote *r, uint32_t cpu, const uint8_t *page,
 			m.u.page.first_ts = info->first_ts;
 			m.u.page.data = page;
 			m.u.page.len = len;
-			if (!conn_send_page(c, &m)) {
+			if (!conn_send_page(c, &m, ticket)) {
 				s->pages++;
 				sc->reported_pages = sc->dropped_pages;
 			}
 		}
 	}
+}
+
+/* A page just read from @ps's CPU @local, with the reader's position
+ * after it (@pos, NULL: none), to every subscription of the CPU; the
+ * position is posted once every queue it went to has sent it. */
+static void fo_deliver_read(struct remote *r, struct page_source *ps,
+			    uint32_t local, const uint8_t *page,
+			    const struct hvtrace_page_info *info,
+			    const struct hvtrace_read_pos *pos)
+{
+	struct ps_ticket *t = pos ? ticket_new(ps, local, pos) : NULL;
+
+	deliver(r, ps->first_cpu + local, page, ps->subbuf_size, info, t);
+	if (t)
+		ticket_put(t);
 }
 
 /* Events a consume-mode writer dropped after its last page (its ring was
@@ -308,6 +324,7 @@ static void fo_read_serial(struct remote *r, const struct d_cpus *want,
 			   struct fo_round *out)
 {
 	struct hvtrace_page_info info;
+	struct hvtrace_read_pos pos;
 	struct page_source *ps;
 	uint32_t i, cpu, k, room;
 
@@ -333,8 +350,11 @@ static void fo_read_serial(struct remote *r, const struct d_cpus *want,
 				r->wake.found = true;
 				r->pages_read++;
 				r->thread_pages[0]++;
-				deliver(r, cpu, ps->page, ps->subbuf_size,
-					&info);
+				fo_deliver_read(r, ps, i, ps->page, &info,
+						page_source_read_pos(ps, i,
+								     &pos) ?
+							NULL :
+							&pos);
 			}
 			out->n[cpu] = k;
 			if (!d_cpus_has(&out->empty, cpu))
@@ -368,6 +388,8 @@ struct fo_stage {
 	uint32_t per_cpu;		/* pages staged per CPU per pass */
 	uint8_t *pages;			/* nr_cpus x per_cpu pages */
 	struct hvtrace_page_info *info; /* nr_cpus x per_cpu */
+	struct hvtrace_read_pos *pos;	/* nr_cpus x per_cpu: after each */
+	bool *has_pos;			/* nr_cpus x per_cpu */
 	uint32_t *n;			/* pages staged, per CPU */
 	uint32_t *limit;		/* pages to stage this pass, per CPU */
 	uint32_t cpus[D_MAX_CPUS];	/* this pass's jobs: CPUs */
@@ -380,6 +402,8 @@ void fanout_free(struct remote *r)
 		return;
 	free(r->stage->pages);
 	free(r->stage->info);
+	free(r->stage->pos);
+	free(r->stage->has_pos);
 	free(r->stage->n);
 	free(r->stage->limit);
 	free(r->stage);
@@ -427,9 +451,12 @@ static struct fo_stage *fo_stage_get(struct remote *r)
 	slots = (size_t)nr_cpus * per_cpu;
 	s->pages = malloc(slots * s->subbuf_size);
 	s->info = calloc(slots, sizeof(*s->info));
+	s->pos = calloc(slots, sizeof(*s->pos));
+	s->has_pos = calloc(slots, sizeof(*s->has_pos));
 	s->n = calloc(s->nr_cpus, sizeof(*s->n));
 	s->limit = calloc(s->nr_cpus, sizeof(*s->limit));
-	if (!s->pages || !s->info || !s->n || !s->limit) {
+	if (!s->pages || !s->info || !s->pos || !s->has_pos || !s->n ||
+	    !s->limit) {
 		fanout_free(r);
 		return NULL;
 	}
@@ -450,6 +477,9 @@ static void fo_job(void *ctx, unsigned int j, void *scratch)
 				       s->pages + (slot + k) * s->subbuf_size,
 				       ps->subbuf_size, &s->info[slot + k]) <= 0)
 			break;
+		/* Per CPU, as the read: safe on this thread. */
+		s->has_pos[slot + k] =
+			!page_source_read_pos(ps, local, &s->pos[slot + k]);
 	}
 	s->n[cpu] = k;
 }
@@ -554,7 +584,7 @@ static void fo_read_parallel(struct remote *r, const struct d_cpus *want,
 		fo_pass_release();
 		full = false;
 		for (j = 0; j < s->nr_jobs; j++) {
-			const struct page_source *ps;
+			struct page_source *ps;
 			uint32_t local;
 			size_t slot;
 
@@ -562,9 +592,13 @@ static void fo_read_parallel(struct remote *r, const struct d_cpus *want,
 			slot = (size_t)cpu * s->per_cpu;
 			ps = page_source_of(r, cpu, &local);
 			for (k = 0; ps && k < s->n[cpu]; k++)
-				deliver(r, cpu,
+				fo_deliver_read(
+					r, ps, local,
 					s->pages + (slot + k) * s->subbuf_size,
-					ps->subbuf_size, &s->info[slot + k]);
+					&s->info[slot + k],
+					s->has_pos[slot + k] ?
+						&s->pos[slot + k] :
+						NULL);
 			r->pages_read += s->n[cpu];
 			r->thread_pages[j % nr] += s->n[cpu];
 			out->n[cpu] += s->n[cpu];

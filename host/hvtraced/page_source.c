@@ -30,22 +30,46 @@ static void ps_number(struct remote *r)
 	r->nr_cpus = n;
 }
 
+/*
+ * Closing a source posts where each CPU's reader stands: whatever it read
+ * was handed to its tools' queues, which take it or lose it (a detach, a
+ * new area, a stop after conns_flush_all()).  Only a daemon that dies
+ * without closing leaves the position at the tickets' last post.
+ */
 static void ps_free(struct page_source *ps)
 {
+	struct hvtrace_read_pos pos;
+	uint32_t cpu;
+
+	if (ps->held)
+		for (cpu = 0; cpu < ps->nr_cpus; cpu++)
+			if (!ps->ops->read_pos(ps, cpu, &pos))
+				ps->ops->post_pos(ps, cpu, &pos);
+	tickets_orphan(ps);
 	free(ps->page);
 	ps->page = NULL;
 	ps->ops->close(ps);
 }
 
 /* @ps checked against @r's CPUs (@others of them stay) and given its read
- * buffer: 0, or -errno. */
+ * buffer (and its tickets' lists): 0, or -errno. */
 static int ps_prepare(struct page_source *ps, uint32_t others)
 {
 	if (!ps->nr_cpus || !ps->subbuf_size ||
 	    ps->nr_cpus > D_MAX_CPUS - others)
 		return -E2BIG;
 	ps->page = malloc(ps->subbuf_size);
-	return ps->page ? 0 : -ENOMEM;
+	if (ps->ops->read_pos)
+		ps->held = calloc(ps->nr_cpus, sizeof(*ps->held));
+	return ps->page && (ps->held || !ps->ops->read_pos) ? 0 : -ENOMEM;
+}
+
+int page_source_read_pos(struct page_source *ps, uint32_t cpu,
+			 struct hvtrace_read_pos *pos)
+{
+	if (!ps->held || cpu >= ps->nr_cpus)
+		return -ENOENT;
+	return ps->ops->read_pos(ps, cpu, pos);
 }
 
 static void ps_link(struct remote *r, struct page_source *ps, bool first)
@@ -150,6 +174,18 @@ static uint64_t as_take_trailing_lost(struct page_source *ps, uint32_t cpu)
 	return hvtrace_cpu_take_trailing_lost(as_area(ps), (int)cpu);
 }
 
+static int as_read_pos(struct page_source *ps, uint32_t cpu,
+		       struct hvtrace_read_pos *pos)
+{
+	return hvtrace_cpu_read_pos(as_area(ps), (int)cpu, pos);
+}
+
+static void as_post_pos(struct page_source *ps, uint32_t cpu,
+			const struct hvtrace_read_pos *pos)
+{
+	hvtrace_cpu_post_pos(as_area(ps), (int)cpu, pos);
+}
+
 static void as_close(struct page_source *ps)
 {
 	free(container_of(ps, struct area_source, ps));
@@ -160,6 +196,8 @@ static const struct page_source_ops area_source_ops = {
 	.read_page = as_read_page,
 	.cpu_stats = as_cpu_stats,
 	.take_trailing_lost = as_take_trailing_lost,
+	.read_pos = as_read_pos,
+	.post_pos = as_post_pos,
 	.close = as_close,
 	/* hvtrace_cpu_read_page() keeps its state per CPU */
 	.parallel = true,

@@ -397,7 +397,9 @@ int remote_open_area(struct remote *r, const char *path, char *msg,
 	int ret;
 
 	ret = hvtrace_area_open(path, 0, 0,
-				HVTRACE_OPEN_CONTROL | HVTRACE_OPEN_RESUME, &a);
+				HVTRACE_OPEN_CONTROL | HVTRACE_OPEN_RESUME |
+					HVTRACE_OPEN_POST_LATER,
+				&a);
 	if (ret) {
 		snprintf(msg, msgsize, "%s", hvtrace_last_error());
 		return ret;

@@ -54,6 +54,11 @@ enum hvtrace_open_flags {
 	 * previous owner opened with this flag returned (a restarted
 	 * daemon); without it, reading starts at the oldest data. */
 	HVTRACE_OPEN_RESUME = 1u << 1,
+	/* With HVTRACE_OPEN_RESUME: reads do not post the position; the
+	 * owner posts it with hvtrace_cpu_post_pos() once what it read is
+	 * safe (handed on), so that a successor after a crash resumes
+	 * after what was handed on, not merely read. */
+	HVTRACE_OPEN_POST_LATER = 1u << 2,
 };
 
 struct hvtrace_area_info {
@@ -373,6 +378,47 @@ struct hvtrace_cpu_stats {
  */
 HVTRACE_API int hvtrace_cpu_get_stats(struct hvtrace_area *a, int cpu,
 				      struct hvtrace_cpu_stats *st);
+
+/*
+ * Where a CPU's reader stands: the fields of the control page's read
+ * position (struct hvt_ctrl_pos), as a read left them.
+ */
+struct hvtrace_read_pos {
+	uint64_t accounted;	/* events read or reported lost up to here */
+	uint64_t unplaced;	/* unplaced events reported */
+	uint32_t seq;		/* the sub-buffer */
+	uint32_t pos;		/* data bytes of it returned */
+};
+
+/**
+ * hvtrace_cpu_read_pos - the position the last read of @cpu reached
+ * @a:   area opened with HVTRACE_OPEN_POST_LATER
+ * @cpu: CPU buffer
+ * @pos: filled
+ *
+ * No I/O.  Return: 0; -ENODATA before a read returned events; -EINVAL
+ * for a bad argument or an area opened without HVTRACE_OPEN_POST_LATER.
+ */
+HVTRACE_API int hvtrace_cpu_read_pos(struct hvtrace_area *a, int cpu,
+				     struct hvtrace_read_pos *pos);
+
+/**
+ * hvtrace_cpu_post_pos - post a read position for a successor
+ * @a:   area opened with HVTRACE_OPEN_CONTROL | HVTRACE_OPEN_RESUME
+ * @cpu: CPU buffer
+ * @pos: as hvtrace_cpu_read_pos() gave it
+ *
+ * A successor opened with HVTRACE_OPEN_RESUME starts after @pos.  Posting
+ * an earlier position than the reader reached is allowed (the successor
+ * returns the events in between again, or counts them lost where the
+ * writer has reused their pages); posting one that was never read is not
+ * checked here, and the successor ignores it if the ring disagrees.
+ *
+ * Return: 0; -EPERM without HVTRACE_OPEN_CONTROL and HVTRACE_OPEN_RESUME;
+ * -EINVAL for a bad argument.
+ */
+HVTRACE_API int hvtrace_cpu_post_pos(struct hvtrace_area *a, int cpu,
+				     const struct hvtrace_read_pos *pos);
 
 /**
  * hvtrace_cpu_take_trailing_lost - claim drops not followed by any page

@@ -54,14 +54,12 @@ void hvt_area_publish_consumer(struct hvtrace_area *a, uint32_t cpu,
 	__atomic_store_n(&a->ctrl->consumer[cpu], seq, __ATOMIC_RELEASE);
 }
 
-void hvt_area_publish_pos(struct hvtrace_area *a, uint32_t cpu, uint32_t seq,
-			  uint32_t pos, uint64_t accounted, uint64_t unplaced)
+/* Store a position in the control page (owner only). */
+static void area_store_pos(struct hvtrace_area *a, uint32_t cpu, uint32_t seq,
+			   uint32_t pos, uint64_t accounted, uint64_t unplaced)
 {
-	struct hvt_ctrl_pos *p;
+	struct hvt_ctrl_pos *p = &a->ctrl->read_pos[cpu];
 
-	if (!a->ctrl || !(a->flags & HVTRACE_OPEN_RESUME))
-		return;
-	p = &a->ctrl->read_pos[cpu];
 	__atomic_store_n(&p->accounted, accounted, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->unplaced, unplaced, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->seq, seq, __ATOMIC_RELAXED);
@@ -73,6 +71,55 @@ void hvt_area_publish_pos(struct hvtrace_area *a, uint32_t cpu, uint32_t seq,
 			 hvt_ctrl_pos_check(accounted, unplaced, seq,
 					    (uint16_t)pos),
 			 __ATOMIC_RELEASE);
+}
+
+void hvt_area_publish_pos(struct hvtrace_area *a, uint32_t cpu, uint32_t seq,
+			  uint32_t pos, uint64_t accounted, uint64_t unplaced)
+{
+	struct hvt_rd_cpu *c;
+
+	if (!a->ctrl || !(a->flags & HVTRACE_OPEN_RESUME))
+		return;
+	if (!(a->flags & HVTRACE_OPEN_POST_LATER)) {
+		area_store_pos(a, cpu, seq, pos, accounted, unplaced);
+		return;
+	}
+	/* The owner posts it once it has handed the events on. */
+	c = &a->cpus[cpu];
+	c->held_pos.accounted = accounted;
+	c->held_pos.unplaced = unplaced;
+	c->held_pos.seq = seq;
+	c->held_pos.pos = pos;
+	c->has_pos = true;
+}
+
+HVTRACE_API int hvtrace_cpu_read_pos(struct hvtrace_area *a, int cpu,
+				     struct hvtrace_read_pos *pos)
+{
+	if (!a || !pos || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus ||
+	    !(a->flags & HVTRACE_OPEN_POST_LATER))
+		return hvt_err(-EINVAL, "hvtrace_cpu_read_pos: a bad argument, "
+					"or an area opened without "
+					"HVTRACE_OPEN_POST_LATER");
+	if (!a->cpus[cpu].has_pos)
+		return -ENODATA;
+	*pos = a->cpus[cpu].held_pos;
+	return 0;
+}
+
+HVTRACE_API int hvtrace_cpu_post_pos(struct hvtrace_area *a, int cpu,
+				     const struct hvtrace_read_pos *pos)
+{
+	if (!a || !pos || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus ||
+	    pos->pos > 0xffff)
+		return hvt_err(-EINVAL, "hvtrace_cpu_post_pos: a bad argument");
+	if (!a->ctrl || !(a->flags & HVTRACE_OPEN_RESUME))
+		return hvt_err(-EPERM, "hvtrace_cpu_post_pos: the area was not "
+				       "opened with HVTRACE_OPEN_CONTROL | "
+				       "HVTRACE_OPEN_RESUME");
+	area_store_pos(a, (uint32_t)cpu, pos->seq, pos->pos, pos->accounted,
+		       pos->unplaced);
+	return 0;
 }
 
 /* Rewrite the effective enable bitmap: requested bits, folded with
@@ -238,10 +285,12 @@ HVTRACE_API int hvtrace_area_open(const char *path, uint64_t offset,
 		return hvt_err(-EINVAL,
 			       "area offset 0x%llx is not a multiple of 4096",
 			       (unsigned long long)offset);
-	if (flags & ~(HVTRACE_OPEN_CONTROL | HVTRACE_OPEN_RESUME) ||
-	    (flags & HVTRACE_OPEN_RESUME && !(flags & HVTRACE_OPEN_CONTROL)))
+	if (flags & ~(HVTRACE_OPEN_CONTROL | HVTRACE_OPEN_RESUME |
+		      HVTRACE_OPEN_POST_LATER) ||
+	    (flags & HVTRACE_OPEN_RESUME && !(flags & HVTRACE_OPEN_CONTROL)) ||
+	    (flags & HVTRACE_OPEN_POST_LATER && !(flags & HVTRACE_OPEN_RESUME)))
 		return hvt_err(-EINVAL, "unknown open flags 0x%x (RESUME goes "
-					"with CONTROL)",
+					"with CONTROL, POST_LATER with RESUME)",
 			       flags);
 
 	a = calloc(1, sizeof(*a));

@@ -164,6 +164,11 @@ struct HVT_CACHELINE_ALIGNED hvt_rd_cpu {
 	uint32_t reset_done;	/* last reset generation served */
 
 	uint8_t *copy;		/* private page copy */
+
+	/* HVTRACE_OPEN_POST_LATER: the position the last read reached,
+	 * kept for the owner to post (hvtrace_cpu_post_pos()). */
+	struct hvtrace_read_pos held_pos;
+	bool has_pos;
 };
 
 struct hvtrace_area;

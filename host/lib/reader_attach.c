@@ -25,10 +25,11 @@
  * a restarted owner returns no event twice.  The entry is a hint: it is
  * used only when its check matches and, while its page is still in the
  * ring, when the position falls on an event boundary of that page and
- * the counts agree with the page's descriptor.  In overwrite mode a page
- * overwritten since is not needed: reading goes on at the oldest page,
- * whose start reports the events in between as lost (bounded by the pages
- * in between, like any gap).  A guest can forge the entry; that can only
+ * the counts agree with the page's descriptor.  A page overwritten since
+ * (overwrite mode, or a consume-mode page the previous owner had released
+ * after reading past the position it posted) is not needed: reading goes
+ * on at the oldest page, whose start reports the events in between as
+ * lost (bounded by the pages in between, like any gap).  A guest can forge the entry; that can only
  * hide its own events, as not writing them would.  Returns true when @c
  * was set up from the entry.
  */
@@ -82,8 +83,10 @@ static bool rd_resume(struct hvtrace_area *a, struct hvt_rd_cpu *c,
 		c->pos_ts = it.ts;
 		c->base_e = c->tally_e = eb + n;
 		c->base_l = c->tally_l = lb;
-	} else if (c->mode == HVT_MODE_OVERWRITE &&
-		   (int32_t)(oldest - seq) > 0) {
+	} else if ((int32_t)(oldest - seq) > 0) {
+		/* The page is gone: lapped (overwrite mode), or released and
+		 * reused (consume mode, where an owner that posts later --
+		 * HVTRACE_OPEN_POST_LATER -- had read past its position). */
 		c->seq = oldest;
 		c->started = false;
 		c->pos = 0;

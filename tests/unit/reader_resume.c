@@ -17,8 +17,13 @@
  *   hostile:   a torn or forged position (bad check, offset inside an
  *              event, counts that disagree with the page) is ignored,
  *              and the second owner falls back to the consumer position
- *              without a crash or an error.
+ *              without a crash or an error;
+ *   post later: an owner that posts its position itself
+ *              (HVTRACE_OPEN_POST_LATER) reads past what it posts; the
+ *              second owner returns those events again, or counts them
+ *              lost exactly where the writer reused their pages.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,10 +269,94 @@ static void test_hostile(void)
 	}
 }
 
+/*
+ * An owner that posts later (HVTRACE_OPEN_POST_LATER) reads past the
+ * position it posts, as hvtraced does while pages wait in its tools'
+ * queues; its successor resumes at the posted position: the events read
+ * after it come again, once; where the writer has since reused their
+ * consume-mode pages (released by the first owner's reads), the successor
+ * counts exactly those events lost.
+ */
+static void test_post_later(bool lap)
+{
+	struct hvtrace_read_pos p1, p;
+	struct hvtrace_area *a;
+	uint64_t r1, r2;
+	struct ctx x;
+
+	setup(&x, HVT_MODE_CONSUME);
+	if (hvtrace_area_open(x.path, 0, 0,
+			      HVTRACE_OPEN_CONTROL | HVTRACE_OPEN_RESUME |
+				      HVTRACE_OPEN_POST_LATER,
+			      &a))
+		t_fail("open: %s", hvtrace_last_error());
+	t_eq(hvtrace_cpu_read_pos(a, 0, &p), -ENODATA);
+	write_n(&x, 500);		/* pages 0 and 1 full, 2 the tail */
+	t_equ(read_pages(&x, a, 1), 1);
+	t_ok(hvtrace_cpu_read_pos(a, 0, &p1));
+	r1 = x.read;
+	t_equ(p1.accounted, r1);
+	t_equ(read_pages(&x, a, 1), 1);
+	r2 = x.read;
+	read_pages(&x, a, 100);
+	t_equ(x.read, 500);
+	t_ok(hvtrace_cpu_read_pos(a, 0, &p));
+	t_equ(p.accounted, 500);
+	/* Nothing was posted by the reads: only what the owner posts. */
+	t_ok(hvtrace_cpu_post_pos(a, 0, &p1));
+	hvtrace_area_close(a);
+
+	/* Without a lap, pages 1 and 2 come again; with one, the writer
+	 * reuses the slots of pages 0 and 1 (the consumer is at 2). */
+	write_n(&x, lap ? 1400 : 50);
+	x.next = r1;
+	x.read = r1;
+	a = owner(&x);
+	read_pages(&x, a, 100);
+	printf("post later%s: resumed after %llu of 500 events; %llu read, "
+	       "%llu lost of %llu written\n",
+	       lap ? ", the ring reused" : "", (unsigned long long)r1,
+	       (unsigned long long)x.read, (unsigned long long)x.lost,
+	       (unsigned long long)x.written);
+	t_equ(x.read + x.lost, x.written);
+	t_equ(x.lost, lap ? r2 - r1 : 0);
+	hvtrace_area_close(a);
+	teardown(&x);
+}
+
+/* What the flag takes: RESUME (and so CONTROL); posting needs RESUME. */
+static void test_post_later_args(void)
+{
+	struct hvtrace_read_pos p = { 0 };
+	struct hvtrace_area *a;
+	struct ctx x;
+
+	setup(&x, HVT_MODE_CONSUME);
+	t_eq(hvtrace_area_open(x.path, 0, 0,
+			       HVTRACE_OPEN_CONTROL | HVTRACE_OPEN_POST_LATER,
+			       &a),
+	     -EINVAL);
+	if (!strstr(hvtrace_last_error(), "POST_LATER with RESUME"))
+		t_fail("error: %s", hvtrace_last_error());
+	t_ok(hvtrace_area_open(x.path, 0, 0, 0, &a));
+	t_eq(hvtrace_cpu_read_pos(a, 0, &p), -EINVAL);
+	t_eq(hvtrace_cpu_post_pos(a, 0, &p), -EPERM);
+	hvtrace_area_close(a);
+	a = owner(&x);
+	t_eq(hvtrace_cpu_post_pos(a, 1, &p), -EINVAL);
+	p.pos = 70000;
+	t_eq(hvtrace_cpu_post_pos(a, 0, &p), -EINVAL);
+	hvtrace_area_close(a);
+	teardown(&x);
+}
+
 int main(void)
 {
 	test_consume();
 	test_overwrite();
 	test_hostile();
+	test_post_later(false);
+	test_post_later(true);
+	test_post_later_args();
 	return 0;
 }
