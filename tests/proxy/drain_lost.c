@@ -54,7 +54,6 @@ int main(void)
 	struct tally y = {0};
 	struct h_agent a;
 	struct h_proc w;
-	struct hvt_msg m, r;
 	char text[256], count[16];
 	unsigned long long wrote, dropped, skipped, failed;
 	const char *line;
@@ -89,12 +88,7 @@ int main(void)
 		t_fail("the ring did not fill: wrote %llu, dropped %llu of %d",
 		       wrote, dropped, COUNT);
 
-	memset(&m, 0, sizeof(m));
-	m.type = HVT_MSG_DRAIN;
-	m.chan = a.remote;
-	t_ok(hvtrace_daemon_call(dc, &m, &r, 30000, on_msg, &y));
-	t_eq(r.type, HVT_MSG_DRAIN);
-	t_eq(r.u.result.status, 0);
+	h_drain(dc, a.remote, on_msg, &y);
 	printf("tool after DRAIN: %llu events, %llu lost\n",
 	       (unsigned long long)y.events, (unsigned long long)y.lost);
 	t_equ(y.events, wrote);

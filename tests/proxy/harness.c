@@ -325,6 +325,19 @@ uint32_t h_subscribe(struct hvtrace_daemon *dc, uint32_t remote,
 	return r.u.result.id;
 }
 
+void h_drain(struct hvtrace_daemon *dc, uint32_t remote,
+	     void (*cb)(void *arg, const struct hvt_msg *m), void *arg)
+{
+	struct hvt_msg m, r;
+
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_DRAIN;
+	m.chan = remote;
+	t_ok(hvtrace_daemon_call(dc, &m, &r, 30000, cb, arg));
+	t_eq(r.type, HVT_MSG_DRAIN);
+	t_eq(r.u.result.status, 0);
+}
+
 ssize_t h_send_with_fd(int sock, const void *buf, size_t len, int fd)
 {
 	union {

@@ -67,6 +67,10 @@ uint32_t h_subscribe(struct hvtrace_daemon *dc, uint32_t remote,
 
 /* Send @len bytes with descriptor @fd attached (SCM_RIGHTS), as an agent
  * sends its HELLO with the area; returns what sendmsg() returns. */
+/* DRAIN @remote: every PAGE before the answer goes to @cb (bounded:
+ * 30 s). */
+void h_drain(struct hvtrace_daemon *dc, uint32_t remote,
+	     void (*cb)(void *arg, const struct hvt_msg *m), void *arg);
 ssize_t h_send_with_fd(int sock, const void *buf, size_t len, int fd);
 
 /* A connection of the test's own to hvtraced's socket (fails the test when

@@ -110,7 +110,6 @@ static void scenario(int sig)
 	struct hvtrace_daemon *dc, *dc2;
 	struct hvt_remote_rec rec;
 	struct tally y = {0};
-	struct hvt_msg m, r;
 	uint64_t before, daemon_pages, tool_pages;
 	char name[8];
 
@@ -139,12 +138,7 @@ static void scenario(int sig)
 	dc = h_restart("--client-queue 1M");
 	h_remote(dc, name, &rec);
 	y.sub = h_subscribe(dc, rec.id, 1024);
-	memset(&m, 0, sizeof(m));
-	m.type = HVT_MSG_DRAIN;
-	m.chan = rec.id;
-	t_ok(hvtrace_daemon_call(dc, &m, &r, 30000, on_msg, &y));
-	t_eq(r.type, HVT_MSG_DRAIN);
-	t_eq(r.u.result.status, 0);
+	h_drain(dc, rec.id, on_msg, &y);
 	printf("after: ids up to %llu (%llu after the restart), %llu lost, "
 	       "%llu dropped, %llu twice, %llu gaps\n",
 	       (unsigned long long)y.next,
