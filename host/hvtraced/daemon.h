@@ -264,7 +264,7 @@ struct page_source {
  * after them.
  */
 struct ps_ticket {
-	struct ps_ticket *next;		/* the CPU's, oldest first */
+	struct ps_ticket *next, *prev;	/* the CPU's, oldest first */
 	struct page_source *ps;		/* NULL once the source is gone */
 	uint32_t cpu;			/* the source's */
 	uint32_t refs;
@@ -744,6 +744,9 @@ void ticket_get(struct ps_ticket *t);
 void ticket_put(struct ps_ticket *t);
 /* @ps goes: tickets a queue still holds outlive it, the rest are freed. */
 void tickets_orphan(struct page_source *ps);
+/* Tickets waiting in @r's sources' lists, and in *@queued the pages of
+ * those sources tool queues hold (daemon info: positions_held). */
+size_t tickets_held(const struct remote *r, size_t *queued);
 
 /* sync.c */
 void sync_sample(struct remote *r, uint64_t send, uint64_t writer,

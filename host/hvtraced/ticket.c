@@ -31,7 +31,7 @@ void tickets_orphan(struct page_source *ps)
 	for (cpu = 0; cpu < ps->nr_cpus; cpu++) {
 		for (t = ps->held[cpu].head; t; t = n) {
 			n = t->next;
-			t->next = NULL;
+			t->next = t->prev = NULL;
 			t->ps = NULL;
 			if (!t->refs)
 				free(t);
@@ -50,6 +50,15 @@ struct ps_ticket *ticket_new(struct page_source *ps, uint32_t cpu,
 	if (!ps->held || cpu >= ps->nr_cpus)
 		return NULL;
 	h = &ps->held[cpu];
+	/* A tail behind the head that no queue holds any more (its page
+	 * sent, or dropped for every tool) becomes this page's ticket: its
+	 * position is then posted with this one's. */
+	t = h->tail;
+	if (t && t != h->head && !t->refs) {
+		t->refs = 1;
+		t->pos = *pos;
+		return t;
+	}
 	t = malloc(sizeof(*t));
 	if (!t) {
 		/* Post it now: the page may be lost to a crash uncounted,
@@ -63,12 +72,25 @@ struct ps_ticket *ticket_new(struct page_source *ps, uint32_t cpu,
 	t->cpu = cpu;
 	t->refs = 1;
 	t->pos = *pos;
+	t->prev = h->tail;
 	if (h->tail)
 		h->tail->next = t;
 	else
 		h->head = t;
 	h->tail = t;
 	return t;
+}
+
+static void ticket_unlink(struct ps_held *h, struct ps_ticket *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		h->head = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	else
+		h->tail = t->prev;
 }
 
 void ticket_get(struct ps_ticket *t)
@@ -89,18 +111,48 @@ void ticket_put(struct ps_ticket *t)
 		free(t);	/* its source went (tickets_orphan()) */
 		return;
 	}
+	h = &ps->held[cpu];
+	if (t != h->head) {
+		/* Behind a held page: a later ticket posts past it (or, at
+		 * the tail, it is posted with the head, or taken over by the
+		 * next page: ticket_new()).  So a list holds the tickets
+		 * queues hold, and one more. */
+		if (t->next) {
+			ticket_unlink(h, t);
+			free(t);
+		}
+		return;
+	}
 	/* Post the newest position that no queue holds back: the tickets
 	 * at the head that nobody holds any more. */
-	h = &ps->held[cpu];
 	while (h->head && !h->head->refs) {
 		free(last);
 		last = h->head;
-		h->head = last->next;
+		ticket_unlink(h, last);
 	}
-	if (!h->head)
-		h->tail = NULL;
 	if (last) {
 		ps->ops->post_pos(ps, cpu, &last->pos);
 		free(last);
 	}
+}
+
+size_t tickets_held(const struct remote *r, size_t *queued)
+{
+	const struct page_source *ps;
+	const struct out_chunk *ch;
+	const struct ps_ticket *t;
+	const struct conn *c;
+	size_t n = 0;
+	uint32_t cpu;
+
+	*queued = 0;
+	for (ps = r->sources; ps; ps = ps->next) {
+		for (cpu = 0; ps->held && cpu < ps->nr_cpus; cpu++)
+			for (t = ps->held[cpu].head; t; t = t->next)
+				n++;
+		for (c = D->conns; c; c = c->next)
+			for (ch = c->q.head; ch; ch = ch->next)
+				*queued += ch->ticket && ch->ticket->ps == ps;
+	}
+	return n;
 }

@@ -206,6 +206,14 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 				      r->cmdlines.nr, D_CMDLINE_SLOTS,
 				      (unsigned long long)r->cmdlines.replaced,
 				      remote_cmdline_bytes(r));
+		if (n > 0 && n < (int)sizeof(small)) {
+			size_t queued, held = tickets_held(r, &queued);
+
+			n += snprintf(small + n, sizeof(small) - (size_t)n,
+				      "positions_held: %zu\n"
+				      "pages_queued: %zu\n",
+				      held, queued);
+		}
 		if (n > 0 && n < (int)sizeof(small) && !remote_static_events(r))
 			n += snprintf(small + n, sizeof(small) - (size_t)n,
 				      "kernel_formats: %s\n",

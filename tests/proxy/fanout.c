@@ -12,7 +12,9 @@
  *     drop counters of each CPU (in its pages, or in an empty page that
  *     reports drops no page followed), each CPU's only growing, and
  *     received + the CPUs' dropped == written exactly;
- *   - the daemon kept serving requests meanwhile.
+ *   - the daemon kept serving requests meanwhile, and the read positions
+ *     it holds back for the stalled tool (posted once every queue has
+ *     sent a page) are bounded by that tool's queue.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -86,6 +88,7 @@ int main(void)
 	const char *line;
 	uint64_t deadline;
 	int ret, wrote = -1, failed = -1;
+	uint64_t held, queued;
 
 	h_agent_start(&a, "fan", "--size 16M");
 	if (hvtrace_daemon_open(h_dsock, &slow))
@@ -129,6 +132,11 @@ int main(void)
 	t_equ(fast.dropped_pages, 0);
 	/* The daemon answered all along; it still does. */
 	h_remote(dc, "fan", &rec);
+	/* The read positions waiting for the stalled tool's queue: bounded
+	 * by the pages that queue holds (64 KiB: 16 pages), one more per
+	 * CPU, not by what the fast tool read meanwhile (ticket.c). */
+	held = h_info_u64(dc, a.remote, "positions_held");
+	queued = h_info_u64(dc, a.remote, "pages_queued");
 
 	/* Now the stalled tool reads: queued pages, then the drop report. */
 	deadline = h_now_ns() + 30000000000ull;
@@ -151,6 +159,20 @@ int main(void)
 		       "not fill its queue");
 	t_equ(st.lost, 0);
 	t_equ(st.events + st.dropped_events, COUNT);
+	/* Each position held back waits for a page some queue holds, but
+	 * for one per CPU (ticket.c); the stalled tool's queue holds at
+	 * most 64 KiB of pages. */
+	printf("read positions held back for the stalled tool: %llu; the "
+	       "queues held %llu pages, %u CPUs\n",
+	       (unsigned long long)held, (unsigned long long)queued,
+	       rec.nr_cpus);
+	if (!queued)
+		t_fail("no page queued for the stalled tool: the test did not "
+		       "fill its queue");
+	if (held > queued + rec.nr_cpus)
+		t_fail("hvtraced held %llu read positions back: more than "
+		       "the queues held pages",
+		       (unsigned long long)held);
 	hvtrace_daemon_close(slow);
 	tep_free(tep);
 	hvtrace_daemon_close(dc);
