@@ -93,35 +93,6 @@ void hvt_area_publish_pos(struct hvtrace_area *a, uint32_t cpu, uint32_t seq,
 	c->has_pos = true;
 }
 
-HVTRACE_API int hvtrace_cpu_read_pos(struct hvtrace_area *a, int cpu,
-				     struct hvtrace_read_pos *pos)
-{
-	if (!a || !pos || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus ||
-	    !(a->flags & HVTRACE_OPEN_POST_LATER))
-		return hvt_err(-EINVAL, "hvtrace_cpu_read_pos: a bad argument, "
-					"or an area opened without "
-					"HVTRACE_OPEN_POST_LATER");
-	if (!a->cpus[cpu].has_pos)
-		return -ENODATA;
-	*pos = a->cpus[cpu].held_pos;
-	return 0;
-}
-
-HVTRACE_API int hvtrace_cpu_post_pos(struct hvtrace_area *a, int cpu,
-				     const struct hvtrace_read_pos *pos)
-{
-	if (!a || !pos || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus ||
-	    pos->pos > 0xffff)
-		return hvt_err(-EINVAL, "hvtrace_cpu_post_pos: a bad argument");
-	if (!a->ctrl || !(a->flags & HVTRACE_OPEN_RESUME))
-		return hvt_err(-EPERM, "hvtrace_cpu_post_pos: the area was not "
-				       "opened with HVTRACE_OPEN_CONTROL | "
-				       "HVTRACE_OPEN_RESUME");
-	area_store_pos(a, (uint32_t)cpu, pos->seq, pos->pos, pos->accounted,
-		       pos->unplaced);
-	return 0;
-}
-
 /* Rewrite the effective enable bitmap: requested bits, folded with
  * tracing_on so writers test a single bit. */
 static void area_write_enable(struct hvtrace_area *a)
@@ -591,6 +562,37 @@ static int area_gone(const struct hvtrace_area *a)
 #define CTRL_STORES_END                                                       \
 		hvt_guard_leave(&ctrl_g_);                                    \
 	}
+
+HVTRACE_API int hvtrace_cpu_read_pos(struct hvtrace_area *a, int cpu,
+				     struct hvtrace_read_pos *pos)
+{
+	if (!a || !pos || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus ||
+	    !(a->flags & HVTRACE_OPEN_POST_LATER))
+		return hvt_err(-EINVAL, "hvtrace_cpu_read_pos: a bad argument, "
+					"or an area opened without "
+					"HVTRACE_OPEN_POST_LATER");
+	if (!a->cpus[cpu].has_pos)
+		return -ENODATA;
+	*pos = a->cpus[cpu].held_pos;
+	return 0;
+}
+
+HVTRACE_API int hvtrace_cpu_post_pos(struct hvtrace_area *a, int cpu,
+				     const struct hvtrace_read_pos *pos)
+{
+	if (!a || !pos || cpu < 0 || (uint32_t)cpu >= a->hdr.nr_cpus ||
+	    pos->pos > 0xffff)
+		return hvt_err(-EINVAL, "hvtrace_cpu_post_pos: a bad argument");
+	if (!a->ctrl || !(a->flags & HVTRACE_OPEN_RESUME))
+		return hvt_err(-EPERM, "hvtrace_cpu_post_pos: the area was not "
+				       "opened with HVTRACE_OPEN_CONTROL | "
+				       "HVTRACE_OPEN_RESUME");
+	CTRL_STORES_BEGIN(a)
+	area_store_pos(a, (uint32_t)cpu, pos->seq, pos->pos, pos->accounted,
+		       pos->unplaced);
+	CTRL_STORES_END
+	return 0;
+}
 
 HVTRACE_API int hvtrace_area_set_tracing(struct hvtrace_area *a, bool on)
 {

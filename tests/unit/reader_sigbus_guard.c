@@ -113,6 +113,24 @@ int main(int argc, char **argv)
 		t_eq(hvtrace_cpu_read_page(a, 0, page, sizeof(page), NULL),
 		     -EIO);
 	}
+	/* An owner's stores into the control page, a read position posted
+	 * after its page was handed on included. */
+	{
+		struct hvtrace_read_pos pos = { 0 };
+		struct hvtrace_area *o;
+
+		make_area(path);
+		t_ok(hvtrace_area_open(path, 0, 0,
+				       HVTRACE_OPEN_CONTROL |
+					       HVTRACE_OPEN_RESUME |
+					       HVTRACE_OPEN_POST_LATER,
+				       &o));
+		t_assert(truncate(path, 0) == 0);
+		t_eq(hvtrace_cpu_post_pos(o, 0, &pos), -EIO);
+		t_eq(hvtrace_area_set_tracing(o, true), -EIO);
+		t_eq(hvtrace_area_set_event(o, 1, true), -EIO);
+		hvtrace_area_close(o);
+	}
 
 	/* A fault outside any area still reaches the program's handler. */
 	{
