@@ -19,6 +19,10 @@ PKGS=(
 	# QEMU rigs
 	qemu-system-x86 qemu-system-arm busybox-static cpio procps xz-utils libc6-dev
 	qemu-user
+	# qemu/libvirt-domain: libvirt's QEMU driver, started without systemd
+	# (the sysv flavour, so that apt does not pull systemd in)
+	libvirt-daemon-system libvirt-daemon-system-sysv libvirt-daemon-driver-qemu
+	libvirt-clients
 	# a peer to benchmark against
 	liblttng-ust-dev lttng-tools
 	# trace.dat tests: xwininfo checks KernelShark's windows; x_close

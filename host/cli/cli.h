@@ -141,6 +141,13 @@ int hvt_cli_kformats_of_kring(const char *verb, struct hvtrace_kring *k,
 int hvt_cli_kformats_of_pid(const char *verb, int pid, char *dir,
 			    size_t dirsize);
 
+/*
+ * --domain NAME: the pid of the QEMU of the running libvirt domain @name
+ * (vm_domain.c), checked against its command line.  0 with @pid set, else
+ * the exit status after saying why (no such domain, a stale pid file).
+ */
+int hvt_cli_domain_pid(const char *verb, const char *name, int *pid);
+
 /* Parse seconds as a decimal ("1.5"); returns 0 or -EINVAL. */
 int hvt_cli_parse_seconds(const char *s, double *out);
 

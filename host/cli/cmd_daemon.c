@@ -26,7 +26,7 @@ static const char daemon_usage[] =
 	"       hvtrace daemon attach|detach NAME [--socket PATH]\n"
 	"       hvtrace daemon attach --area AREA --name NAME [--disabled]\n"
 	"                      [--socket PATH]\n"
-	"       hvtrace daemon attach --vm-pid PID [--name NAME]\n"
+	"       hvtrace daemon attach --vm-pid PID|--domain DOMAIN [--name NAME]\n"
 	"                      [--formats DIR] [--socket PATH]\n"
 	"       hvtrace daemon stop [--socket PATH]\n"
 	"\n"
@@ -60,6 +60,10 @@ static const char daemon_usage[] =
 	"         release and build id).  Only root, or the VMM's own user\n"
 	"         with ptrace access to it, may.  Its times are the guest's\n"
 	"         own trace clock; when the VMM exits, the remote stops\n"
+	"attach --domain DOMAIN\n"
+	"         the same for the QEMU of running libvirt domain DOMAIN\n"
+	"         (its pid from libvirt's pid file, checked against its\n"
+	"         command line), as remote NAME (default DOMAIN)\n"
 	"detach   forget a remote (its registry and subscriptions)\n"
 	"stop     stop hvtraced (SIGTERM; it says goodbye to its agents) and\n"
 	"         wait until it is gone\n"
@@ -186,7 +190,7 @@ static int daemon_stop(struct hvtrace_daemon *dc, const char *sock)
 static int daemon_run(int argc, char **argv)
 {
 	const char *sock = NULL, *remote = NULL, *cmd = "start", *area = NULL;
-	const char *vm_pid = NULL, *formats = NULL;
+	const char *vm_pid = NULL, *formats = NULL, *domain = NULL;
 	char vm_name[32];
 	int vm_pid_nr = 0;
 	bool disabled = false;
@@ -221,6 +225,9 @@ static int daemon_run(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--vm-pid") && i + 1 < argc &&
 			   !strcmp(cmd, "attach")) {
 			vm_pid = argv[++i];
+		} else if (!strcmp(argv[i], "--domain") && i + 1 < argc &&
+			   !strcmp(cmd, "attach")) {
+			domain = argv[++i];
 		} else if (!strcmp(argv[i], "--formats") && i + 1 < argc &&
 			   !strcmp(cmd, "attach")) {
 			formats = argv[++i];
@@ -235,7 +242,17 @@ static int daemon_run(int argc, char **argv)
 					     argv[i]);
 		}
 	}
-	if (vm_pid) {
+	if (domain) {
+		if (vm_pid || area)
+			return hvt_cli_usage("daemon", "--domain names the VM: "
+						       "no --vm-pid or --area "
+						       "with it");
+		rc = hvt_cli_domain_pid("daemon", domain, &vm_pid_nr);
+		if (rc)
+			return rc;
+		if (!remote)
+			remote = domain;
+	} else if (vm_pid) {
 		char *e;
 		long pid = strtol(vm_pid, &e, 10);
 
@@ -252,7 +269,8 @@ static int daemon_run(int argc, char **argv)
 			remote = vm_name;
 		}
 	} else if (formats) {
-		return hvt_cli_usage("daemon", "--formats goes with --vm-pid");
+		return hvt_cli_usage("daemon", "--formats goes with --vm-pid "
+					       "or --domain");
 	}
 	if ((!strcmp(cmd, "attach") || !strcmp(cmd, "detach")) && !remote)
 		return hvt_cli_usage("daemon", "%s needs a %sNAME", cmd,

@@ -20,8 +20,8 @@
 static const char record_usage[] =
 	"usage: hvtrace record -o FILE [OPTIONS] [[NAME=]AREA...]\n"
 	"       hvtrace record -o FILE [OPTIONS] [--socket PATH] REMOTE...\n"
-	"       hvtrace record -o FILE --guest-kernel RAMFILE|--vm-pid PID\n"
-	"                      --formats DIR [-q]\n"
+	"       hvtrace record -o FILE --guest-kernel RAMFILE|--vm-pid PID|\n"
+	"                      --domain DOMAIN [--formats DIR] [-q]\n"
 	"       hvtrace record --recover FILE\n"
 	"\n"
 	"Record trace areas or remotes of hvtraced, and with --kernel the\n"
@@ -73,6 +73,8 @@ static const char record_usage[] =
 	"                        so far), with the guest's own trace clock;\n"
 	"                        recorded alone\n"
 	"      --vm-pid PID      the same from the memory of VMM process PID\n"
+	"      --domain DOMAIN   the same from the QEMU of libvirt domain\n"
+	"                        DOMAIN (its pid from libvirt's pid file)\n"
 	"      --formats DIR     the guest kernel's formats (a copy of its\n"
 	"                        tracefs files: hvtrace-guest kformats);\n"
 	"                        with a RAM file, the default is the\n"
@@ -158,6 +160,7 @@ static int record_run(int argc, char **argv)
 		{"socket", required_argument, NULL, 'S'},
 		{"guest-kernel", required_argument, NULL, 'G'},
 		{"vm-pid", required_argument, NULL, 'P'},
+		{"domain", required_argument, NULL, 'D'},
 		{"formats", required_argument, NULL, 'F'},
 		{"no-guest-kernel", no_argument, NULL, 'K'},
 		{"recover", required_argument, NULL, 'V'},
@@ -173,7 +176,7 @@ static int record_run(int argc, char **argv)
 	double duration = 0;
 	bool quiet = false, threads_set = false, no_guest_kernel = false;
 	unsigned int threads = 0;
-	const char *sock = NULL, *recover = NULL;
+	const char *sock = NULL, *recover = NULL, *domain = NULL;
 	static char cached[PATH_MAX];
 	int nev = 0, c, i, ret;
 
@@ -240,6 +243,9 @@ static int record_run(int argc, char **argv)
 						     optarg);
 			}
 			break;
+		case 'D':
+			domain = optarg;
+			break;
 		case 'F':
 			o.guest_formats = optarg;
 			break;
@@ -270,6 +276,18 @@ static int record_run(int argc, char **argv)
 		}
 	}
 	o.events = nev ? events : NULL;
+	if (domain) {
+		int rc = o.guest_pid ? hvt_cli_usage("record", "--domain or "
+							       "--vm-pid, not "
+							       "both")
+				     : hvt_cli_domain_pid("record", domain,
+							  &o.guest_pid);
+
+		if (rc) {
+			free(events);
+			return rc;
+		}
+	}
 	if (recover) {
 		free(events);
 		if (optind < argc || o.path || nev || o.kernel)

@@ -28,7 +28,7 @@ static const char stat_usage[] =
 	"usage: hvtrace stat AREA [--cpu N] [--read-only]\n"
 	"       hvtrace stat NAME [--cpu N] [--socket PATH]\n"
 	"       hvtrace stat --kernel [--instance NAME] [--cpu N]\n"
-	"       hvtrace stat --vm-pid PID [--cpu N]\n"
+	"       hvtrace stat --vm-pid PID|--domain DOMAIN [--cpu N]\n"
 	"\n"
 	"Print per-CPU buffer counters, in the layout of tracefs\n"
 	"per_cpu/cpuN/stats:\n"
@@ -70,13 +70,22 @@ static const char stat_usage[] =
 	"  --kernel            the host kernel's buffers\n"
 	"  --instance NAME     with --kernel: tracefs instance NAME\n"
 	"  --vm-pid PID        a guest kernel's ring in VMM process PID\n"
+	"  --domain DOMAIN     ... in the QEMU of libvirt domain DOMAIN\n"
 	"  --cpu N             only CPU N\n"
 	"  --read-only         accepted for symmetry with stream and\n"
 	"                      record: an AREA is always opened read-only\n"
 	"  --socket PATH       hvtraced's socket, for NAME\n"
 	"  -h, --help          this text\n";
 
-enum { OPT_KERNEL = 1, OPT_INSTANCE, OPT_CPU, OPT_SOCKET, OPT_RO, OPT_VM_PID };
+enum {
+	OPT_KERNEL = 1,
+	OPT_INSTANCE,
+	OPT_CPU,
+	OPT_SOCKET,
+	OPT_RO,
+	OPT_VM_PID,
+	OPT_DOMAIN,
+};
 
 static void stat_ts(const char *label, uint64_t ns)
 {
@@ -299,12 +308,14 @@ static int cmd_stat(int argc, char **argv)
 		{"socket", required_argument, NULL, OPT_SOCKET},
 		{"read-only", no_argument, NULL, OPT_RO},
 		{"vm-pid", required_argument, NULL, OPT_VM_PID},
+		{"domain", required_argument, NULL, OPT_DOMAIN},
 		{NULL, 0, NULL, 0},
 	};
 	const char *spec = NULL, *instance = NULL, *sock = NULL;
+	const char *domain = NULL;
 	unsigned long long v;
 	bool kernel = false;
-	int c, cpu = -1, vm_pid = 0;
+	int c, rc, cpu = -1, vm_pid = 0;
 
 	opterr = 0;
 	optind = 1;
@@ -328,6 +339,9 @@ static int cmd_stat(int argc, char **argv)
 						     "(a process id)",
 						     optarg);
 			break;
+		case OPT_DOMAIN:
+			domain = optarg;
+			break;
 		case OPT_CPU:
 			if (hvt_cli_parse_u64(optarg, &v) || v >= 4096)
 				return hvt_cli_usage(VERB,
@@ -345,10 +359,19 @@ static int cmd_stat(int argc, char **argv)
 	if (optind < argc)
 		return hvt_cli_usage(VERB, "unexpected argument '%s'",
 				     argv[optind]);
+	if (domain) {
+		if (vm_pid)
+			return hvt_cli_usage(VERB, "--domain or --vm-pid, not "
+						   "both");
+		rc = hvt_cli_domain_pid(VERB, domain, &vm_pid);
+		if (rc)
+			return rc;
+	}
 	if (vm_pid) {
 		if (kernel || spec || instance || sock)
-			return hvt_cli_usage(VERB, "--vm-pid goes alone (with "
-						   "--cpu N at most)");
+			return hvt_cli_usage(VERB, "--vm-pid and --domain go "
+						   "alone (with --cpu N at "
+						   "most)");
 		return stat_vm_pid(vm_pid, cpu);
 	}
 	if (kernel == !!spec)

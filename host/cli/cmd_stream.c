@@ -43,7 +43,8 @@ static const char st_usage[] =
 	"       hvtrace stream --kernel [--instance NAME] [OPTIONS]\n"
 	"       hvtrace stream RAMFILE|NAME --guest-kernel [--formats DIR]\n"
 	"                      [OPTIONS]\n"
-	"       hvtrace stream --vm-pid PID [--formats DIR] [OPTIONS]\n"
+	"       hvtrace stream --vm-pid PID|--domain DOMAIN [--formats DIR]\n"
+	"                      [OPTIONS]\n"
 	"\n"
 	"Consume events as they are written and print them as the kernel's\n"
 	"trace_pipe does:\n"
@@ -113,10 +114,13 @@ static const char st_usage[] =
 	"from libvirt or a command line): its shared RAM file or memfd is\n"
 	"mapped read-only, other RAM read through /proc/PID/mem.  It needs\n"
 	"ptrace read access to PID (root, or its user with\n"
-	"kernel.yama.ptrace_scope=0); formats come from --formats only.\n"
+	"kernel.yama.ptrace_scope=0); formats come from --formats, else\n"
+	"from the cache's folder of the kernel its vmcoreinfo names.\n"
 	"When PID exits, a shared RAM file or memfd is read to its end;\n"
 	"anonymous RAM is gone with the process (stream stops with an\n"
-	"error).\n"
+	"error).  --domain DOMAIN is the same for the QEMU of running\n"
+	"libvirt domain DOMAIN (its pid from libvirt's pid file, checked\n"
+	"against its command line).\n"
 	"\n"
 	"options:\n"
 	"  --kernel            read the host kernel's ring buffer (with\n"
@@ -125,6 +129,7 @@ static const char st_usage[] =
 	"                      events EVENT (sys, sys:event, event, all)\n"
 	"  --guest-kernel      read a guest kernel's ring from guest RAM\n"
 	"  --vm-pid PID        ... from the memory of VMM process PID\n"
+	"  --domain DOMAIN     ... of the QEMU of libvirt domain DOMAIN\n"
 	"  --formats DIR       the guest kernel's event formats (a directory\n"
 	"                      laid out like tracefs)\n"
 	"  --no-guest-kernel   for a rig guest NAME started with\n"
@@ -173,6 +178,7 @@ enum {
 	OPT_GUEST_KERNEL,
 	OPT_FORMATS,
 	OPT_VM_PID,
+	OPT_DOMAIN,
 	OPT_NO_GUEST_KERNEL,
 };
 
@@ -202,12 +208,14 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 		{"guest-kernel", no_argument, NULL, OPT_GUEST_KERNEL},
 		{"formats", required_argument, NULL, OPT_FORMATS},
 		{"vm-pid", required_argument, NULL, OPT_VM_PID},
+		{"domain", required_argument, NULL, OPT_DOMAIN},
 		{"no-guest-kernel", no_argument, NULL, OPT_NO_GUEST_KERNEL},
 		{"event", required_argument, NULL, 'e'},
 		{NULL, 0, NULL, 0},
 	};
+	const char *domain = NULL;
 	unsigned long long v;
-	int c;
+	int c, rc;
 
 	s->only_cpu = -1;
 	s->window_ms = ST_DEFAULT_WINDOW_MS;
@@ -292,6 +300,9 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 						     optarg);
 			s->guest_kernel = true;
 			break;
+		case OPT_DOMAIN:
+			domain = optarg;
+			break;
 		case ':':
 			return hvt_cli_usage(VERB, "option '%s' needs a value",
 					     argv[optind - 1]);
@@ -305,6 +316,15 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 	if (optind < argc)
 		return hvt_cli_usage(VERB, "unexpected argument '%s'",
 				     argv[optind]);
+	if (domain) {
+		if (s->vm_pid)
+			return hvt_cli_usage(VERB, "--domain or --vm-pid, not "
+						   "both");
+		rc = hvt_cli_domain_pid(VERB, domain, &s->vm_pid);
+		if (rc)
+			return rc;
+		s->guest_kernel = true;
+	}
 	if (s->vm_pid && (s->spec || s->kernel))
 		return hvt_cli_usage(VERB, "--vm-pid names the guest RAM: give "
 					   "no AREA, NAME or --kernel with it");

@@ -814,6 +814,13 @@ static int rs_open(struct rs *s)
 	    hvtrace_daemon_decoder_new(&s->rec, &s->evs, &s->dec))
 		return rs_fail(s);
 	hvtrace_daemon_comms_load(s->dc, s->rec.id, s->dec);
+	/* A guest kernel ring attached by pid: hvtraced read its symbols. */
+	if (s->rec.transport == HVT_TRANSPORT_KRING &&
+	    hvtrace_daemon_ksyms_load(s->dc, s->rec.id, s->dec))
+		fprintf(stderr,
+			"hvtrace %s: note: the guest kernel's function names "
+			"print in hex (never the host's): %s\n",
+			s->verb, hvtrace_last_error());
 	ret = hvtrace_daemon_feed_open(s->o->sock, &s->feed);
 	if (!ret)
 		ret = hvtrace_daemon_feed_subscribe(s->feed, s->rec.id,

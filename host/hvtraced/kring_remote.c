@@ -60,6 +60,7 @@
 #include <unistd.h>
 
 #include <hvt_util.h>
+#include <hvtrace-events.h>
 #include <hvtrace-ring.h>
 
 #include "daemon.h"
@@ -87,6 +88,9 @@ struct kring_remote {
 	char where[128];
 	struct hvt_m_format *fmt; /* the formats of DIR */
 	size_t nr_fmt;
+	char *ksyms;	 /* the kernel's symbols, kallsyms text; NULL: */
+	size_t ksyms_len;
+	char ksyms_why[160]; /* ... why none */
 };
 
 static const struct remote_ops kring_ops;
@@ -227,6 +231,46 @@ static size_t kr_formats(const struct remote *r, const struct hvt_m_format **v)
 	return kr->nr_fmt;
 }
 
+static int kr_kallsyms(const struct remote *r, const char **text,
+		       size_t *len, const char **why)
+{
+	const struct kring_remote *kr = kring_remote_c(r);
+
+	*text = kr->ksyms;
+	*len = kr->ksyms_len;
+	*why = kr->ksyms_why;
+	return kr->ksyms ? 0 : -ENOENT;
+}
+
+/*
+ * The guest kernel's symbols, read once at attach from its vmcoreinfo
+ * and kallsyms tables (hostile input, validated by
+ * hvtrace_ksyms_from_kring()) while the VMM runs, so that its tools name
+ * functions even after anonymous RAM went with the VMM.  Without them
+ * addresses print in hex: never the host's names.
+ */
+static void kr_load_ksyms(struct kring_remote *kr, struct hvtrace_kring *k,
+			  const char *name)
+{
+	struct hvtrace_ksyms *ks = NULL;
+	struct hvtrace_ksyms_info ki;
+	int ret;
+
+	ret = hvtrace_ksyms_from_kring(k, &ks, &ki);
+	if (!ret)
+		ret = hvtrace_ksyms_text(ks, &kr->ksyms, &kr->ksyms_len);
+	if (ret) {
+		snprintf(kr->ksyms_why, sizeof(kr->ksyms_why), "%s",
+			 hvtrace_last_error());
+		d_log("remote '%s': the guest kernel's function names print "
+		      "in hex: %s", name, kr->ksyms_why);
+	} else {
+		d_log("remote '%s': %u guest kernel symbols from its "
+		      "vmcoreinfo", name, ki.symbols);
+	}
+	hvtrace_ksyms_free(ks);
+}
+
 static void kr_tick(struct remote *r, uint64_t now, uint64_t *next)
 {
 	struct kring_remote *kr = kring_remote(r);
@@ -261,6 +305,7 @@ static void kr_free(struct remote *r)
 	if (kr->pidfd >= 0)
 		close(kr->pidfd);
 	kring_formats_free(kr->fmt, kr->nr_fmt);
+	free(kr->ksyms);
 	free(kr);
 }
 
@@ -619,6 +664,7 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 		ret = -EOPNOTSUPP;
 		goto fail;
 	}
+	kr_load_ksyms(kr, kr->k, name);
 	r = &kr->r;
 	ret = kring_source_add(r, kr->k, &ki, &kr->src);
 	kr->k = NULL; /* the source's now, or closed */
@@ -668,6 +714,7 @@ fail:
 	if (kr->pidfd >= 0)
 		close(kr->pidfd);
 	kring_formats_free(kr->fmt, kr->nr_fmt);
+	free(kr->ksyms);
 	free(kr);
 	return ret;
 }
@@ -682,4 +729,5 @@ static const struct remote_ops kring_ops = {
 	.tick = kr_tick,
 	.free = kr_free,
 	.formats = kr_formats,
+	.kallsyms = kr_kallsyms,
 };

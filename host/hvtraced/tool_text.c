@@ -103,6 +103,24 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 	case HVT_TEXT_CMDLINES:
 		text = remote_cmdline_text(r);
 		break;
+	case HVT_TEXT_KALLSYMS: {
+		const char *ks, *why = "";
+		size_t kl;
+
+		if (!r->ops->kallsyms) {
+			conn_reply_error(c, m->req, m->chan, -ENOENT,
+					 "the remote has no kernel symbols "
+					 "(a guest kernel ring attached by "
+					 "pid has)");
+			return;
+		}
+		if (r->ops->kallsyms(r, &ks, &kl, &why)) {
+			conn_reply_error(c, m->req, m->chan, -ENOENT, why);
+			return;
+		}
+		send_text(c, m, 0, ks, kl);
+		return;
+	}
 	case HVT_TEXT_HEADER_PAGE:
 	case HVT_TEXT_HEADER_EVENT:
 		if (m->u.text_req.kind == HVT_TEXT_HEADER_PAGE &&

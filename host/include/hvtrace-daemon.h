@@ -386,6 +386,20 @@ HVTRACE_API int hvtrace_daemon_comms_load(struct hvtrace_daemon *dc,
 					  struct hvtrace_decoder *d);
 
 /**
+ * hvtrace_daemon_ksyms_load - name a guest kernel remote's functions
+ *
+ * Installs the remote's kernel symbols (TEXT KALLSYMS: what hvtraced read
+ * from a guest kernel's vmcoreinfo when it attached it by pid) in @d, so
+ * that %ps arguments and ftrace:print's ip print as function names.
+ *
+ * Return: 0; -ENOENT when the remote has none (hvtrace_last_error() says
+ * why: addresses stay in hex); another -errno.
+ */
+HVTRACE_API int hvtrace_daemon_ksyms_load(struct hvtrace_daemon *dc,
+					  uint32_t remote,
+					  struct hvtrace_decoder *d);
+
+/**
  * hvtrace_daemon_comm_read - a comm file (/proc/PID/comm,
  * /proc/PID/task/TID/comm) into @comm, @size bytes, without its newline
  *

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <hvtrace-events.h>
 #include <hvtrace.h>
 #include <hvtrace/page.h>
 
@@ -881,6 +882,27 @@ int hvtrace_daemon_comms_load(struct hvtrace_daemon *dc, uint32_t remote,
 			      struct hvtrace_decoder *d)
 {
 	return hvtrace_daemon_cmdlines_each(dc, remote, df_set_comm, d);
+}
+
+int hvtrace_daemon_ksyms_load(struct hvtrace_daemon *dc, uint32_t remote,
+			      struct hvtrace_decoder *d)
+{
+	struct hvtrace_ksyms *ks;
+	size_t len;
+	char *text;
+	int ret;
+
+	ret = hvtrace_daemon_get_text(dc, remote, HVT_TEXT_KALLSYMS, &text,
+				      &len);
+	if (ret)
+		return ret;
+	/* The guest's text: hostile, validated line by line. */
+	ret = hvtrace_ksyms_parse(text, len, &ks);
+	free(text);
+	if (ret)
+		return hvt_err(ret, "the remote's kernel symbols are not "
+				    "kallsyms text");
+	return hvtrace_decoder_set_ksyms(d, ks);
 }
 
 int hvtrace_daemon_comm_read(const char *path, char *comm, size_t size)

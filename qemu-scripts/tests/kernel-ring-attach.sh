@@ -75,6 +75,11 @@ timeout 200 "$HVTRACE" stream "$k" --count "$N" --summary \
 	{ cat "$T_TMP/live.err"; fail "stream $k failed"; }
 cat "$T_TMP/live.err"
 kring_check_marks "$T_TMP/live.txt" "$N"
+# Function names: the symbols hvtraced read from the guest's vmcoreinfo.
+grep -q ' tracing_mark_write: hvt-mark 0$' "$T_TMP/live.txt" ||
+	fail "stream $k prints no function name: $(grep -m1 'hvt-mark 0' "$T_TMP/live.txt")"
+grep -q "guest kernel symbols from its vmcoreinfo" "$T_TMP/hvtraced.log" ||
+	fail "hvtraced did not read the guest's symbols: $(cat "$T_TMP/hvtraced.log")"
 grep -q "times are the guest's own trace clock" "$T_TMP/live.err" ||
 	fail "stream $k does not say whose clock its times are"
 wait_line "$T_TMP/$n.log" '^hvt-marks-done' 300 || fail "the guest did not finish writing"

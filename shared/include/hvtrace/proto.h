@@ -205,7 +205,9 @@ enum hvt_text_kind {
 	HVT_TEXT_EVENTS = 7,		/* every event of the remote, one
 					 * "SYSTEM NAME ID BIT ENABLED" line
 					 * each (BIT -1: no enable bit) */
-	HVT_TEXT_MAX = 7,
+	HVT_TEXT_KALLSYMS = 8,		/* a guest kernel remote's symbols,
+					 * /proc/kallsyms lines */
+	HVT_TEXT_MAX = 8,
 };
 
 /* HELLO caps of a tool: it takes REMOTES records of state
