@@ -90,16 +90,20 @@ inner() {
 
 	# The root becomes a mount point of its own, as / is on a real
 	# machine (tools that change mount propagation, unshare(1) among
-	# them, need "/" to be one).
+	# them, need "/" to be one).  The cgroup file systems a booted
+	# machine has mounted are the host's (libvirt puts its QEMU in a
+	# cgroup: qemu/libvirt-domain).
 	mount --bind "$root" "$root" &&
 		mount -t proc proc "$root/proc" &&
 		mount -t sysfs sysfs "$root/sys" &&
 		{ ! [ -d /sys/kernel/tracing/events ] ||
 			mount -t tracefs tracefs "$root/sys/kernel/tracing"; } &&
+		{ ! mountpoint -q /sys/fs/cgroup ||
+			mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup"; } &&
 		mount --rbind /dev "$root/dev" &&
 		mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/dev/shm" &&
 		mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$root/run" || {
-		echo "check-fresh: mounting proc, sys, dev or run in the root failed" >&2
+		echo "check-fresh: mounting proc, sys, cgroup, dev or run in the root failed" >&2
 		return 2
 	}
 	if [ "$cache" != none ]; then

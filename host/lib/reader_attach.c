@@ -67,9 +67,17 @@ static bool rd_resume(struct hvtrace_area *a, struct hvt_rd_cpu *c,
 		memcpy(c->copy + HVT_PAGE_HDR_SIZE, page + HVT_PAGE_HDR_SIZE,
 		       pos);
 		/* W2 pair: the copy is of our page only if seq still names
-		 * it afterwards. */
-		if (!hvt_slot_kept(rd_desc(c, seq), seq))
-			return false;
+		 * it afterwards.  If not, the writer reused it while we
+		 * copied: it is gone, as below, and the oldest page is that
+		 * of a word loaded now. */
+		if (!hvt_slot_kept(rd_desc(c, seq), seq)) {
+			uint64_t w2;
+
+			if (rd_load_word(c, &w2))
+				return false;
+			oldest = rd_oldest(c, HVT_WORD_SEQ(w2));
+			goto gone;
+		}
 		memcpy(&ts, c->copy, 8);
 		hvt_page_iter_init(&it, c->copy + HVT_PAGE_HDR_SIZE, pos, ts);
 		while (it.pos < pos && (ret = hvt_page_next(&it)) > 0)
@@ -86,7 +94,11 @@ static bool rd_resume(struct hvtrace_area *a, struct hvt_rd_cpu *c,
 	} else if ((int32_t)(oldest - seq) > 0) {
 		/* The page is gone: lapped (overwrite mode), or released and
 		 * reused (consume mode, where an owner that posts later --
-		 * HVTRACE_OPEN_POST_LATER -- had read past its position). */
+		 * HVTRACE_OPEN_POST_LATER -- had read past its position).
+		 * What it held after the position is counted lost when the
+		 * oldest page starts (rd_start_page(): its entries_before
+		 * against @acc). */
+gone:
 		c->seq = oldest;
 		c->started = false;
 		c->pos = 0;
