@@ -113,16 +113,7 @@ one() {
 		fail "the live stream by pid printed nothing: $(cat "$T_TMP/$n-end.err")"
 	"$G" stop "$n" >/dev/null || fail "stop failed"
 	wait_pid_gone "$qpid" 60 || fail "QEMU $qpid did not end"
-	local rc=0
-	wait "$spid" || rc=$?
-	if [ "$kind" = memfd ]; then
-		[ "$rc" = 0 ] || { cat "$T_TMP/$n-end.err"; fail "live stream ended with $rc after QEMU exited"; }
-		kring_check_marks "$T_TMP/$n-end.txt" "$N"
-	else
-		[ "$rc" != 0 ] || fail "live stream of anonymous RAM exited 0 after QEMU exited"
-		grep -q "the ring went with it" "$T_TMP/$n-end.err" ||
-			fail "anon end: $(cat "$T_TMP/$n-end.err")"
-	fi
+	kring_check_end "$kind" "$spid" "$T_TMP/$n-end.txt" "$T_TMP/$n-end.err" "$N"
 	if "$HVTRACE" stream --vm-pid "$qpid" --drain >/dev/null 2>"$T_TMP/gone.err"; then
 		fail "stream --vm-pid of a gone process succeeded"
 	fi

@@ -188,6 +188,22 @@ kring_check_marks() {
 	[ "$got" = ok ] || fail "$file: $got"
 }
 
+# kring_check_end KIND SPID OUT ERR COUNT: the live stream SPID (its
+# output OUT, its stderr ERR) after its VMM ended: a memfd guest's ring is
+# read to its end (exit 0, the COUNT marks each once); anonymous RAM went
+# with the process (a non-zero exit, an error that says so).
+kring_check_end() {
+	local kind=$1 spid=$2 out=$3 err=$4 count=$5 rc=0
+	wait "$spid" || rc=$?
+	if [ "$kind" = memfd ]; then
+		[ "$rc" = 0 ] || { cat "$err"; fail "live stream ended with $rc after its VMM ended"; }
+		kring_check_marks "$out" "$count"
+	else
+		[ "$rc" != 0 ] || fail "live stream of anonymous RAM exited 0 after its VMM ended"
+		grep -q "the ring went with it" "$err" || fail "anon end: $(cat "$err")"
+	fi
+}
+
 # kring_check_getppid LOG OUT CALLS: getppid_loop (its pid from the console
 # LOG) made CALLS getppid calls, and OUT shows exactly that many
 # "sys_enter: NR 110" events (getppid on x86_64) of that pid.

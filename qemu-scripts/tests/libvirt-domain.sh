@@ -215,21 +215,13 @@ one() {
 	# end; anonymous RAM goes with QEMU.
 	"$HVTRACE" stream --domain "$d" --formats "$T_TMP/fmt-$kind" \
 		>"$T_TMP/$d-end.txt" 2>"$T_TMP/$d-end.err" &
-	local spid=$! rc=0
+	local spid=$!
 	T_PIDS+=("$spid")
 	wait_line "$T_TMP/$d-end.txt" 'hvt-mark' 60 ||
 		fail "the live stream by name printed nothing: $(cat "$T_TMP/$d-end.err")"
 	"${V[@]}" destroy "$d" >/dev/null || fail "virsh destroy $d failed"
 	wait_pid_gone "$qpid" 60 || fail "QEMU $qpid did not end"
-	wait "$spid" || rc=$?
-	if [ "$kind" = memfd ]; then
-		[ "$rc" = 0 ] || { cat "$T_TMP/$d-end.err"; fail "live stream ended with $rc after virsh destroy"; }
-		kring_check_marks "$T_TMP/$d-end.txt" "$N"
-	else
-		[ "$rc" != 0 ] || fail "live stream of anonymous RAM exited 0 after virsh destroy"
-		grep -q "the ring went with it" "$T_TMP/$d-end.err" ||
-			fail "anon end: $(cat "$T_TMP/$d-end.err")"
-	fi
+	kring_check_end "$kind" "$spid" "$T_TMP/$d-end.txt" "$T_TMP/$d-end.err" "$N"
 	if "$HVTRACE" stream --domain "$d" --drain >/dev/null 2>"$T_TMP/gone.err"; then
 		fail "stream --domain of a destroyed domain succeeded"
 	fi
