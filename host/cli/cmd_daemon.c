@@ -26,8 +26,8 @@ static const char daemon_usage[] =
 	"       hvtrace daemon attach|detach NAME [--socket PATH]\n"
 	"       hvtrace daemon attach --area AREA --name NAME [--disabled]\n"
 	"                      [--socket PATH]\n"
-	"       hvtrace daemon attach --vm-pid PID|--domain DOMAIN [--name NAME]\n"
-	"                      [--formats DIR] [--socket PATH]\n"
+	"       hvtrace daemon attach --vm-pid PID|--domain DOMAIN\n"
+	"                      [--name NAME] [--formats DIR] [--socket PATH]\n"
 	"       hvtrace daemon stop [--socket PATH]\n"
 	"\n"
 	"start (the default) runs hvtraced, the host daemon that owns the\n"
@@ -234,8 +234,8 @@ static int daemon_run(int argc, char **argv)
 		} else if (argv[i][0] == '-') {
 			return hvt_cli_usage("daemon", "unknown option '%s'",
 					     argv[i]);
-		} else if (!remote && (!strcmp(cmd, "attach") ||
-				       !strcmp(cmd, "detach"))) {
+		} else if (!remote &&
+			   (!strcmp(cmd, "attach") || !strcmp(cmd, "detach"))) {
 			remote = argv[i];
 		} else {
 			return hvt_cli_usage("daemon", "unexpected '%s'",

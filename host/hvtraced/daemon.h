@@ -364,8 +364,8 @@ struct remote_ops {
 			  const struct hvt_m_format **v);
 	/* Its writer's symbols as /proc/kallsyms text (TEXT KALLSYMS):
 	 * 0 with @text set (the remote's), else -errno with @why set. */
-	int (*kallsyms)(const struct remote *r, const char **text,
-			size_t *len, const char **why);
+	int (*kallsyms)(const struct remote *r, const char **text, size_t *len,
+			const char **why);
 };
 
 /* The agent session of a socket or chardev remote (agent.c). */

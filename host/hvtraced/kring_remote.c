@@ -88,9 +88,9 @@ struct kring_remote {
 	char where[128];
 	struct hvt_m_format *fmt; /* the formats of DIR */
 	size_t nr_fmt;
-	char *ksyms;	 /* the kernel's symbols, kallsyms text; NULL: */
+	char *ksyms; /* the kernel's symbols as kallsyms text, or NULL */
 	size_t ksyms_len;
-	char ksyms_why[160]; /* ... why none */
+	char ksyms_why[160]; /* why there are none */
 };
 
 static const struct remote_ops kring_ops;
@@ -231,8 +231,8 @@ static size_t kr_formats(const struct remote *r, const struct hvt_m_format **v)
 	return kr->nr_fmt;
 }
 
-static int kr_kallsyms(const struct remote *r, const char **text,
-		       size_t *len, const char **why)
+static int kr_kallsyms(const struct remote *r, const char **text, size_t *len,
+		       const char **why)
 {
 	const struct kring_remote *kr = kring_remote_c(r);
 
@@ -263,10 +263,12 @@ static void kr_load_ksyms(struct kring_remote *kr, struct hvtrace_kring *k,
 		snprintf(kr->ksyms_why, sizeof(kr->ksyms_why), "%s",
 			 hvtrace_last_error());
 		d_log("remote '%s': the guest kernel's function names print "
-		      "in hex: %s", name, kr->ksyms_why);
+		      "in hex: %s",
+		      name, kr->ksyms_why);
 	} else {
 		d_log("remote '%s': %u guest kernel symbols from its "
-		      "vmcoreinfo", name, ki.symbols);
+		      "vmcoreinfo",
+		      name, ki.symbols);
 	}
 	hvtrace_ksyms_free(ks);
 }

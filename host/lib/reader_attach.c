@@ -98,7 +98,7 @@ static bool rd_resume(struct hvtrace_area *a, struct hvt_rd_cpu *c,
 		 * What it held after the position is counted lost when the
 		 * oldest page starts (rd_start_page(): its entries_before
 		 * against @acc). */
-gone:
+	gone:
 		c->seq = oldest;
 		c->started = false;
 		c->pos = 0;
