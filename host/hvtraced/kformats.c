@@ -493,8 +493,12 @@ int kf_begin(struct kf_upload *u, const char *cache, const char *owner,
  * At start: nothing under CACHE/kformats more open than the cache's modes
  * (folders 0750, files 0640, group hvtrace; 0700/0600 without the group):
  * what an older hvtraced or a copy left readable to all is taken back.
- * Links are not followed.  Returns how many were changed, or -errno with
- * @msg saying why.
+ * Links are not followed.  A folder already at the cache's mode and group
+ * is not entered: no one else can reach what lies below it, so what lies
+ * there is as closed as the folder.  The walk so costs a few folders, not
+ * every file of every kernel the cache holds (a kernel's formats are a
+ * couple of thousand files, and hvtraced listens only after the walk).
+ * Returns how many were changed, or -errno with @msg saying why.
  */
 static unsigned int kf_fixed;
 
@@ -506,20 +510,20 @@ static int kf_fix_one(const char *path, const struct stat *st, int flag,
 
 	(void)ftw;
 	if (flag != FTW_F && flag != FTW_D && flag != FTW_DP)
-		return 0;	/* a link, or unreadable: not followed */
+		return FTW_CONTINUE; /* a link, or unreadable: not followed */
 	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
-		return 0;
+		return FTW_CONTINUE;
 	if (want == (st->st_mode & 07777) &&
 	    (kf_gid() == (gid_t)-1 || st->st_gid == kf_gid()))
-		return 0;
+		return flag == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK |
 				(S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
 	if (fd < 0)
-		return 0;
+		return FTW_CONTINUE;
 	kf_own(fd, want);
 	close(fd);
 	kf_fixed++;
-	return 0;
+	return FTW_CONTINUE;
 }
 
 int kf_cache_fix(const char *cache, char *msg, size_t msgsize)
@@ -547,7 +551,7 @@ int kf_cache_fix(const char *cache, char *msg, size_t msgsize)
 		return -ENOTDIR;
 	}
 	kf_fixed = 0;
-	if (nftw(root, kf_fix_one, 16, FTW_PHYS)) {
+	if (nftw(root, kf_fix_one, 16, FTW_PHYS | FTW_ACTIONRETVAL)) {
 		ret = -errno;
 		kf_msg(msg, msgsize, "cannot walk %s: %s", root,
 		       strerror(errno));

@@ -407,7 +407,7 @@ HVTRACE_API int hvtrace_decoder_add_format(struct hvtrace_decoder *d,
 	const char *bad = NULL;
 	char msg[256], badname[64] = "?";
 	enum tep_errno err;
-	long id;
+	long id, bad_at;
 	int ret;
 
 	if (!d || !system || !format)
@@ -417,11 +417,28 @@ HVTRACE_API int hvtrace_decoder_add_format(struct hvtrace_decoder *d,
 		return hvt_err(-EINVAL, "format of %zu bytes for system %s "
 					"(at most %u)",
 			       len, system, DEC_MAX_FORMAT);
+	bad_at = hvt_dec_format_bad_byte(format, len);
+	if (bad_at >= 0)
+		return hvt_err(-EINVAL, "format for system %s: byte 0x%02x at "
+					"offset %ld is not text (a format is "
+					"ASCII)",
+			       system, (unsigned char)format[bad_at], bad_at);
 	id = dec_format_id(format, len);
 	if (id < 0)
 		return hvt_err(-EINVAL, "format for system %s has no valid "
 					"\"ID: N\" line (N < 65536)",
 			       system);
+	/* A text that crashes libtraceevent's parser never reaches ours. */
+	ret = hvt_dec_format_sandbox(format, len, system);
+	if (ret == -EINVAL)
+		return hvt_err(-EINVAL, "format of event id %ld (system %s) "
+					"crashes libtraceevent's parser: "
+					"refused",
+			       id, system);
+	if (ret)
+		return hvt_err(ret, "cannot check the format of event id %ld "
+				    "(system %s) in a child: %s",
+			       id, system, strerror(-ret));
 	ev = tep_find_event(d->tep, (int)id);
 	if (ev) {
 		/* The same event again is fine; another one is not. */
