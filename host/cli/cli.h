@@ -106,6 +106,8 @@ void hvt_cli_kring_ksyms(const char *verb, struct hvtrace_decoder *dec,
 /* record -q: hvt_cli_kring_open() leaves out its informational line (the
  * notes of a ring left out are still said). */
 extern bool hvt_cli_kring_quiet;
+/* record --pair: the ring goes to a guest file (said so in that line). */
+extern bool hvt_cli_kring_pair;
 
 /*
  * The formats cache's folder of the guest kernel whose RAM @ram holds

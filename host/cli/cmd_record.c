@@ -84,6 +84,15 @@ static const char record_usage[] =
 	"      --no-guest-kernel leave out the kernel ring of a rig guest\n"
 	"                        REMOTE (by default its events go in a\n"
 	"                        buffer REMOTE-kernel, on the host's clock)\n"
+	"      --pair            write a rig guest REMOTE's kernel ring\n"
+	"                        to a guest file of its own instead,\n"
+	"                        FILE-REMOTE.dat (FILE less .dat): the\n"
+	"                        host/guest pair of 'trace-cmd record -A',\n"
+	"                        on the guest's clock with TIME_SHIFT, its\n"
+	"                        kallsyms, trace ids and the GUEST option\n"
+	"                        (vCPU threads) in FILE; read with\n"
+	"                        'trace-cmd report -i FILE -i GUESTFILE',\n"
+	"                        'kernelshark FILE -a GUESTFILE'\n"
 	"  -q, --quiet           warnings and errors only: no status line,\n"
 	"                        no notes (the clock models' error bounds\n"
 	"                        stay in the file: hvtrace report --stat)\n"
@@ -163,6 +172,7 @@ static int record_run(int argc, char **argv)
 		{"domain", required_argument, NULL, 'D'},
 		{"formats", required_argument, NULL, 'F'},
 		{"no-guest-kernel", no_argument, NULL, 'K'},
+		{"pair", no_argument, NULL, 'A'},
 		{"recover", required_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -175,6 +185,7 @@ static int record_run(int argc, char **argv)
 	unsigned long long max_events = 0;
 	double duration = 0;
 	bool quiet = false, threads_set = false, no_guest_kernel = false;
+	bool pair = false;
 	unsigned int threads = 0;
 	const char *sock = NULL, *recover = NULL, *domain = NULL;
 	static char cached[PATH_MAX];
@@ -251,6 +262,9 @@ static int record_run(int argc, char **argv)
 			break;
 		case 'K':
 			no_guest_kernel = true;
+			break;
+		case 'A':
+			pair = true;
 			break;
 		case 'R':
 			if (hvt_cli_parse_reader_threads(optarg, &threads)) {
@@ -338,8 +352,16 @@ static int record_run(int argc, char **argv)
 			.kernel = o.kernel,
 			.kernel_instance = o.kernel_instance,
 			.no_guest_kernel = no_guest_kernel,
+			.pair = pair,
 		};
 
+		if (pair && no_guest_kernel) {
+			free(events);
+			return hvt_cli_usage("record",
+					     "--pair writes the guest kernel "
+					     "rings --no-guest-kernel leaves "
+					     "out: give one of them");
+		}
 		if (threads_set) {
 			free(events);
 			return hvt_cli_usage("record",
@@ -368,10 +390,10 @@ static int record_run(int argc, char **argv)
 		free(events);
 		return ret;
 	}
-	if (sock) {
+	if (sock || pair) {
 		free(events);
-		return hvt_cli_usage("record", "--socket goes with remote "
-					       "names");
+		return hvt_cli_usage("record", "%s goes with remote names",
+				     sock ? "--socket" : "--pair");
 	}
 	if (!o.path) {
 		free(events);

@@ -12,6 +12,7 @@
 
 static const char report_usage[] =
 	"usage: hvtrace report [--stat] [-i] [FILE]\n"
+	"       hvtrace report -i FILE -i FILE...\n"
 	"\n"
 	"Print the events of a trace.dat file (trace-cmd format, version 6\n"
 	"or 7, uncompressed) like 'trace-cmd report': every buffer merged in\n"
@@ -19,8 +20,13 @@ static const char report_usage[] =
 	"buffers, decoded with libtraceevent from the formats saved in the\n"
 	"file, and 'CPU:N [M EVENTS DROPPED]' where events were lost.  FILE\n"
 	"defaults to trace.dat.  Useful where trace-cmd is not installed.\n"
+	"Several files print in one time line, each line led by its file's\n"
+	"name, as 'trace-cmd report -i HOST -i GUEST' prints the host/guest\n"
+	"pair of 'hvtrace record --pair' (a guest file's TIME_SHIFT puts\n"
+	"its times on the host's clock, in one file alone too).\n"
 	"\n"
-	"  -i FILE     the file to read (same as the FILE argument)\n"
+	"  -i FILE     a file to read (same as the FILE argument); repeat\n"
+	"              it for several\n"
 	"  --stat      print the CPU statistics saved in the file instead\n"
 	"\n"
 	"The file is treated as untrusted input: malformed pages are skipped\n"
@@ -33,8 +39,8 @@ static int report_run(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *path = NULL;
-	unsigned int flags = 0;
+	const char *paths[64];
+	unsigned int flags = 0, n = 0;
 	int c, ret;
 
 	optind = 1;
@@ -42,7 +48,11 @@ static int report_run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+:i:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
-			path = optarg;
+			if (n == sizeof(paths) / sizeof(paths[0]))
+				return hvt_cli_usage(
+					"report", "at most %zu files",
+					sizeof(paths) / sizeof(paths[0]));
+			paths[n++] = optarg;
 			break;
 		case 's':
 			flags |= HVTRACE_TDAT_REPORT_STAT;
@@ -55,13 +65,16 @@ static int report_run(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		if (path || optind + 1 < argc)
-			return hvt_cli_usage("report", "give one file");
-		path = argv[optind];
+		if (n || optind + 1 < argc)
+			return hvt_cli_usage("report", "give one FILE, or each "
+						       "file with -i");
+		paths[n++] = argv[optind];
 	}
-	if (!path)
-		path = "trace.dat";
-	ret = hvtrace_tracedat_report(path, stdout, flags);
+	if (!n)
+		paths[n++] = "trace.dat";
+	if (n > 1 && (flags & HVTRACE_TDAT_REPORT_STAT))
+		return hvt_cli_usage("report", "--stat takes one file");
+	ret = hvtrace_tracedat_report_files(paths, n, stdout, flags);
 	if (fflush(stdout))
 		return HVT_EXIT_FAIL;
 	if (ret)

@@ -172,14 +172,18 @@ open:
 	if (!hvt_cli_kring_quiet)
 		fprintf(stderr,
 			"hvtrace %s: '%s': the guest kernel's %s (%u CPUs) "
-			"beside its user events, on the host's clock (formats "
-			"from %s)\n",
+			"%s (formats from %s)\n",
 			verb, name,
 			hvtrace_daemon_kring_copied(*out)
 				? "pages, copied by its agent (kernel copy "
 				  "mode)"
 				: "ring",
-			hvtrace_daemon_kring_cpus(*out), from);
+			hvtrace_daemon_kring_cpus(*out),
+			hvt_cli_kring_pair ? "in a guest file of its own, on "
+					     "the guest's clock"
+					   : "beside its user events, on the "
+					     "host's clock",
+			from);
 	return 0;
 none:
 	ck_rm(formats);
@@ -188,6 +192,7 @@ none:
 }
 
 bool hvt_cli_kring_quiet;
+bool hvt_cli_kring_pair;
 
 void hvt_cli_kring_ksyms(const char *verb, struct hvtrace_decoder *dec,
 			 struct hvtrace_kring *k)

@@ -41,6 +41,7 @@ struct hvt_rrecord_opts {
 	bool kernel;		     /* the host kernel too (-k, -B) */
 	const char *kernel_instance; /* -B NAME, or NULL */
 	bool no_guest_kernel;	     /* leave a rig guest's kernel ring out */
+	bool pair; /* ... or write it to a guest file of its own */
 };
 
 /* hvtrace record -o FILE REMOTE...: remotes through hvtraced (and the

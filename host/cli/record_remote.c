@@ -10,12 +10,82 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <hvtrace-daemon.h>
 #include <hvtrace-tracedat.h>
 
 #include "cli.h"
 #include "daemon_src.h"
+
+/* The guest file of @remote: FILE-REMOTE.dat, FILE less its .dat (as
+ * trace-cmd names trace-GUEST.dat beside trace.dat). */
+static int rr_guest_path(const char *path, const char *remote, char *out,
+			 size_t size)
+{
+	size_t n = strlen(path);
+	int len;
+
+	if (n > 4 && !strcmp(path + n - 4, ".dat"))
+		n -= 4;
+	len = snprintf(out, size, "%.*s-%s.dat", (int)n, path, remote);
+	return len < 0 || (size_t)len >= size ? -1 : 0;
+}
+
+/* The rig's QEMU of guest @remote ($HVT_RUNDIR/REMOTE/qemu.pid, its comm
+ * "hvt-REMOTE"), or 0. */
+static int rr_rig_vmm_pid(const char *remote)
+{
+	const char *run = getenv("HVT_RUNDIR");
+	char path[PATH_MAX], comm[32], want[32];
+	int pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/qemu.pid",
+		 run && *run ? run : "/run/hvtrace", remote);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &pid) != 1 || pid <= 0)
+		pid = 0;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = pid ? fopen(path, "re") : NULL;
+	if (!f)
+		return 0;
+	/* The kernel keeps 15 bytes of a comm. */
+	snprintf(want, sizeof(want), "hvt-%.11s", remote);
+	if (!fgets(comm, sizeof(comm), f) || strncmp(comm, want, strlen(want)))
+		pid = 0;
+	fclose(f);
+	return pid;
+}
+
+static int rr_add_kring(const struct hvt_rrecord_opts *o,
+			struct hvtrace_tracedat_record *r, const char *remote,
+			struct hvtrace_daemon_kring *kr, const char *formats)
+{
+	char gpath[PATH_MAX];
+
+	if (!o->pair)
+		return hvtrace_tracedat_record_add_remote_kring(r, remote, kr,
+								formats);
+	if (rr_guest_path(o->path, remote, gpath, sizeof(gpath))) {
+		hvt_cli_error("record",
+			      "the guest file name of '%s' is too long",
+			      remote);
+		return -1;
+	}
+	if (hvtrace_tracedat_record_add_remote_kring_pair(
+		    r, remote, kr, formats, gpath, rr_rig_vmm_pid(remote)) < 0)
+		return -1;
+	if (!o->quiet)
+		fprintf(stderr,
+			"hvtrace record: '%s': guest file %s, paired with %s "
+			"(trace-cmd report -i %s -i %s)\n",
+			remote, gpath, o->path, o->path, gpath);
+	return 0;
+}
 
 int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 			   char **remotes)
@@ -46,6 +116,7 @@ int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 	}
 	/* -q: warnings and errors only. */
 	hvt_cli_kring_quiet = o->quiet;
+	hvt_cli_kring_pair = o->pair;
 	/* Ctrl-C finishes the file instead of killing the process. */
 	hvt_cli_catch_stop_signals(true);
 	if (hvtrace_tracedat_record_create(&ro, &rec.r)) {
@@ -66,9 +137,14 @@ int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 			goto out;
 		}
 		ret = HVT_EXIT_FAIL;
+		if (!kr[i] && o->pair)
+			fprintf(stderr,
+				"hvtrace record: note: '%s' has no guest "
+				"kernel ring (not a rig guest started with "
+				"--kernel-events): no guest file\n",
+				remotes[i]);
 		if (kr[i] &&
-		    hvtrace_tracedat_record_add_remote_kring(
-			    rec.r, remotes[i], kr[i], formats[i]) < 0) {
+		    rr_add_kring(o, rec.r, remotes[i], kr[i], formats[i]) < 0) {
 			/* As the stream does: the user events without it. */
 			fprintf(stderr,
 				"hvtrace record: note: the guest kernel's ring "
@@ -77,7 +153,7 @@ int hvt_cli_record_remotes(const struct hvt_rrecord_opts *o, int n,
 			hvt_cli_kring_close(kr[i], formats[i]);
 			kr[i] = NULL;
 		}
-		rec.say_clock |= kr[i] != NULL;
+		rec.say_clock |= kr[i] != NULL && !o->pair;
 	}
 	if (hvtrace_tracedat_record_start(rec.r))
 		goto fail;

@@ -139,6 +139,32 @@ HVTRACE_API int hvtrace_tracedat_record_add_remote_kring(
 	struct hvtrace_daemon_kring *ring, const char *formats);
 
 /**
+ * hvtrace_tracedat_record_add_remote_kring_pair - record the guest kernel's
+ * own ring of a remote into a guest file of its own, paired with the
+ * recording's file as trace-cmd record -A pairs a host and a guest
+ * @r, @remote, @ring, @formats: as hvtrace_tracedat_record_add_remote_kring()
+ * @guest_path: the guest file to write
+ * @vmm_pid:    the VMM process running the guest (its vCPU threads are
+ *              found by name, "CPU N/..."), or 0 when unknown
+ *
+ * The guest file holds the ring in its top-level buffer on the guest's
+ * own clock, with the guest's formats, kallsyms and comms, a TRACEID
+ * option and a TIME_SHIFT option: samples of the daemon's clock model
+ * of the guest (guest time, host offset; interpolated), taken while
+ * recording.  The recording's file gets a TRACEID and a GUEST option
+ * naming the guest (@remote), its trace id and each vCPU's host thread
+ * (-1: not found).  trace-cmd report -i FILE -i GUEST_FILE then prints
+ * one timeline, and KernelShark pairs the two.  The guest file is
+ * finished when the recording stops.
+ *
+ * Return: the source index (>= 0) or a negative errno.
+ */
+HVTRACE_API int hvtrace_tracedat_record_add_remote_kring_pair(
+	struct hvtrace_tracedat_record *r, const char *remote,
+	struct hvtrace_daemon_kring *ring, const char *formats,
+	const char *guest_path, int vmm_pid);
+
+/**
  * hvtrace_tracedat_record_set_reader_threads - threads that read the areas
  * @r: recording (before _start())
  * @n: reader threads, the calling thread included; 0 (the default):
@@ -505,6 +531,24 @@ enum hvtrace_tracedat_report_flags {
  */
 HVTRACE_API int hvtrace_tracedat_report(const char *path, FILE *out,
 					unsigned int flags);
+
+/**
+ * hvtrace_tracedat_report_files - print files in one time line like
+ * trace-cmd report -i FILE -i FILE...
+ * @paths: the files (a host file first, then its guests' files, whose
+ *         TIME_SHIFT puts their times on the host's clock)
+ * @n:     how many; one prints as hvtrace_tracedat_report() does
+ * @out:   where to print
+ * @flags: enum hvtrace_tracedat_report_flags (STAT: one file only)
+ *
+ * With several files: a "FILE: cpus=N" line for each, then the events of
+ * all of them by time, each line led by its file's name.
+ *
+ * Return: 0, or a negative errno (a file could not be read).
+ */
+HVTRACE_API int hvtrace_tracedat_report_files(const char *const *paths,
+					      unsigned int n, FILE *out,
+					      unsigned int flags);
 
 #ifdef __cplusplus
 }

@@ -493,6 +493,7 @@ HVTRACE_API void hvtrace_tracedat_close(struct hvtrace_tracedat_file *f)
 	free(f->min_size);
 	free(f->cpustats);
 	free(f->uname);
+	rd_tsync_free(f);
 	free(f->trace_clock);
 	free(f->path);
 	free(f->base_name);

@@ -102,6 +102,9 @@ static void rd_fill(struct hvtrace_tracedat_file *f, struct rd_buffer *b,
 				continue;
 		}
 		p->ev = ev;
+		/* A guest file's top-level buffer: on its host's clock. */
+		if (f->tsync && b == &f->buf[0])
+			ts = rd_tsync_calc(f, (uint32_t)(p - b->cpu), ts);
 		p->ts = ts + (uint64_t)f->ts_offset;
 		p->missed = kbuffer_missed_events(p->kb);
 		p->ev_size = (uint32_t)kbuffer_event_size(p->kb);
@@ -170,9 +173,10 @@ static void rd_prefix(struct hvtrace_tracedat_file *f, unsigned int buffer,
 		fprintf(out, "%*s  ", f->name_width, "");
 }
 
-HVTRACE_API int
-hvtrace_tracedat_print_event(struct hvtrace_tracedat_file *f,
-			     const struct hvtrace_tracedat_event *ev, FILE *out)
+/* The event's line after its tag (a buffer's, a file's). */
+static int rd_print_line(struct hvtrace_tracedat_file *f,
+			 const struct hvtrace_tracedat_event *ev, FILE *out,
+			 bool tag)
 {
 	static const char spaces[] = "                    ";
 	struct tep_record rec;
@@ -207,7 +211,8 @@ hvtrace_tracedat_print_event(struct hvtrace_tracedat_file *f,
 	rec.locked = 1;
 
 	trace_seq_init(&s);
-	rd_prefix(f, ev->buffer, out);
+	if (tag)
+		rd_prefix(f, ev->buffer, out);
 	if (ev->missed > 0)
 		trace_seq_printf(&s, "CPU:%u [%lld EVENTS DROPPED]\n", ev->cpu,
 				 (long long)ev->missed);
@@ -244,20 +249,148 @@ hvtrace_tracedat_print_event(struct hvtrace_tracedat_file *f,
 	return 0;
 }
 
-HVTRACE_API int hvtrace_tracedat_report(const char *path, FILE *out,
-					unsigned int flags)
+HVTRACE_API int
+hvtrace_tracedat_print_event(struct hvtrace_tracedat_file *f,
+			     const struct hvtrace_tracedat_event *ev, FILE *out)
+{
+	return rd_print_line(f, ev, out, true);
+}
+
+/* What trace-cmd report prints after the events of @f. */
+static void rd_report_errors(const struct hvtrace_tracedat_file *f,
+			     const char *path)
+{
+	if (f->errors)
+		fprintf(stderr,
+			"hvtrace report: %s: skipped %llu malformed page(s)\n",
+			path, (unsigned long long)f->errors);
+	if (f->bad_formats)
+		fprintf(stderr,
+			"hvtrace report: %s: skipped %llu damaged format or "
+			"symbol text(s); their events print raw\n",
+			path, (unsigned long long)f->bad_formats);
+}
+
+static unsigned int rd_report_cpus(const struct hvtrace_tracedat_file *f)
+{
+	/* trace-cmd prints the larger of CPUCOUNT and the top CPUs. */
+	return f->buf[0].nr_cpus > f->cpucount ? f->buf[0].nr_cpus
+					       : f->cpucount;
+}
+
+static const char *rd_base(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* The widest of the files' names and the buffer names of files [0, @upto). */
+static int rd_tag_width(const char *const *paths,
+			struct hvtrace_tracedat_file *const *f, unsigned int n,
+			unsigned int upto)
+{
+	unsigned int i, b;
+	int w = 0;
+
+	for (i = 0; i < n; i++)
+		if ((int)strlen(rd_base(paths[i])) > w)
+			w = (int)strlen(rd_base(paths[i]));
+	for (i = 0; i < upto; i++)
+		for (b = 1; b < f[i]->nr_buf; b++)
+			if ((int)strlen(f[i]->buf[b].name) > w)
+				w = (int)strlen(f[i]->buf[b].name);
+	return w;
+}
+
+/*
+ * Several files in one time line, as trace-cmd report -i A -i B prints
+ * them (a host file and its guests' files: each guest file's TIME_SHIFT
+ * puts its times on the host's clock): "FILE: cpus=N" for each, then
+ * every event of every file by time (the earlier file first on a tie).
+ * Each line is tagged as trace-cmd tags it: a top-level buffer's with its
+ * file's name, another buffer's with the buffer's name, right-aligned to
+ * the widest tag (a "cpus=" line to the widest known by then: trace-cmd
+ * learns a file's buffers after printing its line).
+ */
+static int rd_report_multi(const char *const *paths, unsigned int n, FILE *out)
+{
+	struct hvtrace_tracedat_file **f;
+	struct hvtrace_tracedat_event *ev;
+	int *have, ret = 0, w;
+	unsigned int i, best;
+
+	f = calloc(n, sizeof(*f));
+	ev = calloc(n, sizeof(*ev));
+	have = calloc(n, sizeof(*have));
+	if (!f || !ev || !have) {
+		ret = hvt_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		ret = hvtrace_tracedat_open(paths[i], &f[i]);
+		if (ret)
+			goto out;
+	}
+	for (i = 0; i < n; i++)
+		fprintf(out, "%*s: cpus=%u\n", rd_tag_width(paths, f, n, i),
+			rd_base(paths[i]), rd_report_cpus(f[i]));
+	w = rd_tag_width(paths, f, n, n);
+	for (i = 0; i < n; i++) {
+		have[i] = hvtrace_tracedat_next(f[i], &ev[i]);
+		if (have[i] < 0) {
+			ret = have[i];
+			goto out;
+		}
+	}
+	for (;;) {
+		best = n;
+		for (i = 0; i < n; i++)
+			if (have[i] > 0 &&
+			    (best == n || ev[i].ts < ev[best].ts))
+				best = i;
+		if (best == n)
+			break;
+		fprintf(out, "%*s: ", w,
+			ev[best].buffer ? f[best]->buf[ev[best].buffer].name
+					: rd_base(paths[best]));
+		rd_print_line(f[best], &ev[best], out, false);
+		have[best] = hvtrace_tracedat_next(f[best], &ev[best]);
+		if (have[best] < 0) {
+			ret = have[best];
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++)
+		rd_report_errors(f[i], paths[i]);
+out:
+	for (i = 0; f && i < n; i++)
+		hvtrace_tracedat_close(f[i]);
+	free(f);
+	free(ev);
+	free(have);
+	return ret;
+}
+
+HVTRACE_API int hvtrace_tracedat_report_files(const char *const *paths,
+					      unsigned int n, FILE *out,
+					      unsigned int flags)
 {
 	struct hvtrace_tracedat_file *f;
 	struct hvtrace_tracedat_event ev;
 	int ret;
 
-	ret = hvtrace_tracedat_open(path, &f);
+	if (!paths || !n || !out)
+		return hvt_err(-EINVAL, "report: no file given");
+	if (n > 1 && (flags & HVTRACE_TDAT_REPORT_STAT))
+		return hvt_err(-EINVAL, "report: the statistics are of one "
+					"file: give one with --stat");
+	if (n > 1)
+		return rd_report_multi(paths, n, out);
+	ret = hvtrace_tracedat_open(paths[0], &f);
 	if (ret)
 		return ret;
-	/* trace-cmd prints the larger of CPUCOUNT and the top CPUs. */
-	fprintf(out, "cpus=%u\n",
-		f->buf[0].nr_cpus > f->cpucount ? f->buf[0].nr_cpus
-						: f->cpucount);
+	fprintf(out, "cpus=%u\n", rd_report_cpus(f));
 	if (flags & HVTRACE_TDAT_REPORT_STAT) {
 		fprintf(out, "\nKernel buffer statistics:\n"
 			     "  Note: \"entries\" are the entries left in the "
@@ -279,15 +412,13 @@ HVTRACE_API int hvtrace_tracedat_report(const char *path, FILE *out,
 	}
 	while ((ret = hvtrace_tracedat_next(f, &ev)) > 0)
 		hvtrace_tracedat_print_event(f, &ev, out);
-	if (f->errors)
-		fprintf(stderr,
-			"hvtrace report: %s: skipped %llu malformed page(s)\n",
-			path, (unsigned long long)f->errors);
-	if (f->bad_formats)
-		fprintf(stderr,
-			"hvtrace report: %s: skipped %llu damaged format or "
-			"symbol text(s); their events print raw\n",
-			path, (unsigned long long)f->bad_formats);
+	rd_report_errors(f, paths[0]);
 	hvtrace_tracedat_close(f);
 	return ret < 0 ? ret : 0;
+}
+
+HVTRACE_API int hvtrace_tracedat_report(const char *path, FILE *out,
+					unsigned int flags)
+{
+	return hvtrace_tracedat_report_files(&path, 1, out, flags);
 }

@@ -428,6 +428,15 @@ int rd_options(struct hvtrace_tracedat_file *f, struct rd_cur *c,
 			f->cpustats = s;
 			break;
 		}
+		case HVT_TDAT_OPT_TIME_SHIFT:
+			/* A damaged one: counted, the times left as they
+			 * are. */
+			ret = rd_time_shift(f, data, len);
+			if (ret == -EBADMSG) {
+				f->errors++;
+				ret = 0;
+			}
+			break;
 		case HVT_TDAT_OPT_TRACECLOCK:
 			rd_opt_text(&f->trace_clock, data, len);
 			break;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * libhvtrace: the recorder -- one trace.dat from the host kernel and a
- * set of sources of one kind, behind struct hvt_tdat_rset_ops (tracedat-local.h):
+ * set of sources of one kind, behind struct hvt_tdat_rset_ops
+ * (tracedat-local.h):
  *
  *   sources                                per CPU               writer
  *   kernel  trace_pipe_raw ------+
@@ -30,7 +31,11 @@
  * up; its own guest
  * options (TIME_SHIFT, TSC2NSEC, GUEST) act per file or on all buffers of
  * a file at once, and so cannot describe a remote buffer sitting next to
- * the kernel's in one file.
+ * the kernel's in one file.  They tie two files instead: a guest kernel's
+ * ring can be recorded into a file of its own on the guest's clock (a
+ * second recording of this kind, hvt_tdat_record_create_kring()), which
+ * then carries TRACEID and TIME_SHIFT, and this one TRACEID and GUEST
+ * (trace_id, meta_hook; record_rkring.c).
  *
  * Event ids: all buffers of a trace.dat share one set of formats, so an id
  * must mean one event in the whole file.  Kernel ids are kept.  A remote
@@ -66,9 +71,10 @@ static void rec_free(struct hvtrace_tracedat_record *r)
 	free(r);
 }
 
-HVTRACE_API int
-hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
-			       struct hvtrace_tracedat_record **out)
+/* A recording of @o, or with @kring, of that guest kernel ring alone. */
+static int rec_create(const struct hvtrace_tracedat_record_opts *o,
+		      struct hvtrace_kring *kring,
+		      struct hvtrace_tracedat_record **out)
 {
 	struct hvtrace_tracedat_record *r;
 	uint32_t page_size;
@@ -92,11 +98,12 @@ hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
 	r->flags = o->flags;
 
 	page_size = (uint32_t)sysconf(_SC_PAGESIZE);
-	if (o->guest_ram || o->guest_pid > 0) {
+	if (o->guest_ram || o->guest_pid > 0 || kring) {
 		struct hvt_tdat_kernel_opts ko = {
 			.guest_ram = o->guest_ram,
 			.guest_pid = o->guest_pid,
 			.guest_formats = o->guest_formats,
+			.guest_kring = kring,
 		};
 
 		if (o->kernel) {
@@ -151,6 +158,25 @@ hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
 }
 
 HVTRACE_API int
+hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
+			       struct hvtrace_tracedat_record **out)
+{
+	return rec_create(o, NULL, out);
+}
+
+int hvt_tdat_record_create_kring(const char *path, const char *formats,
+				 struct hvtrace_kring *kring,
+				 struct hvtrace_tracedat_record **out)
+{
+	struct hvtrace_tracedat_record_opts o = {
+		.path = path,
+		.guest_formats = formats,
+	};
+
+	return rec_create(&o, kring, out);
+}
+
+HVTRACE_API int
 hvtrace_tracedat_record_add_area(struct hvtrace_tracedat_record *r,
 				 const char *spec, const char *name)
 {
@@ -182,7 +208,20 @@ hvtrace_tracedat_record_add_remote_kring(struct hvtrace_tracedat_record *r,
 {
 	if (!r || !remote || !ring)
 		return hvt_err(-EINVAL, "record: no guest kernel ring given");
-	return hvt_tdat_rremote_add_kring(r, remote, ring, formats);
+	return hvt_tdat_rremote_add_kring(r, remote, ring, formats, NULL, 0);
+}
+
+HVTRACE_API int hvtrace_tracedat_record_add_remote_kring_pair(
+	struct hvtrace_tracedat_record *r, const char *remote,
+	struct hvtrace_daemon_kring *ring, const char *formats,
+	const char *guest_path, int vmm_pid)
+{
+	if (!r || !remote || !ring)
+		return hvt_err(-EINVAL, "record: no guest kernel ring given");
+	if (!guest_path || !*guest_path)
+		return hvt_err(-EINVAL, "record: no guest file given");
+	return hvt_tdat_rremote_add_kring(r, remote, ring, formats, guest_path,
+					  vmm_pid);
 }
 
 bool hvt_tdat_rec_selected(const struct hvtrace_tracedat_record *r,
@@ -279,7 +318,7 @@ static uint64_t rec_now_ns(void)
  * The metadata pass runs as at the end, its writer calls going into the
  * journal only.
  */
-static int rec_journal_meta(struct hvtrace_tracedat_record *r)
+int hvt_tdat_rec_journal_meta(struct hvtrace_tracedat_record *r)
 {
 	int ret;
 
@@ -336,7 +375,7 @@ HVTRACE_API int hvtrace_tracedat_record_start(struct hvtrace_tracedat_record *r)
 	if (!ret)
 		r->started = true;
 	if (!ret)
-		ret = rec_journal_meta(r);
+		ret = hvt_tdat_rec_journal_meta(r);
 	return ret;
 }
 
@@ -466,6 +505,14 @@ static int rec_metadata(struct hvtrace_tracedat_record *r, bool snapshot)
 		ret = r->ops->cpustats(r->set);
 	if (!ret)
 		ret = hvt_tdat_rec_add_cpucount(r->w, cpus);
+	/* A file of a host/guest pair: its trace id, and what the pairing
+	 * adds (record_rkring.c). */
+	if (!ret && r->trace_id)
+		ret = hvtrace_tracedat_writer_add_option(
+			r->w, HVT_TDAT_OPT_TRACEID, &r->trace_id,
+			sizeof(r->trace_id));
+	if (!ret && r->meta_hook)
+		ret = r->meta_hook(r->meta_arg, r->w);
 	return ret;
 }
 

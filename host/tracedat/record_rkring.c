@@ -29,15 +29,45 @@
  *     them, a record's name over the table's and the latest in time
  *     winning (pids the host's own events named keep the host's name: a
  *     trace.dat has one pid table).
+ *
+ * Or the ring goes in a file of its own, the guest file of a host/guest
+ * pair as trace-cmd record -A writes one (..._add_remote_kring_pair()):
+ * a recording of the ring alone (record.c's guest kernel recording, the
+ * ring borrowed: its formats, kallsyms and comms are the guest's, its
+ * times the guest's own), started, polled, drained and finished with the
+ * remote set.  The two files are tied the trace-cmd way:
+ *
+ *   - TRACEID: a random non-zero id in each file;
+ *   - GUEST (the recording's file): the guest's name, its file's trace
+ *     id, and for each vCPU the host thread running it (QEMU names them
+ *     "CPU N/TCG", "CPU N/KVM"; one "ALL CPUs/TCG" thread runs all vCPUs
+ *     of a single-threaded TCG), which KernelShark's KVM combo plots and
+ *     trace-cmd's kvm plugin look up;
+ *   - TIME_SHIFT (the guest file): the remote's clock model as samples
+ *     (guest time, host time - guest time), taken from the converted
+ *     times of the newest records as they are read, at least
+ *     RK_SHIFT_GAP_NS of guest time apart (the newest always kept), with
+ *     the INTERPOLATE flag and scaling 1: trace-cmd maps a guest time
+ *     between two samples linearly, as the model does.  The table is
+ *     bounded (RK_SHIFT_BYTES): when full, every other sample goes and
+ *     the gap doubles.  Every guest CPU gets the same table (the guest's
+ *     clock is one clock).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "rremote.h"
 
 #define RK_SKIP_MAX (1u << 22) /* records skipped at start, per CPU */
+#define RK_SHIFT_GAP_NS	     50000000ull /* TIME_SHIFT samples, guest time */
+#define RK_SHIFT_BYTES	     (16u << 20) /* TIME_SHIFT option, at most */
+#define RK_TSYNC_INTERPOLATE 1u		 /* TRACECMD_TSYNC_FLAG_INTERPOLATE */
 
 struct dr_kring {
 	struct dr_src *s;
@@ -58,6 +88,17 @@ struct dr_kring {
 	struct hvtrace_kring *ring; /* the caller's */
 	struct hvtrace_kring_stats *base; /* per CPU, once started */
 	struct hvtrace_tracedat_source_stats st;
+	/* The guest file of a pair (NULL: the buffer NAME-kernel): the
+	 * ring's own recording, its trace id, the vCPU threads of the GUEST
+	 * option, and the TIME_SHIFT samples (guest time, host offset). */
+	struct hvtrace_tracedat_record *pair;
+	uint64_t guest_id;
+	int32_t *vcpu_tid;
+	uint64_t *sh_t;
+	int64_t *sh_off;
+	uint32_t nr_sh, max_sh;
+	uint64_t sh_gap;
+	uint32_t sh_journaled; /* samples in the journal's snapshot */
 };
 
 void hvt_rk_free(struct dr_kring *k)
@@ -75,6 +116,10 @@ void hvt_rk_free(struct dr_kring *k)
 	hvtrace_decoder_free(k->dec);
 	free(k->base);
 	hvtrace_catalog_free(&k->cat);
+	hvtrace_tracedat_record_abort(k->pair);
+	free(k->vcpu_tid);
+	free(k->sh_t);
+	free(k->sh_off);
 	free(k);
 }
 
@@ -211,6 +256,324 @@ static int rk_batch(struct hvt_tdat_rset *r, struct dr_kring *k, uint32_t cpu,
 				unknown);
 }
 
+/* --- the guest file of a host/guest pair ---------------------------------- */
+
+static int rk_converted(void *arg, uint32_t remote, int ret, uint64_t err_ns)
+{
+	struct dr_kring *k = arg;
+
+	(void)remote;
+	hvt_rk_set_sync_err(k, err_ns);
+	return ret;
+}
+
+/* Guest time @t at host time @host into the samples: the newest kept,
+ * the others at least sh_gap apart; full, every other one goes. */
+static void rk_shift_add(struct dr_kring *k, uint64_t t, uint64_t host)
+{
+	uint32_t i, j;
+
+	if (k->nr_sh && t <= k->sh_t[k->nr_sh - 1])
+		return;
+	if (k->nr_sh >= 2 && t - k->sh_t[k->nr_sh - 2] < k->sh_gap)
+		k->nr_sh--; /* the newest replaces the last */
+	if (k->nr_sh == k->max_sh) {
+		for (i = 0, j = 0; i < k->nr_sh; i += 2, j++) {
+			k->sh_t[j] = k->sh_t[i];
+			k->sh_off[j] = k->sh_off[i];
+		}
+		k->nr_sh = j;
+		k->sh_gap *= 2;
+	}
+	k->sh_t[k->nr_sh] = t;
+	k->sh_off[k->nr_sh] = (int64_t)(host - t);
+	k->nr_sh++;
+}
+
+/* The model at the oldest and the newest times the guest file's CPUs
+ * packed last (the times its records have). */
+static int rk_shift_sample(struct hvt_tdat_rset *r, struct dr_kring *k)
+{
+	const struct hvt_tdat_rkernel *g = k->pair->kern;
+	uint64_t ts[2] = {UINT64_MAX, 0}, raw[2];
+	uint32_t rid[2] = {k->s->rec.id, k->s->rec.id}, c;
+	int ret;
+
+	for (c = 0; c < g->nr_cpus; c++) {
+		if (!g->cpu[c].have_ts)
+			continue;
+		if (g->cpu[c].last_ts < ts[0])
+			ts[0] = g->cpu[c].last_ts;
+		if (g->cpu[c].last_ts > ts[1])
+			ts[1] = g->cpu[c].last_ts;
+	}
+	if (ts[0] == UINT64_MAX || (k->nr_sh && ts[1] <= k->sh_t[k->nr_sh - 1]))
+		return 0;
+	raw[0] = ts[0];
+	raw[1] = ts[1];
+	ret = hvtrace_daemon_feed_ts_to_host_mixed(r->feed, 2, rid, ts,
+						   rk_converted, k);
+	if (ret)
+		return ret;
+	/* No clock model (yet): nothing to sample. */
+	if (k->st.sync_err_ns == UINT64_MAX)
+		return 0;
+	rk_shift_add(k, raw[0], ts[0]);
+	rk_shift_add(k, raw[1], ts[1]);
+	return 0;
+}
+
+/* The guest file's counters, as the source's. */
+static void rk_pair_stats(struct dr_kring *k)
+{
+	const struct hvtrace_tracedat_source_stats *g = &k->pair->kern->st;
+
+	k->st.events = g->events;
+	k->st.lost = g->lost;
+	k->st.lost_unknown = g->lost_unknown;
+	k->st.trailing_lost = g->trailing_lost;
+	k->st.bytes = g->bytes;
+	k->st.errors = g->errors;
+	k->st.unknown = g->unknown;
+	k->st.clamped = g->clamped;
+}
+
+static int rk_pair_pump(struct hvt_tdat_rset *r, struct dr_kring *k)
+{
+	uint64_t before = k->pair->kern->st.events;
+	int ret;
+
+	ret = hvtrace_tracedat_record_poll(k->pair, 0);
+	if (ret < 0)
+		return ret;
+	rk_pair_stats(k);
+	ret = rk_shift_sample(r, k);
+	if (ret)
+		return ret;
+	/* A killed recording's guest file keeps the samples of the last
+	 * snapshot: a new one each time the table doubled (a few, however
+	 * long it records; the kallsyms and formats go with each). */
+	if (k->nr_sh >= 2 * k->sh_journaled + 2) {
+		k->sh_journaled = k->nr_sh;
+		ret = hvt_tdat_rec_journal_meta(k->pair);
+		if (ret)
+			return ret;
+	}
+	return (int)(k->pair->kern->st.events - before);
+}
+
+/*
+ * TIME_SHIFT (trace-cmd's trace-timesync.c layout): the host's trace id,
+ * flags, the guest's CPU count; per CPU the sample count, times, offsets
+ * and scalings; then per CPU the fractions.  Written in the file's (the
+ * host's) byte order.
+ */
+static int rk_pair_meta(void *arg, struct hvtrace_tracedat_writer *w)
+{
+	struct dr_kring *k = arg;
+	uint32_t c, i, n = k->nr_sh, cpus = k->nr_cpus;
+	uint32_t flags = RK_TSYNC_INTERPOLATE;
+	size_t size = 16 + (size_t)cpus * (4 + 32 * (size_t)n);
+	uint8_t *b, *p;
+	int64_t one = 1, zero = 0;
+	int ret;
+
+	if (!n)
+		return 0;
+	b = malloc(size);
+	if (!b)
+		return hvt_err(-ENOMEM, "out of memory");
+	p = b;
+	memcpy(p, &k->s->r->rec->trace_id, 8);
+	memcpy(p + 8, &flags, 4);
+	memcpy(p + 12, &cpus, 4);
+	p += 16;
+	for (c = 0; c < cpus; c++) {
+		memcpy(p, &n, 4);
+		p += 4;
+		for (i = 0; i < n; i++, p += 8)
+			memcpy(p, &k->sh_t[i], 8);
+		for (i = 0; i < n; i++, p += 8)
+			memcpy(p, &k->sh_off[i], 8);
+		for (i = 0; i < n; i++, p += 8)
+			memcpy(p, &one, 8);
+	}
+	for (c = 0; c < cpus; c++)
+		for (i = 0; i < n; i++, p += 8)
+			memcpy(p, &zero, 8);
+	ret = hvtrace_tracedat_writer_add_option(w, HVT_TDAT_OPT_TIME_SHIFT, b,
+						 (uint32_t)size);
+	free(b);
+	if (!ret)
+		ret = hvt_tdat_rec_add_optionf(
+			w, HVT_TDAT_OPT_CPUSTAT,
+			"\nBuffer: (top)\n\nclock: the guest's mono; "
+			"TIME_SHIFT "
+			"to the host's CLOCK_MONOTONIC: %u samples of "
+			"hvtraced's clock model of '%s' (error bound +-%.3f "
+			"us)\n",
+			n, k->s->name, (double)k->st.sync_err_ns / 1e3);
+	return ret;
+}
+
+/* GUEST (the recording's file): name, the guest file's trace id, the
+ * vCPU count, then (vCPU, host thread) pairs. */
+static int rk_pair_guest_option(struct dr_kring *k,
+				struct hvtrace_tracedat_writer *w)
+{
+	size_t nl = strlen(k->s->name) + 1;
+	size_t size = nl + 8 + 4 + 8 * (size_t)k->nr_cpus;
+	int32_t cpus = (int32_t)k->nr_cpus, v;
+	uint8_t *b, *p;
+	int ret;
+
+	b = malloc(size);
+	if (!b)
+		return hvt_err(-ENOMEM, "out of memory");
+	memcpy(b, k->s->name, nl);
+	p = b + nl;
+	memcpy(p, &k->guest_id, 8);
+	memcpy(p + 8, &cpus, 4);
+	p += 12;
+	for (v = 0; v < cpus; v++, p += 8) {
+		memcpy(p, &v, 4);
+		memcpy(p + 4, &k->vcpu_tid[v], 4);
+	}
+	ret = hvtrace_tracedat_writer_add_option(w, HVT_TDAT_OPT_GUEST, b,
+						 (uint32_t)size);
+	free(b);
+	return ret;
+}
+
+/* QEMU's vCPU threads of VMM @pid by their names ("CPU 3/TCG"; "ALL
+ * CPUs/TCG" runs them all); -1 where none is found. */
+static void rk_vcpu_threads(struct dr_kring *k, int pid)
+{
+	char path[64], comm[32];
+	int32_t all = -1;
+	uint32_t v, found = 0;
+	struct dirent *de;
+	DIR *d;
+
+	for (v = 0; v < k->nr_cpus; v++)
+		k->vcpu_tid[v] = -1;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = pid > 0 ? opendir(path) : NULL;
+	while (d && (de = readdir(d))) {
+		long tid = strtol(de->d_name, NULL, 10);
+		FILE *f;
+
+		if (tid <= 0 || tid > INT32_MAX)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%ld/comm", pid,
+			 tid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f)) {
+			if (sscanf(comm, "CPU %u/", &v) == 1 &&
+			    v < k->nr_cpus && k->vcpu_tid[v] < 0) {
+				k->vcpu_tid[v] = (int32_t)tid;
+				found++;
+			} else if (!strncmp(comm, "ALL CPUs/", 9)) {
+				all = (int32_t)tid;
+			}
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	for (v = 0; all > 0 && v < k->nr_cpus; v++)
+		if (k->vcpu_tid[v] < 0) {
+			k->vcpu_tid[v] = all;
+			found++;
+		}
+	if (found < k->nr_cpus)
+		fprintf(stderr,
+			"hvtrace record: note: '%s': %u of %u vCPU threads "
+			"found%s%s; the GUEST option maps the others to no "
+			"host task (-1)\n",
+			k->s->name, found, k->nr_cpus,
+			pid > 0 ? " in the VMM's /proc/PID/task" : "",
+			pid > 0 ? " (QEMU names them with -name "
+				  "...,debug-threads=on)"
+				: " (the VMM's pid is unknown)");
+}
+
+/* A random trace id, never 0 (KernelShark skips a guest of id 0). */
+static uint64_t rk_trace_id(void)
+{
+	uint64_t id = 0;
+
+	while (!id)
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+			id = hvt_host_now_ns() ^ ((uint64_t)getpid() << 40);
+	return id;
+}
+
+/* The guest file's recording of ring @ring, and the pair's ids. */
+static int rk_pair_open(struct hvt_tdat_rset *r, struct dr_kring *k,
+			const char *path, const char *formats, int vmm_pid)
+{
+	size_t row = 32 * (size_t)k->nr_cpus;
+	int ret;
+
+	ret = hvt_tdat_record_create_kring(path, formats, k->ring, &k->pair);
+	if (ret)
+		return ret;
+	if (strcmp(hvt_tdat_kernel_clock(k->pair->kern->k), "mono")) {
+		ret = hvt_err(-EINVAL,
+			      "the guest kernel ring of '%s' uses the '%s' "
+			      "trace clock; a guest file's TIME_SHIFT needs "
+			      "'mono' (the rig's)",
+			      k->s->name,
+			      hvt_tdat_kernel_clock(k->pair->kern->k));
+		return ret;
+	}
+	k->max_sh = (uint32_t)(RK_SHIFT_BYTES / (row ? row : 32));
+	if (k->max_sh < 64)
+		k->max_sh = 64;
+	k->sh_gap = RK_SHIFT_GAP_NS;
+	k->sh_t = calloc(k->max_sh, sizeof(*k->sh_t));
+	k->sh_off = calloc(k->max_sh, sizeof(*k->sh_off));
+	k->vcpu_tid = calloc(k->nr_cpus, sizeof(*k->vcpu_tid));
+	if (!k->sh_t || !k->sh_off || !k->vcpu_tid)
+		return hvt_err(-ENOMEM, "out of memory");
+	rk_vcpu_threads(k, vmm_pid);
+	k->guest_id = rk_trace_id();
+	k->pair->trace_id = k->guest_id;
+	k->pair->meta_hook = rk_pair_meta;
+	k->pair->meta_arg = k;
+	if (!r->rec->trace_id)
+		r->rec->trace_id = rk_trace_id();
+	return 0;
+}
+
+/* The guest file complete: read to the newest record, sampled once more. */
+static int rk_pair_finish(struct hvt_tdat_rset *r, struct dr_kring *k)
+{
+	int ret;
+
+	ret = hvtrace_tracedat_record_stop(k->pair);
+	rk_pair_stats(k);
+	if (!ret)
+		ret = rk_shift_sample(r, k);
+	if (!ret && !k->nr_sh && k->st.events)
+		fprintf(stderr,
+			"hvtrace record: note: '%s': hvtraced has no clock "
+			"model of the guest: its guest file has no TIME_SHIFT "
+			"and keeps the guest's own times\n",
+			k->s->name);
+	if (ret) {
+		hvtrace_tracedat_record_abort(k->pair);
+		k->pair = NULL;
+		return ret;
+	}
+	ret = hvtrace_tracedat_record_finish(k->pair);
+	k->pair = NULL;
+	return ret;
+}
+
 int hvt_rk_pump(struct hvt_tdat_rset *r, unsigned int max)
 {
 	struct hvt_tdat_krec kr;
@@ -221,8 +584,15 @@ int hvt_rk_pump(struct hvt_tdat_rset *r, unsigned int max)
 	for (i = 0; i < r->nr_ksrc; i++) {
 		struct dr_kring *k = r->ksrc[i]->kr;
 
-		if (r->ksrc[i]->finished)
+		if (r->ksrc[i]->finished || k->st.finished)
 			continue;
+		if (k->pair) {
+			ret = rk_pair_pump(r, k);
+			if (ret < 0)
+				return ret;
+			n += (unsigned int)ret;
+			continue;
+		}
 		for (cpu = 0; cpu < k->nr_cpus; cpu++) {
 			for (got = 0; got < max; got++) {
 				ret = hvt_tdat_kernel_next(k->k, cpu, &kr);
@@ -253,15 +623,20 @@ int hvt_rk_start(struct hvt_tdat_rset *r)
 
 	for (i = 0; i < r->nr_ksrc; i++) {
 		struct dr_kring *k = r->ksrc[i]->kr;
+		struct hvt_tdat_kernel *kn = k->k;
 
-		ret = hvt_tdat_kernel_start(k->k); /* the per-CPU readers */
+		/* The per-CPU readers: the guest file's own, or these. */
+		ret = k->pair ? hvtrace_tracedat_record_start(k->pair)
+			      : hvt_tdat_kernel_start(kn);
 		if (ret)
 			return ret;
+		if (k->pair)
+			kn = k->pair->kern->k;
 		/* What the guest committed before: not this recording's
 		 * (bounded: the guest keeps writing meanwhile). */
 		for (c = 0; c < k->nr_cpus; c++) {
 			for (n = 0; n < RK_SKIP_MAX; n++)
-				if (hvt_tdat_kernel_next(k->k, c, &kr) <= 0)
+				if (hvt_tdat_kernel_next(kn, c, &kr) <= 0)
 					break;
 			/* The CPU statistics count from here. */
 			hvtrace_kring_get_stats(k->ring, (int)c, &k->base[c]);
@@ -278,6 +653,11 @@ int hvt_rk_drain(struct hvt_tdat_rset *r, int ret)
 	for (i = 0; i < r->nr_ksrc && !ret; i++) {
 		struct dr_kring *k = r->ksrc[i]->kr;
 
+		if (k->pair) {
+			ret = rk_pair_finish(r, k);
+			k->st.finished = true;
+			continue;
+		}
 		k->st.errors += hvt_tdat_kernel_errors(k->k);
 		for (c = 0; c < k->nr_cpus && !ret; c++) {
 			k->st.trailing_lost += k->cpu[c].pending_lost;
@@ -300,6 +680,8 @@ void hvt_rk_geometry(struct hvt_tdat_rset *r, uint32_t *sb, uint32_t *cpus)
 	for (i = 0; i < r->nr_ksrc; i++) {
 		const struct dr_kring *k = r->ksrc[i]->kr;
 
+		if (k->guest_id) /* in the guest file */
+			continue;
 		if (k->subbuf_size > *sb)
 			*sb = k->subbuf_size;
 		if (k->nr_cpus > *cpus)
@@ -361,6 +743,8 @@ int hvt_rk_formats(struct hvt_tdat_rset *r)
 		struct dr_kring *k = r->ksrc[i]->kr;
 		struct rk_cmdline_arg a = { .r = r, .k = k };
 
+		if (k->guest_id) /* the guest file's own */
+			continue;
 		/* Counted afresh each pass (the journal's snapshot at the
 		 * start is one, and says nothing). */
 		k->host_named = 0;
@@ -402,6 +786,10 @@ int hvt_rk_cpustats(struct hvt_tdat_rset *r)
 	for (i = 0; !ret && i < r->nr_ksrc; i++) {
 		struct dr_kring *k = r->ksrc[i]->kr;
 
+		if (k->guest_id) { /* its vCPU threads; the rest is its own */
+			ret = rk_pair_guest_option(k, r->w);
+			continue;
+		}
 		ret = hvt_tdat_rec_own_clock(r->w, k->buffer, k->name,
 					     k->st.sync_err_ns, k->st.events);
 		if (!ret)
@@ -443,7 +831,8 @@ hvt_rk_stats(const struct hvt_tdat_rset *r, unsigned int i)
 int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 			       const char *remote,
 			       struct hvtrace_daemon_kring *ring,
-			       const char *formats)
+			       const char *formats, const char *guest_path,
+			       int vmm_pid)
 {
 	struct hvt_tdat_kernel_opts ko = {
 		.guest_formats = formats,
@@ -526,6 +915,15 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 		hvt_rk_free(k);
 		return hvt_err(-ENOMEM, "out of memory");
 	}
+	/* A guest file of its own, or a buffer of the recording's. */
+	if (guest_path) {
+		ret = rk_pair_open(r, k, guest_path, formats, vmm_pid);
+		if (ret) {
+			hvt_rk_free(k);
+			return ret;
+		}
+		goto added;
+	}
 	for (c = 0; c < k->nr_cpus; c++) {
 		k->cpu[c].src = s;
 		k->cpu[c].k = k;
@@ -550,6 +948,7 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 		return ret;
 	}
 	k->buffer = ret;
+added:
 	s->kr = k;
 	r->ksrc[r->nr_ksrc++] = s;
 	/* Source indexes: the kernel, the remotes, then these rings. */

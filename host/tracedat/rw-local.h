@@ -50,6 +50,21 @@ struct rd_buffer {
 	struct rd_cpu *cpu;
 };
 
+/* One sample of a guest file's TIME_SHIFT option (trace-cmd's
+ * ts_offset_sample): at guest time @time the host is @offset ahead, the
+ * guest's clock runs at @scaling >> @frac of the host's. */
+struct rd_tsync_sample {
+	int64_t time;
+	int64_t offset;
+	int64_t scaling;
+	int64_t frac;
+};
+
+struct rd_tsync_cpu {
+	uint32_t n;
+	struct rd_tsync_sample *s; /* sorted by time, no time twice */
+};
+
 struct hvtrace_tracedat_file {
 	int fd;
 	uint64_t file_size;
@@ -68,6 +83,11 @@ struct hvtrace_tracedat_file {
 	char *uname;
 	char *trace_clock;
 	int64_t ts_offset;
+	/* A guest file's TIME_SHIFT (read_tsync.c): its top-level buffer's
+	 * times put on its host's clock, as trace-cmd does. */
+	uint32_t tsync_flags;
+	uint32_t tsync_cpus;
+	struct rd_tsync_cpu *tsync;
 	uint64_t errors;
 	uint8_t *scratch;
 	uint32_t scratch_used;
@@ -124,6 +144,15 @@ HVT_INTERNAL int rd_event_formats(struct hvtrace_tracedat_file *f,
 HVT_INTERNAL int rd_kallsyms(struct hvtrace_tracedat_file *f, struct rd_cur *c);
 HVT_INTERNAL int rd_printk(struct hvtrace_tracedat_file *f, struct rd_cur *c);
 HVT_INTERNAL int rd_cmdlines(struct hvtrace_tracedat_file *f, struct rd_cur *c);
+/* read_tsync.c: TIME_SHIFT of @len bytes at @p into @f (a malformed
+ * one is an error: -EBADMSG); a guest time @ts of CPU @cpu on the host's
+ * clock. */
+HVT_INTERNAL int rd_time_shift(struct hvtrace_tracedat_file *f,
+			       const uint8_t *p, uint32_t len);
+HVT_INTERNAL uint64_t rd_tsync_calc(const struct hvtrace_tracedat_file *f,
+				    uint32_t cpu, uint64_t ts);
+HVT_INTERNAL void rd_tsync_free(struct hvtrace_tracedat_file *f);
+
 HVT_INTERNAL int rd_options(struct hvtrace_tracedat_file *f, struct rd_cur *c,
 			    uint64_t *next);
 

@@ -569,7 +569,25 @@ struct hvtrace_tracedat_record {
 	struct hvt_tdat_rset *set;
 	uint64_t journal_write_ns; /* next journal write-out (poll) */
 	uint64_t journal_sync_ns;  /* next fdatasync() of it */
+	/* One file of a host/guest pair (record_rkring.c): its TRACEID
+	 * option (0: none), and the options the pairing adds, written
+	 * last with the metadata. */
+	uint64_t trace_id;
+	int (*meta_hook)(void *arg, struct hvtrace_tracedat_writer *w);
+	void *meta_arg;
 };
+
+/* A snapshot of @r's metadata into its journal (recovery takes the last
+ * complete one): at the start, and again when what it says changed. */
+HVT_INTERNAL int hvt_tdat_rec_journal_meta(struct hvtrace_tracedat_record *r);
+
+/* A recording of the guest kernel ring @kring alone (the caller's, not
+ * closed here), its formats in @formats, into @path: the guest file of a
+ * host/guest pair.  Started, polled and finished as any recording. */
+HVT_INTERNAL int
+hvt_tdat_record_create_kring(const char *path, const char *formats,
+			     struct hvtrace_kring *kring,
+			     struct hvtrace_tracedat_record **out);
 
 /* Max sources of a recording, the kernel included; max reader threads. */
 #define HVT_TDAT_REC_MAX_SOURCES 64u
@@ -599,7 +617,9 @@ struct hvtrace_daemon_kring;
 HVT_INTERNAL int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *r,
 					    const char *remote,
 					    struct hvtrace_daemon_kring *ring,
-					    const char *formats);
+					    const char *formats,
+					    const char *guest_path,
+					    int vmm_pid);
 
 /* --- the journal of an unfinished recording (journal.c, journal_parse.c) ---
  *

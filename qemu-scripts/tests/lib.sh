@@ -260,3 +260,38 @@ t_own_daemon() {
 	export HVTRACED_SOCKET=$T_TMP/hvtraced.sock HVT_RUNDIR=$T_RUNDIR HVT_SHM_DIR=$T_SHM
 	trap '"$T_OBJTREE/bin/hvtrace" daemon stop >/dev/null 2>&1; t_cleanup' EXIT
 }
+
+# rec_setup TAG: a test that records a rig guest with a host tracefs
+# instance (record-guest-kernel, record-guest-pair): HVTRACE, the guest
+# image (initrd), the guest's instance T, a daemon of the test's own (its
+# socket and runtime folder in $T_TMP), the host instance INST (its
+# folder HI) removed at exit; a skip without trace-cmd or tracefs
+# instances.
+rec_setup() {
+	HVTRACE=$T_OBJTREE/bin/hvtrace
+	[ -x "$HVTRACE" ] || fail "$HVTRACE is missing; build it with 'make O=$T_OBJTREE'"
+	command -v trace-cmd >/dev/null || { echo "SKIP: trace-cmd is not installed (make deps)"; exit 77; }
+	[ -w /sys/kernel/tracing/instances ] || { echo "SKIP: the host's tracefs instances are not writable (root needed)"; exit 77; }
+	initrd=$T_OBJTREE/qemu-scripts/guest.cpio.gz
+	[ -f "$initrd" ] || fail "$initrd is missing; build it with 'make guest-image'"
+	T=/sys/kernel/tracing/instances/hvt
+	T_RUNDIR=$T_TMP/run
+	export HVTRACED_SOCKET=$T_TMP/hvtraced.sock HVT_RUNDIR=$T_RUNDIR HVT_SHM_DIR=$T_SHM
+	INST=hvt-$1-$$
+	HI=/sys/kernel/tracing/instances/$INST
+	trap '"$HVTRACE" daemon stop >/dev/null 2>&1; [ -d "$HI" ] && rmdir "$HI" 2>/dev/null; t_cleanup' EXIT
+}
+
+# rec_wait_started PID ERRFILE: until the recorder PID has set INST's
+# mono clock and turned tracing on (what the guest kernel's ring held
+# before is behind it then); a failure with ERRFILE when it exits first.
+rec_wait_started() {
+	local _
+	for _ in $(seq 600); do
+		grep -q '\[mono\]' "$HI/trace_clock" 2>/dev/null && [ "$(cat "$HI/tracing_on" 2>/dev/null)" = 1 ] && return 0
+		kill -0 "$1" 2>/dev/null || { cat "$2"; fail "record exited early"; }
+		sleep 0.1
+	done
+	cat "$2"
+	fail "record did not start the host instance"
+}

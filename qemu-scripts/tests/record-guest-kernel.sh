@@ -31,20 +31,8 @@
 . "$(dirname "$0")/lib.sh"
 t_require
 
-HVTRACE=$T_OBJTREE/bin/hvtrace
-[ -x "$HVTRACE" ] || fail "$HVTRACE is missing; build it with 'make O=$T_OBJTREE'"
-command -v trace-cmd >/dev/null || { echo "SKIP: trace-cmd is not installed (make deps)"; exit 77; }
-[ -w /sys/kernel/tracing/instances ] || { echo "SKIP: the host's tracefs instances are not writable (root needed)"; exit 77; }
+rec_setup rgk
 M=${HVT_RGK_ROUNDS:-20}
-initrd=$T_OBJTREE/qemu-scripts/guest.cpio.gz
-[ -f "$initrd" ] || fail "$initrd is missing; build it with 'make guest-image'"
-T=/sys/kernel/tracing/instances/hvt
-# A daemon of the test's own: its socket and runtime folder in $T_TMP.
-T_RUNDIR=$T_TMP/run
-export HVTRACED_SOCKET=$T_TMP/hvtraced.sock HVT_RUNDIR=$T_RUNDIR HVT_SHM_DIR=$T_SHM
-INST=hvt-rgk-$$
-HI=/sys/kernel/tracing/instances/$INST
-trap '"$HVTRACE" daemon stop >/dev/null 2>&1; [ -d "$HI" ] && rmdir "$HI" 2>/dev/null; t_cleanup' EXIT
 
 t_name n rgk
 # A writer that keeps hvt_e2e registered (so the host can enable it
@@ -61,12 +49,7 @@ rec=$!
 T_PIDS+=("$rec")
 # Recording runs once INST has the mono clock and tracing on (the guest
 # kernel's ring is past what it held before that).
-for _ in $(seq 600); do
-	grep -q '\[mono\]' "$HI/trace_clock" 2>/dev/null && [ "$(cat "$HI/tracing_on" 2>/dev/null)" = 1 ] && break
-	kill -0 "$rec" 2>/dev/null || { cat "$T_TMP/rec.err"; fail "record exited early"; }
-	sleep 0.1
-done
-grep -q '\[mono\]' "$HI/trace_clock" || { cat "$T_TMP/rec.err"; fail "record did not start the host instance"; }
+rec_wait_started "$rec" "$T_TMP/rec.err"
 echo "hvt-host-ready" >"$HI/trace_marker" || fail "cannot write the host's marker"
 "$T_SRCTREE/qemu-scripts/port-send" "$T_RUNDIR/$n/port-go.sock" g "$T_TMP/$n.log" \
 	"hvt-rounds $M done" 600 || fail "the guest's rounds did not finish"
