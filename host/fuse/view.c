@@ -209,20 +209,31 @@ int fz_remote_set_geometry(struct fz_remote *r, uint32_t nr_cpus,
 int fz_remote_decoder(struct fz_remote *r)
 {
 	struct hvtrace_decoder *d;
-	unsigned int i;
-	int ret;
+	struct hvt_tep_text *t;
+	unsigned int i, n;
+	int ret, *rets;
 
 	ret = hvtrace_decoder_new(r->subbuf_size ? r->subbuf_size : 4096, &d);
 	if (ret)
 		return ret;
 	hvtrace_decoder_add_builtin(d, r->writer_kind);
-	for (i = 0; i < r->nuser; i++)
+	/* All in one sandbox child (hvt_decoder_add_formats()).  A format
+	 * the built-ins hold already is the same event (-EEXIST); a bad one
+	 * prints as unknown. */
+	t = calloc(r->nuser ? r->nuser : 1, sizeof(*t));
+	rets = calloc(r->nuser ? r->nuser : 1, sizeof(*rets));
+	for (i = 0, n = 0; t && rets && i < r->nuser; i++)
 		if (r->ev[i].format)
-			/* A format the built-ins hold already is the same
-			 * event (-EEXIST); a bad one prints as unknown. */
-			hvtrace_decoder_add_format(d, r->ev[i].system,
-						   r->ev[i].format,
-						   strlen(r->ev[i].format));
+			t[n++] = (struct hvt_tep_text){
+				.kind = HVT_TEP_FORMAT,
+				.system = r->ev[i].system,
+				.text = r->ev[i].format,
+				.len = strlen(r->ev[i].format),
+			};
+	if (t && rets && n)
+		hvt_decoder_add_formats(d, t, n, rets);
+	free(t);
+	free(rets);
 	hvtrace_decoder_free(r->dec);
 	r->dec = d;
 	return 0;

@@ -386,6 +386,12 @@ static void agent_register(struct conn *c, struct remote *r,
  * answered (a broken upload is refused at END, counted once), END says
  * where they went.
  */
+/* Is a remote of that name attached?  Its formats folder stays. */
+static bool kf_remote_attached(const char *name)
+{
+	return remote_by_name(name) != NULL;
+}
+
 static void agent_kformats(struct conn *c, struct remote *r,
 			   const struct hvt_msg *m)
 {
@@ -421,8 +427,14 @@ static void agent_kformats(struct conn *c, struct remote *r,
 		return;
 	}
 	if (m->u.kformats.op == HVT_KF_BEGIN) {
-		ret = kf_begin(kf, D->cache_dir, r->name, &m->u.kformats,
-			       dir, sizeof(dir), msg, sizeof(msg));
+		ret = kf_begin(kf, D->cache_dir, r->name, kf_remote_attached,
+			       &m->u.kformats, dir, sizeof(dir), msg,
+			       sizeof(msg));
+		if (kf->evicted)
+			d_log("formats cache: the folders of %u remotes not "
+			      "attached went to make room for '%s' (at most %u "
+			      "remotes' folders are kept)",
+			      kf->evicted, r->name, KF_GUESTS_MAX);
 		if (ret == 1) {
 			remote_set_kf_dir(r, dir);
 			d_log("remote '%s': guest kernel %s: formats in %s",

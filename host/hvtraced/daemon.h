@@ -68,6 +68,8 @@
 #define KF_FILE_MAX		(8u << 20)
 #define KF_GUEST_KERNELS	4	/* folders a remote keeps (LRU) */
 #define KF_GUESTS_DIR		"guests" /* kformats/guests/REMOTE/KEY */
+#define KF_GUESTS_MAX		32	 /* remotes' folders kept (LRU) */
+#define KF_GUESTS_EVICT		2	 /* ... of which one BEGIN removes */
 struct kf_upload {
 	bool active;
 	int failed;		/* -errno of a broken upload, for END */
@@ -82,6 +84,7 @@ struct kf_upload {
 	uint32_t files, max_files;
 	uint64_t bytes;
 	uint64_t began_ms;	/* agent.c: when BEGIN came */
+	unsigned int evicted;	/* other remotes' folders BEGIN removed */
 };
 
 /* A tool's change of a guest kernel event, waiting for the agent
@@ -690,10 +693,12 @@ int kf_path_ok(const char *p);
 int kf_key(char *out, size_t size, const struct hvt_m_kformats *m);
 /* At start: the cache's modes to root and group hvtrace only. */
 int kf_cache_fix(const char *cache, char *msg, size_t msgsize);
-/* 0: send the files; 1: @dir has this kernel's formats already. */
+/* 0: send the files; 1: @dir has this kernel's formats already.
+ * @in_use (or NULL): is a remote of that name attached (its folder is
+ * never evicted to make room for a new remote's)? */
 int kf_begin(struct kf_upload *u, const char *cache, const char *owner,
-	     const struct hvt_m_kformats *m, char *dir, size_t dir_size,
-	     char *msg, size_t msgsize);
+	     bool (*in_use)(const char *remote), const struct hvt_m_kformats *m,
+	     char *dir, size_t dir_size, char *msg, size_t msgsize);
 int kf_file(struct kf_upload *u, const struct hvt_m_kfile *m);
 int kf_end(struct kf_upload *u, const struct hvt_m_kformats *m, char *dir,
 	   size_t dir_size, char *msg, size_t msgsize);

@@ -31,7 +31,14 @@
  * package: trusted) is used for any remote of that build and never
  * written here.  A remote keeps at most KF_GUEST_KERNELS folders: a new
  * kernel evicts its own least recently used one (a hit touches it), never
- * another remote's, so no guest can fill the cache for the others.
+ * another remote's, so no guest can fill the cache for the others.  And
+ * the cache keeps at most KF_GUESTS_MAX remotes' folders (the remote's
+ * folder is touched with each use): a remote's first upload evicts the
+ * least recently used folders of remotes that are not attached (at most
+ * KF_GUESTS_EVICT of them, so as not to hold the daemon's loop), so that
+ * guests that come and go (a test rig's, a host's short-lived VMs) do not
+ * fill the disk.  Names are the host's to give, not a guest's: no guest
+ * can make the cache evict another's folder.
  *
  * The cache holds guest kernel addresses (printk_formats: a KASLR leak)
  * and task names: its folders are 0750 and files 0640 of group hvtrace
@@ -386,9 +393,93 @@ static int kf_make_room(const char *mine)
 	return -ENOSPC;
 }
 
+struct kf_lru {
+	char name[NAME_MAX + 1];
+	struct timespec at;
+};
+
+static int kf_lru_cmp(const void *a, const void *b)
+{
+	const struct kf_lru *x = a, *y = b;
+
+	if (x->at.tv_sec != y->at.tv_sec)
+		return x->at.tv_sec < y->at.tv_sec ? -1 : 1;
+	return x->at.tv_nsec < y->at.tv_nsec ? -1
+					     : x->at.tv_nsec > y->at.tv_nsec;
+}
+
+/*
+ * Room in @guests for the folder of @owner, a remote new to the cache:
+ * while KF_GUESTS_MAX folders or more are there, the least recently used
+ * one of a remote that @in_use says is not attached goes, up to
+ * KF_GUESTS_EVICT of them.  The scan is bounded (the first 4096 entries);
+ * how many went is in @u->evicted.
+ */
+static void kf_make_guest_room(struct kf_upload *u, const char *guests,
+			       const char *owner,
+			       bool (*in_use)(const char *remote))
+{
+	struct kf_lru *v = NULL;
+	unsigned int n = 0, nv = 0, seen = 0, i;
+	struct dirent *de;
+	int dfd = open(guests, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+
+	u->evicted = 0;
+	if (dfd < 0)
+		return;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d)) && seen++ < 4096) {
+		struct stat st;
+		struct kf_lru *nvp;
+
+		if (de->d_name[0] == '.' ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		n++;
+		if (!strcmp(de->d_name, owner) ||
+		    (in_use && in_use(de->d_name)))
+			continue;
+		nvp = realloc(v, (nv + 1) * sizeof(*v));
+		if (!nvp)
+			break;
+		v = nvp;
+		snprintf(v[nv].name, sizeof(v[nv].name), "%s", de->d_name);
+		v[nv].at = st.st_mtim;
+		nv++;
+	}
+	qsort(v, nv, sizeof(*v), kf_lru_cmp);
+	/* At most KF_GUESTS_EVICT a call: removing a folder of a couple of
+	 * thousand files holds the daemon's loop, so a cache far over the
+	 * limit (an older hvtraced's) comes down a few folders an upload. */
+	for (i = 0;
+	     i < nv && n >= KF_GUESTS_MAX && u->evicted < KF_GUESTS_EVICT;
+	     i++) {
+		int sub =
+			openat(dfd, v[i].name,
+			       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (sub < 0)
+			continue;
+		kf_rm_at(sub, 0);
+		close(sub);
+		if (!unlinkat(dfd, v[i].name, AT_REMOVEDIR)) {
+			n--;
+			u->evicted++;
+		}
+	}
+	free(v);
+	closedir(d);
+}
+
 int kf_begin(struct kf_upload *u, const char *cache, const char *owner,
-	     const struct hvt_m_kformats *m, char *dir, size_t dir_size,
-	     char *msg, size_t msgsize)
+	     bool (*in_use)(const char *remote), const struct hvt_m_kformats *m,
+	     char *dir, size_t dir_size, char *msg, size_t msgsize)
 {
 	char root[PATH_MAX], mine[PATH_MAX];
 	struct stat st;
@@ -438,9 +529,15 @@ int kf_begin(struct kf_upload *u, const char *cache, const char *owner,
 	snprintf(u->stage, sizeof(u->stage), "%.*s/" KF_GUESTS_DIR,
 		 (int)(sizeof(u->stage) - sizeof(KF_GUESTS_DIR) - 1), root);
 	ret = kf_mkdir(u->stage);
+	/* A remote new to the cache: room among the remotes' folders. */
+	if (!ret && lstat(mine, &st))
+		kf_make_guest_room(u, u->stage, owner, in_use);
 	u->stage[0] = '\0';
 	if (!ret)
 		ret = kf_mkdir(mine);
+	/* Its folder's time is its last use (the remotes' LRU). */
+	if (!ret)
+		utimensat(AT_FDCWD, mine, NULL, AT_SYMLINK_NOFOLLOW);
 	if (ret) {
 		kf_msg(msg, msgsize, "cannot make the folder %s: %s", mine,
 		       strerror(-ret));

@@ -227,10 +227,55 @@ HVTRACE_API int hvtrace_decoder_load_cmdlines(struct hvtrace_decoder *d,
 	return dec_load_cmdlines(d, root);
 }
 
+/* The formats of a folder, gathered to be added as one batch. */
+struct dec_batch {
+	struct hvt_tep_text *t;
+	unsigned int n, cap;
+};
+
+static void dec_batch_free(struct dec_batch *b)
+{
+	unsigned int i;
+
+	for (i = 0; i < b->n; i++) {
+		free((char *)b->t[i].system);
+		free((char *)b->t[i].text);
+	}
+	free(b->t);
+}
+
+/* @text (taken) of @system into @b. */
+static int dec_batch_add(struct dec_batch *b, const char *system, char *text,
+			 size_t len)
+{
+	struct hvt_tep_text *t = NULL;
+	char *sys = strdup(system);
+
+	if (!sys ||
+	    (b->n == b->cap &&
+	     !(t = realloc(b->t, (b->cap ? 2 * b->cap : 256) * sizeof(*t))))) {
+		free(sys);
+		free(text);
+		return -ENOMEM;
+	}
+	if (b->n == b->cap) {
+		b->t = t;
+		b->cap = b->cap ? 2 * b->cap : 256;
+	}
+	b->t[b->n++] = (struct hvt_tep_text){
+		.kind = HVT_TEP_FORMAT,
+		.system = sys,
+		.text = text,
+		.len = len,
+	};
+	return 0;
+}
+
 /*
  * Another kernel's formats from a directory laid out like tracefs (a
  * guest kernel's copy): its header_page, then every
- * events/SYSTEM/EVENT/format through hvtrace_decoder_add_format().  Not
+ * events/SYSTEM/EVENT/format, all of them checked in one sandbox child
+ * (hvt_decoder_add_formats()).  Not
  * libtracefs's loader: that one also takes this host's /proc/kallsyms,
  * which would name the wrong functions.
  */
@@ -238,10 +283,12 @@ static int dec_load_dir(const char *root, struct hvtrace_decoder **out)
 {
 	char path[PATH_MAX + 600], *text;
 	struct hvtrace_decoder *d = NULL;
+	struct dec_batch b = {0};
 	struct dirent *se, *ee;
 	DIR *sd, *ed;
 	size_t len;
-	int ret, n = 0;
+	int ret, *rets;
+	unsigned int n = 0;
 
 	snprintf(path, sizeof(path), "%s/events/header_page", root);
 	text = dec_slurp(path, 64u << 10, &len);
@@ -253,12 +300,12 @@ static int dec_load_dir(const char *root, struct hvtrace_decoder **out)
 		return ret;
 	snprintf(path, sizeof(path), "%s/events", root);
 	sd = opendir(path);
-	while (sd && (se = readdir(sd))) {
+	while (!ret && sd && (se = readdir(sd))) {
 		if (se->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/events/%s", root, se->d_name);
 		ed = opendir(path);
-		while (ed && (ee = readdir(ed))) {
+		while (!ret && ed && (ee = readdir(ed))) {
 			if (ee->d_name[0] == '.')
 				continue;
 			if (snprintf(path, sizeof(path),
@@ -266,17 +313,28 @@ static int dec_load_dir(const char *root, struct hvtrace_decoder **out)
 				     ee->d_name) >= (int)sizeof(path))
 				continue;
 			text = dec_slurp(path, DEC_MAX_FORMAT, &len);
-			if (text && len &&
-			    !hvtrace_decoder_add_format(d, se->d_name, text,
-							len))
-				n++;
-			free(text);
+			if (text && len)
+				ret = dec_batch_add(&b, se->d_name, text, len);
+			else
+				free(text);
 		}
 		if (ed)
 			closedir(ed);
 	}
 	if (sd)
 		closedir(sd);
+	/* All of them through one sandbox child. */
+	rets = calloc(b.n ? b.n : 1, sizeof(*rets));
+	if (!ret && !rets)
+		ret = -ENOMEM;
+	if (!ret)
+		n = hvt_decoder_add_formats(d, b.t, b.n, rets);
+	free(rets);
+	dec_batch_free(&b);
+	if (ret) {
+		hvtrace_decoder_free(d);
+		return hvt_err(ret, "out of memory");
+	}
 	if (!n) {
 		hvtrace_decoder_free(d);
 		return hvt_err(-ENOENT, "no event format under %s/events",
@@ -398,26 +456,22 @@ static int dec_check_fields(struct tep_event *ev, const char **bad)
 	return ret;
 }
 
-HVTRACE_API int hvtrace_decoder_add_format(struct hvtrace_decoder *d,
-					   const char *system,
-					   const char *format, size_t len)
+/* What a format must be before any parser sees it: its event id, or
+ * -EINVAL (error set). */
+static long dec_format_check(const char *system, const char *format, size_t len)
 {
-	struct tep_handle *tmp;
-	struct tep_event *ev;
-	const char *bad = NULL;
-	char msg[256], badname[64] = "?";
-	enum tep_errno err;
+	struct hvt_tep_text t = {
+		.kind = HVT_TEP_FORMAT,
+		.text = format,
+		.len = len,
+	};
 	long id, bad_at;
-	int ret;
 
-	if (!d || !system || !format)
-		return hvt_err(-EINVAL, "hvtrace_decoder_add_format: NULL "
-					"argument");
 	if (!len || len > DEC_MAX_FORMAT)
 		return hvt_err(-EINVAL, "format of %zu bytes for system %s "
 					"(at most %u)",
 			       len, system, DEC_MAX_FORMAT);
-	bad_at = hvt_dec_format_bad_byte(format, len);
+	bad_at = hvt_tep_text_bad_byte(&t);
 	if (bad_at >= 0)
 		return hvt_err(-EINVAL, "format for system %s: byte 0x%02x at "
 					"offset %ld is not text (a format is "
@@ -428,17 +482,28 @@ HVTRACE_API int hvtrace_decoder_add_format(struct hvtrace_decoder *d,
 		return hvt_err(-EINVAL, "format for system %s has no valid "
 					"\"ID: N\" line (N < 65536)",
 			       system);
-	/* A text that crashes libtraceevent's parser never reaches ours. */
-	ret = hvt_dec_format_sandbox(format, len, system);
-	if (ret == -EINVAL)
-		return hvt_err(-EINVAL, "format of event id %ld (system %s) "
-					"crashes libtraceevent's parser: "
-					"refused",
-			       id, system);
-	if (ret)
-		return hvt_err(ret, "cannot check the format of event id %ld "
-				    "(system %s) in a child: %s",
-			       id, system, strerror(-ret));
+	return id;
+}
+
+static int dec_sandbox_refused(long id, const char *system)
+{
+	return hvt_err(-EINVAL,
+		       "format of event id %ld (system %s) crashes "
+		       "libtraceevent's parser: refused",
+		       id, system);
+}
+
+/* A format the checks and the sandbox passed, into @d. */
+static int dec_add_checked(struct hvtrace_decoder *d, const char *system,
+			   const char *format, size_t len, long id)
+{
+	struct tep_handle *tmp;
+	struct tep_event *ev;
+	const char *bad = NULL;
+	char msg[256], badname[64] = "?";
+	enum tep_errno err;
+	int ret;
+
 	ev = tep_find_event(d->tep, (int)id);
 	if (ev) {
 		/* The same event again is fine; another one is not. */
@@ -488,6 +553,93 @@ HVTRACE_API int hvtrace_decoder_add_format(struct hvtrace_decoder *d,
 	return 0;
 }
 
+HVTRACE_API int hvtrace_decoder_add_format(struct hvtrace_decoder *d,
+					   const char *system,
+					   const char *format, size_t len)
+{
+	struct hvt_tep_text t = {
+		.kind = HVT_TEP_FORMAT,
+		.system = system,
+		.text = format,
+		.len = len,
+	};
+	long id, ret;
+
+	if (!d || !system || !format)
+		return hvt_err(-EINVAL, "hvtrace_decoder_add_format: NULL "
+					"argument");
+	id = dec_format_check(system, format, len);
+	if (id < 0)
+		return (int)id;
+	/* A text that crashes libtraceevent's parser never reaches ours. */
+	ret = hvt_tep_sandbox(&t, 1, 8);
+	if (ret < 0)
+		return hvt_err((int)ret,
+			       "cannot check the format of event "
+			       "id %ld (system %s) in a child: %s",
+			       id, system, strerror((int)-ret));
+	if (t.bad)
+		return dec_sandbox_refused(id, system);
+	return dec_add_checked(d, system, format, len, id);
+}
+
+unsigned int hvt_decoder_add_formats(struct hvtrace_decoder *d,
+				     struct hvt_tep_text *t, unsigned int n,
+				     int *ret)
+{
+	unsigned int i, added = 0;
+	long *id, sb;
+
+	id = calloc(n ? n : 1, sizeof(*id));
+	if (!d || !id) {
+		free(id);
+		for (i = 0; i < n; i++)
+			ret[i] = hvt_err(-ENOMEM, "out of memory");
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		ret[i] = 0;
+		t[i].bad = false;
+		id[i] = t[i].system && t[i].text
+				? dec_format_check(t[i].system, t[i].text,
+						   t[i].len)
+				: hvt_err(-EINVAL, "a format without its text");
+		if (id[i] < 0) {
+			ret[i] = (int)id[i];
+			t[i].bad = true;
+		}
+	}
+	/* One child for the whole batch. */
+	sb = hvt_tep_sandbox(t, n, 8);
+	for (i = 0; i < n; i++) {
+		if (ret[i])
+			continue;
+		if (sb < 0)
+			ret[i] = hvt_err((int)sb,
+					 "cannot check formats in a "
+					 "child: %s",
+					 strerror((int)-sb));
+		else if (t[i].bad)
+			ret[i] = dec_sandbox_refused(id[i], t[i].system);
+		else
+			ret[i] = dec_add_checked(d, t[i].system, t[i].text,
+						 t[i].len, id[i]);
+		added += !ret[i];
+	}
+	free(id);
+	return added;
+}
+
+/* One of hvtrace's own formats (compiled in, trusted). */
+static int dec_add_builtin(struct hvtrace_decoder *d, const char *system,
+			   const char *fmt)
+{
+	long id = dec_format_check(system, fmt, strlen(fmt));
+
+	return id < 0 ? (int)id
+		      : dec_add_checked(d, system, fmt, strlen(fmt), id);
+}
+
 HVTRACE_API int hvtrace_decoder_add_builtin(struct hvtrace_decoder *d,
 					    uint32_t writer_kind)
 {
@@ -498,9 +650,9 @@ HVTRACE_API int hvtrace_decoder_add_builtin(struct hvtrace_decoder *d,
 	if (!d)
 		return hvt_err(-EINVAL, "hvtrace_decoder_add_builtin: no "
 					"decoder");
+	/* hvtrace's own formats, built in: no sandbox needed. */
 	for (i = 0; (fmt = hvtrace_builtin_format(i, NULL, NULL)); i++) {
-		ret = hvtrace_decoder_add_format(d, HVTRACE_BUILTIN_SYSTEM, fmt,
-						 strlen(fmt));
+		ret = dec_add_builtin(d, HVTRACE_BUILTIN_SYSTEM, fmt);
 		if (ret)
 			return ret;
 	}
@@ -511,9 +663,7 @@ HVTRACE_API int hvtrace_decoder_add_builtin(struct hvtrace_decoder *d,
 
 			if (!ev)
 				continue;
-			ret = hvtrace_decoder_add_format(d, ev->system,
-							 ev->format,
-							 strlen(ev->format));
+			ret = dec_add_builtin(d, ev->system, ev->format);
 			if (ret)
 				return ret;
 		}

@@ -68,18 +68,6 @@ struct hvtrace_decoder {
 	struct hvtrace_ksyms *ksyms;	/* the resolver's table (ksyms.c) */
 };
 
-/*
- * format_text.c: what a format passes before libtraceevent's parser,
- * which trusts its input, sees it in hvtrace_decoder_add_format().
- * hvt_dec_format_bad_byte(): the offset of the first byte that is not
- * ASCII text (tab, newline, printable), or -1.
- * hvt_dec_format_sandbox(): 0 when a forked child parsed it and exited;
- * -EINVAL when the parse killed it or hung; -errno when no child ran.
- */
-HVT_INTERNAL long hvt_dec_format_bad_byte(const char *format, size_t len);
-HVT_INTERNAL int hvt_dec_format_sandbox(const char *format, size_t len,
-					const char *system);
-
 /* comm.c */
 HVT_INTERNAL int hvt_dec_comm_init(struct hvtrace_decoder *d);
 HVT_INTERNAL void hvt_dec_comm_fini(struct hvtrace_decoder *d);

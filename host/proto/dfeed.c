@@ -843,12 +843,45 @@ int hvtrace_daemon_events_get(struct hvtrace_daemon *dc, uint32_t remote,
 	return 0;
 }
 
+/* The remote's formats, checked in one sandbox child for all of them
+ * (hvt_decoder_add_formats()); one the built-ins hold is the same event. */
+static int dfeed_add_formats(struct hvtrace_decoder *d,
+			     const struct hvtrace_daemon_events *evs)
+{
+	struct hvt_tep_text *t;
+	unsigned int i;
+	int *rets, ret = 0;
+
+	if (!evs->nr)
+		return 0;
+	t = calloc(evs->nr, sizeof(*t));
+	rets = calloc(evs->nr, sizeof(*rets));
+	if (!t || !rets) {
+		free(t);
+		free(rets);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	for (i = 0; i < evs->nr; i++)
+		t[i] = (struct hvt_tep_text){
+			.kind = HVT_TEP_FORMAT,
+			.system = evs->ev[i].system,
+			.text = evs->ev[i].format,
+			.len = strlen(evs->ev[i].format),
+		};
+	hvt_decoder_add_formats(d, t, evs->nr, rets);
+	for (i = 0; !ret && i < evs->nr; i++)
+		if (rets[i] && rets[i] != -EEXIST)
+			ret = rets[i];
+	free(t);
+	free(rets);
+	return ret;
+}
+
 int hvtrace_daemon_decoder_new(const struct hvt_remote_rec *rec,
 			       const struct hvtrace_daemon_events *evs,
 			       struct hvtrace_decoder **out)
 {
 	struct hvtrace_decoder *d;
-	unsigned int i;
 	int ret;
 
 	ret = hvtrace_decoder_new(rec->subbuf_size ? rec->subbuf_size : 4096,
@@ -856,14 +889,8 @@ int hvtrace_daemon_decoder_new(const struct hvt_remote_rec *rec,
 	if (ret)
 		return ret;
 	ret = hvtrace_decoder_add_builtin(d, rec->writer_kind);
-	for (i = 0; !ret && i < evs->nr; i++) {
-		ret = hvtrace_decoder_add_format(d, evs->ev[i].system,
-						 evs->ev[i].format,
-						 strlen(evs->ev[i].format));
-		/* A format the built-ins already hold is the same event. */
-		if (ret == -EEXIST)
-			ret = 0;
-	}
+	if (!ret)
+		ret = dfeed_add_formats(d, evs);
 	if (ret) {
 		hvtrace_decoder_free(d);
 		return ret;

@@ -155,7 +155,7 @@ int rd_header_info(struct hvtrace_tracedat_file *f, struct rd_cur *c)
 	if (ret)
 		return ret;
 	if (len)
-		ret = rd_op_add(f, RD_OP_HEADER, NULL, text, len);
+		ret = rd_op_add(f, HVT_TEP_HEADER_PAGE, NULL, text, len);
 	else
 		free(text);
 	if (ret)
@@ -183,7 +183,7 @@ static int rd_one_format(struct hvtrace_tracedat_file *f, struct rd_cur *c,
 		ret = cur_text(c, len, &text);
 	if (ret)
 		return ret;
-	return rd_op_add(f, RD_OP_FORMAT, system, text, len);
+	return rd_op_add(f, HVT_TEP_FORMAT, system, text, len);
 }
 
 int rd_ftrace_formats(struct hvtrace_tracedat_file *f, struct rd_cur *c)
@@ -233,7 +233,7 @@ static int rd_sized_text(struct rd_cur *c, bool wide, char **out)
 
 /* A sized text (kallsyms, printk formats, cmdlines) queued as @kind. */
 static int rd_text_op(struct hvtrace_tracedat_file *f, struct rd_cur *c,
-		      bool wide, enum rd_op_kind kind)
+		      bool wide, enum hvt_tep_text_kind kind)
 {
 	char *t = NULL;
 	int ret = rd_sized_text(c, wide, &t);
@@ -246,17 +246,17 @@ static int rd_text_op(struct hvtrace_tracedat_file *f, struct rd_cur *c,
 
 int rd_kallsyms(struct hvtrace_tracedat_file *f, struct rd_cur *c)
 {
-	return rd_text_op(f, c, false, RD_OP_KALLSYMS);
+	return rd_text_op(f, c, false, HVT_TEP_KALLSYMS);
 }
 
 int rd_printk(struct hvtrace_tracedat_file *f, struct rd_cur *c)
 {
-	return rd_text_op(f, c, false, RD_OP_PRINTK);
+	return rd_text_op(f, c, false, HVT_TEP_PRINTK);
 }
 
 int rd_cmdlines(struct hvtrace_tracedat_file *f, struct rd_cur *c)
 {
-	return rd_text_op(f, c, true, RD_OP_CMDLINES);
+	return rd_text_op(f, c, true, HVT_TEP_CMDLINES);
 }
 
 /* --- options

@@ -102,16 +102,9 @@ struct hvtrace_tracedat_file {
 };
 
 /* A text queued for libtraceevent (read_sandbox.c). */
-enum rd_op_kind {
-	RD_OP_HEADER,
-	RD_OP_FORMAT,
-	RD_OP_KALLSYMS,
-	RD_OP_PRINTK,
-	RD_OP_CMDLINES
-};
 
 struct rd_op {
-	enum rd_op_kind kind;
+	enum hvt_tep_text_kind kind;
 	char system[256];
 	char *text;
 	size_t len;
@@ -158,8 +151,8 @@ HVT_INTERNAL int rd_options(struct hvtrace_tracedat_file *f, struct rd_cur *c,
 
 /* read_sandbox.c */
 HVT_INTERNAL int rd_op_add(struct hvtrace_tracedat_file *f,
-			   enum rd_op_kind kind, const char *system, char *text,
-			   size_t len);
+			   enum hvt_tep_text_kind kind, const char *system,
+			   char *text, size_t len);
 HVT_INTERNAL void rd_sandbox(struct hvtrace_tracedat_file *f);
 
 /* --- the writer -------------------------------------------------------- */

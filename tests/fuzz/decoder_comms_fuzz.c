@@ -75,9 +75,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* As hvtrace_decoder_add_format() does: a format that is not ASCII
 	 * text, or that crashes libtraceevent's parser in a forked child,
 	 * never reaches the decoder's own handle. */
-	if (hvt_dec_format_bad_byte((const char *)data, tlen) < 0 &&
-	    !hvt_dec_format_sandbox((const char *)data, tlen, "sched"))
-		tep_parse_event(d.tep, (const char *)data, tlen, "sched");
+	{
+		struct hvt_tep_text t = {
+			.kind = HVT_TEP_FORMAT,
+			.system = "sched",
+			.text = (const char *)data,
+			.len = tlen,
+		};
+
+		if (hvt_tep_sandbox(&t, 1, 8) == 0)
+			hvt_tep_apply(d.tep, &t, 8);
+	}
 	/* The record in a buffer of its own size: reads past it are found. */
 	rlen = nul ? (uint32_t)(size - tlen - 1) : 0;
 	r = malloc(rlen ? rlen : 1);

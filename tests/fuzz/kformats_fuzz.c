@@ -263,8 +263,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (type) {
 			kf_file(&u, &m.u.kfile);
 		} else if (m.u.kformats.op == HVT_KF_BEGIN) {
-			ret = kf_begin(&u, cache, owner, &m.u.kformats, dir,
-				       sizeof(dir), msg, sizeof(msg));
+			ret = kf_begin(&u, cache, owner, NULL, &m.u.kformats,
+				       dir, sizeof(dir), msg, sizeof(msg));
 			check(ret <= 1);
 			check(ret != 0 || u.active);
 			/* Only the trusted folder or the remote's own. */

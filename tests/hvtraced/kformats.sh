@@ -10,7 +10,10 @@
 # NAME/RELEASE@BUILDID (that remote's own).  Checked against the test's
 # own files, byte for byte, every file of the upload and no other; the
 # folder's name against uname -r.  The same remote's agent again finds
-# the cache and sends nothing.  Then hvtrace events enable/disable --remote switches a guest
+# the cache and sends nothing.  A remote new to the cache evicts the least
+# recently used folders of remotes not attached beyond 32 (planted ones,
+# the attached remotes' made the oldest).  Then hvtrace events
+# enable/disable --remote switches a guest
 # kernel event and a whole system in the folder (the agent writes the
 # instance's enable files), an unknown name and a name with a path in it
 # are refused with clear messages, and without an agent the refusal says
@@ -21,7 +24,7 @@ set -u
 NAME=kf$$
 AREA=/dev/shm/hvt-kformats-$$
 export HVT_CACHE=$T/cache
-RM_ALWAYS="$AREA ${AREA}2"
+RM_ALWAYS="$AREA ${AREA}b ${AREA}c"
 
 hvt_need_bins "$OBJ/bin/hvtrace-agent"
 
@@ -105,9 +108,10 @@ echo "ok: $n formats and 10 other files kept byte for byte in $C"
 # Another remote of the same kernel keeps its own copy (what a guest
 # claims is used for that guest only); its second session finds it in
 # the cache and sends nothing more.
-agent2() {	# agent2 LOG: one session of remote ${NAME}b until WORDS
-	"$OBJ/bin/hvtrace-agent" --create "$AREA"2 --size 1M --name "${NAME}b" \
-		--host-socket "$HVTRACED_SOCKET" --socket "$T/agent2.sock" \
+agent2() {	# agent2 LOG [X]: one session of remote ${NAME}X (b) until WORDS
+	local x=${2:-b}
+	"$OBJ/bin/hvtrace-agent" --create "$AREA$x" --size 1M --name "$NAME$x" \
+		--host-socket "$HVTRACED_SOCKET" --socket "$T/agent$x.sock" \
 		--tracefs "$F" -v >"$1" 2>&1 &
 	A2=$!
 	wait_for 10 grep -Eq "has this kernel's formats already|sent the formats" "$1"
@@ -122,6 +126,41 @@ agent2 "$T/agent2b.log"
 grep -q "has this kernel's formats already" "$T/agent2b.log" ||
 	fail "the second session was not told that the host has its formats"
 grep -q "sent the formats" "$T/agent2b.log" && fail "the second session sent them again"
+
+# At most 32 remotes' folders: a remote new to the cache evicts the least
+# recently used folders of remotes that are not attached (guests that
+# come and go, as a test rig's), never an attached remote's, however old;
+# at most 2 an upload (a big removal holds hvtraced's loop).  31 planted
+# ones and the 2 attached remotes': the new one evicts the 2 oldest
+# planted, and the cache holds 32.
+G=$HVT_CACHE/kformats/guests
+for i in $(seq -w 1 31); do
+	mkdir -p "$G/gone$i/6.0.0-test@none"
+	echo 6.0.0-test >"$G/gone$i/6.0.0-test@none/release"
+	touch -d "2020-01-01 00:00:$i" "$G/gone$i"
+done
+touch -d "2019-01-01" "$G/$NAME" "$G/${NAME}b"
+"$H" list >"$T/list.out" 2>&1
+for r in "$NAME" "${NAME}b"; do
+	grep -q "^$r " "$T/list.out" || fail "remote $r is not attached: $(cat "$T/list.out")"
+done
+agent2 "$T/agent2c.log" c
+grep -q "sent the formats" "$T/agent2c.log" || fail "remote ${NAME}c did not send its formats"
+[ -d "$G/${NAME}c/$REL@${BID:-none}" ] || fail "remote ${NAME}c's formats are not in its own folder"
+n=$(find "$G" -mindepth 1 -maxdepth 1 -type d | wc -l)
+[ "$n" -eq 32 ] || fail "$n remotes' folders in the cache, not 32"
+for i in 01 02; do
+	[ -e "$G/gone$i" ] && fail "gone$i, one of the 2 least recently used, is still there"
+done
+for i in $(seq -w 3 31); do
+	[ -d "$G/gone$i" ] || fail "gone$i went, but only the 2 least recently used were to go"
+done
+for r in "$NAME" "${NAME}b"; do
+	[ -d "$G/$r/$REL@${BID:-none}" ] || fail "the folder of $r (attached) went"
+done
+grep -q "formats cache: the folders of 2 remotes not attached went to make room for '${NAME}c' (at most 32 remotes' folders are kept)" "$T/hvtraced.log" ||
+	fail "hvtraced did not log the eviction: $(grep 'formats cache' "$T/hvtraced.log")"
+echo "ok: a new remote evicted the 2 least recently used folders of remotes not attached; 32 kept, the attached ones among them"
 
 # Guest kernel events through the agent.
 en() { cat "$I/events/$1/enable"; }

@@ -246,4 +246,52 @@ static inline void *hvt_calloc_lines(size_t n, size_t size)
 	return p;
 }
 
+/* --- texts for libtraceevent, tried in a forked child first -------------- */
+
+/*
+ * libtraceevent's parsers trust their input; these texts are hostile (a
+ * guest's formats, a trace.dat from anywhere).  tep_sandbox.c parses a
+ * batch of them in order in one forked child and marks the ones that
+ * are not text (ASCII, tabs, newlines) or that kill or hang the child;
+ * only the others reach a reader's own handle.
+ */
+struct tep_handle;
+
+enum hvt_tep_text_kind {
+	HVT_TEP_HEADER_PAGE,
+	HVT_TEP_FORMAT,
+	HVT_TEP_KALLSYMS,
+	HVT_TEP_PRINTK,
+	HVT_TEP_CMDLINES,
+};
+
+struct hvt_tep_text {
+	enum hvt_tep_text_kind kind;
+	const char *system; /* a format's system */
+	const char *text;
+	size_t len;
+	bool bad; /* in: leave it out; out: it must not be parsed */
+};
+
+/* The offset of @t's first byte that is not text, or -1. */
+HVT_LIBPRIVATE long hvt_tep_text_bad_byte(const struct hvt_tep_text *t);
+/* @t parsed into @tep (the parse the sandbox tries). */
+HVT_LIBPRIVATE void hvt_tep_apply(struct tep_handle *tep,
+				  const struct hvt_tep_text *t, int long_size);
+/* @t[0..n) checked: the bad ones marked; how many are bad, or -errno
+ * when no child could run (nothing checked). */
+HVT_LIBPRIVATE long hvt_tep_sandbox(struct hvt_tep_text *t, unsigned int n,
+				    int long_size);
+
+/*
+ * The formats @t[0..n) into decoder @d as hvtrace_decoder_add_format()
+ * adds one, in one sandbox child for all: @ret[i] is what adding @t[i]
+ * returned (0, or its -errno with hvtrace_last_error() said for the last
+ * failure).  Returns how many were added.
+ */
+struct hvtrace_decoder;
+HVT_LIBPRIVATE unsigned int hvt_decoder_add_formats(struct hvtrace_decoder *d,
+						    struct hvt_tep_text *t,
+						    unsigned int n, int *ret);
+
 #endif /* HVT_HVTRACE_INTERNAL_H */
