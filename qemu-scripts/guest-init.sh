@@ -52,6 +52,12 @@ say() {
 }
 
 mount -t sysfs -o nosuid,nodev,noexec sysfs /sys
+# Every CPU online before anything else runs: a boot retried after a
+# panic under multi-threaded TCG is on one (maxcpus=1, docs/qemu-rig.md),
+# so that no other vCPU runs the kernel's code while it patches it.
+for c in /sys/devices/system/cpu/cpu[0-9]*/online; do
+	[ -f "$c" ] && [ "$(cat "$c")" = 0 ] && echo 1 >"$c"
+done
 mkdir -p /run /tmp /dev/shm /dev/pts /root
 mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run
 mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /tmp
