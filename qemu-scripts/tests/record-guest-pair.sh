@@ -53,7 +53,7 @@ t_name n pair
 # skipped by the next round's wait).
 "$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
 	--kernel-events sched,ftrace:print --port go \
-	--run "ue_writer --hold & for l in $LETTERS; do until head -c 1 /dev/virtio-ports/go | grep -q \$l; do :; done; echo \"hvt-mark \$l\" >$T/trace_marker; ue_writer --count 1 --wait-enable 60000 >/dev/null || echo \"hvt-ue-failed \$l\"; echo \"hvt-round \$l done\"; done; sleep 600" \
+	--run "ue_writer --hold & for l in $LETTERS; do until head -c 1 /dev/virtio-ports/go | grep -q \$l; do :; done; echo \"hvt-mark \$l\" >$T/trace_marker; ue_writer --count 1 --wait-enable 60000 >/dev/null || echo \"hvt-ue-failed \$l\"; echo \"hvt-round \$l done\"; done; while :; do echo hvt-idle >$T/trace_marker; sleep 0.01; done" \
 	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }
 qpid=$(cat "$T_RUNDIR/$n/qemu.pid") || fail "no qemu.pid"
 wait_line "$T_TMP/$n.log" '^registered id=' 120 || fail "ue_writer did not register hvt_e2e"
@@ -170,7 +170,9 @@ esac
 
 # A pair recording killed outright: both files recovered from their
 # journals, still a pair (the guest file's TIME_SHIFT from its last
-# snapshot), the guest's events on the host's time line.
+# snapshot), the guest's events on the host's time line.  (After its
+# rounds the guest writes a marker every 10 ms: a journal keeps full
+# pages only, and an idle guest fills none in 3 s.)
 # (The host's sched_switch fills its pages: a partly filled last page is
 # not in the journal.)
 "$HVTRACE" record -o "$T_TMP/k.dat" -B "$INST" -e sched:sched_switch --pair "$n" >/dev/null 2>"$T_TMP/k.err" &
