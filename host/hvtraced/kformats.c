@@ -35,7 +35,9 @@
  * the cache keeps at most KF_GUESTS_MAX remotes' folders (the remote's
  * folder is touched with each use): a remote's first upload evicts the
  * least recently used folders of remotes that are not attached (at most
- * KF_GUESTS_EVICT of them, so as not to hold the daemon's loop), so that
+ * KF_GUESTS_EVICT of them, renamed out of the way at once and removed by
+ * a thread: a folder of thousands of files holds a slow disk for
+ * seconds, and the daemon's loop must not wait), so that
  * guests that come and go (a test rig's, a host's short-lived VMs) do not
  * fill the disk.  Names are the host's to give, not a guest's: no guest
  * can make the cache evict another's folder.
@@ -61,6 +63,7 @@
 #include <ftw.h>
 #include <grp.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -408,6 +411,57 @@ static int kf_lru_cmp(const void *a, const void *b)
 					     : x->at.tv_nsec > y->at.tv_nsec;
 }
 
+/* A folder's removal, off the daemon's loop: a remote's folder holds a
+ * couple of thousand files per kernel, seconds of a slow disk. */
+static void *kf_rm_thread(void *arg)
+{
+	char *path = arg;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd >= 0) {
+		kf_rm_at(fd, 0);
+		close(fd);
+	}
+	rmdir(path);
+	free(path);
+	return NULL;
+}
+
+/*
+ * Folder @name of @dir (open as @dfd) out of the way now -- renamed to
+ * ".trash-PID-N", which no scan counts -- and removed by a detached
+ * thread (in place, when no thread can start).  An entry left by a daemon
+ * that died before it was done is removed the same way by the next scan.
+ */
+static void kf_rm_later(int dfd, const char *dir, const char *name)
+{
+	static unsigned int seq;
+	char trash[64];
+	pthread_attr_t attr;
+	pthread_t tid;
+	char *path;
+	int ret = -1;
+
+	if (!strncmp(name, ".trash-", 7))
+		snprintf(trash, sizeof(trash), "%.63s", name);
+	else
+		snprintf(trash, sizeof(trash), ".trash-%d-%u", (int)getpid(),
+			 seq++);
+	if (strcmp(trash, name) && renameat(dfd, name, dfd, trash))
+		return;
+	path = malloc(strlen(dir) + strlen(trash) + 2);
+	if (!path)
+		return;
+	sprintf(path, "%s/%s", dir, trash);
+	if (!pthread_attr_init(&attr)) {
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		ret = pthread_create(&tid, &attr, kf_rm_thread, path);
+		pthread_attr_destroy(&attr);
+	}
+	if (ret)
+		kf_rm_thread(path);
+}
+
 /*
  * Room in @guests for the folder of @owner, a remote new to the cache:
  * while KF_GUESTS_MAX folders or more are there, the least recently used
@@ -437,9 +491,12 @@ static void kf_make_guest_room(struct kf_upload *u, const char *guests,
 		struct stat st;
 		struct kf_lru *nvp;
 
-		if (de->d_name[0] == '.' ||
-		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISDIR(st.st_mode))
+			continue;
+		if (!strncmp(de->d_name, ".trash-", 7))
+			kf_rm_later(dfd, guests, de->d_name);
+		if (de->d_name[0] == '.')
 			continue;
 		n++;
 		if (!strcmp(de->d_name, owner) ||
@@ -454,21 +511,14 @@ static void kf_make_guest_room(struct kf_upload *u, const char *guests,
 		nv++;
 	}
 	qsort(v, nv, sizeof(*v), kf_lru_cmp);
-	/* At most KF_GUESTS_EVICT a call: removing a folder of a couple of
-	 * thousand files holds the daemon's loop, so a cache far over the
-	 * limit (an older hvtraced's) comes down a few folders an upload. */
+	/* At most KF_GUESTS_EVICT a call (each a thread of its own), so a
+	 * cache far over the limit (an older hvtraced's) comes down a few
+	 * folders an upload. */
 	for (i = 0;
 	     i < nv && n >= KF_GUESTS_MAX && u->evicted < KF_GUESTS_EVICT;
 	     i++) {
-		int sub =
-			openat(dfd, v[i].name,
-			       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-		if (sub < 0)
-			continue;
-		kf_rm_at(sub, 0);
-		close(sub);
-		if (!unlinkat(dfd, v[i].name, AT_REMOVEDIR)) {
+		kf_rm_later(dfd, guests, v[i].name);
+		if (faccessat(dfd, v[i].name, F_OK, AT_SYMLINK_NOFOLLOW)) {
 			n--;
 			u->evicted++;
 		}

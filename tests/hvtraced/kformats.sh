@@ -147,7 +147,8 @@ done
 agent2 "$T/agent2c.log" c
 grep -q "sent the formats" "$T/agent2c.log" || fail "remote ${NAME}c did not send its formats"
 [ -d "$G/${NAME}c/$REL@${BID:-none}" ] || fail "remote ${NAME}c's formats are not in its own folder"
-n=$(find "$G" -mindepth 1 -maxdepth 1 -type d | wc -l)
+# (Evicted folders are renamed .trash-* at once and removed by a thread.)
+n=$(find "$G" -mindepth 1 -maxdepth 1 -type d ! -name '.*' | wc -l)
 [ "$n" -eq 32 ] || fail "$n remotes' folders in the cache, not 32"
 for i in 01 02; do
 	[ -e "$G/gone$i" ] && fail "gone$i, one of the 2 least recently used, is still there"
@@ -160,6 +161,11 @@ for r in "$NAME" "${NAME}b"; do
 done
 grep -q "formats cache: the folders of 2 remotes not attached went to make room for '${NAME}c' (at most 32 remotes' folders are kept)" "$T/hvtraced.log" ||
 	fail "hvtraced did not log the eviction: $(grep 'formats cache' "$T/hvtraced.log")"
+for _ in $(seq 200); do
+	ls -A "$G" | grep -q '^\.trash-' || break
+	sleep 0.05
+done
+ls -A "$G" | grep '^\.' && fail "evicted folders were not removed within 10 s"
 echo "ok: a new remote evicted the 2 least recently used folders of remotes not attached; 32 kept, the attached ones among them"
 
 # Guest kernel events through the agent.
