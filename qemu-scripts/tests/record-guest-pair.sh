@@ -76,16 +76,16 @@ grep -qaE '^hvt-ue-failed [a-z]' "$T_TMP/$n.log" && fail "a ue_writer round fail
 kill -INT "$rec"
 wait "$rec" || { cat "$T_TMP/rec.err"; fail "record failed"; }
 cat "$T_TMP/rec.err"
-G=$T_TMP/t-$n.dat
-[ -s "$G" ] || fail "no guest file $G"
-grep -q "^hvtrace record: '$n': guest file $G, paired with $T_TMP/t.dat" "$T_TMP/rec.err" ||
+GF=$T_TMP/t-$n.dat
+[ -s "$GF" ] || fail "no guest file $GF"
+grep -q "^hvtrace record: '$n': guest file $GF, paired with $T_TMP/t.dat" "$T_TMP/rec.err" ||
 	fail "record did not name the guest file"
 grep -q "the guest kernel's ring (2 CPUs) in a guest file of its own, on the guest's clock" "$T_TMP/rec.err" ||
 	fail "record did not say where the guest kernel's ring goes"
 
 # The options that tie the pair.
 trace-cmd dump --options "$T_TMP/t.dat" >"$T_TMP/h.opt" 2>&1 || fail "trace-cmd dump --options (host) failed"
-trace-cmd dump --options "$G" >"$T_TMP/g.opt" 2>&1 || fail "trace-cmd dump --options (guest) failed"
+trace-cmd dump --options "$GF" >"$T_TMP/g.opt" 2>&1 || fail "trace-cmd dump --options (guest) failed"
 hid=$(awk '/Option TRACEID/ { getline; print; exit }' "$T_TMP/h.opt")
 gid=$(awk '/Option TRACEID/ { getline; print; exit }' "$T_TMP/g.opt")
 [ -n "$hid" ] && [ -n "$gid" ] && [ "$hid" != "$gid" ] || fail "trace ids: host '$hid', guest '$gid'"
@@ -109,7 +109,7 @@ samples=$(sed -n 's/^\([0-9]*\) \[samples count for CPU 0\]/\1/p' "$T_TMP/g.opt"
 info "trace ids $hid (host) and $gid (guest); GUEST: $n, vCPU threads 'CPU 0/TCG' 'CPU 1/TCG' of QEMU $qpid; TIME_SHIFT: $samples samples per CPU"
 
 # One time line: each guest marker once, between the host's of its round.
-trace-cmd report -i "$T_TMP/t.dat" -i "$G" >"$T_TMP/report.txt" 2>"$T_TMP/report.err" ||
+trace-cmd report -i "$T_TMP/t.dat" -i "$GF" >"$T_TMP/report.txt" 2>"$T_TMP/report.err" ||
 	{ cat "$T_TMP/report.err"; fail "trace-cmd report -i -i failed"; }
 head -4 "$T_TMP/report.txt"
 verdict=$(awk -v letters="$LETTERS" -v g="t-$n.dat:" -v u="$n:" '
@@ -130,11 +130,11 @@ verdict=$(awk -v letters="$LETTERS" -v g="t-$n.dat:" -v u="$n:" '
 	END { if (!bad) { if (k != n + 1) printf "%d rounds of %d\n", k - 1, n; else print "ok " marks " " ues } }' "$T_TMP/report.txt")
 [ "$verdict" = "ok $M $M" ] || fail "trace-cmd report -i t.dat -i t-$n.dat: $verdict"
 info "$M guest markers (guest file) and $M user events (host file), each once, in order between the host's markers of their round in trace-cmd's merged time line"
-"$HVTRACE" report -i "$T_TMP/t.dat" -i "$G" >"$T_TMP/hv.txt" 2>"$T_TMP/hv.err" || { cat "$T_TMP/hv.err"; fail "hvtrace report -i -i failed"; }
+"$HVTRACE" report -i "$T_TMP/t.dat" -i "$GF" >"$T_TMP/hv.txt" 2>"$T_TMP/hv.err" || { cat "$T_TMP/hv.err"; fail "hvtrace report -i -i failed"; }
 cmp -s "$T_TMP/report.txt" "$T_TMP/hv.txt" ||
 	fail "hvtrace report -i -i differs from trace-cmd's: $(diff "$T_TMP/report.txt" "$T_TMP/hv.txt" | head -5)"
-trace-cmd report "$G" >"$T_TMP/g.txt" 2>/dev/null || fail "trace-cmd report of the guest file failed"
-"$HVTRACE" report "$G" >"$T_TMP/hvg.txt" 2>"$T_TMP/hvg.err" || { cat "$T_TMP/hvg.err"; fail "hvtrace report of the guest file failed"; }
+trace-cmd report "$GF" >"$T_TMP/g.txt" 2>/dev/null || fail "trace-cmd report of the guest file failed"
+"$HVTRACE" report "$GF" >"$T_TMP/hvg.txt" 2>"$T_TMP/hvg.err" || { cat "$T_TMP/hvg.err"; fail "hvtrace report of the guest file failed"; }
 cmp -s "$T_TMP/g.txt" "$T_TMP/hvg.txt" ||
 	fail "hvtrace report of the guest file differs from trace-cmd's: $(diff "$T_TMP/g.txt" "$T_TMP/hvg.txt" | head -5)"
 info "hvtrace report prints the pair, and the guest file alone, as trace-cmd does"
@@ -149,12 +149,12 @@ info "every guest task named, its print events under the guest's own function na
 # mapped (tests/tracedat/ks_pair.py; skipped without libkshark).
 hev=$(grep -c "^ *t.dat: .*: " "$T_TMP/report.txt")
 gev=$(grep -c "^ *t-$n.dat: .*: " "$T_TMP/report.txt")
-python3 "$T_SRCTREE/tests/tracedat/ks_pair.py" "$T_TMP/t.dat" "$G" >"$T_TMP/ks.txt" 2>&1
+python3 "$T_SRCTREE/tests/tracedat/ks_pair.py" "$T_TMP/t.dat" "$GF" >"$T_TMP/ks.txt" 2>&1
 case $? in
 0)
 	cat "$T_TMP/ks.txt"
 	read -r _ _ kh _ < <(grep "^stream $T_TMP/t.dat " "$T_TMP/ks.txt")
-	read -r _ _ kg _ < <(grep "^stream $G " "$T_TMP/ks.txt")
+	read -r _ _ kg _ < <(grep "^stream $GF " "$T_TMP/ks.txt")
 	[ "$kh" = "$hev" ] && [ "$kg" = "$gev" ] ||
 		fail "libkshark loaded $kh host and $kg guest events; trace-cmd reports $hev and $gev"
 	read -r _ mname msd mhsd mv m0 m1 < <(grep "^map " "$T_TMP/ks.txt")
