@@ -46,7 +46,8 @@ static const char guest_usage[] =
 	"        control channel a virtio-serial port on\n"
 	"        /run/hvtrace/NAME/control.sock), makes sure hvtraced runs\n"
 	"        (starting it when it does not), attaches the guest to it and\n"
-	"        waits until the guest's hvtrace-agent has connected.  Then:\n"
+	"        waits until the guest is up: its hvtrace-agent connected\n"
+	"        and its state ready (status, list).  Then:\n"
 	"          hvtrace events status --remote NAME\n"
 	"          hvtrace events enable --remote NAME EVENT...\n"
 	"          hvtrace stream NAME\n"
@@ -74,7 +75,7 @@ static const char guest_usage[] =
 	"  --no-daemon         do not start hvtraced; fail if it is not\n"
 	"                      running\n"
 	"  --no-wait           return once the guest is launched and attached\n"
-	"  --timeout S         how long to wait for the agent (default 120)\n"
+	"  --timeout S         how long to wait for the guest (default 120)\n"
 	"  --socket PATH       hvtraced's socket (default $HVTRACED_SOCKET or\n"
 	"                      " HVTRACE_DAEMON_DEFAULT_SOCKET ")\n"
 	"launcher options (passed on; see hvtrace-guest(1)):\n"
@@ -273,6 +274,106 @@ static int gu_attach(struct hvtrace_daemon *dc, const char *name, uint32_t type,
 
 /* --- start --------------------------------------------------------------- */
 
+/*
+ * Wait until guest NAME is up: hvtraced has its agent (CONNECTED) and the
+ * launcher says "ready" (the console's readiness marker, which the
+ * guest's init prints once its agent listens, moments after the agent may
+ * have met hvtraced).  Both, so that once start returns every account of
+ * the guest says ready: hvtrace list, hvtrace guest list and status.  A
+ * guest whose --run command ended already ("ended", or powered off after
+ * its agent connected) was up too.  @rec: hvtraced's record of it.
+ * Returns 0, or the exit status of a start that failed or was stopped.
+ */
+static int gu_wait_up(struct hvtrace_daemon *dc, const char *launcher,
+		      const char *name, const char *st, uint64_t t0,
+		      double timeout, struct hvt_remote_rec *rec)
+{
+	uint64_t deadline = t0 + (uint64_t)(timeout * 1000), next_check = 0;
+	char text[HVT_PROTO_TEXT_MAX + 1], v[PATH_MAX];
+	bool connected = false;
+
+	/* Ctrl-C while waiting: the start is abandoned, the guest stopped. */
+	hvt_cli_catch_stop_signals(false);
+	for (;;) {
+		uint64_t now = hvt_cli_now_ns() / 1000000;
+		char *s2 = NULL, state[32] = "", sum[256] = "";
+		bool ended;
+		int rc;
+
+		if (hvt_cli_stop_signal) {
+			char *sargv[] = {(char *)launcher, "stop", (char *)name,
+					 NULL};
+
+			fprintf(stderr,
+				"hvtrace guest: interrupted: stopping "
+				"'%s'\n",
+				name);
+			gu_attach(dc, name, HVT_MSG_DETACH, text, sizeof(text));
+			hvt_cli_run(sargv, NULL);
+			return hvt_cli_stop_signal == SIGINT ? 130 : 143;
+		}
+		if (!connected && !hvtrace_daemon_find_remote(dc, name, rec) &&
+		    rec->state == HVT_REMOTE_CONNECTED) {
+			connected = true;
+			next_check = now;
+		}
+		if (now >= next_check) {
+			/* Every second while booting; at each turn once the
+			 * agent is there and only the marker is awaited. */
+			next_check = now + (connected ? 0 : 1000);
+			rc = gu_status_text(launcher, name, &s2);
+			if (!rc)
+				gu_kv(s2, "state", state, sizeof(state));
+			if (s2)
+				gu_kv(s2, "summary", sum, sizeof(sum));
+			free(s2);
+			ended = !strcmp(state, "stale") ||
+				!strcmp(state, "powered-off") ||
+				!strcmp(state, "panicked") ||
+				!strcmp(state, "crashed");
+			if (connected && (!strcmp(state, "ready") ||
+					  !strcmp(state, "ended")))
+				return 0;
+			if (connected && !strcmp(state, "powered-off")) {
+				printf("hvtrace guest: '%s' came up and has "
+				       "%s already\n",
+				       name, sum[0] ? sum : "powered off");
+				return 0;
+			}
+			if (rc || ended) {
+				/* A --run command that ended quickly: the
+				 * launcher's summary says how. */
+				hvt_cli_error(
+					VERB,
+					"guest '%s' %s before it was up "
+					"(console: %s)",
+					name, sum[0] ? sum : "ended",
+					gu_kv(st, "console_log", v, sizeof(v))
+						? v
+						: "?");
+				return HVT_EXIT_FAIL;
+			}
+		}
+		if (now >= deadline) {
+			hvt_cli_error(VERB,
+				      "guest '%s' runs but %s within %.0f s "
+				      "(console: %s); it stays up: 'hvtrace "
+				      "guest stop %s' ends it",
+				      name,
+				      connected ? "its console did not say "
+						  "it is ready"
+						: "its agent did not connect",
+				      timeout,
+				      gu_kv(st, "console_log", v, sizeof(v))
+					      ? v
+					      : "?",
+				      name);
+			return HVT_EXIT_FAIL;
+		}
+		gu_sleep_ms(100);
+	}
+}
+
 static int gu_start(int argc, char **argv)
 {
 	char launcher[PATH_MAX], text[HVT_PROTO_TEXT_MAX + 1];
@@ -282,7 +383,7 @@ static int gu_start(int argc, char **argv)
 	struct hvtrace_daemon *dc = NULL;
 	struct hvt_remote_rec rec;
 	double timeout = 120;
-	uint64_t t0, deadline, next_check = 0;
+	uint64_t t0;
 	int i, k, n = 0, rc, ret;
 
 	for (i = 1; i < argc; i++) {
@@ -421,87 +522,11 @@ static int gu_start(int argc, char **argv)
 		hvtrace_daemon_close(dc);
 		return HVT_EXIT_OK;
 	}
-	deadline = t0 + (uint64_t)(timeout * 1000);
-	/* Ctrl-C while waiting: the start is abandoned, the guest stopped. */
-	hvt_cli_catch_stop_signals(false);
-	for (;;) {
-		uint64_t now = hvt_cli_now_ns() / 1000000;
-
-		if (hvt_cli_stop_signal) {
-			char *sargv[] = {launcher, "stop", (char *)name, NULL};
-
-			fprintf(stderr,
-				"hvtrace guest: interrupted: stopping "
-				"'%s'\n",
-				name);
-			gu_attach(dc, name, HVT_MSG_DETACH, text, sizeof(text));
-			hvt_cli_run(sargv, NULL);
-			free(st);
-			hvtrace_daemon_close(dc);
-			return hvt_cli_stop_signal == SIGINT ? 130 : 143;
-		}
-
-		if (!hvtrace_daemon_find_remote(dc, name, &rec) &&
-		    rec.state == HVT_REMOTE_CONNECTED)
-			break;
-		if (now >= next_check) {
-			char *s2 = NULL, state[32] = "";
-
-			next_check = now + 1000;
-			if (gu_status_text(launcher, name, &s2) ||
-			    (gu_kv(s2, "state", state, sizeof(state)) &&
-			     (!strcmp(state, "stale") ||
-			      !strcmp(state, "powered-off") ||
-			      !strcmp(state, "panicked") ||
-			      !strcmp(state, "crashed")))) {
-				char sum[256] = "";
-
-				/* A --run command that ended quickly: the
-				 * launcher's summary says how. */
-				if (s2 && gu_kv(s2, "summary", sum, sizeof(sum)))
-					hvt_cli_error(VERB,
-						      "guest '%s' %s before "
-						      "its agent connected "
-						      "(console: %s)",
-						      name, sum,
-						      gu_kv(st, "console_log",
-							    v, sizeof(v))
-							      ? v
-							      : "?");
-				else
-					hvt_cli_error(
-						VERB,
-						"guest '%s' ended before its "
-						"agent connected (console: "
-						"%s)",
-						name,
-						gu_kv(st, "console_log", v,
-						      sizeof(v))
-							? v
-							: "?");
-				free(s2);
-				free(st);
-				hvtrace_daemon_close(dc);
-				return HVT_EXIT_FAIL;
-			}
-			free(s2);
-		}
-		if (now >= deadline) {
-			hvt_cli_error(VERB,
-				      "guest '%s' runs but its agent did "
-				      "not connect within %.0f s (console: "
-				      "%s); it stays up: 'hvtrace guest "
-				      "stop %s' ends it",
-				      name, timeout,
-				      gu_kv(st, "console_log", v, sizeof(v))
-					      ? v
-					      : "?",
-				      name);
-			free(st);
-			hvtrace_daemon_close(dc);
-			return HVT_EXIT_FAIL;
-		}
-		gu_sleep_ms(100);
+	ret = gu_wait_up(dc, launcher, name, st, t0, timeout, &rec);
+	if (ret) {
+		free(st);
+		hvtrace_daemon_close(dc);
+		return ret;
 	}
 	printf("hvtrace guest: '%s' is up after %.1f s: agent connected, %u "
 	       "CPU buffers of %u x %u bytes; next: 'hvtrace events status "

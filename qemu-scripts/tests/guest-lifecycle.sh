@@ -143,8 +143,10 @@ t_name c crash
 "$HVTRACE" guest start "$c" --initrd "$initrd" --log "$T_TMP/$c.log" \
 	>"$T_TMP/start-c.out" 2>&1 || { cat "$T_TMP/start-c.out"; fail "hvtrace guest start $c failed"; }
 [ "$(list_state "$c")" = ready ] || fail "'hvtrace list' says '$(list_state "$c")' for a running guest, not ready"
-"$HVTRACE" guest list 2>&1 | grep -Eq "^$c +ready +2 +512 +[0-9]+ +ready " ||
-	fail "'hvtrace guest list' does not say ready twice: $("$HVTRACE" guest list 2>&1)"
+"$HVTRACE" guest list >"$T_TMP/glist-c.out" 2>&1
+grep -Eq "^$c +ready +2 +512 +[0-9]+ +ready " "$T_TMP/glist-c.out" ||
+	fail "'hvtrace guest list' does not say ready twice: $(cat "$T_TMP/glist-c.out")
+hvtraced's log: $(tail -n 30 "$T_RUNDIR/hvtraced.log" 2>&1)"
 qpid=$("$G" status "$c" | sed -n 's/^qemu_pid=//p')
 [ -n "$qpid" ] || fail "no qemu_pid for '$c'"
 kill -KILL "$qpid"
