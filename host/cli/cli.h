@@ -94,6 +94,15 @@ int hvt_cli_kring_of(const char *verb, const char *name, const char *sock,
 		     struct hvtrace_daemon_kring **out);
 void hvt_cli_kring_close(struct hvtrace_daemon_kring *r, char *formats);
 /*
+ * A private folder (mode 0700) for a guest's console formats,
+ * $TMPDIR/hvtrace-kformats.PID.XXXXXX (default /tmp), in @buf.  Such
+ * folders of processes that are gone (a killed hvtrace) are removed
+ * first.  0 or -errno.
+ */
+int hvt_cli_kformats_tmp(char *buf, size_t size);
+/* Remove @dir if it is such a folder; anything else is left alone. */
+void hvt_cli_kformats_tmp_rm(const char *dir);
+/*
  * The guest kernel's function names for decoder @dec of a ring in guest
  * RAM @k (NULL: none, as in kernel copy mode): the table read from that
  * RAM (hvtrace_decoder_ksyms_from_kring()), once per open; when none can
@@ -223,5 +232,11 @@ void hvt_cli_set_objtree(void);
  * KiB kept).  Returns the exit status, 128 + signal, or -errno.
  */
 int hvt_cli_run(char *const argv[], char **out);
+/*
+ * The rig's QEMU of guest @name while it runs: the pid in
+ * $HVT_RUNDIR/NAME/qemu.pid (default /run/hvtrace) when that process is
+ * the guest's QEMU (comm "hvt-NAME", as the launcher names it), else 0.
+ */
+int hvt_cli_rig_qemu_pid(const char *name);
 
 #endif

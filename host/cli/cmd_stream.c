@@ -491,20 +491,9 @@ static int st_writer_done(struct st_state *s, bool *restarted)
 	if (s->kring) {
 		/* A rig guest has stopped once its QEMU is gone; a bare RAM
 		 * file gives no sign (use --drain for a post-mortem read). */
-		FILE *f;
-		int pid = 0;
-
 		if (s->vm_pid)
 			return kill(s->vm_pid, 0) && errno == ESRCH;
-		if (!s->qemu_pid[0])
-			return 0;
-		f = fopen(s->qemu_pid, "r");
-		if (f) {
-			if (fscanf(f, "%d", &pid) != 1)
-				pid = 0;
-			fclose(f);
-		}
-		return pid <= 0 || (kill(pid, 0) && errno == ESRCH);
+		return s->rig_guest && !hvt_cli_rig_qemu_pid(s->spec);
 	}
 	if (hvtrace_area_writer_state(s->area, &state, &gen)) {
 		*restarted = true;
@@ -600,9 +589,7 @@ static void st_cleanup(struct st_state *s)
 	hvtrace_kring_close(s->kring);
 	if (s->ram_via[0])
 		close(s->ram_fd);
-	if (s->kformats[0] &&
-	    !strncmp(s->kformats, "/tmp/hvtrace-kformats.", 22))
-		st_rm_tree(s->kformats);
+	hvt_cli_kformats_tmp_rm(s->kformats);
 	free(s->line);
 }
 

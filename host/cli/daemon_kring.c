@@ -28,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <hvtrace.h>
@@ -35,15 +37,84 @@
 
 #include "cli.h"
 
-#define CK_PRIVATE "/tmp/hvtrace-kformats."
+#define CK_PREFIX "hvtrace-kformats."
 
-/* Remove the folder if it is our private copy (not hvtraced's cache). */
-static void ck_rm(const char *dir)
+static const char *ck_tmpdir(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	return t && t[0] == '/' ? t : "/tmp";
+}
+
+/* Whether @dir is one of our private folders (never hvtraced's cache). */
+static bool ck_private(const char *dir)
+{
+	const char *t = ck_tmpdir();
+	size_t n = strlen(t);
+
+	return !strncmp(dir, t, n) && dir[n] == '/' &&
+	       !strncmp(dir + n + 1, CK_PREFIX, strlen(CK_PREFIX)) &&
+	       !strchr(dir + n + 1, '/');
+}
+
+void hvt_cli_kformats_tmp_rm(const char *dir)
 {
 	char *argv[] = {"rm", "-rf", (char *)dir, NULL};
 
-	if (!strncmp(dir, CK_PRIVATE, strlen(CK_PRIVATE)))
+	if (dir[0] && ck_private(dir))
 		hvt_cli_run(argv, NULL);
+}
+
+/*
+ * The private folders of hvtrace processes that are gone (killed before
+ * they removed theirs): ours (same owner), named with a pid that no
+ * process has.  A folder of a live process, or of another user, stays.
+ */
+static void ck_sweep(void)
+{
+	const char *t = ck_tmpdir();
+	char path[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	DIR *d = opendir(t);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, CK_PREFIX, strlen(CK_PREFIX)))
+			continue;
+		pid = strtol(de->d_name + strlen(CK_PREFIX), &end, 10);
+		if (end == de->d_name + strlen(CK_PREFIX) || *end != '.' ||
+		    pid <= 0 || pid == getpid() || pid > INT_MAX)
+			continue;
+		if (!kill((pid_t)pid, 0) || errno != ESRCH)
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", t, de->d_name) >=
+			    (int)sizeof(path) ||
+		    lstat(path, &st) || !S_ISDIR(st.st_mode) ||
+		    st.st_uid != geteuid())
+			continue;
+		hvt_cli_kformats_tmp_rm(path);
+	}
+	closedir(d);
+}
+
+int hvt_cli_kformats_tmp(char *buf, size_t size)
+{
+	ck_sweep();
+	if (snprintf(buf, size, "%s/" CK_PREFIX "%d.XXXXXX", ck_tmpdir(),
+		     (int)getpid()) >= (int)size) {
+		buf[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	if (!mkdtemp(buf)) {
+		buf[0] = '\0';
+		return -errno;
+	}
+	return 0;
 }
 
 /*
@@ -112,14 +183,12 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 		!hvtrace_daemon_kformats_dir(dc, remote, agent, sizeof(agent));
 	/* This boot's dump from the console: its trace clock and comms are
 	 * the boot's own, which the cache (per kernel build) cannot say. */
-	snprintf(formats, size, CK_PRIVATE "XXXXXX");
-	if (!mkdtemp(formats)) {
-		formats[0] = '\0';
+	rc = hvt_cli_kformats_tmp(formats, size);
+	if (rc)
 		return hvt_cli_error(verb,
 				     "cannot make a folder for the "
-				     "guest kernel's formats: %s",
-				     strerror(errno));
-	}
+				     "guest kernel's formats in %s: %s",
+				     ck_tmpdir(), strerror(-rc));
 	hvt_cli_launcher(launcher, sizeof(launcher));
 	argv[0] = launcher;
 	argv[1] = "kformats";
@@ -133,7 +202,7 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 		       "console";
 	} else if (have_agent && rc && where == 2) {
 		/* Copy mode: the kernel section's header names the clock. */
-		ck_rm(formats);
+		hvt_cli_kformats_tmp_rm(formats);
 		if ((size_t)snprintf(formats, size, "%s", agent) >= size)
 			goto none;
 		from = "its agent";
@@ -186,7 +255,7 @@ open:
 			from);
 	return 0;
 none:
-	ck_rm(formats);
+	hvt_cli_kformats_tmp_rm(formats);
 	formats[0] = '\0';
 	return 0;
 }
@@ -239,7 +308,7 @@ void hvt_cli_kring_close(struct hvtrace_daemon_kring *r, char *formats)
 {
 	hvtrace_daemon_kring_close(r);
 	if (formats) {
-		ck_rm(formats);
+		hvt_cli_kformats_tmp_rm(formats);
 		formats[0] = '\0';
 	}
 }

@@ -181,3 +181,32 @@ int hvt_cli_run(char *const argv[], char **out)
 	}
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
+
+/* The rig's QEMU of guest @name while it runs, or 0 (cli.h). */
+int hvt_cli_rig_qemu_pid(const char *name)
+{
+	const char *run = getenv("HVT_RUNDIR");
+	char path[PATH_MAX], comm[32], want[32];
+	int pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/qemu.pid",
+		 run && *run ? run : "/run/hvtrace", name);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &pid) != 1 || pid <= 0)
+		pid = 0;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = pid ? fopen(path, "re") : NULL;
+	if (!f)
+		return 0;
+	/* The kernel keeps 15 bytes of a comm; a pid reused by another
+	 * process is not the guest's QEMU. */
+	snprintf(want, sizeof(want), "hvt-%.11s", name);
+	if (!fgets(comm, sizeof(comm), f) || strncmp(comm, want, strlen(want)))
+		pid = 0;
+	fclose(f);
+	return pid;
+}

@@ -32,35 +32,6 @@ static int rr_guest_path(const char *path, const char *remote, char *out,
 	return len < 0 || (size_t)len >= size ? -1 : 0;
 }
 
-/* The rig's QEMU of guest @remote ($HVT_RUNDIR/REMOTE/qemu.pid, its comm
- * "hvt-REMOTE"), or 0. */
-static int rr_rig_vmm_pid(const char *remote)
-{
-	const char *run = getenv("HVT_RUNDIR");
-	char path[PATH_MAX], comm[32], want[32];
-	int pid = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s/qemu.pid",
-		 run && *run ? run : "/run/hvtrace", remote);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%d", &pid) != 1 || pid <= 0)
-		pid = 0;
-	fclose(f);
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	f = pid ? fopen(path, "re") : NULL;
-	if (!f)
-		return 0;
-	/* The kernel keeps 15 bytes of a comm. */
-	snprintf(want, sizeof(want), "hvt-%.11s", remote);
-	if (!fgets(comm, sizeof(comm), f) || strncmp(comm, want, strlen(want)))
-		pid = 0;
-	fclose(f);
-	return pid;
-}
-
 static int rr_add_kring(const struct hvt_rrecord_opts *o,
 			struct hvtrace_tracedat_record *r, const char *remote,
 			struct hvtrace_daemon_kring *kr, const char *formats)
@@ -77,7 +48,8 @@ static int rr_add_kring(const struct hvt_rrecord_opts *o,
 		return -1;
 	}
 	if (hvtrace_tracedat_record_add_remote_kring_pair(
-		    r, remote, kr, formats, gpath, rr_rig_vmm_pid(remote)) < 0)
+		    r, remote, kr, formats, gpath,
+		    hvt_cli_rig_qemu_pid(remote)) < 0)
 		return -1;
 	if (!o->quiet)
 		fprintf(stderr,

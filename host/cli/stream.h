@@ -48,10 +48,10 @@ struct st_state {
 	struct hvtrace_area *area;
 	struct hvtrace_kring *kring;
 	char ram[512];	    /* guest kernel: its RAM file */
-	char qemu_pid[512]; /* ... and its rig's qemu.pid, if any */
+	bool rig_guest;	    /* ... of a rig guest NAME (s->spec) */
 	char ram_via[64];   /* its checked descriptor, /proc/self/fd/N */
 	int ram_fd;	    /* ... kept open while ram_via is set */
-	char kformats[64];  /* ... formats unpacked from its console */
+	char kformats[PATH_MAX]; /* ... formats unpacked from its console */
 	char cache_formats[PATH_MAX]; /* ... or found in the formats cache */
 	struct hvtrace_area_info info;
 	bool control;
@@ -101,6 +101,5 @@ void st_kclock_open(struct st_state *s);
 uint64_t st_kclock_map(struct st_state *s, uint64_t ts, uint64_t *err_ns);
 void st_kclock_close(struct st_state *s);
 /* Remove a directory tree (formats unpacked from a console). */
-int st_rm_tree(const char *path);
 
 #endif

@@ -277,12 +277,9 @@ static int st_rig_formats(struct st_state *s)
 	char launcher[PATH_MAX], *argv[6], *out = NULL;
 	int rc;
 
-	snprintf(s->kformats, sizeof(s->kformats),
-		 "/tmp/hvtrace-kformats.XXXXXX");
-	if (!mkdtemp(s->kformats)) {
-		s->kformats[0] = '\0';
-		return -errno;
-	}
+	rc = hvt_cli_kformats_tmp(s->kformats, sizeof(s->kformats));
+	if (rc)
+		return rc;
 	hvt_cli_launcher(launcher, sizeof(launcher));
 	argv[0] = launcher;
 	argv[1] = "kformats";
@@ -301,19 +298,6 @@ static int st_rig_formats(struct st_state *s)
 	return 0;
 }
 
-/* Remove the folder st_rig_formats() made (files and folders we wrote). */
-int st_rm_tree(const char *path)
-{
-	char cmd[PATH_MAX], *argv[4];
-
-	snprintf(cmd, sizeof(cmd), "%s", path);
-	argv[0] = "rm";
-	argv[1] = "-rf";
-	argv[2] = cmd;
-	argv[3] = NULL;
-	return hvt_cli_run(argv, NULL);
-}
-
 /*
  * A guest kernel's ring in guest RAM: a RAM file, or a rig guest's NAME
  * ($HVT_SHM_DIR/hvtrace-NAME.ram, stopped once its QEMU is gone).
@@ -322,7 +306,7 @@ int st_open_kring(struct st_state *s)
 {
 	struct hvtrace_kring_info ki;
 	unsigned int first, last;
-	const char *shm = getenv("HVT_SHM_DIR"), *run = getenv("HVT_RUNDIR");
+	const char *shm = getenv("HVT_SHM_DIR");
 	int ret;
 
 	if (s->vm_pid) {
@@ -334,8 +318,7 @@ int st_open_kring(struct st_state *s)
 	} else {
 		snprintf(s->ram, sizeof(s->ram), "%s/hvtrace-%s.ram",
 			 shm && *shm ? shm : "/dev/shm", s->spec);
-		snprintf(s->qemu_pid, sizeof(s->qemu_pid), "%s/%s/qemu.pid",
-			 run && *run ? run : "/run/hvtrace", s->spec);
+		s->rig_guest = true;
 		if (access(s->ram, F_OK))
 			return hvt_cli_error(VERB,
 					     "no guest RAM file %s: was "
@@ -349,7 +332,7 @@ int st_open_kring(struct st_state *s)
 					     "kernel's events",
 					     s->ram, s->spec, s->spec);
 	}
-	if (!s->kring && s->qemu_pid[0]) {
+	if (!s->kring && s->rig_guest) {
 		/* A name in a shared folder: only a file of root or this
 		 * user (anyone may create one there). */
 		char via[64], msg[PATH_MAX + 128];
@@ -386,14 +369,14 @@ int st_open_kring(struct st_state *s)
 		return HVT_EXIT_FAIL;
 	snprintf(s->info.name, sizeof(s->info.name), "guest kernel");
 	/* Only a rig guest's NAME has a clock model (hvtraced's, below). */
-	if (!s->qemu_pid[0])
+	if (!s->rig_guest)
 		fprintf(stderr,
 			"hvtrace stream: guest kernel times are the guest's "
 			"own (its trace clock), not the host's "
 			"CLOCK_MONOTONIC (%s: no clock model; a rig guest's "
 			"NAME has hvtraced's)\n",
 			s->vm_pid ? "--vm-pid" : "a RAM file");
-	if (!s->formats && s->qemu_pid[0]) {
+	if (!s->formats && s->rig_guest) {
 		/* The agent's (hvtraced's cache, per kernel build: every
 		 * event) with this boot's trace clock and comms from the
 		 * console's dump (daemon_kring.c's rule). */
@@ -428,11 +411,10 @@ int st_open_kring(struct st_state *s)
 				       sizeof(s->cache_formats)))
 		s->formats = s->cache_formats;
 	if (!s->formats && !s->vm_pid &&
-	    !hvt_cli_kformats_cached("stream",
-				     s->ram_via[0] ? s->ram_via : s->ram,
-				     s->qemu_pid[0] ? s->spec : NULL,
-				     s->cache_formats,
-				     sizeof(s->cache_formats)))
+	    !hvt_cli_kformats_cached(
+		    "stream", s->ram_via[0] ? s->ram_via : s->ram,
+		    s->rig_guest ? s->spec : NULL, s->cache_formats,
+		    sizeof(s->cache_formats)))
 		s->formats = s->cache_formats;
 	if (s->formats) {
 		if (hvtrace_decoder_new_kernel(s->formats, &s->dec))
@@ -441,7 +423,7 @@ int st_open_kring(struct st_state *s)
 		hvt_cli_kring_ksyms("stream", s->dec, s->kring);
 		/* A rig guest's NAME: its times on the host's clock when
 		 * hvtraced has it. */
-		if (s->qemu_pid[0] && !s->boot_clock_unknown) {
+		if (s->rig_guest && !s->boot_clock_unknown) {
 			s->kclock_name = s->spec;
 			st_kclock_open(s);
 		}

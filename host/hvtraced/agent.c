@@ -431,10 +431,11 @@ static void agent_kformats(struct conn *c, struct remote *r,
 			       &m->u.kformats, dir, sizeof(dir), msg,
 			       sizeof(msg));
 		if (kf->evicted)
-			d_log("formats cache: the folders of %u remotes not "
+			d_log("formats cache: %u folder%s of remotes not "
 			      "attached went to make room for '%s' (at most %u "
 			      "remotes' folders are kept)",
-			      kf->evicted, r->name, KF_GUESTS_MAX);
+			      kf->evicted, kf->evicted == 1 ? "" : "s", r->name,
+			      KF_GUESTS_MAX);
 		if (ret == 1) {
 			remote_set_kf_dir(r, dir);
 			d_log("remote '%s': guest kernel %s: formats in %s",

@@ -30,9 +30,10 @@
 #     F-NAME.dat' does: every event of each file loaded, and the host/guest
 #     mapping of its KVM combo plots (name, vCPUs, threads) found;
 #   - --pair refused with --no-guest-kernel and without remotes;
-#   - a pair recording killed with SIGKILL: both files recovered, still a
-#     pair (GUEST names the guest file, TIME_SHIFT kept), the guest's
-#     events among the host's on one time line.
+#   - a pair recording killed with SIGKILL: its private formats folder
+#     is removed by the next read of a guest kernel; both files
+#     recovered, still a pair (GUEST names the guest file, TIME_SHIFT
+#     kept), the guest's events among the host's on one time line.
 #
 # Environment: HVT_RGP_ROUNDS (M, 1..26, default 12).
 . "$(dirname "$0")/lib.sh"
@@ -175,13 +176,23 @@ esac
 # pages only, and an idle guest fills none in 3 s.)
 # (The host's sched_switch fills its pages: a partly filled last page is
 # not in the journal.)
-"$HVTRACE" record -o "$T_TMP/k.dat" -B "$INST" -e sched:sched_switch --pair "$n" >/dev/null 2>"$T_TMP/k.err" &
+mkdir "$T_TMP/tmp"
+TMPDIR=$T_TMP/tmp "$HVTRACE" record -o "$T_TMP/k.dat" -B "$INST" -e sched:sched_switch --pair "$n" >/dev/null 2>"$T_TMP/k.err" &
 rec=$!
 T_PIDS+=("$rec")
 rec_wait_started "$rec" "$T_TMP/k.err"
 sleep 3
 kill -KILL "$rec"
 wait "$rec" 2>/dev/null
+# The killed recorder's private formats folder stays behind; the next
+# read of a guest kernel removes it (its process is gone).
+left=$(ls -d "$T_TMP/tmp/hvtrace-kformats.$rec".* 2>/dev/null)
+[ -n "$left" ] || fail "no formats folder of the killed recorder in \$TMPDIR ($(ls "$T_TMP/tmp"))"
+TMPDIR=$T_TMP/tmp "$HVTRACE" stream "$n" --guest-kernel --drain >/dev/null 2>"$T_TMP/sweep.err" ||
+	{ cat "$T_TMP/sweep.err"; fail "stream $n --guest-kernel --drain failed"; }
+[ ! -e "$left" ] || fail "the killed recorder's formats folder $left is still there after the next read"
+[ -z "$(ls -A "$T_TMP/tmp")" ] || fail "left in \$TMPDIR after the stream ended: $(ls -A "$T_TMP/tmp")"
+info "the killed recorder's formats folder was removed by the next read"
 rmdir "$HI" 2>/dev/null
 for f in k.dat "k-$n.dat"; do
 	[ -e "$T_TMP/$f.unfinished" ] || fail "no $f.unfinished after SIGKILL"

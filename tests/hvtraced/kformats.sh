@@ -159,7 +159,7 @@ done
 for r in "$NAME" "${NAME}b"; do
 	[ -d "$G/$r/$REL@${BID:-none}" ] || fail "the folder of $r (attached) went"
 done
-grep -q "formats cache: the folders of 2 remotes not attached went to make room for '${NAME}c' (at most 32 remotes' folders are kept)" "$T/hvtraced.log" ||
+grep -q "formats cache: 2 folders of remotes not attached went to make room for '${NAME}c' (at most 32 remotes' folders are kept)" "$T/hvtraced.log" ||
 	fail "hvtraced did not log the eviction: $(grep 'formats cache' "$T/hvtraced.log")"
 for _ in $(seq 200); do
 	ls -A "$G" | grep -q '^\.trash-' || break
