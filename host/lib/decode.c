@@ -54,6 +54,7 @@ static int dec_alloc(struct hvtrace_decoder **out)
 		return hvt_err(-ENOMEM, "out of memory");
 	}
 	trace_seq_init(&d->seq);
+	trace_seq_init(&d->sym_seq);
 	*out = d;
 	return 0;
 }
@@ -66,6 +67,7 @@ HVTRACE_API void hvtrace_decoder_free(struct hvtrace_decoder *d)
 		tep_free(d->tep);
 	hvtrace_ksyms_free(d->ksyms);
 	trace_seq_destroy(&d->seq);
+	trace_seq_destroy(&d->sym_seq);
 	free(d->scratch);
 	hvt_dec_comm_fini(d);
 	free(d);
@@ -204,7 +206,7 @@ static int dec_load_cmdlines(struct hvtrace_decoder *d, const char *root)
 		char comm[64];
 		int pid;
 
-		if (sscanf(line, "%d %63s", &pid, comm) == 2 && pid > 0)
+		if (sscanf(line, "%d %63[^\n]", &pid, comm) == 2 && pid > 0)
 			hvtrace_decoder_set_comm(d, pid, comm);
 	}
 	free(buf);
@@ -393,10 +395,14 @@ HVTRACE_API int hvtrace_decoder_new_kernel(const char *tracefs,
 			       root);
 	}
 	dec_load_cmdlines(d, root);	/* best effort */
-	/* %ps needs symbols; without them addresses print in hex. */
-	syms = dec_slurp("/proc/kallsyms", 256u << 20, &len);
+	/* %ps needs symbols; without them (or hidden: kptr_restrict)
+	 * addresses print in hex.  The same table and forms as a guest's. */
+	syms = dec_slurp("/proc/kallsyms", HVTRACE_KSYMS_TEXT_MAX, &len);
 	if (syms) {
-		tep_parse_kallsyms(d->tep, syms);
+		struct hvtrace_ksyms *ks;
+
+		if (!hvtrace_ksyms_parse(syms, len, &ks))
+			hvtrace_decoder_set_ksyms(d, ks);
 		free(syms);
 	}
 	*out = d;

@@ -28,7 +28,15 @@ struct hvtrace_ksyms {
 	uint32_t *mods;		/* offsets in strs */
 	uint32_t *mod_hash;	/* KS_MOD_HASH slots: 0 empty, else mod */
 	struct hvtrace_ksyms_info info;
+	/* The resolver's last answer: name and tail (ks_resolve()). */
+	char resolved[HVTRACE_KSYMS_NAME_MAX + HVTRACE_KSYMS_MODULE_MAX + 24];
 };
+
+/*
+ * The byte that begins and ends a symbol's tail in a decoder's text: no
+ * name or module holds it (they are printable), nor does a format's text.
+ */
+#define HVT_KS_TAIL '\x1f'
 
 HVT_INTERNAL struct hvtrace_ksyms *hvt_ks_new(void);
 /* Every byte in 0x21..0x7e. */

@@ -494,19 +494,116 @@ HVTRACE_API int hvtrace_ksyms_lookup(const struct hvtrace_ksyms *ks,
 	return 0;
 }
 
-/* libtraceevent's function resolver: no copy, NULL prints hex. */
+/*
+ * libtraceevent's function resolver; NULL prints hex.
+ *
+ * The kernel prints %ps as "name [mod]" and %pS as "name+0xoff/0xsize
+ * [mod]" (its vsprintf's sprint_symbol()); libtraceevent prints the
+ * name a resolver gives, then "+0xoff" for %pS, and has no place for the
+ * size or the module.  So the name comes with a tail that says them,
+ * HVT_KS_TAIL SIZE-HEX HVT_KS_TAIL MODULE HVT_KS_TAIL, and the decoder's
+ * text goes through hvt_ksyms_expand(), which puts them where the kernel
+ * does.  The answer is kept in the table (one at a time: libtraceevent
+ * prints it before it asks again).
+ */
 static char *ks_resolve(void *priv, unsigned long long *addrp, char **modp)
 {
-	const struct hvtrace_ksyms *ks = priv;
+	struct hvtrace_ksyms *ks = priv;
 	const struct ks_sym *s;
+	const char *mod;
 	uint64_t sz;
 
 	s = ks_find(ks, *addrp, &sz);
 	if (!s)
 		return NULL;
 	*addrp = s->addr;
-	*modp = s->mod ? ks->strs + ks->mods[s->mod - 1] : NULL;
-	return ks->strs + s->name;
+	mod = s->mod ? ks->strs + ks->mods[s->mod - 1] : NULL;
+	*modp = (char *)mod;
+	snprintf(ks->resolved, sizeof(ks->resolved), "%s%c%llx%c%s%c",
+		 ks->strs + s->name, HVT_KS_TAIL, (unsigned long long)sz,
+		 HVT_KS_TAIL, mod ? mod : "", HVT_KS_TAIL);
+	return ks->resolved;
+}
+
+/* @n bytes as they are (a NUL among them too). */
+static void ks_put(struct trace_seq *out, const char *p, size_t n)
+{
+	while (n--)
+		trace_seq_putc(out, (unsigned char)*p++);
+}
+
+/* Hex digits at @p (at most 16), before @end; 0 when none. */
+static size_t ks_hex_len(const char *p, const char *end)
+{
+	size_t n = 0;
+
+	while (p + n < end && n < 16 &&
+	       ((p[n] >= '0' && p[n] <= '9') || (p[n] >= 'a' && p[n] <= 'f')))
+		n++;
+	return n;
+}
+
+/*
+ * One tail at @p (its first HVT_KS_TAIL), and the "+0xOFF" libtraceevent
+ * printed after it for %pS, in the kernel's form into @out.  Returns the
+ * bytes of @p taken, or 0 when @p is not a well-formed tail (left as it
+ * is: a record's own string may hold the byte).
+ */
+static size_t ks_expand_one(struct trace_seq *out, const char *p,
+			    const char *end)
+{
+	const char *q = p + 1, *mod, *mod_end;
+	size_t nsize, noff;
+	unsigned long long size;
+
+	nsize = ks_hex_len(q, end);
+	if (!nsize || q + nsize >= end || q[nsize] != HVT_KS_TAIL)
+		return 0;
+	size = strtoull(q, NULL, 16);
+	mod = q + nsize + 1;
+	mod_end = memchr(mod, HVT_KS_TAIL,
+			 (size_t)(end - mod) < HVTRACE_KSYMS_MODULE_MAX + 1
+				 ? (size_t)(end - mod)
+				 : HVTRACE_KSYMS_MODULE_MAX + 1);
+	if (!mod_end)
+		return 0;
+	q = mod_end + 1;
+	if (end - q > 3 && !memcmp(q, "+0x", 3) &&
+	    (noff = ks_hex_len(q + 3, end))) {
+		ks_put(out, q, 3 + noff);
+		if (size)
+			trace_seq_printf(out, "/0x%llx", size);
+		q += 3 + noff;
+	}
+	if (mod_end > mod) {
+		trace_seq_puts(out, " [");
+		ks_put(out, mod, (size_t)(mod_end - mod));
+		trace_seq_putc(out, ']');
+	}
+	return (size_t)(q - p);
+}
+
+void hvt_ksyms_expand(struct trace_seq *out, const char *in, size_t n)
+{
+	const char *p = in, *end = in + n;
+
+	while (p < end) {
+		const char *m = memchr(p, HVT_KS_TAIL, (size_t)(end - p));
+		size_t took;
+
+		if (!m) {
+			ks_put(out, p, (size_t)(end - p));
+			break;
+		}
+		ks_put(out, p, (size_t)(m - p));
+		took = ks_expand_one(out, m, end);
+		if (!took) {
+			trace_seq_putc(out, *m);
+			took = 1;
+		}
+		p = m + took;
+	}
+	trace_seq_terminate(out);
 }
 
 HVTRACE_API int hvtrace_decoder_set_ksyms(struct hvtrace_decoder *d,

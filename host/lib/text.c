@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "decode.h"
+#include "ksyms-local.h"
 
 /* common_flags bits (include/linux/trace_events.h, trace_flag_type) */
 #define TF_IRQS_OFF		0x01
@@ -119,6 +120,7 @@ HVTRACE_API int hvtrace_decoder_format(struct hvtrace_decoder *d,
 {
 	struct hvt_common_fields cf = { 0 };
 	struct tep_record trec;
+	struct trace_seq *line;
 	struct tep_event *ev;
 	char comm[16], lat[6];
 	size_t pos = 0, n;
@@ -176,13 +178,20 @@ HVTRACE_API int hvtrace_decoder_format(struct hvtrace_decoder *d,
 	trace_seq_reset(&d->seq);
 	tep_print_event(d->tep, &d->seq, &trec, "%s", TEP_PRINT_INFO);
 	trace_seq_terminate(&d->seq);
-	n = d->seq.len;
+	line = &d->seq;
+	/* Symbols named: in the kernel's form (ksyms.c). */
+	if (d->ksyms && memchr(line->buffer, HVT_KS_TAIL, line->len)) {
+		trace_seq_reset(&d->sym_seq);
+		hvt_ksyms_expand(&d->sym_seq, line->buffer, line->len);
+		line = &d->sym_seq;
+	}
+	n = line->len;
 	/* The kernel ends a line once; print fmts may end in newlines. */
-	while (n && (d->seq.buffer[n - 1] == '\n'))
+	while (n && (line->buffer[n - 1] == '\n'))
 		n--;
 	if (strcmp(ev->system, "ftrace"))
 		text_add(buf, size, &pos, "%s: ", ev->name);
-	text_add(buf, size, &pos, "%.*s\n", (int)n, d->seq.buffer);
+	text_add(buf, size, &pos, "%.*s\n", (int)n, line->buffer);
 	return (int)pos;
 }
 

@@ -22,6 +22,10 @@
 #                the guest printed it), its _text too, and trace-cmd
 #                report names all M lines.
 #
+# kmem:kfree, on for a moment, prints "call_site=%pS": the call sites
+# of "hvtrace stream NAME --guest-kernel" are those of the guest's own
+# trace file, in the kernel's form NAME+0xOFF/0xSIZE.
+#
 # Environment: HVT_KSYMS_LINES (M, default 200).
 . "$(dirname "$0")/lib.sh"
 t_require
@@ -44,9 +48,12 @@ named() {
 }
 
 t_name n ksyms
+# kmem:kfree ("call_site=%pS") on for a moment in the ring's instance;
+# then the guest prints the call sites as its own trace file has them.
+kfree="t=/sys/kernel/tracing/instances/hvt; echo 1 >\$t/events/kmem/kfree/enable; ls -R /sys/kernel/tracing/events/kmem >/dev/null; echo 0 >\$t/events/kmem/kfree/enable; sed -n 's/.* kfree: *\\(call_site=[^ ]*\\) .*/hvt-kfree \\1/p' \$t/trace"
 "$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
 	--kernel-events ftrace:print --keep-ram \
-	--run "grep -E ' (_text|tracing_mark_write)\$' /proc/kallsyms | sed 's/^/hvt-ksym /'; $(kring_marks "$M"); echo hvt-marks-done; sleep 600" \
+	--run "grep -E ' (_text|tracing_mark_write)\$' /proc/kallsyms | sed 's/^/hvt-ksym /'; $(kring_marks "$M"); $kfree; echo hvt-marks-done; sleep 600" \
 	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }
 wait_line "$T_TMP/$n.log" '^hvt-marks-done' 300 || fail "the guest did not finish writing"
 
@@ -63,6 +70,16 @@ info "stream $n (through hvtraced) names all $M lines tracing_mark_write"
 ! grep -q 'function names' "$T_TMP/gk.err" || fail "stream $n --guest-kernel: $(cat "$T_TMP/gk.err")"
 named "$T_TMP/gk.txt"
 info "stream $n --guest-kernel names all $M lines"
+# %pS as the kernel prints it: NAME+0xOFF/0xSIZE, the same call sites
+# as the guest's own trace file.
+tr -d '\r' <"$T_TMP/$n.log" | sed -n 's/^hvt-kfree //p' | sort >"$T_TMP/kfree.want"
+sed -n 's/.* kfree: *\(call_site=[^ ]*\) .*/\1/p' "$T_TMP/gk.txt" | sort >"$T_TMP/kfree.got"
+[ -s "$T_TMP/kfree.want" ] || fail "the guest printed no kfree call sites"
+grep -q '^call_site=[A-Za-z0-9_.]*+0x[0-9a-f]*/0x[0-9a-f]*$' "$T_TMP/kfree.want" ||
+	fail "the guest's own kfree lines are not in the form NAME+0xOFF/0xSIZE: $(head -3 "$T_TMP/kfree.want")"
+cmp -s "$T_TMP/kfree.want" "$T_TMP/kfree.got" ||
+	fail "kfree's call sites differ from the guest's own trace file: $(diff "$T_TMP/kfree.want" "$T_TMP/kfree.got" | head -8)"
+info "kmem:kfree: all $(wc -l <"$T_TMP/kfree.want") call sites as the guest kernel prints them ($(head -1 "$T_TMP/kfree.want"))"
 "$HVTRACE" guest stop "$n" >/dev/null 2>&1 || fail "guest stop failed"
 
 ram=$T_SHM/hvtrace-$n.ram

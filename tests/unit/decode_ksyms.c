@@ -16,6 +16,10 @@
  *  - without it, or with one whose addresses are all 0 (kptr_restrict),
  *    or one whose last symbol lies below the ip: the ip in hex, never a
  *    name from the host's /proc/kallsyms;
+ *  - the folder's saved_cmdlines names pid 298 "CPU 0/TCG" (a name
+ *    with spaces, as QEMU's vCPU threads have): the whole name prints;
+ *  - the kernel's forms: "%pS" prints tracing_mark_write+0x11f/0x280,
+ *    a module's symbol adds " [MOD]" (for "%ps" too);
  *  - hvtrace_decoder_set_ksyms(): a table given later names it
  *    (tracing_mark_write), NULL takes the names away again.
  */
@@ -34,6 +38,7 @@
 #define IP_HEX	"0xffffffff8f8377ff: hvt-mark "
 
 static char dir[256];
+static unsigned int named_298;
 
 static void put(const char *rel, const char *text, size_t len)
 {
@@ -78,6 +83,8 @@ static void make_dir(void)
 	snprintf(p, sizeof(p), "%s/events", dir);
 	t_ok(mkdir(p, 0700));
 	put("events/header_page", header_page, sizeof(header_page) - 1);
+	put("saved_cmdlines", "1 init\n298 CPU 0/TCG\n",
+	    strlen("1 init\n298 CPU 0/TCG\n"));
 	fmts = t_src_slurp("tests/fuzz/corpus/kmap/guest-612-formats", &len);
 	put_format(fmts, len, "sched", "sched_switch");
 	put_format(fmts, len, "ftrace", "print");
@@ -116,6 +123,15 @@ static unsigned int check_prints(struct hvtrace_decoder *d, const char *want)
 		if (!strstr(line, want))
 			t_fail("print %u: expected \"%s\" in: %s", n, want,
 			       line);
+		/* saved_cmdlines' name of 298 has spaces, as a QEMU
+		 * vCPU thread's "CPU 0/TCG": all of it is the name. */
+		if (strstr(line, "-298 ")) {
+			if (!strstr(line, " CPU 0/TCG-298 "))
+				t_fail("print %u: pid 298 is not named "
+				       "\"CPU 0/TCG\": %s",
+				       n, line);
+			named_298++;
+		}
 		n++;
 	}
 	t_eq(ret, 0);
@@ -125,6 +141,33 @@ static unsigned int check_prints(struct hvtrace_decoder *d, const char *want)
 	hvtrace_ring_close(rings[1]);
 	hvtrace_kring_close(k);
 	return n;
+}
+
+/* The print format's conversion of the ip: %ps as the kernel has it,
+ * or another (%pS). */
+static void print_conv(const char *conv)
+{
+	static char f[65536];
+	char p[512], *at;
+	size_t len;
+	FILE *o;
+
+	snprintf(p, sizeof(p), "%s/events/ftrace/print/format", dir);
+	o = fopen(p, "rb");
+	t_assert(o);
+	len = fread(f, 1, sizeof(f) - 1, o);
+	t_assert(len > 0 && len < sizeof(f) - 1);
+	f[len] = '\0';
+	t_eq(fclose(o), 0);
+	at = strstr(f, "\"%ps: %s\"");
+	if (!at)
+		at = strstr(f, "\"%pS: %s\"");
+	t_assert(at);
+	memcpy(at + 1, conv, 3);
+	o = fopen(p, "wb");
+	t_assert(o);
+	t_eq(fwrite(f, 1, len, o), len);
+	t_eq(fclose(o), 0);
 }
 
 static unsigned int with_kallsyms(const char *text, const char *want)
@@ -156,6 +199,13 @@ int main(void)
 		"ffffffff8f8376e0 t tracing_mark_write\n"
 		"ffffffff8f837960 T __pfx___trace_array_puts\n"
 		"ffffffff8f837970 T __trace_array_puts\n";
+	/* The same code as a module's (the image's _text stays). */
+	static const char modded[] =
+		"ffffffff8f600000 T _text\n"
+		"ffffffff8f8376d0 t __pfx_tracing_mark_write\t[hvt_mod]\n"
+		"ffffffff8f8376e0 t tracing_mark_write\t[hvt_mod]\n"
+		"ffffffff8f837960 T __pfx___trace_array_puts\t[hvt_mod]\n"
+		"ffffffff8f837970 T __trace_array_puts\t[hvt_mod]\n";
 	static const char zeros[] =
 		"0000000000000000 T _text\n"
 		"0000000000000000 t tracing_mark_write\n"
@@ -173,6 +223,22 @@ int main(void)
 	t_eq(with_kallsyms(named, "tracing_mark_write: hvt-mark "), n);
 	t_eq(with_kallsyms(zeros, IP_HEX), n);
 	t_eq(with_kallsyms(below, IP_HEX), n);
+
+	/* The kernel's forms (vsprintf's sprint_symbol()): %pS adds the
+	 * offset and the size, a module's symbol its module, for %ps too;
+	 * the last symbol of a table (size unknown) only at its address. */
+	print_conv("%pS");
+	t_eq(with_kallsyms(named, "tracing_mark_write+0x11f/0x280: hvt-mark "),
+	     n);
+	snprintf(p, sizeof(p), "%s/kallsyms", dir);
+	t_ok(unlink(p));
+	t_eq(with_kallsyms(NULL, IP_HEX), n);
+	t_eq(with_kallsyms(modded, "tracing_mark_write+0x11f/0x280 [hvt_mod]: "
+				   "hvt-mark "),
+	     n);
+	print_conv("%ps");
+	t_eq(with_kallsyms(modded, "tracing_mark_write [hvt_mod]: hvt-mark "),
+	     n);
 
 	/* A table given to the decoder later, then taken away. */
 	snprintf(p, sizeof(p), "%s/kallsyms", dir);
@@ -197,6 +263,7 @@ int main(void)
 	}
 	t_eq(hvtrace_decoder_set_ksyms(NULL, ks), -EINVAL);	/* freed */
 
+	t_assert(named_298 > 0);
 	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
 	t_eq(system(p), 0);
 	printf("PASS (%u print lines each)\n", n);
