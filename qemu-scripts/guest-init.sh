@@ -250,7 +250,8 @@ fi
 
 # hvtrace.kformats=SYS1,SYS2:EVENT: the guest kernel's event formats for the
 # host, which reads this kernel's own ring from guest RAM but cannot see
-# its tracefs: the headers, saved_cmdlines, printk_formats and the format
+# its tracefs: the headers, saved_cmdlines, printk_formats, the kallsyms
+# lines of the modules loaded, and the format
 # files of those event systems and events, as a gzip'd tar in base64 between two
 # console lines (hvtrace-guest kformats NAME DIR unpacks them).  Printed
 # before the agent starts, so a host that sees the agent (hvtrace guest
@@ -275,6 +276,13 @@ if kf=$(cmdline_get hvtrace.kformats) && [ -d /sys/kernel/tracing/events ]; then
 	done
 	uname -r >"$d/release"
 	cat /proc/version >"$d/version"
+	# The symbols of the modules loaded so far, this boot's: a module's
+	# code is placed when it loads, and the table the host reads from
+	# guest RAM has the kernel image only.
+	if grep -q . /proc/modules 2>/dev/null; then
+		grep -F "$(printf '\t[')" /proc/kallsyms >"$d/kallsyms" ||
+			rm -f "$d/kallsyms"
+	fi
 	# An item is SYS (every event of it) or SYS:EVENT (that one only).
 	for item in $(echo "$kf" | tr ',' ' '); do
 		sys=${item%%:*}

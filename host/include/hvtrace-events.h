@@ -246,6 +246,21 @@ HVTRACE_API int hvtrace_ksyms_parse(const char *text, size_t len,
 /** hvtrace_ksyms_free - free a table; NULL is a no-op */
 HVTRACE_API void hvtrace_ksyms_free(struct hvtrace_ksyms *ks);
 
+/**
+ * hvtrace_ksyms_add_modules - a kernel image's table, with its modules
+ * @ks:   the image's table (hvtrace_ksyms_from_kring(): this boot's)
+ * @from: a table whose module symbols ("\t[MODULE]" lines) are added, a
+ *        guest's /proc/kallsyms lines of its modules (hvtrace_ksyms_parse());
+ *        its image symbols are left out: @ks has the image
+ *
+ * Return: the number of symbols added (0: @from lists no module); -EINVAL
+ * (a NULL table, or more than HVTRACE_KSYMS_MODULES_MAX modules in all);
+ * -E2BIG (more than HVTRACE_KSYMS_LINES_MAX symbols); -ENOMEM.  On an
+ * error @ks names what it named.
+ */
+HVTRACE_API int hvtrace_ksyms_add_modules(struct hvtrace_ksyms *ks,
+					  const struct hvtrace_ksyms *from);
+
 /** hvtrace_ksyms_get_info - what a table holds; 0 or -EINVAL */
 HVTRACE_API int hvtrace_ksyms_get_info(const struct hvtrace_ksyms *ks,
 				       struct hvtrace_ksyms_info *info);

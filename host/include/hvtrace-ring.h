@@ -505,16 +505,19 @@ struct hvtrace_decoder;
  * @info: where the table was found; NULL: not wanted
  *
  * What every reader of a guest kernel ring in guest RAM calls once per
- * open: when @d has no symbol table yet (its formats folder had no
- * kallsyms, the guest's own text, which wins: it lists modules too),
- * the kernel image's table is read from @k (hvtrace_ksyms_from_kring(),
- * which decodes every symbol: a fraction of a second for a distribution
- * kernel) and installed (hvtrace_decoder_set_ksyms()), so that %ps
- * arguments and ftrace:print's ip print as function names.  The host's
- * own symbols are never used: without a table, addresses stay in hex.
+ * open: the kernel image's table of this boot is read from @k
+ * (hvtrace_ksyms_from_kring(), which decodes every symbol: a fraction of
+ * a second for a distribution kernel), the module symbols of the table
+ * @d had are added to it (its formats folder's kallsyms: a rig guest
+ * prints its modules' lines on its console; hvtrace_ksyms_add_modules()),
+ * and it is installed (hvtrace_decoder_set_ksyms()), so that %ps and %pS
+ * arguments and ftrace:print's ip print as function names.  Without a
+ * table in @k, the table @d had is kept as it is.  The host's own symbols
+ * are never used: without a table, addresses stay in hex.
  *
- * Return: 0 (the table is installed); 1 (@d had a table, kept, @info
- * untouched); or hvtrace_ksyms_from_kring()'s error, @d unchanged, with
+ * Return: 0 (the table is installed); 1 (no table in @k, or its modules
+ * could not be added: the table @d had is kept); or
+ * hvtrace_ksyms_from_kring()'s error when @d had none, @d unchanged, with
  * hvtrace_last_error() saying why (the caller tells the user once).
  */
 HVTRACE_API int hvtrace_decoder_ksyms_from_kring(struct hvtrace_decoder *d,

@@ -370,6 +370,52 @@ HVTRACE_API int hvtrace_ksyms_parse(const char *text, size_t len,
 	return 0;
 }
 
+HVTRACE_API int hvtrace_ksyms_add_modules(struct hvtrace_ksyms *ks,
+					  const struct hvtrace_ksyms *from)
+{
+	uint32_t nr, i, added = 0;
+	const char *why = NULL;
+	int ret = 0;
+
+	if (!ks || !from || !ks->idx)
+		return hvt_err(-EINVAL, "hvtrace_ksyms_add_modules: NULL or "
+					"unfinished table");
+	nr = ks->nr;
+	for (i = 0; i < from->nr && !ret; i++) {
+		const struct ks_sym *s = &from->syms[i];
+		const char *mod;
+
+		if (!s->mod)
+			continue; /* the image: @ks's own */
+		mod = from->strs + from->mods[s->mod - 1];
+		ret = hvt_ks_add(ks, s->addr, s->type, from->strs + s->name,
+				 strlen(from->strs + s->name), mod, strlen(mod),
+				 &why);
+		added += !ret;
+	}
+	if (!ret && added) {
+		/* A new index; the old one stays until it is made. */
+		uint32_t *old = ks->idx;
+
+		ks->idx = NULL;
+		ret = hvt_ks_finish(ks, "the modules' symbols");
+		if (ret) {
+			free(ks->idx);
+			ks->idx = old;
+		} else {
+			free(old);
+		}
+		why = "out of memory";
+	}
+	if (ret) {
+		/* As it was (a module name it learned stays unused). */
+		ks->nr = nr;
+		ks->info.symbols = nr;
+		return hvt_err(ret, "the modules' symbols: %s", why);
+	}
+	return (int)added;
+}
+
 HVTRACE_API int hvtrace_ksyms_get_info(const struct hvtrace_ksyms *ks,
 				       struct hvtrace_ksyms_info *info)
 {

@@ -826,10 +826,16 @@ HVTRACE_API int hvtrace_decoder_ksyms_from_kring(struct hvtrace_decoder *d,
 	if (!d || !d->tep || !k)
 		return hvt_err(-EINVAL, "hvtrace_decoder_ksyms_from_kring: "
 					"NULL argument");
-	if (d->ksyms)
-		return 1;	/* the guest's own text: modules too */
+	/* This boot's image from its RAM, and the modules of the table the
+	 * decoder had (its formats folder's kallsyms, which a rig guest
+	 * prints on its console with the modules it loaded).  Without a
+	 * RAM table, that table as it is. */
 	ret = hvtrace_ksyms_from_kring(k, &ks, info);
 	if (ret)
-		return ret;
+		return d->ksyms ? 1 : ret;
+	if (d->ksyms && hvtrace_ksyms_add_modules(ks, d->ksyms) < 0) {
+		hvtrace_ksyms_free(ks);
+		return 1;
+	}
 	return hvtrace_decoder_set_ksyms(d, ks);
 }

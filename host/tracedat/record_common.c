@@ -830,26 +830,45 @@ static int rk_add_learned(void *arg, int pid, const char *comm)
 }
 
 /*
- * A guest's kernel image symbols, read from its RAM once per recording
- * (hvtrace_ksyms_from_kring()): the KALLSYMS section when its formats
- * folder has no kallsyms.  None: said once, addresses stay in hex.
+ * A guest's symbols for the KALLSYMS section, once per recording: the
+ * kernel image's of this boot, read from its RAM
+ * (hvtrace_ksyms_from_kring()), with the module symbols of its formats
+ * folder's kallsyms (@folder, a rig guest's console lines of the modules
+ * it loaded; NULL: none).  No RAM table: none (the folder's text is taken
+ * as it is), and a note says so once when there is no folder text either.
  */
-static void rk_ram_ksyms(struct hvt_tdat_rkernel *rk)
+static void rk_ram_ksyms(struct hvt_tdat_rkernel *rk,
+			 const struct hvt_tdat_blob *folder)
 {
 	struct hvtrace_kring *kr = hvt_tdat_kernel_kring(rk->k);
-	struct hvtrace_ksyms *ks = NULL;
+	struct hvtrace_ksyms *ks = NULL, *mods = NULL;
 
 	if (rk->ksyms_tried)
 		return;
 	rk->ksyms_tried = true;
 	if (!kr)
 		return;
-	if (hvtrace_ksyms_from_kring(kr, &ks, NULL) ||
-	    hvtrace_ksyms_text(ks, &rk->ksyms_text, &rk->ksyms_len))
+	if (hvtrace_ksyms_from_kring(kr, &ks, NULL)) {
+		if (!folder)
+			fprintf(stderr,
+				"hvtrace record: note: the guest kernel's "
+				"function names print in hex (never the "
+				"host's): %s\n",
+				hvtrace_last_error());
+		return;
+	}
+	if (folder && !hvtrace_ksyms_parse(folder->data, folder->len, &mods) &&
+	    hvtrace_ksyms_add_modules(ks, mods) < 0)
+		fprintf(stderr,
+			"hvtrace record: note: the guest's modules are left "
+			"out of its symbols: %s\n",
+			hvtrace_last_error());
+	if (hvtrace_ksyms_text(ks, &rk->ksyms_text, &rk->ksyms_len))
 		fprintf(stderr,
 			"hvtrace record: note: the guest kernel's function "
 			"names print in hex (never the host's): %s\n",
 			hvtrace_last_error());
+	hvtrace_ksyms_free(mods);
 	hvtrace_ksyms_free(ks);
 }
 
@@ -858,16 +877,25 @@ int hvt_tdat_rkernel_add_files(struct hvt_tdat_rkernel *rk)
 	struct hvt_tdat_blob b = {0};
 	int ret = 0;
 
-	/* The host's symbols, or a guest's own (its formats folder's
-	 * kallsyms, when it has one, else the table in its RAM): never the
-	 * host's for a guest. */
-	if (rk->guest ? !hvt_tdat_kernel_file(rk->k, "kallsyms", true, &b)
-		      : !hvt_tdat_read_file("/proc/kallsyms", &b, 256u << 20))
-		ret = hvtrace_tracedat_writer_set_kallsyms(rk->w, b.data,
-							   b.len);
-	else if (rk->guest && (rk_ram_ksyms(rk), rk->ksyms_text))
-		ret = hvtrace_tracedat_writer_set_kallsyms(
-			rk->w, rk->ksyms_text, rk->ksyms_len);
+	/* The host's symbols, or a guest's own (the table in its RAM with
+	 * the modules of its formats folder's kallsyms; that text alone
+	 * without a RAM table): never the host's for a guest. */
+	if (!rk->guest) {
+		if (!hvt_tdat_read_file("/proc/kallsyms", &b, 256u << 20))
+			ret = hvtrace_tracedat_writer_set_kallsyms(
+				rk->w, b.data, b.len);
+	} else {
+		bool folder =
+			!hvt_tdat_kernel_file(rk->k, "kallsyms", true, &b);
+
+		rk_ram_ksyms(rk, folder ? &b : NULL);
+		if (rk->ksyms_text)
+			ret = hvtrace_tracedat_writer_set_kallsyms(
+				rk->w, rk->ksyms_text, rk->ksyms_len);
+		else if (folder)
+			ret = hvtrace_tracedat_writer_set_kallsyms(
+				rk->w, b.data, b.len);
+	}
 	if (!ret && !hvt_tdat_kernel_file(rk->k, "printk_formats", true, &b))
 		ret = hvtrace_tracedat_writer_set_printk(rk->w, b.data, b.len);
 	if (!ret && !hvt_tdat_kernel_file(rk->k, "saved_cmdlines", true, &b))

@@ -454,9 +454,9 @@ struct hvt_tdat_rkernel {
 	struct hvtrace_decoder *dec;
 	struct hvtrace_catalog dcat;
 	struct hvtrace_tracedat_source_stats st;
-	/* A guest's symbols read from its RAM (hvtrace_ksyms_text()), once:
-	 * its KALLSYMS when its formats folder has none; ksyms_tried: read
-	 * or refused (said once). */
+	/* A guest's symbols read from its RAM with its formats folder's
+	 * modules (hvtrace_ksyms_text()), once: its KALLSYMS; ksyms_tried:
+	 * read or refused (said once). */
 	char *ksyms_text;
 	size_t ksyms_len;
 	bool ksyms_tried;

@@ -9,7 +9,8 @@
  * "%016lx %c %s[\t[MOD]]" within the bounds; the count of kept and
  * skipped lines never exceeds the lines given; a lookup of each kept
  * symbol's address (and one byte past it) finds a symbol at or below it
- * whose offset lies inside its known size.
+ * whose offset lies inside its known size; its module symbols added to
+ * a copy of it (hvtrace_ksyms_add_modules()) are counted as added.
  *
  * Seeds: tests/fuzz/corpus/ksyms_parse/ (core and module lines, aliases,
  * absolute symbols, hostile lines).
@@ -87,6 +88,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    info2.modules == info.modules);
 	fuzz_assert(!hvtrace_ksyms_text(ks2, &text2, &len2));
 	fuzz_assert(len2 == len && !memcmp(text, text2, len));
+	/* The table's modules added to its copy: each module symbol once
+	 * more, the count said; or refused, the copy as it was. */
+	{
+		uint32_t mod_syms = 0;
+		int added;
+
+		for (p = text; p < text + len; p = strchr(p, '\n') + 1)
+			mod_syms += !!memchr(p, '\t',
+					     (size_t)(strchr(p, '\n') - p));
+		added = hvtrace_ksyms_add_modules(ks2, ks);
+		fuzz_assert(!hvtrace_ksyms_get_info(ks2, &info2));
+		if (added >= 0)
+			fuzz_assert((uint32_t)added == mod_syms &&
+				    info2.symbols == info.symbols + mod_syms &&
+				    info2.modules == info.modules);
+		else
+			fuzz_assert(info2.symbols == info.symbols);
+	}
 	free(text);
 	free(text2);
 	hvtrace_ksyms_free(ks2);

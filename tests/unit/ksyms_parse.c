@@ -18,6 +18,10 @@
  *    says why), no valid line (-ENOENT), more lines than the bound
  *    (-E2BIG), NULL arguments (-EINVAL); more modules than the bound:
  *    the lines of the extra ones skipped.
+ * 4. hvtrace_ksyms_add_modules(): an image's table with a guest's module
+ *    lines added (an image line among them left out): a module's symbol
+ *    found with its module, offset and size, the image's as before; a
+ *    table without modules adds 0, NULL is refused.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -294,11 +298,68 @@ static void test_refused(void)
 	free(text);
 }
 
+/* 4. A RAM table of the image with a guest's module lines added. */
+static void test_add_modules(void)
+{
+	static const char image[] = "ffffffff81000000 T _text\n"
+				    "ffffffff81000100 T do_one\n"
+				    "ffffffff81000200 T do_two\n";
+	/* The guest's lines: its modules, and an image line of another
+	 * boot that must not be taken. */
+	static const char mods[] =
+		"ffffffff90000000 T stale_image_symbol\n"
+		"ffffffffc0400000 t softdog_stop\t[softdog]\n"
+		"ffffffffc0400140 t softdog_fire\t[softdog]\n"
+		"ffffffffc0400200 t softdog_ping\t[softdog]\n"
+		"ffffffffc0500000 t dummy_init\t[dummy]\n";
+	struct hvtrace_ksyms_info info;
+	struct hvtrace_ksyms *ks, *m, *none;
+	const char *name, *mod;
+	uint64_t off, size;
+	char *text;
+	size_t len;
+
+	t_ok(hvtrace_ksyms_parse(image, strlen(image), &ks));
+	t_ok(hvtrace_ksyms_parse(mods, strlen(mods), &m));
+	t_eq(hvtrace_ksyms_add_modules(ks, m), 4);
+	t_ok(hvtrace_ksyms_lookup(ks, 0xffffffffc0400150ull, &name, &off, &size,
+				  &mod));
+	t_assert(!strcmp(name, "softdog_fire") && !strcmp(mod, "softdog"));
+	t_equ(off, 0x10);
+	t_equ(size, 0xc0);
+	t_ok(hvtrace_ksyms_lookup(ks, 0xffffffff81000180ull, &name, &off, &size,
+				  &mod));
+	t_assert(!strcmp(name, "do_one") && !mod);
+	t_equ(size, 0x100);
+	t_eq(hvtrace_ksyms_lookup(ks, 0xffffffff90000000ull, &name, NULL, NULL,
+				  NULL),
+	     -ENOENT);
+	t_ok(hvtrace_ksyms_get_info(ks, &info));
+	t_eq(info.symbols, 7);
+	t_eq(info.modules, 2);
+	/* The text: the image, then the modules, as a KALLSYMS section. */
+	t_ok(hvtrace_ksyms_text(ks, &text, &len));
+	t_assert(strstr(text, "ffffffffc0400140 t softdog_fire\t[softdog]\n"));
+	t_assert(!strstr(text, "stale_image_symbol"));
+	free(text);
+	/* A table with no module adds nothing; NULL is refused. */
+	t_ok(hvtrace_ksyms_parse(image, strlen(image), &none));
+	t_eq(hvtrace_ksyms_add_modules(ks, none), 0);
+	t_eq(hvtrace_ksyms_add_modules(ks, NULL), -EINVAL);
+	t_eq(hvtrace_ksyms_add_modules(NULL, m), -EINVAL);
+	t_ok(hvtrace_ksyms_get_info(ks, &info));
+	t_eq(info.symbols, 7);
+	hvtrace_ksyms_free(none);
+	hvtrace_ksyms_free(m);
+	hvtrace_ksyms_free(ks);
+}
+
 int main(void)
 {
 	test_valid();
 	test_hostile_lines();
 	test_refused();
+	test_add_modules();
 	printf("PASS\n");
 	return 0;
 }
