@@ -70,13 +70,6 @@ struct hvtrace_decoder {
 };
 
 /* comm.c */
-/*
- * @in (@n bytes: libtraceevent's text of a record, printed with a ksyms
- * resolver) into @out with each symbol as the kernel prints it (ksyms.c,
- * ks_resolve()): "name [mod]" for %ps, "name+0xoff/0xsize [mod]" for %pS.
- */
-HVT_INTERNAL void hvt_ksyms_expand(struct trace_seq *out, const char *in,
-				   size_t n);
 HVT_INTERNAL int hvt_dec_comm_init(struct hvtrace_decoder *d);
 HVT_INTERNAL void hvt_dec_comm_fini(struct hvtrace_decoder *d);
 /* A format for event @id arrived: look its fields up again. */

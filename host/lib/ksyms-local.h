@@ -32,12 +32,6 @@ struct hvtrace_ksyms {
 	char resolved[HVTRACE_KSYMS_NAME_MAX + HVTRACE_KSYMS_MODULE_MAX + 24];
 };
 
-/*
- * The byte that begins and ends a symbol's tail in a decoder's text: no
- * name or module holds it (they are printable), nor does a format's text.
- */
-#define HVT_KS_TAIL '\x1f'
-
 HVT_INTERNAL struct hvtrace_ksyms *hvt_ks_new(void);
 /* Every byte in 0x21..0x7e. */
 HVT_INTERNAL bool hvt_ks_printable(const char *s, size_t n);

@@ -591,7 +591,8 @@ static size_t ks_hex_len(const char *p, const char *end)
 
 /*
  * One tail at @p (its first HVT_KS_TAIL), and the "+0xOFF" libtraceevent
- * printed after it for %pS, in the kernel's form into @out.  Returns the
+ * printed after it for %pS, in the kernel's form into @out (a plugin's
+ * "/0xDIFF" after it is kept, the module after that).  Returns the
  * bytes of @p taken, or 0 when @p is not a well-formed tail (left as it
  * is: a record's own string may hold the byte).
  */
@@ -619,6 +620,12 @@ static size_t ks_expand_one(struct trace_seq *out, const char *p,
 		ks_put(out, q, 3 + noff);
 		if (size)
 			trace_seq_printf(out, "/0x%llx", size);
+		q += 3 + noff;
+	} else if (end - q > 3 && !memcmp(q, "/0x", 3) &&
+		   (noff = ks_hex_len(q + 3, end))) {
+		/* libtraceevent's tep_print_func_field() (its plugins'
+		 * "name/0xdiff"): kept, the module after it. */
+		ks_put(out, q, 3 + noff);
 		q += 3 + noff;
 	}
 	if (mod_end > mod) {
@@ -650,6 +657,26 @@ void hvt_ksyms_expand(struct trace_seq *out, const char *in, size_t n)
 		p = m + took;
 	}
 	trace_seq_terminate(out);
+}
+
+int hvt_tep_set_ksyms(struct tep_handle *tep, const char *text, size_t len,
+		      struct hvtrace_ksyms **owner)
+{
+	struct hvtrace_ksyms *ks = NULL;
+	int ret;
+
+	tep_reset_function_resolver(tep);
+	hvtrace_ksyms_free(*owner);
+	*owner = NULL;
+	ret = hvtrace_ksyms_parse(text, len, &ks);
+	if (ret)
+		return ret;
+	if (tep_set_function_resolver(tep, ks_resolve, ks)) {
+		hvtrace_ksyms_free(ks);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	*owner = ks;
+	return 0;
 }
 
 HVTRACE_API int hvtrace_decoder_set_ksyms(struct hvtrace_decoder *d,

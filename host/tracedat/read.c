@@ -482,6 +482,7 @@ HVTRACE_API void hvtrace_tracedat_close(struct hvtrace_tracedat_file *f)
 			tep_unload_plugins(f->plugins, f->tep);
 		tep_free(f->tep);
 	}
+	hvtrace_ksyms_free(f->ksyms);
 	if (f->fd >= 0)
 		close(f->fd);
 	for (i = 0; i < f->nr_ops; i++)

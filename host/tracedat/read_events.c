@@ -244,7 +244,17 @@ static int rd_print_line(struct hvtrace_tracedat_file *f,
 	if (s.len && s.buffer[s.len - 1] == '\n')
 		s.len--;
 	trace_seq_terminate(&s);
-	fprintf(out, "%s\n", s.buffer);
+	if (f->ksyms && memchr(s.buffer, HVT_KS_TAIL, s.len)) {
+		/* Symbols in the kernel's forms (the decoders' rule). */
+		struct trace_seq x;
+
+		trace_seq_init(&x);
+		hvt_ksyms_expand(&x, s.buffer, s.len);
+		fprintf(out, "%s\n", x.buffer);
+		trace_seq_destroy(&x);
+	} else {
+		fprintf(out, "%s\n", s.buffer);
+	}
 	trace_seq_destroy(&s);
 	return 0;
 }

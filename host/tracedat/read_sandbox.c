@@ -66,6 +66,11 @@ void rd_sandbox(struct hvtrace_tracedat_file *f)
 		f->ops[i].bad = bad < 0 || t[i].bad;
 		if (f->ops[i].bad)
 			f->bad_formats++;
+		else if (t[i].kind == HVT_TEP_KALLSYMS)
+			/* A table refused (no valid line, every address
+			 * 0): addresses print in hex. */
+			hvt_tep_set_ksyms(f->tep, t[i].text, t[i].len,
+					  &f->ksyms);
 		else
 			hvt_tep_apply(f->tep, &t[i], (int)f->long_size);
 	}

@@ -74,6 +74,9 @@ struct hvtrace_tracedat_file {
 	uint32_t long_size;
 	uint32_t cpucount;
 	struct tep_handle *tep;
+	/* Its KALLSYMS as tep's function resolver (hvt_tep_set_ksyms()):
+	 * symbols print in the kernel's forms, as a decoder's do. */
+	struct hvtrace_ksyms *ksyms;
 	struct tep_plugin_list *plugins;
 	struct rd_buffer *buf;
 	unsigned int nr_buf;

@@ -17,9 +17,13 @@
 #     --drain" (through hvtraced) print as many hrtimer_start lines
 #     "function=softdog_fire [softdog]" as the guest's own trace file, and
 #     no hrtimer_start whose function is an address of the module;
-#   - "hvtrace record --pair": the guest file's KALLSYMS holds the guest's
+#   - "hvtrace record --pair" while the guest pings softdog every 0.2 s
+#     (told on its port go): the guest file's KALLSYMS holds the guest's
 #     own softdog_fire line (this boot's module address, "\t[softdog]")
-#     and its _text line (the image, from guest RAM) both;
+#     and its _text line (the image, from guest RAM) both; "hvtrace
+#     report" of it prints the module, " [softdog]", after the function
+#     where "trace-cmd report" prints none (both through libtraceevent's
+#     hrtimer plugin), and is the same otherwise;
 #   - the launcher's kformats into the formats cache leaves the modules'
 #     lines out (one folder serves every boot of a kernel).
 . "$(dirname "$0")/lib.sh"
@@ -34,8 +38,10 @@ t_name n kmod
 run="grep -E ' (_text|softdog_fire)(\$|	)' /proc/kallsyms | sed 's/^/hvt-ksym /'"
 run+="; T=/sys/kernel/tracing/instances/hvt; echo V >/dev/watchdog"
 run+="; echo hvt-softdog \$(grep -c 'hrtimer_start: .* function=softdog_fire \\[softdog\\] ' \$T/trace)"
-run+="; echo hvt-done; sleep 600"
-"$HVTRACE" guest start "$n" --module softdog --log "$T_TMP/$n.log" \
+# Then, once the host says "g" on port go, softdog is pinged every 0.2 s
+# (for the recording below).
+run+="; echo hvt-done; $(kring_gated 'while :; do echo V >/dev/watchdog; sleep 0.2; done')"
+"$HVTRACE" guest start "$n" --module softdog --port go --log "$T_TMP/$n.log" \
 	--kernel-events timer:hrtimer_start,ftrace:print --run "$run" \
 	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }
 wait_line "$T_TMP/$n.log" '^hvt-done' 120 || fail "the guest did not finish: $(tail -n 5 "$T_TMP/$n.log")"
@@ -68,7 +74,9 @@ grep -q "the guest kernel's ring (2 CPUs) beside its user events" "$T_TMP/one.er
 named "$T_TMP/one.txt" "stream $n"
 info "stream $n (through hvtraced): the same"
 
-"$HVTRACE" record -q -o "$T_TMP/p.dat" --pair -d 1 "$n" 2>"$T_TMP/rec.err" ||
+"$T_SRCTREE/qemu-scripts/port-send" "$T_RUNDIR/$n/port-go.sock" g "$T_TMP/$n.log" \
+	hvt-go-seen 60 || fail "the guest did not take the go"
+"$HVTRACE" record -q -o "$T_TMP/p.dat" --pair -d 2 "$n" 2>"$T_TMP/rec.err" ||
 	{ cat "$T_TMP/rec.err"; fail "record --pair failed"; }
 trace-cmd dump --kallsyms "$T_TMP/p-$n.dat" >"$T_TMP/ksyms" 2>&1 || fail "trace-cmd dump --kallsyms failed"
 grep -qxF "$want_fire" "$T_TMP/ksyms" ||
@@ -76,6 +84,21 @@ grep -qxF "$want_fire" "$T_TMP/ksyms" ||
 grep -qx "$want_text" "$T_TMP/ksyms" ||
 	fail "the guest file's KALLSYMS has not the guest's '$want_text': $(grep ' _text$' "$T_TMP/ksyms")"
 info "record --pair: the guest file's KALLSYMS has the module's line ($want_fire) and the image's ($want_text), $(grep -c . "$T_TMP/ksyms") lines"
+# hvtrace report names the module's function as the kernel does
+# (" [softdog]"), trace-cmd report as libtraceevent does (no module);
+# every other byte the same.
+trace-cmd report "$T_TMP/p-$n.dat" >"$T_TMP/tc.txt" 2>/dev/null || fail "trace-cmd report of the guest file failed"
+"$HVTRACE" report -i "$T_TMP/p-$n.dat" >"$T_TMP/hr.txt" 2>"$T_TMP/hr.err" ||
+	{ cat "$T_TMP/hr.err"; fail "hvtrace report of the guest file failed"; }
+# (Both load libtraceevent's hrtimer plugin: "function=NAME/0xDIFF".)
+k=$(grep -c 'hrtimer_start: .* function=softdog_fire[^ ]* \[softdog\] ' "$T_TMP/hr.txt")
+[ "$k" -ge 2 ] || fail "hvtrace report: $k hrtimer_start lines of softdog_fire [softdog] in 2 s of pings every 0.2 s: $(grep -m2 softdog "$T_TMP/hr.txt")"
+[ "$(grep -c 'function=softdog_fire[^ ]* ' "$T_TMP/tc.txt")" = "$k" ] ||
+	fail "trace-cmd report names softdog_fire $(grep -c 'function=softdog_fire[^ ]* ' "$T_TMP/tc.txt") times, hvtrace report $k"
+unmod='s/ \(function=softdog_fire[^ ]*\) \[softdog\] / \1 /'
+sed "$unmod" "$T_TMP/hr.txt" | cmp -s - "$T_TMP/tc.txt" ||
+	fail "hvtrace report differs from trace-cmd report beyond the module: $(sed "$unmod" "$T_TMP/hr.txt" | diff - "$T_TMP/tc.txt" | head -6)"
+info "hvtrace report: $k lines '$(grep -m1 -o 'function=softdog_fire[^ ]* \[softdog\]' "$T_TMP/hr.txt")' (trace-cmd report: '$(grep -m1 -o 'function=softdog_fire[^ ]*' "$T_TMP/tc.txt")'), the rest byte for byte"
 
 HVT_CACHE=$T_TMP/cache "$G" kformats "$n" >"$T_TMP/kf.out" 2>&1 || fail "kformats into the cache failed: $(cat "$T_TMP/kf.out")"
 dir=$(sed -n 's/: the event formats of guest kernel .*//p' "$T_TMP/kf.out")

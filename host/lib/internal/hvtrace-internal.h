@@ -278,6 +278,28 @@ HVT_LIBPRIVATE long hvt_tep_text_bad_byte(const struct hvt_tep_text *t);
 /* @t parsed into @tep (the parse the sandbox tries). */
 HVT_LIBPRIVATE void hvt_tep_apply(struct tep_handle *tep,
 				  const struct hvt_tep_text *t, int long_size);
+/*
+ * A kernel's /proc/kallsyms text (hostile: hvtrace_ksyms_parse()) as
+ * @tep's function resolver, the one decoders install
+ * (hvtrace_decoder_set_ksyms()): @tep's text of a record then names
+ * symbols with a tail that hvt_ksyms_expand() turns into the kernel's
+ * forms.  The table goes to *@owner (any table there is freed; the caller
+ * frees the last one after tep_free()).  0, or the parse's -errno (then
+ * @tep names nothing).
+ */
+struct hvtrace_ksyms;
+HVT_LIBPRIVATE int hvt_tep_set_ksyms(struct tep_handle *tep, const char *text,
+				     size_t len, struct hvtrace_ksyms **owner);
+/*
+ * @in (@n bytes: libtraceevent's text of a record, printed with that
+ * resolver) into @out with each symbol as the kernel prints it:
+ * "name [mod]" for %ps, "name+0xoff/0xsize [mod]" for %pS.
+ */
+struct trace_seq;
+HVT_LIBPRIVATE void hvt_ksyms_expand(struct trace_seq *out, const char *in,
+				     size_t n);
+/* The byte that begins and ends a symbol's tail in such a text. */
+#define HVT_KS_TAIL '\x1f'
 /* @t[0..n) checked: the bad ones marked; how many are bad, or -errno
  * when no child could run (nothing checked). */
 HVT_LIBPRIVATE long hvt_tep_sandbox(struct hvt_tep_text *t, unsigned int n,
