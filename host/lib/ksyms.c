@@ -615,17 +615,13 @@ static size_t ks_expand_one(struct trace_seq *out, const char *p,
 	if (!mod_end)
 		return 0;
 	q = mod_end + 1;
-	if (end - q > 3 && !memcmp(q, "+0x", 3) &&
-	    (noff = ks_hex_len(q + 3, end))) {
+	/* %pS's "+0xOFF" gets the size; a plugin's "/0xDIFF"
+	 * (libtraceevent's tep_print_func_field()) is kept as it is. */
+	if (end - q > 3 && (*q == '+' || *q == '/') &&
+	    !memcmp(q + 1, "0x", 2) && (noff = ks_hex_len(q + 3, end))) {
 		ks_put(out, q, 3 + noff);
-		if (size)
+		if (*q == '+' && size)
 			trace_seq_printf(out, "/0x%llx", size);
-		q += 3 + noff;
-	} else if (end - q > 3 && !memcmp(q, "/0x", 3) &&
-		   (noff = ks_hex_len(q + 3, end))) {
-		/* libtraceevent's tep_print_func_field() (its plugins'
-		 * "name/0xdiff"): kept, the module after it. */
-		ks_put(out, q, 3 + noff);
 		q += 3 + noff;
 	}
 	if (mod_end > mod) {
@@ -659,24 +655,29 @@ void hvt_ksyms_expand(struct trace_seq *out, const char *in, size_t n)
 	trace_seq_terminate(out);
 }
 
-int hvt_tep_set_ksyms(struct tep_handle *tep, const char *text, size_t len,
-		      struct hvtrace_ksyms **owner)
+/* @ks (NULL: none) as @tep's resolver, owned by *@owner (freed on
+ * failure; the table *@owner had is freed). */
+static int ks_install(struct tep_handle *tep, struct hvtrace_ksyms **owner,
+		      struct hvtrace_ksyms *ks)
 {
-	struct hvtrace_ksyms *ks = NULL;
-	int ret;
-
 	tep_reset_function_resolver(tep);
 	hvtrace_ksyms_free(*owner);
 	*owner = NULL;
-	ret = hvtrace_ksyms_parse(text, len, &ks);
-	if (ret)
-		return ret;
-	if (tep_set_function_resolver(tep, ks_resolve, ks)) {
+	if (ks && tep_set_function_resolver(tep, ks_resolve, ks)) {
 		hvtrace_ksyms_free(ks);
 		return hvt_err(-ENOMEM, "out of memory");
 	}
 	*owner = ks;
 	return 0;
+}
+
+int hvt_tep_set_ksyms(struct tep_handle *tep, const char *text, size_t len,
+		      struct hvtrace_ksyms **owner)
+{
+	struct hvtrace_ksyms *ks = NULL;
+	int ret = hvtrace_ksyms_parse(text, len, &ks);
+
+	return ks_install(tep, owner, ret ? NULL : ks) ?: ret;
 }
 
 HVTRACE_API int hvtrace_decoder_set_ksyms(struct hvtrace_decoder *d,
@@ -687,13 +688,5 @@ HVTRACE_API int hvtrace_decoder_set_ksyms(struct hvtrace_decoder *d,
 		return hvt_err(-EINVAL, "hvtrace_decoder_set_ksyms: NULL "
 					"decoder");
 	}
-	tep_reset_function_resolver(d->tep);
-	hvtrace_ksyms_free(d->ksyms);
-	d->ksyms = ks;
-	if (ks && tep_set_function_resolver(d->tep, ks_resolve, ks)) {
-		d->ksyms = NULL;
-		hvtrace_ksyms_free(ks);
-		return hvt_err(-ENOMEM, "out of memory");
-	}
-	return 0;
+	return ks_install(d->tep, &d->ksyms, ks);
 }
