@@ -3,29 +3,33 @@
  * hvtrace stream NAME / stat NAME: a remote read through hvtraced.
  *
  * hvtraced owns the remote's area (it is the single consumer of its
- * rings) and hands each page to every subscriber.  Streaming by name
- * subscribes on one connection (the page feed) and asks everything else
- * (remotes, formats, comms) on a second one, so no page is ever lost to
- * a request.  Records are decoded with the remote's own formats, their
- * timestamps converted to host CLOCK_MONOTONIC with the daemon's clock
- * model as it arrives ahead of the pages (CLOCK; converted here, no round
- * trip: TO_HOST per burst only for an hvtraced that sends no model),
- * merged across CPUs with a
- * reorder window, and printed exactly as hvtrace stream prints an area.
- * A rig guest's kernel ring (daemon_kring.c) joins the same merge: its
- * CPUs are queues after the remote's, its mono timestamps go through the
- * same model as the agent's.  With --kernel the host kernel joins too
- * (hvtrace_tracedat_kernel_open(): a tracefs instance on the mono trace
- * clock, the host's CLOCK_MONOTONIC, so its times need no conversion):
- * its CPUs are the last queues, read through their rings before the guest
- * kernel's in each pass (so a host event that a guest event followed is
- * not fetched after it, while the host's backlog fits in one pass),
- * decoded with the host's formats and printed
- * with a "host: " prefix, as trace-cmd report starts a buffer's lines with
- * its name.
+ * rings) and hands each page to every subscriber.  Streaming by name reads
+ * the remote the way stream reads an area (cmd_stream.c): every CPU is a
+ * ring of the core, the rings go into one hvtrace_merge, and each record
+ * it returns is printed by its source's decoder.  The rings are
+ *
+ *   - the remote's CPUs (hvtrace_daemon_ring_open(): each subscribes its
+ *     CPU on the page feed; times on the host's CLOCK_MONOTONIC through
+ *     the clock model hvtraced sends ahead of the pages, converted here,
+ *     no round trip);
+ *   - a rig guest's kernel ring (daemon_kring.c), its CPUs after the
+ *     remote's (hvtrace_daemon_kring_ring_open(): its mono times through
+ *     the same model as the agent's);
+ *   - with --kernel, the host kernel (hvtrace_tracedat_kernel_open(): a
+ *     tracefs instance on the mono trace clock, the host's
+ *     CLOCK_MONOTONIC, so its times need no conversion): its CPUs last,
+ *     decoded with the host's formats and printed with a "host: " prefix,
+ *     as trace-cmd report starts a buffer's lines with its name.
+ *
+ * Everything per record is the core's (validation, the one copy into the
+ * reader page, time conversion, losses as rec->lost_before, ordering);
+ * what is this file's is the printing: which decoder, the comms, the
+ * "host: " prefix and the clock notes.  Everything else (remotes, formats,
+ * comms) is asked on a second connection, so no page waits for a request.
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,24 +47,16 @@
 #define RS_REFRESH_NS 250000000ULL /* remote state polls */
 #define RS_STATUS_NS  500000000ULL
 #define RS_WAIT_MS    20 /* longest sleep for a page */
-#define RS_HOST_READ  4096u /* host kernel records per CPU and pass */
+#define RS_EMIT_MAX	 65536u /* records printed between state checks */
 #define RS_HOST_INSTANCE "hvtrace-stream-%d" /* the private instance */
 
-struct rs_rec {
-	struct rs_rec *next;
-	uint64_t ts, host, fetched, lost;
-	uint64_t err; /* host's error bound: 0 for the host kernel's */
-	int cpu;
-	uint32_t q; /* its queue: the remote's CPU, nr_cpus + the guest
-		     * kernel's CPU, or host_q + the host kernel's CPU */
-	uint32_t len;
-	uint8_t data[];
-};
+enum rs_kind { RS_REMOTE, RS_GUEST_KERNEL, RS_HOST_KERNEL };
 
-struct rs_cpu {
-	struct rs_rec *head, *tail;
-	uint64_t sub_dropped; /* the subscription's drops seen so far */
-	uint64_t pending_lost; /* lost before the next record (or the end) */
+/* One ring of the merge: a CPU of one source. */
+struct rs_q {
+	struct hvtrace_ring *ring; /* the host kernel's are its handle's */
+	enum rs_kind kind;
+	int cpu;
 	unsigned long long events, lost;
 	bool lost_unknown;
 };
@@ -73,33 +69,23 @@ struct rs {
 	struct hvt_remote_rec rec;
 	struct hvtrace_daemon_events evs;
 	struct hvtrace_decoder *dec;
-	struct rs_cpu *cpus;
-	uint32_t nr_cpus;
-	uint32_t nr_q;		  /* queues: nr_cpus, the guest kernel's CPUs, then
-				   * the host kernel's */
 	struct hvtrace_daemon_kring *kr; /* the guest kernel's ring, or NULL */
 	struct hvtrace_tracedat_kernel *hk; /* the host kernel, or NULL */
 	struct hvtrace_decoder *hdec;	    /* ... its formats */
-	uint32_t host_q;		    /* its first queue */
-	bool host_frozen;		    /* draining: read it no more */
 	uint64_t hcomm_ns;		    /* last saved_cmdlines read */
 	char hinst[64];			    /* its private instance's name */
-	char kformats[PATH_MAX];        /* its formats' folder */
+	char kformats[PATH_MAX];	    /* the guest kernel's formats */
+	struct rs_q *q;			    /* remote, guest kernel, host */
+	uint32_t nr_q;
+	struct hvtrace_merge *merge;
 	uint64_t comm_tried_ns;
 	int tried[256]; /* loopback pids /proc was asked for */
 	unsigned int nr_tried;
 	uint64_t local_tried_ns; /* ... last asked again */
-	unsigned long long printed, lost, bytes, pages;
+	unsigned long long printed, lost;
 	char *line;
 	size_t line_cap;
 	bool out_broken;
-	/* records waiting for their host time */
-	struct rs_rec **conv;
-	size_t nr_conv, cap_conv;
-	uint64_t now_fetch;
-	uint32_t page_cpu;
-	uint32_t page_q;
-	uint64_t page_lost;
 	struct hvt_cli_order order; /* the latest time printed */
 	bool clock_said, own_said; /* its clock, said on stderr */
 };
@@ -107,217 +93,6 @@ struct rs {
 static int rs_fail(struct rs *s)
 {
 	return hvt_cli_error(s->verb, "%s", hvtrace_last_error());
-}
-
-/* A record at the tail of queue @q; NULL when out of memory. */
-static struct rs_rec *rs_queue(struct rs *s, uint32_t q, uint32_t cpu,
-			       uint64_t ts, uint64_t lost, const void *p,
-			       uint32_t len)
-{
-	struct rs_cpu *c = &s->cpus[q];
-	struct rs_rec *r;
-
-	r = malloc(sizeof(*r) + len);
-	if (!r)
-		return NULL;
-	r->next = NULL;
-	r->ts = ts;
-	r->host = ts;
-	r->err = 0;
-	r->fetched = s->now_fetch;
-	r->lost = lost;
-	r->cpu = (int)cpu;
-	r->q = q;
-	r->len = len;
-	memcpy(r->data, p, len);
-	if (c->tail)
-		c->tail->next = r;
-	else
-		c->head = r;
-	c->tail = r;
-	return r;
-}
-
-static int rs_add_event(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
-{
-	struct rs *s = arg;
-	struct rs_rec *r;
-	uint64_t host, err;
-
-	/* On the host's clock at once, with the model the feed received
-	 * ahead of this page (its own bound, not a batch's). */
-	if (!hvtrace_daemon_feed_ts_to_host(s->feed, s->rec.id, ts, &host,
-					    &err)) {
-		r = rs_queue(s, s->page_q, s->page_cpu, ts, s->page_lost, p,
-			     len);
-		if (!r)
-			return -ENOMEM;
-		s->page_lost = 0;
-		r->host = host;
-		r->err = err;
-		return 0;
-	}
-	/* No model received (an hvtraced that sends none): TO_HOST for the
-	 * burst, as rs_convert() asks.  Room to convert it first: a queued
-	 * record is always converted. */
-	if (s->nr_conv == s->cap_conv) {
-		size_t cap = s->cap_conv ? s->cap_conv * 2 : 1024;
-		struct rs_rec **v = realloc(s->conv, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->conv = v;
-		s->cap_conv = cap;
-	}
-	r = rs_queue(s, s->page_q, s->page_cpu, ts, s->page_lost, p, len);
-	if (!r)
-		return -ENOMEM;
-	s->page_lost = 0;
-	s->conv[s->nr_conv++] = r;
-	return 0;
-}
-
-/*
- * A sub-buffer of queue @q (guest CPU @cpu): its records go to the queue,
- * the events lost before it (@drops more that hvtraced dropped for us)
- * to its first record.
- */
-static int rs_page_data(struct rs *s, uint32_t q, uint32_t cpu,
-			const uint8_t *data, uint32_t len, uint64_t drops)
-{
-	uint64_t lost = 0;
-	int n;
-
-	s->pages++;
-	s->bytes += len;
-	s->now_fetch = hvt_cli_now_ns();
-	s->page_cpu = cpu;
-	s->page_q = q;
-	s->page_lost = 0;
-	n = hvtrace_daemon_page_walk(data, len, &lost, NULL, NULL);
-	if (n < 0)
-		return hvt_cli_error(s->verb,
-				     "a malformed page for CPU %u (%s)", cpu,
-				     q < s->nr_cpus ? "from hvtraced"
-						    : "guest kernel");
-	/* With what an empty page of the CPU left before this one. */
-	if (lost == UINT64_MAX || drops == UINT64_MAX ||
-	    s->cpus[q].pending_lost == HVTRACE_LOST_UNKNOWN)
-		s->page_lost = HVTRACE_LOST_UNKNOWN;
-	else
-		s->page_lost = lost + drops + s->cpus[q].pending_lost;
-	s->cpus[q].pending_lost = 0;
-	if (!n) {
-		/* No event to carry the loss: the next one of this CPU
-		 * will, or the end of the stream (rs_emit()). */
-		s->cpus[q].pending_lost = s->page_lost;
-		s->page_lost = 0;
-		return 0;
-	}
-	n = hvtrace_daemon_page_walk(data, len, &lost, rs_add_event, s);
-	return n < 0 ? hvt_cli_error(s->verb, "out of memory") : 0;
-}
-
-/* A page from the feed: its records go to their CPU's queue. */
-static int rs_page(struct rs *s, const struct hvtrace_daemon_page *pg)
-{
-	uint64_t drops;
-
-	if (pg->cpu >= s->nr_cpus)
-		return 0;
-	/* Pages hvtraced dropped for this (slow) subscriber: their events
-	 * are lost to us, reported before the next event. */
-	drops = hvtrace_daemon_page_drops(pg, &s->cpus[pg->cpu].sub_dropped);
-	return rs_page_data(s, pg->cpu, pg->cpu, pg->data, pg->len, drops);
-}
-
-/* What the guest kernel's ring committed since the last call (at most
- * 64 pages a CPU, for fairness); the number of pages, or -1. */
-static int rs_kpump(struct rs *s)
-{
-	uint32_t cpu, len;
-	const uint8_t *data;
-	int n = 0, i, ret;
-
-	for (cpu = 0; s->kr && cpu < hvtrace_daemon_kring_cpus(s->kr); cpu++) {
-		if (s->o->cpu >= 0 && (int)cpu != s->o->cpu)
-			continue;
-		for (i = 0; i < 64; i++) {
-			ret = hvtrace_daemon_kring_read_page(s->kr, cpu, &data, &len);
-			if (ret < 0)
-				return hvt_cli_error(s->verb,
-						     "the guest kernel's ring: "
-						     "%s",
-						     hvtrace_last_error());
-			if (!ret)
-				break;
-			if (rs_page_data(s, s->nr_cpus + cpu, cpu, data, len,
-					 0))
-				return -1;
-			n++;
-		}
-	}
-	return n;
-}
-
-/* What the host kernel wrote since the last call (at most RS_HOST_READ
- * records a CPU); the number of records, or -1.  Its times are the host's
- * CLOCK_MONOTONIC already (the instance's mono trace clock). */
-static int rs_hpump(struct rs *s)
-{
-	uint32_t cpu, nr = hvtrace_tracedat_kernel_nr_cpus(s->hk);
-	struct hvtrace_record rec;
-	unsigned int i;
-	int n = 0, ret;
-
-	s->now_fetch = hvt_cli_now_ns();
-	for (cpu = 0; cpu < nr; cpu++) {
-		struct hvtrace_ring *ring =
-			hvtrace_tracedat_kernel_ring(s->hk, cpu);
-
-		for (i = 0; ring && i < RS_HOST_READ; i++) {
-			ret = hvtrace_ring_peek(ring, &rec);
-			if (ret < 0)
-				return hvt_cli_error(s->verb,
-						     "the host kernel's ring: "
-						     "%s",
-						     hvtrace_last_error());
-			if (!ret)
-				break;
-			if (!rs_queue(s, s->host_q + cpu, cpu, rec.ts,
-				      rec.lost_before, rec.data, rec.size))
-				return hvt_cli_error(s->verb, "out of memory");
-			hvtrace_ring_consume(ring);
-			n++;
-		}
-	}
-	return n;
-}
-
-/* Host times for the records that arrived since the last call. */
-static int rs_convert(struct rs *s)
-{
-	uint64_t *ts, err = UINT64_MAX;
-	size_t i;
-	int ret;
-
-	if (!s->nr_conv)
-		return 0;
-	ts = malloc(s->nr_conv * sizeof(*ts));
-	if (!ts)
-		return hvt_cli_error(s->verb, "out of memory");
-	for (i = 0; i < s->nr_conv; i++)
-		ts[i] = s->conv[i]->ts;
-	ret = hvtrace_daemon_feed_to_host(s->feed, s->rec.id, ts, ts,
-					  s->nr_conv, &err);
-	if (!ret)
-		for (i = 0; i < s->nr_conv; i++) {
-			s->conv[i]->host = ts[i];
-			s->conv[i]->err = err; /* the batch's bound */
-		}
-	free(ts);
-	s->nr_conv = 0;
-	return ret ? rs_fail(s) : 0;
 }
 
 static void rs_write(struct rs *s, const char *buf, size_t len)
@@ -376,6 +151,29 @@ static void rs_hcomm(struct rs *s, int pid)
 	}
 }
 
+/* The pid of @rec named in its decoder, @dec, before it is printed. */
+static void rs_name_pid(struct rs *s, const struct rs_q *q,
+			struct hvtrace_decoder *dec,
+			const struct hvtrace_record *rec)
+{
+	const char *comm;
+	int32_t pid;
+
+	if (rec->size < 8)
+		return;
+	memcpy(&pid, (const uint8_t *)rec->data + 4, 4);
+	if (q->kind == RS_HOST_KERNEL) {
+		rs_hcomm(s, pid);
+	} else if (q->kind == RS_REMOTE) {
+		rs_comm(s, pid);
+	} else if (pid > 0 && !hvtrace_decoder_comm(dec, pid) &&
+		   (comm = hvtrace_decoder_comm(s->dec, pid))) {
+		/* The kernel's and the agent's pids are the same guest's:
+		 * what the agent named, the kernel's lines show too. */
+		hvtrace_decoder_set_comm(dec, pid, comm);
+	}
+}
+
 /* Why a remote's times are not on the host's clock. */
 static const char *rs_own_why(const struct rs *s)
 {
@@ -426,66 +224,68 @@ static int rs_clock_note(struct rs *s, uint64_t err)
 	return 0;
 }
 
-static int rs_print(struct rs *s, struct rs_rec *r)
+/*
+ * The error bound of @rec's host time: 0 for the host kernel's own clock;
+ * for the guest's, the bound of the model the feed holds now (the one the
+ * ring converted with, or a newer fit), UINT64_MAX where there is none.
+ */
+static uint64_t rs_err(struct rs *s, const struct rs_q *q,
+		       const struct hvtrace_record *rec)
 {
-	struct rs_cpu *c = &s->cpus[r->q];
-	bool host = s->hk && r->q >= s->host_q;
-	bool kernel = !host && r->q >= s->nr_cpus;
-	struct hvtrace_decoder *dec =
-		host	 ? s->hdec
-		: kernel ? hvtrace_daemon_kring_decoder(s->kr)
-			 : s->dec;
-	struct hvtrace_record rec;
-	/* The model moves between batches: stream_order.c's rule. */
-	uint64_t t = hvt_cli_order_time(&s->order, r->host, r->err);
+	struct hvtrace_ring_source_stats st;
+	uint64_t ns, err;
+
+	if (q->kind == RS_HOST_KERNEL)
+		return 0;
+	if (!hvtrace_daemon_feed_ts_to_host(s->feed, s->rec.id, rec->ts, &ns,
+					    &err))
+		return err;
+	/* An hvtraced that sends no model: the ring asked it (TO_HOST). */
+	if (hvtrace_ring_source_stats(q->ring, &st) || st.map_errors)
+		return UINT64_MAX;
+	return st.err_ns;
+}
+
+/* Losses before a record of @q, or that no record followed. */
+static void rs_lost(struct rs *s, struct rs_q *q, uint64_t lost)
+{
+	char buf[64];
 	int n;
 
-	if (!host && rs_clock_note(s, r->err))
+	if (lost == HVTRACE_LOST_UNKNOWN) {
+		q->lost_unknown = true;
+	} else {
+		q->lost += lost;
+		s->lost += lost;
+	}
+	n = hvtrace_format_lost(q->cpu, lost, buf, sizeof(buf));
+	if (n > 0 && q->kind == RS_HOST_KERNEL)
+		rs_write(s, "host: ", 6);
+	if (n > 0)
+		rs_write(s, buf, (size_t)n);
+}
+
+static int rs_print(struct rs *s, struct rs_q *q, struct hvtrace_record *rec)
+{
+	bool host = q->kind == RS_HOST_KERNEL;
+	struct hvtrace_decoder *dec =
+		host ? s->hdec
+		: q->kind == RS_GUEST_KERNEL
+			? hvtrace_daemon_kring_decoder(s->kr)
+			: s->dec;
+	uint64_t err = rs_err(s, q, rec);
+	int n;
+
+	if (!host && rs_clock_note(s, err))
 		return -1;
-
-	if (r->lost) {
-		char buf[64];
-
-		if (r->lost == HVTRACE_LOST_UNKNOWN) {
-			c->lost_unknown = true;
-		} else {
-			c->lost += r->lost;
-			s->lost += r->lost;
-		}
-		n = hvtrace_format_lost(r->cpu, r->lost, buf, sizeof(buf));
-		if (n > 0 && host)
-			rs_write(s, "host: ", 6);
-		if (n > 0)
-			rs_write(s, buf, (size_t)n);
-	}
-	if (r->len >= 8 && host) {
-		int32_t pid;
-
-		memcpy(&pid, r->data + 4, 4);
-		rs_hcomm(s, pid);
-	} else if (r->len >= 8) {
-		int32_t pid;
-		const char *comm;
-
-		memcpy(&pid, r->data + 4, 4);
-		/* The kernel's and the agent's pids are the same guest's:
-		 * what the agent named, the kernel's lines show too. */
-		if (!kernel) {
-			rs_comm(s, pid);
-		} else if (pid > 0 && !hvtrace_decoder_comm(dec, pid) &&
-			   (comm = hvtrace_decoder_comm(s->dec, pid))) {
-			hvtrace_decoder_set_comm(dec, pid, comm);
-		}
-	}
-	memset(&rec, 0, sizeof(rec));
-	rec.ts = r->ts;
-	rec.host_ns = t;
-	rec.data = r->data;
-	rec.size = r->len;
-	rec.cpu = r->cpu;
-	rec.fetched_ns = r->fetched;
+	/* A refitted model moves converted times: stream_order.c's rule
+	 * keeps the output in time order. */
+	rec->host_ns = hvt_cli_order_time(&s->order, rec->host_ns, err);
+	if (rec->lost_before)
+		rs_lost(s, q, rec->lost_before);
+	rs_name_pid(s, q, dec, rec);
 	for (;;) {
-		n = hvtrace_decoder_format(dec, &rec, t, 0, s->line,
+		n = hvtrace_decoder_format(dec, rec, rec->host_ns, 0, s->line,
 					   s->line_cap);
 		if (n < 0)
 			return rs_fail(s);
@@ -500,169 +300,103 @@ static int rs_print(struct rs *s, struct rs_rec *r)
 	if (host)
 		rs_write(s, "host: ", 6);
 	rs_write(s, s->line, (size_t)n);
-	c->events++;
+	q->events++;
 	s->printed++;
 	return 0;
 }
 
-/* The CPU of queue @i, and whether it is the host kernel's. */
-static uint32_t rs_q_cpu(const struct rs *s, uint32_t i, bool *host)
-{
-	*host = s->hk && i >= s->host_q;
-	return *host ? i - s->host_q : i < s->nr_cpus ? i : i - s->nr_cpus;
-}
-
-/* The end: losses no record followed, as trace_pipe shows them. */
-static void rs_pending_lost(struct rs *s)
-{
-	uint32_t i;
-
-	for (i = 0; i < s->nr_q; i++) {
-		struct rs_cpu *c = &s->cpus[i];
-		bool host;
-		uint32_t cpu = rs_q_cpu(s, i, &host);
-		char buf[64];
-		int n;
-
-		if (!c->pending_lost)
-			continue;
-		if (c->pending_lost == HVTRACE_LOST_UNKNOWN) {
-			c->lost_unknown = true;
-		} else {
-			c->lost += c->pending_lost;
-			s->lost += c->pending_lost;
-		}
-		n = hvtrace_format_lost((int)cpu, c->pending_lost, buf,
-					sizeof(buf));
-		c->pending_lost = 0;
-		if (n > 0 && host)
-			rs_write(s, "host: ", 6);
-		if (n > 0)
-			rs_write(s, buf, (size_t)n);
-	}
-}
-
 /*
- * Print what may go: the oldest record once every CPU has one pending
- * (none can be older then), once it waited the window, or everything
- * when flushing.  Its time is printed by stream_order.c's rule (no
- * earlier than the latest time printed while their error bounds
- * overlap), as each batch is converted with the clock model of its
- * moment.  Returns 1 when --count was reached.
+ * Print what the merge lets go (at most RS_EMIT_MAX records): the oldest
+ * record once every ring has one pending, once it waited the window, or
+ * everything when flushing, then the losses no record followed.  Pages of
+ * no ring are not kept.  Returns the records printed, -1 on an error, or
+ * -2 when --count was reached.
  */
 static int rs_emit(struct rs *s, bool flush)
 {
-	uint64_t window = (uint64_t)(s->o->window_ms * 1e6);
-
-	for (;;) {
-		struct rs_cpu *best = NULL;
-		struct rs_rec *r;
-		bool all = true;
-		uint32_t i;
-		int ret;
-
-		for (i = 0; i < s->nr_q; i++) {
-			struct rs_cpu *c = &s->cpus[i];
-			uint32_t cpu = i < s->nr_cpus ? i : i - s->nr_cpus;
-
-			if (s->o->cpu >= 0 && (int)cpu != s->o->cpu &&
-			    !(s->hk && i >= s->host_q))
-				continue;
-			if (!c->head) {
-				all = false;
-				continue;
-			}
-			if (!best || c->head->host < best->head->host)
-				best = c;
-		}
-		if (!best) {
-			if (flush)
-				rs_pending_lost(s);
-			return 0;
-		}
-		r = best->head;
-		if (!flush && !all && hvt_cli_now_ns() - r->fetched < window)
-			return 0;
-		best->head = r->next;
-		if (!best->head)
-			best->tail = NULL;
-		ret = rs_print(s, r);
-		free(r);
-		if (ret)
-			return -1;
-		if (s->o->count && s->printed >= s->o->count)
-			return 1;
-	}
-}
-
-static void rs_free_queues(struct rs *s)
-{
-	uint32_t i;
-
-	for (i = 0; s->cpus && i < s->nr_q; i++) {
-		struct rs_rec *r, *n;
-
-		for (r = s->cpus[i].head; r; r = n) {
-			n = r->next;
-			free(r);
-		}
-	}
-	free(s->cpus);
-	free(s->conv);
-}
-
-/* Take every page the feed holds now (or wait up to @wait_ms for one). */
-static int rs_pump(struct rs *s, int wait_ms)
-{
 	struct hvtrace_daemon_page *pg;
-	int ret, got = 0;
+	struct hvtrace_record rec;
+	unsigned int n = 0;
+	uint32_t i;
+	int ret;
 
-	for (;;) {
-		ret = hvtrace_daemon_feed_next(s->feed, got ? 0 : wait_ms, &pg);
+	while (n < RS_EMIT_MAX && !s->out_broken) {
+		ret = hvtrace_merge_next(s->merge, &rec, flush);
 		if (ret < 0)
-			return rs_fail(s);
+			return rs_fail(s), -1;
 		if (!ret)
 			break;
-		ret = rs_page(s, pg);
+		ret = hvtrace_merge_last_ring(s->merge);
+		if (ret < 0 || (uint32_t)ret >= s->nr_q ||
+		    rs_print(s, &s->q[ret], &rec))
+			return -1;
+		n++;
+		if (s->o->count && s->printed >= s->o->count)
+			return -2;
+	}
+	while (hvtrace_daemon_feed_pending(s->feed) &&
+	       hvtrace_daemon_feed_next(s->feed, 0, &pg) > 0)
 		free(pg);
-		if (ret)
-			return -1;
-		got++;
-		if (s->nr_conv >= 16384)
-			break;
-	}
-	/* The host kernel before the guest kernel: a guest event written
-	 * after a host one (caused by it) is never fetched first. */
-	if (s->hk && !s->host_frozen) {
-		ret = rs_hpump(s);
-		if (ret < 0)
-			return -1;
-		got += ret;
-	}
-	if (s->kr) {
-		ret = rs_kpump(s);
-		if (ret < 0)
-			return -1;
-		got += ret;
-	}
-	if (rs_convert(s))
-		return -1;
-	return got;
+	if (flush && n < RS_EMIT_MAX)
+		for (i = 0; i < s->nr_q; i++) {
+			uint64_t lost =
+				hvtrace_ring_take_trailing_lost(s->q[i].ring);
+
+			if (lost)
+				rs_lost(s, &s->q[i], lost);
+		}
+	return (int)n;
+}
+
+/* Everything out of the merge, however long it takes. */
+static int rs_flush(struct rs *s)
+{
+	int ret;
+
+	while ((ret = rs_emit(s, true)) > 0)
+		;
+	return ret == -2 ? 0 : ret;
+}
+
+/* Wait up to @ms for bytes from hvtraced. */
+static void rs_wait(struct rs *s, int ms)
+{
+	struct pollfd pfd = {.fd = hvtrace_daemon_feed_fd(s->feed),
+			     .events = POLLIN};
+
+	poll(&pfd, 1, ms);
+}
+
+/* Pages and bytes the source rings took (the summary, the status line). */
+static void rs_taken(const struct rs *s, unsigned long long *pages,
+		     unsigned long long *bytes)
+{
+	struct hvtrace_ring_source_stats st;
+	uint32_t i;
+
+	*pages = *bytes = 0;
+	for (i = 0; i < s->nr_q; i++)
+		if (!hvtrace_ring_source_stats(s->q[i].ring, &st)) {
+			*pages += st.pages;
+			*bytes += st.copied;
+		}
 }
 
 static void rs_status(struct rs *s, uint64_t t0, bool final)
 {
 	double secs = (double)(hvt_cli_now_ns() - t0) / 1e9;
+	unsigned long long pages, bytes;
 
 	if (final) {
 		fprintf(stderr, "\r\033[K");
 		return;
 	}
+	rs_taken(s, &pages, &bytes);
 	fprintf(stderr,
 		"\r\033[K%s: %llu events  %.0f events/s  %llu lost  "
 		"%llu bytes",
 		s->rec.name, s->printed,
-		secs > 0 ? (double)s->printed / secs : 0, s->lost, s->bytes);
+		secs > 0 ? (double)s->printed / secs : 0, s->lost, bytes);
 }
 
 /* What became of the remote (hvtrace_daemon_remote_now()); -errno. */
@@ -755,6 +489,82 @@ static int rs_host_clock(struct rs *s)
 	return 0;
 }
 
+/* The next ring of the merge, CPU @cpu of source @kind (filled by the
+ * caller); NULL: none left (never: rs_rings() counted them). */
+static struct rs_q *rs_add_q(struct rs *s, enum rs_kind kind, int cpu)
+{
+	struct rs_q *q = &s->q[s->nr_q++];
+
+	q->kind = kind;
+	q->cpu = cpu;
+	return q;
+}
+
+/* Every source's CPUs as rings of one merge (--cpu: that CPU of the
+ * remote and of the guest kernel; the host kernel's all). */
+static int rs_rings(struct rs *s)
+{
+	uint32_t nr_k = s->kr ? hvtrace_daemon_kring_cpus(s->kr) : 0;
+	uint32_t nr_h = s->hk ? hvtrace_tracedat_kernel_nr_cpus(s->hk) : 0;
+	struct hvtrace_ring **rings;
+	uint32_t c, i;
+	int ret;
+
+	s->q = calloc((size_t)s->rec.nr_cpus + nr_k + nr_h, sizeof(*s->q));
+	if (!s->q)
+		return hvt_cli_error(s->verb, "out of memory");
+	for (c = 0; c < s->rec.nr_cpus; c++) {
+		if (s->o->cpu >= 0 && (int)c != s->o->cpu)
+			continue;
+		ret = hvtrace_daemon_ring_open(
+			s->feed, s->rec.id, (int)c,
+			&rs_add_q(s, RS_REMOTE, (int)c)->ring);
+		if (ret)
+			return hvt_cli_error(s->verb,
+					     "cannot read CPU %u of '%s' "
+					     "through hvtraced: %s",
+					     c, s->rec.name,
+					     hvtrace_last_error());
+	}
+	for (c = 0; c < nr_k; c++) {
+		if (s->o->cpu >= 0 && (int)c != s->o->cpu)
+			continue;
+		ret = hvtrace_daemon_kring_ring_open(
+			s->kr, (int)c, s->feed, s->rec.id,
+			&rs_add_q(s, RS_GUEST_KERNEL, (int)c)->ring);
+		if (ret)
+			return hvt_cli_error(s->verb,
+					     "the guest kernel's ring: %s",
+					     hvtrace_last_error());
+	}
+	for (c = 0; c < nr_h; c++) {
+		struct hvtrace_ring *r = hvtrace_tracedat_kernel_ring(s->hk, c);
+
+		if (r)
+			rs_add_q(s, RS_HOST_KERNEL, (int)c)->ring = r;
+	}
+	rings = calloc(s->nr_q, sizeof(*rings));
+	if (!rings)
+		return hvt_cli_error(s->verb, "out of memory");
+	for (i = 0; i < s->nr_q; i++)
+		rings[i] = s->q[i].ring;
+	ret = hvtrace_merge_new(rings, s->nr_q,
+				(uint64_t)(s->o->window_ms * 1e6), &s->merge);
+	free(rings);
+	return ret ? rs_fail(s) : 0;
+}
+
+static void rs_close_rings(struct rs *s)
+{
+	uint32_t i;
+
+	hvtrace_merge_free(s->merge);
+	for (i = 0; s->q && i < s->nr_q; i++)
+		if (s->q[i].kind != RS_HOST_KERNEL)
+			hvtrace_ring_close(s->q[i].ring);
+	free(s->q);
+}
+
 static int rs_open(struct rs *s)
 {
 	int ret;
@@ -774,7 +584,6 @@ static int rs_open(struct rs *s)
 		return hvt_cli_usage(s->verb, "--cpu %d: '%s' has CPUs 0..%u",
 				     s->o->cpu, s->rec.name,
 				     s->rec.nr_cpus - 1);
-	s->nr_cpus = s->rec.nr_cpus;
 	if (s->rec.transport == HVT_TRANSPORT_KRING && !s->o->host_kernel) {
 		/* Said here once, not again at its first record. */
 		fprintf(stderr, "hvtrace stream: '%s' is a guest kernel ring "
@@ -794,8 +603,6 @@ static int rs_open(struct rs *s)
 					    hvtrace_daemon_kring_decoder(s->kr),
 					    hvtrace_daemon_kring_ring(s->kr));
 	}
-	s->nr_q = s->nr_cpus + (s->kr ? hvtrace_daemon_kring_cpus(s->kr) : 0);
-	s->host_q = s->nr_q;
 	if (s->o->host_kernel) {
 		ret = rs_host_clock(s);
 		if (ret)
@@ -803,12 +610,10 @@ static int rs_open(struct rs *s)
 		ret = rs_host_open(s);
 		if (ret)
 			return ret;
-		s->nr_q += hvtrace_tracedat_kernel_nr_cpus(s->hk);
 	}
-	s->cpus = calloc(s->nr_q, sizeof(*s->cpus));
 	s->line_cap = 8192;
 	s->line = malloc(s->line_cap);
-	if (!s->cpus || !s->line)
+	if (!s->line)
 		return hvt_cli_error(s->verb, "out of memory");
 	if (hvtrace_daemon_events_get(s->dc, s->rec.id, &s->evs) ||
 	    hvtrace_daemon_decoder_new(&s->rec, &s->evs, &s->dec))
@@ -821,44 +626,170 @@ static int rs_open(struct rs *s)
 			"hvtrace %s: note: the guest kernel's function names "
 			"print in hex (never the host's): %s\n",
 			s->verb, hvtrace_last_error());
-	ret = hvtrace_daemon_feed_open(s->o->sock, &s->feed);
-	if (!ret)
-		ret = hvtrace_daemon_feed_subscribe(s->feed, s->rec.id,
-						    s->o->cpu, 0, NULL);
-	return ret ? rs_fail(s) : 0;
+	if (hvtrace_daemon_feed_open(s->o->sock, &s->feed))
+		return rs_fail(s);
+	return rs_rings(s);
 }
 
 static void rs_summary(struct rs *s, double secs)
 {
+	unsigned long long pages, bytes;
 	uint32_t i;
 
 	for (i = 0; i < s->nr_q; i++) {
-		struct rs_cpu *c = &s->cpus[i];
-		bool host;
-		uint32_t cpu = rs_q_cpu(s, i, &host);
+		struct rs_q *q = &s->q[i];
 
-		if (s->o->cpu >= 0 && (int)cpu != s->o->cpu && !host)
-			continue;
-		fprintf(stderr, "  %scpu %u: %llu events, %llu lost%s\n",
-			host		 ? "host kernel "
-			: i < s->nr_cpus ? ""
-					 : "guest kernel ",
-			cpu, c->events, c->lost,
-			c->lost_unknown ? " (and an unknown number)" : "");
+		fprintf(stderr, "  %scpu %d: %llu events, %llu lost%s\n",
+			q->kind == RS_HOST_KERNEL    ? "host kernel "
+			: q->kind == RS_GUEST_KERNEL ? "guest kernel "
+						     : "",
+			q->cpu, q->events, q->lost,
+			q->lost_unknown ? " (and an unknown number)" : "");
 	}
+	rs_taken(s, &pages, &bytes);
 	fprintf(stderr,
 		"hvtrace stream: %s: %llu events, %llu lost, %llu "
 		"pages in %.3f s (%.0f events/s)\n",
-		s->rec.name, s->printed, s->lost, s->pages, secs,
+		s->rec.name, s->printed, s->lost, pages, secs,
 		secs > 0 ? (double)s->printed / secs : 0.0);
+}
+
+/*
+ * --drain, or a remote that stopped: everything it committed until now
+ * (hvtraced reads it at the pace the rings take it), the host kernel up
+ * to now (not what it keeps writing about this reader), then the end.
+ * Returns 0 or -1.
+ */
+static int rs_drain(struct rs *s)
+{
+	uint64_t idle_since = hvt_cli_now_ns();
+	int ret, n;
+
+	if (hvtrace_daemon_feed_drain_start(s->feed, s->rec.id))
+		return rs_fail(s), -1;
+	while (!hvt_cli_stop_signal && !s->out_broken) {
+		n = rs_emit(s, false);
+		if (n == -2)
+			return 0;
+		if (n < 0)
+			return -1;
+		ret = hvtrace_daemon_feed_drained(s->feed);
+		if (ret < 0)
+			return rs_fail(s), -1;
+		if (ret)
+			break;
+		if (n) {
+			idle_since = hvt_cli_now_ns();
+			continue;
+		}
+		if (hvt_cli_now_ns() - idle_since >=
+		    (uint64_t)HVTRACE_DAEMON_TIMEOUT_MS * 1000000ULL)
+			return hvt_cli_error(s->verb,
+					     "hvtraced did not answer a DRAIN "
+					     "within %d ms",
+					     HVTRACE_DAEMON_TIMEOUT_MS),
+			       -1;
+		rs_wait(s, RS_WAIT_MS);
+	}
+	hvtrace_tracedat_kernel_stop(s->hk);
+	return rs_flush(s);
+}
+
+/* One look at the remote's state (every RS_REFRESH_NS): 1 to read to the
+ * end and stop, 2 to stop now, 0 to go on, -1 on an error. */
+static int rs_check(struct rs *s)
+{
+	int ret = rs_refresh(s);
+
+	if (ret == HVTRACE_DAEMON_REMOTE_GONE) {
+		fprintf(stderr,
+			"hvtrace stream: '%s' was detached from "
+			"hvtraced\n",
+			s->rec.name);
+		return 2;
+	}
+	if (ret < 0)
+		return rs_fail(s), -1;
+	if (ret == HVTRACE_DAEMON_REMOTE_NEW_RUN) {
+		fprintf(stderr, "hvtrace stream: the writer re-formatted the "
+				"area (a new run); stopping\n");
+		return 2;
+	}
+	if (s->o->follow)
+		return 0;
+	/* An area's writer that stopped or died: read it to the end. */
+	if (ret == HVTRACE_DAEMON_REMOTE_STOPPED) {
+		fprintf(stderr,
+			"hvtrace stream: '%s' stopped (its writer or "
+			"VMM ended); reading to the end\n",
+			s->rec.name);
+		return 1;
+	}
+	/* Kernel copy mode: the agent copied its last page and left. */
+	if (s->kr && hvtrace_daemon_kring_finished(s->kr)) {
+		fprintf(stderr,
+			"hvtrace stream: the agent of '%s' stopped "
+			"copying the guest kernel's pages; reading to the "
+			"end\n",
+			s->rec.name);
+		return 1;
+	}
+	return 0;
+}
+
+/* Until the end: 0, or -1 on an error. */
+static int rs_loop(struct rs *s)
+{
+	uint64_t t0 = hvt_cli_now_ns(), deadline = UINT64_MAX, now;
+	uint64_t last_refresh = t0, last_status = t0;
+	bool status = isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO);
+	int ret = 0, got, n;
+
+	if (s->o->timeout > 0)
+		deadline = t0 + (uint64_t)(s->o->timeout * 1e9);
+	if (s->o->drain)
+		ret = rs_drain(s);
+	while (!s->o->drain && !hvt_cli_stop_signal && !s->out_broken) {
+		got = rs_emit(s, false);
+		if (got < 0) {
+			ret = got == -2 ? 0 : -1;
+			break;
+		}
+		now = hvt_cli_now_ns();
+		if (now >= deadline)
+			break;
+		if (now - last_refresh >= RS_REFRESH_NS) {
+			last_refresh = now;
+			n = rs_check(s);
+			if (n) {
+				ret = n < 0    ? -1
+				      : n == 1 ? rs_drain(s)
+					       : rs_flush(s);
+				break;
+			}
+		}
+		if (status && now - last_status >= RS_STATUS_NS) {
+			last_status = now;
+			rs_status(s, t0, false);
+		}
+		fflush(stdout);
+		if (!got)
+			rs_wait(s, RS_WAIT_MS);
+	}
+	if (hvt_cli_stop_signal && !ret)
+		ret = rs_flush(s); /* consumed already: print, not drop */
+	fflush(stdout);
+	if (status)
+		rs_status(s, t0, true);
+	if (s->o->summary)
+		rs_summary(s, (double)(hvt_cli_now_ns() - t0) / 1e9);
+	return ret;
 }
 
 int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 {
 	struct rs s;
-	uint64_t t0, deadline = UINT64_MAX, last_refresh, last_status;
-	bool status, finishing = false, drain_out = false;
-	int ret = 0, got, drained;
+	int ret;
 
 	memset(&s, 0, sizeof(s));
 	s.o = o;
@@ -868,136 +799,14 @@ int hvt_cli_stream_remote(const struct hvt_rstream_opts *o)
 	if (o->host_kernel)
 		hvt_cli_catch_stop_signals(false);
 	ret = rs_open(&s);
-	if (ret)
-		goto out;
-	hvt_cli_catch_stop_signals(false);
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
-	status = isatty(STDERR_FILENO) && !isatty(STDOUT_FILENO);
-	t0 = last_refresh = last_status = hvt_cli_now_ns();
-	if (o->timeout > 0)
-		deadline = t0 + (uint64_t)(o->timeout * 1e9);
-	if (o->drain)
-		finishing = true;
-
-	while (!hvt_cli_stop_signal && !s.out_broken) {
-		uint64_t now;
-
-		if (finishing) {
-			/* Everything committed until now, then the end:
-			 * hvtraced reads it at the pace we take it. */
-			if (!drain_out) {
-				if (hvtrace_daemon_feed_drain_start(s.feed,
-								    s.rec.id)) {
-					ret = rs_fail(&s);
-					break;
-				}
-				drain_out = true;
-			}
-			drained = hvtrace_daemon_feed_drained(s.feed);
-			if (drained < 0) {
-				ret = rs_fail(&s);
-				break;
-			}
-			if (!drained) {
-				if (rs_pump(&s, RS_WAIT_MS) < 0 ||
-				    rs_emit(&s, false) < 0) {
-					ret = HVT_EXIT_FAIL;
-					break;
-				}
-				continue;
-			}
-			if (rs_pump(&s, 0) < 0) {
-				ret = HVT_EXIT_FAIL;
-				break;
-			}
-			/* The host kernel up to now, not what it keeps
-			 * writing (its own events about this reader). */
-			s.host_frozen = true;
-			while ((got = rs_pump(&s, 0)) > 0)
-				;
-			if (got < 0) {
-				ret = HVT_EXIT_FAIL;
-				break;
-			}
-			if (rs_emit(&s, true) < 0)
-				ret = HVT_EXIT_FAIL;
-			break;
-		}
-		got = rs_pump(&s, RS_WAIT_MS);
-		if (got < 0) {
-			ret = HVT_EXIT_FAIL;
-			break;
-		}
-		got = rs_emit(&s, false);
-		if (got) {
-			ret = got < 0 ? HVT_EXIT_FAIL : 0;
-			break;
-		}
-		now = hvt_cli_now_ns();
-		if (now >= deadline)
-			break;
-		if (now - last_refresh >= RS_REFRESH_NS) {
-			last_refresh = now;
-			ret = rs_refresh(&s);
-			if (ret == HVTRACE_DAEMON_REMOTE_GONE) {
-				fprintf(stderr,
-					"hvtrace stream: '%s' was "
-					"detached from hvtraced\n",
-					s.rec.name);
-				ret = 0;
-				rs_emit(&s, true);
-				break;
-			}
-			if (ret < 0) {
-				ret = rs_fail(&s);
-				break;
-			}
-			if (ret == HVTRACE_DAEMON_REMOTE_NEW_RUN) {
-				ret = 0;
-				fprintf(stderr, "hvtrace stream: the writer "
-						"re-formatted the area (a new "
-						"run); stopping\n");
-				rs_emit(&s, true);
-				break;
-			}
-			/* An area's writer that stopped or died: read it to
-			 * the end and stop, unless --follow. */
-			if (ret == HVTRACE_DAEMON_REMOTE_STOPPED && !o->follow) {
-				fprintf(stderr, "hvtrace stream: '%s' stopped "
-					"(its writer or VMM ended); reading "
-					"to the end\n", s.rec.name);
-				finishing = true;
-			}
-			/* Kernel copy mode: the agent copied its last page
-			 * and left; the same. */
-			if (s.kr && !o->follow &&
-			    hvtrace_daemon_kring_finished(s.kr)) {
-				fprintf(stderr,
-					"hvtrace stream: the agent of '%s' "
-					"stopped copying the guest kernel's "
-					"pages; reading to the end\n",
-					s.rec.name);
-				finishing = true;
-			}
-			ret = 0;
-		}
-		if (status && now - last_status >= RS_STATUS_NS) {
-			last_status = now;
-			rs_status(&s, t0, false);
-		}
-		fflush(stdout);
+	if (!ret) {
+		hvt_cli_catch_stop_signals(false);
+		signal(SIGPIPE, SIG_IGN);
+		setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+		ret = rs_loop(&s) ? HVT_EXIT_FAIL : HVT_EXIT_OK;
 	}
-	if (hvt_cli_stop_signal)
-		rs_emit(&s, true); /* consumed already: print, not drop */
-	fflush(stdout);
-	if (status)
-		rs_status(&s, t0, true);
-	if (o->summary && s.cpus)
-		rs_summary(&s, (double)(hvt_cli_now_ns() - t0) / 1e9);
-out:
 	free(s.line);
-	rs_free_queues(&s);
+	rs_close_rings(&s);
 	hvtrace_decoder_free(s.dec);
 	hvtrace_decoder_free(s.hdec);
 	hvtrace_tracedat_kernel_close(s.hk);

@@ -629,6 +629,32 @@ HVTRACE_API int hvtrace_daemon_kring_read_page(struct hvtrace_daemon_kring *r,
 					       uint32_t cpu,
 					       const uint8_t **page,
 					       uint32_t *len);
+/**
+ * hvtrace_daemon_kring_ring_open - guest CPU @cpu of @r as a ring of the
+ * core (hvtrace_ring_open_source()), so that the cursor, hvtrace_merge and
+ * the text of an area read it beside the remote's own CPUs
+ * @r:      the guest kernel's ring (must outlive the new ring)
+ * @cpu:    the guest CPU
+ * @f:      the feed whose clock model of @remote puts the guest's trace
+ *          clock (its CLOCK_MONOTONIC: the caller checks the formats'
+ *          trace_clock) on the host's; NULL: records keep the guest's own
+ *          times (host_ns == ts)
+ * @remote: the remote whose guest this is
+ * @out:    the new handle (hvtrace_ring_close() frees it)
+ *
+ * Each get-reader takes the CPU's next validated sub-buffer
+ * (hvtrace_daemon_kring_read_page()); its events continue the reader page
+ * when they continue the same guest sub-buffer.  Pages the guest
+ * overwrote before they were read are the next record's lost_before
+ * (HVTRACE_LOST_UNKNOWN: the guest's ring keeps no count).
+ *
+ * Return: 0, -EINVAL (no such CPU), -ENOMEM.
+ */
+HVTRACE_API int hvtrace_daemon_kring_ring_open(struct hvtrace_daemon_kring *r,
+					       int cpu,
+					       struct hvtrace_daemon_feed *f,
+					       uint32_t remote,
+					       struct hvtrace_ring **out);
 
 #ifdef __cplusplus
 }

@@ -303,6 +303,14 @@ hvtrace_tracedat_kernel_ring(struct hvtrace_tracedat_kernel *k,
 			     unsigned int cpu);
 
 /**
+ * hvtrace_tracedat_kernel_stop - turn the instance's tracing_on off, as a
+ * reader's end: what its buffers hold can still be read to their end,
+ * nothing new is written (_close() puts tracing_on back)
+ */
+HVTRACE_API void
+hvtrace_tracedat_kernel_stop(struct hvtrace_tracedat_kernel *k);
+
+/**
  * hvtrace_tracedat_kernel_close - put back the instance's clock, events and
  * tracing_on, remove it if _open() created it, free @k (NULL: nothing)
  */

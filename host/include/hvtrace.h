@@ -575,6 +575,15 @@ HVTRACE_API int hvtrace_merge_new(struct hvtrace_ring *const *rings,
 HVTRACE_API int hvtrace_merge_next(struct hvtrace_merge *m,
 				   struct hvtrace_record *rec, bool flush);
 
+/**
+ * hvtrace_merge_last_ring - which ring the record hvtrace_merge_next()
+ * returned last came from: its index in the @rings of hvtrace_merge_new()
+ * (a caller that merges several sources tells them apart by it)
+ *
+ * Return: the index, or -1 when the last call returned no record.
+ */
+HVTRACE_API int hvtrace_merge_last_ring(const struct hvtrace_merge *m);
+
 /** hvtrace_merge_free - free; NULL is a no-op */
 HVTRACE_API void hvtrace_merge_free(struct hvtrace_merge *m);
 

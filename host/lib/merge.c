@@ -74,6 +74,11 @@ HVTRACE_API int hvtrace_merge_new(struct hvtrace_ring *const *rings,
 	return 0;
 }
 
+HVTRACE_API int hvtrace_merge_last_ring(const struct hvtrace_merge *m)
+{
+	return m ? m->last : -1;
+}
+
 HVTRACE_API void hvtrace_merge_free(struct hvtrace_merge *m)
 {
 	free(m);

@@ -1005,3 +1005,19 @@ bool hvtrace_daemon_name_is_remote(const char *arg)
 	/* A regular file of that name is an area; a directory never is. */
 	return stat(arg, &st) != 0 || !S_ISREG(st.st_mode);
 }
+
+/*
+ * Writer timestamp @ts of @remote to host CLOCK_MONOTONIC ns, with the
+ * clock model hvtraced sent in the page stream (a CLOCK before the
+ * subscription's first page and after each refit): no I/O.  Only a
+ * daemon that sends no model is asked (TO_HOST).
+ */
+int hvt_dfeed_map(struct hvtrace_daemon_feed *f, uint32_t remote, uint64_t ts,
+		  uint64_t *ns, uint64_t *err_ns)
+{
+	int ret = hvtrace_daemon_feed_ts_to_host(f, remote, ts, ns, err_ns);
+
+	if (ret != -ENODATA)
+		return ret;
+	return hvtrace_daemon_feed_to_host(f, remote, &ts, ns, 1, err_ns);
+}

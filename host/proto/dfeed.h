@@ -35,5 +35,10 @@ HVT_INTERNAL int hvt_dfeed_remote(struct hvtrace_daemon_feed *f,
 /* UNSUBSCRIBE on the feed's connection. */
 HVT_INTERNAL int hvt_dfeed_unsubscribe(struct hvtrace_daemon_feed *f,
 				       uint32_t sub);
+/* @ts of @remote on the host's clock with the model the feed received (a
+ * TO_HOST request only where hvtraced sends none); as
+ * hvtrace_daemon_feed_ts_to_host(). */
+HVT_INTERNAL int hvt_dfeed_map(struct hvtrace_daemon_feed *f, uint32_t remote,
+			       uint64_t ts, uint64_t *ns, uint64_t *err_ns);
 
 #endif /* HVT_PROTO_DFEED_H */

@@ -12,6 +12,9 @@
  *                                     decoder of the guest's formats
  *   hvtrace_daemon_kring_read_page()  the next validated sub-buffer of one
  *                                     guest CPU (hvtrace_kring_read_page())
+ *   hvtrace_daemon_kring_ring_open()  one guest CPU as a ring of the core,
+ *                                     its times on the host's clock with
+ *                                     the feed's model of the remote
  *
  *   hvtrace_daemon_kformats_dir()     where hvtraced keeps the formats the
  *                                     guest's agent sent (KFORMATS_DIR)
@@ -41,8 +44,9 @@
 #include <unistd.h>
 
 #include <hvtrace-internal.h>
+#include <hvtrace/page.h>
+#include "dfeed.h"
 #include "hvt_util.h"
-#include <hvtrace-daemon.h>
 
 struct hvtrace_daemon_kring {
 	struct hvtrace_kring *k;  /* ring mode: read from guest RAM */
@@ -342,4 +346,102 @@ void hvtrace_daemon_kring_close(struct hvtrace_daemon_kring *r)
 	hvtrace_area_close(r->sec);
 	free(r->page);
 	free(r);
+}
+
+/* --- a guest CPU as a ring of the core ------------------------------------ */
+
+struct dkring_cpu {
+	struct hvtrace_daemon_kring *r;
+	struct hvtrace_daemon_feed *f; /* NULL: the guest's own clock */
+	uint32_t remote;
+	uint8_t *page; /* this CPU's: valid until its next page */
+};
+
+static int dkring_next_page(void *ctx, int cpu, struct hvtrace_ring_page *pg)
+{
+	struct dkring_cpu *c = ctx;
+	struct hvtrace_daemon_kring *r = c->r;
+	struct hvtrace_page_info info;
+	uint64_t commit;
+	int ret;
+
+	ret = r->sec ? hvtrace_cpu_read_page(r->sec, cpu, c->page,
+					     r->subbuf_size, &info)
+		     : hvtrace_kring_read_page(r->k, cpu, c->page,
+					       r->subbuf_size, &info);
+	if (ret <= 0)
+		return ret;
+	/* A loss the page's header marks counts itself there (the core
+	 * reads it); only one it does not mark is the page's to carry. */
+	memcpy(&commit, c->page + HVT_PAGE_COMMIT_OFF, 8);
+	pg->data = c->page;
+	pg->len = r->subbuf_size;
+	pg->seq = info.seq;
+	pg->flags = info.flags;
+	pg->lost_events = (commit & HVT_MISSED_EVENTS) ? 0 : info.lost_events;
+	return 1;
+}
+
+/* The guest's trace clock is its CLOCK_MONOTONIC (the caller checked the
+ * folder's trace_clock): the remote's model maps it, as its agent's. */
+static int dkring_to_host(void *ctx, int cpu, uint64_t ts, uint64_t *ns,
+			  uint64_t *err_ns)
+{
+	struct dkring_cpu *c = ctx;
+
+	(void)cpu;
+	return hvt_dfeed_map(c->f, c->remote, ts, ns, err_ns);
+}
+
+static void dkring_close(void *ctx, int cpu)
+{
+	struct dkring_cpu *c = ctx;
+
+	(void)cpu;
+	free(c->page);
+	free(c);
+}
+
+static const struct hvtrace_ring_source_ops dkring_mapped_ops = {
+	.next_page = dkring_next_page,
+	.to_host = dkring_to_host,
+	.close = dkring_close,
+};
+
+static const struct hvtrace_ring_source_ops dkring_own_ops = {
+	.next_page = dkring_next_page,
+	.close = dkring_close,
+};
+
+int hvtrace_daemon_kring_ring_open(struct hvtrace_daemon_kring *r, int cpu,
+				   struct hvtrace_daemon_feed *f,
+				   uint32_t remote, struct hvtrace_ring **out)
+{
+	struct dkring_cpu *c;
+	int ret;
+
+	if (!r || !out)
+		return hvt_err(-EINVAL, "hvtrace_daemon_kring_ring_open: NULL "
+					"argument");
+	*out = NULL;
+	if (cpu < 0 || (uint32_t)cpu >= r->nr_cpus)
+		return hvt_err(-EINVAL,
+			       "the guest kernel has no CPU %d (it "
+			       "has %u)",
+			       cpu, r->nr_cpus);
+	c = calloc(1, sizeof(*c));
+	if (c)
+		c->page = malloc(r->subbuf_size);
+	if (!c || !c->page) {
+		free(c);
+		return hvt_err(-ENOMEM, "out of memory");
+	}
+	c->r = r;
+	c->f = f;
+	c->remote = remote;
+	ret = hvtrace_ring_open_source(f ? &dkring_mapped_ops : &dkring_own_ops,
+				       c, cpu, r->subbuf_size, out);
+	if (ret)
+		dkring_close(c, cpu);
+	return ret;
 }

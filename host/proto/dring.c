@@ -39,22 +39,6 @@ struct dring {
 	uint64_t dropped_events;		/* this subscription's total */
 };
 
-/*
- * Writer timestamp @ts of @remote to host CLOCK_MONOTONIC ns, with the
- * clock model hvtraced sent in the page stream (a CLOCK before the
- * subscription's first page and after each refit): no I/O.  Only a
- * daemon that sends no model is asked (TO_HOST).
- */
-static int dring_ts_to_host(struct hvtrace_daemon_feed *f, uint32_t remote,
-			    uint64_t ts, uint64_t *ns, uint64_t *err_ns)
-{
-	int ret = hvtrace_daemon_feed_ts_to_host(f, remote, ts, ns, err_ns);
-
-	if (ret != -ENODATA)
-		return ret;
-	return hvtrace_daemon_feed_to_host(f, remote, &ts, ns, 1, err_ns);
-}
-
 static uint64_t dring_lost_add(uint64_t a, uint64_t b)
 {
 	if (a == HVTRACE_LOST_UNKNOWN || b == HVTRACE_LOST_UNKNOWN ||
@@ -103,7 +87,7 @@ static int dring_to_host(void *ctx, int cpu, uint64_t ts, uint64_t *ns,
 	struct dring *d = ctx;
 
 	(void)cpu;
-	return dring_ts_to_host(d->f, d->remote, ts, ns, err_ns);
+	return hvt_dfeed_map(d->f, d->remote, ts, ns, err_ns);
 }
 
 static void dring_close(void *ctx, int cpu)

@@ -74,6 +74,12 @@ hvtrace_tracedat_kernel_ring(struct hvtrace_tracedat_kernel *k,
 	return k ? hvt_tdat_kernel_ring(k->k, cpu) : NULL;
 }
 
+HVTRACE_API void hvtrace_tracedat_kernel_stop(struct hvtrace_tracedat_kernel *k)
+{
+	if (k)
+		hvt_tdat_kernel_stop(k->k);
+}
+
 HVTRACE_API void
 hvtrace_tracedat_kernel_close(struct hvtrace_tracedat_kernel *k)
 {
