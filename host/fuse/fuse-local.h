@@ -262,9 +262,14 @@ static inline bool fz_q_live(const struct fz_remote *r, uint32_t qi)
 {
 	return qi < r->ncpu ? qi < r->nr_cpus : qi - r->ncpu < r->knr_cpus;
 }
-/* Records lost with no page to carry them (lock held). */
-HVT_INTERNAL void fz_ingest_lost(struct fz_remote *r, uint32_t cpu,
+/* Records lost with no page to carry them (lock held), of the guest
+ * kernel's CPU @cpu with @kernel. */
+HVT_INTERNAL void fz_ingest_lost(struct fz_remote *r, uint32_t cpu, bool kernel,
 				 uint64_t lost);
+/* Whether the view keeps guest kernel record @p (fz_kmap_keep(), and small
+ * enough for a page of the view's); one it does not is a loss. */
+HVT_INTERNAL bool fz_chunk_keeps(const struct fz_kmap *kmap, const void *p,
+				 uint32_t len);
 
 HVT_INTERNAL bool fz_has_data(const struct fz_remote *r, int cpu);
 /* Empty the queues of @cpu (-1: all) (lock held). */
@@ -318,11 +323,15 @@ HVT_INTERNAL void fz_daemon_stop(struct fz_daemon *d);
  * (@flush: every record the rings have, then their trailing losses) into
  * @r's queues, taking the view lock itself; returns the records moved or
  * a negative errno of a ring.  fz_rings_pending(): whether a record waits
- * for the reorder window (pump again within it).
+ * for the reorder window (pump again within it).  With @kmap the rings are
+ * the guest kernel's CPUs (hvtrace_daemon_kring_ring_open()): their
+ * records go to the remote's kernel queues, those fz_chunk_keeps() refuses
+ * counted as lost before the next.
  */
 struct fz_rings;
 HVT_INTERNAL int fz_rings_new(struct hvtrace_ring **rings, unsigned int nr,
 			      uint32_t subbuf_size, uint64_t window_ns,
+			      const struct fz_kmap *kmap,
 			      struct fz_rings **out);
 HVT_INTERNAL void fz_rings_free(struct fz_rings *R);
 HVT_INTERNAL int fz_rings_pump(struct fz_rings *R, struct fz_remote *r,

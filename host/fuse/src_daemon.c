@@ -55,7 +55,6 @@
 #define FZD_WINDOW_NS	  10000000ULL /* reorder window across CPUs */
 #define FZD_WINDOW_MS	  10
 #define FZD_BATCH	  (1u << 16) /* records per remote per burst */
-#define FZD_KPAGES	  64	     /* guest kernel pages per CPU per burst */
 #define FZD_KFILE_MAX	  (4u << 20) /* printk_formats, saved_cmdlines */
 
 struct fz_dremote {
@@ -69,6 +68,7 @@ struct fz_dremote {
 	uint64_t comms_ns;
 	uint64_t generation;
 	struct hvtrace_daemon_kring *kr; /* the guest kernel's ring, or NULL */
+	struct fz_rings *KR;		 /* ... its CPUs as rings */
 	char kformats[4096];		 /* its formats' folder */
 	bool kr_asked; /* kring_open() was asked in this run */
 };
@@ -395,6 +395,8 @@ static const struct fz_src_ops fzd_ops = {
 
 static void fzd_kring_close(struct fz_daemon *d, struct fz_dremote *x)
 {
+	fz_rings_free(x->KR); /* the rings read through x->kr */
+	x->KR = NULL;
 	if (!x->kr)
 		return;
 	d->o->kring_close(d->o->kring_arg, x->kr, x->kformats);
@@ -417,6 +419,28 @@ static char *fzd_kfile(const char *dir, const char *file)
 		return NULL;
 	}
 	return buf;
+}
+
+/* The guest kernel's CPUs of @x as rings (@map: its events' ids). */
+static int fzd_krings_open(struct fz_daemon *d, struct fz_dremote *x,
+			   const struct fz_kmap *map)
+{
+	uint32_t nr = hvtrace_daemon_kring_cpus(x->kr), cpu;
+	struct hvtrace_ring **rings = calloc(nr ? nr : 1, sizeof(*rings));
+	int ret = rings ? 0 : hvt_err(-ENOMEM, "out of memory");
+
+	for (cpu = 0; !ret && cpu < nr; cpu++)
+		ret = hvtrace_daemon_kring_ring_open(x->kr, (int)cpu, d->feed,
+						     x->id, &rings[cpu]);
+	if (!ret)
+		ret = fz_rings_new(rings, nr,
+				   hvtrace_daemon_kring_subbuf_size(x->kr),
+				   FZD_WINDOW_NS, map, &x->KR);
+	else
+		for (cpu = 0; rings && cpu < nr; cpu++)
+			hvtrace_ring_close(rings[cpu]);
+	free(rings);
+	return ret;
 }
 
 /* Ask for the guest kernel's ring of @x; its events join the remote's. */
@@ -471,9 +495,16 @@ static void fzd_kring_open(struct fz_daemon *d, struct fz_dremote *x,
 		if (d->v->wake)
 			d->v->wake(d->v, x->r);
 		pthread_mutex_unlock(&d->v->lock);
+		if (ret)
+			hvt_err(ret, "out of memory");
+		else
+			ret = fzd_krings_open(d, x, map);
 		if (!ret)
 			return;
-		hvt_err(ret, "out of memory");
+		/* What the view was given goes with the ring. */
+		pthread_mutex_lock(&d->v->lock);
+		fz_remote_set_kernel(x->r, NULL, NULL, 0, NULL, NULL);
+		pthread_mutex_unlock(&d->v->lock);
 	} else {
 		fz_kmap_free(map);
 	}
@@ -507,81 +538,26 @@ static void fzd_kring_new_run(struct fz_daemon *d, struct fz_dremote *x)
 }
 
 /*
- * Host times of a guest kernel chunk: the remote's model, which the feed
- * holds (or, from an hvtraced that sends none, asks for).
+ * What @x's guest kernel ring has ready, into the view (its CPUs as rings
+ * of the core, merged as the remote's are; times through the remote's
+ * clock model, which the feed holds).  A ring that fails is no longer
+ * read.  Returns the records moved.
  */
-static void fzd_khost(struct fz_daemon *d, struct fz_dremote *x,
-		      struct fz_chunk *c)
+static int fzd_kpump(struct fz_daemon *d, struct fz_dremote *x, bool flush)
 {
-	uint64_t *ts = c->n ? malloc(c->n * sizeof(*ts)) : NULL;
-	uint32_t e;
-	int ret;
+	int n;
 
-	if (!ts)
-		return; /* host = ts, as when no model is known */
-	for (e = 0; e < c->n; e++)
-		ts[e] = c->ev[e].ts;
-	ret = hvtrace_daemon_feed_ts_to_host_n(d->feed, x->id, ts, ts, NULL,
-					       c->n);
-	if (ret == -ENODATA) {
-		for (e = 0; e < c->n; e++)
-			ts[e] = c->ev[e].ts;
-		ret = hvtrace_daemon_feed_to_host(d->feed, x->id, ts, ts, c->n,
-						  NULL);
-	}
-	for (e = 0; !ret && e < c->n; e++)
-		c->ev[e].host = ts[e];
-	free(ts);
-}
-
-/*
- * Pages of @x's guest kernel ring (at most FZD_KPAGES per CPU); each one
- * is validated by the ring reader, each record checked against the
- * guest's formats.  Returns the pages taken.
- */
-static int fzd_kpump(struct fz_daemon *d, struct fz_dremote *x)
-{
-	uint32_t cpu;
-	int pages = 0;
-
-	if (x->dead || !x->kr || !x->r->kmap)
+	if (x->dead || !x->KR || !x->r->kmap)
 		return 0;
-	for (cpu = 0; x->kr && cpu < hvtrace_daemon_kring_cpus(x->kr); cpu++) {
-		unsigned int k;
-
-		for (k = 0; k < FZD_KPAGES; k++) {
-			const uint8_t *page;
-			struct fz_chunk *c;
-			uint32_t len;
-			int ret, err;
-
-			ret = hvtrace_daemon_kring_read_page(x->kr, cpu, &page,
-							     &len);
-			if (ret < 0) {
-				fprintf(stderr,
-					"hvtrace mount: '%s': the guest "
-					"kernel's ring is no longer read: "
-					"%s\n",
-					x->r->name, hvtrace_last_error());
-				fzd_kring_close(d, x);
-				break;
-			}
-			if (!ret)
-				break;
-			pages++;
-			c = fz_chunk_from_page(page, len, 0, x->r->kmap, &err);
-			if (!c)
-				continue;
-			fzd_khost(d, x, c);
-			pthread_mutex_lock(&d->v->lock);
-			if (!x->r->gone)
-				fz_ingest_kernel(x->r, cpu, c);
-			else
-				fz_chunk_free(c);
-			pthread_mutex_unlock(&d->v->lock);
-		}
-	}
-	return pages;
+	n = fz_rings_pump(x->KR, x->r, flush, FZD_BATCH);
+	if (n >= 0)
+		return n;
+	fprintf(stderr,
+		"hvtrace mount: '%s': the guest kernel's ring is no longer "
+		"read: %s\n",
+		x->r->name, hvtrace_last_error());
+	fzd_kring_close(d, x);
+	return 0;
 }
 
 /*
@@ -603,7 +579,7 @@ static int fzd_pump_one(struct fz_daemon *d, struct fz_dremote *x, bool flush)
 		if (n < 0)
 			return n;
 	}
-	k = fzd_kpump(d, x);
+	k = fzd_kpump(d, x, flush);
 	return n + k;
 }
 
@@ -647,7 +623,8 @@ static bool fzd_waiting(struct fz_daemon *d)
 	struct fz_dremote *x;
 
 	for (x = d->all; x; x = x->next)
-		if (!x->dead && fz_rings_pending(x->R))
+		if (!x->dead &&
+		    (fz_rings_pending(x->R) || fz_rings_pending(x->KR)))
 			return true;
 	return false;
 }
@@ -745,7 +722,7 @@ static int fzd_rings_open(struct fz_daemon *d, struct fz_dremote *x,
 			hvtrace_ring_close(rings[cpu]);
 	} else {
 		ret = fz_rings_new(rings, rec->nr_cpus, rec->subbuf_size,
-				   FZD_WINDOW_NS, &x->R);
+				   FZD_WINDOW_NS, NULL, &x->R);
 	}
 	free(rings);
 	if (ret && ret != -ENODEV && ret != -ENOENT)

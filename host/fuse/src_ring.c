@@ -3,7 +3,8 @@
  * libhvtrace: a remote's CPUs as rings of the core, into the view.
  *
  * A source hands over one ring per CPU (a remote of hvtraced:
- * hvtrace_daemon_ring_open()); the rings validate their pages, convert
+ * hvtrace_daemon_ring_open(); its guest kernel's,
+ * hvtrace_daemon_kring_ring_open()); the rings validate their pages, convert
  * times and carry losses (rec->lost_before), the core's merge orders the
  * CPUs by host time with a reorder window, and this file only moves each
  * record it returns into the CPU's chunk (the view's one copy) and queues
@@ -26,12 +27,15 @@ struct fz_rings {
 	uint32_t room; /* ring bytes per chunk: a sub-buffer's data */
 	struct hvtrace_merge *m;
 	struct fz_chunk **open; /* per CPU: records taken, not queued yet */
-	uint64_t *lost; /* per CPU: taken records that found no memory */
+	/* per CPU: records taken that found no memory or that the view
+	 * cannot name, lost before the CPU's next record */
+	uint64_t *lost;
+	const struct fz_kmap *kmap; /* the guest kernel's, or NULL */
 };
 
 int fz_rings_new(struct hvtrace_ring **rings, unsigned int nr,
 		 uint32_t subbuf_size, uint64_t window_ns,
-		 struct fz_rings **out)
+		 const struct fz_kmap *kmap, struct fz_rings **out)
 {
 	struct fz_rings *R = calloc(1, sizeof(*R));
 	unsigned int i;
@@ -55,6 +59,7 @@ int fz_rings_new(struct hvtrace_ring **rings, unsigned int nr,
 	for (i = 0; i < nr; i++)
 		R->ring[i] = rings[i];
 	R->nr = nr;
+	R->kmap = kmap;
 	R->room = subbuf_size > HVT_PAGE_HDR_SIZE
 			  ? subbuf_size - HVT_PAGE_HDR_SIZE
 			  : subbuf_size;
@@ -92,23 +97,26 @@ static void lost_add(uint64_t *to, uint64_t n)
 		*to += n;
 }
 
-/* Queue what every CPU took, at once (takes the view lock). */
+/*
+ * Queue what every CPU took, at once (takes the view lock): its records,
+ * then the losses no record carried yet (they came after those records).
+ */
 static void rings_queue(struct fz_rings *R, struct fz_remote *r)
 {
 	unsigned int i;
 
 	pthread_mutex_lock(&r->v->lock);
 	for (i = 0; i < R->nr; i++) {
-		if (R->lost[i] && !r->gone)
-			fz_ingest_lost(r, i, R->lost[i]);
-		R->lost[i] = 0;
-		if (!R->open[i])
-			continue;
-		if (r->gone)
+		if (R->open[i] && r->gone)
 			fz_chunk_free(R->open[i]);
-		else
+		else if (R->open[i] && R->kmap)
+			fz_ingest_kernel(r, i, R->open[i]);
+		else if (R->open[i])
 			fz_ingest(r, i, R->open[i]);
 		R->open[i] = NULL;
+		if (R->lost[i] && !r->gone)
+			fz_ingest_lost(r, i, R->kmap != NULL, R->lost[i]);
+		R->lost[i] = 0;
 	}
 	pthread_mutex_unlock(&r->v->lock);
 }
@@ -128,6 +136,15 @@ int fz_rings_pump(struct fz_rings *R, struct fz_remote *r, bool flush,
 		if (rec.cpu < 0 || (unsigned int)rec.cpu >= R->nr)
 			continue; /* never: ring i reads CPU i */
 		i = (unsigned int)rec.cpu;
+		n++;
+		if (R->kmap && !fz_chunk_keeps(R->kmap, rec.data, rec.size)) {
+			lost_add(&R->lost[i], rec.lost_before);
+			lost_add(&R->lost[i], 1);
+			continue;
+		}
+		/* What this CPU lost since its last record, before this one. */
+		lost_add(&rec.lost_before, R->lost[i]);
+		R->lost[i] = 0;
 		ret = fz_chunk_add(&R->open[i], &rec, R->room);
 		if (ret == -ENOSPC) {
 			/* A page's worth: every CPU's records go now. */
@@ -140,7 +157,6 @@ int fz_rings_pump(struct fz_rings *R, struct fz_remote *r, bool flush,
 			lost_add(&R->lost[i], 1);
 			ret = 0;
 		}
-		n++;
 	}
 	if (ret >= 0 && flush && n < max) {
 		/* Everything is out of the merge: losses no record

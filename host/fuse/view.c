@@ -414,18 +414,22 @@ struct chunk_build {
 	uint64_t rejected; /* records left out since the last kept one */
 };
 
+bool fz_chunk_keeps(const struct fz_kmap *kmap, const void *p, uint32_t len)
+{
+	/* A guest kernel record the view cannot name (unknown type, no
+	 * common header) or serve (larger than a page of the view's): a
+	 * loss, told before the next record. */
+	return fz_kmap_keep(kmap, p, len) >= 0 &&
+	       ev_bytes(len) + HVT_PAGE_HDR_SIZE + 8 <= HVT_ABI_MIN_SUBBUF_SIZE;
+}
+
 static int chunk_add(void *arg, uint64_t ts, const uint8_t *p, uint32_t len)
 {
 	struct chunk_build *b = arg;
 	struct fz_chunk *c = b->c;
 	struct fz_ev *e;
 
-	/* A guest kernel record the view cannot name (unknown type, no
-	 * common header) or serve (larger than a page of the view's): a
-	 * loss, told before the next record. */
-	if (b->kmap &&
-	    (fz_kmap_keep(b->kmap, p, len) < 0 ||
-	     ev_bytes(len) + HVT_PAGE_HDR_SIZE + 8 > HVT_ABI_MIN_SUBBUF_SIZE)) {
+	if (b->kmap && !fz_chunk_keeps(b->kmap, p, len)) {
 		b->rejected++;
 		return 0;
 	}
@@ -601,10 +605,11 @@ static void ingest_lost(struct fz_remote *r, struct fz_cpu *q, uint64_t lost)
 		q->pending_lost += lost;
 }
 
-void fz_ingest_lost(struct fz_remote *r, uint32_t cpu, uint64_t lost)
+void fz_ingest_lost(struct fz_remote *r, uint32_t cpu, bool kernel,
+		    uint64_t lost)
 {
-	if (r->cpu && cpu < r->nr_cpus)
-		ingest_lost(r, fz_q(r, cpu, false), lost);
+	if (r->cpu && cpu < (kernel ? r->knr_cpus : r->nr_cpus))
+		ingest_lost(r, fz_q(r, cpu, kernel), lost);
 }
 
 /* Free chunks whose records were all consumed. */
