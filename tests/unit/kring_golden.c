@@ -382,13 +382,18 @@ static void test_ring_view(void)
 	t_eq(hvtrace_ring_open_kring(k, 2, &rings[1]), -EINVAL);
 	t_equ(hvtrace_ring_now_ns(rings[0]), 0);
 	t_ok(hvtrace_merge_new(rings, 2, 0, &m));
+	t_eq(hvtrace_merge_last_ring(m), -1);
+	t_eq(hvtrace_merge_last_ring(NULL), -1);
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		t_eq(hvtrace_merge_next(m, &rec, true), 1);
 		t_equ(rec_seq(&rec), want[i]);
 		t_equ(rec.host_ns, rec.ts);
 		t_equ(rec.lost_before, 0);
+		/* Which ring it came from: ring i reads CPU i. */
+		t_eq(hvtrace_merge_last_ring(m), rec.cpu);
 	}
 	t_eq(hvtrace_merge_next(m, &rec, true), 0);
+	t_eq(hvtrace_merge_last_ring(m), -1);
 	id = hvtrace_ring_meta(rings[0])->reader.id;
 	read = hvtrace_ring_meta(rings[0])->reader.read;
 	t_equ(read, 32);		/* seq 6 and 7 of the commit page */
