@@ -240,6 +240,9 @@ struct page_source_ops {
 			struct hvtrace_read_pos *pos);
 	void (*post_pos)(struct page_source *ps, uint32_t cpu,
 			 const struct hvtrace_read_pos *pos);
+	/* The sub-buffers @cpu holds from its reader's position to the
+	 * writer's (TEXT BACKLOG), or -errno.  NULL: it cannot tell. */
+	int (*held_subbufs)(struct page_source *ps, uint32_t cpu);
 	/* Removed from its remote: free it (what it reads is not its). */
 	void (*close)(struct page_source *ps);
 	/* read_page of different CPUs may run at once, on the reader
@@ -806,8 +809,9 @@ void page_source_area_drop(struct remote *r);
 void clocks_update(struct remote *r);
 void clocks_subscribed(struct conn *c, struct sub *s);
 
-/* fanout.c */
-void fanout_poll(void);
+/* fanout.c: one round; true when a CPU stopped at the round's page cap
+ * with room left in a subscription (a backlog: poll again at once) */
+bool fanout_poll(void);
 bool fanout_active(void);
 void fanout_free(struct remote *r);
 void fanout_stop(void);

@@ -36,7 +36,13 @@
  *
  * Shared memory gives no wake-up, so rings are polled: every poll_min
  * while pages keep coming, backing off by doubling to poll_max when a
- * round finds nothing, and not at all without subscriptions.  A guest
+ * round finds nothing, and not at all without subscriptions.  A round
+ * reads at most D_PAGES_PER_TICK pages a CPU, so that every connection
+ * is served between rounds; a CPU that stopped at that cap while a
+ * subscription still had room holds a backlog, and the next round comes
+ * as soon as the loop has served its connections, not a poll interval
+ * later (a pre-filled area drains at the pace of its tools, not at 64
+ * pages a CPU per millisecond).  A guest
  * whose agent takes armed wakeups (wake.c) is not polled while it sleeps:
  * each round notes, per remote, which CPUs it read, whether it found
  * pages and whether it stopped at its page cap, for wake.c to arm the
@@ -70,6 +76,7 @@ static struct fo_drain *fo_drains;
 struct fo_round {
 	struct d_cpus empty;	/* read to the end: no page was left */
 	uint32_t n[D_MAX_CPUS];	/* pages read */
+	bool capped;		/* a CPU stopped at the page cap, not held */
 };
 
 bool fanout_active(void)
@@ -360,6 +367,8 @@ static void fo_read_serial(struct remote *r, const struct d_cpus *want,
 			if (!d_cpus_has(&out->empty, cpu))
 				r->wake.more = true; /* capped or held: read
 						      * again */
+			if (k == D_PAGES_PER_TICK)
+				out->capped = true; /* not held: at once */
 		}
 	}
 }
@@ -610,6 +619,12 @@ static void fo_read_parallel(struct remote *r, const struct d_cpus *want,
 				full = true;
 		}
 	}
+	/* The rounds ran out while a CPU still took a full pass (a held
+	 * one's limit is 0: it took none): a backlog. */
+	for (j = 0; full && j < s->nr_jobs; j++)
+		if (s->n[s->cpus[j]] &&
+		    s->n[s->cpus[j]] == s->limit[s->cpus[j]])
+			out->capped = true;
 	for (cpu = 0; cpu < s->nr_cpus; cpu++)
 		if (d_cpus_has(want, cpu) && !d_cpus_has(&out->empty, cpu))
 			r->wake.more = true; /* capped or held: read again */
@@ -620,6 +635,7 @@ static void fo_read_remote(struct remote *r, const struct d_cpus *want,
 			   struct fo_round *out)
 {
 	clocks_update(r); /* a changed model goes ahead of the pages */
+	out->capped = false;
 	memset(&out->empty, 0, sizeof(out->empty));
 	memset(out->n, 0, sizeof(uint32_t) * r->nr_cpus);
 	if (fo_parallel(r, want))
@@ -761,10 +777,10 @@ static void fo_report_drops(void)
 	}
 }
 
-void fanout_poll(void)
+bool fanout_poll(void)
 {
 	static struct fo_round out;
-	bool any = false;
+	bool any = false, capped = false;
 	struct remote *r;
 
 	for (r = D->remotes; r; r = r->next) {
@@ -783,6 +799,7 @@ void fanout_poll(void)
 		fo_read_remote(r, &want, &out);
 		fo_drains_update(r, &want, &out);
 		any |= r->wake.found;
+		capped |= out.capped;
 	}
 	fo_report_drops();
 	/* Fast while data flows, backing off to poll_max when idle. */
@@ -799,4 +816,5 @@ void fanout_poll(void)
 			if (conn_subs(c) && c->q.head && !c->dead)
 				conn_flush(c);
 	}
+	return capped;
 }

@@ -636,10 +636,12 @@ static void d_loop(void)
 		for (i = 0; i < n; i++)
 			conn_handle(evs[i].data.ptr, evs[i].events);
 		if (fanout_active() && d_now_us() >= D->next_poll_us) {
-			fanout_poll();
-			/* Armed wakeups may sleep, or settle sooner. */
-			D->next_poll_us =
-				d_now_us() + wake_after_poll(D->poll_us);
+			bool backlog = fanout_poll();
+			/* Armed wakeups may sleep, or settle sooner; a backlog
+			 * is read again once the connections were served. */
+			uint64_t after = wake_after_poll(D->poll_us);
+
+			D->next_poll_us = d_now_us() + (backlog ? 0 : after);
 		}
 		conns_reap();
 		state_save();

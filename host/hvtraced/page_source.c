@@ -174,6 +174,11 @@ static uint64_t as_take_trailing_lost(struct page_source *ps, uint32_t cpu)
 	return hvtrace_cpu_take_trailing_lost(as_area(ps), (int)cpu);
 }
 
+static int as_held_subbufs(struct page_source *ps, uint32_t cpu)
+{
+	return hvtrace_cpu_held_subbufs(as_area(ps), (int)cpu);
+}
+
 static int as_read_pos(struct page_source *ps, uint32_t cpu,
 		       struct hvtrace_read_pos *pos)
 {
@@ -196,6 +201,7 @@ static const struct page_source_ops area_source_ops = {
 	.read_page = as_read_page,
 	.cpu_stats = as_cpu_stats,
 	.take_trailing_lost = as_take_trailing_lost,
+	.held_subbufs = as_held_subbufs,
 	.read_pos = as_read_pos,
 	.post_pos = as_post_pos,
 	.close = as_close,

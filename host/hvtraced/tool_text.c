@@ -80,6 +80,29 @@ void tool_fill_rec(const struct remote *r, struct hvt_remote_rec *rec)
 	snprintf(rec->name, sizeof(rec->name), "%s", r->name);
 }
 
+/* TEXT BACKLOG: "CPU SUBBUFS" for each CPU whose source can tell; NULL
+ * when out of memory. */
+static char *tool_backlog_text(struct remote *r)
+{
+	size_t cap = (size_t)r->nr_cpus * 24 + 1, len = 0;
+	char *text = malloc(cap);
+	struct page_source *ps;
+	uint32_t i;
+	int held;
+
+	if (!text)
+		return NULL;
+	text[0] = '\0';
+	for (ps = r->sources; ps; ps = ps->next)
+		for (i = 0; ps->ops->held_subbufs && i < ps->nr_cpus; i++) {
+			held = ps->ops->held_subbufs(ps, i);
+			if (held >= 0 && len < cap)
+				len += (size_t)snprintf(
+					text + len, cap - len, "%u %d\n",
+					ps->first_cpu + i, held);
+		}
+	return text;
+}
 
 void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 {
@@ -121,6 +144,9 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 		send_text(c, m, 0, ks, kl);
 		return;
 	}
+	case HVT_TEXT_BACKLOG:
+		text = tool_backlog_text(r);
+		break;
 	case HVT_TEXT_HEADER_PAGE:
 	case HVT_TEXT_HEADER_EVENT:
 		if (m->u.text_req.kind == HVT_TEXT_HEADER_PAGE &&

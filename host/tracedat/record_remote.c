@@ -371,17 +371,60 @@ static int dr_no_match(struct hvt_tdat_rset *r, const char *pat)
 		       pat);
 }
 
-/* Subscribed, then the kernel running (record.c), then the remotes'
- * events enabled: once a writer sees its events enabled, what it does
- * next (a trace_marker write) must land in a running buffer. */
+/*
+ * Rooms in the file for a remote whose writer has stopped, as for such an
+ * area (record_area.c): what each CPU holds now, which hvtraced reads
+ * from the area's descriptors (TEXT BACKLOG), so the writer can put the
+ * pages straight into their place.  A hint, bounded by the ring: a CPU
+ * that brings more is still recorded whole; an hvtraced that cannot tell
+ * (an older one, a source that keeps no such count) gives no rooms.
+ */
+static void dr_rooms(struct hvt_tdat_rset *r, struct dr_src *s)
+{
+	char *text = NULL, *p, *end;
+	unsigned long cpu, held;
+	size_t len = 0;
+
+	if (!hvtrace_daemon_remote_stopped(&s->rec) || !s->rec.subbuf_size ||
+	    hvtrace_daemon_get_text(r->dc, s->rec.id, HVT_TEXT_BACKLOG, &text,
+				    &len) ||
+	    !text)
+		goto out;
+	for (p = text; p < text + len && *p; p = end + 1) {
+		end = memchr(p, '\n', (size_t)(text + len - p));
+		if (!end)
+			break;
+		*end = '\0';
+		if (sscanf(p, "%lu %lu", &cpu, &held) != 2 ||
+		    cpu >= s->rec.nr_cpus || !held ||
+		    held > (unsigned long)s->rec.nr_subbufs + 2)
+			continue;
+		/* Slack for lost-event pages and short ones. */
+		held += held / 32 + 2;
+		hvt_tdat_writer_set_room(r->w, s->buffer, (int)cpu,
+					 (uint64_t)held * s->rec.subbuf_size);
+	}
+out:
+	free(text);
+}
+
+/* Rooms, subscribed, then the kernel running (record.c), then the
+ * remotes' events enabled: once a writer sees its events enabled, what it
+ * does next (a trace_marker write) must land in a running buffer.  The
+ * rooms come first: once subscribed, hvtraced reads the CPUs on. */
 static int dr_subscribe(struct hvt_tdat_rset *r)
 {
+	unsigned int i;
 	int ret;
 
+	for (i = 0; i < r->nr_src; i++)
+		dr_rooms(r, r->src[i]);
+	ret = hvt_tdat_writer_lay_rooms(r->w);
 	/* The guest kernels' rings from now: what they hold is skipped
 	 * before the kernel starts, so that nothing written once the host
 	 * kernel records can be skipped. */
-	ret = hvt_rk_start(r);
+	if (!ret)
+		ret = hvt_rk_start(r);
 	return ret ? ret : hvt_rr_open_rings(r);
 }
 

@@ -36,6 +36,10 @@ HVTRACE_DAEMON_FEED_PAGES=256 timeout 120 "$HVTRACE" record -q \
 	-o "$T/n.dat" --socket "$T/d.sock" "$TAG" 2>"$T/rec.err" ||
 	fail "record NAME failed: $(tail -3 "$T/rec.err")"
 
+sec=$(od -An -tu2 -j32 -N2 "$T/n.dat" | tr -d ' ')
+[ "$sec" = 3 ] ||
+	fail "no rooms: section $sec follows the file header (3 expected)"
+grep -q 'unused room' "$T/n.dat" && fail "a CPU outgrew its room"
 # trace-cmd report into $T/tc.txt, and hvtrace report the same.
 same_report "$T/n.dat"
 # One pass: a loss line, or an id out of its place, ends it.

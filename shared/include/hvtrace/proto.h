@@ -196,18 +196,24 @@ enum hvt_tracing_op {
 
 /* TEXT: which text (tool request). */
 enum hvt_text_kind {
-	HVT_TEXT_STATUS = 1,		/* user_events_status */
-	HVT_TEXT_DYNAMIC_EVENTS = 2,	/* dynamic_events */
-	HVT_TEXT_CMDLINES = 3,		/* saved_cmdlines: "PID COMM" */
-	HVT_TEXT_HEADER_PAGE = 4,	/* events/header_page */
-	HVT_TEXT_HEADER_EVENT = 5,	/* events/header_event */
-	HVT_TEXT_INFO = 6,		/* human-readable remote summary */
-	HVT_TEXT_EVENTS = 7,		/* every event of the remote, one
-					 * "SYSTEM NAME ID BIT ENABLED" line
-					 * each (BIT -1: no enable bit) */
-	HVT_TEXT_KALLSYMS = 8,		/* a guest kernel remote's symbols,
-					 * /proc/kallsyms lines */
-	HVT_TEXT_MAX = 8,
+	HVT_TEXT_STATUS = 1,	     /* user_events_status */
+	HVT_TEXT_DYNAMIC_EVENTS = 2, /* dynamic_events */
+	HVT_TEXT_CMDLINES = 3,	     /* saved_cmdlines: "PID COMM" */
+	HVT_TEXT_HEADER_PAGE = 4,    /* events/header_page */
+	HVT_TEXT_HEADER_EVENT = 5,   /* events/header_event */
+	HVT_TEXT_INFO = 6,	     /* human-readable remote summary */
+	HVT_TEXT_EVENTS = 7,	     /* every event of the remote, one
+				      * "SYSTEM NAME ID BIT ENABLED" line
+				      * each (BIT -1: no enable bit) */
+	HVT_TEXT_KALLSYMS = 8,	     /* a guest kernel remote's symbols,
+				      * /proc/kallsyms lines */
+	HVT_TEXT_BACKLOG = 9,	     /* what each CPU still holds for its
+				      * reader: one "CPU SUBBUFS" line per
+				      * CPU whose page source can tell
+				      * (an area's); a hint, as shared
+				      * memory says it.  An older daemon
+				      * refuses the kind (an error reply) */
+	HVT_TEXT_MAX = 9,
 };
 
 /* HELLO caps of a tool: it takes REMOTES records of state
