@@ -1021,3 +1021,13 @@ int hvt_dfeed_map(struct hvtrace_daemon_feed *f, uint32_t remote, uint64_t ts,
 		return ret;
 	return hvtrace_daemon_feed_to_host(f, remote, &ts, ns, 1, err_ns);
 }
+
+uint64_t hvt_page_unmarked_lost(const uint8_t *page, uint32_t len,
+				uint64_t lost)
+{
+	uint64_t commit = 0;
+
+	if (len >= HVT_PAGE_HDR_SIZE)
+		memcpy(&commit, page + HVT_PAGE_COMMIT_OFF, 8);
+	return (commit & HVT_MISSED_EVENTS) ? 0 : lost;
+}

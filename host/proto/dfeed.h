@@ -40,5 +40,10 @@ HVT_INTERNAL int hvt_dfeed_unsubscribe(struct hvtrace_daemon_feed *f,
  * hvtrace_daemon_feed_ts_to_host(). */
 HVT_INTERNAL int hvt_dfeed_map(struct hvtrace_daemon_feed *f, uint32_t remote,
 			       uint64_t ts, uint64_t *ns, uint64_t *err_ns);
+/* The loss @lost reported beside sub-buffer @page (@len bytes) that its
+ * header does not mark: 0 when the header has RB_MISSED_EVENTS (the core
+ * reads the loss there, so it must not count twice), else @lost. */
+HVT_INTERNAL uint64_t hvt_page_unmarked_lost(const uint8_t *page, uint32_t len,
+					     uint64_t lost);
 
 #endif /* HVT_PROTO_DFEED_H */

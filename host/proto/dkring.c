@@ -44,7 +44,6 @@
 #include <unistd.h>
 
 #include <hvtrace-internal.h>
-#include <hvtrace/page.h>
 #include "dfeed.h"
 #include "hvt_util.h"
 
@@ -301,6 +300,17 @@ hvtrace_daemon_kring_ring(const struct hvtrace_daemon_kring *r)
 	return r->k;
 }
 
+/* The next validated sub-buffer of guest CPU @cpu into @page (subbuf_size
+ * bytes), from guest RAM or the agent's copy. */
+static int dk_read(struct hvtrace_daemon_kring *r, int cpu, uint8_t *page,
+		   struct hvtrace_page_info *info)
+{
+	return r->sec ? hvtrace_cpu_read_page(r->sec, cpu, page, r->subbuf_size,
+					      info)
+		      : hvtrace_kring_read_page(r->k, cpu, page, r->subbuf_size,
+						info);
+}
+
 int hvtrace_daemon_kring_read_page(struct hvtrace_daemon_kring *r, uint32_t cpu,
 				   const uint8_t **page, uint32_t *len)
 {
@@ -308,10 +318,7 @@ int hvtrace_daemon_kring_read_page(struct hvtrace_daemon_kring *r, uint32_t cpu,
 
 	if (cpu >= r->nr_cpus)
 		return hvt_err(-EINVAL, "the guest kernel has no CPU %u", cpu);
-	ret = r->sec ? hvtrace_cpu_read_page(r->sec, (int)cpu, r->page,
-					     r->subbuf_size, NULL)
-		     : hvtrace_kring_read_page(r->k, (int)cpu, r->page,
-					       r->subbuf_size, NULL);
+	ret = dk_read(r, (int)cpu, r->page, NULL);
 	if (ret <= 0)
 		return ret;
 	*page = r->page;
@@ -360,25 +367,18 @@ struct dkring_cpu {
 static int dkring_next_page(void *ctx, int cpu, struct hvtrace_ring_page *pg)
 {
 	struct dkring_cpu *c = ctx;
-	struct hvtrace_daemon_kring *r = c->r;
 	struct hvtrace_page_info info;
-	uint64_t commit;
 	int ret;
 
-	ret = r->sec ? hvtrace_cpu_read_page(r->sec, cpu, c->page,
-					     r->subbuf_size, &info)
-		     : hvtrace_kring_read_page(r->k, cpu, c->page,
-					       r->subbuf_size, &info);
+	ret = dk_read(c->r, cpu, c->page, &info);
 	if (ret <= 0)
 		return ret;
-	/* A loss the page's header marks counts itself there (the core
-	 * reads it); only one it does not mark is the page's to carry. */
-	memcpy(&commit, c->page + HVT_PAGE_COMMIT_OFF, 8);
 	pg->data = c->page;
-	pg->len = r->subbuf_size;
+	pg->len = c->r->subbuf_size;
 	pg->seq = info.seq;
 	pg->flags = info.flags;
-	pg->lost_events = (commit & HVT_MISSED_EVENTS) ? 0 : info.lost_events;
+	pg->lost_events =
+		hvt_page_unmarked_lost(c->page, pg->len, info.lost_events);
 	return 1;
 }
 

@@ -51,7 +51,7 @@ static int dring_next_page(void *ctx, int cpu, struct hvtrace_ring_page *pg)
 {
 	struct dring *d = ctx;
 	struct hvtrace_daemon_page *p;
-	uint64_t drops, commit, lost;
+	uint64_t drops, lost;
 	int ret;
 
 	(void)cpu;
@@ -66,12 +66,9 @@ static int dring_next_page(void *ctx, int cpu, struct hvtrace_ring_page *pg)
 		free(p);	/* another subscription's copy */
 	}
 	drops = hvtrace_daemon_page_drops(p, &d->dropped_events);
-	/* The ring's losses: in the page header when it has the flag (the
-	 * core reads them there), else only in the PAGE. */
-	commit = 0;
-	if (p->len >= HVT_PAGE_HDR_SIZE)
-		memcpy(&commit, p->data + HVT_PAGE_COMMIT_OFF, 8);
-	lost = (commit & HVT_MISSED_EVENTS) ? 0 : p->lost_events;
+	/* The ring's losses: in the page header when it has the flag, else
+	 * only in the PAGE. */
+	lost = hvt_page_unmarked_lost(p->data, p->len, p->lost_events);
 	pg->data = p->data;
 	pg->len = p->len;
 	pg->seq = p->seq;

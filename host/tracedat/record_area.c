@@ -424,7 +424,6 @@ static int rc_no_match(struct hvt_tdat_rset *r, const char *pat)
  */
 static void rc_rooms(struct rc_src *s)
 {
-	uint64_t pages;
 	uint32_t c;
 	int held;
 
@@ -432,11 +431,9 @@ static void rc_rooms(struct rc_src *s)
 		held = hvtrace_cpu_held_subbufs(s->area, (int)c);
 		if (held <= 0)
 			continue;
-		pages = (uint64_t)held;
-		/* Slack for lost-event pages and short ones. */
-		pages += pages / 32 + 2;
-		hvt_tdat_writer_set_room(s->r->w, s->buffer, c,
-					 pages * s->subbuf_size);
+		hvt_tdat_writer_set_room(
+			s->r->w, s->buffer, c,
+			hvt_tdat_room_bytes((uint64_t)held, s->subbuf_size));
 	}
 }
 

@@ -399,10 +399,9 @@ static void dr_rooms(struct hvt_tdat_rset *r, struct dr_src *s)
 		    cpu >= s->rec.nr_cpus || !held ||
 		    held > (unsigned long)s->rec.nr_subbufs + 2)
 			continue;
-		/* Slack for lost-event pages and short ones. */
-		held += held / 32 + 2;
-		hvt_tdat_writer_set_room(r->w, s->buffer, (int)cpu,
-					 (uint64_t)held * s->rec.subbuf_size);
+		hvt_tdat_writer_set_room(
+			r->w, s->buffer, (int)cpu,
+			hvt_tdat_room_bytes(held, s->rec.subbuf_size));
 	}
 out:
 	free(text);

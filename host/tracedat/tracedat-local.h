@@ -94,6 +94,12 @@ HVT_INTERNAL int hvt_tdat_writer_set_room(struct hvtrace_tracedat_writer *w,
 					  int buffer, uint32_t cpu,
 					  uint64_t bytes);
 HVT_INTERNAL int hvt_tdat_writer_lay_rooms(struct hvtrace_tracedat_writer *w);
+/* The room for a CPU that holds @held sub-buffers of @subbuf_size bytes,
+ * with slack for lost-event pages and short ones. */
+static inline uint64_t hvt_tdat_room_bytes(uint64_t held, uint32_t subbuf_size)
+{
+	return (held + held / 32 + 2) * subbuf_size;
+}
 
 /*
  * The trace clock written in the BUFFER option of @buffer (not the
