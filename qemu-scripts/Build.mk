@@ -69,7 +69,8 @@ QEMU_TESTS := boot-probe two-guests teardown-stop teardown-sigint \
 	kernel-ring-exact kernel-ring-clock kformats-log kernel-copy-exact \
 	kformats-golden kernel-ring-attach \
 	record-guest-kernel kernel-ring-host stream-guest-gone guest-lifecycle \
-	ksyms-golden libvirt-domain record-guest-pair ksyms-module
+	ksyms-golden libvirt-domain record-guest-pair ksyms-module \
+	kernel-ring-three
 $(foreach t,$(QEMU_TESTS),$(eval $(call add-test,qemu/$(t),$(QEMU_TEST_ENV) $(srctree)/qemu-scripts/tests/$(t).sh)))
 
 BENCH_PROGS += $(QEMU_PROBE) $(QEMU_PROBE_HOST)

@@ -4,7 +4,13 @@
  * remotes (stream, record, mount): its formats, and the ring beside them.
  *
  * A rig guest started with --kernel-events keeps its kernel's ftrace ring
- * in its RAM file; libhvtrace-daemon's hvtrace_daemon_kring_*() read it.
+ * in its RAM file (or in agent copy mode, its agent copies the kernel's
+ * pages into its area's kernel section).  hvtraced reads those pages
+ * itself and serves them beside the guest's own CPUs
+ * (hvtrace_daemon_kring_served(), hvtrace_daemon_kring_open_served()), so
+ * that the verbs of one guest read the same pages at once and none opens
+ * its files; only with an hvtraced that does not serve them do the
+ * verbs read the RAM file or the section (hvtrace_daemon_kring_open()).
  * Its formats come, first, from the guest's agent: hvtraced keeps what
  * the agent sent in its formats cache and says where
  * (hvtrace_daemon_kformats_dir()); the cache is per kernel build, so this
@@ -17,9 +23,8 @@
  * only when its trace clock is mono, the clock of the guest's agent, so
  * that both go through hvtraced's model of that clock (sent ahead of the
  * remote's pages as CLOCK, applied by the reader); otherwise it is
- * left out and stderr says why.  In agent copy mode the pages come from
- * the kernel section of the guest's trace area instead (the library
- * finds it); the formats and the clock rule are the same.
+ * left out and stderr says why.  In agent copy mode the formats and the
+ * clock rule are the same.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -163,11 +168,15 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 	const char *from = "its console";
 	const char *what;
 	bool have_agent;
-	int rc, where;
+	int rc, where, served;
 
 	*out = NULL;
 	formats[0] = '\0';
-	where = hvtrace_daemon_kring_path(name, ram, sizeof(ram));
+	/* hvtraced reads the pages itself where it can: every tool of the
+	 * guest then reads the same pages, and none opens its files. */
+	served = hvtrace_daemon_kring_served(dc, remote);
+	where = served > 0 ? served
+			   : hvtrace_daemon_kring_path(name, ram, sizeof(ram));
 	if (where < 0) {
 		/* A file no trusted user owns (or unreadable): said. */
 		fprintf(stderr,
@@ -229,7 +238,9 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 		goto none;
 	}
 open:
-	if (hvtrace_daemon_kring_open(name, formats, out)) {
+	if (served > 0
+		    ? hvtrace_daemon_kring_open_served(dc, remote, formats, out)
+		    : hvtrace_daemon_kring_open(name, formats, out)) {
 		fprintf(stderr,
 			"hvtrace %s: note: the guest kernel's %s of '%s' "
 			"is left out: %s\n",
@@ -241,7 +252,7 @@ open:
 	if (!hvt_cli_kring_quiet)
 		fprintf(stderr,
 			"hvtrace %s: '%s': the guest kernel's %s (%u CPUs) "
-			"%s (formats from %s)\n",
+			"%s (formats from %s%s)\n",
 			verb, name,
 			hvtrace_daemon_kring_copied(*out)
 				? "pages, copied by its agent (kernel copy "
@@ -252,7 +263,7 @@ open:
 					     "the guest's clock"
 					   : "beside its user events, on the "
 					     "host's clock",
-			from);
+			from, served > 0 ? "; its pages through hvtraced" : "");
 	return 0;
 none:
 	hvt_cli_kformats_tmp_rm(formats);
@@ -277,6 +288,23 @@ void hvt_cli_kring_ksyms(const char *verb, struct hvtrace_decoder *dec,
 		return;
 	}
 	if (hvtrace_decoder_ksyms_from_kring(dec, k, NULL) < 0)
+		fprintf(stderr,
+			"hvtrace %s: note: the guest kernel's function names "
+			"print in hex (never the host's): %s\n",
+			verb, hvtrace_last_error());
+}
+
+void hvt_cli_kring_names(const char *verb, struct hvtrace_daemon *dc,
+			 uint32_t remote, struct hvtrace_daemon_kring *kr)
+{
+	struct hvtrace_decoder *dec = hvtrace_daemon_kring_decoder(kr);
+
+	if (hvtrace_daemon_kring_ring(kr) || hvtrace_daemon_kring_copied(kr)) {
+		hvt_cli_kring_ksyms(verb, dec, hvtrace_daemon_kring_ring(kr));
+		return;
+	}
+	/* Served from guest RAM: hvtraced read the symbols there. */
+	if (hvtrace_daemon_ksyms_load(dc, remote, dec))
 		fprintf(stderr,
 			"hvtrace %s: note: the guest kernel's function names "
 			"print in hex (never the host's): %s\n",

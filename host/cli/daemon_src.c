@@ -599,9 +599,7 @@ static int rs_open(struct rs *s)
 		if (ret)
 			return ret;
 		if (s->kr)
-			hvt_cli_kring_ksyms(s->verb,
-					    hvtrace_daemon_kring_decoder(s->kr),
-					    hvtrace_daemon_kring_ring(s->kr));
+			hvt_cli_kring_names(s->verb, s->dc, s->rec.id, s->kr);
 	}
 	if (s->o->host_kernel) {
 		ret = rs_host_clock(s);

@@ -478,8 +478,17 @@ static void fzd_kring_open(struct fz_daemon *d, struct fz_dremote *x,
 		/* Function names from the guest's RAM (never the host's),
 		 * once per open; none: the addresses stay in hex. */
 		struct hvtrace_kring *k = hvtrace_daemon_kring_ring(x->kr);
+		int named = 0;
 
-		if (k && hvtrace_decoder_ksyms_from_kring(dec, k, NULL) < 0)
+		if (k) {
+			named = hvtrace_decoder_ksyms_from_kring(dec, k, NULL);
+		} else if (!hvtrace_daemon_kring_copied(x->kr)) {
+			/* Served from guest RAM: what hvtraced read there. */
+			pthread_mutex_lock(&d->ctl_lock);
+			named = hvtrace_daemon_ksyms_load(d->ctl, x->id, dec);
+			pthread_mutex_unlock(&d->ctl_lock);
+		}
+		if (named < 0)
 			fprintf(stderr,
 				"hvtrace mount: '%s': note: the guest kernel's "
 				"function names print in hex (never the "

@@ -8,13 +8,13 @@
  * or the port may deliver bytes of an earlier session late, so the
  * daemon keeps trying: it reconnects every D_RECONNECT_MS when the socket
  * goes away (every CHARDEV_QUICK_MS for the first 3 s after a session
- * was lost, when QEMU's end and the rig's record are news), retries the area every D_RECONNECT_MS until it opens, and
- * says HELLO again every D_HELLO_RETRY_MS until the agent answers.  With
- * each connection it takes the guest's doorbell eventfd from
- * RUN_DIR/NAME/bell.sock where the rig serves one (bell.c).  A
- * HELLO of an agent instance the daemon has not seen, or of another area
- * generation, re-opens the area.  Guests attached this way are kept in
- * the state file (state.c) as "guest NAME".
+ * was lost, when QEMU's end and the rig's record are news), retries the area
+ * every D_RECONNECT_MS until it opens, and says HELLO again every
+ * D_HELLO_RETRY_MS until the agent answers.  With each connection it takes the
+ * guest's doorbell eventfd from RUN_DIR/NAME/bell.sock where the rig serves one
+ * (bell.c).  A HELLO of an agent instance the daemon has not seen, or of
+ * another area generation, re-opens the area.  Guests attached this way are
+ * kept in the state file (state.c) as "guest NAME".
  *
  * SHM_DIR is a folder anyone may write (/dev/shm): the area is taken only
  * when it is a regular file of root, the daemon's user or the remote's
@@ -23,7 +23,10 @@
  * with a log line naming its owner.  It is opened read-write: the daemon
  * owns the area and writes its control page (enable bits, consumer
  * positions); the writer's header and rings stay mapped read-only
- * (hvtrace_area_open()).  The guest's RAM file is not the daemon's.
+ * (hvtrace_area_open()).  Once the guest's agent is up, its kernel's
+ * pages are read beside the area (kside.c): the area's kernel section,
+ * or the kernel's ring in the guest's RAM file SHM_DIR/hvtrace-NAME.ram,
+ * mapped read-only under the same owner rule.
  *
  * A guest whose socket refuses connections after a session (its QEMU
  * exited) is DISCONNECTED: its area stays readable, and readers that
@@ -61,6 +64,8 @@ struct chardev_remote {
 	struct agent_remote ag;
 	char *ctl_path;		/* RUN_DIR/NAME/control.sock */
 	char *area_path;	/* SHM_DIR/hvtrace-NAME */
+	char *ram_path;		/* SHM_DIR/hvtrace-NAME.ram: guest RAM */
+	struct kside *ks;	/* its kernel's pages beside the area */
 	char *bell_path;	/* RUN_DIR/NAME/bell.sock */
 	char *ended_path;	/* RUN_DIR/NAME.ended: the rig's record */
 	uint64_t next_try_ms;	/* reconnect */
@@ -269,14 +274,17 @@ int remote_attach_chardev(const char *name, uid_t owner, struct remote **out,
 	cr->owner = owner;
 	cr->ctl_path = chardev_path("%s/%s/control.sock", D->run_dir, name);
 	cr->area_path = chardev_path("%s/hvtrace-%s", D->shm_dir, name);
+	cr->ram_path = chardev_path("%s/hvtrace-%s.ram", D->shm_dir, name);
 	cr->bell_path = chardev_path("%s/%s/bell.sock", D->run_dir, name);
 	cr->ended_path = chardev_path("%s/%s.ended", D->run_dir, name);
-	ret = cr->ctl_path && cr->area_path && cr->bell_path && cr->ended_path ?
-		      remote_add(&cr->ag.r, name, &chardev_ops) :
-		      -ENOMEM;
+	ret = cr->ctl_path && cr->area_path && cr->ram_path && cr->bell_path &&
+			      cr->ended_path
+		      ? remote_add(&cr->ag.r, name, &chardev_ops)
+		      : -ENOMEM;
 	if (ret) {
 		free(cr->ctl_path);
 		free(cr->area_path);
+		free(cr->ram_path);
 		free(cr->bell_path);
 		free(cr->ended_path);
 		free(cr);
@@ -303,6 +311,10 @@ static void chardev_tick(struct remote *r, uint64_t now, uint64_t *next)
 	struct chardev_remote *cr = chardev_remote(r);
 	char msg[512];
 
+	/* QEMU ended (a reconnect is tried at least every
+	 * D_RECONNECT_MS): its ring's memory is not kept for nobody. */
+	if (!r->conn && cr->ks)
+		kside_release_unread(r, &cr->ks);
 	if (!r->conn && now >= cr->next_try_ms)
 		chardev_connect(r);
 	if (!r->area && now >= cr->area_try_ms) {
@@ -321,18 +333,35 @@ static void chardev_tick(struct remote *r, uint64_t now, uint64_t *next)
 		d_due(next, cr->ag.agent.hello_ms + D_HELLO_RETRY_MS);
 }
 
+/*
+ * The guest's agent is up, so its kernel is: its ring (or the section its
+ * agent copies into) is read beside the area from now on, again for each
+ * new area.
+ */
 static void chardev_hello(struct remote *r, struct conn *c,
 			  const struct hvt_msg *m, bool restarted)
 {
+	struct chardev_remote *cr = chardev_remote(r);
+	struct hvtrace_area *was = r->area;
 	char msg[512];
 
 	(void)c;
-	if (restarted)
+	if (restarted) {
+		kside_close(r, &cr->ks);
 		remote_close_area(r);
+	}
 	if (!r->area || r->info.generation != m->u.hello.generation) {
 		if (chardev_open_area(r, msg, sizeof(msg)))
 			d_log("remote '%s': %s (retrying)", r->name, msg);
 	}
+	if (r->area && (r->area != was || !cr->ks))
+		kside_open(r, cr->area_path, cr->ram_path, cr->owner, &cr->ks);
+}
+
+static int chardev_kallsyms(const struct remote *r, const char **text,
+			    size_t *len, const char **why)
+{
+	return kside_kallsyms(chardev_remote_c(r)->ks, text, len, why);
 }
 
 static void chardev_bye(struct remote *r, struct conn *c)
@@ -384,9 +413,11 @@ static void chardev_free(struct remote *r)
 	struct chardev_remote *cr = chardev_remote(r);
 
 	bell_close(r);
+	kside_close(NULL, &cr->ks); /* its source went with the others */
 	agent_remote_release(&cr->ag);
 	free(cr->ctl_path);
 	free(cr->area_path);
+	free(cr->ram_path);
 	free(cr->bell_path);
 	free(cr->ended_path);
 	free(cr);
@@ -405,4 +436,5 @@ static const struct remote_ops chardev_ops = {
 	.hello = chardev_hello,
 	.bye = chardev_bye,
 	.conn_lost = chardev_conn_lost,
+	.kallsyms = chardev_kallsyms,
 };

@@ -220,6 +220,10 @@ struct tool {
 struct page_source;
 struct page_source_ops {
 	const char *name;	/* "area", "kernel ring" */
+	/* What its CPUs are (TEXT CPUS): "user" (a writer's area),
+	 * "kernel" (a guest kernel's ring in its RAM), "kernel-copy" (the
+	 * kernel's pages its agent copies into the area's section) */
+	const char *cpu_kind;
 	/* The next validated page of the source's CPU @cpu into @page (of
 	 * @size bytes), as hvtrace_cpu_read_page() returns it: 1 a page, 0
 	 * none now, -errno. */
@@ -804,6 +808,16 @@ int page_source_area(struct remote *r, struct hvtrace_area *a,
 		     const struct hvtrace_area_info *info);
 /* @r's area source removed, before its area closes. */
 void page_source_area_drop(struct remote *r);
+/* The guest kernel's section @sec of @r's area (of @info's geometry,
+ * taken over: closed on failure) as @r's last source, in *@out. */
+int page_source_kernel_section(struct remote *r, struct hvtrace_area *sec,
+			       const struct hvtrace_area_info *info,
+			       struct page_source **out);
+/* The CPUs REMOTES lists and "every CPU" (-1) subscribes: the writer's
+ * (its area's, or a kring remote's kernel CPUs).  A guest kernel beside
+ * an area comes after them, named by TEXT CPUS and subscribed by number,
+ * so that a tool that does not know it sees the remote as before. */
+uint32_t page_source_listed_cpus(const struct remote *r);
 
 /* clocks.c: a remote's clock model to its subscribers (CLOCK) */
 void clocks_update(struct remote *r);
@@ -828,6 +842,9 @@ void fanout_room(struct conn *c);
 void subs_request(struct conn *c, struct remote *r, const struct hvt_msg *m);
 void subs_drop_tool(struct conn *tool);
 void subs_drop_remote(struct remote *r);
+/* Whether a tool subscribed one of @r's CPUs @first..@first+@n-1 by
+ * number. */
+bool subs_read_cpus(const struct remote *r, uint32_t first, uint32_t n);
 
 /* remote.c: what every remote has */
 /* Set up @r, embedded in its transport's zeroed struct, and add it to the
@@ -953,6 +970,34 @@ bool kring_remote_spec(const char *spec);	/* "vmpid:..." */
 int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 			int *fds, int nr_fds, const struct d_cred *cred,
 			struct remote **out, char *msg, size_t msgsize);
+/* The ring @k (of @ki's geometry, taken over: closed on failure) as @r's
+ * last source, in *@out. */
+int kring_source_add(struct remote *r, struct hvtrace_kring *k,
+		     const struct hvtrace_kring_info *ki,
+		     struct page_source **out);
+/* The symbols of @k's kernel as kallsyms text in *@text (malloc'd), or
+ * -errno with why in @why. */
+int kring_ksyms_load(struct hvtrace_kring *k, const char *name, char **text,
+		     size_t *len, char *why, size_t why_size);
+
+/* kside.c: a rig guest's kernel ring, read beside its agent's area */
+struct kside;
+/* Open what the guest kernel of @r (whose area file is @area_path, owned
+ * by @owner) leaves to read: the kernel section of its area (agent copy
+ * mode), else its ring in the RAM file @ram_path; its CPUs after the
+ * area's.  0 also when there is none (*@out NULL). */
+int kside_open(struct remote *r, const char *area_path, const char *ram_path,
+	       uid_t owner, struct kside **out);
+/* Its source removed from @r (NULL: gone with the remote's) and *@ks
+ * freed. */
+void kside_close(struct remote *r, struct kside **ks);
+int kside_kallsyms(const struct kside *ks, const char **text, size_t *len,
+		   const char **why);
+/* The guest's QEMU ended: its ring goes once its RAM file is gone and no
+ * tool reads it (the file's memory is not kept for nobody).  True when
+ * it went. */
+bool kside_release_unread(struct remote *r, struct kside **ks);
+
 /* kring_formats.c: a kring remote's formats (an HVT_KFSET, common/kfset.c) */
 int kring_formats_parse(const uint8_t *b, size_t len,
 			struct hvt_m_format **out, size_t *nr, char *msg,

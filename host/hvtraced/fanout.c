@@ -103,16 +103,20 @@ static void wanted_cpus(const struct remote *r, struct d_cpus *want)
 				d_cpus_add(want, (uint32_t)s->cpu);
 				continue;
 			}
-			for (cpu = 0; cpu < r->nr_cpus; cpu++)
+			for (cpu = 0; cpu < page_source_listed_cpus(r); cpu++)
 				d_cpus_add(want, cpu);
 		}
 	}
 }
 
+/* -1 is every CPU the remote lists; a guest kernel's beside its area are
+ * subscribed by number. */
 static bool sub_covers(const struct sub *s, const struct remote *r,
 		       uint32_t cpu)
 {
-	return s->remote == r && (s->cpu < 0 || (uint32_t)s->cpu == cpu) &&
+	return s->remote == r &&
+	       (s->cpu < 0 ? cpu < page_source_listed_cpus(r)
+			   : (uint32_t)s->cpu == cpu) &&
 	       cpu < s->nr_cpus;
 }
 

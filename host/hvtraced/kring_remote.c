@@ -191,17 +191,16 @@ static void ks_close(struct page_source *ps)
 
 static const struct page_source_ops kring_source_ops = {
 	.name = "kernel ring",
+	.cpu_kind = "kernel",
 	.read_page = ks_read_page,
 	.cpu_stats = ks_cpu_stats,
 	/* the ring's pages carry their own losses */
 	.close = ks_close,
 };
 
-/* Ring @k (of @ki's geometry) as @r's next page source, taking it over
- * (closed on failure). */
-static int kring_source_add(struct remote *r, struct hvtrace_kring *k,
-			    const struct hvtrace_kring_info *ki,
-			    struct kring_source **out)
+int kring_source_add(struct remote *r, struct hvtrace_kring *k,
+		     const struct hvtrace_kring_info *ki,
+		     struct page_source **out)
 {
 	struct kring_source *ks = calloc(1, sizeof(*ks));
 	int ret;
@@ -219,7 +218,7 @@ static int kring_source_add(struct remote *r, struct hvtrace_kring *k,
 	ks->ps.kernel = true;
 	ret = page_source_add(r, &ks->ps, false);
 	if (!ret)
-		*out = ks;
+		*out = &ks->ps;
 	return ret;
 }
 
@@ -249,8 +248,8 @@ static int kr_kallsyms(const struct remote *r, const char **text, size_t *len,
  * functions even after anonymous RAM went with the VMM.  Without them
  * addresses print in hex: never the host's names.
  */
-static void kr_load_ksyms(struct kring_remote *kr, struct hvtrace_kring *k,
-			  const char *name)
+int kring_ksyms_load(struct hvtrace_kring *k, const char *name, char **text,
+		     size_t *len, char *why, size_t why_size)
 {
 	struct hvtrace_ksyms *ks = NULL;
 	struct hvtrace_ksyms_info ki;
@@ -258,19 +257,19 @@ static void kr_load_ksyms(struct kring_remote *kr, struct hvtrace_kring *k,
 
 	ret = hvtrace_ksyms_from_kring(k, &ks, &ki);
 	if (!ret)
-		ret = hvtrace_ksyms_text(ks, &kr->ksyms, &kr->ksyms_len);
+		ret = hvtrace_ksyms_text(ks, text, len);
 	if (ret) {
-		snprintf(kr->ksyms_why, sizeof(kr->ksyms_why), "%s",
-			 hvtrace_last_error());
+		snprintf(why, why_size, "%s", hvtrace_last_error());
 		d_log("remote '%s': the guest kernel's function names print "
 		      "in hex: %s",
-		      name, kr->ksyms_why);
+		      name, why);
 	} else {
 		d_log("remote '%s': %u guest kernel symbols from its "
 		      "vmcoreinfo",
 		      name, ki.symbols);
 	}
 	hvtrace_ksyms_free(ks);
+	return ret;
 }
 
 static void kr_tick(struct remote *r, uint64_t now, uint64_t *next)
@@ -575,6 +574,7 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 {
 	struct kr_spec ks = { .passed = flags & HVT_ATTACH_VM_FDS };
 	struct hvtrace_kring_info ki;
+	struct page_source *ps;
 	struct kring_remote *kr;
 	struct remote *r;
 	int ret, pid;
@@ -666,9 +666,12 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 		ret = -EOPNOTSUPP;
 		goto fail;
 	}
-	kr_load_ksyms(kr, kr->k, name);
+	kring_ksyms_load(kr->k, name, &kr->ksyms, &kr->ksyms_len, kr->ksyms_why,
+			 sizeof(kr->ksyms_why));
 	r = &kr->r;
-	ret = kring_source_add(r, kr->k, &ki, &kr->src);
+	ret = kring_source_add(r, kr->k, &ki, &ps);
+	if (!ret)
+		kr->src = kring_source(ps);
 	kr->k = NULL; /* the source's now, or closed */
 	if (ret) {
 		snprintf(msg, msgsize, "cannot read its ring: %s",

@@ -198,6 +198,7 @@ static void as_close(struct page_source *ps)
 
 static const struct page_source_ops area_source_ops = {
 	.name = "area",
+	.cpu_kind = "user",
 	.read_page = as_read_page,
 	.cpu_stats = as_cpu_stats,
 	.take_trailing_lost = as_take_trailing_lost,
@@ -250,4 +251,56 @@ int page_source_area(struct remote *r, struct hvtrace_area *a,
 		page_source_del(r, old);
 	ps_link(r, &as->ps, true);
 	return 0;
+}
+
+/* --- a guest kernel's section of the area: its pages copied by the agent */
+
+static void ks_sec_close(struct page_source *ps)
+{
+	struct area_source *as = container_of(ps, struct area_source, ps);
+
+	hvtrace_area_close(as->a);
+	free(as);
+}
+
+/* An area of its own (not the remote's): no position for a successor, the
+ * agent's copy goes on from the consumer position this owner posts. */
+static const struct page_source_ops section_source_ops = {
+	.name = "kernel section",
+	.cpu_kind = "kernel-copy",
+	.read_page = as_read_page,
+	.cpu_stats = as_cpu_stats,
+	.take_trailing_lost = as_take_trailing_lost,
+	.held_subbufs = as_held_subbufs,
+	.close = ks_sec_close,
+	.parallel = true,
+};
+
+int page_source_kernel_section(struct remote *r, struct hvtrace_area *sec,
+			       const struct hvtrace_area_info *info,
+			       struct page_source **out)
+{
+	struct area_source *as = calloc(1, sizeof(*as));
+	int ret;
+
+	if (!as) {
+		hvtrace_area_close(sec);
+		return -ENOMEM;
+	}
+	as->a = sec;
+	as->ps.ops = &section_source_ops;
+	as->ps.nr_cpus = info->nr_cpus;
+	as->ps.nr_subbufs = info->nr_subbufs;
+	as->ps.subbuf_size = info->subbuf_size;
+	as->ps.kernel = true;
+	ret = page_source_add(r, &as->ps, false);
+	if (!ret)
+		*out = &as->ps;
+	return ret;
+}
+
+uint32_t page_source_listed_cpus(const struct remote *r)
+{
+	return r->sources && !r->sources->kernel ? r->sources->nr_cpus
+						 : r->nr_cpus;
 }

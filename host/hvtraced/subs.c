@@ -105,6 +105,20 @@ void subs_drop_remote(struct remote *r)
 	fanout_forget(NULL, r);
 }
 
+bool subs_read_cpus(const struct remote *r, uint32_t first, uint32_t n)
+{
+	const struct conn *c;
+	const struct sub *s;
+
+	for (c = D->conns; c; c = c->next)
+		for (s = c->tool && !c->dead ? c->tool->subs : NULL; s;
+		     s = s->next)
+			if (s->remote == r && s->cpu >= 0 &&
+			    (uint32_t)s->cpu - first < n)
+				return true;
+	return false;
+}
+
 /* SUBSCRIBE, DRAIN (on remote @r) and UNSUBSCRIBE (@r NULL) of tool @c. */
 void subs_request(struct conn *c, struct remote *r, const struct hvt_msg *m)
 {

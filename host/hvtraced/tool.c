@@ -163,6 +163,7 @@ out:
 static void tool_stats(struct conn *c, struct remote *r,
 		       const struct hvt_msg *m)
 {
+	uint32_t nr = page_source_listed_cpus(r);
 	struct hvtrace_cpu_stats st;
 	struct hvt_msg out;
 	uint32_t cpu;
@@ -172,11 +173,12 @@ static void tool_stats(struct conn *c, struct remote *r,
 				 "the remote has no area attached yet");
 		return;
 	}
-	for (cpu = 0; cpu < r->nr_cpus; cpu++) {
+	/* The CPUs REMOTES lists: a guest kernel's beside them say what
+	 * they lost in their pages. */
+	for (cpu = 0; cpu < nr; cpu++) {
 		memset(&out, 0, sizeof(out));
 		out.type = HVT_MSG_STATS;
-		out.flags = HVT_PF_REPLY |
-			    (cpu + 1 < r->nr_cpus ? HVT_PF_MORE : 0);
+		out.flags = HVT_PF_REPLY | (cpu + 1 < nr ? HVT_PF_MORE : 0);
 		out.req = m->req;
 		out.chan = m->chan;
 		out.u.stats.cpu = cpu;

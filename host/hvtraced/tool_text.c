@@ -104,6 +104,27 @@ static char *tool_backlog_text(struct remote *r)
 	return text;
 }
 
+/* TEXT CPUS: "CPU KIND SUBBUF_SIZE NR_SUBBUFS" for every CPU; NULL when
+ * out of memory. */
+static char *tool_cpus_text(struct remote *r)
+{
+	size_t cap = (size_t)r->nr_cpus * 48 + 1, len = 0;
+	char *text = malloc(cap);
+	struct page_source *ps;
+	uint32_t i;
+
+	if (!text)
+		return NULL;
+	text[0] = '\0';
+	for (ps = r->sources; ps; ps = ps->next)
+		for (i = 0; i < ps->nr_cpus && len < cap; i++)
+			len += (size_t)snprintf(
+				text + len, cap - len, "%u %s %u %u\n",
+				ps->first_cpu + i, ps->ops->cpu_kind,
+				ps->subbuf_size, ps->nr_subbufs);
+	return text;
+}
+
 void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 {
 	char *text = NULL, small[8192];
@@ -146,6 +167,9 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 	}
 	case HVT_TEXT_BACKLOG:
 		text = tool_backlog_text(r);
+		break;
+	case HVT_TEXT_CPUS:
+		text = tool_cpus_text(r);
 		break;
 	case HVT_TEXT_HEADER_PAGE:
 	case HVT_TEXT_HEADER_EVENT:

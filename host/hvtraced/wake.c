@@ -40,9 +40,11 @@
 
 static bool wake_capable(const struct remote *r)
 {
+	/* A guest kernel's ring beside the area rings no doorbell: such a
+	 * remote is polled. */
 	return D->wakeups && r->conn && r->area &&
 	       r->state == HVT_REMOTE_CONNECTED && !r->wake.refused &&
-	       r->info.nr_cpus <= 64;
+	       r->info.nr_cpus <= 64 && r->nr_cpus == r->info.nr_cpus;
 }
 
 void wake_reset(struct remote *r)

@@ -389,8 +389,10 @@ HVTRACE_API int hvtrace_daemon_comms_load(struct hvtrace_daemon *dc,
  * hvtrace_daemon_ksyms_load - name a guest kernel remote's functions
  *
  * Installs the remote's kernel symbols (TEXT KALLSYMS: what hvtraced read
- * from a guest kernel's vmcoreinfo when it attached it by pid) in @d, so
- * that %ps arguments and ftrace:print's ip print as function names.
+ * from a guest kernel's vmcoreinfo when it attached it by pid, or when it
+ * read a rig guest's ring from its RAM) in @d, with the module symbols of
+ * the table @d had (hvtrace_decoder_set_image_ksyms()), so that %ps
+ * arguments and ftrace:print's ip print as function names.
  *
  * Return: 0; -ENOENT when the remote has none (hvtrace_last_error() says
  * why: addresses stay in hex); another -errno.
@@ -595,6 +597,30 @@ HVTRACE_API int hvtrace_daemon_kformats_dir(struct hvtrace_daemon *dc,
 HVTRACE_API int hvtrace_daemon_kring_open(const char *name,
 					  const char *formats,
 					  struct hvtrace_daemon_kring **out);
+/**
+ * hvtrace_daemon_kring_served - whether hvtraced reads the guest kernel's
+ * pages of remote @remote itself and serves them beside the remote's own
+ * CPUs (TEXT CPUS), so that every tool of the guest reads the same pages
+ * and none opens its files
+ *
+ * Return: 2 (the pages its agent copies), 1 (its ring in guest RAM), 0
+ * (none, or an hvtraced older than the text), or a negative errno.
+ */
+HVTRACE_API int hvtrace_daemon_kring_served(struct hvtrace_daemon *dc,
+					    uint32_t remote);
+/**
+ * hvtrace_daemon_kring_open_served - the guest kernel's pages of remote
+ * @remote as hvtraced serves them, and a decoder of @formats (as
+ * hvtrace_daemon_kring_open()); each CPU is read with
+ * hvtrace_daemon_kring_ring_open() and a feed, not by page
+ *
+ * Return: 0 with *@out set; 0 with *@out NULL when hvtraced serves none;
+ * or a negative errno (hvtrace_last_error() says why).
+ */
+HVTRACE_API int
+hvtrace_daemon_kring_open_served(struct hvtrace_daemon *dc, uint32_t remote,
+				 const char *formats,
+				 struct hvtrace_daemon_kring **out);
 HVTRACE_API void hvtrace_daemon_kring_close(struct hvtrace_daemon_kring *r);
 HVTRACE_API uint32_t
 hvtrace_daemon_kring_cpus(const struct hvtrace_daemon_kring *r);
@@ -638,7 +664,9 @@ HVTRACE_API int hvtrace_daemon_kring_read_page(struct hvtrace_daemon_kring *r,
  * @f:      the feed whose clock model of @remote puts the guest's trace
  *          clock (its CLOCK_MONOTONIC: the caller checks the formats'
  *          trace_clock) on the host's; NULL: records keep the guest's own
- *          times (host_ns == ts)
+ *          times (host_ns == ts).  A ring hvtraced serves
+ *          (hvtrace_daemon_kring_open_served()) comes on @f: the CPU is
+ *          hvtrace_daemon_ring_open()'s, @f is required
  * @remote: the remote whose guest this is
  * @out:    the new handle (hvtrace_ring_close() frees it)
  *
@@ -648,7 +676,7 @@ HVTRACE_API int hvtrace_daemon_kring_read_page(struct hvtrace_daemon_kring *r,
  * overwrote before they were read are the next record's lost_before
  * (HVTRACE_LOST_UNKNOWN: the guest's ring keeps no count).
  *
- * Return: 0, -EINVAL (no such CPU), -ENOMEM.
+ * Return: 0, -EINVAL (no such CPU), -ENOMEM, or an error of the feed.
  */
 HVTRACE_API int hvtrace_daemon_kring_ring_open(struct hvtrace_daemon_kring *r,
 					       int cpu,

@@ -315,6 +315,24 @@ HVTRACE_API int hvtrace_ksyms_lookup(const struct hvtrace_ksyms *ks,
 HVTRACE_API int hvtrace_decoder_set_ksyms(struct hvtrace_decoder *d,
 					  struct hvtrace_ksyms *ks);
 
+/**
+ * hvtrace_decoder_set_image_ksyms - a kernel image's symbols, with the
+ * modules of those the decoder has
+ * @d:  decoder
+ * @ks: a kernel image's table (hvtrace_ksyms_from_kring(), or kallsyms
+ *      text a daemon read so), which the decoder takes
+ *
+ * As hvtrace_decoder_set_ksyms(), but the module symbols of the table the
+ * decoder had (a formats folder's kallsyms, which a rig guest prints with
+ * the modules it loaded) are added to @ks first
+ * (hvtrace_ksyms_add_modules()).
+ *
+ * Return: 0; 1 when they could not be added (the decoder keeps the table
+ * it had, @ks is freed); -EINVAL, -ENOMEM as hvtrace_decoder_set_ksyms().
+ */
+HVTRACE_API int hvtrace_decoder_set_image_ksyms(struct hvtrace_decoder *d,
+						struct hvtrace_ksyms *ks);
+
 /* --- text like trace_pipe ------------------------------------------------- */
 
 enum hvtrace_text_flags {

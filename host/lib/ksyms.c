@@ -690,3 +690,20 @@ HVTRACE_API int hvtrace_decoder_set_ksyms(struct hvtrace_decoder *d,
 	}
 	return ks_install(d->tep, &d->ksyms, ks);
 }
+
+HVTRACE_API int hvtrace_decoder_set_image_ksyms(struct hvtrace_decoder *d,
+						struct hvtrace_ksyms *ks)
+{
+	if (!d || !d->tep || !ks) {
+		hvtrace_ksyms_free(ks);
+		return hvt_err(-EINVAL, "hvtrace_decoder_set_image_ksyms: "
+					"NULL argument");
+	}
+	/* The modules of the table it had (a formats folder's kallsyms,
+	 * which a rig guest prints with the modules it loaded). */
+	if (d->ksyms && hvtrace_ksyms_add_modules(ks, d->ksyms) < 0) {
+		hvtrace_ksyms_free(ks);
+		return 1;
+	}
+	return hvtrace_decoder_set_ksyms(d, ks);
+}

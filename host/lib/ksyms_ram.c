@@ -833,9 +833,5 @@ HVTRACE_API int hvtrace_decoder_ksyms_from_kring(struct hvtrace_decoder *d,
 	ret = hvtrace_ksyms_from_kring(k, &ks, info);
 	if (ret)
 		return d->ksyms ? 1 : ret;
-	if (d->ksyms && hvtrace_ksyms_add_modules(ks, d->ksyms) < 0) {
-		hvtrace_ksyms_free(ks);
-		return 1;
-	}
-	return hvtrace_decoder_set_ksyms(d, ks);
+	return hvtrace_decoder_set_image_ksyms(d, ks);
 }

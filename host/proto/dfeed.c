@@ -929,7 +929,9 @@ int hvtrace_daemon_ksyms_load(struct hvtrace_daemon *dc, uint32_t remote,
 	if (ret)
 		return hvt_err(ret, "the remote's kernel symbols are not "
 				    "kallsyms text");
-	return hvtrace_decoder_set_ksyms(d, ks);
+	/* With the modules of the decoder's formats folder, if any. */
+	ret = hvtrace_decoder_set_image_ksyms(d, ks);
+	return ret < 0 ? ret : 0;
 }
 
 int hvtrace_daemon_comm_read(const char *path, char *comm, size_t size)

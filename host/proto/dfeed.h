@@ -40,6 +40,14 @@ HVT_INTERNAL int hvt_dfeed_unsubscribe(struct hvtrace_daemon_feed *f,
  * hvtrace_daemon_feed_ts_to_host(). */
 HVT_INTERNAL int hvt_dfeed_map(struct hvtrace_daemon_feed *f, uint32_t remote,
 			       uint64_t ts, uint64_t *ns, uint64_t *err_ns);
+/* CPU @cpu of @remote through the feed as a ring of sub-buffers of
+ * @subbuf_size bytes, its times mapped by the feed's model (dring.c): any
+ * CPU hvtraced serves, a guest kernel's beside the listed ones too, whose
+ * records say CPU @ring_cpu (the guest kernel's own number). */
+HVT_INTERNAL int hvt_dring_open(struct hvtrace_daemon_feed *f, uint32_t remote,
+				uint32_t cpu, int ring_cpu,
+				uint32_t subbuf_size,
+				struct hvtrace_ring **out);
 /* The loss @lost reported beside sub-buffer @page (@len bytes) that its
  * header does not mark: 0 when the header has RB_MISSED_EVENTS (the core
  * reads the loss there, so it must not count twice), else @lost. */

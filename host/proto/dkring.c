@@ -54,6 +54,11 @@ struct hvtrace_daemon_kring {
 	uint32_t nr_cpus;
 	uint32_t subbuf_size;
 	uint8_t *page;
+	/* served by hvtraced: the remote's CPUs first_cpu.. are the guest
+	 * kernel's (TEXT CPUS); k and sec are NULL */
+	bool served;
+	bool copied;
+	uint32_t first_cpu;
 };
 
 /*
@@ -225,6 +230,96 @@ int hvtrace_daemon_kformats_dir(struct hvtrace_daemon *dc, uint32_t remote,
 	return 0;
 }
 
+/*
+ * TEXT CPUS of @remote: the guest kernel's CPUs hvtraced serves beside the
+ * remote's own, which must follow each other and share one sub-buffer
+ * size.  2 (pages its agent copies), 1 (its ring in guest RAM), 0 (none,
+ * or an older hvtraced that does not say), or -errno.
+ */
+static int dk_served(struct hvtrace_daemon *dc, uint32_t remote,
+		     uint32_t *first, uint32_t *nr, uint32_t *subbuf)
+{
+	unsigned int cpu, size, subbufs;
+	char *text = NULL, *line, *save = NULL, kind[16];
+	int where = 0, ret = 0;
+	size_t len;
+
+	*first = *nr = *subbuf = 0;
+	if (hvtrace_daemon_get_text(dc, remote, HVT_TEXT_CPUS, &text, &len))
+		return 0;
+	for (line = strtok_r(text, "\n", &save); line && !ret;
+	     line = strtok_r(NULL, "\n", &save)) {
+		int w;
+
+		if (sscanf(line, "%u %15s %u %u", &cpu, kind, &size,
+			   &subbufs) != 4) {
+			ret = -EPROTO;
+			break;
+		}
+		w = !strcmp(kind, "kernel")	   ? 1
+		    : !strcmp(kind, "kernel-copy") ? 2
+						   : 0;
+		if (!w)
+			continue;
+		if (!*nr) {
+			*first = cpu;
+			*subbuf = size;
+			where = w;
+		}
+		if (cpu != *first + *nr || size != *subbuf || w != where ||
+		    size < 64 || size > HVT_PROTO_MAX_PAGE)
+			ret = -EPROTO;
+		(*nr)++;
+	}
+	free(text);
+	if (ret)
+		return hvt_err(ret, "hvtraced described the guest kernel's "
+				    "CPUs in a way this library cannot "
+				    "read");
+	return *nr ? where : 0;
+}
+
+int hvtrace_daemon_kring_served(struct hvtrace_daemon *dc, uint32_t remote)
+{
+	uint32_t first, nr, size;
+
+	if (!dc)
+		return hvt_err(-EINVAL, "hvtrace_daemon_kring_served: NULL "
+					"argument");
+	return dk_served(dc, remote, &first, &nr, &size);
+}
+
+int hvtrace_daemon_kring_open_served(struct hvtrace_daemon *dc, uint32_t remote,
+				     const char *formats,
+				     struct hvtrace_daemon_kring **out)
+{
+	struct hvtrace_daemon_kring *r;
+	int ret;
+
+	if (!dc || !out)
+		return hvt_err(-EINVAL, "hvtrace_daemon_kring_open_served: "
+					"NULL argument");
+	*out = NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return hvt_err(-ENOMEM, "out of memory");
+	ret = dk_served(dc, remote, &r->first_cpu, &r->nr_cpus,
+			&r->subbuf_size);
+	if (ret <= 0) {
+		free(r);
+		return ret;
+	}
+	r->served = true;
+	r->copied = ret == 2;
+	ret = hvtrace_decoder_new_kernel(formats, &r->dec);
+	if (ret) {
+		hvtrace_daemon_kring_close(r);
+		return ret;
+	}
+	*out = r;
+	return 0;
+}
+
 int hvtrace_daemon_kring_open(const char *name, const char *formats,
 			      struct hvtrace_daemon_kring **out)
 {
@@ -318,6 +413,11 @@ int hvtrace_daemon_kring_read_page(struct hvtrace_daemon_kring *r, uint32_t cpu,
 
 	if (cpu >= r->nr_cpus)
 		return hvt_err(-EINVAL, "the guest kernel has no CPU %u", cpu);
+	if (r->served)
+		return hvt_err(-EOPNOTSUPP, "hvtraced serves this guest "
+					    "kernel's pages: read them as "
+					    "rings (hvtrace_daemon_kring_"
+					    "ring_open())");
 	ret = dk_read(r, (int)cpu, r->page, NULL);
 	if (ret <= 0)
 		return ret;
@@ -328,7 +428,7 @@ int hvtrace_daemon_kring_read_page(struct hvtrace_daemon_kring *r, uint32_t cpu,
 
 bool hvtrace_daemon_kring_copied(const struct hvtrace_daemon_kring *r)
 {
-	return r->sec != NULL;
+	return r->sec || r->copied;
 }
 
 bool hvtrace_daemon_kring_finished(const struct hvtrace_daemon_kring *r)
@@ -429,6 +529,13 @@ int hvtrace_daemon_kring_ring_open(struct hvtrace_daemon_kring *r, int cpu,
 			       "the guest kernel has no CPU %d (it "
 			       "has %u)",
 			       cpu, r->nr_cpus);
+	/* Served: the remote's CPU beside its own, through the feed. */
+	if (r->served && !f)
+		return hvt_err(-EINVAL, "hvtraced serves this guest kernel's "
+					"pages: give the feed they come on");
+	if (r->served)
+		return hvt_dring_open(f, remote, r->first_cpu + (uint32_t)cpu,
+				      cpu, r->subbuf_size, out);
 	c = calloc(1, sizeof(*c));
 	if (c)
 		c->page = malloc(r->subbuf_size);

@@ -105,11 +105,43 @@ static const struct hvtrace_ring_source_ops dring_ops = {
 	.close = dring_close,
 };
 
+int hvt_dring_open(struct hvtrace_daemon_feed *f, uint32_t remote, uint32_t cpu,
+		   int ring_cpu, uint32_t subbuf_size,
+		   struct hvtrace_ring **out)
+{
+	struct dring *d = calloc(1, sizeof(*d));
+	int ret;
+
+	if (!d)
+		return hvt_err(-ENOMEM, "out of memory");
+	d->f = f;
+	d->remote = remote;
+	d->cpu = cpu;
+	/* Route first: pages may arrive while SUBSCRIBE is answered. */
+	ret = hvt_dfeed_route(f, remote, cpu);
+	if (ret)
+		goto fail_free;
+	ret = hvtrace_daemon_feed_subscribe(f, remote, (int)cpu, 0, &d->sub);
+	if (ret)
+		goto fail_route;
+	ret = hvtrace_ring_open_source(&dring_ops, d, ring_cpu, subbuf_size,
+				       out);
+	if (ret) {
+		hvt_dfeed_unsubscribe(f, d->sub);
+		goto fail_route;
+	}
+	return 0;
+fail_route:
+	hvt_dfeed_unroute(f, remote, cpu);
+fail_free:
+	free(d);
+	return ret;
+}
+
 int hvtrace_daemon_ring_open(struct hvtrace_daemon_feed *f, uint32_t remote,
 			     int cpu, struct hvtrace_ring **out)
 {
 	struct hvt_remote_rec rec;
-	struct dring *d;
 	int ret;
 
 	if (!f || !out || cpu < 0)
@@ -120,33 +152,10 @@ int hvtrace_daemon_ring_open(struct hvtrace_daemon_feed *f, uint32_t remote,
 	if (ret)
 		return ret;
 	if ((uint32_t)cpu >= rec.nr_cpus)
-		return hvt_err(-EINVAL, "remote '%.32s' has no CPU %d (it has "
-					"%u)",
+		return hvt_err(-EINVAL,
+			       "remote '%.32s' has no CPU %d (it has "
+			       "%u)",
 			       rec.name, cpu, rec.nr_cpus);
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return hvt_err(-ENOMEM, "out of memory");
-	d->f = f;
-	d->remote = remote;
-	d->cpu = (uint32_t)cpu;
-	/* Route first: pages may arrive while SUBSCRIBE is answered. */
-	ret = hvt_dfeed_route(f, remote, d->cpu);
-	if (ret)
-		goto fail_free;
-	ret = hvtrace_daemon_feed_subscribe(f, remote, cpu, 0, &d->sub);
-	if (ret)
-		goto fail_route;
-	ret = hvtrace_ring_open_source(&dring_ops, d, cpu,
-				       rec.subbuf_size ? rec.subbuf_size : 4096,
-				       out);
-	if (ret) {
-		hvt_dfeed_unsubscribe(f, d->sub);
-		goto fail_route;
-	}
-	return 0;
-fail_route:
-	hvt_dfeed_unroute(f, remote, d->cpu);
-fail_free:
-	free(d);
-	return ret;
+	return hvt_dring_open(f, remote, (uint32_t)cpu, cpu,
+			      rec.subbuf_size ? rec.subbuf_size : 4096, out);
 }

@@ -66,6 +66,12 @@ struct hvt_tdat_kernel {
 	uint64_t ids[65536 / 64];
 	struct hvtrace_kring *kring; /* a guest kernel's ring, or NULL */
 	bool kring_borrowed;	     /* the caller's: not closed here */
+	bool guest;		     /* a guest kernel's (kring or rings) */
+	/* a guest kernel's CPUs as the caller's rings (kring NULL) */
+	int (*ring_open)(void *arg, int cpu, struct hvtrace_ring **out);
+	void *ring_arg;
+	const char *ksyms_text; /* the caller's */
+	size_t ksyms_len;
 };
 
 static int kn_path(const struct hvt_tdat_kernel *k, char *buf, size_t len,
@@ -262,8 +268,22 @@ static int kn_open_guest(struct hvt_tdat_kernel *k,
 			       "a guest's tracefs (write one with "
 			       "'hvtrace-guest kformats NAME DIR')",
 			       o->guest_formats);
-	if (o->guest_kring) {
-		k->kring = o->guest_kring;
+	k->guest = true;
+	if (o->guest_rings && !o->guest_rings->kring) {
+		const struct hvt_tdat_guest_rings *g = o->guest_rings;
+
+		if (!g->open || !g->nr_cpus || !g->subbuf_size)
+			return hvt_err(-EINVAL, "a guest kernel of no CPUs");
+		k->ring_open = g->open;
+		k->ring_arg = g->arg;
+		k->ksyms_text = g->ksyms_text;
+		k->ksyms_len = g->ksyms_len;
+		info.nr_cpus = g->nr_cpus;
+		info.subbuf_size = g->subbuf_size;
+		goto geometry;
+	}
+	if (o->guest_rings) {
+		k->kring = o->guest_rings->kring;
 		k->kring_borrowed = true;
 		ret = 0;
 	} else if (o->guest_ram) {
@@ -276,6 +296,7 @@ static int kn_open_guest(struct hvt_tdat_kernel *k,
 	ret = hvtrace_kring_get_info(k->kring, &info);
 	if (ret)
 		return ret;
+geometry:
 	k->nr_cpus = info.nr_cpus;
 	k->subbuf_size = info.subbuf_size;
 	/* The ring's clock, as the guest's trace_clock file names it; the
@@ -301,7 +322,38 @@ const char *hvt_tdat_kernel_clock(const struct hvt_tdat_kernel *k)
 
 bool hvt_tdat_kernel_is_guest(const struct hvt_tdat_kernel *k)
 {
-	return k->kring != NULL;
+	return k->guest;
+}
+
+const char *hvt_tdat_kernel_ksyms(const struct hvt_tdat_kernel *k, size_t *len)
+{
+	*len = k->ksyms_len;
+	return k->ksyms_text;
+}
+
+int hvt_tdat_kernel_guest_stats(const struct hvt_tdat_kernel *k, uint32_t cpu,
+				struct hvtrace_kring_stats *st)
+{
+	struct hvtrace_ring_source_stats rs;
+	int ret;
+
+	if (k->kring)
+		return hvtrace_kring_get_stats(k->kring, (int)cpu, st);
+	memset(st, 0, sizeof(*st));
+	if (!k->guest || cpu >= k->nr_cpus)
+		return -EINVAL;
+	if (!k->ring || !k->ring[cpu])
+		return 0; /* not started: nothing read */
+	ret = hvtrace_ring_source_stats(k->ring[cpu], &rs);
+	if (ret)
+		return ret;
+	st->read = rs.events;
+	st->bytes = rs.copied;
+	st->lost_events = rs.lost_events;
+	st->lost_pages = rs.lost_unknown;
+	st->skipped_pages = rs.skipped;
+	st->errors = rs.skipped;
+	return 0;
 }
 
 struct hvtrace_kring *hvt_tdat_kernel_kring(const struct hvt_tdat_kernel *k)
@@ -324,7 +376,7 @@ int hvt_tdat_kernel_open(const struct hvt_tdat_kernel_opts *o,
 	k->saved_tracing_on = -1;
 	snprintf(k->clock, sizeof(k->clock), "%s",
 		 o->clock ? o->clock : "mono");
-	if (o->guest_ram || o->guest_pid > 0 || o->guest_kring) {
+	if (o->guest_ram || o->guest_pid > 0 || o->guest_rings) {
 		ret = kn_open_guest(k, o);
 		if (ret)
 			goto fail;
@@ -440,7 +492,7 @@ int hvt_tdat_kernel_enable(struct hvt_tdat_kernel *k, const char *pattern)
 	unsigned int i;
 	int n = 0, ret;
 
-	if (k->kring)
+	if (k->guest)
 		return hvt_err(-EOPNOTSUPP,
 			       "-e %s: a guest kernel's ring holds the events "
 			       "its boot options enabled (--kernel-events); "
@@ -482,10 +534,13 @@ int hvt_tdat_kernel_start(struct hvt_tdat_kernel *k)
 	uint32_t cpu;
 	int ret;
 
-	if (k->kring) {
+	if (k->guest) {
 		/* Nothing to set up in the guest: read its ring as it is. */
 		for (cpu = 0; cpu < k->nr_cpus; cpu++) {
-			ret = hvtrace_ring_open_kring(k->kring, (int)cpu,
+			ret = k->kring ? hvtrace_ring_open_kring(k->kring,
+								 (int)cpu,
+								 &k->ring[cpu])
+				       : k->ring_open(k->ring_arg, (int)cpu,
 						      &k->ring[cpu]);
 			if (ret) {
 				k->ring[cpu] = NULL;
@@ -594,7 +649,7 @@ void hvt_tdat_kernel_stop(struct hvt_tdat_kernel *k)
 	char p[KN_PATH_MAX];
 
 	/* Stop producing; what is in the buffer can still be read. */
-	if (k && k->started && !k->kring &&
+	if (k && k->started && !k->guest &&
 	    !kn_path(k, p, sizeof(p), false, "tracing_on"))
 		kn_write(p, "0");
 }
@@ -827,9 +882,9 @@ int hvt_tdat_kernel_cpu_stats(struct hvt_tdat_kernel *k, uint32_t cpu,
 {
 	char p[KN_PATH_MAX];
 
-	if (k->kring) {
+	if (k->guest) {
 		struct hvtrace_kring_stats st;
-		int ret = hvtrace_kring_get_stats(k->kring, (int)cpu, &st);
+		int ret = hvt_tdat_kernel_guest_stats(k, cpu, &st);
 
 		if (ret)
 			return ret;

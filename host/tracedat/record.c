@@ -71,9 +71,9 @@ static void rec_free(struct hvtrace_tracedat_record *r)
 	free(r);
 }
 
-/* A recording of @o, or with @kring, of that guest kernel ring alone. */
+/* A recording of @o, or with @g, of that guest kernel's CPUs alone. */
 static int rec_create(const struct hvtrace_tracedat_record_opts *o,
-		      struct hvtrace_kring *kring,
+		      const struct hvt_tdat_guest_rings *g,
 		      struct hvtrace_tracedat_record **out)
 {
 	struct hvtrace_tracedat_record *r;
@@ -98,12 +98,12 @@ static int rec_create(const struct hvtrace_tracedat_record_opts *o,
 	r->flags = o->flags;
 
 	page_size = (uint32_t)sysconf(_SC_PAGESIZE);
-	if (o->guest_ram || o->guest_pid > 0 || kring) {
+	if (o->guest_ram || o->guest_pid > 0 || g) {
 		struct hvt_tdat_kernel_opts ko = {
 			.guest_ram = o->guest_ram,
 			.guest_pid = o->guest_pid,
 			.guest_formats = o->guest_formats,
-			.guest_kring = kring,
+			.guest_rings = g,
 		};
 
 		if (o->kernel) {
@@ -165,7 +165,7 @@ hvtrace_tracedat_record_create(const struct hvtrace_tracedat_record_opts *o,
 }
 
 int hvt_tdat_record_create_kring(const char *path, const char *formats,
-				 struct hvtrace_kring *kring,
+				 const struct hvt_tdat_guest_rings *g,
 				 struct hvtrace_tracedat_record **out)
 {
 	struct hvtrace_tracedat_record_opts o = {
@@ -173,7 +173,7 @@ int hvt_tdat_record_create_kring(const char *path, const char *formats,
 		.guest_formats = formats,
 	};
 
-	return rec_create(&o, kring, out);
+	return rec_create(&o, g, out);
 }
 
 HVTRACE_API int

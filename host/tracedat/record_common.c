@@ -842,13 +842,20 @@ static void rk_ram_ksyms(struct hvt_tdat_rkernel *rk,
 {
 	struct hvtrace_kring *kr = hvt_tdat_kernel_kring(rk->k);
 	struct hvtrace_ksyms *ks = NULL, *mods = NULL;
+	const char *text;
+	size_t len;
+	int ret;
 
 	if (rk->ksyms_tried)
 		return;
 	rk->ksyms_tried = true;
-	if (!kr)
+	/* Rings hvtraced serves: the table it read from the guest's RAM. */
+	text = hvt_tdat_kernel_ksyms(rk->k, &len);
+	if (!kr && !text)
 		return;
-	if (hvtrace_ksyms_from_kring(kr, &ks, NULL)) {
+	ret = kr ? hvtrace_ksyms_from_kring(kr, &ks, NULL)
+		 : hvtrace_ksyms_parse(text, len, &ks);
+	if (ret) {
 		if (!folder)
 			fprintf(stderr,
 				"hvtrace record: note: the guest kernel's "

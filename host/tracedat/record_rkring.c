@@ -3,12 +3,15 @@
  * libhvtrace: the guest kernel's own ring of a remote of hvtraced, in
  * the remote set (record_remote.c) beside the remote's user events.
  *
- * A rig guest started with --kernel-events keeps its kernel's ftrace ring
- * in its RAM file; the caller opens it (hvtrace_daemon_kring_open(), with
- * a folder of the guest's formats) and hands it over with
- * hvtrace_tracedat_record_add_remote_kring().  The ring is read through
- * the kernel source of kernel.c (its guest mode, the caller's ring
- * borrowed), records go into the remote set's batch, and so:
+ * A rig guest started with --kernel-events leaves its kernel's pages where
+ * hvtraced reads them (its RAM file, or its area's kernel section); the
+ * caller opens them (hvtrace_daemon_kring_open_served(), or
+ * hvtrace_daemon_kring_open() where hvtraced does not serve them, with a
+ * folder of the guest's formats) and hands them over with
+ * hvtrace_tracedat_record_add_remote_kring().  They are read through the
+ * kernel source of kernel.c (its guest mode: the caller's ring in guest
+ * RAM borrowed, or one ring per CPU on the remote set's feed,
+ * rk_ring_open()), records go into the remote set's batch, and so:
  *
  *   - one buffer of its own, "NAME-kernel", with the guest's CPUs: guest
  *     CPU numbers never mix with the host's or the agent's;
@@ -85,7 +88,13 @@ struct dr_kring {
 	struct hvtrace_decoder *dec;
 	bool cmdlines_loaded;	    /* saved_cmdlines in @dec */
 	uint64_t host_named;	    /* guest pids a host event had named */
-	struct hvtrace_kring *ring; /* the caller's */
+	/* its CPUs: the caller's ring in guest RAM, or the rings of the
+	 * pages hvtraced serves (rk_ring_open()) */
+	struct hvt_tdat_guest_rings g;
+	struct hvt_tdat_rset *set;
+	struct hvtrace_daemon_kring *dk; /* the caller's */
+	char *ksyms;			 /* served: hvtraced's KALLSYMS */
+	uint64_t t0; /* served: host time the recording started */
 	struct hvtrace_kring_stats *base; /* per CPU, once started */
 	struct hvtrace_tracedat_source_stats st;
 	/* The guest file of a pair (NULL: the buffer NAME-kernel): the
@@ -120,7 +129,18 @@ void hvt_rk_free(struct dr_kring *k)
 	free(k->vcpu_tid);
 	free(k->sh_t);
 	free(k->sh_off);
+	free(k->ksyms);
 	free(k);
+}
+
+/* A served guest CPU as a ring of the remote set's feed: the kernel's own
+ * timestamps (the batch converts them, as for a ring in guest RAM). */
+static int rk_ring_open(void *arg, int cpu, struct hvtrace_ring **out)
+{
+	struct dr_kring *k = arg;
+
+	return hvtrace_daemon_kring_ring_open(k->dk, cpu, k->set->feed,
+					      k->s->rec.id, out);
 }
 
 /*
@@ -214,6 +234,18 @@ int hvt_rk_put(struct hvt_tdat_rset *r, struct dr_cpu *c, uint64_t ts,
 	uint16_t id, fid;
 	int ret;
 
+	/* Served pages start where hvtraced's reader of the ring stands,
+	 * not at this recording's start: what the guest wrote before is
+	 * not this recording's (a ring in guest RAM skips it at start).
+	 * Only what lies before the start by more than the clock model's
+	 * error bound goes: nothing written after it. */
+	if (k->t0 && k->st.sync_err_ns < k->t0 &&
+	    ts < k->t0 - k->st.sync_err_ns) {
+		/* counted as the CPU's entries before the recording */
+		k->base[c - k->cpu].read++;
+		k->base[c - k->cpu].bytes += len;
+		return 0;
+	}
 	memcpy(&id, rec, 2);
 	ret = rk_place(r, k, id, &fid);
 	if (ret)
@@ -518,7 +550,7 @@ static int rk_pair_open(struct hvt_tdat_rset *r, struct dr_kring *k,
 	size_t row = 32 * (size_t)k->nr_cpus;
 	int ret;
 
-	ret = hvt_tdat_record_create_kring(path, formats, k->ring, &k->pair);
+	ret = hvt_tdat_record_create_kring(path, formats, &k->g, &k->pair);
 	if (ret)
 		return ret;
 	if (strcmp(hvt_tdat_kernel_clock(k->pair->kern->k), "mono")) {
@@ -639,8 +671,10 @@ int hvt_rk_start(struct hvt_tdat_rset *r)
 				if (hvt_tdat_kernel_next(kn, c, &kr) <= 0)
 					break;
 			/* The CPU statistics count from here. */
-			hvtrace_kring_get_stats(k->ring, (int)c, &k->base[c]);
+			hvt_tdat_kernel_guest_stats(kn, c, &k->base[c]);
 		}
+		if (!k->g.kring)
+			k->t0 = hvt_host_now_ns();
 	}
 	return 0;
 }
@@ -801,7 +835,7 @@ int hvt_rk_cpustats(struct hvt_tdat_rset *r)
 		for (c = 0; !ret && c < k->nr_cpus; c++) {
 			const struct hvtrace_kring_stats *b = &k->base[c];
 
-			if (hvtrace_kring_get_stats(k->ring, (int)c, &now))
+			if (hvt_tdat_kernel_guest_stats(k->k, c, &now))
 				continue;
 			/* What this recording read, and what it skipped. */
 			ret = hvt_tdat_rec_add_optionf(
@@ -836,7 +870,6 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 {
 	struct hvt_tdat_kernel_opts ko = {
 		.guest_formats = formats,
-		.guest_kring = ring ? hvtrace_daemon_kring_ring(ring) : NULL,
 	};
 	struct hvt_tdat_rset *r = rec->set;
 	struct dr_src *s = NULL;
@@ -847,11 +880,6 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 
 	if (!ring || !remote)
 		return hvt_err(-EINVAL, "record: no guest kernel ring given");
-	if (hvtrace_daemon_kring_copied(ring))
-		return hvt_err(-EOPNOTSUPP,
-			       "its pages are copied by the agent (kernel copy "
-			       "mode), which hvtrace record does not take yet; "
-			       "start the guest with --kernel-mode ring");
 	if (rec->started)
 		return hvt_err(-EBUSY, "record: a guest kernel ring is added "
 				       "before recording starts");
@@ -879,7 +907,28 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 	if (!k)
 		return hvt_err(-ENOMEM, "out of memory");
 	k->s = s;
-	k->ring = ko.guest_kring;
+	k->set = r;
+	k->dk = ring;
+	k->g.kring = hvtrace_daemon_kring_ring(ring);
+	if (!k->g.kring) {
+		/* Served by hvtraced: its CPUs on the set's feed, its
+		 * symbols as hvtraced read them from guest RAM. */
+		size_t len;
+
+		k->g.open = rk_ring_open;
+		k->g.arg = k;
+		k->g.nr_cpus = hvtrace_daemon_kring_cpus(ring);
+		k->g.subbuf_size = hvtrace_daemon_kring_subbuf_size(ring);
+		if (!hvtrace_daemon_kring_copied(ring) &&
+		    hvtrace_daemon_get_text(r->dc, s->rec.id, HVT_TEXT_KALLSYMS,
+					    &k->ksyms, &len)) {
+			k->ksyms = NULL;
+		} else if (k->ksyms) {
+			k->g.ksyms_text = k->ksyms;
+			k->g.ksyms_len = len;
+		}
+	}
+	ko.guest_rings = &k->g;
 	ret = hvt_tdat_kernel_open(&ko, &k->k);
 	if (ret) {
 		hvt_rk_free(k);

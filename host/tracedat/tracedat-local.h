@@ -143,6 +143,24 @@ HVT_INTERNAL bool hvt_tdat_pattern_match(const char *pat, const char *sys,
 
 struct hvt_tdat_kernel;
 
+/*
+ * Where a guest kernel's CPUs come from, for a recording of them: its ring
+ * in guest RAM (@kring, the caller's), or rings opened per CPU by @open
+ * (@arg; @nr_cpus CPUs, sub-buffers of @subbuf_size bytes): the pages
+ * hvtraced serves (hvtrace_daemon_kring_ring_open()).  Either way the
+ * records carry the kernel's own timestamps (struct hvt_tdat_krec).
+ */
+struct hvt_tdat_guest_rings {
+	struct hvtrace_kring *kring;
+	int (*open)(void *arg, int cpu, struct hvtrace_ring **out);
+	void *arg;
+	uint32_t nr_cpus;
+	uint32_t subbuf_size;
+	/* with @open: the kernel's symbols as kallsyms text, or NULL */
+	const char *ksyms_text;
+	size_t ksyms_len;
+};
+
 struct hvt_tdat_kernel_opts {
 	const char *instance; /* NULL: the top-level instance */
 	const char *clock;    /* trace clock to use, "mono" */
@@ -152,8 +170,8 @@ struct hvt_tdat_kernel_opts {
 	const char *guest_ram;
 	int guest_pid;
 	const char *guest_formats;
-	/* ... or the ring @guest_kring, the caller's (not closed here). */
-	struct hvtrace_kring *guest_kring;
+	/* ... or the caller's rings (not closed here). */
+	const struct hvt_tdat_guest_rings *guest_rings;
 };
 
 HVT_INTERNAL int hvt_tdat_kernel_open(const struct hvt_tdat_kernel_opts *o,
@@ -175,6 +193,16 @@ HVT_INTERNAL bool hvt_tdat_kernel_is_guest(const struct hvt_tdat_kernel *k);
 /* That ring's guest RAM, or NULL. */
 HVT_INTERNAL struct hvtrace_kring *
 hvt_tdat_kernel_kring(const struct hvt_tdat_kernel *k);
+/* The symbols of a guest kernel of rings (its struct hvt_tdat_guest_rings'
+ * text), or NULL. */
+HVT_INTERNAL const char *hvt_tdat_kernel_ksyms(const struct hvt_tdat_kernel *k,
+					       size_t *len);
+/* What a guest kernel's CPU @cpu was read of so far: its ring's counters
+ * in guest RAM, or its ring's (hvtrace_ring_source_stats()) once
+ * started. */
+HVT_INTERNAL int hvt_tdat_kernel_guest_stats(const struct hvt_tdat_kernel *k,
+					     uint32_t cpu,
+					     struct hvtrace_kring_stats *st);
 
 /* One kernel event; data valid until the next call for that CPU. */
 struct hvt_tdat_krec {
@@ -587,12 +615,12 @@ struct hvtrace_tracedat_record {
  * complete one): at the start, and again when what it says changed. */
 HVT_INTERNAL int hvt_tdat_rec_journal_meta(struct hvtrace_tracedat_record *r);
 
-/* A recording of the guest kernel ring @kring alone (the caller's, not
+/* A recording of the guest kernel's CPUs @g alone (the caller's, not
  * closed here), its formats in @formats, into @path: the guest file of a
  * host/guest pair.  Started, polled and finished as any recording. */
 HVT_INTERNAL int
 hvt_tdat_record_create_kring(const char *path, const char *formats,
-			     struct hvtrace_kring *kring,
+			     const struct hvt_tdat_guest_rings *g,
 			     struct hvtrace_tracedat_record **out);
 
 /* Max sources of a recording, the kernel included; max reader threads. */

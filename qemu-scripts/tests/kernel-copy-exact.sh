@@ -26,6 +26,11 @@
 #    4 KiB slots per CPU in the kernel section); the host's stream is
 #    stopped (SIGSTOP) while the guest writes 19900 lines, so the section
 #    fills, the agent stops reading and the kernel overwrites its ring.
+#    hvtraced reads the section and queues pages for the stream up to its
+#    --client-queue, then leaves them in the section (backpressure): the
+#    test's hvtraced takes the least (64K), so that a stopped stream
+#    stops the section's reader within about a hundred pages (the queue
+#    and the socket's buffers), far less than the burst.
 #    After the stream resumes, every number is printed at most once and in
 #    order, every gap comes right after a "CPU:0 [LOST n EVENTS]" line
 #    whose n is exactly the size of the gap, the stream's summary counts
@@ -43,6 +48,9 @@ K=${HVT_KCOPY_CALLS:-5000}
 initrd=$T_OBJTREE/qemu-scripts/guest.cpio.gz
 [ -f "$initrd" ] || fail "$initrd is missing; build it with 'make guest-image'"
 t_own_daemon
+"$T_OBJTREE/bin/hvtraced" --socket "$HVTRACED_SOCKET" --run-dir "$T_RUNDIR" \
+	--shm-dir "$T_SHM" --client-queue 64K ||
+	fail "hvtraced did not start (log: $T_RUNDIR/hvtraced.log)"
 
 # --- 1. exact delivery ---------------------------------------------------
 t_name n kcopy

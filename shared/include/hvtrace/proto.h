@@ -213,7 +213,19 @@ enum hvt_text_kind {
 				      * (an area's); a hint, as shared
 				      * memory says it.  An older daemon
 				      * refuses the kind (an error reply) */
-	HVT_TEXT_MAX = 9,
+	HVT_TEXT_CPUS = 10,	     /* what each CPU of the remote is: one
+				      * "CPU KIND SUBBUF_SIZE NR_SUBBUFS"
+				      * line per CPU, KIND "user" (the
+				      * writer's area), "kernel" (a guest
+				      * kernel's ring in its RAM) or
+				      * "kernel-copy" (the kernel's pages
+				      * its agent copies).  A guest kernel
+				      * beside an area has CPUs past the
+				      * REMOTES record's nr_cpus, which
+				      * lists the writer's: subscribed by
+				      * number, never by -1.  An older
+				      * daemon refuses the kind */
+	HVT_TEXT_MAX = 10,
 };
 
 /* HELLO caps of a tool: it takes REMOTES records of state
