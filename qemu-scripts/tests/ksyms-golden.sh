@@ -24,7 +24,10 @@
 #
 # kmem:kfree, on for a moment, prints "call_site=%pS": the call sites
 # of "hvtrace stream NAME --guest-kernel" are those of the guest's own
-# trace file, in the kernel's form NAME+0xOFF/0xSIZE.
+# trace file, in the kernel's form NAME+0xOFF/0xSIZE.  The guest runs
+# with --accel tcg1: enabling kfree at run time patches the kernel's code
+# (a static key), which multi-threaded TCG can race with on the other
+# vCPU (docs/guest-kernel.md; a CI run saw that oops panic this guest).
 #
 # Environment: HVT_KSYMS_LINES (M, default 200).
 . "$(dirname "$0")/lib.sh"
@@ -51,7 +54,7 @@ t_name n ksyms
 # kmem:kfree ("call_site=%pS") on for a moment in the ring's instance;
 # then the guest prints the call sites as its own trace file has them.
 kfree="t=/sys/kernel/tracing/instances/hvt; echo 1 >\$t/events/kmem/kfree/enable; ls -R /sys/kernel/tracing/events/kmem >/dev/null; echo 0 >\$t/events/kmem/kfree/enable; sed -n 's/.* kfree: *\\(call_site=[^ ]*\\) .*/hvt-kfree \\1/p' \$t/trace"
-"$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
+"$HVTRACE" guest start "$n" --initrd "$initrd" --accel tcg1 --log "$T_TMP/$n.log" \
 	--kernel-events ftrace:print --keep-ram \
 	--run "grep -E ' (_text|tracing_mark_write)\$' /proc/kallsyms | sed 's/^/hvt-ksym /'; $(kring_marks "$M"); $kfree; echo hvt-marks-done; sleep 600" \
 	>"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "hvtrace guest start failed"; }

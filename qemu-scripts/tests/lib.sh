@@ -121,14 +121,30 @@ assert_gone() {
 }
 
 # wait_line FILE REGEX SECONDS: wait (bounded) until a line of FILE
-# matches the extended REGEX; 1 if none did in time.
+# matches the extended REGEX; 1 if none did in time.  When FILE is a
+# guest's console and its kernel panicked after its userspace began, no
+# line will come: 1 at once, the panic's line on stderr.
 wait_line() {
 	local tries=$(($3 * 10))
 	until grep -qaE -- "$2" "$1"; do
 		[ $tries -gt 0 ] || return 1
+		if [ $((tries % 10)) -eq 0 ] && console_panicked "$1"; then
+			echo "$1: the guest's kernel panicked: $(console_panicked "$1")" >&2
+			return 1
+		fi
 		tries=$((tries - 1))
 		sleep 0.1
 	done
+}
+
+# console_panicked LOG: print the "Kernel panic" line of console LOG if
+# its kernel panicked after /init's first "hvtrace: " line (a panic while
+# booting is the launcher's to retry: hvtrace-guest, boot_panicked).
+console_panicked() {
+	awk '/^hvtrace-guest: kernel panic while booting under TCG/ { user = 0; next }
+	     /^hvtrace: / { user = 1 }
+	     user && /Kernel panic/ { sub(/.*Kernel panic/, "Kernel panic"); sub(/\r$/, ""); print; found = 1; exit }
+	     END { exit !found }' "$1" 2>/dev/null
 }
 
 # Wait (bounded) until pid $1 is gone.

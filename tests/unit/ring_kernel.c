@@ -29,7 +29,7 @@
 
 #include "hvt_test.h"
 
-#define NR_MARKERS	300
+#define NR_MARKERS 300
 
 static char inst_dir[512];
 
@@ -44,7 +44,7 @@ const char *__lsan_default_suppressions(void)
 	return "leak:libtraceevent.so\n";
 }
 
-static struct hvtrace_ring *ring;	/* open: the instance cannot go */
+static struct hvtrace_ring *ring; /* open: the instance cannot go */
 
 static void cleanup(void)
 {
@@ -97,6 +97,25 @@ static char *kernel_trace_text(const char *dir, size_t *len)
 	return out;
 }
 
+/* The kernel's saved_cmdlines entry of @pid ("" if none) into @out. */
+static void saved_cmdline(const char *root, int pid, char *out, size_t size)
+{
+	char path[600], line[256];
+	FILE *f;
+	int p, off;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "%s/saved_cmdlines", root);
+	f = fopen(path, "r");
+	t_assert(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%d %n", &p, &off) == 1 && p == pid) {
+			snprintf(out, size, "%s", line + off);
+			break;
+		}
+	fclose(f);
+}
+
 /* One pass with HVTRACE_KERNEL_RING=@mode; 0, or 77 if it cannot run. */
 static int run_pass(const char *root, const char *mode)
 {
@@ -105,8 +124,9 @@ static int run_pass(const char *root, const char *mode)
 	struct hvtrace_record rec;
 	struct hvtrace_ring *r;
 	char *expect, *got, line[4096], name[64], text[128];
+	char before[64], after[64];
 	size_t elen, glen = 0;
-	unsigned int i, n = 0;
+	unsigned int i, n = 0, attempt;
 	int ret;
 
 	t_ok(setenv("HVTRACE_KERNEL_RING", mode, 1) ? -errno : 0);
@@ -144,7 +164,7 @@ static int run_pass(const char *root, const char *mode)
 	m = hvtrace_ring_meta(r);
 	t_assert(m->meta_struct_len >= 80);
 	t_assert(m->nr_subbufs >= 2);
-	t_equ(m->entries, 0);	/* a fresh instance */
+	t_equ(m->entries, 0); /* a fresh instance */
 	t_assert(m->reader.id < m->nr_subbufs);
 	t_assert(hvtrace_ring_subbuf(r, m->nr_subbufs - 1));
 	t_assert(!hvtrace_ring_subbuf(r, m->nr_subbufs));
@@ -152,13 +172,30 @@ static int run_pass(const char *root, const char *mode)
 	/* Nothing written yet: the cursor has nothing. */
 	t_eq(hvtrace_ring_peek(r, &rec), 0);
 
-	t_ok(hvtrace_decoder_new_kernel(NULL, &dec));
 	for (i = 0; i < NR_MARKERS; i++) {
 		snprintf(text, sizeof(text), "hvtrace ring test %u %s\n", i,
 			 i % 3 ? "x" : "a somewhat longer marker text");
 		write_marker(inst_dir, text);
 	}
-	expect = kernel_trace_text(inst_dir, &elen);
+	/*
+	 * Both texts name the writer's pid from the kernel's saved_cmdlines,
+	 * which other tasks change at any time: this pid's entry can be a
+	 * stale one of an exited task that had the pid, replaced when the
+	 * slot is taken again.  The decoder takes the table after the
+	 * kernel printed its text; only when the pid's entry is the same
+	 * before and after both is the pair compared (a few tries).
+	 */
+	for (attempt = 0;; attempt++) {
+		saved_cmdline(root, getpid(), before, sizeof(before));
+		expect = kernel_trace_text(inst_dir, &elen);
+		t_ok(hvtrace_decoder_new_kernel(NULL, &dec));
+		saved_cmdline(root, getpid(), after, sizeof(after));
+		if (!strcmp(before, after))
+			break;
+		t_assert(attempt < 5);
+		hvtrace_decoder_free(dec);
+		free(expect);
+	}
 
 	got = malloc(elen + 65536);
 	t_assert(got);
