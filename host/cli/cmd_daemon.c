@@ -26,7 +26,7 @@ static const char daemon_usage[] =
 	"       hvtrace daemon attach|detach NAME [--socket PATH]\n"
 	"       hvtrace daemon attach --area AREA --name NAME [--disabled]\n"
 	"                      [--socket PATH]\n"
-	"       hvtrace daemon attach --vm-pid PID|--domain DOMAIN\n"
+	"       hvtrace daemon attach --vm-pid PID|--domain DOMAIN|--ram FILE\n"
 	"                      [--name NAME] [--formats DIR] [--socket PATH]\n"
 	"       hvtrace daemon stop [--socket PATH]\n"
 	"\n"
@@ -60,6 +60,13 @@ static const char daemon_usage[] =
 	"         release and build id).  Only root, or the VMM's own user\n"
 	"         with ptrace access to it, may.  Its times are the guest's\n"
 	"         own trace clock; when the VMM exits, the remote stops\n"
+	"attach --ram FILE\n"
+	"         the same for the guest kernel's ring in guest RAM file\n"
+	"         FILE (a rig guest's kept RAM, a QEMU memory-backend file),\n"
+	"         as remote NAME (default ram-STEM, STEM the file's name\n"
+	"         without hvtrace- and .ram); the file is read as it is, to\n"
+	"         its end: the remote is stopped from the start (attach a\n"
+	"         running guest by --vm-pid)\n"
 	"attach --domain DOMAIN\n"
 	"         the same for the QEMU of running libvirt domain DOMAIN\n"
 	"         (its pid from libvirt's pid file, checked against its\n"
@@ -187,10 +194,56 @@ static int daemon_stop(struct hvtrace_daemon *dc, const char *sock)
 			     (int)cred.pid);
 }
 
+/* The default remote name of RAM file @path: "ram-STEM"; -EINVAL if
+ * that is no name. */
+static int daemon_ram_name(const char *path, char *out, size_t size)
+{
+	const char *b = strrchr(path, '/');
+	size_t n;
+
+	b = b ? b + 1 : path;
+	if (!strncmp(b, "hvtrace-", 8))
+		b += 8;
+	n = strlen(b);
+	if (n > 4 && !strcmp(b + n - 4, ".ram"))
+		n -= 4;
+	if ((size_t)snprintf(out, size, "ram-%.*s", (int)n, b) >= size ||
+	    !hvt_proto_name_ok(out, (uint32_t)strlen(out)))
+		return -EINVAL;
+	return 0;
+}
+
+/* attach --ram: the file and formats opened here, with this user's
+ * rights, and passed; without --formats, the formats cache's folder of
+ * the kernel the file's vmcoreinfo names. */
+static int daemon_attach_ram(struct hvtrace_daemon *dc, const char *remote,
+			     const char *ram, const char *formats)
+{
+	char text[HVT_PROTO_TEXT_MAX + 1];
+	static char cached[PATH_MAX];
+
+	if (!hvt_proto_name_ok(remote, (uint32_t)strlen(remote)))
+		return hvt_cli_usage("daemon",
+				     "'%s' is not a remote name "
+				     "(1..31 of [A-Za-z0-9._-])",
+				     remote);
+	if (!formats && !hvt_cli_kformats_cached("daemon", ram, NULL, cached,
+						 sizeof(cached)))
+		formats = cached;
+	if (hvtrace_daemon_attach_ram(dc, remote, ram, formats, text,
+				      sizeof(text)))
+		return hvt_cli_error("daemon", "attach %s: %s", remote,
+				     hvtrace_last_error());
+	if (text[0])
+		printf("%s\n", text);
+	return HVT_EXIT_OK;
+}
+
 static int daemon_run(int argc, char **argv)
 {
 	const char *sock = NULL, *remote = NULL, *cmd = "start", *area = NULL;
 	const char *vm_pid = NULL, *formats = NULL, *domain = NULL;
+	const char *ram = NULL;
 	char vm_name[32];
 	int vm_pid_nr = 0;
 	bool disabled = false;
@@ -228,6 +281,9 @@ static int daemon_run(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--domain") && i + 1 < argc &&
 			   !strcmp(cmd, "attach")) {
 			domain = argv[++i];
+		} else if (!strcmp(argv[i], "--ram") && i + 1 < argc &&
+			   !strcmp(cmd, "attach")) {
+			ram = argv[++i];
 		} else if (!strcmp(argv[i], "--formats") && i + 1 < argc &&
 			   !strcmp(cmd, "attach")) {
 			formats = argv[++i];
@@ -242,11 +298,19 @@ static int daemon_run(int argc, char **argv)
 					     argv[i]);
 		}
 	}
-	if (domain) {
-		if (vm_pid || area)
-			return hvt_cli_usage("daemon", "--domain names the VM: "
-						       "no --vm-pid or --area "
-						       "with it");
+	if (!!domain + !!vm_pid + !!area + !!ram > 1)
+		return hvt_cli_usage("daemon", "one of --area, --vm-pid, "
+					       "--domain and --ram");
+	if (ram) {
+		if (!remote && daemon_ram_name(ram, vm_name, sizeof(vm_name)))
+			return hvt_cli_usage("daemon",
+					     "no remote name follows from %s: "
+					     "give --name NAME (1..31 of "
+					     "[A-Za-z0-9._-])",
+					     ram);
+		if (!remote)
+			remote = vm_name;
+	} else if (domain) {
 		rc = hvt_cli_domain_pid("daemon", domain, &vm_pid_nr);
 		if (rc)
 			return rc;
@@ -256,9 +320,6 @@ static int daemon_run(int argc, char **argv)
 		char *e;
 		long pid = strtol(vm_pid, &e, 10);
 
-		if (area)
-			return hvt_cli_usage("daemon", "--vm-pid or --area, "
-						       "not both");
 		if (*e || e == vm_pid || pid <= 0 || pid > 0x3fffffff)
 			return hvt_cli_usage("daemon", "--vm-pid %s: not a "
 						       "process id",
@@ -269,8 +330,8 @@ static int daemon_run(int argc, char **argv)
 			remote = vm_name;
 		}
 	} else if (formats) {
-		return hvt_cli_usage("daemon", "--formats goes with --vm-pid "
-					       "or --domain");
+		return hvt_cli_usage("daemon", "--formats goes with --vm-pid, "
+					       "--domain or --ram");
 	}
 	if ((!strcmp(cmd, "attach") || !strcmp(cmd, "detach")) && !remote)
 		return hvt_cli_usage("daemon", "%s needs a %sNAME", cmd,
@@ -302,6 +363,8 @@ static int daemon_run(int argc, char **argv)
 			free(t);
 			rc = HVT_EXIT_OK;
 		}
+	} else if (ram) {
+		rc = daemon_attach_ram(dc, remote, ram, formats);
 	} else if (vm_pid_nr) {
 		char text[HVT_PROTO_TEXT_MAX + 1];
 		static char cached[PATH_MAX];

@@ -178,7 +178,8 @@ static void rs_name_pid(struct rs *s, const struct rs_q *q,
 static const char *rs_own_why(const struct rs *s)
 {
 	return s->rec.transport == HVT_TRANSPORT_KRING
-		       ? "a guest kernel ring read by VMM pid: no clock model"
+		       ? "a guest kernel ring (by VMM pid or RAM file): no "
+			 "clock model"
 		       : "hvtraced has no clock model of it: no time sync";
 }
 
@@ -586,9 +587,12 @@ static int rs_open(struct rs *s)
 				     s->rec.nr_cpus - 1);
 	if (s->rec.transport == HVT_TRANSPORT_KRING && !s->o->host_kernel) {
 		/* Said here once, not again at its first record. */
-		fprintf(stderr, "hvtrace stream: '%s' is a guest kernel ring "
-			"read by VMM pid: times are the guest's own trace "
-			"clock (no clock model)\n", s->rec.name);
+		fprintf(stderr,
+			"hvtrace stream: '%s' is a guest kernel ring "
+			"(by VMM pid or RAM file): times are the guest's own "
+			"trace "
+			"clock (no clock model)\n",
+			s->rec.name);
 		s->own_said = true;
 	}
 	/* A guest agent's clock is mono: its kernel ring can join. */

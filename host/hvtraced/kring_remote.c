@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * hvtraced: the kring transport -- a guest kernel's own ftrace ring found
- * in the memory of a running VMM process, attached by the VMM's pid.
+ * in the memory of a running VMM process, attached by the VMM's pid, or
+ * in a guest RAM file (a rig guest's kept RAM, a QEMU memory-backend
+ * file), attached by the file.
  *
  * Attached with ATTACH_AREA "NAME=vmpid:PID[,...]": the ring is found once,
  * at attach (guest RAM through the VMM's shared memory file or
@@ -44,6 +46,18 @@
  *            readable (a shared memory file stays mapped) are read to
  *            the end, and a stream of it ends.  It is not kept across a
  *            restart of the daemon (a pid does not survive).
+ *   file     "NAME=ram:PATH[,formats=DIR]": the ring in a guest RAM file,
+ *            passed by the client (HVT_ATTACH_VM_FDS: the file opened
+ *            read-only with the client's rights, then the format set),
+ *            or for root only opened here by name.  The file must be a
+ *            regular file of local memory or disk (kr_is_ram_file());
+ *            it is mapped PROT_READ and the ring found in it as
+ *            "hvtrace stream RAMFILE" finds it (hvtrace_kring_open()).
+ *            Nothing says whether a guest still writes the file, so it
+ *            is read as it is: the remote is stopped from the start
+ *            (HVT_REMOTE_DISCONNECTED), its CPUs are read to the end,
+ *            and a stream of it ends there.  A running guest is
+ *            attached by its VMM's pid instead.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -107,7 +121,7 @@ static const struct kring_remote *kring_remote_c(const struct remote *r)
 
 bool kring_remote_spec(const char *spec)
 {
-	return !strncmp(spec, "vmpid:", 6);
+	return !strncmp(spec, "vmpid:", 6) || !strncmp(spec, "ram:", 4);
 }
 
 /* --- remote_ops ---------------------------------------------------------- */
@@ -330,7 +344,8 @@ static bool kr_num(const char **p, uint64_t *v)
 }
 
 struct kr_spec {
-	int pid;
+	int pid;			/* 0: a RAM file */
+	char ram[PATH_MAX];		/* "ram:": the file's path */
 	const char *formats;		/* DIR, or NULL */
 	bool passed;			/* HVT_ATTACH_VM_FDS */
 	struct hvtrace_kring_source src; /* with passed: where the ring is */
@@ -381,6 +396,29 @@ bad:
 			    : "give the VMM as vmpid:PID[,formats=DIR], not '%s'",
 		 spec);
 	return -EINVAL;
+}
+
+/*
+ * "ram:PATH[,formats=DIR]", PATH absolute (with HVT_ATTACH_VM_FDS only a
+ * name: the file is the descriptor passed); 0, or -EINVAL with @msg.
+ */
+static int kr_parse_ram(const char *spec, struct kr_spec *ks, char *msg,
+			size_t msgsize)
+{
+	const char *p = spec + 4, *f = strstr(p, ",formats=");
+	size_t n = f ? (size_t)(f - p) : strlen(p);
+
+	if (p[0] != '/' || n >= sizeof(ks->ram) || (f && !f[9])) {
+		snprintf(msg, msgsize,
+			 "give the RAM file as ram:PATH[,formats=DIR], PATH "
+			 "absolute, not '%s'",
+			 spec);
+		return -EINVAL;
+	}
+	memcpy(ks->ram, p, n);
+	ks->ram[n] = '\0';
+	ks->formats = f ? f + 9 : NULL;
+	return 0;
 }
 
 /* The value of the "@key:" line of /proc/self/fdinfo/@fd, or -1. */
@@ -526,6 +564,19 @@ static int kr_take_fds(struct kring_remote *kr, struct kr_spec *ks, int *fds,
 {
 	int want = 2 + !ks->src.mapped + !!ks->formats, i = 2;
 
+	if (!ks->pid) { /* a RAM file, then the format set */
+		if (nr_fds != 1 + !!ks->formats) {
+			snprintf(msg, msgsize,
+				 "an attach of a RAM file needs %d "
+				 "descriptors passed with it, not %d",
+				 1 + !!ks->formats, nr_fds);
+			return -EBADF;
+		}
+		ks->src.fd = fds[0];
+		return ks->formats ? kr_load_kfset(kr, fds[1], msg, msgsize)
+				   : 0;
+	}
+
 	if (nr_fds != want) {
 		snprintf(msg, msgsize, "an attach by pid needs %d descriptors "
 				       "passed with it, not %d",
@@ -568,6 +619,138 @@ static int kr_take_fds(struct kring_remote *kr, struct kr_spec *ks, int *fds,
 	return 0;
 }
 
+/* "vmpid:": the ring in the memory of a running VMM, into kr->k. */
+static int kr_open_vmm(struct kring_remote *kr, struct kr_spec *ks, int *fds,
+		       int nr_fds, const struct d_cred *cred, char *msg,
+		       size_t msgsize)
+{
+	int ret;
+
+	kr->pid = ks->pid;
+	/*
+	 * Only root may have the daemon open /proc/PID and a formats folder
+	 * by name: for anyone else the client opens them with its own
+	 * rights and passes the descriptors, so the kernel's ptrace check
+	 * decides, and a reused pid or a FIFO cannot stand in.
+	 */
+	if (!ks->passed && cred && !cred->root) {
+		snprintf(msg, msgsize,
+			 "attaching process %d by pid: hvtraced opens a VMM's "
+			 "memory only with the descriptors its client opened "
+			 "and passed ('hvtrace daemon attach --vm-pid' does); "
+			 "update hvtrace",
+			 ks->pid);
+		return -EPERM;
+	}
+	if (ks->passed) {
+		ret = kr_take_fds(kr, ks, fds, nr_fds, msg, msgsize);
+		if (ret)
+			return ret;
+		ret = hvtrace_kring_open_source(ks->pid, &ks->src, &kr->k);
+	} else {
+		/* The process first, then its memory: a pid reused after
+		 * this cannot pass for the VMM. */
+		kr->pidfd = (int)syscall(SYS_pidfd_open, ks->pid, 0);
+		if (kr->pidfd < 0 && errno == ESRCH) {
+			snprintf(msg, msgsize,
+				 "no process %d (--vm-pid names the VMM "
+				 "process, e.g. QEMU's pid)",
+				 ks->pid);
+			return -ESRCH;
+		}
+		if (ks->formats) {
+			ret = kr_load_folder(kr, ks->formats, msg, msgsize);
+			if (ret)
+				return ret;
+		}
+		ret = hvtrace_kring_open_pid(ks->pid, &kr->k);
+	}
+	if (ret)
+		snprintf(msg, msgsize, "%s", hvtrace_last_error());
+	return ret;
+}
+
+/* "ram:": the ring in a guest RAM file, into kr->k. */
+static int kr_open_ram(struct kring_remote *kr, struct kr_spec *ks, int *fds,
+		       int nr_fds, const struct d_cred *cred, char *msg,
+		       size_t msgsize)
+{
+	char via[64];
+	int fd, ret;
+
+	if (ks->passed) {
+		ret = kr_take_fds(kr, ks, fds, nr_fds, msg, msgsize);
+		if (ret)
+			return ret;
+		fd = ks->src.fd; /* the caller's: closed after the attach */
+	} else if (cred && !cred->root) {
+		snprintf(msg, msgsize,
+			 "attaching %s: hvtraced opens a RAM file only as the "
+			 "descriptor its client opened and passed ('hvtrace "
+			 "daemon attach --ram' does); update hvtrace",
+			 ks->ram);
+		return -EPERM;
+	} else {
+		fd = open(ks->ram,
+			  O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd < 0) {
+			ret = -errno;
+			snprintf(msg, msgsize, "%s: %s", ks->ram,
+				 strerror(errno));
+			return ret;
+		}
+		if (ks->formats)
+			ret = kr_load_folder(kr, ks->formats, msg, msgsize);
+		else
+			ret = 0;
+		if (ret) {
+			close(fd);
+			return ret;
+		}
+	}
+	if (!kr_is_ram_file(fd)) {
+		snprintf(msg, msgsize,
+			 "%s is not a RAM file (a regular file on tmpfs, "
+			 "hugetlbfs or a local disk)",
+			 ks->ram);
+		ret = -EBADF;
+	} else {
+		snprintf(via, sizeof(via), "/proc/self/fd/%d", fd);
+		ret = hvtrace_kring_open(via, 0, &kr->k);
+		if (ret) {
+			const char *e = hvtrace_last_error();
+			size_t vl = strlen(via);
+
+			/* named by the file's path, not by the descriptor */
+			if (!strncmp(e, via, vl) && e[vl] == ':')
+				e += vl + 1 + (e[vl + 1] == ' ');
+			snprintf(msg, msgsize, "%s: %s", ks->ram, e);
+		}
+	}
+	if (!ks->passed)
+		close(fd); /* the ring's mapping stays */
+	return ret;
+}
+
+static int kr_spec_parse(const char *spec, struct kr_spec *ks, char *msg,
+			 size_t msgsize)
+{
+	return strncmp(spec, "ram:", 4) ? kr_parse(spec, ks, msg, msgsize)
+					: kr_parse_ram(spec, ks, msg, msgsize);
+}
+
+/* Where the ring is, for messages: "process PID" or "file PATH". */
+static void kr_set_where(struct kring_remote *kr, const struct kr_spec *ks,
+			 uint64_t addr)
+{
+	if (ks->pid)
+		snprintf(kr->where, sizeof(kr->where), "process %d at 0x%llx",
+			 ks->pid, (unsigned long long)addr);
+	else
+		snprintf(kr->where, sizeof(kr->where), "file %.*s",
+			 (int)sizeof(kr->where) - 8, ks->ram);
+}
+
 int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 			int *fds, int nr_fds, const struct d_cred *cred,
 			struct remote **out, char *msg, size_t msgsize)
@@ -577,7 +760,7 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 	struct page_source *ps;
 	struct kring_remote *kr;
 	struct remote *r;
-	int ret, pid;
+	int ret;
 
 	if (!hvt_proto_name_ok(name, (uint32_t)strlen(name))) {
 		snprintf(msg, msgsize,
@@ -587,82 +770,46 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 		return -EINVAL;
 	}
 	if (flags & ~(uint32_t)(HVT_ATTACH_VM_FDS | HVT_ATTACH_DISABLED)) {
-		snprintf(msg, msgsize, "unknown attach flags 0x%x for an "
-				       "attach by pid",
+		snprintf(msg, msgsize,
+			 "unknown attach flags 0x%x for an "
+			 "attach of a guest kernel ring",
 			 flags);
 		return -EINVAL;
 	}
-	ret = kr_parse(spec, &ks, msg, msgsize);
+	ret = kr_spec_parse(spec, &ks, msg, msgsize);
 	if (ret)
 		return ret;
-	pid = ks.pid;
 	if (remote_by_name(name)) {
 		snprintf(msg, msgsize, "'%s' is attached already", name);
 		return -EEXIST;
 	}
-	/*
-	 * Only root may have the daemon open /proc/PID and a formats folder
-	 * by name: for anyone else the client opens them with its own
-	 * rights and passes the descriptors, so the kernel's ptrace check
-	 * decides, and a reused pid or a FIFO cannot stand in.
-	 */
-	if (!ks.passed && cred && !cred->root) {
+	if (!ks.passed && nr_fds) {
 		snprintf(msg, msgsize,
-			 "attaching process %d by pid: hvtraced opens a VMM's "
-			 "memory only with the descriptors its client opened "
-			 "and passed ('hvtrace daemon attach --vm-pid' does); "
-			 "update hvtrace",
-			 pid);
-		return -EPERM;
+			 "descriptors passed without "
+			 "HVT_ATTACH_VM_FDS");
+		return -EINVAL;
 	}
 	kr = calloc(1, sizeof(*kr));
 	if (!kr) {
 		snprintf(msg, msgsize, "out of memory");
 		return -ENOMEM;
 	}
-	kr->pid = pid;
 	kr->pidfd = -1;
-	if (ks.passed) {
-		ret = kr_take_fds(kr, &ks, fds, nr_fds, msg, msgsize);
-		if (ret)
-			goto fail;
-		ret = hvtrace_kring_open_source(pid, &ks.src, &kr->k);
-	} else {
-		if (nr_fds) {
-			snprintf(msg, msgsize, "descriptors passed without "
-					       "HVT_ATTACH_VM_FDS");
-			ret = -EINVAL;
-			goto fail;
-		}
-		/* The process first, then its memory: a pid reused after
-		 * this cannot pass for the VMM. */
-		kr->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-		if (kr->pidfd < 0 && errno == ESRCH) {
-			free(kr);
-			snprintf(msg, msgsize,
-				 "no process %d (--vm-pid names the VMM "
-				 "process, e.g. QEMU's pid)",
-				 pid);
-			return -ESRCH;
-		}
-		if (ks.formats) {
-			ret = kr_load_folder(kr, ks.formats, msg, msgsize);
-			if (ret)
-				goto fail;
-		}
-		ret = hvtrace_kring_open_pid(pid, &kr->k);
-	}
-	if (!ret)
-		ret = hvtrace_kring_get_info(kr->k, &ki);
+	ret = ks.pid ? kr_open_vmm(kr, &ks, fds, nr_fds, cred, msg, msgsize)
+		     : kr_open_ram(kr, &ks, fds, nr_fds, cred, msg, msgsize);
+	if (ret)
+		goto fail;
+	ret = hvtrace_kring_get_info(kr->k, &ki);
 	if (ret) {
 		snprintf(msg, msgsize, "%s", hvtrace_last_error());
 		goto fail;
 	}
+	kr_set_where(kr, &ks, ki.addr);
 	if (!ki.nr_cpus || ki.nr_cpus > KR_MAX_CPUS) {
 		snprintf(msg, msgsize,
-			 "process %d: a ring of %u CPUs; hvtraced serves 1 "
-			 "to %u (read it with 'hvtrace stream --vm-pid')",
-			 pid, ki.nr_cpus, KR_MAX_CPUS);
+			 "%s: a ring of %u CPUs; hvtraced serves 1 to %u (read "
+			 "it with 'hvtrace stream')",
+			 kr->where, ki.nr_cpus, KR_MAX_CPUS);
 		ret = -EOPNOTSUPP;
 		goto fail;
 	}
@@ -678,8 +825,6 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 			 strerror(-ret));
 		goto fail;
 	}
-	snprintf(kr->where, sizeof(kr->where), "process %d at 0x%llx", pid,
-		 (unsigned long long)ki.addr);
 	ret = remote_add(r, name, &kring_ops);
 	if (ret) {
 		page_sources_close(r);
@@ -694,6 +839,12 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 	r->info.mode = HVT_MODE_OVERWRITE;
 	r->info.clock_id = 0; /* the guest's own: no clock model */
 	r->state = HVT_REMOTE_CONNECTED;
+	if (!ks.pid) {
+		/* A file is read as it is, to its end (see "file" above). */
+		kr->gone = true;
+		kr->src->gone = true;
+		r->state = HVT_REMOTE_DISCONNECTED;
+	}
 	/* A passed folder is only named (the client resolved it): never
 	 * looked up here. */
 	if (ks.formats && ks.passed) {
@@ -705,13 +856,14 @@ int kring_remote_attach(const char *name, const char *spec, uint32_t flags,
 	kr->next_state_ms = d_now_ms();
 	snprintf(msg, msgsize,
 		 "attached '%s' (the guest kernel ring in %s: %u CPUs x %u "
-		 "sub-buffers of %u bytes; %zu event format%s%s)",
+		 "sub-buffers of %u bytes; %zu event format%s%s%s)",
 		 name, kr->where, ki.nr_cpus, ki.nr_subbufs, ki.subbuf_size,
 		 kr->nr_fmt, kr->nr_fmt == 1 ? "" : "s",
 		 ks.formats ? ""
 			    : ": the formats cache holds none of this kernel; "
 			      "give --formats DIR, or file them with 'hvtrace "
-			      "guest kformats', to name the events");
+			      "guest kformats', to name the events",
+		 ks.pid ? "" : "; read as it is, to its end");
 	*out = r;
 	return 0;
 fail:

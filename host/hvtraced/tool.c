@@ -111,7 +111,8 @@ static void tool_attach_area(struct conn *c, const struct hvt_msg *m)
 	if (!eq || eq == s || !eq[1]) {
 		conn_reply_result(c, m, HVT_MSG_ATTACH_AREA, -EINVAL, 0, 0,
 				  "give NAME=PATH[@OFFSET[+SIZE]] or "
-				  "NAME=vmpid:PID[,formats=DIR], not '%s'",
+				  "NAME=vmpid:PID[,formats=DIR] or "
+				  "NAME=ram:PATH[,formats=DIR], not '%s'",
 				  s);
 		goto out;
 	}

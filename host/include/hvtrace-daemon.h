@@ -136,6 +136,26 @@ HVTRACE_API int hvtrace_daemon_attach_vm_pid(struct hvtrace_daemon *c,
 					     const char *formats, char *text,
 					     size_t textsize);
 
+/**
+ * hvtrace_daemon_attach_ram - attach the guest kernel ring in guest RAM
+ * file @path as remote @name (hvtrace daemon attach --ram)
+ * @formats: a folder laid out like tracefs, or NULL
+ * @text:    the daemon's answer
+ *
+ * The caller opens @path read-only with its own rights (a regular file;
+ * hvtraced takes it only on tmpfs, hugetlbfs or a local disk) and reads
+ * @formats as hvtrace_daemon_attach_vm_pid() does, and passes both with an
+ * ATTACH_AREA of flag HVT_ATTACH_VM_FDS.  hvtraced finds the ring in the
+ * file and reads it as it is, to its end: the remote is stopped from the
+ * start (a running guest is attached by its VMM's pid).
+ *
+ * Return: 0, or -errno with hvtrace_last_error() saying why.
+ */
+HVTRACE_API int hvtrace_daemon_attach_ram(struct hvtrace_daemon *c,
+					  const char *name, const char *path,
+					  const char *formats, char *text,
+					  size_t textsize);
+
 /*
  * --- reading remotes: a page feed and event tables (dfeed.c, dsource.c) ----
  *

@@ -238,10 +238,11 @@ int hvt_tdat_rremote_add(struct hvtrace_tracedat_record *rec,
 		dr_free_src(s);
 		return hvt_err(-EINVAL,
 			       "'%s' is a guest kernel ring attached by VMM "
-			       "pid: its times are the guest's own, which a "
-			       "recording on the host's clock cannot hold; "
-			       "record it alone with 'hvtrace record -o FILE "
-			       "--vm-pid PID --formats DIR'",
+			       "pid or RAM file: its times are the guest's "
+			       "own, which a recording on the host's clock "
+			       "cannot hold; record it alone with 'hvtrace "
+			       "record -o FILE --vm-pid PID --formats DIR' "
+			       "(a RAM file: '--guest-kernel RAMFILE')",
 			       remote);
 	}
 	if (!s->rec.nr_cpus || !s->rec.subbuf_size) {

@@ -101,7 +101,7 @@ grep -q "attached already" "$T_TMP/dup.err" || fail "same name: $(cat "$T_TMP/du
 if "$HVTRACE" record -o "$T_TMP/k.dat" -q "$k" >"$T_TMP/rec.err" 2>&1; then
 	fail "record of $k (guest clock) on the host's clock succeeded"
 fi
-grep -q "guest kernel ring attached by VMM pid: its times are the guest's own" "$T_TMP/rec.err" ||
+grep -q "guest kernel ring attached by VMM pid or RAM file: its times are the guest's own" "$T_TMP/rec.err" ||
 	fail "record $k: $(cat "$T_TMP/rec.err")"
 mkdir "$T_TMP/empty"
 if "$HVTRACE" daemon attach --vm-pid "$qpid" --name "$k-e" --formats "$T_TMP/empty" \

@@ -22,6 +22,11 @@
 #                the guest printed it), its _text too, and trace-cmd
 #                report names all M lines.
 #
+#   attached     "hvtrace daemon attach --ram RAMFILE" makes the kept
+#                file a remote of hvtraced: "hvtrace stream ram-NAME"
+#                names every line and ends at the ring's end; /dev/null
+#                and a file without a ring are refused, saying why.
+#
 # kmem:kfree, on for a moment, prints "call_site=%pS": the call sites
 # of "hvtrace stream NAME --guest-kernel" are those of the guest's own
 # trace file, in the kernel's form NAME+0xOFF/0xSIZE.  The guest runs
@@ -99,6 +104,28 @@ case $want_tmw in 0000000000000000*) fail "the guest's /proc/kallsyms hides addr
 ! grep -q 'function names' "$T_TMP/pm.err" || fail "post-mortem stream: $(cat "$T_TMP/pm.err")"
 named "$T_TMP/pm.txt"
 info "post-mortem: stream of the kept RAM file names all $M lines"
+
+# The kept RAM file attached as a remote (hvtrace daemon attach --ram):
+# hvtraced reads its ring, with the guest's symbols from it; stream NAME
+# names all M lines and ends at the ring's end.
+"$HVTRACE" daemon attach --ram "$ram" --formats "$T_TMP/fmt" >"$T_TMP/att.out" 2>&1 ||
+	fail "daemon attach --ram failed: $(cat "$T_TMP/att.out")"
+grep -q "attached 'ram-$n' (the guest kernel ring in file $ram: " "$T_TMP/att.out" ||
+	fail "attach --ram said: $(cat "$T_TMP/att.out")"
+grep -q 'read as it is, to its end' "$T_TMP/att.out" || fail "attach --ram said: $(cat "$T_TMP/att.out")"
+timeout 120 "$HVTRACE" stream "ram-$n" >"$T_TMP/rr.txt" 2>"$T_TMP/rr.err" ||
+	{ cat "$T_TMP/rr.err"; fail "stream ram-$n did not end by itself at the ring's end"; }
+! grep -q 'function names' "$T_TMP/rr.err" || fail "stream ram-$n: $(cat "$T_TMP/rr.err")"
+named "$T_TMP/rr.txt"
+"$HVTRACE" daemon detach "ram-$n" >/dev/null || fail "detach ram-$n failed"
+info "attach --ram: stream ram-$n (through hvtraced) names all $M lines and ends"
+# What is not a guest RAM file is refused, saying why.
+"$HVTRACE" daemon attach --ram /dev/null >"$T_TMP/bad.out" 2>&1 && fail "attach --ram /dev/null succeeded"
+grep -q 'not a regular file' "$T_TMP/bad.out" || fail "attach --ram /dev/null said: $(cat "$T_TMP/bad.out")"
+head -c 1M /dev/zero >"$T_TMP/zero.ram"
+"$HVTRACE" daemon attach --ram "$T_TMP/zero.ram" --name z >"$T_TMP/bad.out" 2>&1 && fail "attach --ram of zeros succeeded"
+grep -qi 'ring' "$T_TMP/bad.out" || fail "attach --ram of zeros said: $(cat "$T_TMP/bad.out")"
+info "attach --ram refuses /dev/null and a file without a ring: $(tail -1 "$T_TMP/bad.out")"
 
 "$HVTRACE" record -q -o "$T_TMP/g.dat" --guest-kernel "$ram" --formats "$T_TMP/fmt" \
 	2>"$T_TMP/rec.err" || { cat "$T_TMP/rec.err"; fail "record --guest-kernel failed"; }
