@@ -121,6 +121,7 @@ struct link {
 	bool replayed;		/* this connection got our registrations */
 	uint32_t host_pid;	/* the host session we replayed to */
 	uint64_t host_session;
+	uint32_t host_caps; /* the host's HELLO caps (HVT_CAP_DAEMON_*) */
 	uint32_t next_req;
 	uint64_t next_try_ms;	/* reconnect or probe */
 	uint64_t hello_ms;	/* last HELLO we sent */
@@ -249,6 +250,8 @@ void kformats_session_up(struct agent *ag);
 void kformats_answer(struct agent *ag, const struct hvt_msg *m);
 void kformats_tick(struct agent *ag);
 bool kformats_busy(const struct agent *ag);
+/* Will a session offer the kernel's formats (its tracefs has events)? */
+bool kformats_offered(struct agent *ag);
 
 /* kevents.c: the guest kernel instance's events, switched by the host */
 void kevents_request(struct agent *ag, const struct hvt_msg *m);

@@ -22,6 +22,18 @@
  * --remote) must decode too.  A host that has this build already says so
  * in its answer to BEGIN, and nothing more is sent.
  *
+ * The cache keeps those per kernel build, not per boot, so first, with a
+ * host that takes them (HVT_CAP_DAEMON_KBOOT in its HELLO; this agent
+ * says it sends them with HVT_CAP_AGENT_KBOOT), each session sends this
+ * boot's own files the same way between KFORMATS BOOT and BOOT_END:
+ *
+ *   trace_clock      the instance's
+ *   saved_cmdlines   the top level's
+ *   kallsyms         the /proc/kallsyms lines of the modules loaded
+ *
+ * which the host keeps in memory for this boot's area and gives to the
+ * tools that read the kernel's pages through it.
+ *
  * The upload is paced: a piece is queued only while less than
  * KF_QUEUE_LOW bytes wait for the link, so time-sync answers never queue
  * behind megabytes of formats.  A link that drops ends the upload; the
@@ -49,6 +61,8 @@
 #define KF_QUEUE_LOW	(64u * 1024u)
 #define KF_NOTES_MAX	(64u * 1024u)
 #define KF_PIECES_PER_ROUND	32
+#define KF_MODSYMS_MAX		(4u << 20) /* hvtraced's bound (kboot.c) */
+#define KF_MODSYMS_SRC		"/proc/kallsyms"
 
 enum kf_state {
 	KF_IDLE = 0,	/* nothing to send (done, refused or no tracefs) */
@@ -70,6 +84,7 @@ struct kformats {
 	bool cur;		/* buf holds file next - 1 */
 	uint32_t sent_files;
 	uint64_t sent_bytes;
+	bool boot; /* sending this boot's files (BOOT) */
 	bool warned;
 };
 
@@ -300,19 +315,49 @@ static int kf_build_list(struct agent *ag, struct kformats *k)
 	return ret;
 }
 
+bool kformats_offered(struct agent *ag)
+{
+	char inst[PATH_MAX], evd[PATH_MAX + 8];
+	struct stat st;
+
+	if (!ag->tracefs)
+		return false;
+	agent_kinstance_dir(ag, inst, sizeof(inst));
+	agent_path(evd, sizeof(evd), "%s/events", inst);
+	return !stat(evd, &st) && S_ISDIR(st.st_mode);
+}
+
+/* This boot's files (BOOT): what the cache of a build cannot hold. */
+static int kf_build_boot_list(struct agent *ag, struct kformats *k)
+{
+	char inst[PATH_MAX], src[2 * PATH_MAX];
+	size_t cap = 0;
+	int ret;
+
+	agent_kinstance_dir(ag, inst, sizeof(inst));
+	agent_path(src, sizeof(src), "%s/trace_clock", inst);
+	ret = kf_add(k, &cap, "trace_clock", src);
+	agent_path(src, sizeof(src), "%s/saved_cmdlines", ag->tracefs);
+	if (!ret)
+		ret = kf_add(k, &cap, "saved_cmdlines", src);
+	if (!ret)
+		ret = kf_add(k, &cap, "kallsyms", KF_MODSYMS_SRC);
+	return ret;
+}
+
 /* --- sending ------------------------------------------------------------- */
 
 static void kf_send_op(struct agent *ag, struct kformats *k, uint32_t op)
 {
 	struct pending *p;
 	struct hvt_msg m;
+	bool first = op == HVT_KF_BEGIN || op == HVT_KF_BOOT;
 
 	memset(&m, 0, sizeof(m));
 	m.type = HVT_MSG_KFORMATS;
 	m.u.kformats.op = op;
-	m.u.kformats.nr_files = op == HVT_KF_BEGIN ? (uint32_t)k->nr :
-						       k->sent_files;
-	m.u.kformats.total_bytes = op == HVT_KF_BEGIN ? 0 : k->sent_bytes;
+	m.u.kformats.nr_files = first ? (uint32_t)k->nr : k->sent_files;
+	m.u.kformats.total_bytes = first ? 0 : k->sent_bytes;
 	m.u.kformats.release.ptr = k->release;
 	m.u.kformats.release.len = (uint32_t)strlen(k->release);
 	m.u.kformats.build_id.ptr = k->build_id;
@@ -323,28 +368,21 @@ static void kf_send_op(struct agent *ag, struct kformats *k, uint32_t op)
 		k->state = KF_IDLE;
 		return;
 	}
-	k->state = op == HVT_KF_BEGIN ? KF_ASKED : KF_ENDING;
+	k->state = first ? KF_ASKED : KF_ENDING;
 	if (link_submit(ag, p))
 		k->state = KF_IDLE;
 }
 
-void kformats_session_up(struct agent *ag)
+/* The formats themselves (BEGIN), after this boot's files if any. */
+static void kf_formats_start(struct agent *ag, struct kformats *k)
 {
-	struct kformats *k = &kf_state;
-	struct utsname u;
 	int ret;
 
-	ag->kf = k;
 	kf_clear_list(k);
+	k->boot = false;
 	k->state = KF_IDLE;
 	k->sent_files = 0;
 	k->sent_bytes = 0;
-	if (!ag->tracefs)
-		return;
-	if (uname(&u))
-		return;
-	snprintf(k->release, sizeof(k->release), "%s", u.release);
-	kf_build_id(k->build_id, sizeof(k->build_id));
 	ret = kf_build_list(ag, k);
 	if (ret) {
 		if (!k->warned)
@@ -362,11 +400,55 @@ void kformats_session_up(struct agent *ag)
 	kf_send_op(ag, k, HVT_KF_BEGIN);
 }
 
+void kformats_session_up(struct agent *ag)
+{
+	struct kformats *k = &kf_state;
+	struct utsname u;
+
+	ag->kf = k;
+	kf_clear_list(k);
+	k->state = KF_IDLE;
+	if (!ag->tracefs)
+		return;
+	if (uname(&u))
+		return;
+	snprintf(k->release, sizeof(k->release), "%s", u.release);
+	kf_build_id(k->build_id, sizeof(k->build_id));
+	if (!(ag->link.host_caps & HVT_CAP_DAEMON_KBOOT) ||
+	    kf_build_boot_list(ag, k)) {
+		kf_formats_start(ag, k);
+		return;
+	}
+	k->boot = true;
+	k->sent_files = 0;
+	k->sent_bytes = 0;
+	kf_send_op(ag, k, HVT_KF_BOOT);
+}
+
 void kformats_answer(struct agent *ag, const struct hvt_msg *m)
 {
 	struct kformats *k = &kf_state;
 	int st = m->u.result.status;
 
+	if (k->boot && (k->state == KF_ASKED || k->state == KF_ENDING)) {
+		if (st)
+			agent_log("the host did not take this boot's kernel "
+				  "files: %.*s",
+				  (int)m->u.result.text.len,
+				  m->u.result.text.ptr);
+		if (k->state == KF_ASKED && !st) {
+			k->state = KF_SENDING;
+			return;
+		}
+		if (!st)
+			agent_dbg("sent this boot's kernel files: %u, %llu "
+				  "bytes",
+				  k->sent_files,
+				  (unsigned long long)k->sent_bytes);
+		/* Refused or done: the formats follow either way. */
+		kf_formats_start(ag, k);
+		return;
+	}
 	if (k->state == KF_ASKED) {
 		if (st) {
 			agent_log("the host refused the guest kernel's "
@@ -397,6 +479,49 @@ void kformats_answer(struct agent *ag, const struct hvt_msg *m)
 		kf_clear_list(k);
 }
 
+/* The modules' lines of /proc/kallsyms ("ADDR TYPE NAME\t[MOD]") into
+ * k->buf, at most KF_MODSYMS_MAX bytes of whole lines. */
+static int kf_read_modsyms(struct kformats *k)
+{
+	bool part = false; /* in the rest of a line too long to take */
+	size_t cap = 0;
+	char line[512];
+	FILE *f;
+
+	f = fopen(KF_MODSYMS_SRC, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		size_t n = strlen(line);
+		bool whole = n && line[n - 1] == '\n';
+		bool was_part = part;
+
+		part = !whole;
+		if (was_part || !whole || !strstr(line, "\t["))
+			continue;
+		if (k->len + n > KF_MODSYMS_MAX)
+			break;
+		if (k->len + n > cap) {
+			size_t nc = cap ? cap * 2 : 65536;
+			uint8_t *b;
+
+			while (nc < k->len + n)
+				nc *= 2;
+			b = realloc(k->buf, nc);
+			if (!b) {
+				fclose(f);
+				return -ENOMEM;
+			}
+			k->buf = b;
+			cap = nc;
+		}
+		memcpy(k->buf + k->len, line, n);
+		k->len += n;
+	}
+	fclose(f);
+	return 0;
+}
+
 /* Read file @i whole into k->buf: 0, or -errno (the file is left out). */
 static int kf_read(struct kformats *k, size_t i)
 {
@@ -406,6 +531,8 @@ static int kf_read(struct kformats *k, size_t i)
 	free(k->buf);
 	k->buf = NULL;
 	k->len = k->off = 0;
+	if (k->boot && !strcmp(k->srcs[i], KF_MODSYMS_SRC))
+		return kf_read_modsyms(k);
 	fd = open(k->srcs[i], O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -496,7 +623,9 @@ void kformats_tick(struct agent *ag)
 	       ag->link.q.bytes < KF_QUEUE_LOW) {
 		if (!k->cur) {
 			if (k->next == k->nr) {
-				kf_send_op(ag, k, HVT_KF_END);
+				kf_send_op(ag, k,
+					   k->boot ? HVT_KF_BOOT_END
+						   : HVT_KF_END);
 				return;
 			}
 			ret = kf_read(k, k->next++);

@@ -246,6 +246,9 @@ void link_hello(struct agent *ag, const struct hvt_msg *answer_to)
 		l->hello_ms = agent_now_ms();
 	}
 	m.u.hello.role = HVT_ROLE_AGENT;
+	/* This boot's kernel files, then the formats, follow each session
+	 * (kformats.c). */
+	m.u.hello.caps = kformats_offered(ag) ? HVT_CAP_AGENT_KBOOT : 0;
 	m.u.hello.pid = (uint32_t)getpid();
 	m.u.hello.nr_cpus = ag->info.nr_cpus;
 	m.u.hello.clock_id = ag->info.clock_id;

@@ -199,6 +199,7 @@ void link_frame(struct agent *ag, const struct hvt_frame *f)
 		}
 		l->host_pid = m.u.hello.pid;
 		l->host_session = m.u.hello.generation;
+		l->host_caps = m.u.hello.caps;
 		l->up = true;
 		if (!l->replayed)
 			link_replay(ag);

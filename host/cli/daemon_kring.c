@@ -11,19 +11,20 @@
  * that the verbs of one guest read the same pages at once and none opens
  * its files; only with an hvtraced that does not serve them do the
  * verbs read the RAM file or the section (hvtrace_daemon_kring_open()).
- * Its formats come, first, from the guest's agent: hvtraced keeps what
- * the agent sent in its formats cache and says where
- * (hvtrace_daemon_kformats_dir()); the cache is per kernel build, so this
- * boot's trace_clock and saved_cmdlines come from the console's dump
- * beside it (hvt_cli_kformats_overlay()).  Without the agent's they come
- * from the guest's console alone: the guest printed them at boot, and
- * the rig's launcher unpacks them (hvtrace-guest kformats NAME DIR) into
- * a private folder that lives as long as the ring is
- * read.  The ring joins the remote's user events
- * only when its trace clock is mono, the clock of the guest's agent, so
- * that both go through hvtraced's model of that clock (sent ahead of the
- * remote's pages as CLOCK, applied by the reader); otherwise it is
- * left out and stderr says why.  In agent copy mode the formats and the
+ * Its formats come from hvtraced: what the guest's agent sent, in its
+ * formats cache, whose folder it names (hvtrace_daemon_kformats_dir());
+ * the cache is per kernel build, so this boot's trace_clock,
+ * saved_cmdlines and module symbols come beside it from the agent's
+ * files of this boot that hvtraced keeps (TEXT KBOOT_*; ck_boot_files()),
+ * all in a private folder that lives as long as the ring is read.  Only
+ * with an agent or an hvtraced older than those texts do they come from
+ * the guest's console: the guest printed them at boot, and the rig's
+ * launcher unpacks them (hvtrace-guest kformats NAME DIR) into that
+ * folder, the agent's upload over them (hvt_cli_kformats_overlay()).  The ring
+ * joins the remote's user events only when its trace clock is mono, the clock
+ * of the guest's agent, so that both go through hvtraced's model of that clock
+ * (sent ahead of the remote's pages as CLOCK, applied by the reader); otherwise
+ * it is left out and stderr says why.  In agent copy mode the formats and the
  * clock rule are the same.
  */
 #include <dirent.h>
@@ -159,6 +160,92 @@ int hvt_cli_kformats_overlay(const char *agent, const char *formats)
 	return ret;
 }
 
+/*
+ * What hvtraced says of @remote's agent's files (TEXT @kind, or with
+ * @kind 0 the folder of its formats), waiting at most CK_AGENT_WAIT_MS
+ * while it says they are on their way (a guest that just started sends
+ * them at the start of its agent's session, in about a second under TCG).
+ */
+#define CK_AGENT_WAIT_MS 30000
+
+static int ck_agent_get(struct hvtrace_daemon *dc, uint32_t remote,
+			uint32_t kind, char **text, size_t *len, char *dir,
+			size_t dir_size)
+{
+	int ret, waited = 0;
+
+	for (;;) {
+		ret = kind ? hvtrace_daemon_get_text(dc, remote, kind, text,
+						     len)
+			   : hvtrace_daemon_kformats_dir(dc, remote, dir,
+							 dir_size);
+		if (ret != -EAGAIN || waited >= CK_AGENT_WAIT_MS)
+			return ret;
+		usleep(50 * 1000);
+		waited += 50;
+	}
+}
+
+static int ck_write(const char *dir, const char *name, const char *text,
+		    size_t len)
+{
+	char path[PATH_MAX];
+	FILE *f;
+	int ret = 0;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	f = fopen(path, "wxe");
+	if (!f)
+		return -errno;
+	if (len && fwrite(text, 1, len, f) != len)
+		ret = -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * The formats in private folder @formats from hvtraced alone: the agent's
+ * upload (folder @agent of its cache) with this boot's trace_clock,
+ * saved_cmdlines and module kallsyms lines, as the agent sent them.  0, or
+ * -errno when hvtraced has not them all (an older agent or hvtraced).
+ */
+static int ck_boot_files(struct hvtrace_daemon *dc, uint32_t remote,
+			 const char *agent, const char *formats)
+{
+	static const struct {
+		uint32_t kind;
+		const char *name;
+	} f[] = {
+		{HVT_TEXT_KBOOT_CLOCK, "trace_clock"},
+		{HVT_TEXT_KBOOT_CMDLINES, "saved_cmdlines"},
+		{HVT_TEXT_KBOOT_MODSYMS, "kallsyms"},
+	};
+	char *text[3] = {NULL, NULL, NULL};
+	size_t len[3], i;
+	int ret = 0;
+
+	for (i = 0; i < 3 && !ret; i++) {
+		ret = ck_agent_get(dc, remote, f[i].kind, &text[i], &len[i],
+				   NULL, 0);
+		/* A file the guest lacked: none beside the formats. */
+		if (ret == -ENODATA) {
+			text[i] = NULL;
+			ret = 0;
+		}
+	}
+	if (!ret)
+		ret = hvt_cli_kformats_overlay(agent, formats);
+	for (i = 0; i < 3 && !ret; i++)
+		if (text[i])
+			ret = ck_write(formats, f[i].name, text[i], len[i]);
+	for (i = 0; i < 3; i++)
+		free(text[i]);
+	return ret;
+}
+
 int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 		       uint32_t remote, const char *name, char *formats,
 		       size_t size, struct hvtrace_daemon_kring **out)
@@ -189,9 +276,22 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 		return 0; /* no kernel ring: user events only */
 	what = where == 2 ? "pages" : "ring";
 	have_agent =
-		!hvtrace_daemon_kformats_dir(dc, remote, agent, sizeof(agent));
+		!ck_agent_get(dc, remote, 0, NULL, NULL, agent, sizeof(agent));
 	/* This boot's dump from the console: its trace clock and comms are
 	 * the boot's own, which the cache (per kernel build) cannot say. */
+	rc = hvt_cli_kformats_tmp(formats, size);
+	if (rc)
+		return hvt_cli_error(verb,
+				     "cannot make a folder for the "
+				     "guest kernel's formats in %s: %s",
+				     ck_tmpdir(), strerror(-rc));
+	if (have_agent && !ck_boot_files(dc, remote, agent, formats)) {
+		from = "hvtraced: its agent's, with this boot's clock, comms "
+		       "and module symbols";
+		goto clock;
+	}
+	/* An older agent or hvtraced: the console's dump, by the launcher. */
+	hvt_cli_kformats_tmp_rm(formats);
 	rc = hvt_cli_kformats_tmp(formats, size);
 	if (rc)
 		return hvt_cli_error(verb,
@@ -225,6 +325,7 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 			verb, name);
 		goto none;
 	}
+clock:
 	if (rc || !hvt_cli_ring_clock_mono(formats, clock, sizeof(clock))) {
 		fprintf(stderr,
 			"hvtrace %s: note: the guest kernel's %s of '%s' "

@@ -50,6 +50,7 @@ void agent_send_hello(struct remote *r, const struct hvt_msg *answer,
 		ar->agent.hello_ms = d_now_ms();
 	}
 	m.u.hello.role = HVT_ROLE_HOST;
+	m.u.hello.caps = HVT_CAP_DAEMON_KBOOT;
 	m.u.hello.pid = (uint32_t)getpid();
 	m.u.hello.generation = ar->agent.session;
 	m.u.hello.status = status;
@@ -247,6 +248,7 @@ static void agent_hello(struct conn *c, const struct hvt_msg *m)
 		return;
 	}
 	restarted = agent_identity(r, m);
+	agent_remote(r)->kboot_promised = m->u.hello.caps & HVT_CAP_AGENT_KBOOT;
 	r->ops->hello(r, c, m, restarted);
 	if (!(m->flags & HVT_PF_REPLY))
 		agent_send_hello(r, m, 0, NULL);
@@ -268,6 +270,9 @@ static void agent_closed(struct conn *c)
 	kevents_cancel(r, -ECONNRESET);
 	if (agent_remote(r)->kf)
 		kf_abort(agent_remote(r)->kf);
+	if (agent_remote(r)->kb)
+		kboot_abort(agent_remote(r)->kb);
+	agent_remote(r)->kf_settled = false;
 	r->ops->conn_lost(r);
 }
 
@@ -392,6 +397,60 @@ static bool kf_remote_attached(const char *name)
 	return remote_by_name(name) != NULL;
 }
 
+/*
+ * This boot's files (kboot.c): BOOT is answered (the agent then sends
+ * them), KFILE pieces between BOOT and BOOT_END are the boot's, not
+ * answered, BOOT_END says what was kept.
+ */
+static void agent_kboot(struct conn *c, struct remote *r,
+			const struct hvt_msg *m)
+{
+	struct agent_remote *ar = agent_remote(r);
+	char msg[HVT_PROTO_TEXT_MAX + 1] = "";
+	int ret;
+
+	if (!ar->kb) {
+		ar->kb = calloc(1, sizeof(*ar->kb));
+		if (!ar->kb) {
+			if (m->type != HVT_MSG_KFILE)
+				conn_reply_result(c, m, HVT_MSG_KFORMATS,
+						  -ENOMEM, 0, 0,
+						  "out of memory");
+			return;
+		}
+		ar->kb->cur = -1;
+	}
+	if (m->type == HVT_MSG_KFILE) {
+		bool was = !ar->kb->failed;
+
+		if (kboot_file(ar->kb, &m->u.kfile) && was) {
+			r->proto_errors++;
+			d_log("remote '%s': the guest kernel's files of this "
+			      "boot are refused: %s",
+			      r->name, ar->kb->why);
+		}
+		return;
+	}
+	/* A refused upload: nothing comes, so no tool waits for it. */
+	if (m->u.kformats.op == HVT_KF_BOOT) {
+		ret = kboot_begin(ar->kb, &m->u.kformats);
+		if (ret) {
+			r->proto_errors++;
+			ar->kboot_promised = false;
+			snprintf(msg, sizeof(msg), "%s", ar->kb->why);
+		}
+		conn_reply_result(c, m, HVT_MSG_KFORMATS, ret, 0, 0, "%s", msg);
+		return;
+	}
+	ret = kboot_end(ar->kb, &m->u.kformats, r->info.generation, msg,
+			sizeof(msg));
+	if (ret)
+		ar->kboot_promised = false;
+	d_log("remote '%s': the guest kernel's files of this boot %s: %s",
+	      r->name, ret ? "not kept" : "received", msg);
+	conn_reply_result(c, m, HVT_MSG_KFORMATS, ret, 0, 0, "%s", msg);
+}
+
 static void agent_kformats(struct conn *c, struct remote *r,
 			   const struct hvt_msg *m)
 {
@@ -401,6 +460,13 @@ static void agent_kformats(struct conn *c, struct remote *r,
 	struct kf_upload *kf;
 	int ret;
 
+	if ((m->type == HVT_MSG_KFILE && ar->kb && ar->kb->active) ||
+	    (m->type == HVT_MSG_KFORMATS &&
+	     (m->u.kformats.op == HVT_KF_BOOT ||
+	      m->u.kformats.op == HVT_KF_BOOT_END))) {
+		agent_kboot(c, r, m);
+		return;
+	}
 	/* The upload's state, from the first message of one on. */
 	if (!ar->kf) {
 		ar->kf = malloc(sizeof(*ar->kf));
@@ -450,12 +516,14 @@ static void agent_kformats(struct conn *c, struct remote *r,
 		} else {
 			kf->began_ms = d_now_ms();
 		}
+		ar->kf_settled = ret != 0;
 		conn_reply_result(c, m, HVT_MSG_KFORMATS, ret < 0 ? ret : 0,
 				  ret == 1, 0, "%s", msg);
 		return;
 	}
 	ret = kf_end(kf, &m->u.kformats, dir, sizeof(dir), msg,
 		     sizeof(msg));
+	ar->kf_settled = true;
 	if (!ret)
 		remote_set_kf_dir(r, dir);
 	d_log("remote '%s': guest kernel formats %s: %s (%llu ms after "

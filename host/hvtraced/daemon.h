@@ -87,6 +87,28 @@ struct kf_upload {
 	unsigned int evicted;	/* other remotes' folders BEGIN removed */
 };
 
+/* A rig guest kernel's files of one boot from its agent (kboot.c). */
+enum { KB_CLOCK, KB_CMDLINES, KB_MODSYMS, KB_NR };
+
+struct kboot_file {
+	char *text; /* NUL-terminated; NULL while empty */
+	size_t len;
+	bool have; /* the whole file arrived */
+};
+
+struct kboot {
+	bool active; /* between BOOT and BOOT_END */
+	int failed;  /* -errno of a broken upload, for BOOT_END */
+	char why[256];
+	int cur; /* the file being received, or -1 */
+	uint32_t files;
+	uint64_t bytes;
+	struct kboot_file in[KB_NR];   /* arriving */
+	struct kboot_file done[KB_NR]; /* the last whole upload */
+	bool kept;		       /* done[] holds one */
+	uint64_t generation;	       /* of the area it came with */
+};
+
 /* A tool's change of a guest kernel event, waiting for the agent
  * (kevents.c). */
 struct kev_wait {
@@ -516,6 +538,11 @@ struct agent_remote {
 	struct remote r;
 	struct agent_link agent;	/* agent.c */
 	struct kf_upload *kf;		/* kformats.c; NULL until the first */
+	struct kboot *kb;		/* kboot.c; NULL until the first */
+	bool kboot_promised;		/* the agent's HELLO said it sends
+					 * them (HVT_CAP_AGENT_KBOOT) */
+	bool kf_settled;		/* this connection's formats exchange
+					 * ended (kept, had, or refused) */
 	struct kev_wait *kev;		/* D_KEV_WAITS (kevents.c), NULL until
 					 * the first */
 };
@@ -709,6 +736,19 @@ int kf_begin(struct kf_upload *u, const char *cache, const char *owner,
 int kf_file(struct kf_upload *u, const struct hvt_m_kfile *m);
 int kf_end(struct kf_upload *u, const struct hvt_m_kformats *m, char *dir,
 	   size_t dir_size, char *msg, size_t msgsize);
+
+/* kboot.c: an agent's files of this boot (no daemon state) */
+void kboot_free(struct kboot *kb);
+void kboot_abort(struct kboot *kb);
+int kboot_begin(struct kboot *kb, const struct hvt_m_kformats *m);
+int kboot_file(struct kboot *kb, const struct hvt_m_kfile *m);
+/* 0 with @msg saying what was kept (for the area of @generation). */
+int kboot_end(struct kboot *kb, const struct hvt_m_kformats *m,
+	      uint64_t generation, char *msg, size_t msgsize);
+/* File @which (KB_*) of the area of @generation: 0; -ENOENT (none kept
+ * for it), -ENODATA (the agent had no such file). */
+int kboot_text(const struct kboot *kb, unsigned int which, uint64_t generation,
+	       const char **text, size_t *len);
 
 /* access.c */
 void access_init(void);

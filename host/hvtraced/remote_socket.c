@@ -73,6 +73,8 @@ void agent_remote_release(struct agent_remote *ar)
 		free(ar->kf);
 		ar->kf = NULL;
 	}
+	kboot_free(ar->kb);
+	ar->kb = NULL;
 	free(ar->kev);
 	ar->kev = NULL;
 }

@@ -125,6 +125,38 @@ static char *tool_cpus_text(struct remote *r)
 	return text;
 }
 
+/* A rig guest kernel's file of this boot, as its agent sent it (kboot.c). */
+static void tool_kboot_text(struct conn *c, struct remote *r,
+			    const struct hvt_msg *m)
+{
+	const struct agent_remote *ar = agent_remote_c(r);
+	unsigned int which =
+		m->u.text_req.kind == HVT_TEXT_KBOOT_CLOCK	? KB_CLOCK
+		: m->u.text_req.kind == HVT_TEXT_KBOOT_CMDLINES ? KB_CMDLINES
+								: KB_MODSYMS;
+	const char *text;
+	size_t len;
+	int ret;
+
+	ret = ar ? kboot_text(ar->kb, which, r->info.generation, &text, &len)
+		 : -ENOENT;
+	if (!ret) {
+		send_text(c, m, 0, text, len);
+		return;
+	}
+	if (ret == -ENOENT && ar && ar->kboot_promised && r->conn) {
+		conn_reply_error(c, m->req, m->chan, -EAGAIN,
+				 "the guest's agent has not sent this boot's "
+				 "kernel files yet");
+		return;
+	}
+	conn_reply_error(c, m->req, m->chan, ret,
+			 ret == -ENODATA ? "the guest's agent had no such file"
+			 : ar ? "the guest's agent sends no kernel files of "
+				"its boot (an older agent, or no tracefs)"
+			      : "the remote has no agent");
+}
+
 void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 {
 	char *text = NULL, small[8192];
@@ -165,6 +197,11 @@ void tool_text(struct conn *c, struct remote *r, const struct hvt_msg *m)
 		send_text(c, m, 0, ks, kl);
 		return;
 	}
+	case HVT_TEXT_KBOOT_CLOCK:
+	case HVT_TEXT_KBOOT_CMDLINES:
+	case HVT_TEXT_KBOOT_MODSYMS:
+		tool_kboot_text(c, r, m);
+		return;
 	case HVT_TEXT_BACKLOG:
 		text = tool_backlog_text(r);
 		break;
@@ -465,6 +502,7 @@ void tool_formats(struct conn *c, struct remote *r, const struct hvt_msg *m)
 void tool_kformats_dir(struct conn *c, struct remote *r,
 		       const struct hvt_msg *m)
 {
+	const struct agent_remote *ar = agent_remote_c(r);
 	char text[PATH_MAX + 256];
 	struct hvt_msg a;
 
@@ -475,6 +513,13 @@ void tool_kformats_dir(struct conn *c, struct remote *r,
 	a.chan = m->chan;
 	if (r->kf_dir) {
 		snprintf(text, sizeof(text), "%s", r->kf_dir);
+	} else if (ar && ar->kboot_promised && r->conn && !ar->kf_settled) {
+		/* An agent that offers them each session: worth a wait. */
+		a.u.text.status = -EAGAIN;
+		snprintf(text, sizeof(text),
+			 "remote '%s': its agent's guest kernel formats are "
+			 "on their way",
+			 r->name);
 	} else {
 		a.u.text.status = -ENOENT;
 		snprintf(text, sizeof(text),

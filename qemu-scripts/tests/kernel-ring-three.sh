@@ -15,7 +15,11 @@
 # what the ring held before is behind it), the guest writes N numbered
 # trace_marker lines on CPU 0 (kring_gated).  Each tool has every line
 # exactly once and in order (the recording as trace-cmd report prints
-# it); each says its pages came through hvtraced; hvtraced's log names
+# it); each says its pages came through hvtraced, and its formats too
+# (its agent's upload with this boot's clock, comms and module symbols,
+# which the agent sent hvtraced: the guest's console, where the launcher
+# finds its own dump of them, is out of the way while the tools start);
+# hvtraced's log names
 # the ring or section it read; no tool was refused the section (before,
 # a second tool of a copy-mode guest was: the section's owner was the
 # first) and none opened the RAM file.  Each guest then powers off: the
@@ -90,6 +94,8 @@ three() {
 		--kernel-events ftrace:print --kernel-mode "$mode" --port go \
 		--run "$(kring_gated "$(kring_marks "$N")"); echo hvt-three-done; until head -c 1 /dev/virtio-ports/go | grep -q e; do sleep 0.05; done" \
 		>"$T_TMP/$n.start" 2>&1 || { cat "$T_TMP/$n.start"; fail "hvtrace guest start ($mode) failed"; }
+	# No tool may take the formats from the console: hvtraced has them.
+	mv "$T_TMP/$n.log" "$T_TMP/$n.log.away"
 	mount_view
 	timeout 300 "$HVTRACE" stream "$n" --summary >"$T_TMP/$n.out" 2>"$T_TMP/$n.err" &
 	spid=$!
@@ -103,9 +109,10 @@ three() {
 	wait_line "$T_TMP/mount.log" "'$n': .*through hvtraced" 120 ||
 		fail "$mode: the view did not read the kernel through hvtraced: $(cat "$T_TMP/mount.log")"
 	for f in "$T_TMP/$n.err" "$T_TMP/mount.log" "$T_TMP/$n.rec.err"; do
-		grep -q "'$n': the guest kernel's $what (2 CPUs) .*its pages through hvtraced" "$f" ||
+		grep -q "'$n': the guest kernel's $what (2 CPUs) .*(formats from hvtraced: its agent's, with this boot's clock, comms and module symbols; its pages through hvtraced)" "$f" ||
 			fail "$mode: $f: $(cat "$f")"
 	done
+	mv "$T_TMP/$n.log.away" "$T_TMP/$n.log"
 	# None maps or holds the guest's files: hvtraced reads them.
 	for p in $(pgrep -P "$spid") "$rpid" "$MNT_PID"; do
 		if grep -q "hvtrace-$n" "/proc/$p/maps" ||

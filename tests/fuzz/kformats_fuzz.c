@@ -17,6 +17,11 @@
  * RELEASE@BUILDID of a release kf_release_ok() accepts; the bytes kept
  * stay within KF_MAX_BYTES; and after kf_abort() no staging folder is
  * left.  The cache is emptied after every input.
+ *
+ * KFORMATS BOOT and BOOT_END, and KFILE between them, go to kboot.c, as
+ * hvtraced's agent.c routes them: what a BOOT_END keeps is at most one
+ * text per name, each within its bound and without a NUL byte, served
+ * only for the generation it came with.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -204,9 +209,31 @@ static void rm_tree(const char *dir)
 	rmdir(dir);
 }
 
+/* What kboot keeps: bounded texts without NUL, for its generation only. */
+static void check_kboot(const struct kboot *kb)
+{
+	static const size_t max[KB_NR] = {4096, 1u << 20, 4u << 20};
+	const char *t;
+	size_t len;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < KB_NR; i++) {
+		ret = kboot_text(kb, i, 7, &t, &len);
+		check(ret == 0 || ret == -ENOENT || ret == -ENODATA);
+		if (ret)
+			continue;
+		check(kb->kept && kb->generation == 7);
+		check(len <= max[i] && strlen(t) == len);
+		check(kboot_text(kb, i, 8, &t, &len) == -ENOENT);
+	}
+	check(kb->cur >= -1 && kb->cur < KB_NR);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct kboot kb = {.cur = -1};
 	struct kf_upload u;
 	char dir[PATH_MAX], msg[HVT_PROTO_TEXT_MAX + 1];
 	size_t off = 0;
@@ -260,7 +287,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(copy);
 			continue;
 		}
-		if (type) {
+		if ((type && kb.active) ||
+		    (!type && (m.u.kformats.op == HVT_KF_BOOT ||
+			       m.u.kformats.op == HVT_KF_BOOT_END))) {
+			if (type)
+				kboot_file(&kb, &m.u.kfile);
+			else if (m.u.kformats.op == HVT_KF_BOOT)
+				kboot_begin(&kb, &m.u.kformats);
+			else
+				kboot_end(&kb, &m.u.kformats, 7, msg,
+					  sizeof(msg));
+			check_kboot(&kb);
+		} else if (type) {
 			kf_file(&u, &m.u.kfile);
 		} else if (m.u.kformats.op == HVT_KF_BEGIN) {
 			ret = kf_begin(&u, cache, owner, NULL, &m.u.kformats,
@@ -298,6 +336,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(memchr(msg, '\0', sizeof(msg)) != NULL);
 		free(copy);
 		check_cache(u.active);
+	}
+	kboot_abort(&kb);
+	check(!kb.active);
+	for (unsigned int i = 0; i < KB_NR; i++) {
+		free(kb.in[i].text);
+		free(kb.done[i].text);
 	}
 	kf_abort(&u);
 	check(!u.active && u.dfd < 0 && u.fd < 0);

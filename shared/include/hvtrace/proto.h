@@ -122,10 +122,16 @@ enum hvt_msg_type {
 
 /* KFORMATS ops. */
 enum hvt_kformats_op {
-	HVT_KF_BEGIN = 1,	/* nr_files: files that follow; reply id 1:
-				 * the host has this build already */
-	HVT_KF_END = 2,		/* nr_files, total_bytes: what was sent */
-	HVT_KF_OP_MAX = 2,
+	HVT_KF_BEGIN = 1,    /* nr_files: files that follow; reply id 1:
+			      * the host has this build already */
+	HVT_KF_END = 2,	     /* nr_files, total_bytes: what was sent */
+	HVT_KF_BOOT = 3,     /* nr_files of this boot follow (only to a
+			      * daemon of HVT_CAP_DAEMON_KBOOT):
+			      * trace_clock, saved_cmdlines, kallsyms
+			      * (the modules' lines); kept in memory
+			      * for the session's area, not cached */
+	HVT_KF_BOOT_END = 4, /* nr_files, total_bytes of the BOOT */
+	HVT_KF_OP_MAX = 4,
 };
 
 /* KFILE flags. */
@@ -196,36 +202,48 @@ enum hvt_tracing_op {
 
 /* TEXT: which text (tool request). */
 enum hvt_text_kind {
-	HVT_TEXT_STATUS = 1,	     /* user_events_status */
-	HVT_TEXT_DYNAMIC_EVENTS = 2, /* dynamic_events */
-	HVT_TEXT_CMDLINES = 3,	     /* saved_cmdlines: "PID COMM" */
-	HVT_TEXT_HEADER_PAGE = 4,    /* events/header_page */
-	HVT_TEXT_HEADER_EVENT = 5,   /* events/header_event */
-	HVT_TEXT_INFO = 6,	     /* human-readable remote summary */
-	HVT_TEXT_EVENTS = 7,	     /* every event of the remote, one
-				      * "SYSTEM NAME ID BIT ENABLED" line
-				      * each (BIT -1: no enable bit) */
-	HVT_TEXT_KALLSYMS = 8,	     /* a guest kernel remote's symbols,
-				      * /proc/kallsyms lines */
-	HVT_TEXT_BACKLOG = 9,	     /* what each CPU still holds for its
-				      * reader: one "CPU SUBBUFS" line per
-				      * CPU whose page source can tell
-				      * (an area's); a hint, as shared
-				      * memory says it.  An older daemon
-				      * refuses the kind (an error reply) */
-	HVT_TEXT_CPUS = 10,	     /* what each CPU of the remote is: one
-				      * "CPU KIND SUBBUF_SIZE NR_SUBBUFS"
-				      * line per CPU, KIND "user" (the
-				      * writer's area), "kernel" (a guest
-				      * kernel's ring in its RAM) or
-				      * "kernel-copy" (the kernel's pages
-				      * its agent copies).  A guest kernel
-				      * beside an area has CPUs past the
-				      * REMOTES record's nr_cpus, which
-				      * lists the writer's: subscribed by
-				      * number, never by -1.  An older
-				      * daemon refuses the kind */
-	HVT_TEXT_MAX = 10,
+	HVT_TEXT_STATUS = 1,	      /* user_events_status */
+	HVT_TEXT_DYNAMIC_EVENTS = 2,  /* dynamic_events */
+	HVT_TEXT_CMDLINES = 3,	      /* saved_cmdlines: "PID COMM" */
+	HVT_TEXT_HEADER_PAGE = 4,     /* events/header_page */
+	HVT_TEXT_HEADER_EVENT = 5,    /* events/header_event */
+	HVT_TEXT_INFO = 6,	      /* human-readable remote summary */
+	HVT_TEXT_EVENTS = 7,	      /* every event of the remote, one
+				       * "SYSTEM NAME ID BIT ENABLED" line
+				       * each (BIT -1: no enable bit) */
+	HVT_TEXT_KALLSYMS = 8,	      /* a guest kernel remote's symbols,
+				       * /proc/kallsyms lines */
+	HVT_TEXT_BACKLOG = 9,	      /* what each CPU still holds for its
+				       * reader: one "CPU SUBBUFS" line per
+				       * CPU whose page source can tell
+				       * (an area's); a hint, as shared
+				       * memory says it.  An older daemon
+				       * refuses the kind (an error reply) */
+	HVT_TEXT_CPUS = 10,	      /* what each CPU of the remote is: one
+				       * "CPU KIND SUBBUF_SIZE NR_SUBBUFS"
+				       * line per CPU, KIND "user" (the
+				       * writer's area), "kernel" (a guest
+				       * kernel's ring in its RAM) or
+				       * "kernel-copy" (the kernel's pages
+				       * its agent copies).  A guest kernel
+				       * beside an area has CPUs past the
+				       * REMOTES record's nr_cpus, which
+				       * lists the writer's: subscribed by
+				       * number, never by -1.  An older
+				       * daemon refuses the kind */
+	HVT_TEXT_KBOOT_CLOCK = 11,    /* a rig guest's kernel, this boot
+				       * (its agent sent them: KFORMATS
+				       * BOOT): the ring instance's
+				       * trace_clock, */
+	HVT_TEXT_KBOOT_CMDLINES = 12, /* its saved_cmdlines, */
+	HVT_TEXT_KBOOT_MODSYMS = 13,  /* the /proc/kallsyms lines of its
+				       * modules ("ADDR TYPE NAME\t[MOD]").
+				       * -EAGAIN while the agent said it
+				       * sends them and has not yet,
+				       * -ENOENT when it will not (an older
+				       * agent, no tracefs); an older
+				       * daemon refuses the kinds */
+	HVT_TEXT_MAX = 13,
 };
 
 /* HELLO caps of a tool: it takes REMOTES records of state
@@ -241,6 +259,11 @@ enum hvt_text_kind {
  * sent HVT_REMOTE_DISCONNECTED, as before) and HVT_REMOTE_BOOTING (sent
  * HVT_REMOTE_WAITING). */
 #define HVT_CAP_TOOL_RIG_STATES	(1u << 2)
+/* HELLO caps of the daemon to an agent: it takes KFORMATS BOOT. */
+#define HVT_CAP_DAEMON_KBOOT (1u << 16)
+/* HELLO caps of an agent: it sends this boot's kernel files (KFORMATS
+ * BOOT) at the start of each session with a daemon that takes them. */
+#define HVT_CAP_AGENT_KBOOT (1u << 17)
 
 /* Remote states (REMOTES records). */
 enum hvt_remote_state {
