@@ -17,15 +17,15 @@
  * saved_cmdlines and module symbols come beside it from the agent's
  * files of this boot that hvtraced keeps (TEXT KBOOT_*; ck_boot_files()),
  * all in a private folder that lives as long as the ring is read.  Only
- * with an agent or an hvtraced older than those texts do they come from
- * the guest's console: the guest printed them at boot, and the rig's
- * launcher unpacks them (hvtrace-guest kformats NAME DIR) into that
- * folder, the agent's upload over them (hvt_cli_kformats_overlay()).  The ring
- * joins the remote's user events only when its trace clock is mono, the clock
- * of the guest's agent, so that both go through hvtraced's model of that clock
- * (sent ahead of the remote's pages as CLOCK, applied by the reader); otherwise
- * it is left out and stderr says why.  In agent copy mode the formats and the
- * clock rule are the same.
+ * with an older agent or hvtraced do they come from the guest's console:
+ * the guest printed them at boot, and the rig's launcher unpacks them
+ * (hvtrace-guest kformats NAME DIR) into that folder, the agent's upload
+ * over them (hvt_cli_kformats_overlay()).  The ring joins the remote's
+ * user events only when its trace clock is mono, the clock of the
+ * guest's agent, so that both go through hvtraced's model of that clock
+ * (sent ahead of the remote's pages as CLOCK, applied by the reader);
+ * otherwise it is left out and stderr says why.  In agent copy mode the
+ * formats and the clock rule are the same.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -277,22 +277,19 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 	what = where == 2 ? "pages" : "ring";
 	have_agent =
 		!ck_agent_get(dc, remote, 0, NULL, NULL, agent, sizeof(agent));
-	/* This boot's dump from the console: its trace clock and comms are
-	 * the boot's own, which the cache (per kernel build) cannot say. */
+	/* The cache's formats are a kernel build's; its trace clock, comms
+	 * and modules are this boot's: hvtraced has them from the agent. */
 	rc = hvt_cli_kformats_tmp(formats, size);
-	if (rc)
-		return hvt_cli_error(verb,
-				     "cannot make a folder for the "
-				     "guest kernel's formats in %s: %s",
-				     ck_tmpdir(), strerror(-rc));
-	if (have_agent && !ck_boot_files(dc, remote, agent, formats)) {
+	if (!rc && have_agent && !ck_boot_files(dc, remote, agent, formats)) {
 		from = "hvtraced: its agent's, with this boot's clock, comms "
 		       "and module symbols";
 		goto clock;
 	}
-	/* An older agent or hvtraced: the console's dump, by the launcher. */
+	/* An older agent or hvtraced: the console's dump, by the launcher,
+	 * in a folder of its own. */
 	hvt_cli_kformats_tmp_rm(formats);
-	rc = hvt_cli_kformats_tmp(formats, size);
+	if (!rc)
+		rc = hvt_cli_kformats_tmp(formats, size);
 	if (rc)
 		return hvt_cli_error(verb,
 				     "cannot make a folder for the "

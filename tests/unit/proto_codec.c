@@ -627,7 +627,7 @@ static void check_payload_errors(void)
 	REFUSE_ENC(HVT_MSG_KEVENT, 0, m.u.arg.s = S(":sched_waking"));
 	REFUSE_ENC(HVT_MSG_KEVENT, 0, m.u.arg.s = S("a:b:c"));
 	REFUSE_ENC(HVT_MSG_KEVENT, 0, m.u.arg.arg = 2);
-	REFUSE_ENC(HVT_MSG_KFORMATS, 0, m.u.kformats.op = 3);
+	REFUSE_ENC(HVT_MSG_KFORMATS, 0, m.u.kformats.op = HVT_KF_OP_MAX + 1);
 	REFUSE_ENC(HVT_MSG_KFORMATS, 0, m.u.kformats.build_id = S("0A"));
 	REFUSE_ENC(HVT_MSG_KFORMATS, 0, m.u.kformats.build_id = S("abc"));
 	REFUSE_ENC(HVT_MSG_KFORMATS, 0, m.u.kformats.release.len = 0);
