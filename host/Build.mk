@@ -77,8 +77,9 @@ $(LIBHVT_CORE): $(CORE_OBJS)
 # among it) declares no visibility: default, limited by the map.
 $(eval $(call host-lib,LIBHVT_DAEMON,hvtrace-daemon,proto,-fvisibility=default,\
 	$(LIBHVTCORE) $(LIBHVTUTIL) $(objtree)/lib/libhvtrace.so.1 -pthread))
-# It opens a guest's RAM file and area by name with common/'s owner check
-# (hvt_util_open_owned()): the archive carries common/ too.
+# It reads a guest's formats folder for an attach with common/'s format
+# set reader (hvt_util_kfset_read(), dvmpid.c): the archive carries
+# common/ too.
 $(LIBHVT_DAEMON): $(UTIL_OBJS)
 $(eval $(call host-lib,LIBHVT_TRACEDAT,hvtrace-tracedat,tracedat,,\
 	$(LIBHVTCORE) $(LIBHVTUTIL) $(objtree)/lib/libhvtrace-daemon.so.1 \

@@ -72,11 +72,10 @@ bool hvt_cli_ring_clock_mono(const char *dir, char *clock, size_t len);
  * (daemon_kring.c): its formats -- the folder hvtraced keeps from the
  * guest's agent, else unpacked from the guest's console into a private
  * folder; either way its path is in @formats (@size: PATH_MAX) -- and the
- * ring: the pages hvtraced serves (hvtrace_daemon_kring_open_served()),
- * else the guest's files (hvtrace_daemon_kring_open()).  Returns 0 with
- * *@out NULL when the remote has none or it cannot join (a note on stderr
- * says why), 0 with *@out set, or an exit code.  hvt_cli_kring_close() removes
- * a private folder, never hvtraced's cache.
+ * ring: the pages hvtraced serves (hvtrace_daemon_kring_open_served()).
+ * Returns 0 with *@out NULL when hvtraced serves none or it cannot join (a
+ * note on stderr says why), 0 with *@out set, or an exit code.
+ * hvt_cli_kring_close() removes a private folder, never hvtraced's cache.
  */
 struct hvtrace_daemon;
 struct hvtrace_daemon_kring;
@@ -113,9 +112,9 @@ struct hvtrace_decoder;
 struct hvtrace_kring;
 void hvt_cli_kring_ksyms(const char *verb, struct hvtrace_decoder *dec,
 			 struct hvtrace_kring *k);
-/* The same for the guest kernel ring @kr of remote @remote on @dc: where
- * hvtraced serves its pages from guest RAM, the symbols it read there
- * (TEXT KALLSYMS). */
+/* The same for the guest kernel ring @kr of remote @remote on @dc: the
+ * symbols hvtraced read in guest RAM (TEXT KALLSYMS); in kernel copy mode
+ * there are none, and the note says so. */
 void hvt_cli_kring_names(const char *verb, struct hvtrace_daemon *dc,
 			 uint32_t remote, struct hvtrace_daemon_kring *kr);
 /* record -q: hvt_cli_kring_open() leaves out its informational line (the

@@ -9,8 +9,8 @@
  * itself and serves them beside the guest's own CPUs
  * (hvtrace_daemon_kring_served(), hvtrace_daemon_kring_open_served()), so
  * that the verbs of one guest read the same pages at once and none opens
- * its files; only with an hvtraced that does not serve them do the
- * verbs read the RAM file or the section (hvtrace_daemon_kring_open()).
+ * its files; with an hvtraced that does not serve them the verbs read the
+ * guest's user events alone.
  * Its formats come from hvtraced: what the guest's agent sent, in its
  * formats cache, whose folder it names (hvtrace_daemon_kformats_dir());
  * the cache is per kernel build, so this boot's trace_clock,
@@ -250,22 +250,20 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 		       uint32_t remote, const char *name, char *formats,
 		       size_t size, struct hvtrace_daemon_kring **out)
 {
-	char ram[PATH_MAX], launcher[PATH_MAX], *argv[5], *text = NULL;
+	char launcher[PATH_MAX], *argv[5], *text = NULL;
 	char clock[64], agent[PATH_MAX];
 	const char *from = "its console";
 	const char *what;
 	bool have_agent;
-	int rc, where, served;
+	int rc, where;
 
 	*out = NULL;
 	formats[0] = '\0';
-	/* hvtraced reads the pages itself where it can: every tool of the
-	 * guest then reads the same pages, and none opens its files. */
-	served = hvtrace_daemon_kring_served(dc, remote);
-	where = served > 0 ? served
-			   : hvtrace_daemon_kring_path(name, ram, sizeof(ram));
+	/* hvtraced reads the pages itself: every tool of the guest reads
+	 * the same pages, and none opens its files. */
+	where = hvtrace_daemon_kring_served(dc, remote);
 	if (where < 0) {
-		/* A file no trusted user owns (or unreadable): said. */
+		/* A description of its CPUs this library cannot read. */
 		fprintf(stderr,
 			"hvtrace %s: note: the guest kernel's ring of '%s' is "
 			"left out: %s\n",
@@ -273,7 +271,7 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 		return 0;
 	}
 	if (!where)
-		return 0; /* no kernel ring: user events only */
+		return 0; /* none served: user events only */
 	what = where == 2 ? "pages" : "ring";
 	have_agent =
 		!ck_agent_get(dc, remote, 0, NULL, NULL, agent, sizeof(agent));
@@ -336,9 +334,7 @@ clock:
 		goto none;
 	}
 open:
-	if (served > 0
-		    ? hvtrace_daemon_kring_open_served(dc, remote, formats, out)
-		    : hvtrace_daemon_kring_open(name, formats, out)) {
+	if (hvtrace_daemon_kring_open_served(dc, remote, formats, out)) {
 		fprintf(stderr,
 			"hvtrace %s: note: the guest kernel's %s of '%s' "
 			"is left out: %s\n",
@@ -346,11 +342,11 @@ open:
 		goto none;
 	}
 	if (!*out)
-		goto none; /* the RAM file went away */
+		goto none; /* hvtraced serves them no more */
 	if (!hvt_cli_kring_quiet)
 		fprintf(stderr,
 			"hvtrace %s: '%s': the guest kernel's %s (%u CPUs) "
-			"%s (formats from %s%s)\n",
+			"%s (formats from %s; its pages through hvtraced)\n",
 			verb, name,
 			hvtrace_daemon_kring_copied(*out)
 				? "pages, copied by its agent (kernel copy "
@@ -361,7 +357,7 @@ open:
 					     "the guest's clock"
 					   : "beside its user events, on the "
 					     "host's clock",
-			from, served > 0 ? "; its pages through hvtraced" : "");
+			from);
 	return 0;
 none:
 	hvt_cli_kformats_tmp_rm(formats);
@@ -397,11 +393,12 @@ void hvt_cli_kring_names(const char *verb, struct hvtrace_daemon *dc,
 {
 	struct hvtrace_decoder *dec = hvtrace_daemon_kring_decoder(kr);
 
-	if (hvtrace_daemon_kring_ring(kr) || hvtrace_daemon_kring_copied(kr)) {
-		hvt_cli_kring_ksyms(verb, dec, hvtrace_daemon_kring_ring(kr));
+	/* Copy mode: no guest RAM to read them from (the note says so). */
+	if (hvtrace_daemon_kring_copied(kr)) {
+		hvt_cli_kring_ksyms(verb, dec, NULL);
 		return;
 	}
-	/* Served from guest RAM: hvtraced read the symbols there. */
+	/* Ring mode: hvtraced read the symbols in guest RAM. */
 	if (hvtrace_daemon_ksyms_load(dc, remote, dec))
 		fprintf(stderr,
 			"hvtrace %s: note: the guest kernel's function names "

@@ -727,15 +727,6 @@ static int rs_check(struct rs *s)
 			s->rec.name);
 		return 1;
 	}
-	/* Kernel copy mode: the agent copied its last page and left. */
-	if (s->kr && hvtrace_daemon_kring_finished(s->kr)) {
-		fprintf(stderr,
-			"hvtrace stream: the agent of '%s' stopped "
-			"copying the guest kernel's pages; reading to the "
-			"end\n",
-			s->rec.name);
-		return 1;
-	}
 	return 0;
 }
 

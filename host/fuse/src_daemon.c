@@ -23,13 +23,14 @@
  * end of file); the thread reconnects every second.
  *
  * A guest remote whose agent stamps the guest's CLOCK_MONOTONIC may have
- * its kernel's own ring in guest RAM (a rig guest started with
- * --kernel-events).  The mount's kring_open() callback is asked for it
+ * its kernel's own pages served beside its CPUs (a rig guest started with
+ * --kernel-events: hvtraced reads its ring in guest RAM or the pages its
+ * agent copies).  The mount's kring_open() callback is asked for them
  * once per run of the remote's writer, when its agent session is up (the
  * guest printed its formats before it started the agent), however early
  * the remote appeared; a remote whose formats were missing then stays
  * without its kernel's events until its next run or until it comes back.
- * The same thread reads the ring's validated sub-buffers at every turn
+ * The same thread reads those CPUs as rings on its feed at every turn
  * (at least every 100 ms) and on every drain, checks each record against
  * the guest's formats (kmap.c) and queues them beside the agent's, their
  * times through the same clock model (both are the guest's mono clock).
@@ -475,15 +476,12 @@ static void fzd_kring_open(struct fz_daemon *d, struct fz_dremote *x,
 	else
 		ret = hvtrace_decoder_new_kernel(x->kformats, &dec);
 	if (!ret) {
-		/* Function names from the guest's RAM (never the host's),
-		 * once per open; none: the addresses stay in hex. */
-		struct hvtrace_kring *k = hvtrace_daemon_kring_ring(x->kr);
+		/* Function names from the guest's RAM (never the host's) as
+		 * hvtraced read them there, once per open; none (copy
+		 * mode: no guest RAM): the addresses stay in hex. */
 		int named = 0;
 
-		if (k) {
-			named = hvtrace_decoder_ksyms_from_kring(dec, k, NULL);
-		} else if (!hvtrace_daemon_kring_copied(x->kr)) {
-			/* Served from guest RAM: what hvtraced read there. */
+		if (!hvtrace_daemon_kring_copied(x->kr)) {
 			pthread_mutex_lock(&d->ctl_lock);
 			named = hvtrace_daemon_ksyms_load(d->ctl, x->id, dec);
 			pthread_mutex_unlock(&d->ctl_lock);

@@ -572,37 +572,15 @@ HVTRACE_API bool hvtrace_daemon_name_is_remote(const char *arg);
 
 /* --- The guest kernel's ring of a remote ----------------------------- */
 
+/*
+ * A rig guest started with --kernel-events leaves its kernel's ftrace pages
+ * where hvtraced reads them (its ring in guest RAM, or in agent copy mode
+ * the kernel section its agent copies them into); hvtraced serves them
+ * beside the remote's own CPUs.  These functions read them from there: no
+ * tool opens the guest's files.
+ */
 struct hvtrace_daemon_kring;
-struct hvtrace_kring;
 
-/**
- * hvtrace_daemon_kring_path - where the guest kernel's pages of the rig
- * guest @name are, into @buf: its trace area ($HVT_SHM_DIR/hvtrace-NAME,
- * default /dev/shm) when the area's header names a kernel section (agent
- * copy mode), else its RAM file (hvtrace-NAME.ram)
- *
- * Both names lie in a folder anyone may write, so a file is taken only
- * when it is a regular file of root or the calling user, not writable by
- * every user (no symbolic link); hvtrace_daemon_kring_open() opens it
- * with the same check.
- *
- * Return: 2 for a kernel section, 1 when the RAM file exists, 0 for
- * neither, -ENAMETOOLONG, -EPERM or -ELOOP (a file another user may have
- * planted: hvtrace_last_error() names it and its owner).
- */
-HVTRACE_API int hvtrace_daemon_kring_path(const char *name, char *buf,
-					  size_t size);
-/**
- * hvtrace_daemon_kring_open - the guest kernel's own ring of remote @name,
- * read from its RAM file, or in agent copy mode from the kernel section of
- * its trace area (opened as its owner), and a decoder of @formats (a
- * folder of the guest's formats laid out like tracefs)
- *
- * Return: 0 with *@out set; 0 with *@out NULL when the remote has neither
- * (no kernel ring); a negative errno of hvtrace_kring_open(),
- * hvtrace_area_open() or hvtrace_decoder_new_kernel()
- * (hvtrace_last_error() says why).
- */
 /**
  * hvtrace_daemon_kformats_dir - where hvtraced keeps the guest kernel's
  * formats that remote @remote's agent sent (a folder laid out like
@@ -614,9 +592,6 @@ HVTRACE_API int hvtrace_daemon_kring_path(const char *name, char *buf,
 HVTRACE_API int hvtrace_daemon_kformats_dir(struct hvtrace_daemon *dc,
 					    uint32_t remote, char *buf,
 					    size_t size);
-HVTRACE_API int hvtrace_daemon_kring_open(const char *name,
-					  const char *formats,
-					  struct hvtrace_daemon_kring **out);
 /**
  * hvtrace_daemon_kring_served - whether hvtraced reads the guest kernel's
  * pages of remote @remote itself and serves them beside the remote's own
@@ -630,9 +605,9 @@ HVTRACE_API int hvtrace_daemon_kring_served(struct hvtrace_daemon *dc,
 					    uint32_t remote);
 /**
  * hvtrace_daemon_kring_open_served - the guest kernel's pages of remote
- * @remote as hvtraced serves them, and a decoder of @formats (as
- * hvtrace_daemon_kring_open()); each CPU is read with
- * hvtrace_daemon_kring_ring_open() and a feed, not by page
+ * @remote as hvtraced serves them, and a decoder of @formats (a folder of
+ * the guest's formats laid out like tracefs); each CPU is read with
+ * hvtrace_daemon_kring_ring_open() and a feed
  *
  * Return: 0 with *@out set; 0 with *@out NULL when hvtraced serves none;
  * or a negative errno (hvtrace_last_error() says why).
@@ -648,55 +623,31 @@ HVTRACE_API uint32_t
 hvtrace_daemon_kring_subbuf_size(const struct hvtrace_daemon_kring *r);
 HVTRACE_API struct hvtrace_decoder *
 hvtrace_daemon_kring_decoder(const struct hvtrace_daemon_kring *r);
-/** hvtrace_daemon_kring_ring - the ring itself, for hvtrace_kring_get_stats()
- * (NULL in agent copy mode) */
-HVTRACE_API struct hvtrace_kring *
-hvtrace_daemon_kring_ring(const struct hvtrace_daemon_kring *r);
-/** hvtrace_daemon_kring_copied - whether the pages come from the agent's
- * copy (the trace area's kernel section) rather than guest RAM */
+/** hvtrace_daemon_kring_copied - whether the pages are the agent's copy
+ * (the trace area's kernel section) rather than the ring in guest RAM */
 HVTRACE_API bool
 hvtrace_daemon_kring_copied(const struct hvtrace_daemon_kring *r);
-/**
- * hvtrace_daemon_kring_finished - in agent copy mode, whether the agent has
- * copied its last page and said so (the section's writer state is
- * stopped): every page it copied can be read now, so a reader may drain
- * and end.  Always false for a ring in guest RAM.
- */
-HVTRACE_API bool
-hvtrace_daemon_kring_finished(const struct hvtrace_daemon_kring *r);
-/**
- * hvtrace_daemon_kring_read_page - the next validated sub-buffer of guest CPU
- * @cpu (timestamps in the guest's trace clock), valid until the next call
- *
- * Return: 1 with *@page and *@len set, 0 when nothing new is committed, or a
- * negative errno of hvtrace_kring_read_page() (-EINVAL: no such CPU).
- */
-HVTRACE_API int hvtrace_daemon_kring_read_page(struct hvtrace_daemon_kring *r,
-					       uint32_t cpu,
-					       const uint8_t **page,
-					       uint32_t *len);
 /**
  * hvtrace_daemon_kring_ring_open - guest CPU @cpu of @r as a ring of the
  * core (hvtrace_ring_open_source()), so that the cursor, hvtrace_merge and
  * the text of an area read it beside the remote's own CPUs
- * @r:      the guest kernel's ring (must outlive the new ring)
+ * @r:      the guest kernel's pages (must outlive the new ring)
  * @cpu:    the guest CPU
- * @f:      the feed whose clock model of @remote puts the guest's trace
- *          clock (its CLOCK_MONOTONIC: the caller checks the formats'
- *          trace_clock) on the host's; NULL: records keep the guest's own
- *          times (host_ns == ts).  A ring hvtraced serves
- *          (hvtrace_daemon_kring_open_served()) comes on @f: the CPU is
- *          hvtrace_daemon_ring_open()'s, @f is required
+ * @f:      the feed the pages come on (hvtraced's CPU of @remote after its
+ *          own, as hvtrace_daemon_ring_open() reads those), whose clock
+ *          model of @remote puts the guest's trace clock (its
+ *          CLOCK_MONOTONIC: the caller checks the formats' trace_clock) on
+ *          the host's; must outlive the new ring
  * @remote: the remote whose guest this is
  * @out:    the new handle (hvtrace_ring_close() frees it)
  *
- * Each get-reader takes the CPU's next validated sub-buffer
- * (hvtrace_daemon_kring_read_page()); its events continue the reader page
- * when they continue the same guest sub-buffer.  Pages the guest
- * overwrote before they were read are the next record's lost_before
- * (HVTRACE_LOST_UNKNOWN: the guest's ring keeps no count).
+ * Losses are the next record's lost_before: those the page marks (pages
+ * the guest overwrote before hvtraced read them, HVTRACE_LOST_UNKNOWN: the
+ * guest's ring keeps no count; in copy mode the events the agent and the
+ * kernel counted as missed) and those hvtraced dropped for this reader.
  *
- * Return: 0, -EINVAL (no such CPU), -ENOMEM, or an error of the feed.
+ * Return: 0, -EINVAL (a NULL argument, no such CPU), -ENOMEM, or an error
+ * of the feed.
  */
 HVTRACE_API int hvtrace_daemon_kring_ring_open(struct hvtrace_daemon_kring *r,
 					       int cpu,

@@ -119,10 +119,10 @@ struct hvtrace_daemon_kring;
  * ring of a remote beside its user events
  * @r:       recording (before _start()), with @remote added
  * @remote:  the remote's name (or its buffer name)
- * @ring:    its guest kernel's ring (hvtrace_daemon_kring_open(), or
- *           hvtrace_daemon_kring_open_served(): the pages hvtraced reads,
- *           in ring or copy mode, on the recording's feed); the caller's:
- *           keep it open until the recording is finished
+ * @ring:    its guest kernel's ring (hvtrace_daemon_kring_open_served():
+ *           the pages hvtraced reads, in ring or copy mode, on the
+ *           recording's feed); the caller's: keep it open until the
+ *           recording is finished
  * @formats: the guest kernel's formats, a folder laid out like its tracefs
  *           (the one @ring was opened with)
  *
@@ -132,9 +132,8 @@ struct hvtrace_daemon_kring;
  * host's clock with the daemon's model of the guest, as the remote's user
  * events do.  Event ids are given file ids at first sight (kept when
  * free, else renumbered below 0x8000, records rewritten); records
- * committed before _start() are skipped (of pages hvtraced serves:
- * those whose host time lies before the start by more than the clock
- * model's error bound).
+ * committed before _start() are skipped (those whose host time lies
+ * before the start by more than the clock model's error bound).
  *
  * Return: the source index (>= 0) or a negative errno.
  */

@@ -65,7 +65,6 @@ struct hvt_tdat_kernel {
 	unsigned int nr_ev;
 	uint64_t ids[65536 / 64];
 	struct hvtrace_kring *kring; /* a guest kernel's ring, or NULL */
-	bool kring_borrowed;	     /* the caller's: not closed here */
 	bool guest;		     /* a guest kernel's (kring or rings) */
 	/* a guest kernel's CPUs as the caller's rings (kring NULL) */
 	int (*ring_open)(void *arg, int cpu, struct hvtrace_ring **out);
@@ -269,7 +268,7 @@ static int kn_open_guest(struct hvt_tdat_kernel *k,
 			       "'hvtrace-guest kformats NAME DIR')",
 			       o->guest_formats);
 	k->guest = true;
-	if (o->guest_rings && !o->guest_rings->kring) {
+	if (o->guest_rings) {
 		const struct hvt_tdat_guest_rings *g = o->guest_rings;
 
 		if (!g->open || !g->nr_cpus || !g->subbuf_size)
@@ -282,15 +281,10 @@ static int kn_open_guest(struct hvt_tdat_kernel *k,
 		info.subbuf_size = g->subbuf_size;
 		goto geometry;
 	}
-	if (o->guest_rings) {
-		k->kring = o->guest_rings->kring;
-		k->kring_borrowed = true;
-		ret = 0;
-	} else if (o->guest_ram) {
+	if (o->guest_ram)
 		ret = hvtrace_kring_open(o->guest_ram, 0, &k->kring);
-	} else {
+	else
 		ret = hvtrace_kring_open_pid(o->guest_pid, &k->kring);
-	}
 	if (ret)
 		return ret;
 	ret = hvtrace_kring_get_info(k->kring, &info);
@@ -691,8 +685,7 @@ void hvt_tdat_kernel_close(struct hvt_tdat_kernel *k)
 	free(k->ring);
 	free(k->consume);
 	k->ring = NULL;
-	if (!k->kring_borrowed)
-		hvtrace_kring_close(k->kring);
+	hvtrace_kring_close(k->kring);
 	kn_restore(k); /* a guest's: nothing was changed, nothing written */
 	if (k->created && rmdir(k->dir) && errno != ENOENT)
 		fprintf(stderr,

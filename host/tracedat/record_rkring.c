@@ -4,14 +4,14 @@
  * the remote set (record_remote.c) beside the remote's user events.
  *
  * A rig guest started with --kernel-events leaves its kernel's pages where
- * hvtraced reads them (its RAM file, or its area's kernel section); the
- * caller opens them (hvtrace_daemon_kring_open_served(), or
- * hvtrace_daemon_kring_open() where hvtraced does not serve them, with a
- * folder of the guest's formats) and hands them over with
+ * hvtraced reads them (its RAM file, or its area's kernel section) and
+ * serves them beside the remote's own CPUs; the caller opens them as
+ * served (hvtrace_daemon_kring_open_served(), with a folder of the guest's
+ * formats) and hands them over with
  * hvtrace_tracedat_record_add_remote_kring().  They are read through the
- * kernel source of kernel.c (its guest mode: the caller's ring in guest
- * RAM borrowed, or one ring per CPU on the remote set's feed,
- * rk_ring_open()), records go into the remote set's batch, and so:
+ * kernel source of kernel.c (its guest mode: one ring per CPU on the
+ * remote set's feed, rk_ring_open()), records go into the remote set's
+ * batch, and so:
  *
  *   - one buffer of its own, "NAME-kernel", with the guest's CPUs: guest
  *     CPU numbers never mix with the host's or the agent's;
@@ -35,8 +35,8 @@
  *
  * Or the ring goes in a file of its own, the guest file of a host/guest
  * pair as trace-cmd record -A writes one (..._add_remote_kring_pair()):
- * a recording of the ring alone (record.c's guest kernel recording, the
- * ring borrowed: its formats, kallsyms and comms are the guest's, its
+ * a recording of the ring alone (record.c's guest kernel recording of the
+ * same rings: its formats, kallsyms and comms are the guest's, its
  * times the guest's own), started, polled, drained and finished with the
  * remote set.  The two files are tied the trace-cmd way:
  *
@@ -88,13 +88,12 @@ struct dr_kring {
 	struct hvtrace_decoder *dec;
 	bool cmdlines_loaded;	    /* saved_cmdlines in @dec */
 	uint64_t host_named;	    /* guest pids a host event had named */
-	/* its CPUs: the caller's ring in guest RAM, or the rings of the
-	 * pages hvtraced serves (rk_ring_open()) */
+	/* its CPUs: the rings of the pages hvtraced serves (rk_ring_open()) */
 	struct hvt_tdat_guest_rings g;
 	struct hvt_tdat_rset *set;
 	struct hvtrace_daemon_kring *dk; /* the caller's */
-	char *ksyms;			 /* served: hvtraced's KALLSYMS */
-	uint64_t t0; /* served: host time the recording started */
+	char *ksyms;			 /* hvtraced's KALLSYMS, or NULL */
+	uint64_t t0;			 /* host time the recording started */
 	struct hvtrace_kring_stats *base; /* per CPU, once started */
 	struct hvtrace_tracedat_source_stats st;
 	/* The guest file of a pair (NULL: the buffer NAME-kernel): the
@@ -133,8 +132,8 @@ void hvt_rk_free(struct dr_kring *k)
 	free(k);
 }
 
-/* A served guest CPU as a ring of the remote set's feed: the kernel's own
- * timestamps (the batch converts them, as for a ring in guest RAM). */
+/* A guest CPU as a ring of the remote set's feed: the kernel's own
+ * timestamps (the batch converts them). */
 static int rk_ring_open(void *arg, int cpu, struct hvtrace_ring **out)
 {
 	struct dr_kring *k = arg;
@@ -234,11 +233,10 @@ int hvt_rk_put(struct hvt_tdat_rset *r, struct dr_cpu *c, uint64_t ts,
 	uint16_t id, fid;
 	int ret;
 
-	/* Served pages start where hvtraced's reader of the ring stands,
-	 * not at this recording's start: what the guest wrote before is
-	 * not this recording's (a ring in guest RAM skips it at start).
-	 * Only what lies before the start by more than the clock model's
-	 * error bound goes: nothing written after it. */
+	/* The pages start where hvtraced's reader of the ring stands, not
+	 * at this recording's start: what the guest wrote before is not
+	 * this recording's.  Only what lies before the start by more than
+	 * the clock model's error bound goes: nothing written after it. */
 	if (k->t0 && k->st.sync_err_ns < k->t0 &&
 	    ts < k->t0 - k->st.sync_err_ns) {
 		/* counted as the CPU's entries before the recording */
@@ -673,8 +671,7 @@ int hvt_rk_start(struct hvt_tdat_rset *r)
 			/* The CPU statistics count from here. */
 			hvt_tdat_kernel_guest_stats(kn, c, &k->base[c]);
 		}
-		if (!k->g.kring)
-			k->t0 = hvt_host_now_ns();
+		k->t0 = hvt_host_now_ns();
 	}
 	return 0;
 }
@@ -875,6 +872,7 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 	struct dr_src *s = NULL;
 	struct dr_kring *k;
 	unsigned int i;
+	size_t len;
 	uint32_t c;
 	int ret;
 
@@ -909,24 +907,19 @@ int hvt_tdat_rremote_add_kring(struct hvtrace_tracedat_record *rec,
 	k->s = s;
 	k->set = r;
 	k->dk = ring;
-	k->g.kring = hvtrace_daemon_kring_ring(ring);
-	if (!k->g.kring) {
-		/* Served by hvtraced: its CPUs on the set's feed, its
-		 * symbols as hvtraced read them from guest RAM. */
-		size_t len;
-
-		k->g.open = rk_ring_open;
-		k->g.arg = k;
-		k->g.nr_cpus = hvtrace_daemon_kring_cpus(ring);
-		k->g.subbuf_size = hvtrace_daemon_kring_subbuf_size(ring);
-		if (!hvtrace_daemon_kring_copied(ring) &&
-		    hvtrace_daemon_get_text(r->dc, s->rec.id, HVT_TEXT_KALLSYMS,
-					    &k->ksyms, &len)) {
-			k->ksyms = NULL;
-		} else if (k->ksyms) {
-			k->g.ksyms_text = k->ksyms;
-			k->g.ksyms_len = len;
-		}
+	/* Its CPUs on the set's feed, its symbols as hvtraced read them
+	 * from guest RAM (none in copy mode). */
+	k->g.open = rk_ring_open;
+	k->g.arg = k;
+	k->g.nr_cpus = hvtrace_daemon_kring_cpus(ring);
+	k->g.subbuf_size = hvtrace_daemon_kring_subbuf_size(ring);
+	if (!hvtrace_daemon_kring_copied(ring) &&
+	    hvtrace_daemon_get_text(r->dc, s->rec.id, HVT_TEXT_KALLSYMS,
+				    &k->ksyms, &len)) {
+		k->ksyms = NULL;
+	} else if (k->ksyms) {
+		k->g.ksyms_text = k->ksyms;
+		k->g.ksyms_len = len;
 	}
 	ko.guest_rings = &k->g;
 	ret = hvt_tdat_kernel_open(&ko, &k->k);

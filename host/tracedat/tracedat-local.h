@@ -144,19 +144,18 @@ HVT_INTERNAL bool hvt_tdat_pattern_match(const char *pat, const char *sys,
 struct hvt_tdat_kernel;
 
 /*
- * Where a guest kernel's CPUs come from, for a recording of them: its ring
- * in guest RAM (@kring, the caller's), or rings opened per CPU by @open
- * (@arg; @nr_cpus CPUs, sub-buffers of @subbuf_size bytes): the pages
- * hvtraced serves (hvtrace_daemon_kring_ring_open()).  Either way the
- * records carry the kernel's own timestamps (struct hvt_tdat_krec).
+ * Where a guest kernel's CPUs come from, for a recording of them: rings
+ * opened per CPU by @open (@arg; @nr_cpus CPUs, sub-buffers of
+ * @subbuf_size bytes), the pages hvtraced serves
+ * (hvtrace_daemon_kring_ring_open()).  The records carry the kernel's own
+ * timestamps (struct hvt_tdat_krec).
  */
 struct hvt_tdat_guest_rings {
-	struct hvtrace_kring *kring;
 	int (*open)(void *arg, int cpu, struct hvtrace_ring **out);
 	void *arg;
 	uint32_t nr_cpus;
 	uint32_t subbuf_size;
-	/* with @open: the kernel's symbols as kallsyms text, or NULL */
+	/* the kernel's symbols as kallsyms text, or NULL */
 	const char *ksyms_text;
 	size_t ksyms_len;
 };
