@@ -135,6 +135,7 @@ struct HVT_CACHELINE_ALIGNED hvt_rd_cpu {
 
 	uint32_t seq;		/* sub-buffer being read */
 	uint32_t last_start_seq;	/* last page whose start was accounted */
+	uint32_t oldest_hint;	/* oldest page the counters last found */
 	uint32_t pos;		/* data bytes of it already returned */
 	uint64_t pos_ts;	/* running timestamp at pos */
 	bool started;		/* tally set from seq's descriptor */

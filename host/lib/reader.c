@@ -492,6 +492,30 @@ HVTRACE_API int hvtrace_cpu_read_page(struct hvtrace_area *a, int cpu,
 	return hvt_cpu_read_page_indexed(a, cpu, page, size, info, NULL);
 }
 
+/*
+ * rd_oldest() for the counters, which ring buffer readers ask for with
+ * every page: it walks the ring from its far end, most of it for a ring
+ * filled from its start.  The oldest page only moves forward (pages are
+ * reused oldest first), so the walk starts at the last answer when that
+ * page or a newer one is the oldest now (the page before it is gone), and
+ * from the far end otherwise (a restarted writer, a hostile meta): each
+ * descriptor is then passed over about once.
+ */
+static uint32_t rd_stats_oldest(struct hvt_rd_cpu *c, uint32_t tail)
+{
+	uint32_t far = tail - (c->nr_subbufs - 1), s = c->oldest_hint;
+	uint64_t eb, lb;
+
+	if ((int32_t)(s - far) < 0 || (int32_t)(s - tail) > 0 ||
+	    (s != far && rd_read_desc(c, s - 1, &eb, &lb)))
+		s = far;
+	for (; (int32_t)(s - tail) < 0; s++)
+		if (rd_read_desc(c, s, &eb, &lb))
+			break;
+	c->oldest_hint = s;
+	return s;
+}
+
 static int rd_stats(struct hvtrace_area *a, int cpu,
 		    struct hvtrace_cpu_stats *st)
 {
@@ -551,7 +575,7 @@ static int rd_stats(struct hvtrace_area *a, int cpu,
 		 * ring are gone even if we have not reached them yet.  Count
 		 * them as overrun now (the gap is reported when we get there).
 		 */
-		oldest = rd_oldest(c, tail);
+		oldest = rd_stats_oldest(c, tail);
 		if ((int32_t)(oldest - c->seq) > 0 &&
 		    rd_read_desc(c, oldest, &oeb, &olb) && oeb > c->tally_e &&
 		    oeb <= committed) {
