@@ -125,6 +125,7 @@ struct kev_wait {
 
 struct out_chunk {
 	struct out_chunk *next;
+	uint32_t cap; /* bytes data[] holds */
 	uint32_t len;
 	uint32_t off;
 	bool page;		/* counts against the page budget */
@@ -786,6 +787,7 @@ void conn_reply_error(struct conn *c, uint32_t req, uint32_t chan, int status,
 int conn_take_fd(struct conn *c);
 void conns_reap(void);
 void conns_flush_all(int ms);
+void conns_pool_free(void);
 void conns_deadlines(uint64_t now_ms, uint64_t *next_ms);
 
 /* ticket.c: when a page's read position may be posted */
