@@ -76,4 +76,5 @@ $(foreach t,$(QEMU_TESTS),$(eval $(call add-test,qemu/$(t),$(QEMU_TEST_ENV) $(sr
 BENCH_PROGS += $(QEMU_PROBE) $(QEMU_PROBE_HOST)
 $(eval $(call add-bench,qemu/boot,$(QEMU_TEST_ENV) $(srctree)/qemu-scripts/tests/bench-boot.sh))
 $(eval $(call add-bench,qemu/kernel-ring,$(QEMU_TEST_ENV) $(srctree)/qemu-scripts/tests/bench-kring.sh))
+$(eval $(call add-bench,qemu/kernel-ring-drain,$(QEMU_TEST_ENV) $(srctree)/qemu-scripts/tests/bench-kring-drain.sh))
 endif

@@ -61,6 +61,9 @@ struct kr_cpu {
 	int32_t *buffers;	/* nr entries */
 	uint32_t *id_of;	/* slot -> ring id */
 	uint64_t first;		/* first_buffer the cursor belongs to */
+	uint32_t snap_head;	/* the last snapshot's head and commit ids, */
+	uint32_t snap_commit;	/* for the next call while snap_ok */
+	bool snap_ok;
 
 	/* cursor */
 	bool started;		/* id is meaningful */

@@ -132,16 +132,22 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 		   struct hvtrace_page_info *info)
 {
 	uint32_t iter, passes = 2 * k->info.nr_subbufs + 4;
-	struct kr_snap s;
-	bool have = false;
+	struct kr_snap s = {c->snap_head, c->snap_commit};
+	bool have = c->snap_ok, fresh = false;
+	int ret = 0;
 
 	/*
 	 * One snapshot serves every page the cursor walks: it only moves
 	 * forward from the head towards the snapshot's commit, and each copy
 	 * is rechecked against the live head and buffers[id] (kr_copy_ok()).
-	 * A failed recheck or a reused page takes a new one.  Bounded per
-	 * call: KR_SNAPS_MAX snapshots, KR_WALK_MAX
-	 * passes; the next call goes on from the cursor.
+	 * A failed recheck or a reused page takes a new one.  The last
+	 * call's snapshot serves the next call too: taking one copies the
+	 * whole buffers[] (4 bytes a sub-buffer), which per page read made a
+	 * drain of a large ring quadratic.  Reaching that snapshot's commit
+	 * page only says the guest's writer was there then: a new snapshot
+	 * is taken before the call says there is nothing more.  Bounded per
+	 * call: KR_SNAPS_MAX snapshots, KR_WALK_MAX passes; the next call
+	 * goes on from the cursor.
 	 */
 	if (passes > KR_WALK_MAX)
 		passes = KR_WALK_MAX;
@@ -152,24 +158,26 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 		uint64_t page, commit, ts;
 		uint32_t slot, size;
 		bool is_commit, valid;
-		int ret;
 
 		if (!have) {
 			if (c->call_snaps == KR_SNAPS_MAX)
-				return 0;
+				goto out;
 			c->call_snaps++;
 			if (kr_snap(k, c, &s)) {
-				if (k->io_err)
-					return 0;	/* not the guest's fault */
-				c->st.errors++;
+				if (!k->io_err) /* else not the guest's fault */
+					c->st.errors++;
+				c->snap_ok = false;
 				return 0;
 			}
-			have = true;
+			have = fresh = true;
 		}
-		if (s.commit_id == 0)
+		if (s.commit_id == 0) {
 			/* The guest's own reader holds the writer's page:
 			 * nothing here is ours to read (docs/guest-kernel.md). */
-			return 0;
+			if (!fresh)
+				goto stale;
+			goto out;
+		}
 		if (!c->started) {
 			c->started = true;
 			c->id = s.head_id;
@@ -192,8 +200,10 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 		}
 		is_commit = c->id == s.commit_id;
 		if (c->bad && c->bad_id == c->id) {
+			if (is_commit && !fresh)
+				goto stale;
 			if (is_commit)
-				return 0;	/* wait for the writer to move */
+				goto out; /* wait for the writer to move */
 			c->bad = false;
 			kr_next_page(k, c);
 			continue;
@@ -231,14 +241,16 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 		}
 		if (!valid || (c->page_started && size < c->pos)) {
 			if (kr_skip_bad(k, c, is_commit))
-				return 0;
+				goto out;
 			continue;
 		}
 		if (!c->page_started) {
 			if (size == 0) {
 				/* Nothing on it (yet). */
+				if (is_commit && !fresh)
+					goto stale;
 				if (is_commit)
-					return 0;
+					goto out;
 				kr_next_page(k, c);
 				continue;
 			}
@@ -252,15 +264,18 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 				      k->data_size, c->pos, c->pos_ts,
 				      c->pending_lost, out, &t, NULL);
 		if (ret < 0) {
+			ret = 0;
 			if (kr_skip_bad(k, c, is_commit))
-				return 0;
+				goto out;
 			continue;
 		}
 		if (ret == 0) {
 			c->pos = t.end;
 			c->pos_ts = t.end_ts;
+			if (is_commit && !fresh)
+				goto stale;
 			if (is_commit)
-				return 0;
+				goto out;
 			kr_next_page(k, c);
 			continue;
 		}
@@ -284,9 +299,17 @@ static int kr_read(struct hvtrace_kring *k, struct kr_cpu *c, uint8_t *out,
 		c->pos_ts = t.end_ts;
 		if (!is_commit && !t.cut)
 			kr_next_page(k, c);
-		return 1;
+		ret = 1;
+		goto out;
+	stale:
+		/* At the commit of an earlier call's snapshot: look again. */
+		have = false;
 	}
-	return 0;
+out:
+	c->snap_ok = have;
+	c->snap_head = s.head_id;
+	c->snap_commit = s.commit_id;
+	return ret;
 }
 
 HVTRACE_API int hvtrace_kring_read_page(struct hvtrace_kring *k, int cpu,
