@@ -194,19 +194,39 @@ int hvt_msg_encoded_size(const struct hvt_msg *m)
 	return (int)n;
 }
 
-int hvt_msg_encode(void *buf, uint32_t cap, const struct hvt_msg *m)
+/*
+ * Build the frame of @m into @buf; with @tail, all but the bytes of its
+ * last variable field, which are left where they are (*@tail) and summed
+ * in place.  The frame's length, or -errno.
+ */
+static int msg_encode(void *buf, uint32_t cap, const struct hvt_msg *m,
+		      const void **tail, uint32_t *tail_len)
 {
+	struct hvt_proto_sum_state sum;
 	const struct pl *L;
 	uint8_t *b = buf, *p, *q;
-	uint32_t i, k;
+	const void *t = NULL;
+	uint32_t i, k, tlen = 0;
 	int n;
 
 	n = hvt_msg_encoded_size(m);
 	if (n < 0)
 		return n;
-	if (!buf || (uint32_t)n > cap)
-		return -HVT_EMSGSIZE;
 	L = &hvt_proto_layouts[msg_layout_of(m)];
+	if (tail) {
+		const struct pf *f = L->nf ? &L->f[L->nf - 1] : NULL;
+
+		/* The last field is where the frame ends; the sum goes on
+		 * over it only from a word boundary. */
+		if (!f || f->kind != PK_VAR)
+			return -HVT_EINVAL;
+		tlen = var_count(f, m) * f->unit;
+		t = var_ptr(f, m);
+		if ((n - HVT_PROTO_HDR_SIZE - tlen) % 8)
+			return -HVT_EINVAL;
+	}
+	if (!buf || (uint32_t)n - tlen > cap)
+		return -HVT_EMSGSIZE;
 	/* Array payloads are copied verbatim (they are already in wire
 	 * order), but every record is validated first. */
 	for (i = 0; i < L->nf; i++)
@@ -230,6 +250,8 @@ int hvt_msg_encode(void *buf, uint32_t cap, const struct hvt_msg *m)
 		c = var_count(f, m);
 		wire_put(p + f->off, f->wire, c);
 		len = c * f->unit;	/* within the frame: checked above */
+		if (tail && i == L->nf - 1)
+			break; /* the tail stays where it is */
 		if (len)
 			pr_copy(q, var_ptr(f, m), len);
 		q += len;
@@ -242,10 +264,34 @@ int hvt_msg_encode(void *buf, uint32_t cap, const struct hvt_msg *m)
 	b[11] = m->flags;
 	st32(b + 12, m->req);
 	st32(b + 16, m->chan);
-	st32(b + 24, hvt_proto_sum(b + HVT_PROTO_HDR_SIZE,
-				   (uint32_t)n - HVT_PROTO_HDR_SIZE));
+	hvt_proto_sum_init(&sum, (uint32_t)n - HVT_PROTO_HDR_SIZE);
+	hvt_proto_sum_add(&sum, b + HVT_PROTO_HDR_SIZE,
+			  (uint32_t)n - HVT_PROTO_HDR_SIZE - tlen);
+	if (tlen)
+		hvt_proto_sum_add(&sum, t, tlen);
+	st32(b + 24, hvt_proto_sum_end(&sum));
 	st32(b + 28, hvt_proto_hsum(b));
+	if (tail) {
+		*tail = t;
+		*tail_len = tlen;
+	}
 	return n;
+}
+
+int hvt_msg_encode(void *buf, uint32_t cap, const struct hvt_msg *m)
+{
+	return msg_encode(buf, cap, m, NULL, NULL);
+}
+
+int hvt_msg_encode_head(void *buf, uint32_t cap, const struct hvt_msg *m,
+			const void **tail, uint32_t *tail_len)
+{
+	int n;
+
+	if (!tail || !tail_len)
+		return -HVT_EINVAL;
+	n = msg_encode(buf, cap, m, tail, tail_len);
+	return n < 0 ? n : n - (int)*tail_len;
 }
 
 #define BAD(msg)                                                               \

@@ -19,19 +19,26 @@
 
 /* --- checksums ------------------------------------------------------------ */
 
-uint32_t hvt_proto_sum(const void *p, uint32_t len)
+/*
+ * Fletcher-style: 'a' sums the words, 's' sums the running 'a', so a
+ * swapped or shifted word changes the result.  The sum runs in pieces
+ * (hvt_proto_sum_add()) for a payload that lies in two places; every
+ * piece but the last is a whole number of words.
+ */
+void hvt_proto_sum_init(struct hvt_proto_sum_state *st, uint32_t len)
+{
+	st->a = 0x9e3779b97f4a7c15ull ^ len;
+	st->s = 0x6a09e667f3bcc909ull;
+}
+
+void hvt_proto_sum_add(struct hvt_proto_sum_state *st, const void *p,
+		       uint32_t len)
 {
 	const uint8_t *b = p;
-	uint64_t a = 0x9e3779b97f4a7c15ull ^ len, s = 0x6a09e667f3bcc909ull;
-	uint64_t h;
+	uint64_t a = st->a, s = st->s;
 
-	/* Fletcher-style: 'a' sums the words, 's' sums the running 'a', so
-	 * a swapped or shifted word changes the result. */
 	for (; len >= 8; b += 8, len -= 8) {
-		uint64_t w;
-
-		w = ld64(b);
-		a += w;
+		a += ld64(b);
 		s += a;
 	}
 	if (len) {
@@ -41,11 +48,27 @@ uint32_t hvt_proto_sum(const void *p, uint32_t len)
 		a += ld64(t) ^ ((uint64_t)len << 56);
 		s += a;
 	}
-	h = a ^ (s * 0xff51afd7ed558ccdull);
+	st->a = a;
+	st->s = s;
+}
+
+uint32_t hvt_proto_sum_end(const struct hvt_proto_sum_state *st)
+{
+	uint64_t h = st->a ^ (st->s * 0xff51afd7ed558ccdull);
+
 	h ^= h >> 33;
 	h *= 0xc4ceb9fe1a85ec53ull;
 	h ^= h >> 33;
 	return (uint32_t)h ^ (uint32_t)(h >> 32);
+}
+
+uint32_t hvt_proto_sum(const void *p, uint32_t len)
+{
+	struct hvt_proto_sum_state st;
+
+	hvt_proto_sum_init(&st, len);
+	hvt_proto_sum_add(&st, p, len);
+	return hvt_proto_sum_end(&st);
 }
 
 uint32_t hvt_proto_hsum(const void *hdr)

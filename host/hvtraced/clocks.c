@@ -57,7 +57,7 @@ static int clocks_send(struct conn *c, struct sub *s)
 		memcpy(&m.u.clock.rate_err, &k->rate_err, 8);
 		memcpy(&m.u.clock.drift_half, &k->drift_half, 8);
 	}
-	ret = conn_send_page(c, &m, NULL);
+	ret = conn_send_page(c, &m, NULL, NULL);
 	if (ret == -EINVAL)
 		d_log("remote '%s': its clock model does not fit a CLOCK "
 		      "message; tools convert its times through TO_HOST",

@@ -23,14 +23,18 @@
  * conn_ops names.  Connections the daemon opens itself (a guest's
  * chardev) are created bound.
  *
- * A page's chunk, once sent, waits in a pool for the next page (up to
- * CONN_POOL_BYTES) rather than going back to malloc(): pages come and go
- * at the rate a tool reads, and memory handed back to the system and
- * taken again costs a page fault and a cleared page per 4 KiB, where a
- * virtual machine's balloon may have given the page back to its host in
- * between.  Measured here (record NAME of 120 MB, as in
+ * A page goes out from the buffer its source read it into (struct
+ * page_buf): a PAGE's queued chunk holds the frame's head and points to
+ * the page, so every tool of a CPU is sent the one copy.  Buffers no
+ * queue holds any more wait in a pool (up to PAGE_BUF_POOL_BYTES) for the
+ * next reads rather than going back to malloc(): pages come and go at
+ * the rate a tool reads, and memory handed back to the system and taken
+ * again costs a page fault and a cleared page per 4 KiB, where a virtual
+ * machine's balloon may have given the page back to its host in between.
+ * Measured here (record NAME of 120 MB, as in
  * tests/bench/remote_read.sh): 0.25-0.9 s, mostly 0.6-0.9 s, with each
- * burst's chunks freed (malloc trims its heap); 0.22-0.35 s with the pool.
+ * burst's frames freed (malloc trims its heap); 0.22-0.35 s with them
+ * pooled.
  *
  * A stop (SIGTERM, SIGINT, SIGHUP) first hands the tools what is queued
  * for them (conns_flush_all()): the pages were taken from their areas,
@@ -136,59 +140,78 @@ void conn_update_events(struct conn *c)
 		c->ev = want;
 }
 
-#define CONN_FLUSH_IOV 64 /* chunks a sendmsg() takes */
-#define CONN_POOL_BYTES (8u * 1024u * 1024u) /* page chunks kept for reuse */
-#define CONN_POOL_MIN	4096u /* smaller ones (CLOCK, empty pages) are freed */
+#define CONN_FLUSH_IOV	    64			 /* iovecs a sendmsg() takes */
+#define PAGE_BUF_POOL_BYTES (8u * 1024u * 1024u) /* page buffers kept */
 
-/* Sent page chunks, for the next pages (see the top). */
-static struct out_chunk *conn_pool;
-static size_t conn_pool_bytes;
+/* Page buffers no queue holds any more, for the next reads (the top). */
+static struct page_buf *page_buf_pool;
+static size_t page_buf_pool_bytes;
 
-/* A chunk for @n bytes: for a page, the pool's first one when it is big
- * enough (one that is not, from a remote of smaller sub-buffers, goes),
- * else a new one. */
-static struct out_chunk *chunk_get(uint32_t n, bool page)
+struct page_buf *page_buf_get(uint32_t size)
 {
-	struct out_chunk *ch = page ? conn_pool : NULL;
+	struct page_buf *pb = page_buf_pool;
 
-	if (ch) {
-		conn_pool = ch->next;
-		conn_pool_bytes -= ch->cap;
-		if (ch->cap >= n)
-			return ch;
-		free(ch);
+	/* The pool's first, when it is big enough; one that is not (from
+	 * a remote of smaller sub-buffers) goes. */
+	if (pb) {
+		page_buf_pool = pb->next;
+		page_buf_pool_bytes -= pb->size;
+		if (pb->size < size) {
+			free(pb);
+			pb = NULL;
+		}
 	}
-	ch = malloc(sizeof(*ch) + n);
-	if (ch)
-		ch->cap = n;
-	return ch;
+	if (!pb) {
+		pb = malloc(sizeof(*pb) + size);
+		if (!pb)
+			return NULL;
+		pb->size = size;
+	}
+	pb->next = NULL;
+	pb->refs = 1;
+	return pb;
 }
 
-/* A chunk leaves its queue, sent or not: a page's ticket lets go, and a
- * page chunk goes to the pool while it has room. */
+void page_buf_put(struct page_buf *pb)
+{
+	if (!pb || --pb->refs)
+		return;
+	if (page_buf_pool_bytes + pb->size <= PAGE_BUF_POOL_BYTES) {
+		pb->next = page_buf_pool;
+		page_buf_pool = pb;
+		page_buf_pool_bytes += pb->size;
+		return;
+	}
+	free(pb);
+}
+
+struct page_buf *page_buf_own(struct page_buf *pb, uint32_t size)
+{
+	if (pb && pb->refs == 1 && pb->size >= size)
+		return pb;
+	page_buf_put(pb);
+	return page_buf_get(size);
+}
+
+void page_bufs_free(void)
+{
+	struct page_buf *pb;
+
+	while ((pb = page_buf_pool)) {
+		page_buf_pool = pb->next;
+		free(pb);
+	}
+	page_buf_pool_bytes = 0;
+}
+
+/* A chunk leaves its queue, sent or not: a page's ticket and buffer let
+ * go. */
 static void outq_chunk_done(struct out_chunk *ch)
 {
 	if (ch->ticket)
 		ticket_put(ch->ticket);
-	if (ch->page && ch->cap >= CONN_POOL_MIN &&
-	    conn_pool_bytes + ch->cap <= CONN_POOL_BYTES) {
-		ch->next = conn_pool;
-		conn_pool = ch;
-		conn_pool_bytes += ch->cap;
-		return;
-	}
+	page_buf_put(ch->pb);
 	free(ch);
-}
-
-void conns_pool_free(void)
-{
-	struct out_chunk *ch;
-
-	while ((ch = conn_pool)) {
-		conn_pool = ch->next;
-		free(ch);
-	}
-	conn_pool_bytes = 0;
 }
 
 static void outq_free_chunk(struct outq *q, struct out_chunk *ch)
@@ -210,32 +233,50 @@ static void outq_clear(struct outq *q)
 	q->head = q->tail = NULL;
 }
 
+/*
+ * Queue @m's frame; a page's (@pb) goes out from @pb itself: the chunk
+ * holds the frame's head, and its tail is the page in @pb, which the
+ * chunk holds a reference to until it is sent.
+ */
 static int conn_push(struct conn *c, const struct hvt_msg *m, bool page,
-		     struct ps_ticket *ticket)
+		     struct ps_ticket *ticket, struct page_buf *pb)
 {
+	const void *tail = NULL;
 	struct out_chunk *ch;
-	int n;
+	uint32_t tail_len = 0;
+	int n, head;
 
 	if (c->dead || c->fd < 0)
 		return -EPIPE;
 	n = hvt_msg_encoded_size(m);
 	if (n < 0)
 		return n;
-	ch = chunk_get((uint32_t)n, page);
+	head = n - (pb ? (int)m->u.page.len : 0);
+	ch = malloc(sizeof(*ch) + (size_t)head);
 	if (!ch)
 		return -ENOMEM;
-	n = hvt_msg_encode(ch->data, (uint32_t)n, m);
-	if (n < 0) {
+	if (pb)
+		head = hvt_msg_encode_head(ch->data, (uint32_t)head, m, &tail,
+					   &tail_len);
+	else
+		head = hvt_msg_encode(ch->data, (uint32_t)head, m);
+	if (head < 0) {
 		free(ch);
-		return n;
+		return head;
 	}
 	ch->next = NULL;
-	ch->len = (uint32_t)n;
+	ch->head = (uint32_t)head;
+	ch->len = (uint32_t)head + tail_len;
 	ch->off = 0;
 	ch->page = page;
 	ch->ticket = ticket;
 	if (ticket)
 		ticket_get(ticket);
+	ch->pb = pb;
+	ch->tail = tail;
+	if (pb)
+		pb->refs++;
+	n = (int)ch->len;
 	if (c->q.tail)
 		c->q.tail->next = ch;
 	else
@@ -261,13 +302,13 @@ int conn_send(struct conn *c, const struct hvt_msg *m)
 	}
 	if (o->queue_max && c->q.bytes > o->queue_max)
 		return -ENOBUFS;
-	return conn_push(c, m, false, NULL);
+	return conn_push(c, m, false, NULL, NULL);
 }
 
 int conn_send_page(struct conn *c, const struct hvt_msg *m,
-		   struct ps_ticket *ticket)
+		   struct ps_ticket *ticket, struct page_buf *pb)
 {
-	return conn_push(c, m, true, ticket);
+	return conn_push(c, m, true, ticket, pb);
 }
 
 /* Take @w sent bytes off the front of @q. */
@@ -307,11 +348,26 @@ void conn_flush(struct conn *c)
 		struct out_chunk *ch;
 		ssize_t w;
 
-		for (ch = c->q.head; ch && mh.msg_iovlen < CONN_FLUSH_IOV;
+		/* A chunk is its head, then the page it points to. */
+		for (ch = c->q.head; ch && mh.msg_iovlen + 2 <= CONN_FLUSH_IOV;
 		     ch = ch->next) {
-			iov[mh.msg_iovlen].iov_base = ch->data + ch->off;
-			iov[mh.msg_iovlen].iov_len = ch->len - ch->off;
-			mh.msg_iovlen++;
+			if (ch->off < ch->head) {
+				iov[mh.msg_iovlen].iov_base =
+					ch->data + ch->off;
+				iov[mh.msg_iovlen].iov_len = ch->head - ch->off;
+				mh.msg_iovlen++;
+			}
+			if (ch->len > ch->head) {
+				uint32_t at = ch->off > ch->head
+						      ? ch->off - ch->head
+						      : 0;
+
+				iov[mh.msg_iovlen].iov_base =
+					(void *)(ch->tail + at);
+				iov[mh.msg_iovlen].iov_len =
+					ch->len - ch->head - at;
+				mh.msg_iovlen++;
+			}
 		}
 		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
@@ -750,7 +806,7 @@ static void conn_read(struct conn *c)
 		bye.u.bye.status = -EPROTO;
 		bye.u.bye.text.ptr = "too many protocol errors";
 		bye.u.bye.text.len = 24;
-		conn_push(c, &bye, false, NULL);
+		conn_push(c, &bye, false, NULL, NULL);
 		c->closing = true;
 		conn_update_events(c);
 	}

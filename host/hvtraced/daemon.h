@@ -123,13 +123,37 @@ struct kev_wait {
 
 /* --- output queues (conn.c) ----------------------------------------------- */
 
+/*
+ * A page as a source read it, shared by every queue it went to: the
+ * frames are sent from here (conn.c), so a page is copied once, by the
+ * reader, on its way to any number of tools.  The last reference hands
+ * it back to a pool for the next read (conn.c).  Main thread only:
+ * reader threads fill buffers the main thread gave them.
+ */
+struct page_buf {
+	struct page_buf *next; /* in the pool */
+	uint32_t refs;
+	uint32_t size; /* bytes data[] holds */
+	uint8_t data[];
+};
+
+/* A buffer of @size bytes with one reference, or NULL (no memory). */
+struct page_buf *page_buf_get(uint32_t size);
+void page_buf_put(struct page_buf *pb);
+/* @pb when no queue holds it (and it is big enough), else a new one in
+ * its place (@pb's reference put); NULL: no memory (@pb put). */
+struct page_buf *page_buf_own(struct page_buf *pb, uint32_t size);
+void page_bufs_free(void);
+
 struct out_chunk {
 	struct out_chunk *next;
-	uint32_t cap; /* bytes data[] holds */
-	uint32_t len;
+	uint32_t len; /* the frame: data[], then tail */
 	uint32_t off;
+	uint32_t head;		/* bytes of the frame in data[] */
 	bool page;		/* counts against the page budget */
 	struct ps_ticket *ticket;	/* a page's, released when sent */
+	struct page_buf *pb;		/* the tail's, released when sent */
+	const uint8_t *tail;		/* the frame's last len - head bytes */
 	uint8_t data[];
 };
 
@@ -283,7 +307,7 @@ struct page_source {
 	uint32_t nr_cpus, nr_subbufs, subbuf_size;
 	uint32_t first_cpu;	/* the remote's number of its CPU 0 */
 	bool kernel;		/* its CPUs are a guest kernel's */
-	uint8_t *page;		/* read buffer, subbuf_size (fanout.c) */
+	struct page_buf *pb;	/* read buffer, subbuf_size (fanout.c) */
 	struct ps_held *held;	/* per CPU, with read_pos: the tickets */
 };
 
@@ -774,7 +798,7 @@ void conn_reply_hello(struct conn *c, const struct hvt_msg *m, uint32_t role,
 void conn_update_events(struct conn *c);
 int conn_send(struct conn *c, const struct hvt_msg *m);
 int conn_send_page(struct conn *c, const struct hvt_msg *m,
-		   struct ps_ticket *ticket);
+		   struct ps_ticket *ticket, struct page_buf *pb);
 void conn_flush(struct conn *c);
 void conn_handle(struct conn *c, uint32_t events);
 void conn_close(struct conn *c);
@@ -787,7 +811,6 @@ void conn_reply_error(struct conn *c, uint32_t req, uint32_t chan, int status,
 int conn_take_fd(struct conn *c);
 void conns_reap(void);
 void conns_flush_all(int ms);
-void conns_pool_free(void);
 void conns_deadlines(uint64_t now_ms, uint64_t *next_ms);
 
 /* ticket.c: when a page's read position may be posted */

@@ -216,16 +216,17 @@ static int send_empty_page(struct conn *c, const struct sub *s, uint32_t cpu,
 	m.u.page.dropped_events = s->cpus[cpu].dropped_events;
 	m.u.page.data = empty;
 	m.u.page.len = lost ? sizeof(empty) : HVT_PAGE_HDR_SIZE;
-	return conn_send_page(c, &m, NULL);
+	return conn_send_page(c, &m, NULL, NULL);
 }
 
 /* Page @page (of a sub-buffer of @size bytes) of @r's CPU @cpu to every
  * subscription of the CPU; one without room drops it, counted for that
  * CPU. */
-static void deliver(struct remote *r, uint32_t cpu, const uint8_t *page,
+static void deliver(struct remote *r, uint32_t cpu, struct page_buf *pb,
 		    uint32_t size, const struct hvtrace_page_info *info,
 		    struct ps_ticket *ticket)
 {
+	const uint8_t *page = pb->data;
 	uint64_t commit;
 	uint32_t len;
 	struct conn *c;
@@ -273,7 +274,7 @@ static void deliver(struct remote *r, uint32_t cpu, const uint8_t *page,
 			m.u.page.first_ts = info->first_ts;
 			m.u.page.data = page;
 			m.u.page.len = len;
-			if (!conn_send_page(c, &m, ticket)) {
+			if (!conn_send_page(c, &m, ticket, pb)) {
 				s->pages++;
 				sc->reported_pages = sc->dropped_pages;
 			}
@@ -285,13 +286,13 @@ static void deliver(struct remote *r, uint32_t cpu, const uint8_t *page,
  * after it (@pos, NULL: none), to every subscription of the CPU; the
  * position is posted once every queue it went to has sent it. */
 static void fo_deliver_read(struct remote *r, struct page_source *ps,
-			    uint32_t local, const uint8_t *page,
+			    uint32_t local, struct page_buf *pb,
 			    const struct hvtrace_page_info *info,
 			    const struct hvtrace_read_pos *pos)
 {
 	struct ps_ticket *t = pos ? ticket_new(ps, local, pos) : NULL;
 
-	deliver(r, ps->first_cpu + local, page, ps->subbuf_size, info, t);
+	deliver(r, ps->first_cpu + local, pb, ps->subbuf_size, info, t);
 	if (t)
 		ticket_put(t);
 }
@@ -351,7 +352,12 @@ static void fo_read_serial(struct remote *r, const struct d_cpus *want,
 						      D_PAGES_PER_TICK - k,
 						      ps->subbuf_size)))
 					break; /* held: the pages stay */
-				if (ps->ops->read_page(ps, i, ps->page,
+				/* The last page's buffer, unless a queue
+				 * still holds it. */
+				ps->pb = page_buf_own(ps->pb, ps->subbuf_size);
+				if (!ps->pb)
+					break; /* no memory: the pages stay */
+				if (ps->ops->read_page(ps, i, ps->pb->data,
 						       ps->subbuf_size,
 						       &info) <= 0) {
 					d_cpus_add(&out->empty, cpu);
@@ -361,11 +367,11 @@ static void fo_read_serial(struct remote *r, const struct d_cpus *want,
 				r->wake.found = true;
 				r->pages_read++;
 				r->thread_pages[0]++;
-				fo_deliver_read(r, ps, i, ps->page, &info,
-						page_source_read_pos(ps, i,
-								     &pos) ?
-							NULL :
-							&pos);
+				fo_deliver_read(
+					r, ps, i, ps->pb, &info,
+					page_source_read_pos(ps, i, &pos)
+						? NULL
+						: &pos);
 			}
 			out->n[cpu] = k;
 			if (!d_cpus_has(&out->empty, cpu))
@@ -399,7 +405,7 @@ struct fo_stage {
 	uint32_t nr_cpus;
 	uint32_t subbuf_size;		/* a slot: the sources' largest */
 	uint32_t per_cpu;		/* pages staged per CPU per pass */
-	uint8_t *pages;			/* nr_cpus x per_cpu pages */
+	struct page_buf **pbs;		/* nr_cpus x per_cpu pages */
 	struct hvtrace_page_info *info; /* nr_cpus x per_cpu */
 	struct hvtrace_read_pos *pos;	/* nr_cpus x per_cpu: after each */
 	bool *has_pos;			/* nr_cpus x per_cpu */
@@ -411,9 +417,15 @@ struct fo_stage {
 
 void fanout_free(struct remote *r)
 {
+	size_t i;
+
 	if (!r->stage)
 		return;
-	free(r->stage->pages);
+	for (i = 0;
+	     r->stage->pbs && i < (size_t)r->stage->nr_cpus * r->stage->per_cpu;
+	     i++)
+		page_buf_put(r->stage->pbs[i]);
+	free(r->stage->pbs);
 	free(r->stage->info);
 	free(r->stage->pos);
 	free(r->stage->has_pos);
@@ -462,13 +474,13 @@ static struct fo_stage *fo_stage_get(struct remote *r)
 	s->subbuf_size = size;
 	s->per_cpu = per_cpu;
 	slots = (size_t)nr_cpus * per_cpu;
-	s->pages = malloc(slots * s->subbuf_size);
+	s->pbs = calloc(slots, sizeof(*s->pbs));
 	s->info = calloc(slots, sizeof(*s->info));
 	s->pos = calloc(slots, sizeof(*s->pos));
 	s->has_pos = calloc(slots, sizeof(*s->has_pos));
 	s->n = calloc(s->nr_cpus, sizeof(*s->n));
 	s->limit = calloc(s->nr_cpus, sizeof(*s->limit));
-	if (!s->pages || !s->info || !s->pos || !s->has_pos || !s->n ||
+	if (!s->pbs || !s->info || !s->pos || !s->has_pos || !s->n ||
 	    !s->limit) {
 		fanout_free(r);
 		return NULL;
@@ -486,9 +498,9 @@ static void fo_job(void *ctx, unsigned int j, void *scratch)
 
 	(void)scratch;
 	for (; ps && k < s->limit[cpu]; k++) {
-		if (ps->ops->read_page(ps, local,
-				       s->pages + (slot + k) * s->subbuf_size,
-				       ps->subbuf_size, &s->info[slot + k]) <= 0)
+		if (ps->ops->read_page(ps, local, s->pbs[slot + k]->data,
+				       ps->subbuf_size,
+				       &s->info[slot + k]) <= 0)
 			break;
 		/* Per CPU, as the read: safe on this thread. */
 		s->has_pos[slot + k] =
@@ -543,13 +555,23 @@ static void fo_pass_limits(struct fo_stage *s)
 	struct sub *sb;
 
 	for (j = 0; j < s->nr_jobs; j++) {
-		uint32_t cpu = s->cpus[j], local, n = 0;
+		uint32_t cpu = s->cpus[j], local, n = 0, k;
 		size_t per;
 
 		ps = page_source_of(s->r, cpu, &local);
 		per = (ps ? ps->subbuf_size : 0) + FO_FRAME_SLACK;
 		if (ps)
 			n = cpu_room(s->r, cpu, s->per_cpu, ps->subbuf_size);
+		/* Each slot a buffer of its own: the last pass's pages may
+		 * still wait in tools' queues. */
+		for (k = 0; k < n; k++) {
+			struct page_buf **pb =
+				&s->pbs[(size_t)cpu * s->per_cpu + k];
+
+			*pb = page_buf_own(*pb, s->subbuf_size);
+			if (!*pb)
+				n = k; /* no memory: the rest stay */
+		}
 		s->limit[cpu] = n;
 		s->n[cpu] = 0;
 		if (!n)
@@ -605,13 +627,11 @@ static void fo_read_parallel(struct remote *r, const struct d_cpus *want,
 			slot = (size_t)cpu * s->per_cpu;
 			ps = page_source_of(r, cpu, &local);
 			for (k = 0; ps && k < s->n[cpu]; k++)
-				fo_deliver_read(
-					r, ps, local,
-					s->pages + (slot + k) * s->subbuf_size,
-					&s->info[slot + k],
-					s->has_pos[slot + k] ?
-						&s->pos[slot + k] :
-						NULL);
+				fo_deliver_read(r, ps, local, s->pbs[slot + k],
+						&s->info[slot + k],
+						s->has_pos[slot + k]
+							? &s->pos[slot + k]
+							: NULL);
 			r->pages_read += s->n[cpu];
 			r->thread_pages[j % nr] += s->n[cpu];
 			out->n[cpu] += s->n[cpu];

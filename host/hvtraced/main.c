@@ -656,7 +656,7 @@ static void d_teardown(void)
 		remote_destroy(D->remotes);
 	fanout_stop();
 	conns_reap();
-	conns_pool_free();
+	page_bufs_free();
 	unlink(D->sock_path);
 	d_log("stopped");
 }

@@ -46,8 +46,8 @@ static void ps_free(struct page_source *ps)
 			if (!ps->ops->read_pos(ps, cpu, &pos))
 				ps->ops->post_pos(ps, cpu, &pos);
 	tickets_orphan(ps);
-	free(ps->page);
-	ps->page = NULL;
+	page_buf_put(ps->pb);
+	ps->pb = NULL;
 	ps->ops->close(ps);
 }
 
@@ -58,10 +58,10 @@ static int ps_prepare(struct page_source *ps, uint32_t others)
 	if (!ps->nr_cpus || !ps->subbuf_size ||
 	    ps->nr_cpus > D_MAX_CPUS - others)
 		return -E2BIG;
-	ps->page = malloc(ps->subbuf_size);
+	ps->pb = page_buf_get(ps->subbuf_size);
 	if (ps->ops->read_pos)
 		ps->held = calloc(ps->nr_cpus, sizeof(*ps->held));
-	return ps->page && (ps->held || !ps->ops->read_pos) ? 0 : -ENOMEM;
+	return ps->pb && (ps->held || !ps->ops->read_pos) ? 0 : -ENOMEM;
 }
 
 int page_source_read_pos(struct page_source *ps, uint32_t cpu,

@@ -794,9 +794,75 @@ static void check_stream(void)
 	       garbage_runs);
 }
 
+/*
+ * hvt_msg_encode_head(): the head and the tail left in place are, byte for
+ * byte, the frame hvt_msg_encode() builds, checksums included; a message
+ * whose last field is not a variable one, or whose bytes before it are no
+ * whole number of words, is refused, as is a head that does not fit.
+ */
+static void check_encode_head(void)
+{
+	static uint8_t a[HVT_PROTO_MAX_FRAME], h[HVT_PROTO_MAX_FRAME];
+	static uint8_t page[65536];
+	unsigned int type, heads = 0, len;
+	const void *tail;
+	uint32_t tail_len;
+	struct hvt_msg m;
+	int reply, la, lh;
+
+	for (type = 0; type < 300; type++) {
+		for (reply = 0; reply <= 1; reply++) {
+			if (!sample((uint16_t)type, reply, &m))
+				continue;
+			la = hvt_msg_encode(a, sizeof(a), &m);
+			t_assert(la > 0);
+			lh = hvt_msg_encode_head(h, sizeof(h), &m, &tail,
+						 &tail_len);
+			if (lh == -EINVAL)
+				continue;
+			t_assert(lh > 0);
+			t_equ((uint32_t)lh + tail_len, (uint32_t)la);
+			t_assert(!memcmp(h, a, (size_t)lh));
+			t_assert(!tail_len || !memcmp(tail, a + lh, tail_len));
+			heads++;
+		}
+	}
+	t_assert(heads >= 2); /* PAGE, and a reply or another at least */
+	for (len = 0; len < sizeof(page); len++)
+		page[len] = (uint8_t)(len * 7 + 3);
+	for (len = HVT_PROTO_MIN_PAGE; len <= sizeof(page);
+	     len += len < 64 ? 1 : 4093) {
+		memset(&m, 0, sizeof(m));
+		m.type = HVT_MSG_PAGE;
+		m.u.page.cpu = 1;
+		m.u.page.seq = len;
+		m.u.page.data = page;
+		m.u.page.len = len;
+		la = hvt_msg_encode(a, sizeof(a), &m);
+		lh = hvt_msg_encode_head(h, sizeof(h), &m, &tail, &tail_len);
+		t_assert(la > 0 && lh > 0);
+		t_equ(tail_len, len);
+		t_assert(tail == page);
+		t_equ((uint32_t)lh + len, (uint32_t)la);
+		t_assert(!memcmp(h, a, (size_t)lh));
+		t_assert(!memcmp(a + lh, page, len));
+		/* The head alone must fit; the tail needs no room. */
+		t_eq(hvt_msg_encode_head(h, (uint32_t)lh - 1, &m, &tail,
+					 &tail_len),
+		     -EMSGSIZE);
+		t_eq(hvt_msg_encode_head(h, (uint32_t)lh, &m, &tail, &tail_len),
+		     lh);
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = HVT_MSG_PING;
+	t_eq(hvt_msg_encode_head(h, sizeof(h), &m, &tail, &tail_len), -EINVAL);
+	t_eq(hvt_msg_encode_head(h, sizeof(h), &m, NULL, &tail_len), -EINVAL);
+}
+
 int main(void)
 {
 	check_roundtrip();
+	check_encode_head();
 	check_field_values();
 	check_frame_errors();
 	check_payload_errors();

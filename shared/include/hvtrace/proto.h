@@ -350,6 +350,16 @@ static inline const char *hvt_remote_state_word(uint32_t s, uint32_t transport)
  */
 uint32_t hvt_proto_sum(const void *p, uint32_t len);
 
+/* The same sum in pieces: init with the whole length, add the pieces in
+ * order (each but the last a multiple of 8 bytes), end. */
+struct hvt_proto_sum_state {
+	uint64_t a, s;
+};
+void hvt_proto_sum_init(struct hvt_proto_sum_state *st, uint32_t len);
+void hvt_proto_sum_add(struct hvt_proto_sum_state *st, const void *p,
+		       uint32_t len);
+uint32_t hvt_proto_sum_end(const struct hvt_proto_sum_state *st);
+
 /** hvt_proto_hsum - checksum of the first 28 bytes of a frame header */
 uint32_t hvt_proto_hsum(const void *hdr);
 
@@ -737,6 +747,27 @@ const char *hvt_msg_type_name(uint16_t type);
  * type, a string too long or holding a NUL, a bad enum value).
  */
 int hvt_msg_encode(void *buf, uint32_t cap, const struct hvt_msg *m);
+
+/**
+ * hvt_msg_encode_head - build one frame but for the bytes of its last
+ * variable field (a PAGE's sub-buffer), which stay where they are, for a
+ * writer that sends them from there (writev)
+ * @buf:  output: the frame up to that field
+ * @cap:  bytes available at @buf
+ * @m:    the message, as for hvt_msg_encode()
+ * @tail: set to the field's bytes (its view in @m)
+ * @tail_len: set to their number
+ *
+ * The header's checksum covers the whole frame, tail included; the
+ * bytes @buf and then @tail hold are exactly those hvt_msg_encode()
+ * writes.
+ *
+ * Return: the length of the head (frame length - *@tail_len), the errors
+ * of hvt_msg_encode(), or -EINVAL when the message's last field is not a
+ * variable one, or the bytes before it are not a multiple of 8.
+ */
+int hvt_msg_encode_head(void *buf, uint32_t cap, const struct hvt_msg *m,
+			const void **tail, uint32_t *tail_len);
 
 /**
  * hvt_msg_encoded_size - bytes hvt_msg_encode() would write, or -EINVAL
