@@ -510,7 +510,8 @@ static void kf_make_guest_room(struct kf_upload *u, const char *guests,
 		v[nv].at = st.st_mtim;
 		nv++;
 	}
-	qsort(v, nv, sizeof(*v), kf_lru_cmp);
+	if (nv)
+		qsort(v, nv, sizeof(*v), kf_lru_cmp);
 	/* At most KF_GUESTS_EVICT a call (each a thread of its own), so a
 	 * cache far over the limit (an older hvtraced's) comes down a few
 	 * folders an upload. */
