@@ -185,7 +185,8 @@ HVTRACE_API int hvtrace_daemon_attach_ram(struct hvtrace_daemon *c,
  * bare name (system user_events).
  */
 
-/* A page of a subscription, copied out of its frame (free() it). */
+/* A page of a subscription, in the buffer its frame was received into
+ * (free() it: one allocation). */
 struct hvtrace_daemon_page {
 	struct hvtrace_daemon_page *next;
 	uint32_t remote; /* the remote's id */
@@ -203,7 +204,8 @@ struct hvtrace_daemon_page {
 	uint64_t dropped_events;
 	uint64_t first_ts;
 	uint32_t len;
-	uint8_t data[]; /* the ftrace sub-buffer */
+	const uint8_t *data; /* the ftrace sub-buffer (@len bytes), inside
+			      * the page's own allocation */
 };
 
 struct hvtrace_daemon_feed;

@@ -130,17 +130,24 @@ HVTRACE_API int hvtrace_ring_open_kernel(const char *instance, int cpu,
 struct hvtrace_ring_page {
 	const void *data;	/* the sub-buffer: 16-byte header, then data;
 				 * kept valid by the source until its next
-				 * next_page call or its close */
+				 * next_page call or its close, or, for a
+				 * page flagged HVTRACE_PAGE_LENT, until the
+				 * ring releases it */
 	uint32_t len;		/* bytes at @data (the header included) */
 	uint32_t seq;		/* the writer's sub-buffer sequence number:
 				 * the same as the page before says these
 				 * events continue that sub-buffer (a tail
 				 * page that grew) */
-	uint32_t flags;		/* HVTRACE_PAGE_* (informative) */
+	uint32_t flags;		/* HVTRACE_PAGE_TAIL (informative);
+				 * HVTRACE_PAGE_LENT: @data is private
+				 * memory that nothing writes until the ring
+				 * hands it to @release, so the ring may
+				 * read it in place */
 	uint64_t lost_events;	/* events lost right before the page that its
 				 * header does not count (RB_MISSED_EVENTS/
 				 * _STORED count themselves): a transport's
 				 * drops.  0, a count, or HVTRACE_LOST_UNKNOWN */
+	void *owner;		/* the source's own, for @release */
 };
 
 /**
@@ -155,12 +162,16 @@ struct hvtrace_ring_page {
  *             is then @ts).  NULL: the source's clock is not the host's
  *             (host_ns == ts, hvtrace_ring_now_ns() says 0).
  * @close:     called by hvtrace_ring_close() (may be NULL)
+ * @release:   a page flagged HVTRACE_PAGE_LENT is done with (required by a
+ *             source that lends pages, read only for lent pages): called
+ *             once per lent page, at the latest before @close
  */
 struct hvtrace_ring_source_ops {
 	int (*next_page)(void *ctx, int cpu, struct hvtrace_ring_page *pg);
 	int (*to_host)(void *ctx, int cpu, uint64_t ts, uint64_t *ns,
 		       uint64_t *err_ns);
 	void (*close)(void *ctx, int cpu);
+	void (*release)(void *ctx, int cpu, const struct hvtrace_ring_page *pg);
 };
 
 /**
@@ -181,7 +192,11 @@ struct hvtrace_ring_source_ops {
  * or, when it continues the writer sub-buffer of the current reader page
  * (same @seq, nothing lost before it, its time_stamp where that page's
  * events end), appended to it (same reader.id, larger reader.read), as
- * the kernel hands over events added to its reader page.  A page whose
+ * the kernel hands over events added to its reader page.  A lent page
+ * (HVTRACE_PAGE_LENT) that needs nothing rewritten (a whole sub-buffer
+ * whose header already says its losses, with no trailing padding) is
+ * validated where it lies and becomes the reader page in place, with no
+ * copy; the ring releases it when the reader moves past it.  A page whose
  * data holds no event passes its losses on to the next one.  A malformed
  * page (a length or commit size past the sub-buffer, a bad event) is
  * counted (hvtrace_ring_errors(), stats skipped) and skipped, and the next

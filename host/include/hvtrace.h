@@ -312,6 +312,8 @@ struct hvtrace_page_info {
 
 #define HVTRACE_PAGE_TAIL	(1u << 0)	/* the writer's current page:
 						 * more may follow on it */
+/* a ring source's page, lent until released (hvtrace_ring_source_ops) */
+#define HVTRACE_PAGE_LENT (1u << 1)
 
 /**
  * hvtrace_cpu_read_page - consume the next events of one CPU as a page

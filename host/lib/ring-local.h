@@ -95,9 +95,23 @@ struct hvtrace_ring {
 	uint8_t *resv;			/* private views: the whole reservation */
 	size_t resv_len;
 
+	/* a reader page lent by the backend, shown in place of sub-buffer
+	 * lent_id (NULL: none; ring_page()) */
+	const uint8_t *lent;
+	uint32_t lent_id;
+
 	struct ring_cursor cur;
 	uint64_t errors;
 };
+
+/* Where sub-buffer @id of the view is: the lent page, or its slot. */
+static inline const uint8_t *ring_page(const struct hvtrace_ring *r,
+				       uint32_t id)
+{
+	if (r->lent && id == r->lent_id)
+		return r->lent;
+	return r->data + (size_t)id * r->subbuf_size;
+}
 
 /*
  * A view with two private reader pages, ids ring_nr and ring_nr + 1

@@ -423,7 +423,7 @@ HVTRACE_API const void *hvtrace_ring_subbuf(const struct hvtrace_ring *r,
 {
 	if (!r || id >= r->nr_subbufs)
 		return NULL;
-	return r->data + (size_t)id * r->subbuf_size;
+	return ring_page(r, id);
 }
 
 HVTRACE_API int hvtrace_ring_get_reader(struct hvtrace_ring *r)
@@ -498,7 +498,7 @@ static uint32_t ring_limit(const struct hvtrace_ring *r)
 /* Start walking reader page @id from its beginning. */
 static void ring_load_page(struct hvtrace_ring *r, uint32_t id)
 {
-	const uint8_t *page = r->data + (size_t)id * r->subbuf_size;
+	const uint8_t *page = ring_page(r, id);
 	uint32_t size;
 	uint64_t ts, lost;
 
@@ -534,8 +534,7 @@ static int ring_prime(struct hvtrace_ring *r)
 	r->cur.lost = 0;	/* belongs to what was consumed before us */
 	/* Skip to reader.read, keeping the running timestamp. */
 	for (i = 0; i < r->subbuf_size && ret > 0; i++)
-		ret = sb_step(r->data + (size_t)id * r->subbuf_size +
-				      HVT_PAGE_HDR_SIZE,
+		ret = sb_step(ring_page(r, id) + HVT_PAGE_HDR_SIZE,
 			      r->cur.limit, &r->cur.pos, &r->cur.ts, &payload,
 			      &len);
 	if (ret < 0)
@@ -567,8 +566,7 @@ HVTRACE_API int hvtrace_ring_peek(struct hvtrace_ring *r,
 	/* Each pass either returns or asks for new data once: the first
 	 * get-reader hands over everything pending, so three are plenty. */
 	for (tries = 0; tries < 3; tries++) {
-		const uint8_t *data = r->data + (size_t)c->id * r->subbuf_size +
-				      HVT_PAGE_HDR_SIZE;
+		const uint8_t *data = ring_page(r, c->id) + HVT_PAGE_HDR_SIZE;
 		const uint8_t *payload;
 		uint32_t len, id, limit;
 

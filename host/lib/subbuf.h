@@ -135,7 +135,8 @@ struct hvt_take {
  * @pos:       data bytes already passed on (an event boundary)
  * @pos_ts:    running timestamp at @pos
  * @lost:      events lost before these (0, a count, HVTRACE_LOST_UNKNOWN)
- * @out:       output sub-buffer of @data_size + 16 bytes
+ * @out:       output sub-buffer of @data_size + 16 bytes, or NULL to
+ *             validate only (@t says what would be passed on)
  * @t:         what was passed on
  * @ix:        or NULL: where each record passed on starts in @out's data
  *

@@ -7,10 +7,10 @@
  * Each ring subscribes the feed to its (remote, CPU) and has the feed route
  * that pair's pages to a queue of its own (dfeed.c), so a ring that pulls
  * takes only its pages and leaves the others' queued for their rings.
- * The ring's "next page" hands the core the page as received (the feed's
- * one copy out of the frame); the core validates it and copies its events
- * once, to where the cursor reads them.  The page is freed on the next
- * call.
+ * The ring's "next page" lends the core the page as received
+ * (HVTRACE_PAGE_LENT: the feed's page is private and nothing writes it);
+ * the core validates it and reads a whole page in place, copying only what
+ * it must rewrite, and hands it back (release), which frees it.
  *
  * Losses, reported as the next record's lost count (text: "CPU:N [LOST n
  * EVENTS]"), never silently:
@@ -35,7 +35,6 @@ struct dring {
 	uint32_t remote;
 	uint32_t cpu;
 	uint32_t sub;
-	struct hvtrace_daemon_page *cur;	/* handed to the ring */
 	uint64_t dropped_events;		/* this subscription's total */
 };
 
@@ -55,8 +54,6 @@ static int dring_next_page(void *ctx, int cpu, struct hvtrace_ring_page *pg)
 	int ret;
 
 	(void)cpu;
-	free(d->cur);
-	d->cur = NULL;
 	for (;;) {
 		ret = hvt_dfeed_take(d->f, d->remote, d->cpu, &p);
 		if (ret <= 0)
@@ -72,10 +69,19 @@ static int dring_next_page(void *ctx, int cpu, struct hvtrace_ring_page *pg)
 	pg->data = p->data;
 	pg->len = p->len;
 	pg->seq = p->seq;
-	pg->flags = (p->flags & HVT_PAGEF_TAIL) ? HVTRACE_PAGE_TAIL : 0;
+	pg->flags = HVTRACE_PAGE_LENT |
+		    ((p->flags & HVT_PAGEF_TAIL) ? HVTRACE_PAGE_TAIL : 0);
 	pg->lost_events = dring_lost_add(lost, drops);
-	d->cur = p;
+	pg->owner = p;
 	return 1;
+}
+
+static void dring_release(void *ctx, int cpu,
+			  const struct hvtrace_ring_page *pg)
+{
+	(void)ctx;
+	(void)cpu;
+	free(pg->owner);
 }
 
 static int dring_to_host(void *ctx, int cpu, uint64_t ts, uint64_t *ns,
@@ -92,7 +98,6 @@ static void dring_close(void *ctx, int cpu)
 	struct dring *d = ctx;
 
 	(void)cpu;
-	free(d->cur);
 	/* Best effort: a feed whose daemon went away has no subscription. */
 	hvt_dfeed_unsubscribe(d->f, d->sub);
 	hvt_dfeed_unroute(d->f, d->remote, d->cpu);
@@ -103,6 +108,7 @@ static const struct hvtrace_ring_source_ops dring_ops = {
 	.next_page = dring_next_page,
 	.to_host = dring_to_host,
 	.close = dring_close,
+	.release = dring_release,
 };
 
 int hvt_dring_open(struct hvtrace_daemon_feed *f, uint32_t remote, uint32_t cpu,

@@ -7,13 +7,16 @@
  *   0-1  len = u16 % 4200 (may exceed the 4096-byte sub-buffer)
  *   2    seq (u8): the same as the page before asks for an append
  *   3    bit 0: the page has a source loss (lost_events 1 + bit 1..7),
- *        bit 7: an unknown one; bit 6: the cursor reads after this page
+ *        bit 7: an unknown one; bit 6: the cursor reads after this page;
+ *        bit 5: the page is lent (HVTRACE_PAGE_LENT), in a buffer of
+ *        exactly len bytes that its release frees
  *   4..  len bytes of the page (what is missing reads as 0)
  *
  * Beyond the sanitizers: every record lies inside a reader page of the
- * view and within the bytes handed over, its size is a 4-byte multiple,
- * and the stats add up (events read == events the ring handed over,
- * pages == pages given).
+ * view, or inside a lent page not yet released, and within the bytes
+ * handed over, its size is a 4-byte multiple, and the stats add up
+ * (events read == events the ring handed over, pages == pages given);
+ * every lent page is released once, by the close at the latest.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,13 +64,32 @@ int hvtrace_kring_get_info(const struct hvtrace_kring *k,
 
 #define SUBBUF 4096
 
+#define MAX_LENT 4 /* lent pages a ring may hold (in place, held) */
+
 struct src {
 	const uint8_t *in;
 	size_t size, pos;
 	uint8_t page[4200 + 8];
 	unsigned int pages;
 	bool pause;
+	struct {
+		uint8_t *buf;
+		uint32_t len;
+	} lent[MAX_LENT];
+	unsigned int nr_lent; /* lent, not released */
 };
+
+/* Whether [p, p + n) lies in a lent page's data not yet released. */
+static bool in_lent(const struct src *s, const uint8_t *p, uint32_t n)
+{
+	unsigned int i;
+
+	for (i = 0; i < MAX_LENT; i++)
+		if (s->lent[i].buf && p >= s->lent[i].buf + 16 &&
+		    p + n <= s->lent[i].buf + s->lent[i].len)
+			return true;
+	return false;
+}
 
 static int next_page(void *ctx, int cpu, struct hvtrace_ring_page *pg)
 {
@@ -92,10 +114,40 @@ static int next_page(void *ctx, int cpu, struct hvtrace_ring_page *pg)
 			  (hdr[3] & 1) ? 1 + ((hdr[3] >> 1) & 0x1f) : 0;
 	s->pause = hdr[3] & 0x40;
 	s->pages++;
+	if ((hdr[3] & 0x20) && s->nr_lent < MAX_LENT) {
+		unsigned int i;
+
+		for (i = 0; s->lent[i].buf; i++)
+			;
+		s->lent[i].buf = malloc(len ? len : 1);
+		fuzz_assert(s->lent[i].buf);
+		memcpy(s->lent[i].buf, s->page, len);
+		s->lent[i].len = len;
+		s->nr_lent++;
+		pg->data = s->lent[i].buf;
+		pg->flags = HVTRACE_PAGE_LENT;
+		pg->owner = &s->lent[i];
+	}
 	return 1;
 }
 
-static const struct hvtrace_ring_source_ops ops = { .next_page = next_page };
+static void release(void *ctx, int cpu, const struct hvtrace_ring_page *pg)
+{
+	struct src *s = ctx;
+	unsigned int i = (unsigned int)((const char *)pg->owner -
+					(const char *)s->lent) /
+			 sizeof(s->lent[0]);
+
+	fuzz_assert(i < MAX_LENT && s->lent[i].buf == pg->data);
+	free(s->lent[i].buf);
+	s->lent[i].buf = NULL;
+	s->nr_lent--;
+}
+
+static const struct hvtrace_ring_source_ops ops = {
+	.next_page = next_page,
+	.release = release,
+};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -120,8 +172,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			s.pause = false;
 			continue;
 		}
-		fuzz_assert((const uint8_t *)rec.data >= lo + 16);
-		fuzz_assert((const uint8_t *)rec.data + rec.size <= hi);
+		fuzz_assert(((const uint8_t *)rec.data >= lo + 16 &&
+			     (const uint8_t *)rec.data + rec.size <= hi) ||
+			    in_lent(&s, rec.data, rec.size));
 		fuzz_assert(rec.size % 4 == 0);
 		n++;
 		hvtrace_ring_consume(r);
@@ -131,5 +184,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_assert(st.events == n);
 	fuzz_assert(st.skipped + st.empty <= st.pages);
 	hvtrace_ring_close(r);
+	fuzz_assert(s.nr_lent == 0);
 	return 0;
 }

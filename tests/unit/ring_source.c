@@ -16,7 +16,13 @@
  *   - malformed pages (a commit size past the page, an event past the
  *     commit, a page longer than the sub-buffer) are counted and skipped,
  *     and the next record reports the loss as of unknown count;
- *   - each event is copied once (stats: copied == the events' bytes).
+ *   - a page whose lost count does not fit is cut; its rest comes next;
+ *   - each event is copied once (stats: copied == the events' bytes);
+ *   - run again with every page lent (HVTRACE_PAGE_LENT): the same
+ *     records; whole pages whose headers say their losses are read in
+ *     place (copied counts only the others, and a lent reader page the
+ *     next page appends to); every page is released exactly once, and a
+ *     released page is poisoned, so a read after its release shows.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,6 +43,7 @@ struct spage {
 	uint32_t len;
 	uint32_t seq;
 	uint64_t lost;
+	unsigned int released;
 };
 
 struct script {
@@ -45,6 +52,7 @@ struct script {
 	unsigned int avail;	/* pages released to the ring */
 	unsigned int next;
 	unsigned int maps;
+	bool lend; /* pages are HVTRACE_PAGE_LENT */
 	bool closed;
 };
 
@@ -61,7 +69,24 @@ static int s_next(void *ctx, int cpu, struct hvtrace_ring_page *pg)
 	pg->len = p->len;
 	pg->seq = p->seq;
 	pg->lost_events = p->lost;
+	if (s->lend) {
+		pg->flags = HVTRACE_PAGE_LENT;
+		pg->owner = p;
+	}
 	return 1;
+}
+
+static void s_release(void *ctx, int cpu, const struct hvtrace_ring_page *pg)
+{
+	struct script *s = ctx;
+	struct spage *p = pg->owner;
+
+	t_eq(cpu, 3);
+	t_assert(s->lend && !s->closed);
+	t_assert(p >= s->p && p < s->p + s->next && pg->data == p->buf);
+	t_equ(p->released, 0);
+	p->released++;
+	memset(p->buf, 0xa5, sizeof(p->buf)); /* a later read shows */
 }
 
 static int s_to_host(void *ctx, int cpu, uint64_t ts, uint64_t *ns,
@@ -87,6 +112,7 @@ static const struct hvtrace_ring_source_ops ops = {
 	.next_page = s_next,
 	.to_host = s_to_host,
 	.close = s_close,
+	.release = s_release,
 };
 
 /*
@@ -153,17 +179,20 @@ static void expect_none(struct hvtrace_ring *r)
 	t_eq(hvtrace_ring_peek(r, &rec), 0);
 }
 
-int main(void)
+/* The script, its pages lent or not; returns the bytes copied. */
+static uint64_t run(bool lend)
 {
 	static struct script s;
 	struct hvtrace_ring_source_stats st;
 	const struct hvt_trace_buffer_meta *m;
 	struct hvtrace_ring *r;
-	uint64_t ids[400], bytes = 0;
+	uint64_t ids[400], bytes = 0, lent_bytes = 0;
 	uint32_t id0, read0;
 	unsigned int i;
 	struct spage *bad;
 
+	memset(&s, 0, sizeof(s));
+	s.lend = lend;
 	for (i = 0; i < 400; i++)
 		ids[i] = i + 1;
 	t_eq(hvtrace_ring_open_source(NULL, &s, 3, SUBBUF, &r), -EINVAL);
@@ -191,6 +220,7 @@ int main(void)
 	/* The tail grew: events 4-5, appended to the same reader page. */
 	add_page(&s, 0, 1030, ids + 3, 2, 0, 0);
 	bytes += 24;
+	lent_bytes += 36 + 24; /* the lent reader page is copied first */
 	s.avail = s.nr;
 	expect(r, 4, 1040, 0);
 	t_equ(m->reader.id, id0);
@@ -210,6 +240,7 @@ int main(void)
 	add_page(&s, 1, 6000, ids + 6, 1, 7, 0);
 	add_page(&s, 2, 7000, ids + 7, 1, 0, 3);
 	bytes += 24;
+	lent_bytes += 12; /* the source's count: rewritten */
 	s.avail = s.nr;
 	expect(r, 7, 6010, 7);
 	t_equ(m->reader.lost_events, 7);
@@ -220,6 +251,7 @@ int main(void)
 	add_page(&s, 3, 8000, NULL, 0, 4, 2);
 	add_page(&s, 4, 8100, ids + 8, 2, 5, 0);
 	bytes += 24;
+	lent_bytes += 24; /* carries the losses of the page before */
 	s.avail = s.nr;
 	expect(r, 9, 8110, 11);
 	expect(r, 10, 8120, 0);
@@ -239,6 +271,7 @@ int main(void)
 	bad->len = SUBBUF + 16;
 	add_page(&s, 8, 9500, ids + 10, 1, 0, 0);
 	bytes += 12;
+	lent_bytes += 12; /* an unknown loss before it */
 	s.avail = s.nr;
 	expect(r, 11, 9510, HVTRACE_LOST_UNKNOWN);
 	t_equ(hvtrace_ring_errors(r), 3);
@@ -255,6 +288,19 @@ int main(void)
 		expect(r, 12 + i, 10010 + 10 * i, 0);
 	t_assert(m->reader.id != id0);
 
+	/* A full page after a loss the source counts: the count does not
+	 * fit after its data, so the page is cut and its last event follows
+	 * (the source's page is held until then). */
+	add_page(&s, 11, 30000, ids, 340, 0, 2);
+	bytes += 340 * 12;
+	lent_bytes += 340 * 12;
+	s.avail = s.nr;
+	expect(r, 1, 30010, 2);
+	t_equ(m->reader.read, 339 * 12);
+	for (i = 1; i < 340; i++)
+		expect(r, 1 + i, 30010 + 10 * i, 0);
+	expect_none(r);
+
 	/* Losses after the last event: claimed at the end of the stream. */
 	add_page(&s, 10, 20000, NULL, 0, 0, 9);
 	s.avail = s.nr;
@@ -267,21 +313,31 @@ int main(void)
 	t_equ(st.skipped, 3);
 	t_equ(st.empty, 2);
 	t_equ(st.appended, 1);
-	t_equ(st.events, 352);
-	t_equ(st.copied, bytes);
-	t_equ(st.lost_events, 7 + 3 + 11 + 9);
+	t_equ(st.events, 352 + 340);
+	t_equ(st.copied, lend ? lent_bytes : bytes);
+	t_equ(st.lost_events, 7 + 3 + 11 + 2 + 9);
 	t_equ(st.lost_unknown, 1);
 	t_equ(st.err_ns, MAP_ERR);
 	t_equ(st.map_errors, 0);
-	t_assert(s.maps >= 352);
-	t_equ(m->read, 352);
+	t_assert(s.maps >= 352 + 340);
+	t_equ(m->read, 352 + 340);
 	t_equ(m->entries - m->overrun - m->read, 0);
 	t_eq(hvtrace_ring_source_stats(NULL, &st), -EINVAL);
 
 	hvtrace_ring_close(r);
 	t_assert(s.closed);
-	printf("ring_source: %u pages, %llu events, %llu bytes copied once\n",
-	       s.nr, (unsigned long long)st.events,
-	       (unsigned long long)st.copied);
+	for (i = 0; i < s.nr; i++)
+		t_equ(s.p[i].released, lend ? 1 : 0);
+	printf("ring_source: %s: %u pages, %llu events, %llu bytes copied\n",
+	       lend ? "lent pages" : "pages", s.nr,
+	       (unsigned long long)st.events, (unsigned long long)st.copied);
+	return st.copied;
+}
+
+int main(void)
+{
+	uint64_t copied = run(false), in_place = run(true);
+
+	t_assert(in_place < copied);
 	return 0;
 }
