@@ -65,7 +65,7 @@ int hvt_cli_parse_reader_threads(const char *s, unsigned int *out);
 /* Parse a process id (decimal, above 0); returns 0 or -EINVAL. */
 int hvt_cli_parse_pid(const char *s, int *out);
 /* The trace clock a guest kernel's formats folder names (its
- * trace_clock file) into @clock; true when it is mono (stream_kclock.c). */
+ * trace_clock file) into @clock; true when it is mono (daemon_kring.c). */
 bool hvt_cli_ring_clock_mono(const char *dir, char *clock, size_t len);
 /*
  * The guest kernel's ring of remote @name, id @remote on @dc
@@ -122,6 +122,8 @@ void hvt_cli_kring_names(const char *verb, struct hvtrace_daemon *dc,
 extern bool hvt_cli_kring_quiet;
 /* record --pair: the ring goes to a guest file (said so in that line). */
 extern bool hvt_cli_kring_pair;
+/* stream NAME --guest-kernel: the ring is read alone (said so too). */
+extern bool hvt_cli_kring_alone;
 
 /*
  * The formats cache's folder of the guest kernel whose RAM @ram holds

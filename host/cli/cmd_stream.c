@@ -41,7 +41,8 @@ static const char st_usage[] =
 	"       hvtrace stream NAME --kernel [-e EVENT]... [--instance NAME]\n"
 	"                      [OPTIONS]\n"
 	"       hvtrace stream --kernel [--instance NAME] [OPTIONS]\n"
-	"       hvtrace stream RAMFILE|NAME --guest-kernel [--formats DIR]\n"
+	"       hvtrace stream NAME --guest-kernel [--socket PATH] [OPTIONS]\n"
+	"       hvtrace stream RAMFILE [--guest-kernel] [--formats DIR]\n"
 	"                      [OPTIONS]\n"
 	"       hvtrace stream --vm-pid PID|--domain DOMAIN [--formats DIR]\n"
 	"                      [OPTIONS]\n"
@@ -94,20 +95,21 @@ static const char st_usage[] =
 	"numbers are its own).  At exit the instance is removed, or, when\n"
 	"it was there before, its clock, events and tracing_on are put back.\n"
 	"\n"
-	"--guest-kernel reads a guest kernel's own ftrace ring from its RAM\n"
-	"file, with no agent and after the guest died (a guest started with\n"
-	"'hvtrace guest start NAME --kernel-events LIST': NAME stands for\n"
-	"its RAM file /dev/shm/hvtrace-NAME.ram; a path ending in .ram needs\n"
-	"no --guest-kernel).  The guest's event formats come from --formats\n"
-	"DIR, a copy of the guest's tracefs files (docs/guest-kernel.md), or\n"
-	"for a running guest NAME from those its agent sent to hvtraced, or\n"
-	"else those it printed on its console at boot, or else from the\n"
-	"formats cache ($HVT_CACHE, default /var/cache/hvtrace: hvtraced\n"
-	"fills it from agents, 'hvtrace-guest kformats' without DIR from a\n"
-	"console): the entry of the release in the kernel banner found in\n"
-	"guest RAM whose build id guest RAM holds; without formats events\n"
-	"print as UNKNOWN id=N and --summary still counts them.\n"
-	"Timestamps are the guest's trace clock (guest-relative).\n"
+	"--guest-kernel reads a guest kernel's own ftrace ring.  With a rig\n"
+	"guest's NAME (started with 'hvtrace guest start NAME\n"
+	"--kernel-events LIST'), that ring alone, as hvtraced serves it to\n"
+	"every tool: on the host's clock, its formats hvtraced's.  With\n"
+	"RAMFILE (a path; one ending in .ram needs no --guest-kernel), the\n"
+	"file itself, with no agent and after the guest died (the rig keeps\n"
+	"/dev/shm/hvtrace-NAME.ram with --keep-ram).  A RAM file's event\n"
+	"formats come from --formats DIR, a copy of the guest's tracefs\n"
+	"files (docs/guest-kernel.md), or else from the formats cache\n"
+	"($HVT_CACHE, default /var/cache/hvtrace: hvtraced fills it from\n"
+	"agents, 'hvtrace-guest kformats' without DIR from a console): the\n"
+	"entry of the release in the kernel banner found in guest RAM whose\n"
+	"build id guest RAM holds; without formats events print as UNKNOWN\n"
+	"id=N and --summary still counts them.  A RAM file's timestamps are\n"
+	"the guest's trace clock (guest-relative).\n"
 	"\n"
 	"--vm-pid PID reads the guest kernel's ring (implies --guest-kernel)\n"
 	"from the memory of VMM process PID, however it was started (QEMU\n"
@@ -152,9 +154,7 @@ static const char st_usage[] =
 	"                      writer drops once its ring is full); works\n"
 	"                      beside an owner\n"
 	"  --summary           print per-CPU counts on stderr at the end\n"
-	"  --socket PATH       hvtraced's socket, for NAME (with --guest-kernel:\n"
-	"                      the hvtraced whose clock model of guest NAME\n"
-	"                      maps the ring's times to the host's; default\n"
+	"  --socket PATH       hvtraced's socket, for NAME (default\n"
 	"                      $HVTRACED_SOCKET or "
 	"/run/hvtrace/hvtraced.sock)\n"
 	"  -h, --help          this text\n"
@@ -358,6 +358,23 @@ static int st_parse(struct st_state *s, int argc, char **argv)
 	if (s->guest_kernel && !s->vm_pid && (s->kernel || !s->spec))
 		return hvt_cli_usage(VERB, "--guest-kernel needs a RAMFILE or "
 					   "a guest NAME, and not --kernel");
+	/* NAME --guest-kernel: the ring hvtraced serves (no tool opens a
+	 * remote's RAM file by its name; a RAMFILE is given by path). */
+	if (s->guest_kernel && !s->vm_pid && !strchr(s->spec, '/') &&
+	    access(s->spec, F_OK) && hvtrace_daemon_name_is_remote(s->spec)) {
+		s->kernel_only = true;
+		s->remote = true;
+	}
+	if (s->kernel_only && s->formats)
+		return hvt_cli_usage(VERB,
+				     "--formats: hvtraced serves the formats "
+				     "of guest '%s''s kernel; --formats goes "
+				     "with a RAMFILE or --vm-pid",
+				     s->spec);
+	if (s->kernel_only && s->no_guest_kernel)
+		return hvt_cli_usage(VERB, "--guest-kernel and "
+					   "--no-guest-kernel contradict each "
+					   "other");
 	if (s->formats && !s->guest_kernel)
 		return hvt_cli_usage(VERB, "--formats goes with a guest "
 					   "kernel's ring (--guest-kernel)");
@@ -444,7 +461,7 @@ static int st_print(struct st_state *s, const struct hvtrace_record *rec)
 	if (s->kernel)
 		ts = rec->ts; /* its own trace clock, as trace_pipe prints */
 	else if (s->kring)
-		ts = st_kclock_map(s, rec->ts, &err);
+		ts = rec->ts; /* the guest's own trace clock */
 	else
 		hvtrace_area_to_host_ns(s->area, rec->ts, &err);
 	/* A refitted clock model (an area's time sync, a new anchor of the
@@ -489,11 +506,15 @@ static int st_writer_done(struct st_state *s, bool *restarted)
 	if (s->kernel)
 		return 0;
 	if (s->kring) {
-		/* A rig guest has stopped once its QEMU is gone; a bare RAM
-		 * file gives no sign (use --drain for a post-mortem read). */
+		struct stat st;
+
+		/* The VMM is gone; or the RAM file was removed (a rig guest's
+		 * launcher removes it once QEMU exited, unless --keep-ram).
+		 * A file that stays gives no sign: --drain reads it whole. */
 		if (s->vm_pid)
 			return kill(s->vm_pid, 0) && errno == ESRCH;
-		return s->rig_guest && !hvt_cli_rig_qemu_pid(s->spec);
+		return stat(s->ram, &st) || st.st_dev != s->ram_dev ||
+		       st.st_ino != s->ram_ino;
 	}
 	if (hvtrace_area_writer_state(s->area, &state, &gen)) {
 		*restarted = true;
@@ -585,11 +606,7 @@ static void st_cleanup(struct st_state *s)
 	free(s->cpus);
 	hvtrace_decoder_free(s->dec);
 	hvtrace_area_close(s->area);
-	st_kclock_close(s);
 	hvtrace_kring_close(s->kring);
-	if (s->ram_via[0])
-		close(s->ram_fd);
-	hvt_cli_kformats_tmp_rm(s->kformats);
 	free(s->line);
 }
 
@@ -712,7 +729,7 @@ static int cmd_stream(int argc, char **argv)
 		s.kernel = false;
 		s.host_kernel = true;
 	}
-	if (!s.kernel && !s.guest_kernel && s.remote) {
+	if (!s.kernel && (!s.guest_kernel || s.kernel_only) && s.remote) {
 		struct hvt_rstream_opts o = {
 			.name = s.spec,
 			.sock = s.sock,
@@ -724,6 +741,7 @@ static int cmd_stream(int argc, char **argv)
 			.follow = s.follow,
 			.summary = s.summary,
 			.user_only = s.no_guest_kernel,
+			.kernel_only = s.kernel_only,
 			.host_kernel = s.host_kernel,
 			.kernel_instance = s.instance,
 			.kernel_events = (const char *const *)s.events,
@@ -737,10 +755,8 @@ static int cmd_stream(int argc, char **argv)
 					     s.spec);
 		return hvt_cli_stream_remote(&o);
 	}
-	if (s.sock && !s.guest_kernel)
-		return hvt_cli_usage(VERB, "--socket goes with a remote NAME "
-					   "(or a guest NAME with "
-					   "--guest-kernel)");
+	if (s.sock)
+		return hvt_cli_usage(VERB, "--socket goes with a remote NAME");
 	s.line_cap = 8192;
 	s.line = malloc(s.line_cap);
 	if (!s.line)

@@ -322,15 +322,22 @@ int hvt_cli_kring_open(const char *verb, struct hvtrace_daemon *dc,
 	}
 clock:
 	if (rc || !hvt_cli_ring_clock_mono(formats, clock, sizeof(clock))) {
+		const char *shm = getenv("HVT_SHM_DIR");
+
 		fprintf(stderr,
 			"hvtrace %s: note: the guest kernel's %s of '%s' "
-			"is left out: %s%s%s%s\n",
+			"is left out: %s",
 			verb, what, name,
 			rc ? "its formats are not on its console"
-			   : "its clock is not mono, the agent's",
-			where == 2 ? "" : " (hvtrace stream ",
-			where == 2 ? "" : name,
-			where == 2 ? "" : " --guest-kernel reads it alone)");
+			   : "its clock is not mono, the agent's");
+		if (where == 2)
+			fprintf(stderr, "\n");
+		else
+			fprintf(stderr,
+				" (its RAM file, read by its path, gives its "
+				"own times: hvtrace stream "
+				"%s/hvtrace-%s.ram)\n",
+				shm && *shm ? shm : "/dev/shm", name);
 		goto none;
 	}
 open:
@@ -355,8 +362,10 @@ open:
 			hvtrace_daemon_kring_cpus(*out),
 			hvt_cli_kring_pair ? "in a guest file of its own, on "
 					     "the guest's clock"
-					   : "beside its user events, on the "
-					     "host's clock",
+			: hvt_cli_kring_alone
+				? "alone, on the host's clock"
+				: "beside its user events, on the "
+				  "host's clock",
 			from);
 	return 0;
 none:
@@ -365,8 +374,34 @@ none:
 	return 0;
 }
 
+/* The clock a guest's formats folder's trace_clock marks; is it mono? */
+bool hvt_cli_ring_clock_mono(const char *dir, char *clock, size_t len)
+{
+	char path[PATH_MAX], buf[512], *b, *e;
+	size_t n;
+	FILE *f;
+
+	snprintf(clock, len, "local (the instance's default)");
+	if (!dir)
+		return false;
+	snprintf(path, sizeof(path), "%s/trace_clock", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	b = strchr(buf, '[');
+	e = b ? strchr(b, ']') : NULL;
+	if (!b || !e)
+		return false;
+	snprintf(clock, len, "%.*s", (int)(e - b - 1), b + 1);
+	return !strcmp(clock, "mono");
+}
+
 bool hvt_cli_kring_quiet;
 bool hvt_cli_kring_pair;
+bool hvt_cli_kring_alone;
 
 void hvt_cli_kring_ksyms(const char *verb, struct hvtrace_decoder *dec,
 			 struct hvtrace_kring *k)

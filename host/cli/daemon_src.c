@@ -514,7 +514,7 @@ static int rs_rings(struct rs *s)
 	s->q = calloc((size_t)s->rec.nr_cpus + nr_k + nr_h, sizeof(*s->q));
 	if (!s->q)
 		return hvt_cli_error(s->verb, "out of memory");
-	for (c = 0; c < s->rec.nr_cpus; c++) {
+	for (c = 0; c < s->rec.nr_cpus && !s->o->kernel_only; c++) {
 		if (s->o->cpu >= 0 && (int)c != s->o->cpu)
 			continue;
 		ret = hvtrace_daemon_ring_open(
@@ -566,13 +566,54 @@ static void rs_close_rings(struct rs *s)
 	free(s->q);
 }
 
+/* --guest-kernel NAME cannot be read through hvtraced (@why): the RAM
+ * file is the user's to name. */
+static int rs_ram_hint(struct rs *s, const char *why)
+{
+	const char *shm = getenv("HVT_SHM_DIR");
+
+	return hvt_cli_error(s->verb,
+			     "%s; a rig guest's RAM file is read directly "
+			     "by its path: 'hvtrace stream "
+			     "%s/hvtrace-%s.ram' (kept after the guest ends "
+			     "when it was started with --keep-ram)",
+			     why, shm && *shm ? shm : "/dev/shm", s->o->name);
+}
+
+/*
+ * --guest-kernel: the guest kernel's ring that hvtraced serves, alone; a
+ * remote without one is refused, naming what to do instead.
+ */
+static int rs_kernel_only(struct rs *s)
+{
+	char why[256];
+	uint32_t nr;
+
+	if (!s->kr) {
+		snprintf(why, sizeof(why),
+			 "'%s': hvtraced serves no guest kernel ring of it "
+			 "on the host's clock (a rig guest started with "
+			 "--kernel-events LIST has one)",
+			 s->rec.name);
+		return rs_ram_hint(s, why);
+	}
+	nr = hvtrace_daemon_kring_cpus(s->kr);
+	if (s->o->cpu >= 0 && (uint32_t)s->o->cpu >= nr)
+		return hvt_cli_usage(s->verb,
+				     "--cpu %d: the guest kernel of '%s' has "
+				     "CPUs 0..%u",
+				     s->o->cpu, s->rec.name, nr - 1);
+	return 0;
+}
+
 static int rs_open(struct rs *s)
 {
 	int ret;
 
 	if (hvtrace_daemon_open(s->o->sock, &s->dc) ||
 	    hvtrace_daemon_find_remote(s->dc, s->o->name, &s->rec))
-		return rs_fail(s);
+		return s->o->kernel_only ? rs_ram_hint(s, hvtrace_last_error())
+					 : rs_fail(s);
 	if (s->rec.state == HVT_REMOTE_MISSING)
 		return rs_missing(s);
 	if (!s->rec.nr_cpus)
@@ -581,7 +622,8 @@ static int rs_open(struct rs *s)
 				     "attached yet (see 'hvtrace "
 				     "daemon info --remote %s')",
 				     s->rec.name, s->rec.name);
-	if (s->o->cpu >= 0 && (uint32_t)s->o->cpu >= s->rec.nr_cpus)
+	if (s->o->cpu >= 0 && !s->o->kernel_only &&
+	    (uint32_t)s->o->cpu >= s->rec.nr_cpus)
 		return hvt_cli_usage(s->verb, "--cpu %d: '%s' has CPUs 0..%u",
 				     s->o->cpu, s->rec.name,
 				     s->rec.nr_cpus - 1);
@@ -597,6 +639,7 @@ static int rs_open(struct rs *s)
 	}
 	/* A guest agent's clock is mono: its kernel ring can join. */
 	if (!s->o->user_only && s->rec.clock_id == HVT_CLOCK_MONO_NS) {
+		hvt_cli_kring_alone = s->o->kernel_only;
 		ret = hvt_cli_kring_open(s->verb, s->dc, s->rec.id,
 					 s->rec.name, s->kformats,
 					 sizeof(s->kformats), &s->kr);
@@ -604,6 +647,11 @@ static int rs_open(struct rs *s)
 			return ret;
 		if (s->kr)
 			hvt_cli_kring_names(s->verb, s->dc, s->rec.id, s->kr);
+	}
+	if (s->o->kernel_only) {
+		ret = rs_kernel_only(s);
+		if (ret)
+			return ret;
 	}
 	if (s->o->host_kernel) {
 		ret = rs_host_clock(s);

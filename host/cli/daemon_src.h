@@ -18,6 +18,7 @@ struct hvt_rstream_opts {
 	double window_ms;	  /* reorder window */
 	bool drain, follow, summary;
 	bool user_only; /* not the guest kernel's ring beside */
+	bool kernel_only; /* the guest kernel's ring alone (--guest-kernel) */
 	/* The host kernel beside (--kernel): its tracefs instance (NULL: a
 	 * private one) and the events to enable there (NULL-terminated). */
 	bool host_kernel;

@@ -245,112 +245,26 @@ int st_open_kernel(struct st_state *s)
 }
 
 /*
- * The formats a running rig guest's agent sent to hvtraced, which keeps
- * them in its formats cache (hvtrace_daemon_kformats_dir()); -ENOENT when
- * no hvtraced has the guest, or its agent sent none.
- */
-static int st_agent_formats(struct st_state *s)
-{
-	struct hvtrace_daemon *dc = NULL;
-	struct hvt_remote_rec rec;
-	int ret;
-
-	ret = hvtrace_daemon_open(s->sock, &dc);
-	if (!ret)
-		ret = hvtrace_daemon_find_remote(dc, s->spec, &rec);
-	if (!ret)
-		ret = hvtrace_daemon_kformats_dir(dc, rec.id, s->cache_formats,
-						  sizeof(s->cache_formats));
-	if (dc)
-		hvtrace_daemon_close(dc);
-	if (ret)
-		s->cache_formats[0] = '\0';
-	return ret ? -ENOENT : 0;
-}
-
-/*
- * The formats a running rig guest printed on its console at boot, unpacked
- * by its launcher (hvtrace-guest kformats NAME DIR) into a private folder.
- */
-static int st_rig_formats(struct st_state *s)
-{
-	char launcher[PATH_MAX], *argv[6], *out = NULL;
-	int rc;
-
-	rc = hvt_cli_kformats_tmp(s->kformats, sizeof(s->kformats));
-	if (rc)
-		return rc;
-	hvt_cli_launcher(launcher, sizeof(launcher));
-	argv[0] = launcher;
-	argv[1] = "kformats";
-	argv[2] = (char *)s->spec;
-	argv[3] = s->kformats;
-	argv[4] = NULL;
-	rc = hvt_cli_run(argv, &out);
-	free(out);
-	if (rc) {
-		fprintf(stderr,
-			"hvtrace stream: note: no event formats from "
-			"guest '%s' (%s kformats failed)\n",
-			s->spec, launcher);
-		return -ENOENT;
-	}
-	return 0;
-}
-
-/*
- * A guest kernel's ring in guest RAM: a RAM file, or a rig guest's NAME
- * ($HVT_SHM_DIR/hvtrace-NAME.ram, stopped once its QEMU is gone).
+ * A guest kernel's ring in guest RAM: a RAM file given by its path (a rig
+ * guest's NAME goes through hvtraced: cmd_stream.c), or a VMM's by pid.
  */
 int st_open_kring(struct st_state *s)
 {
 	struct hvtrace_kring_info ki;
 	unsigned int first, last;
-	const char *shm = getenv("HVT_SHM_DIR");
-	int ret;
 
 	if (s->vm_pid) {
 		if (hvtrace_kring_open_pid(s->vm_pid, &s->kring))
 			return hvt_cli_error(VERB, "--vm-pid %d: %s", s->vm_pid,
 					     hvtrace_last_error());
-	} else if (strchr(s->spec, '/') || !access(s->spec, F_OK)) {
-		snprintf(s->ram, sizeof(s->ram), "%s", s->spec);
 	} else {
-		snprintf(s->ram, sizeof(s->ram), "%s/hvtrace-%s.ram",
-			 shm && *shm ? shm : "/dev/shm", s->spec);
-		s->rig_guest = true;
-		if (access(s->ram, F_OK))
-			return hvt_cli_error(VERB,
-					     "no guest RAM file %s: was "
-					     "guest '%s' started with "
-					     "--kernel-events (and "
-					     "--keep-ram, once it "
-					     "ended)?  In kernel copy "
-					     "mode (--kernel-mode copy) "
-					     "there is none: 'hvtrace "
-					     "stream %s' shows the "
-					     "kernel's events",
-					     s->ram, s->spec, s->spec);
-	}
-	if (!s->kring && s->rig_guest) {
-		/* A name in a shared folder: only a file of root or this
-		 * user (anyone may create one there). */
-		char via[64], msg[PATH_MAX + 128];
-		int fd = hvt_util_open_owned(s->ram, 0, (uid_t)-1, msg,
-					     sizeof(msg));
+		struct stat st;
 
-		if (fd < 0)
-			return hvt_cli_error(VERB, "%s", msg);
-		snprintf(via, sizeof(via), "/proc/self/fd/%d", fd);
-		ret = hvtrace_kring_open(via, 0, &s->kring);
-		if (ret) {
-			close(fd);
-			return hvt_cli_error(VERB, "%s: %s", s->ram,
-					     hvtrace_last_error());
+		snprintf(s->ram, sizeof(s->ram), "%s", s->spec);
+		if (!stat(s->ram, &st)) {
+			s->ram_dev = st.st_dev;
+			s->ram_ino = st.st_ino;
 		}
-		/* Kept for the formats' lookup below, which reads it too. */
-		snprintf(s->ram_via, sizeof(s->ram_via), "%s", via);
-		s->ram_fd = fd;
 	}
 	if (!s->kring && hvtrace_kring_open(s->ram, 0, &s->kring))
 		return hvt_cli_error(VERB, "%s", hvtrace_last_error());
@@ -368,40 +282,12 @@ int st_open_kring(struct st_state *s)
 	if (st_open_rings(s, first, last, st_ring_kring, s->kring))
 		return HVT_EXIT_FAIL;
 	snprintf(s->info.name, sizeof(s->info.name), "guest kernel");
-	/* Only a rig guest's NAME has a clock model (hvtraced's, below). */
-	if (!s->rig_guest)
-		fprintf(stderr,
-			"hvtrace stream: guest kernel times are the guest's "
-			"own (its trace clock), not the host's "
-			"CLOCK_MONOTONIC (%s: no clock model; a rig guest's "
-			"NAME has hvtraced's)\n",
-			s->vm_pid ? "--vm-pid" : "a RAM file");
-	if (!s->formats && s->rig_guest) {
-		/* The agent's (hvtraced's cache, per kernel build: every
-		 * event) with this boot's trace clock and comms from the
-		 * console's dump (daemon_kring.c's rule). */
-		bool agent = !st_agent_formats(s), rig = !st_rig_formats(s);
-
-		if (agent && rig &&
-		    !hvt_cli_kformats_overlay(s->cache_formats, s->kformats)) {
-			s->formats = s->kformats;
-			fprintf(stderr,
-				"hvtrace stream: the guest kernel's formats "
-				"from its agent: %s (this boot's clock and "
-				"comms from its console)\n",
-				s->cache_formats);
-		} else if (rig) {
-			s->formats = s->kformats;
-		} else if (agent) {
-			s->formats = s->cache_formats;
-			s->boot_clock_unknown = true;
-			fprintf(stderr,
-				"hvtrace stream: the guest kernel's formats "
-				"from its agent: %s (this boot's trace clock "
-				"is not known: the times stay the guest's)\n",
-				s->formats);
-		}
-	}
+	fprintf(stderr,
+		"hvtrace stream: guest kernel times are the guest's own (its "
+		"trace clock), not the host's CLOCK_MONOTONIC (%s: no clock "
+		"model; 'hvtrace stream NAME' of a rig guest reads its ring "
+		"through hvtraced, on the host's clock)\n",
+		s->vm_pid ? "--vm-pid" : "a RAM file");
 	/* --vm-pid: the formats cache's folder of the kernel its vmcoreinfo
 	 * names; not by the banner's scan of all guest RAM below, which
 	 * would populate the untouched pages of a VMM's memfd. */
@@ -411,22 +297,14 @@ int st_open_kring(struct st_state *s)
 				       sizeof(s->cache_formats)))
 		s->formats = s->cache_formats;
 	if (!s->formats && !s->vm_pid &&
-	    !hvt_cli_kformats_cached(
-		    "stream", s->ram_via[0] ? s->ram_via : s->ram,
-		    s->rig_guest ? s->spec : NULL, s->cache_formats,
-		    sizeof(s->cache_formats)))
+	    !hvt_cli_kformats_cached("stream", s->ram, NULL, s->cache_formats,
+				     sizeof(s->cache_formats)))
 		s->formats = s->cache_formats;
 	if (s->formats) {
 		if (hvtrace_decoder_new_kernel(s->formats, &s->dec))
 			return hvt_cli_error(VERB, "--formats %s: %s",
 					     s->formats, hvtrace_last_error());
 		hvt_cli_kring_ksyms("stream", s->dec, s->kring);
-		/* A rig guest's NAME: its times on the host's clock when
-		 * hvtraced has it. */
-		if (s->rig_guest && !s->boot_clock_unknown) {
-			s->kclock_name = s->spec;
-			st_kclock_open(s);
-		}
 		return 0;
 	}
 	fprintf(stderr, "hvtrace stream: note: no event formats of the guest "

@@ -4,7 +4,7 @@
  * through a clock model.
  *
  * The stream converts a writer's times batch by batch with the model as
- * it stands (hvtraced's TO_HOST, or stream_kclock.c's anchored line), and
+ * it stands (the clock model hvtraced sends in the page stream), and
  * each time-sync sample refits the model: its offset moves, by tens of
  * microseconds under TCG, always within its error bound.  An event
  * converted after a refit can so land before one converted before it,

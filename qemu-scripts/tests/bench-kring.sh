@@ -5,8 +5,10 @@
 # involved (--kernel-events; docs/guest-kernel.md), in one run:
 #
 #   - the guest writes N numbered trace_marker lines (a busybox loop on
-#     guest CPU 0) while the host's "hvtrace stream NAME --guest-kernel"
-#     reads them: events delivered per second, events lost (the loop is
+#     guest CPU 0) while the host's "hvtrace stream RAMFILE" reads them
+#     from the guest's RAM file (by its path, no hvtraced between; the
+#     stream ends when the launcher removes the file): events delivered
+#     per second, events lost (the loop is
 #     slow enough that the ring never fills: a paced run), and the
 #     stream's CPU time (user + system) per million events;
 #   - the guest's cost: the same loop with the instance's tracing_on at 0
@@ -79,8 +81,11 @@ t_name n kbench
 	--kernel-events ftrace:print --run "$run" \
 	--wait-ready --timeout 180 >/dev/null || fail "start failed"
 TIMEFORMAT='%U %S'
-{ time HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR timeout 900 "$HVTRACE" stream \
-	"$n" --guest-kernel --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt"; } \
+ram=$(status_get "$n" ram)
+[ -n "$ram" ] || fail "status names no RAM file of $n"
+"$G" kformats "$n" "$T_TMP/fmt" >/dev/null || fail "kformats of $n failed"
+{ time timeout 900 "$HVTRACE" stream "$ram" --formats "$T_TMP/fmt" --summary \
+	>"$T_TMP/out.txt" 2>"$T_TMP/err.txt"; } \
 	2>"$T_TMP/time.txt" || { cat "$T_TMP/err.txt"; fail "stream failed"; }
 bench kring "$n" "$T_TMP/out.txt" "$T_TMP/err.txt" "$T_TMP/time.txt"
 

@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: MIT
 #
 # Exact delivery of a guest kernel's own events, read live from guest RAM
-# with no agent involved (--kernel-events; docs/guest-kernel.md): the
+# by hvtraced, with no agent involved (--kernel-events;
+# docs/guest-kernel.md): the
 # guest writes N numbered lines to its instance's trace_marker on CPU 0
 # and, at the same time on CPU 1, getppid_loop makes exactly K getppid
 # system calls with raw_syscalls:sys_enter enabled in the guest's
-# instance.  The host's "hvtrace stream NAME --guest-kernel" (reading
-# before the guest writes: the writers wait for the host's "go" on a port,
-# kring_gated; ending by itself when the guest powers off)
+# instance.  The host's "hvtrace stream NAME --guest-kernel" (the ring
+# alone, as hvtraced serves it to every tool; reading before the guest
+# writes: the writers wait for the host's "go" on a port, kring_gated;
+# ending by itself when the guest powers off)
 # must show every marker line exactly once and in order, exactly K
 # "sys_enter: NR 110" events (getppid on x86_64) from getppid_loop's pid,
 # and no loss.  (qemu/kernel-ring-lost is the paced variant in which the
@@ -37,17 +39,18 @@ K=${HVT_KRING_CALLS:-5000}
 initrd=$T_OBJTREE/qemu-scripts/guest.cpio.gz
 [ -f "$initrd" ] || fail "$initrd is missing; build it with 'make guest-image'"
 
+t_own_daemon
+
 t_name n exact
-"$G" start --name "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
+"$HVTRACE" guest start "$n" --initrd "$initrd" --log "$T_TMP/$n.log" \
 	--kernel-events ftrace:print,raw_syscalls:sys_enter --port go \
 	--run "$(kring_gated "taskset 2 getppid_loop $K & $(kring_marks "$N"); wait")" \
-	--wait-ready --timeout 120 >/dev/null || fail "start failed"
-HVTRACED_SOCKET=$T_TMP/no-daemon.sock HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR \
-	timeout 200 "$HVTRACE" stream "$n" \
-	--guest-kernel --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt" &
+	--timeout 120 >"$T_TMP/start.out" 2>&1 || { cat "$T_TMP/start.out"; fail "start failed"; }
+timeout 200 "$HVTRACE" stream "$n" --guest-kernel --summary \
+	>"$T_TMP/out.txt" 2>"$T_TMP/err.txt" &
 spid=$!
 T_PIDS+=("$spid")
-kring_go "$n" "$T_TMP/err.txt" "$spid" "guest kernel times"
+kring_go "$n" "$T_TMP/err.txt" "$spid" "the guest kernel's ring \\([0-9]+ CPUs\\) alone"
 wait "$spid" || { cat "$T_TMP/err.txt"; fail "stream failed or did not end with the guest"; }
 cat "$T_TMP/err.txt"
 grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$n.log" || fail "the guest's writers failed"

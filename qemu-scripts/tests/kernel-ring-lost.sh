@@ -4,7 +4,9 @@
 # Overwrites of the guest kernel's ring while the host reads it live: a
 # small ring (--kernel-buffer 128K, 15 sub-buffers per CPU), a writer
 # pinned to guest CPU 0 writing numbered trace_marker lines, and the
-# host's "hvtrace stream NAME --guest-kernel" stopped (SIGSTOP) while the
+# host's "hvtrace stream RAMFILE" (the guest's RAM file by its path, read
+# directly: hvtraced would hold the pages for a stopped tool) stopped
+# (SIGSTOP) while the
 # guest writes far more than the ring holds, then resumed.  The guest
 # laps the reader; the stream must never print a torn, repeated or
 # out-of-order line, and every gap in the numbering must come right after
@@ -26,8 +28,10 @@ t_name n lost
 	--run "$(kring_lap_run)" \
 	--wait-ready --timeout 120 >/dev/null || fail "start failed"
 "$G" kformats "$n" "$T_TMP/fmt" >/dev/null || fail "kformats failed"
-HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR "$HVTRACE" stream "$n" --guest-kernel \
-	--formats "$T_TMP/fmt" --summary >"$T_TMP/out.txt" 2>"$T_TMP/err.txt" &
+ram=$(status_get "$n" ram)
+[ -n "$ram" ] || fail "status names no RAM file of $n"
+"$HVTRACE" stream "$ram" --formats "$T_TMP/fmt" --summary \
+	>"$T_TMP/out.txt" 2>"$T_TMP/err.txt" &
 spid=$!
 T_PIDS+=("$spid")
 # The reader has started (it printed the first 100 lines): stop it,

@@ -6,11 +6,11 @@
 # 6.12 guest kernel:
 #
 #   live      the guest writes N numbered lines to its instance's
-#             trace_marker while "hvtrace stream NAME --guest-kernel" runs
-#             (with the formats the guest printed at boot, found by
-#             stream itself); the stream shows every line exactly once, in
-#             order, with no loss, and ends by itself when the guest
-#             powers off
+#             trace_marker while "hvtrace stream RAMFILE" reads its RAM
+#             file by path, with no hvtraced (with the formats the guest
+#             printed at boot); the stream shows every line exactly once,
+#             in order, with no loss, and ends by itself when the guest
+#             powers off (its launcher removes the RAM file)
 #   panic     the guest writes M numbered lines, then panics (sysrq c);
 #             "hvtrace stream RAMFILE --drain" on the kept RAM file shows
 #             them all, with the formats given (--formats) and with the
@@ -80,11 +80,9 @@ kformats "$n" "$T_TMP/$n.log" "$T_TMP/fmt"
 ram=$(status_get "$n" ram)
 [ "$ram" = "$T_SHM/hvtrace-$n.ram" ] || fail "status names RAM '$ram'"
 [ "$(stat -c %a "$ram")" = 600 ] || fail "$ram has mode $(stat -c %a "$ram"), not 0600"
-# No --formats: stream takes the ones the running guest printed at boot.
-HVTRACED_SOCKET=$T_TMP/no-daemon.sock HVT_SHM_DIR=$T_SHM HVT_RUNDIR=$T_RUNDIR \
-	timeout 200 "$HVTRACE" stream "$n" \
-	--guest-kernel --summary \
-	>"$T_TMP/live.txt" 2>"$T_TMP/live.err" &
+# The RAM file by its path, no hvtraced: the agentless read.
+HVTRACED_SOCKET=$T_TMP/no-daemon.sock timeout 200 "$HVTRACE" stream "$ram" \
+	--formats "$T_TMP/fmt" --summary >"$T_TMP/live.txt" 2>"$T_TMP/live.err" &
 spid=$!
 T_PIDS+=("$spid")
 # The writer starts once the stream reads: a stream slowed by a loaded
@@ -94,8 +92,8 @@ wait "$spid" || { cat "$T_TMP/live.err"; fail "stream failed or did not end with
 cat "$T_TMP/live.err"
 grep -qa 'hvtrace: run exited with status 0' "$T_TMP/$n.log" || fail "the guest's writer failed"
 kring_check_marks "$T_TMP/live.txt" "$N"
-# The stream ends when QEMU exits; the launcher removes the RAM file
-# after that, then the runtime folder as the last thing: wait for it.
+# The stream ends once the launcher removed the RAM file (QEMU exited),
+# then the runtime folder goes as the last thing: wait for it.
 for _ in $(seq 600); do
 	[ -e "$T_RUNDIR/$n" ] || break
 	sleep 0.05

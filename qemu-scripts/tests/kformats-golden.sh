@@ -135,7 +135,7 @@ drain() {	# drain FILE
 		fail "stream --guest-kernel failed: $(cat "$1.err")"
 }
 drain "$T_TMP/s0.txt"
-grep -q "formats from its agent" "$T_TMP/s0.txt.err" ||
+grep -Eq "formats from (hvtraced: )?its agent" "$T_TMP/s0.txt.err" ||
 	fail "stream --guest-kernel did not use the agent's formats: $(cat "$T_TMP/s0.txt.err")"
 grep -q ' sched_waking: ' "$T_TMP/s0.txt" && fail "sched_waking recorded before it was enabled"
 "$HVTRACE" events enable --remote "$n" sched:sched_waking >"$T_TMP/en.out" 2>&1 ||

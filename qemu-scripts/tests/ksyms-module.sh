@@ -13,9 +13,10 @@
 # "function=softdog_fire [softdog]", and its kallsyms lines of
 # softdog_fire and _text.
 #
-#   - "hvtrace stream NAME --guest-kernel --drain" and "hvtrace stream NAME
-#     --drain" (through hvtraced, which has the modules' lines from the
-#     guest's agent: the console is out of the way) print as many
+#   - "hvtrace stream RAMFILE --drain" (the guest's RAM file by its path,
+#     with the formats and module lines of its console) and "hvtrace
+#     stream NAME --drain" (through hvtraced, which has the modules' lines
+#     from the guest's agent: the console is out of the way) print as many
 #     hrtimer_start lines
 #     "function=softdog_fire [softdog]" as the guest's own trace file, and
 #     no hrtimer_start whose function is an address of the module;
@@ -65,10 +66,15 @@ named() {
 	! grep -q "function=0x$fire_addr " "$1" || fail "$2: softdog_fire prints as an address: $(grep -m1 "function=0x$fire_addr " "$1")"
 }
 
-"$HVTRACE" stream "$n" --guest-kernel --drain >"$T_TMP/gk.txt" 2>"$T_TMP/gk.err" ||
-	{ cat "$T_TMP/gk.err"; fail "stream $n --guest-kernel failed"; }
-named "$T_TMP/gk.txt" "stream $n --guest-kernel"
-info "stream $n --guest-kernel: $want lines 'function=softdog_fire [softdog]', as the guest's own trace file"
+# The RAM file read directly (by its path), with the formats and the
+# modules' symbols the console printed.
+ram=$(status_get "$n" ram)
+[ -n "$ram" ] || fail "status names no RAM file of $n"
+"$G" kformats "$n" "$T_TMP/gkfmt" >/dev/null 2>&1 || fail "kformats of $n failed"
+"$HVTRACE" stream "$ram" --formats "$T_TMP/gkfmt" --drain >"$T_TMP/gk.txt" 2>"$T_TMP/gk.err" ||
+	{ cat "$T_TMP/gk.err"; fail "stream $ram failed"; }
+named "$T_TMP/gk.txt" "stream RAMFILE"
+info "stream RAMFILE: $want lines 'function=softdog_fire [softdog]', as the guest's own trace file"
 # Through hvtraced, the module's lines too come from hvtraced (its agent
 # sent them): the console, where the launcher finds its own list, is out
 # of the way meanwhile.

@@ -178,9 +178,10 @@ kring_gated() {
 
 # kring_go NAME ERR SPID REGEX: once the stream SPID wrote a line matching
 # REGEX to ERR (it is set up and reading), send guest NAME's "go"
-# (kring_gated) until it says it saw it.  A --guest-kernel stream run
-# with HVTRACED_SOCKET naming no daemon says at once "guest kernel times
-# are the guest's own": a sign that does not wait for an event.
+# (kring_gated) until it says it saw it.  A stream of a RAM file says at
+# once "guest kernel times are the guest's own", and "stream NAME
+# --guest-kernel" names the ring it reads through hvtraced: signs that do
+# not wait for an event.
 kring_go() {
 	local n=$1 err=$2 spid=$3 re=$4 tries=1200
 	until grep -qaE -- "$re" "$err"; do

@@ -11,8 +11,9 @@
 #   - without one, stream says so and prints UNKNOWN id=7 for each;
 #   - a name ending in .ram needs no --guest-kernel, and stream says
 #     once that a RAM file's times are the guest's own, not the host's;
-#   - a file without a ring, and a guest NAME without a RAM file, are
-#     refused with a message saying what to do.
+#   - a file without a ring is refused, and a guest NAME with no hvtraced
+#     serving it too, with a message that names the RAM file's path as
+#     the way to read a file (NAME never opens a file by its name).
 . "$(dirname "$0")/lib.sh"
 
 SRC=${HVT_SRCTREE:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -57,7 +58,7 @@ cp "$IMG" "$TMP/guest.ram"
 expect_eq "UNKNOWN lines" "$(grep -c 'UNKNOWN id=7' "$TMP/raw.txt")" 8
 grep -q 'no event formats of the guest kernel' "$TMP/err.txt" ||
 	fail "no note about missing formats: $(cat "$TMP/err.txt")"
-grep -qx "hvtrace stream: guest kernel times are the guest's own (its trace clock), not the host's CLOCK_MONOTONIC (a RAM file: no clock model; a rig guest's NAME has hvtraced's)" "$TMP/err.txt" ||
+grep -qx "hvtrace stream: guest kernel times are the guest's own (its trace clock), not the host's CLOCK_MONOTONIC (a RAM file: no clock model; 'hvtrace stream NAME' of a rig guest reads its ring through hvtraced, on the host's clock)" "$TMP/err.txt" ||
 	fail "no note that the times are the guest's own: $(cat "$TMP/err.txt")"
 
 head -c 65536 /dev/zero >"$TMP/empty.ram"
@@ -66,9 +67,9 @@ expect_eq "exit status without a ring" $? 1
 grep -q 'no guest kernel ring buffer in this file' "$TMP/err.txt" ||
 	fail "message: $(cat "$TMP/err.txt")"
 
-HVT_SHM_DIR=$TMP "$HVTRACE" stream nosuchguest --guest-kernel --drain \
-	>/dev/null 2>"$TMP/err.txt"
-expect_eq "exit status without a RAM file" $? 1
-grep -q "no guest RAM file $TMP/hvtrace-nosuchguest.ram" "$TMP/err.txt" ||
+HVT_SHM_DIR=$TMP HVTRACED_SOCKET=$TMP/none.sock "$HVTRACE" stream nosuchguest \
+	--guest-kernel --drain >/dev/null 2>"$TMP/err.txt"
+expect_eq "exit status of a guest NAME without hvtraced" $? 1
+grep -qF "read directly by its path: 'hvtrace stream $TMP/hvtrace-nosuchguest.ram'" "$TMP/err.txt" ||
 	fail "message: $(cat "$TMP/err.txt")"
 echo "ok: --guest-kernel with and without formats, refusals"
