@@ -224,18 +224,20 @@ static int dc_header(struct hvtrace_daemon *c)
 		c->hlen = HVT_PROTO_HDR_SIZE - i;
 		return 0;
 	}
-	c->hlen = 0;
+	c->in_garbage = false;
 	if (len < HVT_PROTO_HDR_SIZE || len > HVT_PROTO_MAX_FRAME) {
 		c->rx_errors++;
 		if (len > HVT_PROTO_MAX_FRAME)
 			c->discard = len - HVT_PROTO_HDR_SIZE;
+		c->hlen = 0;
 		return 0;
 	}
-	c->in_garbage = false;
+	/* Without memory the header stays: a later receive starts it. */
 	c->rx = dc_frame_get(c, len);
 	if (!c->rx)
 		return hvt_err(-ENOMEM, "out of memory for a %u-byte frame",
 			       len);
+	c->hlen = 0;
 	memcpy(c->rx->frame, c->hdr, HVT_PROTO_HDR_SIZE);
 	c->rx_len = len;
 	c->rx_got = HVT_PROTO_HDR_SIZE;
@@ -265,8 +267,8 @@ static int dc_frame_done(struct hvtrace_daemon *c, struct hvt_msg *m)
 
 /*
  * One recvmsg(2) without waiting, and what it completes.  Return: 1 with a
- * message, 0 when the socket has nothing more now (-EAGAIN internally) or
- * more must come, -EAGAIN with nothing received, or a negative errno.
+ * message; 0 when bytes came but no whole frame yet; -EAGAIN when none
+ * came; or a negative errno.
  */
 static int dc_receive(struct hvtrace_daemon *c, struct hvt_msg *m)
 {

@@ -5,13 +5,16 @@
  * read.
  *
  * A private listening socket stands in for hvtraced.  Each input connects
- * a client (a thread accepts and answers its HELLO), and the peer writes the input in pieces whose sizes the input
- * chooses (first byte: a seed for them), then closes.  The client receives
- * until the connection ends.  Every other PAGE the client returns is taken
- * (hvt_dclient_take()) and kept until the end, as the feed keeps pages.
+ * a client (a thread accepts and answers its HELLO), and the peer writes the
+ * input in pieces whose sizes the input chooses (first byte: a seed for them),
+ * then closes.  The client receives until the connection ends.  Every other
+ * PAGE the client returns is taken (hvt_dclient_take()) and kept until the end,
+ * as the feed keeps pages.
  *
  * Oracle beyond the sanitizers: every message encodes again (its fields
- * are in range: the receiver handed over only checked frames), a kept
+ * are in range: the receiver handed over only checked frames); where the
+ * protocol's stream decoder (hvt_proto_dec, fed the same bytes at once)
+ * finds no error, the client returns exactly its frames, in order; a kept
  * page's sub-buffer still holds the bytes it had when it was returned
  * (nothing received later moved or overwrote it), and the stream always
  * ends in -ECONNRESET (no hang, no other error).
@@ -46,6 +49,48 @@ uint64_t hvt_host_now_ns(void)
 static char sock_path[108];
 static int lfd = -1;
 static uint8_t ebuf[HVT_PROTO_MAX_FRAME];
+static uint8_t dbuf[HVT_PROTO_MAX_FRAME];
+/* The reference decoder's frames: offsets into refs[], then the bytes. */
+#define MAX_REF 256
+static uint8_t refs[1 << 20];
+static uint32_t ref_off[MAX_REF + 1];
+
+/*
+ * The frames hvt_proto_dec accepts from @data, stored in refs[]; their
+ * number, or -1 when it found an error (or more than MAX_REF frames).
+ */
+static int reference(const uint8_t *data, size_t size)
+{
+	struct hvt_proto_dec d;
+	struct hvt_frame f;
+	struct hvt_msg m;
+	size_t off = 0;
+	int nr = 0, ret;
+
+	fuzz_assert(!hvt_proto_dec_init(&d, dbuf, sizeof(dbuf), sizeof(dbuf)));
+	ref_off[0] = 0;
+	while (off < size || d.tail > d.head) {
+		off += hvt_proto_dec_feed(&d, data + off,
+					  (uint32_t)(size - off));
+		ret = hvt_proto_dec_next(&d, &f);
+		if (ret < 0 || nr == MAX_REF)
+			return -1;
+		if (!ret) {
+			if (off == size)
+				break;
+			continue;
+		}
+		if (hvt_msg_decode(&f, &m, NULL))
+			continue; /* a frame, not a message: skipped by both */
+		if (ref_off[nr] + HVT_PROTO_HDR_SIZE + f.len > sizeof(refs))
+			return -1;
+		memcpy(refs + ref_off[nr], f.payload - HVT_PROTO_HDR_SIZE,
+		       HVT_PROTO_HDR_SIZE + f.len);
+		ref_off[nr + 1] = ref_off[nr] + HVT_PROTO_HDR_SIZE + f.len;
+		nr++;
+	}
+	return d.errors ? -1 : nr;
+}
 
 static char sock_dir[64];
 
@@ -101,6 +146,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint32_t n;
 	} keep[KEEP];
 	unsigned int nr_keep = 0, i, seed = size ? data[0] : 0, pages = 0;
+	int nr_ref = reference(data + (size ? 1 : 0), size ? size - 1 : 0);
+	int got = 0;
 	struct hvtrace_daemon *c;
 	struct hvt_msg m;
 	size_t off = size ? 1 : 0;
@@ -139,6 +186,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			int n = hvt_msg_encode(ebuf, sizeof(ebuf), &m);
 
 			fuzz_assert(n >= HVT_PROTO_HDR_SIZE);
+			/* A clean stream: the reference's next frame. */
+			if (nr_ref >= 0) {
+				fuzz_assert(got < nr_ref);
+				fuzz_assert((uint32_t)n ==
+					    ref_off[got + 1] - ref_off[got]);
+				fuzz_assert(!memcmp(ebuf, refs + ref_off[got],
+						    (size_t)n));
+			}
+			got++;
 		}
 		if (m.type == HVT_MSG_PAGE && !(m.flags & HVT_PF_REPLY) &&
 		    (pages++ & 1) && nr_keep < KEEP) {
@@ -154,6 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	hvtrace_daemon_close(c);
+	fuzz_assert(nr_ref < 0 || got == nr_ref);
 	for (i = 0; i < nr_keep; i++) {
 		fuzz_assert(!memcmp(keep[i].copy, keep[i].p->data,
 				    keep[i].n));
