@@ -185,8 +185,7 @@ HVTRACE_API int hvtrace_daemon_attach_ram(struct hvtrace_daemon *c,
  * bare name (system user_events).
  */
 
-/* A page of a subscription, in the buffer its frame was received into
- * (free() it: one allocation). */
+/* A page of a subscription, copied out of its frame (free() it). */
 struct hvtrace_daemon_page {
 	struct hvtrace_daemon_page *next;
 	uint32_t remote; /* the remote's id */
@@ -204,8 +203,7 @@ struct hvtrace_daemon_page {
 	uint64_t dropped_events;
 	uint64_t first_ts;
 	uint32_t len;
-	const uint8_t *data; /* the ftrace sub-buffer (@len bytes), inside
-			      * the page's own allocation */
+	uint8_t data[]; /* the ftrace sub-buffer */
 };
 
 struct hvtrace_daemon_feed;

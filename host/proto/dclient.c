@@ -1,21 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
  * libhvtrace-daemon: a client of hvtraced's socket (<hvtrace-daemon.h>).
- *
- * Frames are received one at a time, each into a buffer of its own
- * (struct dc_frame, laid out as a struct hvtrace_daemon_page followed by
- * the frame), so that a PAGE's sub-buffer never moves once the kernel
- * copied it out of the socket: the feed keeps the buffer as the page
- * (hvt_dclient_take(), dfeed.c) and a remote's ring reads the sub-buffer
- * where it lies (dring.c).  Each recvmsg(2) takes the rest of the current
- * frame and at most the next frame's header, so no byte is ever received
- * into a place it must be moved from.
- *
- * The bytes are hostile: a header is taken only when its magic, header
- * checksum and length hold (else the stream is searched for the next
- * magic, one error per run of garbage; a frame over the size limit is
- * skipped), and a whole frame only when hvt_proto_dec_next(), the
- * protocol's one frame check, accepts it as one frame at its start.
  */
 #include <errno.h>
 #include <grp.h>
@@ -32,34 +17,15 @@
 #include <hvtrace-internal.h>
 #include <hvtrace-daemon.h>
 
-#include "dfeed.h"
-
-/* A received frame: a page's header first, so the feed can keep it. */
-struct dc_frame {
-	struct hvtrace_daemon_page page;
-	uint64_t cap; /* bytes at frame[] (8-aligned, as
-		       * is a PAGE's sub-buffer in it) */
-	uint8_t frame[];
-};
-
 struct hvtrace_daemon {
 	int fd;
 	uint32_t next_req;
 	char path[108];
+	struct hvt_proto_dec dec;
 	uint8_t *wbuf;
 	int pass[HVT_ATTACH_MAX_FDS];	/* to pass with the next request */
 	int nr_pass;
-	/* receiving */
-	uint8_t hdr[HVT_PROTO_HDR_SIZE]; /* the next frame's header */
-	uint32_t hlen;			 /* bytes of it received */
-	struct dc_frame *rx;		 /* the frame being received */
-	uint32_t rx_len, rx_got;
-	struct dc_frame *cur;	/* returned last, kept until the next
-				 * receive unless taken */
-	struct dc_frame *spare; /* a buffer to reuse */
-	uint64_t discard;	/* bytes of an oversized frame left */
-	bool in_garbage;	/* inside a run of skipped bytes */
-	uint64_t rx_errors;
+	uint8_t rbuf[HVT_PROTO_MAX_FRAME];
 };
 
 static uint64_t dc_now_ms(void)
@@ -86,9 +52,6 @@ void hvtrace_daemon_close(struct hvtrace_daemon *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->wbuf);
-	free(c->rx);
-	free(c->cur);
-	free(c->spare);
 	free(c);
 }
 
@@ -152,218 +115,27 @@ int hvtrace_daemon_pass_fds(struct hvtrace_daemon *c, const int *fds, int nr)
 	return 0;
 }
 
-/* Done with a frame: kept as the spare when it is the better fit. */
-static void dc_frame_put(struct hvtrace_daemon *c, struct dc_frame *fr)
-{
-	if (!fr)
-		return;
-	if (c->spare && c->spare->cap >= fr->cap) {
-		free(fr);
-		return;
-	}
-	free(c->spare);
-	c->spare = fr;
-}
-
-/*
- * A buffer for a frame of @len bytes: the spare when it fits without
- * wasting much (a kept page holds its buffer), else a new one.
- */
-static struct dc_frame *dc_frame_get(struct hvtrace_daemon *c, uint32_t len)
-{
-	struct dc_frame *fr = c->spare;
-
-	if (fr && fr->cap >= len && fr->cap - len <= 1024 + len / 8) {
-		c->spare = NULL;
-		return fr;
-	}
-	fr = malloc(sizeof(*fr) + len);
-	if (fr)
-		fr->cap = len;
-	return fr;
-}
-
-struct hvtrace_daemon_page *hvt_dclient_take(struct hvtrace_daemon *c)
-{
-	struct dc_frame *fr = c->cur;
-
-	c->cur = NULL;
-	return fr ? &fr->page : NULL;
-}
-
-/* Bytes not at a frame: count one error per run of them. */
-static void dc_garbage(struct hvtrace_daemon *c)
-{
-	if (!c->in_garbage)
-		c->rx_errors++;
-	c->in_garbage = true;
-}
-
-/*
- * The header in c->hdr is complete: start its frame, or skip what is not
- * one (to the next place the magic may start).  Return 0, or -ENOMEM.
- */
-static int dc_header(struct hvtrace_daemon *c)
-{
-	static const uint8_t magic[4] = {'H', 'V', 'T', 'P'};
-	uint32_t len, magic_v, hsum, i, j;
-
-	memcpy(&magic_v, c->hdr, 4);
-	memcpy(&len, c->hdr + 4, 4);
-	memcpy(&hsum, c->hdr + 28, 4);
-	if (magic_v != HVT_PROTO_MAGIC || hsum != hvt_proto_hsum(c->hdr)) {
-		dc_garbage(c);
-		for (i = 1; i < HVT_PROTO_HDR_SIZE; i++) {
-			for (j = 0; j < 4 && i + j < HVT_PROTO_HDR_SIZE; j++)
-				if (c->hdr[i + j] != magic[j])
-					break;
-			if (j == 4 || i + j == HVT_PROTO_HDR_SIZE)
-				break;
-		}
-		memmove(c->hdr, c->hdr + i, HVT_PROTO_HDR_SIZE - i);
-		c->hlen = HVT_PROTO_HDR_SIZE - i;
-		return 0;
-	}
-	c->in_garbage = false;
-	if (len < HVT_PROTO_HDR_SIZE || len > HVT_PROTO_MAX_FRAME) {
-		c->rx_errors++;
-		if (len > HVT_PROTO_MAX_FRAME)
-			c->discard = len - HVT_PROTO_HDR_SIZE;
-		c->hlen = 0;
-		return 0;
-	}
-	/* Without memory the header stays: a later receive starts it. */
-	c->rx = dc_frame_get(c, len);
-	if (!c->rx)
-		return hvt_err(-ENOMEM, "out of memory for a %u-byte frame",
-			       len);
-	c->hlen = 0;
-	memcpy(c->rx->frame, c->hdr, HVT_PROTO_HDR_SIZE);
-	c->rx_len = len;
-	c->rx_got = HVT_PROTO_HDR_SIZE;
-	return 0;
-}
-
-/* c->rx is complete: 1 with @m decoded from it (c->cur), or 0 (skipped). */
-static int dc_frame_done(struct hvtrace_daemon *c, struct hvt_msg *m)
-{
-	struct dc_frame *fr = c->rx;
-	struct hvt_proto_dec d;
-	struct hvt_frame f;
-
-	c->rx = NULL;
-	hvt_proto_dec_init(&d, fr->frame, c->rx_len, c->rx_len);
-	hvt_proto_dec_added(&d, c->rx_len);
-	if (hvt_proto_dec_next(&d, &f) != 1 ||
-	    f.payload != fr->frame + HVT_PROTO_HDR_SIZE ||
-	    hvt_msg_decode(&f, m, NULL)) {
-		c->rx_errors++;
-		dc_frame_put(c, fr);
-		return 0;
-	}
-	c->cur = fr;
-	return 1;
-}
-
-/*
- * One recvmsg(2) without waiting, and what it completes.  Return: 1 with a
- * message; 0 when bytes came but no whole frame yet; -EAGAIN when none
- * came; or a negative errno.
- */
-static int dc_receive(struct hvtrace_daemon *c, struct hvt_msg *m)
-{
-	uint8_t skip[4096];
-	struct iovec iov[2];
-	struct msghdr mh;
-	size_t want;
-	ssize_t n;
-	int ret;
-
-	memset(&mh, 0, sizeof(mh));
-	mh.msg_iov = iov;
-	if (c->discard) {
-		want = c->discard < sizeof(skip) ? c->discard : sizeof(skip);
-		iov[0] = (struct iovec){skip, want};
-		mh.msg_iovlen = 1;
-	} else if (!c->rx) {
-		iov[0] = (struct iovec){c->hdr + c->hlen,
-					HVT_PROTO_HDR_SIZE - c->hlen};
-		mh.msg_iovlen = 1;
-	} else {
-		/* The frame's rest, then at most the next header. */
-		iov[0] = (struct iovec){c->rx->frame + c->rx_got,
-					c->rx_len - c->rx_got};
-		iov[1] = (struct iovec){c->hdr + c->hlen,
-					HVT_PROTO_HDR_SIZE - c->hlen};
-		mh.msg_iovlen = 2;
-	}
-	n = recvmsg(c->fd, &mh, MSG_DONTWAIT);
-	if (n < 0 &&
-	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		return -EAGAIN;
-	if (n < 0)
-		return hvt_err(-errno, "receiving from hvtraced: %s",
-			       strerror(errno));
-	if (!n)
-		return hvt_err(-ECONNRESET, "hvtraced closed the connection");
-	if (c->discard) {
-		c->discard -= (uint64_t)n;
-		return 0;
-	}
-	if (!c->rx) {
-		c->hlen += (uint32_t)n;
-		if (c->hlen < HVT_PROTO_HDR_SIZE)
-			return 0;
-		ret = dc_header(c);
-		if (ret || !c->rx || c->rx_got < c->rx_len)
-			return ret;
-		return dc_frame_done(c, m); /* a bare header */
-	}
-	if ((size_t)n <= c->rx_len - c->rx_got) {
-		c->rx_got += (uint32_t)n;
-	} else {
-		c->hlen += (uint32_t)(n - (c->rx_len - c->rx_got));
-		c->rx_got = c->rx_len;
-	}
-	if (c->rx_got < c->rx_len)
-		return 0;
-	return dc_frame_done(c, m);
-}
-
-/* A whole header in c->hdr (read ahead) whose frame is not started yet. */
-static int dc_pending_header(struct hvtrace_daemon *c, struct hvt_msg *m)
-{
-	int ret;
-
-	while (!c->rx && !c->discard && c->hlen == HVT_PROTO_HDR_SIZE) {
-		ret = dc_header(c);
-		if (ret)
-			return ret;
-		if (c->rx && c->rx_got == c->rx_len)
-			return dc_frame_done(c, m);
-	}
-	return 0;
-}
-
 int hvtrace_daemon_recv(struct hvtrace_daemon *c, struct hvt_msg *m, int timeout_ms)
 {
 	uint64_t wait = timeout_ms < 0 ? 0 : (uint64_t)timeout_ms;
 	uint64_t deadline = dc_now_ms() + wait;
 
-	dc_frame_put(c, c->cur); /* the message returned last */
-	c->cur = NULL;
 	for (;;) {
-		struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		struct hvt_frame f;
+		uint8_t *room;
 		uint64_t now;
+		size_t space;
+		ssize_t n;
 		int ret;
 
-		ret = dc_pending_header(c, m);
-		if (!ret)
-			ret = dc_receive(c, m);
-		if (ret == 1 || (ret < 0 && ret != -EAGAIN))
-			return ret;
-		if (!ret)
-			continue; /* received some: try again at once */
+		while ((ret = hvt_proto_dec_next(&c->dec, &f)) != 0) {
+			if (ret < 0)
+				continue;
+			if (hvt_msg_decode(&f, m, NULL))
+				continue;
+			return 1;
+		}
 		now = dc_now_ms();
 		if (timeout_ms >= 0 && now >= deadline)
 			return 0;
@@ -371,6 +143,16 @@ int hvtrace_daemon_recv(struct hvtrace_daemon *c, struct hvt_msg *m, int timeout
 			   timeout_ms < 0 ? -1 : (int)(deadline - now));
 		if (ret < 0 && errno != EINTR)
 			return hvt_err(-errno, "poll: %s", strerror(errno));
+		if (ret <= 0)
+			continue;
+		space = hvt_proto_dec_room(&c->dec, &room);
+		n = recv(c->fd, room, space, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0)
+			return hvt_err(-ECONNRESET,
+				       "hvtraced closed the connection");
+		hvt_proto_dec_added(&c->dec, (uint32_t)n);
 	}
 }
 
@@ -465,6 +247,7 @@ int hvtrace_daemon_open(const char *path, struct hvtrace_daemon **out)
 	}
 	c->next_req = 1;
 	snprintf(c->path, sizeof(c->path), "%s", path);
+	hvt_proto_dec_init(&c->dec, c->rbuf, sizeof(c->rbuf), sizeof(c->rbuf));
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0) {
 		ret = hvt_err(-errno, "socket: %s", strerror(errno));

@@ -214,7 +214,6 @@ static void df_report_loss(struct hvtrace_daemon_feed *f, uint32_t remote,
 
 	if (!p)
 		return; /* told with the next page of the CPU, if one comes */
-	p->data = (const uint8_t *)(p + 1);
 	p->remote = remote;
 	p->sub = l->sub;
 	p->cpu = l->cpu;
@@ -258,10 +257,9 @@ static void df_other(void *arg, const struct hvt_msg *m)
 	}
 	if (m->type != HVT_MSG_PAGE || (m->flags & HVT_PF_REPLY))
 		return;
-	/* The page stays in the buffer its frame came in (no copy). */
-	p = f->queued < (f->in_call ? DF_MAX_QUEUED : f->max_queued)
-		    ? hvt_dclient_take(f->dc)
-		    : NULL;
+	p = f->queued < (f->in_call ? DF_MAX_QUEUED : f->max_queued) ?
+		    malloc(sizeof(*p) + m->u.page.len) :
+		    NULL;
 	if (!p) {
 		l = df_loss_of(f, m->req, m->u.page.cpu, true);
 		if (l) {
@@ -282,7 +280,7 @@ static void df_other(void *arg, const struct hvt_msg *m)
 	p->dropped_events = m->u.page.dropped_events;
 	p->first_ts = m->u.page.first_ts;
 	p->len = m->u.page.len;
-	p->data = m->u.page.data;
+	memcpy(p->data, m->u.page.data, m->u.page.len);
 	df_enqueue(f, p);
 }
 

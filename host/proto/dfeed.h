@@ -48,13 +48,6 @@ HVT_INTERNAL int hvt_dring_open(struct hvtrace_daemon_feed *f, uint32_t remote,
 				uint32_t cpu, int ring_cpu,
 				uint32_t subbuf_size,
 				struct hvtrace_ring **out);
-/*
- * The buffer of the message hvtrace_daemon_recv() returned last, as a page
- * for the caller to fill and free(); its message's pointers stay valid in
- * it.  NULL when it was taken already.  (dclient.c)
- */
-HVT_INTERNAL struct hvtrace_daemon_page *
-hvt_dclient_take(struct hvtrace_daemon *c);
 /* The loss @lost reported beside sub-buffer @page (@len bytes) that its
  * header does not mark: 0 when the header has RB_MISSED_EVENTS (the core
  * reads the loss there, so it must not count twice), else @lost. */

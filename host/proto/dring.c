@@ -7,7 +7,7 @@
  * Each ring subscribes the feed to its (remote, CPU) and has the feed route
  * that pair's pages to a queue of its own (dfeed.c), so a ring that pulls
  * takes only its pages and leaves the others' queued for their rings.
- * The ring's "next page" lends the core the page as received
+ * The ring's "next page" lends the core the feed's page
  * (HVTRACE_PAGE_LENT: the feed's page is private and nothing writes it);
  * the core validates it and reads a whole page in place, copying only what
  * it must rewrite, and hands it back (release), which frees it.
