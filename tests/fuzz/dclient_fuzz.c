@@ -100,7 +100,9 @@ static void listen_once(void)
 
 	if (lfd >= 0)
 		return;
-	strcpy(sock_dir, "/tmp/hvt-fuzz-dclient.XXXXXX");
+	/* In the current folder: the fuzz runner's scratch folder, which it
+	 * removes (libFuzzer may end without running atexit handlers). */
+	strcpy(sock_dir, "hvt-dclient.XXXXXX");
 	fuzz_assert(mkdtemp(sock_dir));
 	snprintf(sock_path, sizeof(sock_path), "%s/s", sock_dir);
 	strcpy(sa.sun_path, sock_path);
